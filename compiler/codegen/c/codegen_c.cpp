@@ -1,0 +1,830 @@
+#include "compiler/codegen/c/codegen_c.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "compiler/interp/float16.h"
+#include "compiler/ir/ir_printer.h"
+#include "compiler/ir/ir_visitor.h"
+#include "compiler/ir/op.h"
+
+namespace kiln::codegen {
+
+using ir::DataType;
+using ir::Expr;
+using ir::NodeType;
+using ir::Stmt;
+using ir::VariableNode;
+
+namespace {
+
+// Allocations up to this size live on the stack; larger ones are malloc'd.
+constexpr int64_t kMaxStackBytes = 64 * 1024;
+
+bool is_c_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+std::string sanitize(const std::string &name) {
+  std::string s;
+  for (char c : name) s += is_c_ident_char(c) ? c : '_';
+  if (s.empty()) return "v";
+  if (std::isdigit(static_cast<unsigned char>(s[0]))) s = "v" + s;
+  // Leading underscores and the helpers' prefix belong to the implementation and to us.
+  if (s[0] == '_' || s.rfind("kiln_", 0) == 0) s = "v" + s;
+  return s;
+}
+
+// Identifiers a variable may not take: C keywords, the standard names the generated code uses.
+const std::unordered_set<std::string> &reserved_names() {
+  static const std::unordered_set<std::string> names = {
+      "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
+      "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short",
+      "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile",
+      "while", "bool", "true", "false", "NULL", "INFINITY", "NAN", "size_t", "int8_t", "int16_t", "int32_t",
+      "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "INT64_C", "UINT64_C", "malloc", "free",
+      "memcpy", "memset", "exp", "expf", "log", "logf", "sqrt", "sqrtf", "tanh", "tanhf", "erf", "erff", "pow",
+      "powf", "fabs", "fabsf", "floor", "floorf", "ceil", "ceilf", "round", "roundf", "fma", "fmaf", "fmod",
+      "fmodf", "main", "buffers", "size_values"};
+  return names;
+}
+
+// The C type a value of scalar type t is computed in (float16 is computed as float).
+std::string c_type(DataType t) {
+  if (t.is_handle()) return "void*";
+  if (t.is_bool()) return "bool";
+  if (t.is_float()) return t.bits() == 64 ? "double" : "float";
+  return detail::concat(t.is_int() ? "int" : "uint", t.bits(), "_t");
+}
+
+// The C type an element of type t is stored as.
+std::string c_storage_type(DataType t) { return t.is_float16() ? "uint16_t" : c_type(t.element_of()); }
+
+// The suffix of per-type helpers: b, i8 ... i64, u8 ... u64, f32, f64.
+std::string type_suffix(DataType t) {
+  if (t.is_bool()) return "b";
+  if (t.is_float()) return t.bits() == 64 ? "f64" : "f32";
+  return detail::concat(t.is_int() ? "i" : "u", t.bits());
+}
+
+bool is_narrow_int(DataType t) { return t.is_integer_like() && !t.is_bool() && t.bits() < 32; }
+
+std::string int_literal(DataType t, int64_t v) {
+  if (t.is_bool()) return v ? "true" : "false";
+  if (t.is_uint()) {
+    const uint64_t u = static_cast<uint64_t>(v);
+    if (t.bits() == 64) return detail::concat("UINT64_C(", u, ")");
+    if (t.bits() == 32) return detail::concat(u, "u");
+    return detail::concat("((", c_type(t), ")", u, ")");
+  }
+  if (t.bits() == 64) {
+    if (v == std::numeric_limits<int64_t>::min()) return "(-INT64_C(9223372036854775807) - 1)";
+    return v < 0 ? detail::concat("(-INT64_C(", -v, "))") : detail::concat("INT64_C(", v, ")");
+  }
+  if (t.bits() == 32) {
+    if (v == std::numeric_limits<int32_t>::min()) return "(-2147483647 - 1)";
+    return v < 0 ? detail::concat("(", v, ")") : std::to_string(v);
+  }
+  return detail::concat("((", c_type(t), ")", v, ")");
+}
+
+std::string float_literal(DataType t, double v) {
+  const bool f64 = t.bits() == 64;
+  if (std::isnan(v)) return f64 ? "((double)NAN)" : "NAN";
+  if (std::isinf(v)) {
+    if (f64) return v > 0 ? "((double)INFINITY)" : "(-(double)INFINITY)";
+    return v > 0 ? "INFINITY" : "(-INFINITY)";
+  }
+  // A float16 immediate stands for the half nearest to its value (computed in float).
+  if (!f64) v = t.is_float16() ? interp::round_to_half(static_cast<float>(v)) : static_cast<float>(v);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f64 ? "%.17g" : "%.9g", v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  if (!f64) s += "f";
+  return v < 0 || (v == 0 && std::signbit(v)) ? "(" + s + ")" : s;
+}
+
+std::string zero_literal(DataType t) {
+  if (t.is_float()) return t.bits() == 64 ? "0.0" : "0.0f";
+  return t.is_bool() ? "false" : "0";
+}
+
+std::string c_string_literal(const std::string &s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '?') {
+      out += "\\?";  // no trigraphs
+    } else if (c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\%03o", c);  // three octal digits: nothing that follows can join
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+// Drops one pair of parentheses around the whole text.
+std::string strip_parens(const std::string &s) {
+  if (s.size() < 2 || s.front() != '(' || s.back() != ')') return s;
+  int depth = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '(') ++depth;
+    if (s[i] == ')') --depth;
+    if (depth == 0 && i + 1 < s.size()) return s;
+  }
+  return s.substr(1, s.size() - 2);
+}
+
+// An identifier or an integer literal: cheap to evaluate again.
+bool is_simple(const std::string &s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!is_c_ident_char(c)) return false;
+  }
+  return true;
+}
+
+// The helper functions, in the order they are emitted; dependencies come first.
+struct Helper {
+  std::string key;
+  std::string code;
+  std::vector<std::string> deps;
+};
+
+std::string int_helpers_code(const std::string &op, DataType t) {
+  const std::string ty = c_type(t);
+  const std::string sfx = type_suffix(t);
+  std::ostringstream os;
+  os << "static inline " << ty << " kiln_" << op << "_" << sfx << "(" << ty << " a, " << ty << " b) {\n";
+  if (op == "floordiv") {
+    os << "  if (b == -1) return (" << ty << ")(0 - a);\n"
+       << "  " << ty << " q = (" << ty << ")(a / b);\n"
+       << "  " << ty << " r = (" << ty << ")(a % b);\n"
+       << "  return (r != 0 && ((r < 0) != (b < 0))) ? (" << ty << ")(q - 1) : q;\n";
+  } else {
+    os << "  if (b == -1) return 0;\n"
+       << "  " << ty << " r = (" << ty << ")(a % b);\n"
+       << "  return (r != 0 && ((r < 0) != (b < 0))) ? (" << ty << ")(r + b) : r;\n";
+  }
+  os << "}\n";
+  return os.str();
+}
+
+const std::vector<Helper> &all_helpers() {
+  static const std::vector<Helper> helpers = [] {
+    std::vector<Helper> h;
+    h.push_back({"f16_to_f32",
+                 "static inline float kiln_f16_to_f32(uint16_t h) {\n"
+                 "  uint32_t sign = ((uint32_t)h & 0x8000u) << 16;\n"
+                 "  uint32_t exp = ((uint32_t)h >> 10) & 0x1fu;\n"
+                 "  uint32_t mant = (uint32_t)h & 0x3ffu;\n"
+                 "  uint32_t x;\n"
+                 "  float f;\n"
+                 "  if (exp == 0x1fu) {\n"
+                 "    x = sign | 0x7f800000u | (mant << 13);\n"
+                 "  } else if (exp != 0) {\n"
+                 "    x = sign | ((exp + 112u) << 23) | (mant << 13);\n"
+                 "  } else {\n"
+                 "    f = (float)mant * 5.9604644775390625e-8f;\n"
+                 "    return sign ? -f : f;\n"
+                 "  }\n"
+                 "  memcpy(&f, &x, sizeof f);\n"
+                 "  return f;\n"
+                 "}\n",
+                 {}});
+    h.push_back({"f32_to_f16",
+                 "static inline uint16_t kiln_f32_to_f16(float f) {\n"
+                 "  uint32_t x, sign, mant, half, rem;\n"
+                 "  int32_t exp, e;\n"
+                 "  memcpy(&x, &f, sizeof x);\n"
+                 "  sign = (x >> 16) & 0x8000u;\n"
+                 "  mant = x & 0x7fffffu;\n"
+                 "  exp = (int32_t)((x >> 23) & 0xffu);\n"
+                 "  if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u | (mant >> 13) : 0u));\n"
+                 "  e = exp - 127 + 15;\n"
+                 "  if (e >= 0x1f) return (uint16_t)(sign | 0x7c00u);\n"
+                 "  if (e <= 0) {\n"
+                 "    uint32_t shift, mid;\n"
+                 "    if (e < -10) return (uint16_t)sign;\n"
+                 "    mant |= 0x800000u;\n"
+                 "    shift = (uint32_t)(14 - e);\n"
+                 "    half = mant >> shift;\n"
+                 "    rem = mant & ((1u << shift) - 1u);\n"
+                 "    mid = 1u << (shift - 1u);\n"
+                 "    if (rem > mid || (rem == mid && (half & 1u))) ++half;\n"
+                 "    return (uint16_t)(sign | half);\n"
+                 "  }\n"
+                 "  half = ((uint32_t)e << 10) | (mant >> 13);\n"
+                 "  rem = mant & 0x1fffu;\n"
+                 "  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;\n"
+                 "  return (uint16_t)(sign | half);\n"
+                 "}\n",
+                 {}});
+    h.push_back({"f16_round",
+                 "static inline float kiln_f16_round(float f) { return kiln_f16_to_f32(kiln_f32_to_f16(f)); }\n",
+                 {"f16_to_f32", "f32_to_f16"}});
+    for (int bits : {8, 16, 32, 64}) {
+      for (const char *op : {"floordiv", "floormod"}) {
+        h.push_back({detail::concat(op, "_i", bits), int_helpers_code(op, ir::Int(bits)), {}});
+      }
+    }
+    h.push_back({"floormod_f32",
+                 "static inline float kiln_floormod_f32(float a, float b) { return a - floorf(a / b) * b; }\n", {}});
+    h.push_back({"floormod_f64",
+                 "static inline double kiln_floormod_f64(double a, double b) { return a - floor(a / b) * b; }\n",
+                 {}});
+    std::vector<DataType> types = {ir::Bool()};
+    for (int bits : {8, 16, 32, 64}) types.push_back(ir::Int(bits));
+    for (int bits : {8, 16, 32, 64}) types.push_back(ir::UInt(bits));
+    types.push_back(ir::Float(32));
+    types.push_back(ir::Float(64));
+    for (const char *op : {"min", "max"}) {
+      for (DataType t : types) {
+        const std::string ty = c_type(t);
+        h.push_back({detail::concat(op, "_", type_suffix(t)),
+                     detail::concat("static inline ", ty, " kiln_", op, "_", type_suffix(t), "(", ty, " a, ", ty,
+                                    " b) { return a ", op == std::string("min") ? "<" : ">", " b ? a : b; }\n"),
+                     {}});
+      }
+    }
+    h.push_back({"sigmoid_f32", "static inline float kiln_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }\n",
+                 {}});
+    h.push_back({"sigmoid_f64", "static inline double kiln_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }\n",
+                 {}});
+    h.push_back({"rsqrt_f32", "static inline float kiln_rsqrt_f32(float x) { return 1.0f / sqrtf(x); }\n", {}});
+    h.push_back({"rsqrt_f64", "static inline double kiln_rsqrt_f64(double x) { return 1.0 / sqrt(x); }\n", {}});
+    return h;
+  }();
+  return helpers;
+}
+
+class CodeGenC {
+ public:
+  explicit CodeGenC(const ir::LoweredFunc &f) : f_(f) {}
+
+  std::string generate();
+
+ private:
+  struct Binding {
+    std::string text;
+    bool lane_array = false;  // a vector held in a C array, read as text[lane]
+  };
+
+  std::string fresh(const std::string &hint);
+  void push(const ir::Var &v, std::string text, bool lane_array = false) {
+    bound_[v.get()].push_back(Binding{std::move(text), lane_array});
+  }
+  void pop(const ir::Var &v) { bound_[v.get()].pop_back(); }
+  const Binding &lookup(const ir::Var &v) const;
+
+  void line(const std::string &s) { body_ << std::string(static_cast<size_t>(indent_) * 2, ' ') << s << "\n"; }
+  void need(const std::string &key);
+  std::string helper_call(const std::string &key, const std::vector<std::string> &args);
+
+  // Opens `for (int32_t lane = 0; lane < lanes; ++lane) {`; close_lanes() ends it.
+  void open_lanes(int lanes);
+  void close_lanes();
+
+  std::string expr(const Expr &e);
+  std::string binary(NodeType op, const Expr &a, const Expr &b, DataType t);
+  std::string cast(DataType t, const Expr &v);
+  std::string call(const ir::CallNode *op);
+  std::string load(const ir::LoadNode *op);
+
+  void stmt(const Stmt &s);
+  void store(const ir::StoreNode *op);
+  void allocate(const ir::AllocateNode *op);
+  void loop(const ir::ForNode *op);
+  void fail(const std::string &message);
+
+  const ir::LoweredFunc &f_;
+  std::ostringstream body_;
+  int indent_ = 1;
+  std::unordered_set<std::string> used_names_;
+  std::unordered_map<const VariableNode *, std::vector<Binding>> bound_;
+  std::set<std::string> helpers_;
+  std::string lane_;       // the lane variable while printing per-lane code, else empty
+  std::string lane_name_;  // the name lane loops use, taken on first use
+  int conditional_ = 0;    // > 0 inside a branch of if_then_else, where a Let is inlined, not hoisted
+  std::vector<std::string> heap_;  // malloc'd buffers live here, innermost last
+};
+
+std::string CodeGenC::fresh(const std::string &hint) {
+  const std::string base = sanitize(hint);
+  std::string name = base;
+  for (int i = 1; used_names_.count(name) || reserved_names().count(name); ++i) name = detail::concat(base, "_", i);
+  used_names_.insert(name);
+  return name;
+}
+
+const CodeGenC::Binding &CodeGenC::lookup(const ir::Var &v) const {
+  auto it = bound_.find(v.get());
+  if (it == bound_.end() || it->second.empty()) {
+    throw InternalError(detail::concat("C back end: variable ", v.name(), " is not bound in function ", f_.name));
+  }
+  return it->second.back();
+}
+
+void CodeGenC::need(const std::string &key) {
+  for (const auto &h : all_helpers()) {
+    if (h.key != key) continue;
+    for (const auto &d : h.deps) need(d);
+    helpers_.insert(key);
+    return;
+  }
+  throw InternalError("C back end: no helper " + key);
+}
+
+std::string CodeGenC::helper_call(const std::string &key, const std::vector<std::string> &args) {
+  need(key);
+  std::string s = "kiln_" + key + "(";
+  for (size_t i = 0; i < args.size(); ++i) s += (i ? ", " : "") + strip_parens(args[i]);
+  return s + ")";
+}
+
+void CodeGenC::open_lanes(int lanes) {
+  KILN_CHECK(lane_.empty(), "C back end: nested lane loops");
+  if (lane_name_.empty()) lane_name_ = fresh("lane");
+  lane_ = lane_name_;
+  line(detail::concat("for (int32_t ", lane_, " = 0; ", lane_, " < ", lanes, "; ++", lane_, ") {"));
+  ++indent_;
+}
+
+void CodeGenC::close_lanes() {
+  --indent_;
+  line("}");
+  lane_.clear();
+}
+
+std::string CodeGenC::expr(const Expr &e) {
+  const DataType t = e.type();
+  if (t.lanes() > 1 && lane_.empty()) {
+    throw InternalError("C back end: vector expression outside a lane loop: " + ir::to_string(e));
+  }
+  switch (e.node_type()) {
+    case NodeType::IntImm: return int_literal(t, e.as<ir::IntImmNode>()->value);
+    case NodeType::FloatImm: return float_literal(t, e.as<ir::FloatImmNode>()->value);
+    case NodeType::StringImm: return c_string_literal(e.as<ir::StringImmNode>()->value);
+    case NodeType::Variable: {
+      const Binding &b = lookup(ir::Var(e));
+      if (!b.lane_array) return b.text;
+      KILN_CHECK(!lane_.empty(), "C back end: vector variable outside a lane loop");
+      return b.text + "[" + lane_ + "]";
+    }
+    case NodeType::Cast: return cast(t, e.as<ir::CastNode>()->value);
+#define KILN_BINARY_CASE(n)                                    \
+  case NodeType::n: {                                          \
+    const auto *op = static_cast<const ir::n##Node *>(e.get()); \
+    return binary(NodeType::n, op->a, op->b, op->a.type());    \
+  }
+      KILN_BINARY_CASE(Add)
+      KILN_BINARY_CASE(Sub)
+      KILN_BINARY_CASE(Mul)
+      KILN_BINARY_CASE(Div)
+      KILN_BINARY_CASE(Mod)
+      KILN_BINARY_CASE(FloorDiv)
+      KILN_BINARY_CASE(FloorMod)
+      KILN_BINARY_CASE(Min)
+      KILN_BINARY_CASE(Max)
+      KILN_BINARY_CASE(EQ)
+      KILN_BINARY_CASE(NE)
+      KILN_BINARY_CASE(LT)
+      KILN_BINARY_CASE(LE)
+      KILN_BINARY_CASE(GT)
+      KILN_BINARY_CASE(GE)
+      KILN_BINARY_CASE(And)
+      KILN_BINARY_CASE(Or)
+#undef KILN_BINARY_CASE
+    case NodeType::Not: return "(!" + expr(e.as<ir::NotNode>()->a) + ")";
+    case NodeType::Select: {
+      const auto *op = e.as<ir::SelectNode>();
+      const std::string c = expr(op->condition);
+      const std::string a = expr(op->true_value);
+      const std::string b = expr(op->false_value);
+      return "(" + c + " ? " + a + " : " + b + ")";
+    }
+    case NodeType::Ramp: {
+      const auto *op = e.as<ir::RampNode>();
+      const std::string base = expr(op->base);
+      std::string s;
+      if (ir::is_one(op->stride)) {
+        s = base + " + " + lane_;
+      } else {
+        s = base + " + " + lane_ + " * " + expr(op->stride);
+      }
+      const DataType et = op->base.type();
+      return is_narrow_int(et) ? "((" + c_type(et) + ")(" + s + "))" : "(" + s + ")";
+    }
+    case NodeType::Broadcast: return expr(e.as<ir::BroadcastNode>()->value);
+    case NodeType::Let: {
+      const auto *op = e.as<ir::LetNode>();
+      if (conditional_ > 0) {
+        // Hoisting would evaluate the value even where the branch is not taken.
+        push(op->var, "(" + strip_parens(expr(op->value)) + ")");
+      } else {
+        const std::string value = expr(op->value);
+        const std::string name = fresh(op->var.name());
+        line(c_type(op->var.type().element_of()) + " " + name + " = " + strip_parens(value) + ";");
+        push(op->var, name);
+      }
+      const std::string body = expr(op->body);
+      pop(op->var);
+      return body;
+    }
+    case NodeType::Call: return call(e.as<ir::CallNode>());
+    case NodeType::Load: return load(e.as<ir::LoadNode>());
+    case NodeType::ProducerLoad:
+    case NodeType::Reduce:
+      throw InternalError(detail::concat("C back end: ", ir::node_type_name(e.node_type()),
+                                         " cannot appear in lowered IR (lower the function first)"));
+    default: break;
+  }
+  throw InternalError(detail::concat("C back end: unexpected expression ", ir::node_type_name(e.node_type())));
+}
+
+std::string CodeGenC::binary(NodeType op, const Expr &ea, const Expr &eb, DataType t) {
+  const std::string a = expr(ea);
+  const std::string b = expr(eb);
+  auto infix = [&](const char *sym) { return "(" + a + " " + sym + " " + b + ")"; };
+  auto wrapped = [&](const char *sym) {
+    return is_narrow_int(t) ? "((" + c_type(t) + ")(" + a + " " + sym + " " + b + "))" : infix(sym);
+  };
+  const std::string sfx = type_suffix(t);
+  switch (op) {
+    case NodeType::Add: return wrapped("+");
+    case NodeType::Sub: return wrapped("-");
+    case NodeType::Mul: return wrapped("*");
+    case NodeType::Div: return wrapped("/");
+    case NodeType::Mod:
+      if (t.is_float()) return (t.bits() == 64 ? "fmod(" : "fmodf(") + strip_parens(a) + ", " + strip_parens(b) + ")";
+      return wrapped("%");
+    case NodeType::FloorDiv:
+      if (t.is_float()) return (t.bits() == 64 ? "floor(" : "floorf(") + a + " / " + b + ")";
+      if (t.is_int()) return helper_call("floordiv_" + sfx, {a, b});
+      return wrapped("/");
+    case NodeType::FloorMod:
+      if (t.is_int() || t.is_float()) return helper_call("floormod_" + sfx, {a, b});
+      return wrapped("%");
+    case NodeType::Min: return helper_call("min_" + sfx, {a, b});
+    case NodeType::Max: return helper_call("max_" + sfx, {a, b});
+    case NodeType::EQ: return infix("==");
+    case NodeType::NE: return infix("!=");
+    case NodeType::LT: return infix("<");
+    case NodeType::LE: return infix("<=");
+    case NodeType::GT: return infix(">");
+    case NodeType::GE: return infix(">=");
+    case NodeType::And: return infix("&&");
+    case NodeType::Or: return infix("||");
+    default: break;
+  }
+  throw InternalError(detail::concat("C back end: binary ", ir::node_type_name(op)));
+}
+
+std::string CodeGenC::cast(DataType t, const Expr &v) {
+  const DataType from = v.type();
+  const std::string x = expr(v);
+  if (t.is_bool()) return "(" + x + " != 0)";
+  if (t.is_float16()) {
+    return helper_call("f16_round", {from.is_float() && from.bits() <= 32 ? x : "(float)" + x});
+  }
+  if (from.is_float16() && t.is_float() && t.bits() == 32) return x;
+  return "((" + c_type(t.element_of()) + ")" + x + ")";
+}
+
+std::string CodeGenC::call(const ir::CallNode *op) {
+  const std::string &name = op->name;
+  const DataType t = op->type;
+  if (name == ir::intrinsic::kIfThenElse) {
+    KILN_CHECK(op->args.size() == 3, "C back end: if_then_else takes 3 arguments");
+    const std::string c = expr(op->args[0]);
+    ++conditional_;
+    const std::string a = expr(op->args[1]);
+    const std::string b = expr(op->args[2]);
+    --conditional_;
+    return "(" + c + " ? " + a + " : " + b + ")";
+  }
+  if (name == ir::intrinsic::kLikely) {
+    KILN_CHECK(op->args.size() == 1, "C back end: likely takes 1 argument");
+    return expr(op->args[0]);
+  }
+  if (ir::is_math_intrinsic(name)) {
+    KILN_CHECK(t.is_float(), "C back end: ", name, " of ", t.to_string());
+    std::vector<std::string> args;
+    for (const auto &a : op->args) {
+      KILN_CHECK(a.type() == t, "C back end: ", name, " argument of type ", a.type().to_string());
+      args.push_back(strip_parens(expr(a)));
+    }
+    if (name == "sigmoid" || name == "rsqrt") return helper_call(name + "_" + type_suffix(t), args);
+    std::string s = name + (t.bits() == 64 ? "" : "f") + "(";
+    for (size_t i = 0; i < args.size(); ++i) s += (i ? ", " : "") + args[i];
+    return s + ")";
+  }
+  throw InternalError(detail::concat("C back end: unsupported call ", name, " in function ", f_.name));
+}
+
+std::string CodeGenC::load(const ir::LoadNode *op) {
+  const std::string buf = lookup(op->buffer_var).text;
+  std::string s = buf + "[" + strip_parens(expr(op->index)) + "]";
+  if (op->type.is_float16()) s = helper_call("f16_to_f32", {s});
+  if (op->predicate.defined()) {
+    s = "(" + expr(op->predicate) + " ? " + s + " : " + zero_literal(op->type) + ")";
+  }
+  return s;
+}
+
+void CodeGenC::fail(const std::string &message) {
+  line("kiln_error = " + c_string_literal(message) + ";");
+  for (auto it = heap_.rbegin(); it != heap_.rend(); ++it) line("free(" + *it + ");");
+  line("return -1;");
+}
+
+void CodeGenC::stmt(const Stmt &s) {
+  switch (s.node_type()) {
+    case NodeType::LetStmt: {
+      const auto *op = s.as<ir::LetStmtNode>();
+      const DataType t = op->var.type();
+      if (t.is_handle()) {
+        const std::string src = expr(op->value);
+        const DataType pointee = op->var->pointee;
+        const std::string name = fresh(op->var.name());
+        line(c_storage_type(pointee) + "* " + name + " = " + src + ";");
+        push(op->var, name);
+      } else if (t.is_vector()) {
+        const std::string name = fresh(op->var.name());
+        line(detail::concat(c_type(t.element_of()), " ", name, "[", t.lanes(), "];"));
+        open_lanes(t.lanes());
+        line(name + "[" + lane_ + "] = " + strip_parens(expr(op->value)) + ";");
+        close_lanes();
+        push(op->var, name, true);
+      } else {
+        const std::string value = expr(op->value);
+        const std::string name = fresh(op->var.name());
+        line(c_type(t) + " " + name + " = " + strip_parens(value) + ";");
+        push(op->var, name);
+      }
+      stmt(op->body);
+      pop(op->var);
+      return;
+    }
+    case NodeType::AttrStmt: stmt(s.as<ir::AttrStmtNode>()->body); return;
+    case NodeType::AssertStmt: {
+      const auto *op = s.as<ir::AssertStmtNode>();
+      const DataType t = op->condition.type();
+      std::string cond;
+      if (t.is_vector()) {
+        const std::string all = fresh("assert_ok");
+        line("bool " + all + " = true;");
+        open_lanes(t.lanes());
+        line(all + " = " + all + " && " + expr(op->condition) + ";");
+        close_lanes();
+        cond = all;
+      } else {
+        cond = expr(op->condition);
+      }
+      line("if (!" + (is_simple(cond) ? cond : "(" + strip_parens(cond) + ")") + ") {");
+      ++indent_;
+      fail(op->message);
+      --indent_;
+      line("}");
+      stmt(op->body);
+      return;
+    }
+    case NodeType::Store: store(s.as<ir::StoreNode>()); return;
+    case NodeType::Allocate: allocate(s.as<ir::AllocateNode>()); return;
+    case NodeType::For: loop(s.as<ir::ForNode>()); return;
+    case NodeType::IfThenElse: {
+      const auto *op = s.as<ir::IfThenElseNode>();
+      line("if (" + strip_parens(expr(op->condition)) + ") {");
+      ++indent_;
+      stmt(op->then_case);
+      --indent_;
+      if (op->else_case.defined() && !ir::is_nop(op->else_case)) {
+        line("} else {");
+        ++indent_;
+        stmt(op->else_case);
+        --indent_;
+      }
+      line("}");
+      return;
+    }
+    case NodeType::Block:
+      for (const auto &c : s.as<ir::BlockNode>()->stmts) stmt(c);
+      return;
+    case NodeType::Evaluate: {
+      const auto *op = s.as<ir::EvaluateNode>();
+      if (ir::is_nop(s)) return;
+      if (op->value.type().is_vector()) {
+        open_lanes(op->value.type().lanes());
+        line("(void)" + expr(op->value) + ";");
+        close_lanes();
+      } else {
+        line("(void)" + expr(op->value) + ";");
+      }
+      return;
+    }
+    case NodeType::ProducerStore:
+    case NodeType::ProducerRealize:
+      throw InternalError(detail::concat("C back end: ", ir::node_type_name(s.node_type()),
+                                         " cannot appear in lowered IR (lower the function first)"));
+    default: break;
+  }
+  throw InternalError(detail::concat("C back end: unexpected statement ", ir::node_type_name(s.node_type())));
+}
+
+void CodeGenC::store(const ir::StoreNode *op) {
+  const std::string buf = lookup(op->buffer_var).text;
+  const DataType t = op->value.type();
+  auto assign = [&](const std::string &index, const std::string &value) {
+    const std::string v = t.is_float16() ? helper_call("f32_to_f16", {value}) : strip_parens(value);
+    return buf + "[" + strip_parens(index) + "] = " + v + ";";
+  };
+  if (t.is_scalar()) {
+    const std::string index = expr(op->index);
+    const std::string value = expr(op->value);
+    if (op->predicate.defined()) {
+      line("if (" + strip_parens(expr(op->predicate)) + ") {");
+      ++indent_;
+      line(assign(index, value));
+      --indent_;
+      line("}");
+    } else {
+      line(assign(index, value));
+    }
+    return;
+  }
+  // All lanes are computed before any is stored: the value may read what the store overwrites.
+  const int lanes = t.lanes();
+  const std::string val = fresh(lookup(op->buffer_var).text + "_val");
+  const std::string idx = fresh(lookup(op->buffer_var).text + "_idx");
+  const std::string mask = op->predicate.defined() ? fresh(lookup(op->buffer_var).text + "_mask") : "";
+  line("{");
+  ++indent_;
+  line(detail::concat(c_type(t.element_of()), " ", val, "[", lanes, "];"));
+  line(detail::concat(c_type(op->index.type().element_of()), " ", idx, "[", lanes, "];"));
+  if (!mask.empty()) line(detail::concat("bool ", mask, "[", lanes, "];"));
+  open_lanes(lanes);
+  line(val + "[" + lane_ + "] = " + strip_parens(expr(op->value)) + ";");
+  line(idx + "[" + lane_ + "] = " + strip_parens(expr(op->index)) + ";");
+  if (!mask.empty()) line(mask + "[" + lane_ + "] = " + strip_parens(expr(op->predicate)) + ";");
+  close_lanes();
+  open_lanes(lanes);
+  const std::string stmt_text = assign(idx + "[" + lane_ + "]", val + "[" + lane_ + "]");
+  line(mask.empty() ? stmt_text : "if (" + mask + "[" + lane_ + "]) " + stmt_text);
+  close_lanes();
+  --indent_;
+  line("}");
+}
+
+void CodeGenC::allocate(const ir::AllocateNode *op) {
+  const DataType elem = op->dtype.element_of();
+  const std::string st = c_storage_type(elem);
+  int64_t count = op->dtype.lanes();
+  bool constant = true;
+  for (const auto &e : op->extents) {
+    auto c = ir::as_const_int(e);
+    if (!c || *c < 0 || __builtin_mul_overflow(count, *c, &count)) {
+      constant = false;
+      break;
+    }
+  }
+  const std::string name = fresh(op->buffer_var.name());
+  if (constant && count * elem.bytes() <= kMaxStackBytes) {
+    line(detail::concat(st, " ", name, "[", std::max<int64_t>(count, 1), "];  // ", op->scope));
+    push(op->buffer_var, name);
+    stmt(op->body);
+    pop(op->buffer_var);
+    return;
+  }
+  std::string size;
+  if (constant) {
+    size = detail::concat("INT64_C(", count, ")");
+  } else {
+    for (const auto &e : op->extents) size += (size.empty() ? "" : " * ") + ("(int64_t)" + expr(e));
+    if (op->dtype.lanes() > 1) size += detail::concat(" * ", op->dtype.lanes());
+  }
+  const std::string count_name = fresh(name + "_count");
+  line("int64_t " + count_name + " = " + size + ";");
+  line(st + "* " + name + " = (" + st + "*)malloc(sizeof(" + st + ") * (size_t)(" + count_name + " > 0 ? " +
+       count_name + " : 1));  // " + op->scope);
+  line("if (" + name + " == NULL) {");
+  ++indent_;
+  fail("out of memory allocating " + op->buffer_var.name() + " in " + f_.name);
+  --indent_;
+  line("}");
+  heap_.push_back(name);
+  push(op->buffer_var, name);
+  stmt(op->body);
+  pop(op->buffer_var);
+  heap_.pop_back();
+  line("free(" + name + ");");
+}
+
+void CodeGenC::loop(const ir::ForNode *op) {
+  const std::string ty = c_type(op->loop_var.type());
+  const std::string min = strip_parens(expr(op->min));
+  const std::string extent = expr(op->extent);
+  const std::string name = fresh(op->loop_var.name());
+  std::string end =
+      ir::is_zero(op->min) ? strip_parens(extent) : (is_simple(min) ? min : "(" + min + ")") + " + " + extent;
+  if (!is_simple(end)) {
+    const std::string end_name = fresh(name + "_end");
+    line(ty + " " + end_name + " = " + end + ";");
+    end = end_name;
+  }
+  std::string note;
+  switch (op->kind) {
+    case ir::ForKind::Serial: break;
+    case ir::ForKind::ThreadBinding: note = "  // " + op->thread_tag; break;
+    default: note = std::string("  // ") + ir::for_kind_name(op->kind); break;
+  }
+  line("for (" + ty + " " + name + " = " + min + "; " + name + " < " + end + "; ++" + name + ") {" + note);
+  ++indent_;
+  push(op->loop_var, name);
+  stmt(op->body);
+  pop(op->loop_var);
+  --indent_;
+  line("}");
+}
+
+std::string CodeGenC::generate() {
+  ir::post_order_visit(f_.body, [&](const ir::IRNode *n) {
+    if (n->node_type != NodeType::Call) return;
+    if (static_cast<const ir::CallNode *>(n)->name == ir::intrinsic::kSyncThreads) {
+      throw UserError(detail::concat("function ", f_.name,
+                                     ": C back end cannot run thread loops with barriers; use the interpreter "
+                                     "or CUDA"));
+    }
+  });
+  const std::string fname = c_function_name(f_.name);
+  for (const char *sfx : {"", "_packed", "_last_error"}) used_names_.insert(fname + sfx);
+
+  std::vector<std::string> params;
+  for (const auto &p : f_.params) {
+    KILN_CHECK(p.data.defined(), "C back end: param ", p.name, " has no data variable");
+    const std::string name = fresh(p.name);
+    push(p.data, name);
+    params.push_back(c_storage_type(p.dtype.element_of()) + "* restrict " + name);
+  }
+  std::vector<std::string> sizes;
+  for (const auto &v : f_.size_vars) {
+    const std::string name = fresh(v.name());
+    push(v, name);
+    sizes.push_back(c_type(v.type()) + " " + name);
+  }
+  stmt(f_.body);
+
+  std::ostringstream os;
+  os << "// Kiln C back end: function " << f_.name << ".\n"
+     << "#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
+     << "static const char *kiln_error = \"\";\n\n";
+  for (const auto &h : all_helpers()) {
+    if (helpers_.count(h.key)) os << h.code;
+  }
+  if (!helpers_.empty()) os << "\n";
+  os << "int32_t " << fname << "(";
+  std::vector<std::string> all = params;
+  all.insert(all.end(), sizes.begin(), sizes.end());
+  for (size_t i = 0; i < all.size(); ++i) os << (i ? ", " : "") << all[i];
+  if (all.empty()) os << "void";
+  os << ") {\n" << body_.str() << "  return 0;\n}\n\n";
+  os << "const char *" << fname << "_last_error(void) { return kiln_error; }\n\n";
+  os << "int32_t " << fname << "_packed(void* const* buffers, const int64_t* size_values) {\n";
+  if (f_.params.empty()) os << "  (void)buffers;\n";
+  if (f_.size_vars.empty()) os << "  (void)size_values;\n";
+  os << "  return " << fname << "(";
+  for (size_t i = 0; i < f_.params.size(); ++i) {
+    os << (i ? ", " : "") << "(" << c_storage_type(f_.params[i].dtype.element_of()) << "*)buffers[" << i << "]";
+  }
+  for (size_t k = 0; k < f_.size_vars.size(); ++k) {
+    os << (k || !f_.params.empty() ? ", " : "") << "(" << c_type(f_.size_vars[k].type()) << ")size_values[" << k
+       << "]";
+  }
+  os << ");\n}\n";
+  return os.str();
+}
+
+}  // namespace
+
+std::string c_function_name(const std::string &name) {
+  std::string s = sanitize(name);
+  if (reserved_names().count(s)) s += "_";
+  return s;
+}
+
+std::string codegen_c(const ir::LoweredFunc &f) { return CodeGenC(f).generate(); }
+
+}  // namespace kiln::codegen

@@ -1,0 +1,95 @@
+#include "compiler/codegen/cuda/nvrtc_compiler.h"
+
+#if KILN_HAVE_CUDA
+#include <nvrtc.h>
+#endif
+
+namespace kiln::codegen {
+
+#if KILN_HAVE_CUDA
+
+namespace {
+
+void check(nvrtcResult rc, const std::string &what) {
+  if (rc != NVRTC_SUCCESS) {
+    throw NvrtcError("nvrtc: " + what + ": " + nvrtcGetErrorString(rc), "");
+  }
+}
+
+// Destroys the program on every exit path.
+class Program {
+ public:
+  Program(const std::string &source, const std::string &name) {
+    check(nvrtcCreateProgram(&program_, source.c_str(), name.c_str(), 0, nullptr, nullptr),
+          "creating program " + name);
+  }
+  Program(const Program &) = delete;
+  Program &operator=(const Program &) = delete;
+  ~Program() { nvrtcDestroyProgram(&program_); }
+
+  nvrtcProgram get() const { return program_; }
+
+  std::string log() const {
+    size_t size = 0;
+    if (nvrtcGetProgramLogSize(program_, &size) != NVRTC_SUCCESS || size == 0) return {};
+    std::string log(size, '\0');
+    if (nvrtcGetProgramLog(program_, log.data()) != NVRTC_SUCCESS) return {};
+    log.resize(log.find('\0') == std::string::npos ? log.size() : log.find('\0'));
+    return log;
+  }
+
+ private:
+  nvrtcProgram program_ = nullptr;
+};
+
+}  // namespace
+
+bool nvrtc_available() { return true; }
+
+std::string nvrtc_version() {
+  int major = 0;
+  int minor = 0;
+  check(nvrtcVersion(&major, &minor), "reading the version");
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::string compile_cuda_to_ptx(const std::string &source, const std::string &program_name,
+                                const std::vector<std::string> &options) {
+  Program program(source, program_name);
+  std::vector<const char *> option_ptrs;
+  option_ptrs.reserve(options.size());
+  for (const std::string &option : options) option_ptrs.push_back(option.c_str());
+
+  nvrtcResult rc = nvrtcCompileProgram(program.get(), static_cast<int>(option_ptrs.size()),
+                                       option_ptrs.data());
+  if (rc != NVRTC_SUCCESS) {
+    std::string log = program.log();
+    throw NvrtcError("nvrtc: compiling " + program_name + " failed (" + nvrtcGetErrorString(rc) +
+                         "):\n" + log,
+                     log);
+  }
+  size_t size = 0;
+  check(nvrtcGetPTXSize(program.get(), &size), "reading the PTX size of " + program_name);
+  std::string ptx(size, '\0');
+  check(nvrtcGetPTX(program.get(), ptx.data()), "reading the PTX of " + program_name);
+  // The size counts the terminating NUL.
+  while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
+  return ptx;
+}
+
+#else  // !KILN_HAVE_CUDA
+
+bool nvrtc_available() { return false; }
+
+std::string nvrtc_version() { return {}; }
+
+std::string compile_cuda_to_ptx(const std::string & /*source*/, const std::string &program_name,
+                                const std::vector<std::string> & /*options*/) {
+  throw NvrtcError("nvrtc: cannot compile " + program_name +
+                       ": this build of Kiln has no CUDA toolkit (NVRTC)",
+                   "");
+}
+
+#endif  // KILN_HAVE_CUDA
+
+}  // namespace kiln::codegen

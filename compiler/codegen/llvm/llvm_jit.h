@@ -1,0 +1,56 @@
+#pragma once
+// LLVMJit: compiles LLVM modules in process for the host CPU (ORC LLJIT) and hands out the
+// addresses of their functions. LLVM's headers stay out of this one, so that code using the JIT
+// does not see LLVM; only the code that builds modules does.
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+}  // namespace llvm
+
+namespace kiln::codegen {
+
+// The JIT could not be created, a module was rejected, or a symbol was not found.
+class LLVMJitError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class LLVMJit {
+ public:
+  // A JIT for the host CPU. Symbols not defined by added modules resolve against the running
+  // process (libc, libm). The native target is initialised once per process, thread-safely.
+  LLVMJit();
+  LLVMJit(const LLVMJit &) = delete;
+  LLVMJit &operator=(const LLVMJit &) = delete;
+  ~LLVMJit();
+
+  // The host's target triple and data layout, for building modules this JIT accepts.
+  std::string target_triple() const;
+  std::string data_layout() const;
+
+  // Verifies `module` and takes it, with the context it was built in, for compilation. A module
+  // without a data layout or triple gets the host's. Throws LLVMJitError if the module is invalid,
+  // belongs to another context or defines a symbol that is already defined.
+  void add_module(std::unique_ptr<llvm::Module> module,
+                  std::unique_ptr<llvm::LLVMContext> context);
+
+  // The address of a symbol defined by an added module, compiling it on first use. Throws
+  // LLVMJitError when it is not defined.
+  uint64_t lookup(const std::string &name);
+
+  template <class Fn>
+  Fn *lookup_function(const std::string &name) {
+    return reinterpret_cast<Fn *>(static_cast<uintptr_t>(lookup(name)));
+  }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln::codegen

@@ -1,0 +1,272 @@
+#include "compiler/lower/schedule_ops.h"
+
+#include <algorithm>
+#include <map>
+
+#include "compiler/arith/analyzer.h"
+#include "compiler/ir/ir_printer.h"
+#include "compiler/ir/ir_visitor.h"
+#include "compiler/ir/op.h"
+#include "compiler/lower/bound_inference.h"
+
+namespace kiln::lower {
+
+using namespace ir;
+
+namespace {
+
+constexpr const char *kLoopScope = "loop_scope";
+
+Expr and_all(const std::vector<Expr> &conds) {
+  Expr r;
+  for (const auto &c : conds) r = r.defined() ? (r && c) : c;
+  return r;
+}
+
+Stmt guard(const std::vector<Expr> &conds, Stmt body) {
+  if (conds.empty()) return body;
+  return IfThenElseNode::make(likely(and_all(conds)), std::move(body));
+}
+
+// Builds the loop nest of one stage.
+class StageBuilder {
+ public:
+  StageBuilder(const te::StageNode &stage, const BoundMap &bounds, const BodyMap &bodies)
+      : stage_(stage), bounds_(bounds), bodies_(bodies) {}
+
+  Stmt build() {
+    const auto *c = dynamic_cast<const te::ComputeOpNode *>(stage_.op.get());
+    KILN_CHECK(c, "stage ", stage_.op->name, " is not a compute");
+    const auto &leaves = stage_.leaf_iter_vars;
+    for (const auto &iv : leaves) values_[iv.get()] = iv->var;
+    pass_up_index(stage_, bounds_, &values_);
+    std::unordered_map<const VariableNode *, Expr> root_subst;
+    for (const auto &iv : stage_.root_iter_vars()) {
+      Expr v = values_.at(iv.get());
+      if (!v.same_as(iv->var)) root_subst[iv->var.get()] = arith::simplify(v);
+    }
+    std::vector<Expr> indices;
+    for (const auto &iv : c->axis) indices.push_back(root_subst.count(iv->var.get()) ? root_subst[iv->var.get()] : Expr(iv->var));
+    const auto &body = bodies_.at(stage_.op.get());
+    auto data_preds = split_predicates(stage_, bounds_, values_, false);
+    auto reduce_preds = split_predicates(stage_, bounds_, values_, true);
+
+    if (!c->is_reduction()) {
+      std::vector<Stmt> stores;
+      for (size_t i = 0; i < body.size(); ++i) {
+        stores.push_back(ProducerStoreNode::make(stage_.op, static_cast<int>(i), substitute(body[i], root_subst), indices));
+      }
+      return make_nest(0, leaves.size(), guard(data_preds, BlockNode::make(stores)), true);
+    }
+
+    // Reduction: the init nest runs the data-parallel loops inside the first reduction loop's
+    // position; the update nest runs every loop from there.
+    size_t first_reduce = leaves.size();
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      if (leaves[i]->iter_type == IterVarType::CommReduce) {
+        first_reduce = i;
+        break;
+      }
+    }
+    const auto *r0 = body[0].as<ReduceNode>();
+    const auto &comb = *r0->combiner;
+    size_t n = body.size();
+    // Init.
+    std::vector<Stmt> init_stores;
+    for (size_t i = 0; i < n; ++i) {
+      const auto *r = body[i].as<ReduceNode>();
+      init_stores.push_back(
+          ProducerStoreNode::make(stage_.op, static_cast<int>(i), comb.identity_element[r->value_index], indices));
+    }
+    Stmt init = guard(data_preds, BlockNode::make(init_stores));
+    std::vector<IterVar> init_loops;
+    for (size_t i = first_reduce; i < leaves.size(); ++i) {
+      if (leaves[i]->iter_type != IterVarType::CommReduce) init_loops.push_back(leaves[i]);
+    }
+    for (size_t i = init_loops.size(); i-- > 0;) init = make_loop(init_loops[i], init, false);
+
+    // Update: new = combine(old, source) for every output at once.
+    std::unordered_map<const VariableNode *, Expr> m;
+    std::vector<Var> temps;
+    std::vector<Expr> temp_values;
+    for (size_t i = 0; i < n; ++i) {
+      m[comb.lhs[i].get()] = ProducerLoadNode::make(stage_.op, static_cast<int>(i), indices);
+      m[comb.rhs[i].get()] = substitute(r0->source[i], root_subst);
+    }
+    std::vector<Stmt> update_stores;
+    for (size_t i = 0; i < n; ++i) {
+      Expr v = substitute(comb.result[i], m);
+      if (n == 1) {
+        update_stores.push_back(ProducerStoreNode::make(stage_.op, 0, v, indices));
+      } else {
+        temps.emplace_back(stage_.op->name + ".v" + std::to_string(i), v.type());
+        temp_values.push_back(v);
+        update_stores.push_back(ProducerStoreNode::make(stage_.op, static_cast<int>(i), temps.back(), indices));
+      }
+    }
+    Stmt update = BlockNode::make(update_stores);
+    for (size_t i = temps.size(); i-- > 0;) update = LetStmtNode::make(temps[i], temp_values[i], update);
+    std::vector<Expr> conds = data_preds;
+    conds.insert(conds.end(), reduce_preds.begin(), reduce_preds.end());
+    if (!is_one(r0->condition)) conds.push_back(substitute(r0->condition, root_subst));
+    update = guard(conds, update);
+    update = make_nest(first_reduce, leaves.size(), update, true);
+    return make_nest(0, first_reduce, BlockNode::make(init, update), true);
+  }
+
+ private:
+  Stmt make_nest(size_t begin, size_t end, Stmt body, bool markers) {
+    for (size_t i = end; i-- > begin;) body = make_loop(stage_.leaf_iter_vars[i], body, markers);
+    return body;
+  }
+
+  Stmt make_loop(const IterVar &iv, Stmt body, bool marker) {
+    const Range &r = bounds_.at(iv.get());
+    if (marker) body = AttrStmtNode::make(iv->var, kLoopScope, make_zero(Int(32)), body);
+    const te::IterVarAttr *a = stage_.attr(iv);
+    ForKind kind = a ? a->for_kind : ForKind::Serial;
+    std::string tag = a ? a->bind_thread : "";
+    if (!tag.empty()) kind = ForKind::ThreadBinding;
+    Var loop_var = iv->var;
+    Expr mn = r.min;
+    if (!is_zero(mn) && (kind == ForKind::Vectorized || kind == ForKind::ThreadBinding)) {
+      // Vector lanes and threads count from zero; the axis is the loop variable plus the minimum.
+      Var v0(iv->var.name() + ".r");
+      body = LetStmtNode::make(iv->var, v0 + mn, body);
+      loop_var = v0;
+      mn = make_zero(Int(32));
+    }
+    Stmt loop = ForNode::make(loop_var, mn, r.extent, kind, body, tag);
+    if (a) {
+      for (auto it = a->pragmas.rbegin(); it != a->pragmas.rend(); ++it) {
+        loop = AttrStmtNode::make(iv->var, attr::kPragmaPrefix + it->first, it->second, loop);
+      }
+    }
+    return loop;
+  }
+
+  const te::StageNode &stage_;
+  const BoundMap &bounds_;
+  const BodyMap &bodies_;
+  IndexMap values_;
+};
+
+std::vector<Range> realize_bounds(const te::StageNode &s, const BoundMap &bounds) {
+  std::vector<Range> r;
+  const auto *c = dynamic_cast<const te::ComputeOpNode *>(s.op.get());
+  for (const auto &iv : c->axis) r.push_back(bounds.at(iv.get()));
+  return r;
+}
+
+Stmt make_pipeline(const te::StageNode &s, const BoundMap &bounds, const BodyMap &bodies, Stmt consumer) {
+  Stmt produce = StageBuilder(s, bounds, bodies).build();
+  Stmt body = BlockNode::make(produce, consumer);
+  auto rb = realize_bounds(s, bounds);
+  for (int i = s.op->num_outputs(); i-- > 0;) {
+    body = ProducerRealizeNode::make(s.op, i, rb, s.scope, body);
+  }
+  if (s.double_buffer) body = AttrStmtNode::make(Expr(), attr::kDoubleBuffer, make_one(Int(32)), body);
+  return body;
+}
+
+// Inserts a producer pipeline at the attach point (the loop_scope marker of a loop variable).
+class AttachInjector : public IRMutator {
+ public:
+  AttachInjector(const te::StageNode &s, const BoundMap &bounds, const BodyMap &bodies)
+      : s_(s), bounds_(bounds), bodies_(bodies) {}
+  using IRMutator::mutate;
+  bool found = false;
+
+ protected:
+  Stmt visit(const AttrStmtNode *op, const Stmt &self) override {
+    if (op->key == kLoopScope && op->node.same_as(s_.attach_ivar->var)) {
+      if (found) throw InternalError("attach point of " + s_.op->name + " found twice");
+      found = true;
+      return AttrStmtNode::make(op->node, op->key, op->value, make_pipeline(s_, bounds_, bodies_, op->body));
+    }
+    return IRMutator::visit(op, self);
+  }
+
+ private:
+  const te::StageNode &s_;
+  const BoundMap &bounds_;
+  const BodyMap &bodies_;
+};
+
+class MarkerRemover : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  Stmt visit(const AttrStmtNode *op, const Stmt &self) override {
+    if (op->key == kLoopScope) return mutate(op->body);
+    return IRMutator::visit(op, self);
+  }
+};
+
+// A thread loop nested in a loop of the same thread tag is the same thread: it becomes a let of
+// the outer thread variable, guarded when its extent is smaller.
+class ThreadUnifier : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  Stmt visit(const ForNode *op, const Stmt &self) override {
+    if (op->kind != ForKind::ThreadBinding || op->thread_tag == "vthread") return IRMutator::visit(op, self);
+    auto it = active_.find(op->thread_tag);
+    if (it == active_.end()) {
+      active_[op->thread_tag] = op;
+      Stmt r = IRMutator::visit(op, self);
+      active_.erase(op->thread_tag);
+      return r;
+    }
+    const ForNode *outer = it->second;
+    Stmt body = mutate(op->body);
+    arith::Analyzer an;
+    if (!an.can_prove(op->extent <= outer->extent)) {
+      throw ScheduleError(detail::concat("loop ", op->loop_var.name(), " bound to ", op->thread_tag, " has extent ",
+                                         op->extent, ", larger than the enclosing ", op->thread_tag, " extent ",
+                                         outer->extent, " of loop ", outer->loop_var.name()));
+    }
+    body = LetStmtNode::make(op->loop_var, outer->loop_var, body);
+    if (!an.can_prove_equal(op->extent, outer->extent)) {
+      body = IfThenElseNode::make(outer->loop_var < op->extent, body);
+    }
+    return body;
+  }
+
+ private:
+  std::map<std::string, const ForNode *> active_;
+};
+
+}  // namespace
+
+Stmt schedule_ops(const te::Schedule &sch, const BoundMap &bounds, const BodyMap &bodies) {
+  Stmt body = make_nop();
+  const auto &stages = sch.stages();
+  for (size_t i = stages.size(); i-- > 0;) {
+    const te::StageNode &s = *stages[i];
+    if (s.is_placeholder() || s.attach_type == te::AttachType::Inline) continue;
+    if (s.attach_type == te::AttachType::Root) {
+      body = make_pipeline(s, bounds, bodies, body);
+      continue;
+    }
+    const te::StageNode *target = s.attach_stage;
+    if (target->attach_type == te::AttachType::Inline) {
+      throw ScheduleError("stage " + s.op->name + " is computed at stage " + target->op->name +
+                          ", which is inlined; attach it elsewhere");
+    }
+    attach_path(s);  // reports an attach point that is no longer a loop
+    AttachInjector inj(s, bounds, bodies);
+    body = inj.mutate(body);
+    if (!inj.found) {
+      throw ScheduleError("stage " + s.op->name + " is computed at axis " + s.attach_ivar->var.name() + " of stage " +
+                          target->op->name + ", but that loop was not generated");
+    }
+  }
+  body = MarkerRemover().mutate(body);
+  body = ThreadUnifier().mutate(body);
+  return body;
+}
+
+}  // namespace kiln::lower

@@ -1,0 +1,174 @@
+#include "compiler/lower/storage_flatten.h"
+
+#include <algorithm>
+
+#include "compiler/arith/analyzer.h"
+#include "compiler/ir/ir_visitor.h"
+#include "compiler/ir/op.h"
+
+namespace kiln::lower {
+
+using namespace ir;
+
+namespace {
+
+struct Entry {
+  Buffer buffer;
+  std::vector<Expr> mins;  // region minimum per dimension (zero for arguments)
+};
+
+class Flattener : public IRMutator {
+ public:
+  Flattener(const BufferBinds &binds, const te::Schedule &sch) : binds_(binds), sch_(sch) {}
+  using IRMutator::mutate;
+
+ protected:
+  Stmt visit(const ForNode *op, const Stmt &self) override {
+    an_.bind(op->loop_var, Range(op->min, op->extent));
+    Stmt r = IRMutator::visit(op, self);
+    an_.unbind(op->loop_var);
+    return r;
+  }
+
+  Stmt visit(const ProducerRealizeNode *op, const Stmt &self) override {
+    (void)self;
+    auto key = std::make_pair(op->op.get(), op->value_index);
+    auto bit = binds_.find(key);
+    if (bit != binds_.end()) {
+      Entry e{bit->second, {}};
+      for (size_t i = 0; i < e.buffer.shape.size(); ++i) e.mins.push_back(make_zero(Int(32)));
+      auto saved = entries_.find(key) != entries_.end() ? std::optional<Entry>(entries_.at(key)) : std::nullopt;
+      entries_[key] = e;
+      Stmt body = mutate(op->body);
+      if (saved) entries_[key] = *saved; else entries_.erase(key);
+      return body;
+    }
+    // An intermediate: allocate its region.
+    std::string name = op->op->name;
+    if (op->op->num_outputs() > 1) name += ".v" + std::to_string(op->value_index);
+    std::vector<Expr> shape, mins;
+    for (const auto &r : op->bounds) {
+      Expr ext = arith::simplify(r.extent);
+      if (!as_const_int(ext)) {
+        int64_t ub = upper_bound(ext);
+        if (ub > 0 && ub < (int64_t{1} << 31)) ext = make_const(Int(32), ub);
+      }
+      shape.push_back(ext);
+      mins.push_back(r.min);
+    }
+    Buffer buf = make_buffer(name, op->op->output_dtype(op->value_index), shape, op->scope);
+    apply_storage_align(op->op.get(), &buf);
+    Entry e{buf, mins};
+    entries_[key] = e;
+    Stmt body = mutate(op->body);
+    entries_.erase(key);
+    Expr size = shape.empty() ? make_one(Int(32)) : arith::simplify(buf.strides[0] * shape[0]);
+    return AllocateNode::make(buf.data, buf.dtype, {size}, op->scope, body);
+  }
+
+  Stmt visit(const ProducerStoreNode *op, const Stmt &self) override {
+    (void)self;
+    const Entry &e = lookup(op->op.get(), op->value_index);
+    Expr v = mutate(op->value);
+    std::vector<Expr> idx;
+    mutate_exprs(op->indices, &idx);
+    return StoreNode::make(e.buffer.data, cast(e.buffer.dtype, v), offset(e, idx));
+  }
+
+  Expr visit(const ProducerLoadNode *op, const Expr &self) override {
+    (void)self;
+    const Entry &e = lookup(op->op.get(), op->value_index);
+    std::vector<Expr> idx;
+    mutate_exprs(op->indices, &idx);
+    return LoadNode::make(e.buffer.dtype, e.buffer.data, offset(e, idx));
+  }
+
+ private:
+  const Entry &lookup(const te::OperationNode *op, int vi) {
+    auto it = entries_.find({op, vi});
+    if (it != entries_.end()) return it->second;
+    // Arguments that are read but never realized (placeholders).
+    auto bit = binds_.find({op, vi});
+    if (bit != binds_.end()) {
+      Entry e{bit->second, {}};
+      for (size_t i = 0; i < e.buffer.shape.size(); ++i) e.mins.push_back(make_zero(Int(32)));
+      return entries_.emplace(std::make_pair(op, vi), e).first->second;
+    }
+    throw ScheduleError("tensor " + op->name +
+                        " is read but is neither an argument nor computed here: pass it in the argument list");
+  }
+
+  Expr offset(const Entry &e, const std::vector<Expr> &idx) {
+    KILN_CHECK(idx.size() == e.buffer.shape.size(), "access to ", e.buffer.name, " with ", idx.size(),
+               " indices, expected ", e.buffer.shape.size());
+    std::vector<Expr> rel;
+    for (size_t i = 0; i < idx.size(); ++i) {
+      Expr x = idx[i].type() == Int(32) ? idx[i] : cast(Int(32), idx[i]);
+      rel.push_back(is_zero(e.mins[i]) ? x : x - e.mins[i]);
+    }
+    return e.buffer.offset_of(rel);
+  }
+
+  // A constant upper bound of an extent such as min(x*4 + 3, n - 1) - x*4 + 1 (the region of a
+  // stage computed at a tiled loop), pushing subtractions into min/max so that terms cancel.
+  int64_t upper_bound(const Expr &e, int depth = 0) {
+    constexpr int64_t kInf = arith::ConstIntBound::kPosInf;
+    int64_t direct = an_.const_int_bound(an_.simplify(e)).max_value;
+    if (depth > 8) return direct;
+    int64_t best = direct;
+    auto sub_ub = [&](const Expr &minuend, const Expr &sub, int64_t add) -> int64_t {
+      if (const auto *m = minuend.as<MinNode>()) {
+        int64_t a = upper_bound(m->a - sub + make_const(sub.type(), add), depth + 1);
+        int64_t b = upper_bound(m->b - sub + make_const(sub.type(), add), depth + 1);
+        return std::min(a, b);
+      }
+      if (const auto *m = minuend.as<MaxNode>()) {
+        int64_t a = upper_bound(m->a - sub + make_const(sub.type(), add), depth + 1);
+        int64_t b = upper_bound(m->b - sub + make_const(sub.type(), add), depth + 1);
+        return (a == kInf || b == kInf) ? kInf : std::max(a, b);
+      }
+      return kInf;
+    };
+    Expr x = e;
+    int64_t add = 0;
+    if (const auto *a = x.as<AddNode>()) {
+      if (auto c = as_const_int(a->b)) {
+        add = *c;
+        x = a->a;
+      }
+    }
+    if (const auto *s = x.as<SubNode>()) best = std::min(best, sub_ub(s->a, s->b, add));
+    if (const auto *m = e.as<MinNode>()) best = std::min({best, upper_bound(m->a, depth + 1), upper_bound(m->b, depth + 1)});
+    return best;
+  }
+
+  void apply_storage_align(const te::OperationNode *op, Buffer *buf) {
+    te::Stage st = sch_.stage_of(op);
+    if (!st.defined() || st->storage_align.empty()) return;
+    // Recompute strides innermost first, padding a dimension's stride to factor*k + offset.
+    size_t nd = buf->shape.size();
+    Expr stride = make_one(Int(32));
+    for (size_t d = nd; d-- > 0;) {
+      for (const auto &a : st->storage_align) {
+        if (static_cast<size_t>(a.axis) == d) {
+          stride = arith::simplify(stride + floormod(make_const(Int(32), int64_t{a.factor + a.offset}) - floormod(stride, a.factor), a.factor));
+        }
+      }
+      buf->strides[d] = stride;
+      stride = arith::simplify(stride * buf->shape[d]);
+    }
+  }
+
+  const BufferBinds &binds_;
+  const te::Schedule &sch_;
+  std::map<std::pair<const te::OperationNode *, int>, Entry> entries_;
+  arith::Analyzer an_;
+};
+
+}  // namespace
+
+Stmt storage_flatten(const Stmt &s, const BufferBinds &binds, const te::Schedule &sch) {
+  return Flattener(binds, sch).mutate(s);
+}
+
+}  // namespace kiln::lower

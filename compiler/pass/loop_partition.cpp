@@ -1,0 +1,392 @@
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "compiler/arith/analyzer.h"
+#include "compiler/ir/ir_visitor.h"
+#include "compiler/ir/op.h"
+#include "compiler/pass/passes.h"
+
+namespace kiln::pass {
+
+namespace {
+
+using namespace ir;
+
+// Gives every variable defined in a statement (loop, let, buffer) a fresh node and substitutes
+// `vmap` for free variables, so that a copy of a loop body can sit next to the original.
+class FreshCopy : public IRMutator {
+ public:
+  explicit FreshCopy(std::unordered_map<const VariableNode *, Expr> vmap) : vmap_(std::move(vmap)) {}
+
+  Stmt run(const Stmt &s) {
+    post_order_visit(s, [&](const IRNode *n) {
+      if (n->node_type == NodeType::For) rename(static_cast<const ForNode *>(n)->loop_var);
+      if (n->node_type == NodeType::LetStmt) rename(static_cast<const LetStmtNode *>(n)->var);
+      if (n->node_type == NodeType::Let) rename(static_cast<const LetNode *>(n)->var);
+      if (n->node_type == NodeType::Allocate) rename(static_cast<const AllocateNode *>(n)->buffer_var);
+    });
+    return mutate(s);
+  }
+
+ protected:
+  using IRMutator::visit;
+  Expr visit(const VariableNode *op, const Expr &self) override {
+    auto it = vmap_.find(op);
+    return it == vmap_.end() ? self : it->second;
+  }
+  Expr visit(const LetNode *op, const Expr &) override {
+    return LetNode::make(def(op->var), mutate(op->value), mutate(op->body));
+  }
+  Expr visit(const LoadNode *op, const Expr &) override {
+    return LoadNode::make(op->type, def(op->buffer_var), mutate(op->index), mutate(op->predicate));
+  }
+  Stmt visit(const LetStmtNode *op, const Stmt &) override {
+    return LetStmtNode::make(def(op->var), mutate(op->value), mutate(op->body));
+  }
+  Stmt visit(const AttrStmtNode *op, const Stmt &) override {
+    return AttrStmtNode::make(mutate(op->node), op->key, mutate(op->value), mutate(op->body));
+  }
+  Stmt visit(const StoreNode *op, const Stmt &) override {
+    return StoreNode::make(def(op->buffer_var), mutate(op->value), mutate(op->index), mutate(op->predicate));
+  }
+  Stmt visit(const AllocateNode *op, const Stmt &) override {
+    std::vector<Expr> extents;
+    mutate_exprs(op->extents, &extents);
+    return AllocateNode::make(def(op->buffer_var), op->dtype, std::move(extents), op->scope, mutate(op->body));
+  }
+  Stmt visit(const ForNode *op, const Stmt &) override {
+    return ForNode::make(def(op->loop_var), mutate(op->min), mutate(op->extent), op->kind, mutate(op->body),
+                         op->thread_tag);
+  }
+
+ private:
+  void rename(const Var &v) {
+    Var n(v.name(), v.type());
+    const_cast<VariableNode *>(n.get())->pointee = v->pointee;
+    vmap_[v.get()] = n;
+  }
+  Var def(const Var &v) const {
+    auto it = vmap_.find(v.get());
+    return it != vmap_.end() && it->second.as<VariableNode>() ? Var(it->second) : v;
+  }
+
+  std::unordered_map<const VariableNode *, Expr> vmap_;
+};
+
+// What a loop body holds that matters for partitioning it: the comparisons under likely(), the
+// constant ranges of the loops inside it, and the variables defined inside it otherwise.
+class BodyInfo : public IRVisitor {
+ public:
+  std::vector<Expr> conditions;
+  std::unordered_map<const VariableNode *, std::pair<int64_t, int64_t>> ranges;  // inclusive
+  std::unordered_set<const VariableNode *> unbounded;
+  bool unsafe = false;  // thread bindings or barriers: copies of the body could diverge
+
+  bool bounded(const VariableNode *v) const { return ranges.count(v) && !unbounded.count(v); }
+  bool defined_inside(const VariableNode *v) const { return ranges.count(v) || unbounded.count(v); }
+
+  using IRVisitor::visit;
+  void visit(const ForNode *op) override {
+    auto min = as_const_int(op->min), extent = as_const_int(op->extent);
+    const VariableNode *v = op->loop_var.get();
+    if (op->kind == ForKind::ThreadBinding) unsafe = true;
+    if (min && extent && *extent > 0) {
+      auto [it, inserted] = ranges.emplace(v, std::make_pair(*min, *min + *extent - 1));
+      if (!inserted) it->second = {std::min(it->second.first, *min), std::max(it->second.second, *min + *extent - 1)};
+    } else {
+      unbounded.insert(v);
+    }
+    IRVisitor::visit(op);
+  }
+  void visit(const LetStmtNode *op) override {
+    unbounded.insert(op->var.get());
+    IRVisitor::visit(op);
+  }
+  void visit(const LetNode *op) override {
+    unbounded.insert(op->var.get());
+    IRVisitor::visit(op);
+  }
+  void visit(const AllocateNode *op) override {
+    unbounded.insert(op->buffer_var.get());
+    IRVisitor::visit(op);
+  }
+  void visit(const AttrStmtNode *op) override {
+    if (op->key == attr::kThreadExtent || op->key == attr::kVirtualThread) unsafe = true;
+    IRVisitor::visit(op);
+  }
+  void visit(const CallNode *op) override {
+    if (op->name == intrinsic::kSyncThreads) unsafe = true;
+    if (op->name == intrinsic::kLikely && op->args.size() == 1) collect(op->args[0]);
+    IRVisitor::visit(op);
+  }
+
+ private:
+  void collect(const Expr &e) {
+    if (const auto *a = e.as<AndNode>()) {
+      collect(a->a);
+      collect(a->b);
+    } else if (const auto *c = e.as<CallNode>(); c && c->name == intrinsic::kLikely && c->args.size() == 1) {
+      collect(c->args[0]);
+    } else if (e.as<LTNode>() || e.as<LENode>() || e.as<GTNode>() || e.as<GENode>()) {
+      conditions.push_back(e);
+    }
+  }
+};
+
+// A signed multiple of an expression; a constant when `atom` is undefined.
+struct Term {
+  int64_t coef;
+  Expr atom;
+};
+
+void flatten(const Expr &e, int64_t sign, std::vector<Term> *terms) {
+  if (const auto *i = e.as<IntImmNode>()) {
+    terms->push_back({sign * i->value, Expr()});
+  } else if (const auto *a = e.as<AddNode>()) {
+    flatten(a->a, sign, terms);
+    flatten(a->b, sign, terms);
+  } else if (const auto *s = e.as<SubNode>()) {
+    flatten(s->a, sign, terms);
+    flatten(s->b, -sign, terms);
+  } else if (const auto *m = e.as<MulNode>(); m && as_const_int(m->b)) {
+    flatten(m->a, sign * *as_const_int(m->b), terms);
+  } else if (m && as_const_int(m->a)) {
+    flatten(m->b, sign * *as_const_int(m->a), terms);
+  } else {
+    terms->push_back({sign, e});
+  }
+}
+
+// The sum of `terms` plus `constant`, positive terms first.
+Expr build_sum(const std::vector<Term> &terms, int64_t constant, DataType t) {
+  Expr sum;
+  for (int positive = 1; positive >= 0; --positive) {
+    for (const auto &term : terms) {
+      if ((term.coef > 0) != (positive == 1) || term.coef == 0) continue;
+      int64_t mag = term.coef > 0 ? term.coef : -term.coef;
+      Expr e = mag == 1 ? term.atom : term.atom * make_const(t, mag);
+      sum = !sum.defined() ? (positive ? e : make_zero(t) - e) : (positive ? sum + e : sum - e);
+    }
+  }
+  if (!sum.defined()) return make_const(t, constant);
+  if (constant > 0) return sum + make_const(t, constant);
+  if (constant < 0) return sum - make_const(t, -constant);
+  return sum;
+}
+
+// Where a likely condition holds in the loop over v: for all v < point (upper) or all v >= point.
+struct Split {
+  Expr point;
+  bool upper;
+};
+
+// Solves a comparison that is linear in v, for every value of the loops inside the body, when its
+// other terms are loop-invariant: sum(c_i * x_i) + c*v < k gives c*v < k - max(sum) =: T, so
+// v < ceildiv(T, c) for c > 0 and v > floordiv(-T, -c) for c < 0.
+std::optional<Split> solve(const Expr &cmp, const VariableNode *v, const BodyInfo &info) {
+  Expr a, b;
+  int64_t k = 0;  // the comparison is a - b < k
+  if (const auto *x = cmp.as<LTNode>()) a = x->a, b = x->b;
+  if (const auto *x = cmp.as<LENode>()) a = x->a, b = x->b, k = 1;
+  if (const auto *x = cmp.as<GTNode>()) a = x->b, b = x->a;
+  if (const auto *x = cmp.as<GENode>()) a = x->b, b = x->a, k = 1;
+  if (!a.defined() || !a.type().is_int() || a.type().is_vector()) return std::nullopt;
+  std::vector<Term> terms, outer;
+  flatten(a, 1, &terms);
+  flatten(b, -1, &terms);
+  int64_t coef = 0, constant = 0, inner_max = 0;
+  for (const auto &t : terms) {
+    const auto *var = t.atom.as<VariableNode>();
+    if (!t.atom.defined()) {
+      constant += t.coef;
+    } else if (var == v) {
+      coef += t.coef;
+    } else if (var && info.bounded(var)) {
+      const auto &r = info.ranges.at(var);
+      inner_max += t.coef * (t.coef > 0 ? r.second : r.first);
+    } else {
+      // Anything else must keep its value during the whole loop.
+      bool invariant = true;
+      post_order_visit(t.atom, [&](const IRNode *n) {
+        if (n == v || n->node_type == NodeType::Load || n->node_type == NodeType::Call ||
+            n->node_type == NodeType::ProducerLoad || n->node_type == NodeType::Reduce ||
+            (n->node_type == NodeType::Variable && info.defined_inside(static_cast<const VariableNode *>(n)))) {
+          invariant = false;
+        }
+      });
+      if (!invariant) return std::nullopt;
+      outer.push_back(t);
+    }
+  }
+  if (coef == 0) return std::nullopt;
+  const int64_t slack = k - constant - inner_max;  // T = slack - sum(outer)
+  DataType t = a.type();
+  if (coef > 0) {
+    // v < ceildiv(T, coef) = floordiv(T + coef - 1, coef)
+    for (auto &o : outer) o.coef = -o.coef;
+    Expr numer = build_sum(outer, slack + coef - 1, t);
+    return Split{coef == 1 ? numer : floordiv(numer, make_const(t, coef)), true};
+  }
+  // -coef * v > -T: v >= floordiv(-T, -coef) + 1 = floordiv(-T - coef, -coef)
+  Expr numer = build_sum(outer, -slack - coef, t);
+  return Split{coef == -1 ? numer : floordiv(numer, make_const(t, -coef)), false};
+}
+
+// Replaces the comparisons proven true by `true` and folds the guards that become constant.
+class RemoveProven : public IRMutator {
+ public:
+  explicit RemoveProven(const std::unordered_set<const IRNode *> &proven) : proven_(proven) {}
+  using IRMutator::mutate;
+  Expr mutate(const Expr &e) override {
+    if (e.defined() && proven_.count(e.get())) return const_true();
+    return IRMutator::mutate(e);
+  }
+
+ protected:
+  using IRMutator::visit;
+  Expr visit(const AndNode *op, const Expr &self) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    if (is_one(a)) return b;
+    if (is_one(b)) return a;
+    if (a.same_as(op->a) && b.same_as(op->b)) return self;
+    return AndNode::make(a, b);
+  }
+  Expr visit(const CallNode *op, const Expr &self) override {
+    Expr e = IRMutator::visit(op, self);
+    const auto *c = e.as<CallNode>();
+    if (c && c->name == intrinsic::kLikely && is_one(c->args[0])) return c->args[0];
+    if (c && c->name == intrinsic::kIfThenElse && is_one(c->args[0])) return c->args[1];
+    return e;
+  }
+  Expr visit(const SelectNode *op, const Expr &self) override {
+    Expr e = IRMutator::visit(op, self);
+    const auto *s = e.as<SelectNode>();
+    return s && is_one(s->condition) ? s->true_value : e;
+  }
+  Expr visit(const LoadNode *op, const Expr &self) override {
+    Expr e = IRMutator::visit(op, self);
+    const auto *l = e.as<LoadNode>();
+    return l && is_one(l->predicate) ? LoadNode::make(l->type, l->buffer_var, l->index) : e;
+  }
+  Stmt visit(const IfThenElseNode *op, const Stmt &self) override {
+    Stmt s = IRMutator::visit(op, self);
+    const auto *i = s.as<IfThenElseNode>();
+    return i && is_one(i->condition) ? i->then_case : s;
+  }
+  Stmt visit(const StoreNode *op, const Stmt &self) override {
+    Stmt s = IRMutator::visit(op, self);
+    const auto *st = s.as<StoreNode>();
+    return st && is_one(st->predicate) ? StoreNode::make(st->buffer_var, st->value, st->index) : s;
+  }
+
+ private:
+  const std::unordered_set<const IRNode *> &proven_;
+};
+
+class LoopPartitioner : public IRMutator {
+ protected:
+  using IRMutator::visit;
+
+  Stmt visit(const ForNode *op, const Stmt &self) override {
+    if (op->kind != ForKind::ThreadBinding) {
+      if (auto s = partition(op)) return *s;
+    }
+    analyzer_.bind(op->loop_var, Range(op->min, op->extent));
+    Stmt body = mutate(op->body);
+    analyzer_.unbind(op->loop_var);
+    if (body.same_as(op->body)) return self;
+    return ForNode::make(op->loop_var, op->min, op->extent, op->kind, body, op->thread_tag);
+  }
+
+  Stmt visit(const LetStmtNode *op, const Stmt &self) override {
+    analyzer_.bind(op->var, op->value);
+    Stmt body = mutate(op->body);
+    analyzer_.unbind(op->var);
+    if (body.same_as(op->body)) return self;
+    return LetStmtNode::make(op->var, op->value, body);
+  }
+
+ private:
+  // a <= b, also through floordiv by one positive constant (monotonic), which split points and
+  // ceil-divided loop extents share.
+  bool provably_le(const Expr &a, const Expr &b) {
+    const auto *fa = a.as<FloorDivNode>(), *fb = b.as<FloorDivNode>();
+    if (fa && fb) {
+      int64_t c = as_const_int(fa->b).value_or(0);
+      if (c > 0 && is_const_int(fb->b, c) && provably_le(fa->a, fb->a)) return true;
+    }
+    return analyzer_.can_prove(a <= b);
+  }
+
+  // min(x, hi) and max(lo, x), without the parts that are provably unnecessary.
+  Expr at_most(const Expr &x, const Expr &hi) { return analyzer_.simplify(provably_le(x, hi) ? x : min(x, hi)); }
+  Expr at_least(const Expr &x, const Expr &lo) { return analyzer_.simplify(provably_le(lo, x) ? x : max(lo, x)); }
+
+  bool provably_empty(const Expr &extent) { return analyzer_.can_prove(extent <= make_zero(extent.type())); }
+
+  // Splits the loop into [begin, lo) guarded, [lo, hi) with the proven conditions removed and
+  // [hi, end) guarded; nullopt when no likely condition in its body can be solved for its variable.
+  std::optional<Stmt> partition(const ForNode *op) {
+    BodyInfo info;
+    info.visit_stmt(op->body);
+    if (info.unsafe) return std::nullopt;
+    std::unordered_set<const IRNode *> proven;
+    Expr upper, lower;
+    for (const auto &c : info.conditions) {
+      if (done_.count(c.get()) || proven.count(c.get())) continue;
+      auto split = solve(c, op->loop_var.get(), info);
+      if (!split) continue;
+      proven.insert(c.get());
+      Expr p = cast(op->loop_var.type(), split->point);
+      if (split->upper) upper = upper.defined() ? min(upper, p) : p;
+      else lower = lower.defined() ? max(lower, p) : p;
+    }
+    if (proven.empty()) return std::nullopt;
+
+    const Var &v = op->loop_var;
+    Expr begin = op->min, end = analyzer_.simplify(op->min + op->extent);
+    Expr lo = lower.defined() ? at_least(at_most(lower, end), begin) : begin;
+    Expr main_end = upper.defined() ? at_most(upper, end) : end;
+    Expr hi = at_least(main_end, lo);
+    // A serial loop with a negative extent runs no iteration: its main part may stop at main_end
+    // (floordiv(n, 8) rather than max(floordiv(n, 8), lo)).
+    Expr head_extent = analyzer_.simplify(lo - begin), tail_extent = analyzer_.simplify(end - hi);
+    Expr main_extent = analyzer_.simplify((op->kind == ForKind::Serial ? main_end : hi) - lo);
+    if (provably_empty(main_extent)) return std::nullopt;
+    // Vectorized and unrolled loops need constant extents; keep them whole otherwise.
+    if ((op->kind == ForKind::Vectorized || op->kind == ForKind::Unrolled) &&
+        !(as_const_int(head_extent) && as_const_int(main_extent) && as_const_int(tail_extent))) {
+      return std::nullopt;
+    }
+    for (const auto *c : proven) done_.insert(c);
+
+    std::vector<Stmt> parts;
+    auto guarded = [&](const Expr &from, const Expr &extent) {
+      if (provably_empty(extent)) return;
+      analyzer_.bind(v, Range(from, extent));
+      Stmt body = mutate(op->body);
+      analyzer_.unbind(v);
+      Var fresh(v.name(), v.type());
+      body = FreshCopy({{v.get(), fresh}}).run(body);
+      parts.push_back(ForNode::make(fresh, from, extent, op->kind, body, op->thread_tag));
+    };
+    guarded(begin, head_extent);
+    analyzer_.bind(v, Range(lo, main_extent));
+    Stmt main_body = mutate(RemoveProven(proven).mutate(op->body));
+    analyzer_.unbind(v);
+    parts.push_back(ForNode::make(v, lo, main_extent, op->kind, main_body, op->thread_tag));
+    guarded(hi, tail_extent);
+    return BlockNode::make(std::move(parts));
+  }
+
+  arith::Analyzer analyzer_;
+  // Conditions already used to partition an enclosing loop; their guarded copies keep them.
+  std::unordered_set<const IRNode *> done_;
+};
+
+}  // namespace
+
+Stmt loop_partition(const Stmt &s) { return LoopPartitioner().mutate(s); }
+
+}  // namespace kiln::pass

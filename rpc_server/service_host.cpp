@@ -1,0 +1,50 @@
+#include "rpc_server/service_host.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <stdexcept>
+#include <utility>
+
+namespace kiln::rpc {
+
+namespace {
+
+// "127.0.0.1:0" -> "127.0.0.1", "[::1]:0" -> "[::1]".
+std::string host_of(const std::string &address) {
+  size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return address;
+  return address.substr(0, colon);
+}
+
+}  // namespace
+
+ServiceHost::ServiceHost(std::unique_ptr<grpc::Server> server, int port, std::string address)
+    : server_(std::move(server)), port_(port), address_(std::move(address)) {}
+
+std::unique_ptr<ServiceHost> ServiceHost::start(const std::string &address,
+                                                const std::vector<grpc::Service *> &services) {
+  grpc::ServerBuilder builder;
+  int selected_port = 0;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &selected_port);
+  for (grpc::Service *service : services) builder.RegisterService(service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || selected_port == 0) {
+    throw std::runtime_error("rpc: cannot listen on " + address);
+  }
+  std::string bound = host_of(address) + ":" + std::to_string(selected_port);
+  return std::unique_ptr<ServiceHost>(new ServiceHost(std::move(server), selected_port, bound));
+}
+
+ServiceHost::~ServiceHost() {
+  shutdown();
+  wait();
+}
+
+void ServiceHost::shutdown(std::chrono::milliseconds grace) {
+  // grpc::Server::Shutdown is thread-safe and a no-op after the first call.
+  server_->Shutdown(std::chrono::system_clock::now() + grace);
+}
+
+void ServiceHost::wait() { server_->Wait(); }
+
+}  // namespace kiln::rpc

@@ -1,0 +1,47 @@
+#pragma once
+// ServiceHost: a running gRPC server hosting a set of services, shut down cleanly on destruction.
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace grpc {
+class Server;
+class Service;
+}  // namespace grpc
+
+namespace kiln::rpc {
+
+class ServiceHost {
+ public:
+  // Starts serving `services` (owned by the caller, and outliving the host) on `address`, for
+  // example "127.0.0.1:0", where port 0 lets the OS choose a free port. Plaintext, no
+  // authentication. Throws std::runtime_error when the address cannot be bound.
+  static std::unique_ptr<ServiceHost> start(const std::string &address,
+                                            const std::vector<grpc::Service *> &services);
+
+  ServiceHost(const ServiceHost &) = delete;
+  ServiceHost &operator=(const ServiceHost &) = delete;
+  // Shuts down with the default grace period if shutdown() was not called.
+  ~ServiceHost();
+
+  // The port actually bound.
+  int port() const { return port_; }
+  // The host part of the requested address with the bound port, for clients to dial.
+  const std::string &address() const { return address_; }
+
+  // Stops accepting calls, lets in-flight calls finish for up to `grace`, then cancels the rest.
+  // Safe to call more than once and from any thread.
+  void shutdown(std::chrono::milliseconds grace = std::chrono::seconds(5));
+  // Blocks until the server has shut down.
+  void wait();
+
+ private:
+  ServiceHost(std::unique_ptr<grpc::Server> server, int port, std::string address);
+
+  std::unique_ptr<grpc::Server> server_;
+  int port_;
+  std::string address_;
+};
+
+}  // namespace kiln::rpc

@@ -1,0 +1,156 @@
+// Randomized checks: random integer expressions over three bounded variables are simplified and
+// both versions are evaluated at every point of the bound box with a reference evaluator.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <sstream>
+
+#include "compiler/arith/analyzer.h"
+#include "tests/compiler/arith/test_util.h"
+
+namespace kiln::arith {
+namespace {
+
+using namespace ir;
+using testing::Env;
+using testing::eval;
+
+class ExprGenerator {
+ public:
+  ExprGenerator(uint32_t seed, std::vector<Var> vars) : rng_(seed), vars_(std::move(vars)) {}
+
+  Expr int_expr(int depth) {
+    if (depth == 0 || pick(10) < 3) return leaf();
+    switch (pick(13)) {
+      case 0: return int_expr(depth - 1) + int_expr(depth - 1);
+      case 1: return int_expr(depth - 1) - int_expr(depth - 1);
+      case 2: return int_expr(depth - 1) * constant(-4, 4);
+      case 3: return int_expr(depth - 1) * int_expr(depth - 1);
+      case 4: return floordiv(int_expr(depth - 1), divisor());
+      case 5: return floormod(int_expr(depth - 1), divisor());
+      case 6: return truncdiv(int_expr(depth - 1), divisor());
+      case 7: return truncmod(int_expr(depth - 1), divisor());
+      case 8: return min(int_expr(depth - 1), int_expr(depth - 1));
+      case 9: return max(int_expr(depth - 1), int_expr(depth - 1));
+      case 10: return select(bool_expr(depth - 1), int_expr(depth - 1), int_expr(depth - 1));
+      case 11: return int_expr(depth - 1) * 8 + int_expr(depth - 1);
+      default: return floordiv(int_expr(depth - 1) * 4 + leaf(), Expr(4));
+    }
+  }
+
+  Expr bool_expr(int depth) {
+    const int k = depth == 0 ? pick(6) : pick(9);
+    Expr a = int_expr(std::max(depth - 1, 0)), b = int_expr(std::max(depth - 1, 0));
+    switch (k) {
+      case 0: return a < b;
+      case 1: return a <= b;
+      case 2: return a > b;
+      case 3: return a >= b;
+      case 4: return a == b;
+      case 5: return a != b;
+      case 6: return bool_expr(depth - 1) && bool_expr(depth - 1);
+      case 7: return bool_expr(depth - 1) || bool_expr(depth - 1);
+      default: return !bool_expr(depth - 1);
+    }
+  }
+
+  int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
+
+ private:
+  Expr constant(int lo, int hi) { return Expr(std::uniform_int_distribution<int>(lo, hi)(rng_)); }
+  Expr divisor() {
+    int d = 0;
+    while (d == 0) d = std::uniform_int_distribution<int>(-5, 8)(rng_);
+    return Expr(d);
+  }
+  Expr leaf() {
+    if (pick(3) == 0) return constant(-8, 8);
+    return vars_[static_cast<size_t>(pick(static_cast<int>(vars_.size())))];
+  }
+
+  std::mt19937 rng_;
+  std::vector<Var> vars_;
+};
+
+struct Box {
+  int64_t lo[3], hi[3];  // inclusive
+};
+
+// Calls f(env) at every point of the box.
+template <typename F>
+void for_each_point(const std::vector<Var> &vars, const Box &box, F f) {
+  Env env;
+  for (int64_t a = box.lo[0]; a <= box.hi[0]; ++a) {
+    for (int64_t b = box.lo[1]; b <= box.hi[1]; ++b) {
+      for (int64_t c = box.lo[2]; c <= box.hi[2]; ++c) {
+        env[vars[0].get()] = a;
+        env[vars[1].get()] = b;
+        env[vars[2].get()] = c;
+        f(env);
+      }
+    }
+  }
+}
+
+constexpr uint32_t kSeed = 20240611;
+
+TEST(RandomSimplifyTest, SimplifiedExpressionsEvaluateTheSame) {
+  std::vector<Var> vars{Var("x"), Var("y"), Var("z")};
+  ExprGenerator gen(kSeed, vars);
+  std::mt19937 box_rng(kSeed + 1);
+  int failures = 0;
+  for (int iter = 0; iter < 3000 && failures < 5; ++iter) {
+    const bool boolean = gen.pick(4) == 0;
+    Expr e = boolean ? gen.bool_expr(3) : gen.int_expr(4);
+    Box box;
+    Analyzer ana;
+    const bool bounded = gen.pick(4) != 0;
+    for (int v = 0; v < 3; ++v) {
+      box.lo[v] = std::uniform_int_distribution<int>(-6, 4)(box_rng);
+      box.hi[v] = box.lo[v] + std::uniform_int_distribution<int>(0, 7)(box_rng);
+      if (bounded) ana.bind(vars[static_cast<size_t>(v)], Range(Expr(static_cast<int>(box.lo[v])),
+                                                             Expr(static_cast<int>(box.hi[v] - box.lo[v] + 1))));
+    }
+    Expr s = ana.simplify(e);
+    const bool proved = boolean && ana.can_prove(e);
+    bool reported = false;
+    for_each_point(vars, box, [&](Env &env) {
+      if (reported) return;
+      auto want = eval(e, env);
+      auto got = eval(s, env);
+      const bool wrong = !want || !got || *want != *got || (proved && *want == 0);
+      if (wrong) {
+        reported = true;
+        ++failures;
+        std::ostringstream point;
+        for (const auto &v : vars) point << v.name() << "=" << env[v.get()] << " ";
+        ADD_FAILURE() << "seed " << kSeed << " iteration " << iter << (bounded ? " (bounded)" : " (unbounded)")
+                      << "\n  input:      " << to_string(e) << "\n  simplified: " << to_string(s)
+                      << "\n  at " << point.str() << ": expected " << (want ? *want : -999999) << ", got "
+                      << (got ? *got : -999999) << (proved ? " (can_prove said true)" : "");
+      }
+    });
+  }
+}
+
+TEST(RandomSimplifyTest, SimplifyIsIdempotent) {
+  std::vector<Var> vars{Var("x"), Var("y"), Var("z")};
+  ExprGenerator gen(kSeed + 7, vars);
+  int differing = 0;
+  for (int iter = 0; iter < 1000; ++iter) {
+    Expr e = gen.int_expr(4);
+    Expr once = simplify(e);
+    Expr twice = simplify(once);
+    if (!testing::same_expr(once, twice)) {
+      ++differing;
+      if (differing <= 3) {
+        ADD_FAILURE() << "seed " << kSeed + 7 << " iteration " << iter << ": " << to_string(e) << "\n  once:  "
+                      << to_string(once) << "\n  twice: " << to_string(twice);
+      }
+    }
+  }
+  EXPECT_EQ(differing, 0);
+}
+
+}  // namespace
+}  // namespace kiln::arith

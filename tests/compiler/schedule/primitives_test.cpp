@@ -1,0 +1,179 @@
+// Each schedule primitive on a small example: the printed loop structure (golden text) and the
+// values against an unscheduled run, through the interpreter and the C back end.
+#include <gtest/gtest.h>
+
+#include "tests/compiler/schedule/harness.h"
+
+namespace kiln {
+namespace {
+
+using namespace ir;
+using testing::check_against_unscheduled;
+
+std::string body_text(const LoweredFunc &f) { return to_string(f.body); }
+
+TEST(Primitives, SplitWithSymbolicLength) {
+  Var n = te::var("n");
+  auto A = te::placeholder({n}, Float(32), "A");
+  auto B = te::placeholder({n}, Float(32), "B");
+  auto C = te::compute({n}, [&](Var i) { return A(i) + B(i); }, "C");
+  auto s = te::create_schedule({C});
+  IterVar xo, xi;
+  (*s)[C].split((*s)[C].axis(0), 32, &xo, &xi);
+  for (int64_t len : {1, 31, 32, 33, 100}) {
+    auto f = check_against_unscheduled(*s, {A, B, C}, {{len}, {len}, {len}}, 0.0, static_cast<uint64_t>(len));
+    ASSERT_EQ(f.size_vars.size(), 1u);
+    EXPECT_EQ(f.size_vars[0].name(), "n");
+  }
+  lower::LowerOptions o;
+  o.partition_loops = false;
+  auto f = lower::lower(*s, {A, B, C}, "vadd", o);
+  EXPECT_EQ(body_text(f),
+            "for (i.outer, 0, floordiv((n + 31), 32)) {\n"
+            "  for (i.inner, 0, 32) {\n"
+            "    if (likely((((i.outer * 32) + i.inner) < n))) {\n"
+            "      C[((i.outer * 32) + i.inner)] = (A[((i.outer * 32) + i.inner)] + B[((i.outer * 32) + i.inner)])\n"
+            "    }\n"
+            "  }\n"
+            "}\n");
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+using namespace ir;
+using testing::check_against_unscheduled;
+
+TEST(Primitives, TileFuseReorderOnCopy) {
+  auto A = te::placeholder({20, 12}, Float(32), "A");
+  auto B = te::compute({20, 12}, [&](Var i, Var j) { return A(i, j); }, "B");
+  auto s = te::create_schedule({B});
+  auto st = (*s)[B];
+  IterVar xo, yo, xi, yi, f;
+  st.tile(st.axis(0), st.axis(1), 8, 4, &xo, &yo, &xi, &yi);
+  st.fuse(xo, yo, &f);
+  st.reorder({f, yi, xi});
+  check_against_unscheduled(*s, {A, B}, {{20, 12}, {20, 12}}, 0.0);
+  auto fn = lower::lower(*s, {A, B}, "copy");
+  std::string text = to_string(fn.body);
+  EXPECT_NE(text.find("for (i.outer.j.outer.fused, 0, 9)"), std::string::npos) << text;
+  EXPECT_LT(text.find("j.inner"), text.find("i.inner")) << text;
+}
+
+TEST(Primitives, ComputeAtAndInline) {
+  Var n = te::var("n");
+  auto A = te::placeholder({n}, Float(32), "A");
+  auto B = te::compute({n}, [&](Var i) { return A(i) * 2.0f; }, "B");
+  auto C = te::compute({n}, [&](Var i) { return B(i) + 1.0f; }, "C");
+  {
+    auto s = te::create_schedule({C});
+    IterVar xo, xi;
+    (*s)[C].split((*s)[C].axis(0), 4, &xo, &xi);
+    (*s)[B].compute_at((*s)[C], xo);
+    for (int64_t len : {3, 4, 10}) check_against_unscheduled(*s, {A, C}, {{len}, {len}}, 0.0);
+    auto f = lower::lower(*s, {A, C}, "at");
+    std::string text = to_string(f.body);
+    // B is allocated inside the outer loop of C with the size of one tile.
+    EXPECT_LT(text.find("for (i.outer"), text.find("allocate B[float32 * 4]")) << text;
+  }
+  {
+    auto s = te::create_schedule({C});
+    (*s)[B].compute_inline();
+    check_against_unscheduled(*s, {A, C}, {{7}, {7}}, 0.0);
+    auto f = lower::lower(*s, {A, C}, "inl");
+    std::string text = to_string(f.body);
+    EXPECT_EQ(text.find("allocate"), std::string::npos) << text;
+    EXPECT_NE(text.find("((A[i] * 2.0f) + 1.0f)"), std::string::npos) << text;
+  }
+}
+
+te::Tensor matmul(const te::Tensor &A, const te::Tensor &B, const Expr &k_extent) {
+  auto k = te::reduce_axis(k_extent, "k");
+  return te::compute({A.shape()[0], B.shape()[1]}, [&](Var i, Var j) { return te::sum(A(i, k) * B(k, j), {k}); }, "C");
+}
+
+TEST(Primitives, CacheReadAndCacheWriteOnMatmul) {
+  auto A = te::placeholder({16, 24}, Float(32), "A");
+  auto B = te::placeholder({24, 20}, Float(32), "B");
+  auto C = matmul(A, B, 24);
+  auto s = te::create_schedule({C});
+  auto AL = s->cache_read(A, "local", {C.op()});
+  auto CL = s->cache_write(C, "local");
+  auto sc = (*s)[C];
+  IterVar io, jo, ii, ji;
+  sc.tile(sc.axis(0), sc.axis(1), 4, 8, &io, &jo, &ii, &ji);
+  (*s)[CL].compute_at(sc, jo);
+  auto scl = (*s)[CL];
+  IterVar ko, ki;
+  scl.split(scl.reduce_axis(0), 6, &ko, &ki);
+  scl.reorder({ko, scl.axis(0), ki, scl.axis(1)});
+  (*s)[AL].compute_at(scl, ko);
+  auto f = check_against_unscheduled(*s, {A, B, C}, {{16, 24}, {24, 20}, {16, 20}}, 1e-4);
+  std::string text = to_string(f.body);
+  EXPECT_NE(text.find("allocate C.local[float32 * 32], scope local"), std::string::npos) << text;
+  EXPECT_NE(text.find("allocate A.local[float32 * 24], scope local"), std::string::npos) << text;
+}
+
+TEST(Primitives, RfactorOfSum) {
+  auto A = te::placeholder({8, 64}, Float(32), "A");
+  auto k = te::reduce_axis(64, "k");
+  auto S = te::compute({8}, [&](Var i) { return te::sum(A(i, k), {k}); }, "S");
+  auto s = te::create_schedule({S});
+  IterVar ko, ki;
+  (*s)[S].split(k, 16, &ko, &ki);
+  auto SF = s->rfactor(S, ki);
+  EXPECT_EQ(SF.ndim(), 2);
+  EXPECT_EQ(*as_const_int(SF.shape()[0]), 16);
+  auto f = check_against_unscheduled(*s, {A, S}, {{8, 64}, {8}}, 1e-4);
+  std::string text = to_string(f.body);
+  EXPECT_NE(text.find("allocate S.rf"), std::string::npos) << text;
+}
+
+TEST(Primitives, AnnotationsKeepValues) {
+  auto A = te::placeholder({37, 19}, Float(32), "A");
+  auto B = te::compute({37, 19}, [&](Var i, Var j) { return A(i, j) * A(i, j) + 1.0f; }, "B");
+  auto s = te::create_schedule({B});
+  auto st = (*s)[B];
+  IterVar jo, ji;
+  st.split(st.axis(1), 8, &jo, &ji);
+  st.parallel(st.axis(0));
+  st.vectorize(ji);
+  st.unroll(jo);
+  auto f = check_against_unscheduled(*s, {A, B}, {{37, 19}, {37, 19}}, 0.0);
+  std::string text = to_string(f.body);
+  EXPECT_NE(text.find("parallel"), std::string::npos) << text;
+  EXPECT_NE(text.find("ramp("), std::string::npos) << text;
+}
+
+TEST(Primitives, GpuBindingRunsInTheInterpreter) {
+  auto A = te::placeholder({100}, Float(32), "A");
+  auto B = te::compute({100}, [&](Var i) { return A(i) + 3.0f; }, "B");
+  auto s = te::create_schedule({B});
+  IterVar bx, tx;
+  (*s)[B].split((*s)[B].axis(0), 32, &bx, &tx);
+  (*s)[B].bind(bx, "blockIdx.x");
+  (*s)[B].bind(tx, "threadIdx.x");
+  auto f = check_against_unscheduled(*s, {A, B}, {{100}, {100}}, 0.0, 3, /*with_c=*/true);
+  std::string text = to_string(f.body);
+  EXPECT_NE(text.find("blockIdx.x"), std::string::npos) << text;
+  EXPECT_NE(text.find("threadIdx.x"), std::string::npos) << text;
+}
+
+TEST(Primitives, StorageAlignAndPragma) {
+  auto A = te::placeholder({16, 16}, Float(32), "A");
+  auto B = te::compute({16, 16}, [&](Var i, Var j) { return A(i, j) * 2.0f; }, "B");
+  auto C = te::compute({16, 16}, [&](Var i, Var j) { return B(j, i) + 1.0f; }, "C");
+  auto s = te::create_schedule({C});
+  (*s)[B].storage_align((*s)[B].axis(0), 32, 1);
+  (*s)[C].pragma((*s)[C].axis(0), "auto_unroll_max_step", 16);
+  auto f = check_against_unscheduled(*s, {A, C}, {{16, 16}, {16, 16}}, 0.0);
+  std::string text = to_string(f.body);
+  // Rows of B are 33 elements apart.
+  EXPECT_NE(text.find("allocate B[float32 * 528]"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,62 @@
+// The Runner service generated from proto/kiln/v1/runner.proto answers Info on loopback.
+#include "rpc_server/runner_service.h"
+#include "rpc_server/service_host.h"
+#include "tuner/version.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+namespace kiln::rpc {
+namespace {
+
+TEST(RunnerRpcTest, AnswersInfoOnLoopback) {
+  RunnerService service({"x86-test", "llvm -mcpu=generic"});
+  std::unique_ptr<ServiceHost> host = ServiceHost::start("127.0.0.1:0", {&service});
+  ASSERT_GT(host->port(), 0);
+  EXPECT_EQ(host->address(), "127.0.0.1:" + std::to_string(host->port()));
+
+  auto channel = grpc::CreateChannel(host->address(), grpc::InsecureChannelCredentials());
+  auto stub = kiln::v1::Runner::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  kiln::v1::InfoReply reply;
+  grpc::Status status = stub->Info(&context, kiln::v1::InfoRequest(), &reply);
+
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(reply.device_key(), "x86-test");
+  EXPECT_EQ(reply.target(), "llvm -mcpu=generic");
+  EXPECT_EQ(reply.kiln_version(), kiln::tuner::version());
+  EXPECT_FALSE(reply.kiln_version().empty());
+  EXPECT_EQ(reply.cpu_cores(), std::thread::hardware_concurrency());
+
+  host->shutdown();
+  host->wait();
+}
+
+TEST(RunnerRpcTest, ShutdownIsCleanAndRefusesLaterCalls) {
+  RunnerService service({"x86-test", "llvm"});
+  std::unique_ptr<ServiceHost> host = ServiceHost::start("127.0.0.1:0", {&service});
+  std::string address = host->address();
+  host->shutdown(std::chrono::milliseconds(100));
+  host->shutdown();  // a second shutdown is harmless
+  host.reset();
+
+  auto stub =
+      kiln::v1::Runner::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  kiln::v1::InfoReply reply;
+  EXPECT_FALSE(stub->Info(&context, kiln::v1::InfoRequest(), &reply).ok());
+}
+
+TEST(RunnerRpcTest, UnusableAddressThrows) {
+  RunnerService service({"x86-test", "llvm"});
+  // 192.0.2.1 (TEST-NET-1) is not an address of this machine, so binding fails at once.
+  EXPECT_THROW(ServiceHost::start("192.0.2.1:0", {&service}), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace kiln::rpc
