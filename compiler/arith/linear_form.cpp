@@ -1,6 +1,7 @@
 #include "compiler/arith/linear_form.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 
 #include "compiler/arith/analyzer_state.h"
@@ -155,6 +156,7 @@ void substitute_div(LinearForm *f) {
       if (c == -1 || k % c != 0) continue;
       // div(x, c) * c * m == x * m - mod(x, c) * m: worth it when terms of x cancel.
       const int64_t m = k / c;
+      if (m == INT64_MIN) continue;
       const Expr ce = IntImmNode::make(x.type(), c);
       const Expr mod = floor_kind ? FloorModNode::make(x, ce) : ModNode::make(x, ce);
       LinearForm g(f->type);

@@ -604,7 +604,7 @@ class RewriteSimplifier : public IRMutator {
     if (is_finite(rb)) {
       const int64_t lo = floor_div(rb.min_value, c), hi = floor_div(rb.max_value, c);
       int64_t shift;
-      if (lo == hi && !__builtin_mul_overflow(lo, c, &shift)) {
+      if (lo == hi && !__builtin_mul_overflow(lo, c, &shift) && shift != INT64_MIN) {
         rest.add_constant(-shift);
         return representable(rest) ? build_linear(rest) : orig;
       }
@@ -715,6 +715,9 @@ class RewriteSimplifier : public IRMutator {
       for (auto &term : d.terms) term.coeff /= g;
     }
     if ((k == NodeType::EQ || k == NodeType::NE) && d.terms[0].coeff < 0) d.negate();
+    for (const auto &term : d.terms) {
+      if (term.coeff == INT64_MIN) return orig;
+    }
     LinearForm lhs(t), rhs(t);
     for (const auto &term : d.terms) {
       if (term.coeff > 0) {

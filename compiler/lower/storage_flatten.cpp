@@ -51,7 +51,8 @@ class Flattener : public IRMutator {
       Expr ext = arith::simplify(r.extent);
       if (!as_const_int(ext)) {
         int64_t ub = upper_bound(ext);
-        if (ub > 0 && ub < (int64_t{1} << 31)) ext = make_const(Int(32), ub);
+        // A bound at the limit of int32 only restates the type, not the region.
+        if (ub > 0 && ub < (int64_t{1} << 30)) ext = make_const(Int(32), ub);
       }
       shape.push_back(ext);
       mins.push_back(r.min);

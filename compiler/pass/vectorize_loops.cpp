@@ -3,6 +3,7 @@
 
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/ir/op.h"
+#include "compiler/ir/structural.h"
 #include "compiler/pass/passes.h"
 
 namespace kiln::pass {
@@ -18,44 +19,6 @@ bool uses_var(const Expr &e, const VariableNode *v) {
   bool found = false;
   post_order_visit(e, [&](const IRNode *n) { found = found || n == v; });
   return found;
-}
-
-// Structural equality of expressions (variables by identity).
-bool same_expr(const Expr &a, const Expr &b) {
-  if (a.same_as(b)) return true;
-  if (!a.defined() || !b.defined() || a->node_type != b->node_type || a.type() != b.type()) return false;
-  auto bin = [](const auto *x, const auto *y) { return same_expr(x->a, y->a) && same_expr(x->b, y->b); };
-  switch (a->node_type) {
-#define KILN_BIN(n) \
-  case NodeType::n: return bin(a.as<n##Node>(), b.as<n##Node>());
-    KILN_BIN(Add) KILN_BIN(Sub) KILN_BIN(Mul) KILN_BIN(Div) KILN_BIN(Mod) KILN_BIN(FloorDiv) KILN_BIN(FloorMod)
-    KILN_BIN(Min) KILN_BIN(Max) KILN_BIN(EQ) KILN_BIN(NE) KILN_BIN(LT) KILN_BIN(LE) KILN_BIN(GT) KILN_BIN(GE)
-    KILN_BIN(And) KILN_BIN(Or)
-#undef KILN_BIN
-    case NodeType::IntImm: return a.as<IntImmNode>()->value == b.as<IntImmNode>()->value;
-    case NodeType::FloatImm: return a.as<FloatImmNode>()->value == b.as<FloatImmNode>()->value;
-    case NodeType::Cast: return same_expr(a.as<CastNode>()->value, b.as<CastNode>()->value);
-    case NodeType::Not: return same_expr(a.as<NotNode>()->a, b.as<NotNode>()->a);
-    case NodeType::Select: {
-      const auto *x = a.as<SelectNode>(), *y = b.as<SelectNode>();
-      return same_expr(x->condition, y->condition) && same_expr(x->true_value, y->true_value) &&
-             same_expr(x->false_value, y->false_value);
-    }
-    case NodeType::Call: {
-      const auto *x = a.as<CallNode>(), *y = b.as<CallNode>();
-      if (x->name != y->name || x->kind != y->kind || x->args.size() != y->args.size()) return false;
-      for (size_t i = 0; i < x->args.size(); ++i) {
-        if (!same_expr(x->args[i], y->args[i])) return false;
-      }
-      return true;
-    }
-    case NodeType::Load: {
-      const auto *x = a.as<LoadNode>(), *y = b.as<LoadNode>();
-      return x->buffer_var.same_as(y->buffer_var) && same_expr(x->index, y->index) &&
-             same_expr(x->predicate, y->predicate);
-    }
-    default: return false;
-  }
 }
 
 // Whether running the body for all lanes at once, statement by statement, computes what the
@@ -99,12 +62,12 @@ bool can_vectorize(const Stmt &body, const VariableNode *loop_var) {
     const Expr &first = indices.front();
     if (!uses_var(first, loop_var)) return false;
     for (const auto &i : indices) {
-      if (!same_expr(i, first)) return false;
+      if (!structural_equal(i, first)) return false;
     }
     auto it = loads.find(buf);
     if (it == loads.end()) continue;
     for (const auto &i : it->second) {
-      if (!same_expr(i, first)) return false;
+      if (!structural_equal(i, first)) return false;
     }
   }
   return true;

@@ -11,6 +11,8 @@
 
 namespace kiln::testing {
 
+using ir::IterVar;
+
 class RandomScheduler {
  public:
   explicit RandomScheduler(uint64_t seed) : rng_(seed) {}

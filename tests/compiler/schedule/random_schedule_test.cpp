@@ -27,7 +27,7 @@ TEST_P(RandomSchedules, MatchUnscheduled) {
   for (int it = 0; it < count; ++it) {
     uint64_t seed = 1000003ULL * static_cast<uint64_t>(GetParam() + 1) + static_cast<uint64_t>(it);
     testing::CorpusOp op = make();
-    std::vector<ir::Operation> outs;
+    std::vector<te::Operation> outs;
     outs.push_back(op.args.back().op());
     auto s = te::create_schedule(outs);
     testing::RandomScheduler rs(seed);
