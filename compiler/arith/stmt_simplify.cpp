@@ -127,7 +127,7 @@ class StmtSimplifier : public IRMutator {
       if (is_nop(else_case)) else_case = Stmt();
     }
     if (is_nop(then_case) && !else_case.defined() && !has_side_effect(cond)) return make_nop();
-    if (is_nop(then_case) && else_case.defined()) {
+    if (is_nop(then_case) && else_case.defined() && cond.type().is_bool()) {
       return IfThenElseNode::make(simplify_expr(st_, NotNode::make(cond)), else_case);
     }
     if (cond.same_as(op->condition) && then_case.same_as(op->then_case) && else_case.same_as(op->else_case)) {

@@ -396,6 +396,9 @@ constexpr const char *kPragmaPrefix = "pragma_";            // pragma_<name>
 constexpr const char *kAutoUnrollMaxStep = "pragma_auto_unroll_max_step";
 constexpr const char *kDoubleBuffer = "double_buffer_scope";
 constexpr const char *kStorageAlign = "buffer_dim_align";
+// node: ProducerLoad of a tensor at a region's first element; value: buffer_bind(data, offset,
+// strides...) naming the variables of a region buffer that storage flattening binds.
+constexpr const char *kBufferBindScope = "buffer_bind_scope";
 }  // namespace attr
 
 struct AttrStmtNode : BaseStmtNode {

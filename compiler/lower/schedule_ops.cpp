@@ -1,12 +1,14 @@
 #include "compiler/lower/schedule_ops.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "compiler/arith/analyzer.h"
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/ir/op.h"
+#include "compiler/ir/structural.h"
 #include "compiler/lower/bound_inference.h"
 
 namespace kiln::lower {
@@ -48,6 +50,10 @@ class StageBuilder {
     std::vector<Expr> indices;
     for (const auto &iv : c->axis) indices.push_back(root_subst.count(iv->var.get()) ? root_subst[iv->var.get()] : Expr(iv->var));
     const auto &body = bodies_.at(stage_.op.get());
+    for (size_t p = 0; p < leaves.size(); ++p) {
+      const te::IterVarAttr *a = stage_.attr(leaves[p]);
+      if (a && a->tensor_intrin) return build_tensorized(p, *a->tensor_intrin);
+    }
     auto data_preds = split_predicates(stage_, bounds_, values_, false);
     auto reduce_preds = split_predicates(stage_, bounds_, values_, true);
 
@@ -115,6 +121,184 @@ class StageBuilder {
   }
 
  private:
+  [[noreturn]] void tensorize_error(const IterVar &at, const te::TensorIntrinNode &intrin, const std::string &why) {
+    throw ScheduleError("in stage " + stage_.op->name + ", cannot tensorize axis " + at->var.name() + " with " +
+                        intrin.name + ": " + why);
+  }
+
+  // The loops from position p inward become one call of the intrinsic, after checking that they
+  // compute what the intrinsic's pattern computes.
+  Stmt build_tensorized(size_t p, const te::TensorIntrinNode &intrin) {
+    const auto *c = static_cast<const te::ComputeOpNode *>(stage_.op.get());
+    const auto *ic = dynamic_cast<const te::ComputeOpNode *>(intrin.op.get());
+    const auto &leaves = stage_.leaf_iter_vars;
+    const IterVar &at = leaves[p];
+    if (!ic) tensorize_error(at, intrin, "its pattern is not a compute");
+    for (size_t q = p + 1; q < leaves.size(); ++q) {
+      const te::IterVarAttr *a = stage_.attr(leaves[q]);
+      if (a && (a->tensor_intrin || !a->bind_thread.empty())) {
+        tensorize_error(at, intrin, "loop " + leaves[q]->var.name() + " inside it is tensorized or bound to a thread");
+      }
+    }
+    // Map the inner loops to the intrinsic's axes, data loops and reduction loops in order.
+    std::vector<IterVar> data_in, reduce_in;
+    for (size_t q = p; q < leaves.size(); ++q) {
+      (leaves[q]->iter_type == IterVarType::CommReduce ? reduce_in : data_in).push_back(leaves[q]);
+    }
+    if (data_in.size() != ic->axis.size() || reduce_in.size() != ic->reduce_axis.size()) {
+      tensorize_error(at, intrin, detail::concat("the intrinsic has ", ic->axis.size(), " data and ",
+                                                 ic->reduce_axis.size(), " reduction axes, the loops inside have ",
+                                                 data_in.size(), " and ", reduce_in.size()));
+    }
+    arith::Analyzer an;
+    std::unordered_map<const VariableNode *, Expr> to_intrin, to_zero;
+    auto map_axes = [&](const std::vector<IterVar> &mine, const std::vector<IterVar> &theirs) {
+      for (size_t q = 0; q < mine.size(); ++q) {
+        const Range &r = bounds_.at(mine[q].get());
+        if (!is_zero(r.min) || !an.can_prove_equal(r.extent, theirs[q]->dom.extent)) {
+          tensorize_error(at, intrin, detail::concat("loop ", mine[q]->var.name(), " has extent ", r.extent,
+                                                     " but the intrinsic's axis ", theirs[q]->var.name(), " has ",
+                                                     theirs[q]->dom.extent));
+        }
+        to_intrin[mine[q]->var.get()] = theirs[q]->var;
+        to_zero[theirs[q]->var.get()] = make_zero(Int(32));
+      }
+    };
+    map_axes(data_in, ic->axis);
+    map_axes(reduce_in, ic->reduce_axis);
+    // Root variables in terms of the outer loops and the intrinsic's axes.
+    std::unordered_map<const VariableNode *, Expr> root;
+    for (const auto &iv : stage_.root_iter_vars()) {
+      root[iv->var.get()] = an.simplify(substitute(values_.at(iv.get()), to_intrin));
+    }
+    auto rebase = [&](const std::vector<Expr> &idx, size_t rank, std::vector<Expr> *begin) {
+      std::vector<Expr> rel;
+      begin->clear();
+      for (const auto &e : idx) {
+        Expr b = an.simplify(substitute(e, to_zero));
+        begin->push_back(b);
+        rel.push_back(an.simplify(e - b));
+      }
+      if (rel.size() < rank) tensorize_error(at, intrin, "a region of the intrinsic has more dimensions than the tensor");
+      for (size_t d = 0; d + rank < rel.size(); ++d) {
+        if (!is_zero(rel[d])) tensorize_error(at, intrin, "it reads across an outer dimension of a tensor");
+      }
+      return std::vector<Expr>(rel.end() - static_cast<std::ptrdiff_t>(rank), rel.end());
+    };
+    // Reads of the stage's inputs become reads of the intrinsic's placeholders.
+    std::vector<std::pair<const te::OperationNode *, int>> inputs_seen;
+    std::vector<std::vector<Expr>> input_begin;
+    std::vector<te::Operation> input_ops;
+    std::function<Expr(const Expr &)> rewrite = [&](const Expr &e) {
+      return ir_transform(e, [&](const Expr &x) -> Expr {
+        const auto *l = x.as<ProducerLoadNode>();
+        if (!l) return Expr();
+        auto key = std::make_pair(l->op.get(), l->value_index);
+        size_t j = std::find(inputs_seen.begin(), inputs_seen.end(), key) - inputs_seen.begin();
+        if (j == inputs_seen.size()) {
+          if (j >= intrin.inputs.size()) tensorize_error(at, intrin, "the stage reads more tensors than the intrinsic");
+          inputs_seen.push_back(key);
+          input_ops.push_back(l->op);
+          input_begin.emplace_back();
+        }
+        const te::Tensor &ph = intrin.inputs[j];
+        std::vector<Expr> begin;
+        auto rel = rebase(l->indices, ph.shape().size(), &begin);
+        if (input_begin[j].empty()) input_begin[j] = begin;
+        return ProducerLoadNode::make(ph.op(), ph.value_index(), rel);
+      });
+    };
+    const auto &body = bodies_.at(stage_.op.get());
+    for (size_t i = 0; i < body.size(); ++i) {
+      Expr mine = body[i], theirs = ic->body.at(i);
+      if (const auto *r = mine.as<ReduceNode>()) {
+        const auto *ir_ = theirs.as<ReduceNode>();
+        if (!ir_) tensorize_error(at, intrin, "the stage is a reduction and the intrinsic is not");
+        Expr src = an.simplify(rewrite(substitute(r->source[r->value_index], root)));
+        Expr isrc = an.simplify(ir_->source[ir_->value_index]);
+        bool same_reducer = r->combiner->result.size() == ir_->combiner->result.size();
+        for (size_t k = 0; same_reducer && k < r->combiner->result.size(); ++k) {
+          same_reducer = structural_equal(r->combiner->result[k], ir_->combiner->result[k], true) &&
+                         structural_equal(r->combiner->identity_element[k], ir_->combiner->identity_element[k]);
+        }
+        if (!same_reducer) tensorize_error(at, intrin, "the reductions combine differently");
+        if (!structural_equal(src, isrc)) {
+          tensorize_error(at, intrin, "the computation does not match: the stage computes " + to_string(src) +
+                                          ", the intrinsic " + to_string(isrc));
+        }
+      } else {
+        if (theirs.as<ReduceNode>()) tensorize_error(at, intrin, "the intrinsic is a reduction and the stage is not");
+        Expr v = an.simplify(rewrite(substitute(mine, root)));
+        Expr iv = an.simplify(theirs);
+        if (!structural_equal(v, iv)) {
+          tensorize_error(at, intrin, "the computation does not match: the stage computes " + to_string(v) +
+                                          ", the intrinsic " + to_string(iv));
+        }
+      }
+    }
+    if (inputs_seen.size() != intrin.inputs.size()) tensorize_error(at, intrin, "the stage reads fewer tensors than the intrinsic");
+    // Buffers standing for the regions; storage flattening binds them to the real buffers.
+    te::TensorIntrinBuffers bufs;
+    struct Bind {
+      Expr region;  // ProducerLoad of the real tensor at the region's first element
+      Buffer buf;
+      Var offset;
+    };
+    std::vector<Bind> binds;
+    auto make_region_buffer = [&](const te::Tensor &ph, const te::Operation &real_op, int vi,
+                                  const std::vector<Expr> &begin) {
+      Buffer b = make_buffer(ph.name(), ph.dtype(), ph.shape());
+      for (size_t d = 0; d < b.strides.size(); ++d) b.strides[d] = Var(ph.name() + ".stride" + std::to_string(d));
+      Var off(ph.name() + ".elem_offset");
+      binds.push_back({ProducerLoadNode::make(real_op, vi, begin), b, off});
+      return std::make_pair(b, off);
+    };
+    for (size_t j = 0; j < intrin.inputs.size(); ++j) {
+      auto [b, off] = make_region_buffer(intrin.inputs[j], input_ops[j], inputs_seen[j].second, input_begin[j]);
+      bufs.inputs.push_back(b);
+      bufs.input_offsets.push_back(off);
+    }
+    std::vector<Expr> out_begin;
+    for (const auto &iv : c->axis) out_begin.push_back(an.simplify(substitute(root.at(iv->var.get()), to_zero)));
+    for (int i = 0; i < ic->num_outputs(); ++i) {
+      te::Tensor ph = ic->output(i);
+      std::vector<Expr> begin = out_begin;
+      auto [b, off] = make_region_buffer(ph, stage_.op, i, begin);
+      bufs.outputs.push_back(b);
+      bufs.output_offsets.push_back(off);
+    }
+    Stmt call;
+    size_t first_reduce = leaves.size();
+    for (size_t q = 0; q < leaves.size(); ++q) {
+      if (leaves[q]->iter_type == IterVarType::CommReduce) {
+        first_reduce = q;
+        break;
+      }
+    }
+    if (!c->is_reduction() || first_reduce >= p) {
+      call = intrin.body(bufs);
+    } else {
+      if (!intrin.reset || !intrin.update) {
+        tensorize_error(at, intrin, "reduction loops outside it need the intrinsic's reset and update functions");
+      }
+      Expr first;
+      for (size_t q = 0; q < p; ++q) {
+        if (leaves[q]->iter_type != IterVarType::CommReduce) continue;
+        Expr e = leaves[q]->var == bounds_.at(leaves[q].get()).min;
+        first = first.defined() ? (first && e) : e;
+      }
+      call = BlockNode::make(IfThenElseNode::make(first, intrin.reset(bufs)), intrin.update(bufs));
+    }
+    if (!call.defined()) tensorize_error(at, intrin, "its body function returned nothing");
+    for (auto it = binds.rbegin(); it != binds.rend(); ++it) {
+      std::vector<Expr> args{it->buf.data, it->offset};
+      args.insert(args.end(), it->buf.strides.begin(), it->buf.strides.end());
+      call = AttrStmtNode::make(it->region, attr::kBufferBindScope,
+                                CallNode::make(Handle(), "buffer_bind", args, CallNode::Kind::Intrinsic), call);
+    }
+    return make_nest(0, p, call, true);
+  }
+
   Stmt make_nest(size_t begin, size_t end, Stmt body, bool markers) {
     for (size_t i = end; i-- > begin;) body = make_loop(stage_.leaf_iter_vars[i], body, markers);
     return body;

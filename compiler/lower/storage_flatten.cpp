@@ -1,6 +1,7 @@
 #include "compiler/lower/storage_flatten.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "compiler/arith/analyzer.h"
 #include "compiler/ir/ir_visitor.h"
@@ -11,6 +12,38 @@ namespace kiln::lower {
 using namespace ir;
 
 namespace {
+
+// Replaces the variables of a region buffer (data pointer, offset, strides) by the real ones.
+class RegionRebinder : public IRMutator {
+ public:
+  RegionRebinder(const VariableNode *data, Var real, std::unordered_map<const VariableNode *, Expr> values)
+      : data_(data), real_(std::move(real)), values_(std::move(values)) {}
+  using IRMutator::mutate;
+
+ protected:
+  Expr visit(const VariableNode *op, const Expr &self) override {
+    if (op == data_) return real_;
+    auto it = values_.find(op);
+    return it == values_.end() ? self : it->second;
+  }
+  Expr visit(const LoadNode *op, const Expr &self) override {
+    Expr e = IRMutator::visit(op, self);
+    const auto *l = e.as<LoadNode>();
+    if (l->buffer_var.get() != data_) return e;
+    return LoadNode::make(l->type, real_, l->index, l->predicate);
+  }
+  Stmt visit(const StoreNode *op, const Stmt &self) override {
+    Stmt s = IRMutator::visit(op, self);
+    const auto *st = s.as<StoreNode>();
+    if (st->buffer_var.get() != data_) return s;
+    return StoreNode::make(real_, st->value, st->index, st->predicate);
+  }
+
+ private:
+  const VariableNode *data_;
+  Var real_;
+  std::unordered_map<const VariableNode *, Expr> values_;
+};
 
 struct Entry {
   Buffer buffer;
@@ -65,6 +98,24 @@ class Flattener : public IRMutator {
     entries_.erase(key);
     Expr size = shape.empty() ? make_one(Int(32)) : arith::simplify(buf.strides[0] * shape[0]);
     return AllocateNode::make(buf.data, buf.dtype, {size}, op->scope, body);
+  }
+
+  Stmt visit(const AttrStmtNode *op, const Stmt &self) override {
+    if (op->key != attr::kBufferBindScope) return IRMutator::visit(op, self);
+    const auto *region = op->node.as<ProducerLoadNode>();
+    const auto *bind = op->value.as<CallNode>();
+    KILN_CHECK(region && bind && bind->args.size() >= 2, "malformed buffer_bind_scope");
+    const Entry &e = lookup(region->op.get(), region->value_index);
+    std::vector<Expr> begin;
+    mutate_exprs(region->indices, &begin);
+    size_t rank = bind->args.size() - 2;
+    std::unordered_map<const VariableNode *, Expr> values;
+    values[bind->args[1].as<VariableNode>()] = arith::simplify(offset(e, begin));
+    size_t nd = e.buffer.strides.size();
+    KILN_CHECK(rank <= nd, "region buffer of higher rank than ", e.buffer.name);
+    for (size_t d = 0; d < rank; ++d) values[bind->args[2 + d].as<VariableNode>()] = e.buffer.strides[nd - rank + d];
+    Stmt body = mutate(op->body);
+    return RegionRebinder(bind->args[0].as<VariableNode>(), e.buffer.data, std::move(values)).mutate(body);
   }
 
   Stmt visit(const ProducerStoreNode *op, const Stmt &self) override {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "compiler/arith/analyzer.h"
+#include "compiler/ir/ir_visitor.h"
 #include "tests/compiler/arith/test_util.h"
 
 namespace kiln::arith {
@@ -128,6 +129,65 @@ TEST(RandomSimplifyTest, SimplifiedExpressionsEvaluateTheSame) {
                       << "\n  input:      " << to_string(e) << "\n  simplified: " << to_string(s)
                       << "\n  at " << point.str() << ": expected " << (want ? *want : -999999) << ", got "
                       << (got ? *got : -999999) << (proved ? " (can_prove said true)" : "");
+      }
+    });
+  }
+}
+
+// Stores of the then (index 0) and else (index 1) branch values found in a statement.
+void find_stores(const Stmt &s, Expr *then_value, Expr *else_value) {
+  post_order_visit(s, [&](const IRNode *node) {
+    if (node->node_type != NodeType::Store) return;
+    const auto *store = static_cast<const StoreNode *>(node);
+    if (is_zero(store->index)) *then_value = store->value;
+    if (is_one(store->index)) *else_value = store->value;
+  });
+}
+
+TEST(RandomSimplifyTest, StatementsUnderLoopsAndConditionsEvaluateTheSame) {
+  std::vector<Var> vars{Var("x"), Var("y"), Var("z")};
+  ExprGenerator gen(kSeed + 3, vars);
+  std::mt19937 box_rng(kSeed + 4);
+  Var buf("A", Handle());
+  int failures = 0;
+  for (int iter = 0; iter < 1500 && failures < 5; ++iter) {
+    Expr cond = gen.bool_expr(2);
+    Expr then_value = gen.int_expr(3), else_value = gen.int_expr(3);
+    Stmt body = IfThenElseNode::make(cond, StoreNode::make(buf, then_value, 0), StoreNode::make(buf, else_value, 1));
+    Box box;
+    for (int v = 2; v >= 0; --v) {
+      box.lo[v] = std::uniform_int_distribution<int>(-6, 4)(box_rng);
+      box.hi[v] = box.lo[v] + std::uniform_int_distribution<int>(0, 6)(box_rng);
+      body = ForNode::make(vars[static_cast<size_t>(v)], Expr(static_cast<int>(box.lo[v])),
+                           Expr(static_cast<int>(box.hi[v] - box.lo[v] + 1)), ForKind::Serial, body);
+    }
+    Stmt s = simplify(body);
+    Expr then_s, else_s;
+    find_stores(s, &then_s, &else_s);
+    bool reported = false;
+    for_each_point(vars, box, [&](Env &env) {
+      if (reported) return;
+      auto c = eval(cond, env);
+      ASSERT_TRUE(c.has_value());
+      const Expr &orig = *c ? then_value : else_value;
+      const Expr &simp = *c ? then_s : else_s;
+      auto want = eval(orig, env);
+      int64_t got = -999999;
+      bool have = false;
+      if (simp.defined()) {
+        if (auto g = eval(simp, env)) {
+          got = *g;
+          have = true;
+        }
+      }
+      if (!want || !have || *want != got) {
+        reported = true;
+        ++failures;
+        std::ostringstream point;
+        for (const auto &v : vars) point << v.name() << "=" << env[v.get()] << " ";
+        ADD_FAILURE() << "seed " << kSeed + 3 << " iteration " << iter << "\n  input:\n"
+                      << to_string(body) << "  simplified:\n" << to_string(s) << "  at " << point.str()
+                      << ": expected " << (want ? *want : -999999) << ", got " << got;
       }
     });
   }
