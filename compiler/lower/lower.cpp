@@ -9,6 +9,7 @@
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/lower/bound_inference.h"
+#include "compiler/lower/double_buffer.h"
 #include "compiler/lower/inline.h"
 #include "compiler/lower/schedule_ops.h"
 #include "compiler/lower/storage_flatten.h"
@@ -129,6 +130,8 @@ LoweredFunc lower(const te::Schedule &sch, const std::vector<te::Tensor> &args, 
   timer.after("schedule_ops");
   f.body = storage_flatten(f.body, binds, sch);
   timer.after("storage_flatten");
+  f.body = inject_double_buffer(f.body);
+  timer.after("inject_double_buffer");
   f.body = thread_sync(f.body);
   timer.after("thread_sync");
   f.body = arith::simplify(f.body);

@@ -101,6 +101,15 @@ class Flattener : public IRMutator {
   }
 
   Stmt visit(const AttrStmtNode *op, const Stmt &self) override {
+    if (op->key == attr::kDoubleBuffer) {
+      // The mark moves inside the allocation of the realized buffer, naming it.
+      Stmt body = mutate(op->body);
+      if (const auto *a = body.as<AllocateNode>()) {
+        return AllocateNode::make(a->buffer_var, a->dtype, a->extents, a->scope,
+                                  AttrStmtNode::make(a->buffer_var, attr::kDoubleBuffer, op->value, a->body));
+      }
+      return body;
+    }
     if (op->key != attr::kBufferBindScope) return IRMutator::visit(op, self);
     const auto *region = op->node.as<ProducerLoadNode>();
     const auto *bind = op->value.as<CallNode>();

@@ -1,0 +1,122 @@
+#include "compiler/lower/double_buffer.h"
+
+#include "compiler/arith/analyzer.h"
+#include "compiler/ir/ir_visitor.h"
+#include "compiler/ir/op.h"
+#include "compiler/lower/inline.h"
+
+namespace kiln::lower {
+
+using namespace ir;
+
+namespace {
+
+// Offsets every access of one buffer by a copy index times the copy size.
+class CopySelector : public IRMutator {
+ public:
+  CopySelector(const VariableNode *buf, Expr offset) : buf_(buf), offset_(std::move(offset)) {}
+  using IRMutator::mutate;
+
+ protected:
+  Expr visit(const LoadNode *op, const Expr &self) override {
+    Expr e = IRMutator::visit(op, self);
+    const auto *l = e.as<LoadNode>();
+    if (l->buffer_var.get() != buf_) return e;
+    return LoadNode::make(l->type, l->buffer_var, l->index + cast(l->index.type(), offset_), l->predicate);
+  }
+  Stmt visit(const StoreNode *op, const Stmt &self) override {
+    Stmt s = IRMutator::visit(op, self);
+    const auto *st = s.as<StoreNode>();
+    if (st->buffer_var.get() != buf_) return s;
+    return StoreNode::make(st->buffer_var, st->value, st->index + cast(st->index.type(), offset_), st->predicate);
+  }
+
+ private:
+  const VariableNode *buf_;
+  Expr offset_;
+};
+
+bool writes(const Stmt &s, const VariableNode *buf) {
+  bool w = false;
+  post_order_visit(s, [&](const IRNode *n) {
+    if (n->node_type == NodeType::Store && static_cast<const StoreNode *>(n)->buffer_var.get() == buf) w = true;
+  });
+  return w;
+}
+
+bool reads(const Stmt &s, const VariableNode *buf) {
+  bool r = false;
+  post_order_visit(s, [&](const IRNode *n) {
+    if (n->node_type == NodeType::Load && static_cast<const LoadNode *>(n)->buffer_var.get() == buf) r = true;
+  });
+  return r;
+}
+
+class DoubleBufferInjector : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  Stmt visit(const ForNode *op, const Stmt &self) override {
+    Stmt body = mutate(op->body);
+    // The loop body must be: allocate B { attr double_buffer { producer; consumer... } }.
+    const auto *alloc = body.as<AllocateNode>();
+    const AttrStmtNode *mark = alloc ? alloc->body.as<AttrStmtNode>() : nullptr;
+    if (!mark || mark->key != attr::kDoubleBuffer || op->kind == ForKind::Vectorized) {
+      return body.same_as(op->body) ? self : ForNode::make(op->loop_var, op->min, op->extent, op->kind, body, op->thread_tag);
+    }
+    const VariableNode *buf = alloc->buffer_var.get();
+    const auto *block = mark->body.as<BlockNode>();
+    size_t split = 0;
+    if (block) {
+      while (split < block->stmts.size() && writes(block->stmts[split], buf) && !reads(block->stmts[split], buf)) ++split;
+    }
+    if (!block || split == 0 || split == block->stmts.size() || alloc->extents.size() != 1 ||
+        !as_const_int(alloc->extents[0])) {
+      // Not a produce-then-consume loop body: keep a single buffer.
+      Stmt inner = AllocateNode::make(alloc->buffer_var, alloc->dtype, alloc->extents, alloc->scope, mark->body);
+      return ForNode::make(op->loop_var, op->min, op->extent, op->kind, inner, op->thread_tag);
+    }
+    std::vector<Stmt> producer(block->stmts.begin(), block->stmts.begin() + static_cast<std::ptrdiff_t>(split));
+    std::vector<Stmt> consumer(block->stmts.begin() + static_cast<std::ptrdiff_t>(split), block->stmts.end());
+    Expr size = alloc->extents[0];
+    Var i = op->loop_var;
+    Expr end = op->min + op->extent;
+    auto produce_at = [&](Expr iter) {
+      Stmt p = substitute(BlockNode::make(producer), {{i.get(), iter}});
+      return CopySelector(buf, floormod(iter - op->min, 2) * size).mutate(p);
+    };
+    Stmt prologue = produce_at(op->min);
+    Stmt next = IfThenElseNode::make(i + 1 < end, produce_at(i + 1));
+    Stmt consume = CopySelector(buf, floormod(i - op->min, 2) * size).mutate(BlockNode::make(consumer));
+    Stmt loop = ForNode::make(i, op->min, op->extent, op->kind, BlockNode::make(next, consume), op->thread_tag);
+    Expr total = arith::simplify(size * 2);
+    return AllocateNode::make(alloc->buffer_var, alloc->dtype, {total}, alloc->scope, BlockNode::make(prologue, loop));
+  }
+
+  Stmt visit(const AttrStmtNode *op, const Stmt &self) override {
+    // A double-buffer mark that no loop claimed is dropped by the loop visitor or kept harmless.
+    return IRMutator::visit(op, self);
+  }
+};
+
+// Marks not directly inside a loop body have no effect.
+class MarkRemover : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  Stmt visit(const AttrStmtNode *op, const Stmt &self) override {
+    if (op->key == attr::kDoubleBuffer) return mutate(op->body);
+    return IRMutator::visit(op, self);
+  }
+};
+
+}  // namespace
+
+Stmt inject_double_buffer(const Stmt &s) {
+  Stmt r = DoubleBufferInjector().mutate(s);
+  return MarkRemover().mutate(r);
+}
+
+}  // namespace kiln::lower
