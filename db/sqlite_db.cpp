@@ -18,6 +18,16 @@ namespace {
 
 }  // namespace
 
+bool DbError::is_busy() const {
+  int primary = code_ & 0xff;
+  return primary == SQLITE_BUSY || primary == SQLITE_LOCKED;
+}
+
+bool DbError::is_corrupt() const {
+  int primary = code_ & 0xff;
+  return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB;
+}
+
 // --- Statement ---------------------------------------------------------------------------------
 
 Statement::Statement(sqlite3 *db, sqlite3_stmt *stmt, std::string sql)
@@ -125,8 +135,8 @@ std::vector<uint8_t> Statement::column_blob(int column) const {
 // --- Database ----------------------------------------------------------------------------------
 
 Database::Database(const std::string &path, const OpenOptions &options) : path_(path) {
-  int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                           nullptr);
+  int flags = SQLITE_OPEN_READWRITE | (options.create ? SQLITE_OPEN_CREATE : 0);
+  int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     // sqlite3_open_v2 hands back a connection even on failure, to carry the error message.
     std::string message = "sqlite: opening \"" + path + "\": " +
@@ -207,9 +217,13 @@ int64_t Database::last_insert_rowid() const { return sqlite3_last_insert_rowid(d
 
 int64_t Database::changes() const { return sqlite3_changes64(db_); }
 
+bool Database::autocommit() const { return sqlite3_get_autocommit(db_) != 0; }
+
 // --- Transaction -------------------------------------------------------------------------------
 
-Transaction::Transaction(Database &db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
+Transaction::Transaction(Database &db, Mode mode) : db_(db) {
+  db_.exec(mode == Mode::kWrite ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED");
+}
 
 Transaction::~Transaction() {
   if (!done_) {

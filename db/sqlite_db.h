@@ -21,6 +21,11 @@ class DbError : public std::runtime_error {
  public:
   DbError(const std::string &message, int code) : std::runtime_error(message), code_(code) {}
   int code() const { return code_; }
+  // Another connection holds a lock that this one needs (SQLITE_BUSY or SQLITE_LOCKED): the
+  // operation may succeed when tried again.
+  bool is_busy() const;
+  // The file is damaged or is not a database at all (SQLITE_CORRUPT or SQLITE_NOTADB).
+  bool is_corrupt() const;
 
  private:
   int code_;
@@ -77,9 +82,12 @@ class Statement {
 struct OpenOptions {
   // How long a writer waits for another connection's lock before failing with SQLITE_BUSY.
   std::chrono::milliseconds busy_timeout{5000};
+  // Create the file when it does not exist; otherwise opening a missing file fails.
+  bool create = true;
 };
 
-// One connection to a database file, created if missing, in WAL journal mode (so readers never
+// One connection to a database file, created if missing (unless options.create is false), in WAL
+// journal mode (so readers never
 // block the writer), with a busy timeout and foreign keys enforced. ":memory:" opens a private
 // in-memory database (which has no WAL).
 class Database {
@@ -99,6 +107,8 @@ class Database {
   int64_t last_insert_rowid() const;
   // Rows changed by the last INSERT, UPDATE or DELETE.
   int64_t changes() const;
+  // True while no transaction is open.
+  bool autocommit() const;
   const std::string &path() const { return path_; }
 
  private:
@@ -110,9 +120,12 @@ class Database {
 
 // BEGIN IMMEDIATE on construction (taking the write lock up front, so the busy timeout applies
 // here rather than at the first write); ROLLBACK on destruction unless commit() was called.
+// A kRead transaction (BEGIN DEFERRED) takes no lock up front: a read-only sequence of queries in
+// it sees one snapshot of the database.
 class Transaction {
  public:
-  explicit Transaction(Database &db);
+  enum class Mode { kWrite, kRead };
+  explicit Transaction(Database &db, Mode mode = Mode::kWrite);
   Transaction(const Transaction &) = delete;
   Transaction &operator=(const Transaction &) = delete;
   ~Transaction();

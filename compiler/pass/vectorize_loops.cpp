@@ -15,6 +15,9 @@ using namespace ir;
 // Thrown while widening a loop body that cannot be vectorized; the loop then becomes serial.
 struct Scalarize {};
 
+// The widest vector the pass makes; longer vectorized loops become loops over vectors.
+constexpr int64_t kMaxLanes = 64;
+
 bool uses_var(const Expr &e, const VariableNode *v) {
   bool found = false;
   post_order_visit(e, [&](const IRNode *n) { found = found || n == v; });
@@ -378,10 +381,30 @@ class LoopVectorizer : public IRMutator {
     auto extent = as_const_int(op->extent);
     if (extent && *extent > 1 && *extent <= INT_MAX && can_vectorize(body, op->loop_var.get())) {
       try {
-        int lanes = static_cast<int>(*extent);
-        Expr min = cast(op->loop_var.type(), op->min);
-        Expr ramp = RampNode::make(min, make_one(min.type()), lanes);
-        return Widen(op->loop_var.get(), ramp, lanes).mutate(body);
+        // Vectors have at most kMaxLanes lanes; a longer loop runs over chunks of lanes.
+        int64_t lanes = *extent;
+        if (lanes > kMaxLanes) {
+          lanes = 0;
+          for (int64_t l = kMaxLanes; l >= 2; l /= 2) {
+            if (*extent % l == 0) {
+              lanes = l;
+              break;
+            }
+          }
+        }
+        if (lanes >= 2) {
+          Expr min = cast(op->loop_var.type(), op->min);
+          if (lanes == *extent) {
+            Expr ramp = RampNode::make(min, make_one(min.type()), static_cast<int>(lanes));
+            return Widen(op->loop_var.get(), ramp, static_cast<int>(lanes)).mutate(body);
+          }
+          Var chunk(op->loop_var.name() + ".chunk", op->loop_var.type());
+          Expr base = min + chunk * make_const(chunk.type(), lanes);
+          Expr ramp = RampNode::make(base, make_one(min.type()), static_cast<int>(lanes));
+          Stmt vec = Widen(op->loop_var.get(), ramp, static_cast<int>(lanes)).mutate(body);
+          return ForNode::make(chunk, make_zero(chunk.type()), make_const(chunk.type(), *extent / lanes),
+                               ForKind::Serial, vec, op->thread_tag);
+        }
       } catch (const Scalarize &) {
       }
     }

@@ -1,0 +1,52 @@
+#pragma once
+// The LLVM back end: lowered functions as one LLVM module for a CPU target.
+//
+// For each function `name` the module holds
+//   int32_t name(const KilnArg *args, int32_t num_args);
+//       the packed entry point (deploy/c_abi.h): it checks the arguments and calls the kernel;
+//   const KilnFunctionInfo name__kiln_info;
+//       its name, signature and parameter list;
+// an internal kernel `name__kernel(T *noalias A, ..., <size vars>)` that the entry point calls,
+// and one internal function per outermost parallel loop, called through the runtime's
+// parallel_for; and once per module `const KilnModuleInfo kiln_module_info`.
+//
+// Semantics follow the interpreter: integer arithmetic wraps; Div/Mod truncate and FloorDiv/
+// FloorMod round down, with x / -1 == -x and division by zero producing an unspecified value
+// rather than a trap; float-to-integer casts saturate; float16 is stored as half and computed as
+// float; if_then_else evaluates only the taken branch (per lane, through masked memory accesses,
+// for vector conditions). Vector IR stays vector: a load or store whose index is a ramp of
+// stride 1 is one (masked) vector access, aligned where the index is provably a multiple of the
+// lanes; other indices become gathers and scatters. Buffers do not alias each other (noalias
+// parameters and alias scopes). ThreadBinding loops run serially; a barrier is a UserError.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/llvm/llvm_target.h"
+#include "compiler/ir/function.h"
+
+namespace llvm {
+class LLVMContext;
+class Module;
+class TargetMachine;
+}  // namespace llvm
+
+namespace kiln::codegen {
+
+struct LLVMCodegenOptions {
+  // Let LLVM fuse a multiply and an add into one fma (like -ffp-contract=fast): faster, and
+  // results may differ from the interpreter in the last bits.
+  bool fp_contract = true;
+};
+
+// Builds the module for `funcs` (distinct names) in `context`, with `tm`'s triple and data
+// layout. Throws UserError for a function this back end cannot run (a GPU barrier), InternalError
+// for IR that is not lowered loop IR.
+std::unique_ptr<llvm::Module> codegen_llvm(const std::vector<ir::LoweredFunc> &funcs, const LLVMTarget &target,
+                                           llvm::TargetMachine &tm, llvm::LLVMContext &context,
+                                           const LLVMCodegenOptions &options = {});
+
+// The symbol of the entry point of a function called `name` (a C identifier).
+std::string llvm_function_name(const std::string &name);
+
+}  // namespace kiln::codegen

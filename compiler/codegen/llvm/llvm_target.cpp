@@ -1,0 +1,202 @@
+#include "compiler/codegen/llvm/llvm_target.h"
+
+#include <llvm/ADT/StringMap.h>
+#include <llvm/ADT/Triple.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/Host.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+
+#include <algorithm>
+#include <mutex>
+#include <sstream>
+
+#include "compiler/ir/error.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+// CPUs newer than LLVM 14: the newest CPU of the family it knows, plus the features it adds.
+struct NewerCpu {
+  const char *name;
+  const char *known;
+  std::vector<const char *> features;
+};
+
+const std::vector<NewerCpu> &newer_cpus() {
+  static const std::vector<NewerCpu> cpus = {
+      {"znver4",
+       "znver3",
+       {"+avx512f", "+avx512cd", "+avx512bw", "+avx512dq", "+avx512vl", "+avx512ifma", "+avx512vbmi",
+        "+avx512vbmi2", "+avx512vnni", "+avx512bitalg", "+avx512vpopcntdq", "+avx512bf16", "+gfni", "+vaes",
+        "+vpclmulqdq"}},
+  };
+  return cpus;
+}
+
+std::vector<std::string> split_features(const std::string &s, const std::string &target) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string f;
+  while (std::getline(ss, f, ',')) {
+    if (f.empty()) continue;
+    if (f[0] != '+' && f[0] != '-') {
+      throw UserError("target \"" + target + "\": feature " + f + " in -mattr must start with + or -");
+    }
+    out.push_back(f);
+  }
+  return out;
+}
+
+std::vector<std::string> host_features() {
+  std::vector<std::string> out;
+  llvm::StringMap<bool> features;
+  if (llvm::sys::getHostCPUFeatures(features)) {
+    for (const auto &kv : features) out.push_back((kv.getValue() ? "+" : "-") + kv.getKey().str());
+    std::sort(out.begin(), out.end());
+  }
+  return out;
+}
+
+const llvm::Target *lookup(const std::string &triple, const std::string &what) {
+  initialize_llvm_targets();
+  std::string error;
+  const llvm::Target *t = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!t) throw UserError("target \"" + what + "\": LLVM does not support triple " + triple + ": " + error);
+  return t;
+}
+
+std::unique_ptr<llvm::MCSubtargetInfo> subtarget(const LLVMTarget &t) {
+  const llvm::Target *target = lookup(t.triple, t.str);
+  return std::unique_ptr<llvm::MCSubtargetInfo>(
+      target->createMCSubtargetInfo(t.triple, t.cpu, t.feature_string()));
+}
+
+}  // namespace
+
+void initialize_llvm_targets() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeAllTargetInfos();
+    llvm::InitializeAllTargets();
+    llvm::InitializeAllTargetMCs();
+    llvm::InitializeAllAsmPrinters();
+    llvm::InitializeAllAsmParsers();
+  });
+}
+
+LLVMTarget LLVMTarget::parse(const std::string &target) {
+  std::stringstream ss(target);
+  std::string word;
+  if (!(ss >> word) || word != "llvm") {
+    throw UserError("target \"" + target + "\": an LLVM CPU target starts with \"llvm\"");
+  }
+  std::string triple, cpu, attrs;
+  bool have_triple = false, have_cpu = false, have_attrs = false;
+  while (ss >> word) {
+    auto value_of = [&](const std::string &key, bool *seen) -> std::string {
+      if (*seen) throw UserError("target \"" + target + "\": " + key + " is given twice");
+      *seen = true;
+      std::string v = word.substr(key.size() + 1);
+      if (v.empty()) throw UserError("target \"" + target + "\": " + key + " needs a value");
+      return v;
+    };
+    if (word.rfind("-mtriple=", 0) == 0) {
+      triple = value_of("-mtriple", &have_triple);
+    } else if (word.rfind("-mcpu=", 0) == 0) {
+      cpu = value_of("-mcpu", &have_cpu);
+    } else if (word.rfind("-mattr=", 0) == 0) {
+      attrs = value_of("-mattr", &have_attrs);
+    } else {
+      throw UserError("target \"" + target + "\": unknown option " + word +
+                      " (known: -mtriple=, -mcpu=, -mattr=)");
+    }
+  }
+  LLVMTarget t;
+  t.str = "llvm";
+  if (have_triple) t.str += " -mtriple=" + triple;
+  if (have_cpu) t.str += " -mcpu=" + cpu;
+  if (have_attrs) t.str += " -mattr=" + attrs;
+
+  const std::string host_triple = llvm::sys::getProcessTriple();
+  t.triple = llvm::Triple::normalize(have_triple ? triple : host_triple);
+  const llvm::Triple tt(t.triple);
+  if (cpu == "native") {
+    if (have_triple && tt.getArch() != llvm::Triple(host_triple).getArch()) {
+      throw UserError("target \"" + target + "\": -mcpu=native describes the host, whose triple is " + host_triple);
+    }
+    t.cpu = llvm::sys::getHostCPUName().str();
+    t.features = host_features();
+  } else if (!cpu.empty()) {
+    t.cpu = cpu;
+  } else {
+    t.cpu = tt.getArch() == llvm::Triple::x86_64 ? "x86-64" : "generic";
+  }
+  const llvm::Target *llvm_target = lookup(t.triple, target);
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(llvm_target->createMCSubtargetInfo(t.triple, "", ""));
+  if (cpu != "native" && !cpu.empty() && !sti->isCPUStringValid(t.cpu)) {
+    bool mapped = false;
+    for (const auto &n : newer_cpus()) {
+      if (t.cpu == n.name && sti->isCPUStringValid(n.known)) {
+        t.cpu = n.known;
+        t.features.insert(t.features.end(), n.features.begin(), n.features.end());
+        mapped = true;
+      }
+    }
+    if (!mapped) throw UserError("target \"" + target + "\": LLVM does not know the CPU " + cpu);
+  }
+  for (auto &f : split_features(attrs, target)) t.features.push_back(f);
+  return t;
+}
+
+LLVMTarget LLVMTarget::host() { return parse("llvm -mcpu=native"); }
+
+std::string LLVMTarget::feature_string() const {
+  std::string s;
+  for (const auto &f : features) s += (s.empty() ? "" : ",") + f;
+  return s;
+}
+
+bool LLVMTarget::has_feature(const std::string &feature) const {
+  return subtarget(*this)->checkFeatures("+" + feature);
+}
+
+bool LLVMTarget::runs_on_host() const {
+  static const LLVMTarget native = host();
+  if (llvm::Triple(triple).getArch() != llvm::Triple(native.triple).getArch()) return false;
+  if (llvm::Triple(triple).getOS() != llvm::Triple(native.triple).getOS()) return false;
+  const auto mine = subtarget(*this)->getFeatureBits();
+  const auto have = subtarget(native)->getFeatureBits();
+  return (mine & ~have).none();
+}
+
+int LLVMTarget::vector_bits() const {
+  auto sti = subtarget(*this);
+  const llvm::Triple tt(triple);
+  if (tt.isX86()) {
+    if (sti->checkFeatures("+avx512f")) return 512;
+    if (sti->checkFeatures("+avx")) return 256;
+    if (sti->checkFeatures("+sse2")) return 128;
+    return 0;
+  }
+  if (tt.isAArch64() || tt.isARM()) return sti->checkFeatures("+neon") ? 128 : 0;
+  return 0;
+}
+
+std::unique_ptr<llvm::TargetMachine> create_target_machine(const LLVMTarget &target, int opt_level) {
+  const llvm::Target *t = lookup(target.triple, target.str);
+  llvm::TargetOptions options;
+  llvm::CodeGenOpt::Level level = llvm::CodeGenOpt::Aggressive;
+  if (opt_level <= 0) level = llvm::CodeGenOpt::None;
+  else if (opt_level == 1) level = llvm::CodeGenOpt::Less;
+  else if (opt_level == 2) level = llvm::CodeGenOpt::Default;
+  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
+      target.triple, target.cpu, target.feature_string(), options, llvm::Reloc::PIC_, llvm::None, level));
+  if (!tm) throw UserError("target \"" + target.str + "\": LLVM cannot create a target machine");
+  return tm;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,30 @@
+#pragma once
+// TuningDbError: what the tuning log reports to its users. Every failure of a TuningDb call
+// arrives as this one type; kind() says which mistake or condition it was, and what() names the
+// file, the object and, where it helps, what to do about it.
+#include <stdexcept>
+#include <string>
+
+namespace kiln::db {
+
+class TuningDbError : public std::runtime_error {
+ public:
+  enum class Kind {
+    kNotFound,       // a missing database file, workload, target or job
+    kNotATuningLog,  // the file is not a database, or is a database of something else
+    kCorrupt,        // the file is damaged (for example truncated)
+    kSchemaTooNew,   // written by a newer Kiln whose schema this Kiln does not know
+    kBadInput,       // an invalid record, workload, target or import line
+    kBusy,           // other processes held the lock for longer than the retry deadline
+    kSqlite,         // any other SQLite failure
+  };
+
+  TuningDbError(Kind kind, const std::string &message)
+      : std::runtime_error(message), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+}  // namespace kiln::db

@@ -1,0 +1,50 @@
+#pragma once
+// Config and Record: one measurement of one config of one workload on one target, as stored in
+// the tuning log. Failed measurements are records too (error != kOk); they are training data and
+// tell a resumed job what not to measure again.
+#include "db/error_class.h"
+#include "db/target.h"
+#include "db/workload.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kiln::db {
+
+// One point of a template's config space.
+struct Config {
+  int64_t index = 0;      // the config's mixed-radix index in its space
+  std::string space;      // fingerprint of the config space (changes when the template does)
+  std::vector<std::pair<std::string, nlohmann::json>> knobs;  // (knob, value), in knob order
+};
+
+struct Record {
+  int64_t id = 0;  // assigned by the database
+  Workload workload;
+  Target target;
+  std::optional<int64_t> job_id;  // the tuning job that measured it, if any
+  Config config;
+  ErrorClass error = ErrorClass::kOk;
+  std::string error_message;
+  std::vector<double> costs;  // seconds, one per repeat; may be empty for a failure
+  double wall_s = 0;          // total wall-clock cost of the measurement (build + run), seconds
+  std::string runner;         // identity of the runner that measured it
+  std::string kiln_version;   // Kiln version of the measurer; empty on insert: this Kiln's
+  double timestamp = 0;       // Unix time in seconds; 0 on insert: now
+
+  bool valid() const { return error == ErrorClass::kOk; }
+  // Mean of the costs in seconds (the ranking key of valid records); NaN when there are none.
+  double mean() const;
+};
+
+// The config knobs as stored: a JSON array of [knob, value] pairs.
+nlohmann::json knobs_to_json(const Config &config);
+// The inverse of knobs_to_json. Throws TuningDbError (kBadInput) for anything else.
+std::vector<std::pair<std::string, nlohmann::json>> knobs_from_json(const nlohmann::json &knobs);
+
+}  // namespace kiln::db

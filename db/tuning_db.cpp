@@ -1,0 +1,944 @@
+#include "db/tuning_db.h"
+
+#include "db/error.h"
+#include "db/record_json.h"
+#include "db/schema.h"
+#include "db/sha256.h"
+#include "db/sqlite_db.h"
+#include "db/version.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <istream>
+#include <map>
+#include <ostream>
+#include <random>
+#include <thread>
+#include <type_traits>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace kiln::db {
+
+namespace {
+
+using Kind = TuningDbError::Kind;
+using nlohmann::json;
+
+double unix_now() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+// Resets a cached statement when the scope ends, so that no read lock outlives a query.
+class Use {
+ public:
+  explicit Use(Statement &statement) : statement_(statement) {}
+  ~Use() { statement_.reset(); }
+  Use(const Use &) = delete;
+  Use &operator=(const Use &) = delete;
+  Statement *operator->() { return &statement_; }
+  Statement &operator*() { return statement_; }
+
+ private:
+  Statement &statement_;
+};
+
+// The columns read by record_from_row(), in order.
+constexpr const char *kRecordColumns =
+    "r.id, w.workload_key, w.template_name, w.args, w.flop, t.target, d.device_key, t.model, "
+    "r.job_id, r.config_index, r.space, r.config, r.error_class, r.error_msg, r.costs, r.wall_s, "
+    "r.runner, r.kiln_version, r.measured_at";
+constexpr const char *kRecordJoins =
+    " FROM record r JOIN workload w ON w.id = r.workload_id JOIN target t ON t.id = r.target_id "
+    "JOIN device d ON d.id = r.device_id";
+
+Record record_from_row(Statement &row) {
+  Record record;
+  record.id = row.column_int64(0);
+  record.workload.key = row.column_text(1);
+  record.workload.template_name = row.column_text(2);
+  record.workload.args = row.column_text(3);
+  record.workload.flop = row.column_double(4);
+  record.target.target = row.column_text(5);
+  record.target.device_key = row.column_text(6);
+  record.target.model = row.column_text(7);
+  if (!row.column_is_null(8)) record.job_id = row.column_int64(8);
+  record.config.index = row.column_int64(9);
+  record.config.space = row.column_text(10);
+  json knobs = json::parse(row.column_text(11), nullptr, false);
+  if (!knobs.is_discarded()) record.config.knobs = knobs_from_json(knobs);
+  record.error = error_class_from_code(static_cast<int>(row.column_int64(12)))
+                     .value_or(ErrorClass::kUnknown);
+  record.error_message = row.column_text(13);
+  json costs = json::parse(row.column_text(14), nullptr, false);
+  if (costs.is_array()) {
+    for (const json &cost : costs) {
+      if (cost.is_number()) record.costs.push_back(cost.get<double>());
+    }
+  }
+  record.wall_s = row.column_double(15);
+  record.runner = row.column_text(16);
+  record.kiln_version = row.column_text(17);
+  record.timestamp = row.column_double(18);
+  return record;
+}
+
+Job job_from_row(Statement &row) {
+  Job job;
+  job.id = row.column_int64(0);
+  job.name = row.column_text(1);
+  job.spec = json::parse(row.column_text(2), nullptr, false);
+  if (job.spec.is_discarded()) job.spec = json::object();
+  job.state = parse_job_state(row.column_text(3)).value_or(JobState::kFailed);
+  job.trials_total = row.column_int64(4);
+  job.trials_done = row.column_int64(5);
+  job.message = row.column_text(6);
+  job.created_at = row.column_double(7);
+  job.updated_at = row.column_double(8);
+  return job;
+}
+
+constexpr const char *kJobColumns =
+    "id, name, spec, state, trials_total, trials_done, message, created_at, updated_at";
+
+[[noreturn]] void bad_input(const std::string &message) {
+  throw TuningDbError(Kind::kBadInput, message);
+}
+
+// Checks what the schema cannot: the workload key matches its content, the target is canonical,
+// timings make sense. `where` names the record in messages.
+void validate(const Record &record, const std::string &where) {
+  const Workload &w = record.workload;
+  if (w.template_name.empty()) bad_input(where + ": workload template name is empty");
+  if (w.key != workload_key(w.template_name, w.args)) {
+    bad_input(where + ": workload key \"" + w.key + "\" does not match template " +
+              w.template_name + " and its arguments (build workloads with Workload::make)");
+  }
+  if (!std::isfinite(w.flop) || w.flop < 0) bad_input(where + ": flop count must be finite, >= 0");
+  if (record.target.device_key.empty()) bad_input(where + ": target has no device key");
+  if (canonical_target(record.target.target) != record.target.target) {
+    bad_input(where + ": target \"" + record.target.target +
+              "\" is not canonical (build targets with Target::make)");
+  }
+  if (!error_class_from_code(static_cast<int>(record.error))) {
+    bad_input(where + ": error class " + std::to_string(static_cast<int>(record.error)) +
+              " does not exist");
+  }
+  for (double cost : record.costs) {
+    if (!std::isfinite(cost) || cost < 0) {
+      bad_input(where + ": costs must be finite numbers of seconds >= 0");
+    }
+  }
+  if (record.valid() && record.costs.empty()) {
+    bad_input(where + ": a valid (OK) measurement needs at least one cost");
+  }
+  if (!std::isfinite(record.wall_s) || record.wall_s < 0) {
+    bad_input(where + ": wall cost must be finite and >= 0");
+  }
+  if (!std::isfinite(record.timestamp) || record.timestamp < 0) {
+    bad_input(where + ": timestamp must be finite and >= 0");
+  }
+}
+
+std::string costs_json(const std::vector<double> &costs) { return json(costs).dump(); }
+
+}  // namespace
+
+// --- Impl ----------------------------------------------------------------------------------------
+
+struct TuningDb::Impl {
+  Database db;
+  std::string path;
+  TuningDbOptions options;
+  std::unordered_map<std::string, Statement> statements;
+  std::minstd_rand rng{std::random_device{}()};
+
+  Impl(Database database, std::string file, const TuningDbOptions &opts)
+      : db(std::move(database)), path(std::move(file)), options(opts) {}
+
+  Statement &statement(const std::string &sql) {
+    auto it = statements.find(sql);
+    if (it == statements.end()) it = statements.emplace(sql, db.prepare(sql)).first;
+    return it->second;
+  }
+
+  TuningDbError translate(const DbError &e, const std::string &what) const {
+    if (e.is_corrupt()) {
+      return TuningDbError(Kind::kCorrupt, path + ": " + what + ": the database file is damaged (" +
+                                               e.what() +
+                                               "); `kiln db check` reports what is wrong");
+    }
+    if (e.is_busy()) {
+      return TuningDbError(Kind::kBusy,
+                           path + ": " + what + ": still locked by other connections after " +
+                               std::to_string(options.retry_deadline.count()) +
+                               " ms of retries (" + e.what() + ")");
+    }
+    return TuningDbError(Kind::kSqlite, path + ": " + what + ": " + e.what());
+  }
+
+  // Waits a randomised, growing time before the next attempt; false once the deadline is near.
+  bool back_off(std::chrono::steady_clock::time_point deadline, int attempt) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    int cap_ms = std::min(1 << std::min(attempt, 7), 100);
+    std::uniform_int_distribution<int> jitter(1, cap_ms);
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        std::chrono::milliseconds(jitter(rng)), deadline - now));
+    return true;
+  }
+
+  // Runs `body` in a write transaction (BEGIN IMMEDIATE) and commits unless `commit` is false.
+  // While other connections hold the lock, the whole transaction is retried with back-off until
+  // the retry deadline, so `body` must only touch the database and its own locals.
+  template <class F>
+  auto write(const std::string &what, F &&body, bool commit = true) -> decltype(body()) {
+    auto deadline = std::chrono::steady_clock::now() + options.retry_deadline;
+    for (int attempt = 0;; ++attempt) {
+      try {
+        Transaction transaction(db);
+        if constexpr (std::is_void_v<decltype(body())>) {
+          body();
+          if (commit) transaction.commit();
+          return;
+        } else {
+          auto result = body();
+          if (commit) transaction.commit();
+          return result;
+        }
+      } catch (const DbError &e) {
+        if (!e.is_busy() || !back_off(deadline, attempt)) throw translate(e, what);
+      }
+    }
+  }
+
+  // Runs a read-only `body`, retrying while the database is busy (rare in WAL mode: recovery or
+  // a checkpoint in progress).
+  template <class F>
+  auto read(const std::string &what, F &&body) -> decltype(body()) {
+    auto deadline = std::chrono::steady_clock::now() + options.retry_deadline;
+    for (int attempt = 0;; ++attempt) {
+      try {
+        return body();
+      } catch (const DbError &e) {
+        if (!e.is_busy() || !back_off(deadline, attempt)) throw translate(e, what);
+      }
+    }
+  }
+
+  // --- lookups ---
+
+  std::optional<int64_t> workload_id(const std::string &key) {
+    Use q(statement("SELECT id FROM workload WHERE workload_key = ?"));
+    q->bind(1, key);
+    if (!q->step()) return std::nullopt;
+    return q->column_int64(0);
+  }
+
+  std::optional<int64_t> device_id(const std::string &device_key) {
+    Use q(statement("SELECT id FROM device WHERE device_key = ?"));
+    q->bind(1, device_key);
+    if (!q->step()) return std::nullopt;
+    return q->column_int64(0);
+  }
+
+  std::optional<int64_t> target_id(const std::string &target, int64_t device) {
+    Use q(statement("SELECT id FROM target WHERE target = ? AND device_id = ?"));
+    q->bind(1, target).bind(2, device);
+    if (!q->step()) return std::nullopt;
+    return q->column_int64(0);
+  }
+
+  // --- inserting ---
+
+  // Ids resolved within one write transaction. They are dropped with it, so a rolled-back
+  // transaction never leaves a stale id behind.
+  struct BatchIds {
+    std::unordered_map<std::string, int64_t> workloads;
+    std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> targets;
+    std::unordered_set<int64_t> jobs;
+  };
+
+  int64_t ensure_workload(const Workload &w, BatchIds &ids) {
+    auto it = ids.workloads.find(w.key);
+    if (it != ids.workloads.end()) return it->second;
+    int64_t id;
+    {
+      Use q(statement("SELECT id, template_name, args FROM workload WHERE workload_key = ?"));
+      q->bind(1, w.key);
+      if (q->step()) {
+        if (q->column_text(1) != w.template_name || q->column_text(2) != w.args) {
+          bad_input("workload key " + w.key + " is stored with different content");
+        }
+        id = q->column_int64(0);
+        ids.workloads.emplace(w.key, id);
+        return id;
+      }
+    }
+    Use insert(statement(
+        "INSERT INTO workload (workload_key, template_name, args, flop, created_at) "
+        "VALUES (?, ?, ?, ?, ?)"));
+    insert->bind(1, w.key).bind(2, w.template_name).bind(3, w.args).bind(4, w.flop);
+    insert->bind(5, unix_now());
+    insert->run();
+    id = db.last_insert_rowid();
+    ids.workloads.emplace(w.key, id);
+    return id;
+  }
+
+  std::pair<int64_t, int64_t> ensure_target(const Target &t, BatchIds &ids) {
+    auto key = std::make_pair(t.target, t.device_key);
+    auto it = ids.targets.find(key);
+    if (it != ids.targets.end()) return it->second;
+    std::optional<int64_t> device = device_id(t.device_key);
+    if (!device) {
+      Use insert(statement("INSERT INTO device (device_key) VALUES (?)"));
+      insert->bind(1, t.device_key);
+      insert->run();
+      device = db.last_insert_rowid();
+    }
+    std::optional<int64_t> target = target_id(t.target, *device);
+    if (!target) {
+      Use insert(statement("INSERT INTO target (target, device_id, model) VALUES (?, ?, ?)"));
+      insert->bind(1, t.target).bind(2, *device).bind(3, t.model);
+      insert->run();
+      target = db.last_insert_rowid();
+    }
+    auto ids_pair = std::make_pair(*target, *device);
+    ids.targets.emplace(key, ids_pair);
+    return ids_pair;
+  }
+
+  void ensure_job(int64_t job, BatchIds &ids) {
+    if (ids.jobs.count(job)) return;
+    Use q(statement("SELECT 1 FROM job WHERE id = ?"));
+    q->bind(1, job);
+    if (!q->step()) bad_input("job " + std::to_string(job) + " does not exist");
+    ids.jobs.insert(job);
+  }
+
+  // Inserts one validated record inside the current write transaction. With `skip_duplicate`,
+  // a record identical to a stored one (same workload, target, config, result, runner and time)
+  // is not inserted again and 0 is returned.
+  int64_t insert_one(const Record &r, BatchIds &ids, bool skip_duplicate = false) {
+    int64_t workload = ensure_workload(r.workload, ids);
+    auto [target, device] = ensure_target(r.target, ids);
+    if (r.job_id) ensure_job(*r.job_id, ids);
+    double timestamp = r.timestamp > 0 ? r.timestamp : unix_now();
+    const std::string &version = r.kiln_version.empty() ? kiln_version() : r.kiln_version;
+    std::optional<double> mean;
+    if (r.valid()) mean = r.mean();
+
+    if (skip_duplicate) {
+      Use q(statement(
+          "SELECT 1 FROM record WHERE workload_id = ? AND target_id = ? AND error_class = ? "
+          "AND mean_s IS ? AND config_index = ? AND measured_at = ? AND runner = ? AND space = ? "
+          "LIMIT 1"));
+      q->bind(1, workload).bind(2, target).bind(3, static_cast<int>(r.error));
+      if (mean) {
+        q->bind(4, *mean);
+      } else {
+        q->bind_null(4);
+      }
+      q->bind(5, r.config.index).bind(6, timestamp).bind(7, r.runner).bind(8, r.config.space);
+      if (q->step()) return 0;
+    }
+
+    Use insert(statement(
+        "INSERT INTO record (workload_id, target_id, device_id, job_id, config_index, space, "
+        "config, error_class, error_msg, costs, mean_s, wall_s, runner, kiln_version, "
+        "measured_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    insert->bind(1, workload).bind(2, target).bind(3, device);
+    if (r.job_id) {
+      insert->bind(4, *r.job_id);
+    } else {
+      insert->bind_null(4);
+    }
+    insert->bind(5, r.config.index).bind(6, r.config.space);
+    insert->bind(7, knobs_to_json(r.config).dump());
+    insert->bind(8, static_cast<int>(r.error)).bind(9, r.error_message);
+    insert->bind(10, costs_json(r.costs));
+    if (mean) {
+      insert->bind(11, *mean);
+    } else {
+      insert->bind_null(11);
+    }
+    insert->bind(12, r.wall_s).bind(13, r.runner).bind(14, version).bind(15, timestamp);
+    insert->run();
+    return db.last_insert_rowid();
+  }
+
+  void add_job_progress(const std::unordered_map<int64_t, int64_t> &counts) {
+    for (const auto &[job, count] : counts) {
+      Use update(statement(
+          "UPDATE job SET trials_done = trials_done + ?, updated_at = ? WHERE id = ?"));
+      update->bind(1, count).bind(2, unix_now()).bind(3, job);
+      update->run();
+    }
+  }
+
+  // --- querying ---
+
+  // Up to `k` valid records of the workload on one target (target_id) or on one device class.
+  std::vector<Record> ranked(int64_t workload, std::optional<int64_t> target,
+                             std::optional<int64_t> device, int64_t k) {
+    std::string sql = std::string("SELECT ") + kRecordColumns + kRecordJoins +
+                      (target ? " WHERE r.workload_id = ? AND r.target_id = ?"
+                              : " WHERE r.workload_id = ? AND r.device_id = ?") +
+                      " AND r.error_class = 0 ORDER BY r.mean_s, r.id LIMIT ?";
+    Use q(statement(sql));
+    q->bind(1, workload).bind(2, target ? *target : *device).bind(3, k);
+    std::vector<Record> records;
+    while (q->step()) records.push_back(record_from_row(*q));
+    return records;
+  }
+
+  std::vector<Record> lookup(const std::string &key, const Target &query, int64_t k, Scope scope) {
+    if (k <= 0) return {};
+    std::optional<int64_t> workload = workload_id(key);
+    if (!workload) return {};
+    std::optional<int64_t> device = device_id(query.device_key);
+    if (!device) return {};
+    if (scope != Scope::kDeviceClass) {
+      std::optional<int64_t> target = target_id(canonical_target(query.target), *device);
+      if (target) {
+        std::vector<Record> exact = ranked(*workload, target, std::nullopt, k);
+        if (!exact.empty() || scope == Scope::kExact) return exact;
+      } else if (scope == Scope::kExact) {
+        return {};
+      }
+    }
+    return ranked(*workload, std::nullopt, device, k);
+  }
+
+  void for_each(const ExportFilter &filter, int64_t limit,
+                const std::function<void(const Record &)> &visit) {
+    std::string sql = std::string("SELECT ") + kRecordColumns + kRecordJoins + " WHERE 1";
+    std::vector<std::string> params;
+    if (!filter.template_name.empty()) {
+      sql += " AND w.template_name = ?";
+      params.push_back(filter.template_name);
+    }
+    if (!filter.device_key.empty()) {
+      sql += " AND d.device_key = ?";
+      params.push_back(filter.device_key);
+    }
+    if (!filter.workload_key.empty()) {
+      sql += " AND w.workload_key = ?";
+      params.push_back(filter.workload_key);
+    }
+    if (filter.valid_only) sql += " AND r.error_class = 0";
+    sql += " ORDER BY r.id";
+    if (limit > 0) sql += " LIMIT " + std::to_string(limit);
+    Statement q = db.prepare(sql);
+    for (size_t i = 0; i < params.size(); ++i) q.bind(static_cast<int>(i + 1), params[i]);
+    while (q.step()) visit(record_from_row(q));
+  }
+};
+
+// --- TuningDb ------------------------------------------------------------------------------------
+
+TuningDb::TuningDb(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TuningDb::TuningDb(TuningDb &&) noexcept = default;
+TuningDb &TuningDb::operator=(TuningDb &&) noexcept = default;
+TuningDb::~TuningDb() = default;
+
+const std::string &TuningDb::path() const { return impl_->path; }
+Database &TuningDb::database() { return impl_->db; }
+
+TuningDb TuningDb::open(const std::string &path, const TuningDbOptions &options) {
+  namespace fs = std::filesystem;
+  bool in_memory = path == ":memory:";
+  std::error_code ec;
+  if (!in_memory) {
+    if (path.empty()) throw TuningDbError(Kind::kNotFound, "no tuning-log path given");
+    if (fs::is_directory(path, ec)) {
+      throw TuningDbError(Kind::kNotATuningLog, path + " is a directory, not a Kiln tuning log");
+    }
+    if (!options.create && !fs::exists(path, ec)) {
+      throw TuningDbError(Kind::kNotFound, "no tuning log at " + path);
+    }
+  }
+
+  OpenOptions open_options;
+  open_options.busy_timeout = options.busy_timeout;
+  open_options.create = options.create;
+  auto deadline = std::chrono::steady_clock::now() + options.retry_deadline;
+  std::minstd_rand rng{std::random_device{}()};
+  for (int attempt = 0;; ++attempt) {
+    try {
+      Database db(path, open_options);
+      db.exec(options.durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
+      db.exec("PRAGMA cache_size = -65536");  // 64 MiB of page cache
+      db.exec("PRAGMA temp_store = MEMORY");
+      prepare_schema(db, path);
+      return TuningDb(std::make_unique<Impl>(std::move(db), path, options));
+    } catch (const DbError &e) {
+      if ((e.code() & 0xff) == 26 /* SQLITE_NOTADB */) {
+        throw TuningDbError(Kind::kNotATuningLog,
+                            path + " is not a Kiln tuning log (SQLite: file is not a database)");
+      }
+      if (e.is_corrupt()) {
+        throw TuningDbError(Kind::kCorrupt, path + " is damaged and cannot be opened (" +
+                                                e.what() + ")");
+      }
+      if (e.is_busy() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(
+            std::uniform_int_distribution<int>(1, std::min(1 << std::min(attempt, 7), 100))(rng)));
+        continue;
+      }
+      if (e.is_busy()) {
+        throw TuningDbError(Kind::kBusy, path + ": opening: still locked by other connections (" +
+                                             e.what() + ")");
+      }
+      throw TuningDbError(Kind::kSqlite, "opening " + path + ": " + e.what());
+    }
+  }
+}
+
+std::vector<int64_t> TuningDb::insert(const std::vector<Record> &records) {
+  for (size_t i = 0; i < records.size(); ++i) {
+    validate(records[i], "record " + std::to_string(i + 1) + " of " +
+                             std::to_string(records.size()));
+  }
+  if (records.empty()) return {};
+  return impl_->write("inserting " + std::to_string(records.size()) + " records", [&] {
+    Impl::BatchIds ids;
+    std::unordered_map<int64_t, int64_t> job_counts;
+    std::vector<int64_t> result;
+    result.reserve(records.size());
+    for (const Record &record : records) {
+      result.push_back(impl_->insert_one(record, ids));
+      if (record.job_id) ++job_counts[*record.job_id];
+    }
+    impl_->add_job_progress(job_counts);
+    return result;
+  });
+}
+
+int64_t TuningDb::insert(const Record &record) { return insert(std::vector<Record>{record})[0]; }
+
+std::optional<Record> TuningDb::best(const std::string &workload_key, const Target &target,
+                                     Scope scope) {
+  std::vector<Record> top = top_k(workload_key, target, 1, scope);
+  if (top.empty()) return std::nullopt;
+  return std::move(top[0]);
+}
+
+std::vector<Record> TuningDb::top_k(const std::string &workload_key, const Target &target,
+                                    int64_t k, Scope scope) {
+  return impl_->read("looking up the best configs",
+                     [&] { return impl_->lookup(workload_key, target, k, scope); });
+}
+
+std::vector<Record> TuningDb::history(const HistoryQuery &query) {
+  if (query.template_name.empty() || query.device_key.empty()) {
+    bad_input("history needs a template name and a device key");
+  }
+  ExportFilter filter;
+  filter.template_name = query.template_name;
+  filter.device_key = query.device_key;
+  filter.valid_only = query.valid_only;
+  return impl_->read("reading history", [&] {
+    std::vector<Record> records;
+    impl_->for_each(filter, query.limit, [&](const Record &r) { records.push_back(r); });
+    return records;
+  });
+}
+
+void TuningDb::for_each_record(const ExportFilter &filter,
+                               const std::function<void(const Record &)> &visit) {
+  // Not retried: `visit` may already have seen records when the database turns out to be busy.
+  try {
+    impl_->for_each(filter, 0, visit);
+  } catch (const DbError &e) {
+    throw impl_->translate(e, "reading records");
+  }
+}
+
+std::optional<Workload> TuningDb::workload(const std::string &key) {
+  return impl_->read("looking up a workload", [&]() -> std::optional<Workload> {
+    Use q(impl_->statement(
+        "SELECT workload_key, template_name, args, flop FROM workload WHERE workload_key = ?"));
+    q->bind(1, key);
+    if (!q->step()) return std::nullopt;
+    Workload w;
+    w.key = q->column_text(0);
+    w.template_name = q->column_text(1);
+    w.args = q->column_text(2);
+    w.flop = q->column_double(3);
+    return w;
+  });
+}
+
+std::vector<Workload> TuningDb::workloads_with_prefix(const std::string &prefix, int64_t limit) {
+  return impl_->read("looking up workloads", [&] {
+    // Keys are lower-case hex, so every key with this prefix sorts below prefix + 'g'.
+    Use q(impl_->statement(
+        "SELECT workload_key, template_name, args, flop FROM workload "
+        "WHERE workload_key >= ? AND workload_key < ? ORDER BY workload_key LIMIT ?"));
+    q->bind(1, prefix).bind(2, prefix + "g").bind(3, limit);
+    std::vector<Workload> result;
+    while (q->step()) {
+      Workload w;
+      w.key = q->column_text(0);
+      w.template_name = q->column_text(1);
+      w.args = q->column_text(2);
+      w.flop = q->column_double(3);
+      result.push_back(std::move(w));
+    }
+    return result;
+  });
+}
+
+std::vector<WorkloadSummary> TuningDb::workloads(const std::string &template_name, int64_t limit) {
+  return impl_->read("listing workloads", [&] {
+    std::string sql =
+        "SELECT w.workload_key, w.template_name, w.args, w.flop, count(r.id), "
+        "count(CASE WHEN r.error_class = 0 THEN 1 END), min(r.mean_s) "
+        "FROM workload w LEFT JOIN record r ON r.workload_id = w.id";
+    if (!template_name.empty()) sql += " WHERE w.template_name = ?";
+    sql += " GROUP BY w.id ORDER BY w.template_name, w.workload_key";
+    if (limit > 0) sql += " LIMIT " + std::to_string(limit);
+    Statement q = impl_->db.prepare(sql);
+    if (!template_name.empty()) q.bind(1, template_name);
+    std::vector<WorkloadSummary> result;
+    while (q.step()) {
+      WorkloadSummary s;
+      s.workload.key = q.column_text(0);
+      s.workload.template_name = q.column_text(1);
+      s.workload.args = q.column_text(2);
+      s.workload.flop = q.column_double(3);
+      s.records = q.column_int64(4);
+      s.valid = q.column_int64(5);
+      if (!q.column_is_null(6)) s.best_mean_s = q.column_double(6);
+      result.push_back(std::move(s));
+    }
+    return result;
+  });
+}
+
+std::vector<Target> TuningDb::targets_named(const std::string &target_string) {
+  std::string canonical = canonical_target(target_string);
+  return impl_->read("looking up targets", [&] {
+    Use q(impl_->statement(
+        "SELECT t.target, d.device_key, t.model FROM target t JOIN device d ON d.id = t.device_id "
+        "WHERE t.target = ? ORDER BY d.device_key"));
+    q->bind(1, canonical);
+    std::vector<Target> result;
+    while (q->step()) result.push_back({q->column_text(0), q->column_text(1), q->column_text(2)});
+    return result;
+  });
+}
+
+std::vector<Target> TuningDb::targets() {
+  return impl_->read("listing targets", [&] {
+    Use q(impl_->statement(
+        "SELECT t.target, d.device_key, t.model FROM target t JOIN device d ON d.id = t.device_id "
+        "ORDER BY d.device_key, t.target"));
+    std::vector<Target> result;
+    while (q->step()) result.push_back({q->column_text(0), q->column_text(1), q->column_text(2)});
+    return result;
+  });
+}
+
+// --- jobs ----------------------------------------------------------------------------------------
+
+int64_t TuningDb::create_job(const std::string &name, const json &spec, int64_t trials_total) {
+  if (trials_total < 0) bad_input("job " + name + ": trials_total must be >= 0");
+  std::string spec_text = canonical_json(spec.is_null() ? json::object() : spec);
+  return impl_->write("creating job " + name, [&] {
+    Use insert(impl_->statement(
+        "INSERT INTO job (name, spec, state, trials_total, created_at, updated_at) "
+        "VALUES (?, ?, 'pending', ?, ?, ?)"));
+    double now = unix_now();
+    insert->bind(1, name).bind(2, spec_text).bind(3, trials_total).bind(4, now).bind(5, now);
+    insert->run();
+    return impl_->db.last_insert_rowid();
+  });
+}
+
+void TuningDb::update_job(int64_t job_id, JobState state,
+                          const std::optional<std::string> &message) {
+  impl_->write("updating job " + std::to_string(job_id), [&] {
+    Use update(impl_->statement(
+        "UPDATE job SET state = ?, message = coalesce(?, message), updated_at = ? WHERE id = ?"));
+    update->bind(1, to_string(state));
+    if (message) {
+      update->bind(2, *message);
+    } else {
+      update->bind_null(2);
+    }
+    update->bind(3, unix_now()).bind(4, job_id);
+    update->run();
+    if (impl_->db.changes() == 0) {
+      throw TuningDbError(Kind::kNotFound, "job " + std::to_string(job_id) + " does not exist");
+    }
+  });
+}
+
+void TuningDb::set_job_total(int64_t job_id, int64_t trials_total) {
+  if (trials_total < 0) bad_input("trials_total must be >= 0");
+  impl_->write("updating job " + std::to_string(job_id), [&] {
+    Use update(
+        impl_->statement("UPDATE job SET trials_total = ?, updated_at = ? WHERE id = ?"));
+    update->bind(1, trials_total).bind(2, unix_now()).bind(3, job_id);
+    update->run();
+    if (impl_->db.changes() == 0) {
+      throw TuningDbError(Kind::kNotFound, "job " + std::to_string(job_id) + " does not exist");
+    }
+  });
+}
+
+std::optional<Job> TuningDb::job(int64_t job_id) {
+  return impl_->read("reading job", [&]() -> std::optional<Job> {
+    Use q(impl_->statement(std::string("SELECT ") + kJobColumns + " FROM job WHERE id = ?"));
+    q->bind(1, job_id);
+    if (!q->step()) return std::nullopt;
+    return job_from_row(*q);
+  });
+}
+
+std::vector<Job> TuningDb::jobs() {
+  return impl_->read("listing jobs", [&] {
+    Use q(impl_->statement(std::string("SELECT ") + kJobColumns + " FROM job ORDER BY id"));
+    std::vector<Job> result;
+    while (q->step()) result.push_back(job_from_row(*q));
+    return result;
+  });
+}
+
+JobProgress TuningDb::job_progress(int64_t job_id) {
+  return impl_->read("reading job progress", [&] {
+    // One read transaction, so the job row and its records are seen at the same moment.
+    Transaction snapshot(impl_->db, Transaction::Mode::kRead);
+    JobProgress progress;
+    {
+      Use q(impl_->statement(std::string("SELECT ") + kJobColumns + " FROM job WHERE id = ?"));
+      q->bind(1, job_id);
+      if (!q->step()) {
+        throw TuningDbError(Kind::kNotFound, "job " + std::to_string(job_id) + " does not exist");
+      }
+      progress.job = job_from_row(*q);
+    }
+    Use q(impl_->statement(
+        "SELECT w.workload_key, r.config_index FROM record r "
+        "JOIN workload w ON w.id = r.workload_id WHERE r.job_id = ?"));
+    q->bind(1, job_id);
+    while (q->step()) {
+      progress.measured[q->column_text(0)].insert(q->column_int64(1));
+      ++progress.records;
+    }
+    return progress;
+  });
+}
+
+// --- maintenance ---------------------------------------------------------------------------------
+
+Stats TuningDb::stats() {
+  return impl_->read("computing statistics", [&] {
+    Stats s;
+    auto count = [&](const char *sql) {
+      Use q(impl_->statement(sql));
+      return q->step() ? q->column_int64(0) : int64_t{0};
+    };
+    s.schema_version = schema_version(impl_->db);
+    s.workloads = count("SELECT count(*) FROM workload");
+    s.targets = count("SELECT count(*) FROM target");
+    s.devices = count("SELECT count(*) FROM device");
+    s.jobs = count("SELECT count(*) FROM job");
+    s.file_bytes = count("SELECT page_count * page_size FROM pragma_page_count, pragma_page_size");
+    Use q(impl_->statement(
+        "SELECT error_class, count(*), min(measured_at), max(measured_at) FROM record "
+        "GROUP BY error_class"));
+    while (q->step()) {
+      ErrorClass error =
+          error_class_from_code(static_cast<int>(q->column_int64(0))).value_or(ErrorClass::kUnknown);
+      int64_t n = q->column_int64(1);
+      s.by_error[error] += n;
+      s.records += n;
+      if (error == ErrorClass::kOk) s.valid += n;
+      double first = q->column_double(2), last = q->column_double(3);
+      s.first_timestamp = s.first_timestamp ? std::min(*s.first_timestamp, first) : first;
+      s.last_timestamp = s.last_timestamp ? std::max(*s.last_timestamp, last) : last;
+    }
+    return s;
+  });
+}
+
+PruneResult TuningDb::prune(const PruneOptions &options) {
+  if (options.keep < 0) bad_input("prune: the number of records to keep must be >= 0");
+  constexpr const char *kUnfinishedJob =
+      "(job_id IS NULL OR job_id NOT IN "
+      "(SELECT id FROM job WHERE state IN ('pending', 'running', 'paused')))";
+  return impl_->write(
+      "pruning",
+      [&] {
+        PruneResult result;
+        {
+          Statement del = impl_->db.prepare(
+              std::string("DELETE FROM record WHERE id IN (SELECT id FROM (SELECT id, "
+                          "row_number() OVER (PARTITION BY workload_id, target_id "
+                          "ORDER BY mean_s, id) AS rank FROM record WHERE error_class = 0) "
+                          "WHERE rank > ?) AND ") +
+              kUnfinishedJob);
+          del.bind(1, options.keep);
+          del.run();
+          result.deleted_valid = impl_->db.changes();
+        }
+        if (!options.keep_failed) {
+          impl_->db.exec(std::string("DELETE FROM record WHERE error_class != 0 AND ") +
+                         kUnfinishedJob);
+          result.deleted_failed = impl_->db.changes();
+        }
+        Use q(impl_->statement("SELECT count(*) FROM record"));
+        result.kept = q->step() ? q->column_int64(0) : 0;
+        return result;
+      },
+      !options.dry_run);
+}
+
+CheckReport TuningDb::check() {
+  CheckReport report;
+  auto problem = [&](const std::string &text) { report.problems.push_back(text); };
+  try {
+    impl_->read("checking", [&] {
+      report.problems.clear();
+      Statement integrity = impl_->db.prepare("PRAGMA integrity_check");
+      while (integrity.step()) {
+        std::string line = integrity.column_text(0);
+        if (line != "ok") problem("integrity: " + line);
+      }
+      if (!report.ok()) return;  // the remaining checks read the damaged tables
+
+      Statement foreign = impl_->db.prepare("PRAGMA foreign_key_check");
+      while (foreign.step()) {
+        problem("foreign key: " + foreign.column_text(0) + " row " +
+                std::to_string(foreign.column_int64(1)) + " refers to a missing " +
+                foreign.column_text(2) + " row");
+      }
+      int version = schema_version(impl_->db);
+      if (version != kSchemaVersion) {
+        problem("schema version " + std::to_string(version) + ", expected " +
+                std::to_string(kSchemaVersion));
+      }
+      Statement mean = impl_->db.prepare(
+          "SELECT count(*) FROM record WHERE (error_class = 0) != (mean_s IS NOT NULL)");
+      if (mean.step() && mean.column_int64(0) > 0) {
+        problem(std::to_string(mean.column_int64(0)) +
+                " records whose mean does not agree with their error class (valid records need "
+                "a mean, failed ones must have none)");
+      }
+      mean.reset();
+      Statement devices = impl_->db.prepare(
+          "SELECT count(*) FROM record r JOIN target t ON t.id = r.target_id "
+          "WHERE t.device_id != r.device_id");
+      if (devices.step() && devices.column_int64(0) > 0) {
+        problem(std::to_string(devices.column_int64(0)) +
+                " records whose device class differs from their target's");
+      }
+      devices.reset();
+      Statement workloads =
+          impl_->db.prepare("SELECT workload_key, template_name, args FROM workload");
+      while (workloads.step()) {
+        std::string key = workloads.column_text(0);
+        std::string name = workloads.column_text(1);
+        std::string args = workloads.column_text(2);
+        json parsed = json::parse(args, nullptr, false);
+        if (parsed.is_discarded()) {
+          problem("workload " + key + ": arguments are not JSON");
+        } else if (canonical_json(parsed) != args) {
+          problem("workload " + key + ": arguments are not in canonical form");
+        } else if (workload_key(name, args) != key) {
+          problem("workload " + key + ": key does not match its template and arguments");
+        }
+      }
+    });
+  } catch (const TuningDbError &e) {
+    if (e.kind() != Kind::kCorrupt) throw;
+    problem(e.what());
+  }
+  return report;
+}
+
+void TuningDb::vacuum() {
+  impl_->read("vacuuming", [&] { impl_->db.exec("VACUUM"); });
+}
+
+// --- exchange ------------------------------------------------------------------------------------
+
+int64_t TuningDb::export_records(std::ostream &out, ExportFormat format,
+                                 const ExportFilter &filter) {
+  int64_t count = 0;
+  for_each_record(filter, [&](const Record &record) {
+    if (format == ExportFormat::kKiln) {
+      out << record_to_json(record).dump() << '\n';
+    } else {
+      out << record_to_autotvm_json(record).dump() << '\n';
+    }
+    ++count;
+  });
+  out.flush();
+  if (!out) {
+    throw TuningDbError(Kind::kSqlite, "exporting from " + impl_->path + ": write failed");
+  }
+  return count;
+}
+
+ImportResult TuningDb::import_records(std::istream &in, const ImportOptions &options) {
+  // The stream cannot be read twice, so only taking the write lock is retried; once it is held no
+  // other connection can make this one wait.
+  auto deadline = std::chrono::steady_clock::now() + impl_->options.retry_deadline;
+  std::optional<Transaction> transaction;
+  for (int attempt = 0; !transaction; ++attempt) {
+    try {
+      transaction.emplace(impl_->db);
+    } catch (const DbError &e) {
+      if (!e.is_busy() || !impl_->back_off(deadline, attempt)) {
+        throw impl_->translate(e, "importing records");
+      }
+    }
+  }
+
+  ImportResult result;
+  Impl::BatchIds ids;
+  std::string line;
+  int64_t number = 0;
+  try {
+    while (std::getline(in, line)) {
+      ++number;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (line.find_first_not_of(" \t") == std::string::npos) continue;
+      try {
+        json parsed = json::parse(line, nullptr, false);
+        if (parsed.is_discarded()) bad_input("not valid JSON");
+        Record record = record_from_json(parsed);
+        validate(record, "record");
+        if (impl_->insert_one(record, ids, /*skip_duplicate=*/true) == 0) {
+          ++result.duplicates;
+        } else {
+          ++result.imported;
+        }
+      } catch (const TuningDbError &e) {
+        if (e.kind() != Kind::kBadInput) throw;
+        if (!options.skip_bad_lines) {
+          throw TuningDbError(Kind::kBadInput, "line " + std::to_string(number) + ": " + e.what() +
+                                                   "; nothing was imported");
+        }
+        result.bad_lines.push_back({number, e.what()});
+      }
+    }
+    if (in.bad()) {
+      throw TuningDbError(Kind::kBadInput,
+                          "reading line " + std::to_string(number + 1) + " failed; nothing was imported");
+    }
+    transaction->commit();
+  } catch (const DbError &e) {
+    throw impl_->translate(e, "importing records (line " + std::to_string(number) + ")");
+  }
+  return result;
+}
+
+}  // namespace kiln::db

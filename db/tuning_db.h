@@ -1,0 +1,201 @@
+#pragma once
+// TuningDb: the tuning log. It remembers every measurement the farm makes, answers "best config
+// for this workload on this target" for the compiler, gives the cost model its training data and
+// lets a tuning job resume. One SQLite file in WAL mode; several processes may read and write it
+// at once. A TuningDb object is one connection: use one per thread.
+//
+// Every failure arrives as TuningDbError (db/error.h).
+#include "db/job.h"
+#include "db/record.h"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::db {
+
+class Database;
+
+// The schema version this Kiln writes. Older files are migrated on open; newer ones refused.
+constexpr int kSchemaVersion = 2;
+
+struct TuningDbOptions {
+  // Create the file (and its schema) when it does not exist.
+  bool create = true;
+  // How long one SQLite call waits for another connection's lock.
+  std::chrono::milliseconds busy_timeout{5000};
+  // How long an operation keeps retrying (with a randomised back-off) while other connections
+  // hold the lock, before TuningDbError (kBusy) reaches the caller.
+  std::chrono::milliseconds retry_deadline{120000};
+  // fsync on every commit (SQLite synchronous=FULL), so committed records survive a power loss as
+  // well as a crash. With false (synchronous=NORMAL) they survive a process crash only.
+  bool durable = true;
+};
+
+// Where best() and top_k() look.
+enum class Scope {
+  kExactThenClass,  // the exact target if it has a valid record, else the whole device class
+  kExact,           // the exact target string on this device class only
+  kDeviceClass,     // every target of the device class
+};
+
+struct HistoryQuery {
+  std::string template_name;  // the template family
+  std::string device_key;     // the device class
+  bool valid_only = false;
+  int64_t limit = 0;          // 0: all
+};
+
+struct WorkloadSummary {
+  Workload workload;
+  int64_t records = 0;
+  int64_t valid = 0;
+  std::optional<double> best_mean_s;  // over every target
+};
+
+struct Stats {
+  int schema_version = 0;
+  int64_t workloads = 0;
+  int64_t targets = 0;
+  int64_t devices = 0;
+  int64_t jobs = 0;
+  int64_t records = 0;
+  int64_t valid = 0;
+  std::map<ErrorClass, int64_t> by_error;
+  std::optional<double> first_timestamp;
+  std::optional<double> last_timestamp;
+  int64_t file_bytes = 0;  // the database file (without its WAL)
+};
+
+struct PruneOptions {
+  int64_t keep = 1;          // valid records kept per (workload, target), the fastest
+  bool keep_failed = false;  // keep failed records (otherwise they are deleted)
+  bool dry_run = false;      // count what would go, delete nothing
+};
+
+// Records of unfinished jobs (pending, running, paused) are never pruned: they are the jobs'
+// resume state.
+struct PruneResult {
+  int64_t deleted_valid = 0;
+  int64_t deleted_failed = 0;
+  int64_t kept = 0;
+};
+
+struct CheckReport {
+  bool ok() const { return problems.empty(); }
+  std::vector<std::string> problems;
+};
+
+enum class ExportFormat {
+  kKiln,     // Kiln's JSON lines (db/FORMAT.md); import reads it back
+  kAutoTvm,  // AutoTVM's v0.2 log layout, for comparison with TVM's tools
+};
+
+struct ExportFilter {
+  std::string template_name;  // empty: all
+  std::string device_key;     // empty: all
+  std::string workload_key;   // empty: all
+  bool valid_only = false;
+};
+
+struct ImportOptions {
+  // false: the first bad line aborts the import and nothing is imported.
+  // true: bad lines are reported and skipped, the good ones imported.
+  bool skip_bad_lines = false;
+};
+
+struct ImportResult {
+  struct BadLine {
+    int64_t line = 0;  // 1-based
+    std::string message;
+  };
+  int64_t imported = 0;
+  int64_t duplicates = 0;  // lines whose record was already there (import is idempotent)
+  std::vector<BadLine> bad_lines;
+};
+
+class TuningDb {
+ public:
+  // Opens (or creates) the tuning log at `path`, migrating an older schema in one transaction.
+  // Throws TuningDbError: kNotFound (missing file and !create), kNotATuningLog, kCorrupt,
+  // kSchemaTooNew.
+  static TuningDb open(const std::string &path, const TuningDbOptions &options = {});
+
+  TuningDb(TuningDb &&) noexcept;
+  TuningDb &operator=(TuningDb &&) noexcept;
+  ~TuningDb();
+
+  const std::string &path() const;
+
+  // --- Records ---------------------------------------------------------------------------------
+  // Inserts the records in one transaction: all of them or none. Workloads, targets and device
+  // classes are registered on first use. Returns the new record ids, in order. Throws
+  // kBadInput (naming the record) for an invalid record: a valid one needs at least one cost,
+  // costs must be finite and >= 0, the job must exist.
+  std::vector<int64_t> insert(const std::vector<Record> &records);
+  int64_t insert(const Record &record);
+
+  // The fastest valid record of the workload on the target (lowest mean cost; ties: the oldest
+  // record). nullopt when the workload or target is unknown or has no valid record in scope.
+  std::optional<Record> best(const std::string &workload_key, const Target &target,
+                             Scope scope = Scope::kExactThenClass);
+  // Up to k valid records, fastest first, with the same scope rules as best().
+  std::vector<Record> top_k(const std::string &workload_key, const Target &target, int64_t k,
+                            Scope scope = Scope::kExactThenClass);
+  // Every record (or every valid one) of a template family on a device class, oldest first: the
+  // transfer-learning set of the cost model.
+  std::vector<Record> history(const HistoryQuery &query);
+  // Calls `visit` for each matching record, oldest first, without holding them all in memory.
+  void for_each_record(const ExportFilter &filter, const std::function<void(const Record &)> &visit);
+
+  // --- Workloads and targets -------------------------------------------------------------------
+  std::optional<Workload> workload(const std::string &key);
+  // The workloads whose key starts with `prefix` (at most `limit`), for abbreviated keys.
+  std::vector<Workload> workloads_with_prefix(const std::string &prefix, int64_t limit = 2);
+  // Every workload (of one template when `template_name` is not empty) with its record counts.
+  std::vector<WorkloadSummary> workloads(const std::string &template_name = {}, int64_t limit = 0);
+  // The registered targets whose canonical string equals canonical_target(target_string).
+  std::vector<Target> targets_named(const std::string &target_string);
+  std::vector<Target> targets();
+
+  // --- Jobs ------------------------------------------------------------------------------------
+  int64_t create_job(const std::string &name, const nlohmann::json &spec, int64_t trials_total);
+  // Sets a job's state, and its message when `message` is given. Throws kNotFound.
+  void update_job(int64_t job_id, JobState state, const std::optional<std::string> &message = {});
+  void set_job_total(int64_t job_id, int64_t trials_total);
+  std::optional<Job> job(int64_t job_id);
+  std::vector<Job> jobs();
+  // The job and the configs it has already measured. Throws kNotFound.
+  JobProgress job_progress(int64_t job_id);
+
+  // --- Maintenance -----------------------------------------------------------------------------
+  Stats stats();
+  PruneResult prune(const PruneOptions &options);
+  // SQLite's integrity and foreign-key checks plus Kiln's own invariants (workload keys match
+  // their content, valid records have a mean, failed ones do not).
+  CheckReport check();
+  // Rebuilds the file to give space freed by prune() back to the file system.
+  void vacuum();
+
+  // --- Exchange --------------------------------------------------------------------------------
+  // Writes one JSON object per line; returns the number of records written.
+  int64_t export_records(std::ostream &out, ExportFormat format, const ExportFilter &filter = {});
+  // Reads Kiln JSON lines (db/FORMAT.md) in one transaction.
+  ImportResult import_records(std::istream &in, const ImportOptions &options = {});
+
+  // The underlying connection, for tests and tools that need raw SQL.
+  Database &database();
+
+ private:
+  struct Impl;
+  explicit TuningDb(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln::db

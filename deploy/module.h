@@ -1,0 +1,84 @@
+#pragma once
+// Module: compiled Kiln functions, loaded from a shared library (or handed over by the compiler's
+// JIT), listed with their signatures and called with tensors. See deploy/c_abi.h for the ABI.
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "deploy/c_abi.h"
+#include "deploy/tensor.h"
+
+namespace kiln::deploy {
+
+// A library could not be loaded, is not a Kiln module, or has no function of a given name.
+class ModuleError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A compiled function rejected its arguments or failed while running. code() is its KilnStatus.
+class KernelError : public std::runtime_error {
+ public:
+  KernelError(int32_t code, const std::string &message) : std::runtime_error(message), code_(code) {}
+  int32_t code() const { return code_; }
+
+ private:
+  int32_t code_;
+};
+
+struct ParamInfo {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;  // -1 where the extent is symbolic
+};
+
+struct FunctionInfo {
+  std::string name;
+  std::string signature;  // "gemm(A: float32[n, k], B: float32[k, m], C: float32[n, m])"
+  std::vector<ParamInfo> params;
+};
+
+// The C descriptors of `tensors`, pointing into them (they must outlive the result).
+std::vector<KilnArg> to_kiln_args(const std::vector<Tensor> &tensors);
+
+class Module {
+ public:
+  // An empty module with no functions.
+  Module() = default;
+
+  // dlopen()s a shared library made by the compiler (export_library), checks its ABI version and
+  // installs the runtime (the process-wide thread pool) into it. Throws ModuleError.
+  static Module load(const std::string &path);
+
+  // A module whose code already lives in this process (the compiler's JIT). `owner` keeps the
+  // code alive for as long as the module or a copy of it exists. Installs the runtime.
+  static Module from_info(const KilnModuleInfo *info, std::shared_ptr<void> owner);
+
+  bool defined() const { return state_ != nullptr; }
+  const std::vector<FunctionInfo> &functions() const;
+  // The function called `name`, or nullptr.
+  const FunctionInfo *find(const std::string &name) const;
+  // The packed entry point of `name`; throws ModuleError if there is none.
+  KilnPackedFunc get_function(const std::string &name) const;
+  // The target the module was compiled for.
+  std::string target() const;
+
+  // Calls `name` with `args` (inputs and outputs in the order of its parameters). Before the
+  // call the arguments are checked against the signature, so that a mistake is reported with
+  // the values involved; the compiled entry point checks them again. Throws KernelError with the
+  // function's message when it returns a nonzero status, ModuleError for an unknown name.
+  void call(const std::string &name, const std::vector<Tensor> &args) const;
+  // The same without the exceptions: the status (0 on success); see last_error().
+  int32_t call_status(const std::string &name, const std::vector<Tensor> &args) const;
+
+  // The message of the latest failure of a call into this module.
+  std::string last_error() const;
+
+ private:
+  struct State;
+  std::shared_ptr<const State> state_;
+};
+
+}  // namespace kiln::deploy

@@ -1,0 +1,244 @@
+#include "deploy/thread_pool.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace kiln::deploy {
+
+namespace {
+
+thread_local bool t_in_parallel = false;
+
+// How long an idle worker (or a caller waiting for workers) spins before it sleeps or yields.
+constexpr std::chrono::microseconds kSpinTime{200};
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Marks the calling thread as inside a parallel loop for its lifetime.
+class ParallelRegion {
+ public:
+  ParallelRegion() : previous_(t_in_parallel) { t_in_parallel = true; }
+  ~ParallelRegion() { t_in_parallel = previous_; }
+  ParallelRegion(const ParallelRegion &) = delete;
+  ParallelRegion &operator=(const ParallelRegion &) = delete;
+
+ private:
+  bool previous_;
+};
+
+int32_t run_serially(KilnParallelBody body, int64_t n, void *closure) {
+  ParallelRegion region;
+  return body(0, n, closure);
+}
+
+}  // namespace
+
+struct ThreadPool::Impl {
+  int num_threads = 1;
+  std::vector<std::thread> workers;
+
+  // Held by the caller running a loop; a second caller that cannot take it runs serially.
+  std::mutex busy;
+
+  // The current loop. Written by the caller before it bumps `generation`.
+  KilnParallelBody body = nullptr;
+  void *closure = nullptr;
+  int64_t n = 0;
+  int64_t chunk = 0;
+  std::atomic<int> remaining{0};
+  std::atomic<int32_t> status{0};
+
+  // Workers wait for `generation` to change; `sleep_mutex` guards its changes for sleepers.
+  std::atomic<uint64_t> generation{0};
+  std::mutex sleep_mutex;
+  std::condition_variable wake;
+  std::atomic<bool> stop{false};
+
+  void run_chunk(int index) {
+    const int64_t begin = static_cast<int64_t>(index) * chunk;
+    if (begin >= n) return;
+    const int64_t end = std::min(n, begin + chunk);
+    const int32_t rc = body(begin, end, closure);
+    if (rc != 0) {
+      int32_t expected = 0;
+      status.compare_exchange_strong(expected, rc, std::memory_order_relaxed);
+    }
+  }
+
+  void worker(int index) {
+    ParallelRegion region;
+    uint64_t seen = 0;
+    for (;;) {
+      const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
+      int spins = 0;
+      while (generation.load(std::memory_order_acquire) == seen) {
+        cpu_relax();
+        if (++spins % 64 == 0 && std::chrono::steady_clock::now() > spin_until) break;
+      }
+      if (generation.load(std::memory_order_acquire) == seen) {
+        std::unique_lock<std::mutex> lock(sleep_mutex);
+        wake.wait(lock, [&] { return stop.load() || generation.load(std::memory_order_acquire) != seen; });
+      }
+      if (stop.load()) return;
+      seen = generation.load(std::memory_order_acquire);
+      run_chunk(index);
+      remaining.fetch_sub(1, std::memory_order_acq_rel);
+    }
+  }
+};
+
+ThreadPool::ThreadPool(int num_threads) : impl_(std::make_unique<Impl>()) {
+  if (num_threads < 1) {
+    throw std::invalid_argument("thread pool: needs at least 1 thread, got " + std::to_string(num_threads));
+  }
+  impl_->num_threads = num_threads;
+  impl_->workers.reserve(static_cast<size_t>(num_threads - 1));
+  for (int i = 1; i < num_threads; ++i) impl_->workers.emplace_back([this, i] { impl_->worker(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> busy(impl_->busy);
+    std::lock_guard<std::mutex> lock(impl_->sleep_mutex);
+    impl_->stop.store(true);
+    impl_->generation.fetch_add(1, std::memory_order_release);
+  }
+  impl_->wake.notify_all();
+  for (auto &t : impl_->workers) t.join();
+}
+
+int ThreadPool::num_threads() const { return impl_->num_threads; }
+
+int32_t ThreadPool::parallel_for(KilnParallelBody body, int64_t n, void *closure) {
+  if (n <= 0) return 0;
+  Impl &p = *impl_;
+  if (p.num_threads == 1 || n == 1 || t_in_parallel) return run_serially(body, n, closure);
+  std::unique_lock<std::mutex> busy(p.busy, std::try_to_lock);
+  if (!busy.owns_lock()) return run_serially(body, n, closure);
+
+  p.body = body;
+  p.closure = closure;
+  p.n = n;
+  p.chunk = (n + p.num_threads - 1) / p.num_threads;
+  p.status.store(0, std::memory_order_relaxed);
+  p.remaining.store(p.num_threads - 1, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(p.sleep_mutex);
+    p.generation.fetch_add(1, std::memory_order_release);
+  }
+  p.wake.notify_all();
+  {
+    ParallelRegion region;
+    p.run_chunk(0);
+  }
+  const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
+  int spins = 0;
+  while (p.remaining.load(std::memory_order_acquire) != 0) {
+    if (++spins % 64 == 0 && std::chrono::steady_clock::now() > spin_until) {
+      std::this_thread::yield();
+    } else {
+      cpu_relax();
+    }
+  }
+  return p.status.load(std::memory_order_relaxed);
+}
+
+int physical_core_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  int logical = 0;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) logical = CPU_COUNT(&set);
+  if (logical <= 0) {
+    const unsigned hc = std::thread::hardware_concurrency();
+    return hc > 0 ? static_cast<int>(hc) : 1;
+  }
+  std::set<std::pair<long, long>> cores;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    std::ifstream package(dir + "physical_package_id"), core(dir + "core_id");
+    long package_id = -1, core_id = -1;
+    if (!(package >> package_id) || !(core >> core_id)) return logical;
+    cores.insert({package_id, core_id});
+  }
+  return cores.empty() ? logical : static_cast<int>(cores.size());
+}
+
+namespace {
+
+std::mutex g_pool_mutex;
+std::shared_ptr<ThreadPool> g_pool;
+
+int default_num_threads() {
+  if (const char *e = std::getenv("KILN_NUM_THREADS")) {
+    char *end = nullptr;
+    const long v = std::strtol(e, &end, 10);
+    if (end != e && *end == '\0' && v > 0 && v <= 4096) return static_cast<int>(v);
+  }
+  return physical_core_count();
+}
+
+std::shared_ptr<ThreadPool> current_pool() {
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  if (!g_pool) g_pool = std::make_shared<ThreadPool>(default_num_threads());
+  return g_pool;
+}
+
+}  // namespace
+
+ThreadPool &global_thread_pool() { return *current_pool(); }
+
+void set_num_threads(int num_threads) {
+  if (num_threads < 0) {
+    throw std::invalid_argument("set_num_threads: expected a count >= 0, got " + std::to_string(num_threads));
+  }
+  auto fresh = std::make_shared<ThreadPool>(num_threads == 0 ? default_num_threads() : num_threads);
+  std::shared_ptr<ThreadPool> old;
+  {
+    std::lock_guard<std::mutex> lock(g_pool_mutex);
+    old = std::move(g_pool);
+    g_pool = std::move(fresh);
+  }
+  // The old pool is destroyed (after its running loop, if any) when its last user lets go.
+}
+
+int num_threads() { return current_pool()->num_threads(); }
+
+bool in_parallel_region() { return t_in_parallel; }
+
+}  // namespace kiln::deploy
+
+extern "C" int32_t KilnParallelFor(KilnParallelBody body, int64_t n, void *closure) {
+  if (body == nullptr) return kKilnErrorArgument;
+  if (n <= 0) return kKilnOk;
+  if (kiln::deploy::t_in_parallel) return kiln::deploy::run_serially(body, n, closure);
+  return kiln::deploy::current_pool()->parallel_for(body, n, closure);
+}
+
+extern "C" const KilnRuntimeApi *KilnGetRuntimeApi(void) {
+  static const KilnRuntimeApi api = {KILN_ABI_VERSION, &KilnParallelFor};
+  return &api;
+}
