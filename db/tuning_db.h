@@ -7,6 +7,7 @@
 // Every failure arrives as TuningDbError (db/error.h).
 #include "db/job.h"
 #include "db/record.h"
+#include "db/schema.h"
 
 #include <chrono>
 #include <cstdint>
@@ -21,9 +22,6 @@
 namespace kiln::db {
 
 class Database;
-
-// The schema version this Kiln writes. Older files are migrated on open; newer ones refused.
-constexpr int kSchemaVersion = 2;
 
 struct TuningDbOptions {
   // Create the file (and its schema) when it does not exist.

@@ -30,6 +30,7 @@ class CModule {
 
   // The generated C source.
   std::string source() const { return source_; }
+  std::string get_source() const { return source_; }
   // The message of the kernel's last failure ("" if none).
   std::string last_error() const;
 
