@@ -553,9 +553,9 @@ int64_t Interpreter::allocation_size(const ir::AllocateNode *op) {
       throw RuntimeError(detail::concat("function ", f_.name, ": allocation ", op->buffer_var.name(),
                                         " has a negative extent ", x, " (", ir::to_string(e), ")"));
     }
-    if (__builtin_mul_overflow(n, x, &n) || n > (int64_t{1} << 36) / op->dtype.bytes()) {
+    if (__builtin_mul_overflow(n, x, &n) || n > (int64_t{1} << 32) / op->dtype.bytes()) {
       throw RuntimeError(detail::concat("function ", f_.name, ": allocation ", op->buffer_var.name(),
-                                        " is too large"));
+                                        " is too large (over 4 GiB)"));
     }
   }
   return n;

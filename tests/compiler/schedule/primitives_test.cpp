@@ -170,3 +170,64 @@ TEST(Primitives, StorageAlignAndPragma) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+using namespace ir;
+
+// argmax over rows as a tuple reduction (two outputs, one loop nest), and a two-output
+// elementwise compute, checked against plain C++.
+TEST(Primitives, MultiOutputComputeAndTupleReduction) {
+  const int m = 5, n = 9;
+  auto X = te::placeholder({m, n}, Float(32), "X");
+  auto k = te::reduce_axis(n, "k");
+  auto am = te::compute_multi(
+      {m},
+      [&](const std::vector<Var> &i) {
+        return te::tuple_reduce(
+            [](const std::vector<Var> &l, const std::vector<Var> &r) {
+              Expr take_r = r[1] > l[1];
+              return std::vector<Expr>{select(take_r, r[0], l[0]), select(take_r, r[1], l[1])};
+            },
+            {Expr(-1), min_value(Float(32))}, {Expr(k->var), X(i[0], k)}, {k});
+      },
+      "argmax");
+  auto both = te::compute_multi(
+      {m, n}, [&](const std::vector<Var> &i) { return std::vector<Expr>{X(i[0], i[1]) * 2.0f, -X(i[0], i[1])}; },
+      "pair");
+  auto s1 = te::create_schedule({am[0].op()});
+  IterVar ko, ki;
+  (*s1)[am[0]].split(k, 4, &ko, &ki);
+  auto f1 = lower::lower(*s1, {X, am[0], am[1]}, "argmax");
+  auto s2 = te::create_schedule({both[0].op()});
+  (*s2)[both[0]].vectorize((*s2)[both[0]].axis(1));
+  auto f2 = lower::lower(*s2, {X, both[0], both[1]}, "pair");
+
+  auto x = testing::make_tensor({m, n}, Float(32));
+  testing::fill_random(x, 5);
+  const float *xp = static_cast<const float *>(x.data());
+  for (bool use_c : {false, true}) {
+    auto idx = testing::make_tensor({m}, Int(32));
+    auto val = testing::make_tensor({m}, Float(32));
+    auto out = use_c ? testing::run_c(f1, {x, idx, val}) : testing::run_interp(f1, {x, idx, val});
+    for (int i = 0; i < m; ++i) {
+      int best = 0;
+      for (int j = 1; j < n; ++j) {
+        if (xp[i * n + j] > xp[i * n + best]) best = j;
+      }
+      EXPECT_EQ(static_cast<const int32_t *>(out[1].data())[i], best) << "row " << i << (use_c ? " (C)" : "");
+      EXPECT_EQ(static_cast<const float *>(out[2].data())[i], xp[i * n + best]);
+    }
+    auto a = testing::make_tensor({m, n}, Float(32));
+    auto b = testing::make_tensor({m, n}, Float(32));
+    auto out2 = use_c ? testing::run_c(f2, {x, a, b}) : testing::run_interp(f2, {x, a, b});
+    for (int i = 0; i < m * n; ++i) {
+      EXPECT_EQ(static_cast<const float *>(out2[1].data())[i], xp[i] * 2.0f);
+      EXPECT_EQ(static_cast<const float *>(out2[2].data())[i], -xp[i]);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln
