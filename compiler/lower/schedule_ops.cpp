@@ -315,7 +315,10 @@ class StageBuilder {
     Expr mn = r.min;
     if (!is_zero(mn) && (kind == ForKind::Vectorized || kind == ForKind::ThreadBinding)) {
       // Vector lanes and threads count from zero; the axis is the loop variable plus the minimum.
+      // The body built so far uses the sum directly (so that indices stay linear in the loop
+      // variable); the let serves stages attached inside this loop later.
       Var v0(iv->var.name() + ".r");
+      body = substitute(body, {{iv->var.get(), v0 + mn}});
       body = LetStmtNode::make(iv->var, v0 + mn, body);
       loop_var = v0;
       mn = make_zero(Int(32));
