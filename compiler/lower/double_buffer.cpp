@@ -82,12 +82,13 @@ class DoubleBufferInjector : public IRMutator {
     Expr size = alloc->extents[0];
     Var i = op->loop_var;
     Expr end = op->min + op->extent;
-    auto produce_at = [&](Expr iter) {
-      Stmt p = substitute(BlockNode::make(producer), {{i.get(), iter}});
+    auto produce_at = [&](Expr iter, bool fresh) {
+      VarMap m{{i.get(), iter}};
+      Stmt p = fresh ? copy_with_fresh_vars(BlockNode::make(producer), m) : substitute(BlockNode::make(producer), m);
       return CopySelector(buf, floormod(iter - op->min, 2) * size).mutate(p);
     };
-    Stmt prologue = produce_at(op->min);
-    Stmt next = IfThenElseNode::make(i + 1 < end, produce_at(i + 1));
+    Stmt prologue = produce_at(op->min, true);
+    Stmt next = IfThenElseNode::make(i + 1 < end, produce_at(i + 1, false));
     Stmt consume = CopySelector(buf, floormod(i - op->min, 2) * size).mutate(BlockNode::make(consumer));
     Stmt loop = ForNode::make(i, op->min, op->extent, op->kind, BlockNode::make(next, consume), op->thread_tag);
     Expr total = arith::simplify(size * 2);

@@ -8,28 +8,6 @@ using namespace ir;
 
 namespace {
 
-class Substituter : public IRMutator {
- public:
-  explicit Substituter(const std::unordered_map<const VariableNode *, Expr> &m) : m_(m) {}
-  using IRMutator::mutate;
-
- protected:
-  Expr visit(const VariableNode *op, const Expr &self) override {
-    auto it = m_.find(op);
-    return it == m_.end() ? self : it->second;
-  }
-  Expr visit(const ReduceNode *op, const Expr &self) override {
-    std::vector<Expr> src;
-    bool changed = mutate_exprs(op->source, &src);
-    Expr c = mutate(op->condition);
-    if (!changed && c.same_as(op->condition)) return self;
-    return ReduceNode::make(op->combiner, src, op->axis, c, op->value_index);
-  }
-
- private:
-  const std::unordered_map<const VariableNode *, Expr> &m_;
-};
-
 // Replaces reads of inlined operations by their bodies.
 class Inliner : public IRMutator {
  public:
@@ -49,13 +27,6 @@ class Inliner : public IRMutator {
     for (size_t i = 0; i < c->axis.size(); ++i) m[c->axis[i]->var.get()] = l->indices[i];
     return substitute(it->second.at(l->value_index), m);
   }
-  Expr visit(const ReduceNode *op, const Expr &self) override {
-    std::vector<Expr> src;
-    bool changed = mutate_exprs(op->source, &src);
-    Expr c = mutate(op->condition);
-    if (!changed && c.same_as(op->condition)) return self;
-    return ReduceNode::make(op->combiner, src, op->axis, c, op->value_index);
-  }
 
  private:
   const te::Schedule &sch_;
@@ -63,16 +34,6 @@ class Inliner : public IRMutator {
 };
 
 }  // namespace
-
-Expr substitute(const Expr &e, const std::unordered_map<const VariableNode *, Expr> &m) {
-  if (m.empty()) return e;
-  return Substituter(m).mutate(e);
-}
-
-Stmt substitute(const Stmt &s, const std::unordered_map<const VariableNode *, Expr> &m) {
-  if (m.empty()) return s;
-  return Substituter(m).mutate(s);
-}
 
 BodyMap inline_bodies(const te::Schedule &sch) {
   BodyMap bodies;

@@ -3,6 +3,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "compiler/ir/substitute.h"
 #include "compiler/te/schedule.h"
 
 namespace kiln::lower {
@@ -12,8 +13,6 @@ using BodyMap = std::unordered_map<const te::OperationNode *, std::vector<ir::Ex
 
 BodyMap inline_bodies(const te::Schedule &sch);
 
-// Substitutes variables by expressions (identity keyed).
-ir::Expr substitute(const ir::Expr &e, const std::unordered_map<const ir::VariableNode *, ir::Expr> &m);
-ir::Stmt substitute(const ir::Stmt &s, const std::unordered_map<const ir::VariableNode *, ir::Expr> &m);
+using ir::substitute;
 
 }  // namespace kiln::lower

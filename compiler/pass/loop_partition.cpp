@@ -5,6 +5,7 @@
 #include "compiler/arith/analyzer.h"
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/ir/op.h"
+#include "compiler/ir/substitute.h"
 #include "compiler/pass/passes.h"
 
 namespace kiln::pass {
@@ -12,67 +13,6 @@ namespace kiln::pass {
 namespace {
 
 using namespace ir;
-
-// Gives every variable defined in a statement (loop, let, buffer) a fresh node and substitutes
-// `vmap` for free variables, so that a copy of a loop body can sit next to the original.
-class FreshCopy : public IRMutator {
- public:
-  explicit FreshCopy(std::unordered_map<const VariableNode *, Expr> vmap) : vmap_(std::move(vmap)) {}
-
-  Stmt run(const Stmt &s) {
-    post_order_visit(s, [&](const IRNode *n) {
-      if (n->node_type == NodeType::For) rename(static_cast<const ForNode *>(n)->loop_var);
-      if (n->node_type == NodeType::LetStmt) rename(static_cast<const LetStmtNode *>(n)->var);
-      if (n->node_type == NodeType::Let) rename(static_cast<const LetNode *>(n)->var);
-      if (n->node_type == NodeType::Allocate) rename(static_cast<const AllocateNode *>(n)->buffer_var);
-    });
-    return mutate(s);
-  }
-
- protected:
-  using IRMutator::visit;
-  Expr visit(const VariableNode *op, const Expr &self) override {
-    auto it = vmap_.find(op);
-    return it == vmap_.end() ? self : it->second;
-  }
-  Expr visit(const LetNode *op, const Expr &) override {
-    return LetNode::make(def(op->var), mutate(op->value), mutate(op->body));
-  }
-  Expr visit(const LoadNode *op, const Expr &) override {
-    return LoadNode::make(op->type, def(op->buffer_var), mutate(op->index), mutate(op->predicate));
-  }
-  Stmt visit(const LetStmtNode *op, const Stmt &) override {
-    return LetStmtNode::make(def(op->var), mutate(op->value), mutate(op->body));
-  }
-  Stmt visit(const AttrStmtNode *op, const Stmt &) override {
-    return AttrStmtNode::make(mutate(op->node), op->key, mutate(op->value), mutate(op->body));
-  }
-  Stmt visit(const StoreNode *op, const Stmt &) override {
-    return StoreNode::make(def(op->buffer_var), mutate(op->value), mutate(op->index), mutate(op->predicate));
-  }
-  Stmt visit(const AllocateNode *op, const Stmt &) override {
-    std::vector<Expr> extents;
-    mutate_exprs(op->extents, &extents);
-    return AllocateNode::make(def(op->buffer_var), op->dtype, std::move(extents), op->scope, mutate(op->body));
-  }
-  Stmt visit(const ForNode *op, const Stmt &) override {
-    return ForNode::make(def(op->loop_var), mutate(op->min), mutate(op->extent), op->kind, mutate(op->body),
-                         op->thread_tag);
-  }
-
- private:
-  void rename(const Var &v) {
-    Var n(v.name(), v.type());
-    const_cast<VariableNode *>(n.get())->pointee = v->pointee;
-    vmap_[v.get()] = n;
-  }
-  Var def(const Var &v) const {
-    auto it = vmap_.find(v.get());
-    return it != vmap_.end() && it->second.as<VariableNode>() ? Var(it->second) : v;
-  }
-
-  std::unordered_map<const VariableNode *, Expr> vmap_;
-};
 
 // What a loop body holds that matters for partitioning it: the comparisons under likely(), the
 // constant ranges of the loops inside it, and the variables defined inside it otherwise.
@@ -368,7 +308,7 @@ class LoopPartitioner : public IRMutator {
       Stmt body = mutate(op->body);
       analyzer_.unbind(v);
       Var fresh(v.name(), v.type());
-      body = FreshCopy({{v.get(), fresh}}).run(body);
+      body = copy_with_fresh_vars(body, {{v.get(), fresh}});
       parts.push_back(ForNode::make(fresh, from, extent, op->kind, body, op->thread_tag));
     };
     guarded(begin, head_extent);

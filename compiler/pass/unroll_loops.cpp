@@ -4,6 +4,7 @@
 
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/ir/op.h"
+#include "compiler/ir/substitute.h"
 #include "compiler/pass/passes.h"
 
 namespace kiln::pass {
@@ -11,98 +12,6 @@ namespace kiln::pass {
 namespace {
 
 using namespace ir;
-
-// Substitutes expressions for variables in a statement. With `fresh`, every variable defined
-// inside it (loop, let, buffer) gets a new node, so that the copy can sit next to the original.
-class Substitute : public IRMutator {
- public:
-  Substitute(std::unordered_map<const VariableNode *, Expr> vmap, bool fresh) : vmap_(std::move(vmap)), fresh_(fresh) {}
-
-  Stmt run(const Stmt &s) {
-    if (fresh_) {
-      post_order_visit(s, [&](const IRNode *n) {
-        if (n->node_type == NodeType::For) rename(static_cast<const ForNode *>(n)->loop_var);
-        if (n->node_type == NodeType::LetStmt) rename(static_cast<const LetStmtNode *>(n)->var);
-        if (n->node_type == NodeType::Let) rename(static_cast<const LetNode *>(n)->var);
-        if (n->node_type == NodeType::Allocate) rename(static_cast<const AllocateNode *>(n)->buffer_var);
-      });
-    }
-    return mutate(s);
-  }
-
- protected:
-  using IRMutator::visit;
-  Expr visit(const VariableNode *op, const Expr &self) override {
-    auto it = vmap_.find(op);
-    return it == vmap_.end() ? self : it->second;
-  }
-  Expr visit(const LetNode *op, const Expr &self) override {
-    Var v = def(op->var);
-    Expr value = mutate(op->value), body = mutate(op->body);
-    if (v.same_as(op->var) && value.same_as(op->value) && body.same_as(op->body)) return self;
-    return LetNode::make(v, value, body);
-  }
-  Expr visit(const LoadNode *op, const Expr &self) override {
-    Var buf = def(op->buffer_var);
-    Expr index = mutate(op->index), pred = mutate(op->predicate);
-    if (buf.same_as(op->buffer_var) && index.same_as(op->index) && pred.same_as(op->predicate)) return self;
-    return LoadNode::make(op->type, buf, index, pred);
-  }
-  Stmt visit(const LetStmtNode *op, const Stmt &self) override {
-    Var v = def(op->var);
-    Expr value = mutate(op->value);
-    Stmt body = mutate(op->body);
-    if (v.same_as(op->var) && value.same_as(op->value) && body.same_as(op->body)) return self;
-    return LetStmtNode::make(v, value, body);
-  }
-  Stmt visit(const AttrStmtNode *op, const Stmt &self) override {
-    Expr node = mutate(op->node), value = mutate(op->value);
-    Stmt body = mutate(op->body);
-    if (node.same_as(op->node) && value.same_as(op->value) && body.same_as(op->body)) return self;
-    return AttrStmtNode::make(node, op->key, value, body);
-  }
-  Stmt visit(const StoreNode *op, const Stmt &self) override {
-    Var buf = def(op->buffer_var);
-    Expr value = mutate(op->value), index = mutate(op->index), pred = mutate(op->predicate);
-    if (buf.same_as(op->buffer_var) && value.same_as(op->value) && index.same_as(op->index) &&
-        pred.same_as(op->predicate)) {
-      return self;
-    }
-    return StoreNode::make(buf, value, index, pred);
-  }
-  Stmt visit(const AllocateNode *op, const Stmt &self) override {
-    Var buf = def(op->buffer_var);
-    std::vector<Expr> extents;
-    bool changed = mutate_exprs(op->extents, &extents);
-    Stmt body = mutate(op->body);
-    if (!changed && buf.same_as(op->buffer_var) && body.same_as(op->body)) return self;
-    return AllocateNode::make(buf, op->dtype, std::move(extents), op->scope, body);
-  }
-  Stmt visit(const ForNode *op, const Stmt &self) override {
-    Var v = def(op->loop_var);
-    Expr min = mutate(op->min), extent = mutate(op->extent);
-    Stmt body = mutate(op->body);
-    if (v.same_as(op->loop_var) && min.same_as(op->min) && extent.same_as(op->extent) && body.same_as(op->body)) {
-      return self;
-    }
-    return ForNode::make(v, min, extent, op->kind, body, op->thread_tag);
-  }
-
- private:
-  void rename(const Var &v) {
-    Var n(v.name(), v.type());
-    const_cast<VariableNode *>(n.get())->pointee = v->pointee;
-    vmap_[v.get()] = n;
-  }
-  // The variable a definition site or buffer reference uses after renaming.
-  Var def(const Var &v) const {
-    auto it = vmap_.find(v.get());
-    return it != vmap_.end() && it->second.as<VariableNode>() ? Var(it->second) : v;
-  }
-
-  std::unordered_map<const VariableNode *, Expr> vmap_;
-  bool fresh_;
-};
 
 constexpr int64_t kManySteps = int64_t{1} << 40;
 
@@ -163,7 +72,8 @@ class LoopUnroller : public IRMutator {
       Expr value = min ? make_const(op->loop_var.type(), *min + i)
                        : (i == 0 ? op->min : op->min + make_const(op->min.type(), i));
       value = cast(op->loop_var.type(), value);
-      copies.push_back(Substitute({{op->loop_var.get(), value}}, i > 0).run(body));
+      VarMap m{{op->loop_var.get(), value}};
+      copies.push_back(i > 0 ? copy_with_fresh_vars(body, m) : substitute(body, m));
     }
     return BlockNode::make(std::move(copies));
   }

@@ -457,13 +457,6 @@ class DataflowReplacer : public IRMutator {
     changed = true;
     return ProducerLoadNode::make(it->second, l->value_index, l->indices);
   }
-  Expr visit(const ReduceNode *op, const Expr &self) override {
-    std::vector<Expr> src;
-    bool ch = mutate_exprs(op->source, &src);
-    Expr c = mutate(op->condition);
-    if (!ch && c.same_as(op->condition)) return self;
-    return ReduceNode::make(op->combiner, src, op->axis, c, op->value_index);
-  }
 
  private:
   const std::unordered_map<const OperationNode *, Operation> &map_;
