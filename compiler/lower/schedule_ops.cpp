@@ -306,7 +306,6 @@ class StageBuilder {
 
   Stmt make_loop(const IterVar &iv, Stmt body, bool marker) {
     const Range &r = bounds_.at(iv.get());
-    if (marker) body = AttrStmtNode::make(iv->var, kLoopScope, make_zero(Int(32)), body);
     const te::IterVarAttr *a = stage_.attr(iv);
     ForKind kind = a ? a->for_kind : ForKind::Serial;
     std::string tag = a ? a->bind_thread : "";
@@ -319,9 +318,12 @@ class StageBuilder {
       // variable); the let serves stages attached inside this loop later.
       Var v0(iv->var.name() + ".r");
       body = substitute(body, {{iv->var.get(), v0 + mn}});
+      if (marker) body = AttrStmtNode::make(iv->var, kLoopScope, make_zero(Int(32)), body);
       body = LetStmtNode::make(iv->var, v0 + mn, body);
       loop_var = v0;
       mn = make_zero(Int(32));
+    } else if (marker) {
+      body = AttrStmtNode::make(iv->var, kLoopScope, make_zero(Int(32)), body);
     }
     Stmt loop = ForNode::make(loop_var, mn, r.extent, kind, body, tag);
     if (a) {
