@@ -19,8 +19,7 @@ class TuningDbError : public std::runtime_error {
     kSqlite,         // any other SQLite failure
   };
 
-  TuningDbError(Kind kind, const std::string &message)
-      : std::runtime_error(message), kind_(kind) {}
+  TuningDbError(Kind kind, const std::string &message) : std::runtime_error(message), kind_(kind) {}
   Kind kind() const { return kind_; }
 
  private:

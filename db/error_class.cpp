@@ -7,8 +7,8 @@ namespace kiln::db {
 namespace {
 
 constexpr std::array<std::string_view, kErrorClassCount> kNames = {
-    "OK",          "INSTANTIATION", "COMPILE_HOST", "COMPILE_DEVICE", "RUNTIME_DEVICE",
-    "WRONG_ANSWER", "BUILD_TIMEOUT", "RUN_TIMEOUT", "UNKNOWN",        "INFRA",
+    "OK",           "INSTANTIATION", "COMPILE_HOST", "COMPILE_DEVICE", "RUNTIME_DEVICE",
+    "WRONG_ANSWER", "BUILD_TIMEOUT", "RUN_TIMEOUT",  "UNKNOWN",        "INFRA",
 };
 
 }  // namespace

@@ -9,15 +9,15 @@ namespace kiln::db {
 
 enum class ErrorClass : int {
   kOk = 0,
-  kInstantiation = 1,   // the config is not valid for the template (an illegal schedule)
-  kCompileHost = 2,     // host code failed to compile
-  kCompileDevice = 3,   // device code failed to compile
-  kRuntimeDevice = 4,   // the kernel failed while running
-  kWrongAnswer = 5,     // the kernel ran but its output was wrong
-  kBuildTimeout = 6,    // compiling took longer than allowed
-  kRunTimeout = 7,      // running took longer than allowed
-  kUnknown = 8,         // a failure that fits no other class
-  kInfra = 9,           // the farm failed (runner lost, RPC error); not the config's fault
+  kInstantiation = 1,  // the config is not valid for the template (an illegal schedule)
+  kCompileHost = 2,    // host code failed to compile
+  kCompileDevice = 3,  // device code failed to compile
+  kRuntimeDevice = 4,  // the kernel failed while running
+  kWrongAnswer = 5,    // the kernel ran but its output was wrong
+  kBuildTimeout = 6,   // compiling took longer than allowed
+  kRunTimeout = 7,     // running took longer than allowed
+  kUnknown = 8,        // a failure that fits no other class
+  kInfra = 9,          // the farm failed (runner lost, RPC error); not the config's fault
 };
 
 constexpr int kErrorClassCount = 10;

@@ -23,7 +23,7 @@ bool is_finished(JobState state);
 struct Job {
   int64_t id = 0;
   std::string name;
-  nlohmann::json spec;       // what the tuner needs to restart the job (tasks, budget, options)
+  nlohmann::json spec;  // what the tuner needs to restart the job (tasks, budget, options)
   JobState state = JobState::kPending;
   int64_t trials_total = 0;  // the planned number of measurements
   int64_t trials_done = 0;   // records inserted for this job (kept up to date by insert())

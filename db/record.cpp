@@ -16,7 +16,8 @@ double Record::mean() const {
 
 nlohmann::json knobs_to_json(const Config &config) {
   nlohmann::json knobs = nlohmann::json::array();
-  for (const auto &[name, value] : config.knobs) knobs.push_back(nlohmann::json::array({name, value}));
+  for (const auto &[name, value] : config.knobs)
+    knobs.push_back(nlohmann::json::array({name, value}));
   return knobs;
 }
 

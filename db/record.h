@@ -18,8 +18,8 @@ namespace kiln::db {
 
 // One point of a template's config space.
 struct Config {
-  int64_t index = 0;      // the config's mixed-radix index in its space
-  std::string space;      // fingerprint of the config space (changes when the template does)
+  int64_t index = 0;  // the config's mixed-radix index in its space
+  std::string space;  // fingerprint of the config space (changes when the template does)
   std::vector<std::pair<std::string, nlohmann::json>> knobs;  // (knob, value), in knob order
 };
 

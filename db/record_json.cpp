@@ -89,10 +89,12 @@ Record record_from_json(const json &line) {
   const json &version = member(line, "version", "");
   if (!version.is_number_integer()) bad("field \"version\" must be an integer");
   if (version.get<int64_t>() > kRecordFormatVersion) {
-    bad("record format version " + version.dump() + " was written by a newer Kiln; this Kiln reads version " +
+    bad("record format version " + version.dump() +
+        " was written by a newer Kiln; this Kiln reads version " +
         std::to_string(kRecordFormatVersion));
   }
-  if (version.get<int64_t>() < 1) bad("record format version " + version.dump() + " does not exist");
+  if (version.get<int64_t>() < 1)
+    bad("record format version " + version.dump() + " does not exist");
 
   Record record;
   const json &workload = object_member(line, "workload");
@@ -159,7 +161,8 @@ ordered_json record_to_autotvm_json(const Record &record) {
   }
   ordered_json config;
   config["index"] = record.config.index;
-  config["code_hash"] = record.config.space.empty() ? ordered_json() : ordered_json(record.config.space);
+  config["code_hash"] =
+      record.config.space.empty() ? ordered_json() : ordered_json(record.config.space);
   config["entity"] = std::move(entity);
 
   // A failed measurement's costs are written as [1e9], as AutoTVM does.

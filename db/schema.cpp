@@ -83,7 +83,8 @@ CREATE TABLE record (
 );
 CREATE INDEX record_by_target ON record(workload_id, target_id, error_class, mean_s);
 CREATE INDEX record_by_device ON record(workload_id, device_id, error_class, mean_s);
-CREATE INDEX record_by_job ON record(job_id, workload_id, config_index);
+CREATE INDEX record_by_job ON record(job_id, workload_id, config_index)
+  WHERE job_id IS NOT NULL;
 )sql";
 
 // Migrations, each taking the schema from version `from` to `from + 1`.
@@ -163,14 +164,23 @@ void migrate(Database &db, int64_t version) {
 
 int schema_version(Database &db) { return static_cast<int>(pragma_int(db, "user_version")); }
 
-void prepare_schema(Database &db, const std::string &path) {
+void check_openable(Database &db, const std::string &path) {
   int64_t application = pragma_int(db, "application_id");
   int64_t version = pragma_int(db, "user_version");
-  if (application == kApplicationId && version == kSchemaVersion) return;
   if (application == kApplicationId && version > kSchemaVersion) too_new(path, version);
   if (application != kApplicationId && application != 0) {
     foreign(path, "it is a SQLite database of another application");
   }
+  if (application == 0 && table_count(db) != 0) {
+    foreign(path, "it is a SQLite database holding other tables");
+  }
+}
+
+void prepare_schema(Database &db, const std::string &path) {
+  check_openable(db, path);
+  int64_t application = pragma_int(db, "application_id");
+  int64_t version = pragma_int(db, "user_version");
+  if (application == kApplicationId && version == kSchemaVersion) return;
 
   // Create or migrate under the write lock, looking again: another process may have done it.
   Transaction transaction(db);
@@ -186,7 +196,15 @@ void prepare_schema(Database &db, const std::string &path) {
   } else if (version < 1) {
     foreign(path, "its Kiln schema version " + std::to_string(version) + " does not exist");
   } else if (version < kSchemaVersion) {
-    migrate(db, version);
+    try {
+      migrate(db, version);
+    } catch (const DbError &e) {
+      if (e.is_busy()) throw;
+      throw TuningDbError(TuningDbError::Kind::kSqlite,
+                          "migrating " + path + " from tuning-log schema version " +
+                              std::to_string(version) + " to " + std::to_string(kSchemaVersion) +
+                              " failed (" + e.what() + "); the file was left unchanged");
+    }
   }
   transaction.commit();
 }

@@ -19,6 +19,11 @@ constexpr int64_t kApplicationId = 0x4b494c4e;
 // processes at once. SQLite errors (busy included) are passed on as DbError.
 void prepare_schema(Database &db, const std::string &path);
 
+// Refuses, without writing anything, a file that this Kiln must not change: a newer Kiln's
+// tuning log (kSchemaTooNew) or a database of something else (kNotATuningLog). A file that is
+// not a database at all fails here with SQLite's DbError (SQLITE_NOTADB).
+void check_openable(Database &db, const std::string &path);
+
 // The schema version stored in the file.
 int schema_version(Database &db);
 

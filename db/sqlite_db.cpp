@@ -28,6 +28,8 @@ bool DbError::is_corrupt() const {
   return primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB;
 }
 
+bool DbError::is_not_a_database() const { return (code_ & 0xff) == SQLITE_NOTADB; }
+
 // --- Statement ---------------------------------------------------------------------------------
 
 Statement::Statement(sqlite3 *db, sqlite3_stmt *stmt, std::string sql)
@@ -125,6 +127,13 @@ std::string Statement::column_text(int column) const {
   return std::string(reinterpret_cast<const char *>(text), static_cast<size_t>(size));
 }
 
+std::string_view Statement::column_view(int column) const {
+  const unsigned char *text = sqlite3_column_text(stmt_, column);
+  int size = sqlite3_column_bytes(stmt_, column);
+  if (!text) return {};
+  return std::string_view(reinterpret_cast<const char *>(text), static_cast<size_t>(size));
+}
+
 std::vector<uint8_t> Statement::column_blob(int column) const {
   const auto *data = static_cast<const uint8_t *>(sqlite3_column_blob(stmt_, column));
   int size = sqlite3_column_bytes(stmt_, column);
@@ -152,15 +161,7 @@ Database::Database(const std::string &path, const OpenOptions &options) : path_(
     }
     sqlite3_busy_timeout(db_, static_cast<int>(timeout_ms));
     exec("PRAGMA foreign_keys = ON");
-
-    Statement journal = prepare("PRAGMA journal_mode = WAL");
-    std::string mode = journal.step() ? journal.column_text(0) : std::string();
-    bool in_memory = path == ":memory:" || path.empty();
-    if (mode != "wal" && !in_memory) {
-      throw DbError("sqlite: \"" + path + "\" could not be switched to WAL (journal mode is \"" +
-                        mode + "\")",
-                    SQLITE_ERROR);
-    }
+    if (options.wal) enable_wal();
   } catch (...) {
     close();
     throw;
@@ -185,6 +186,18 @@ void Database::close() noexcept {
   // Statements must be finalized first; sqlite3_close_v2 defers the close until they are.
   if (db_) sqlite3_close_v2(db_);
   db_ = nullptr;
+}
+
+void Database::enable_wal() {
+  Statement journal = prepare("PRAGMA journal_mode = WAL");
+  std::string mode = journal.step() ? journal.column_text(0) : std::string();
+  journal.reset();
+  bool in_memory = path_ == ":memory:" || path_.empty();
+  if (mode != "wal" && !in_memory) {
+    throw DbError("sqlite: \"" + path_ + "\" could not be switched to WAL (journal mode is \"" +
+                      mode + "\")",
+                  SQLITE_ERROR);
+  }
 }
 
 void Database::exec(const std::string &sql) {

@@ -26,6 +26,8 @@ class DbError : public std::runtime_error {
   bool is_busy() const;
   // The file is damaged or is not a database at all (SQLITE_CORRUPT or SQLITE_NOTADB).
   bool is_corrupt() const;
+  // The file is not a database at all (SQLITE_NOTADB).
+  bool is_not_a_database() const;
 
  private:
   int code_;
@@ -65,6 +67,8 @@ class Statement {
   int64_t column_int64(int column) const;
   double column_double(int column) const;
   std::string column_text(int column) const;
+  // The text of a column without a copy; valid until the next step(), reset() or destruction.
+  std::string_view column_view(int column) const;
   std::vector<uint8_t> column_blob(int column) const;
 
   const std::string &sql() const { return sql_; }
@@ -84,6 +88,9 @@ struct OpenOptions {
   std::chrono::milliseconds busy_timeout{5000};
   // Create the file when it does not exist; otherwise opening a missing file fails.
   bool create = true;
+  // Switch the file to WAL journal mode on opening. Without it, enable_wal() does it later, so
+  // that a caller can first check, without writing, that the file is one it may change.
+  bool wal = true;
 };
 
 // One connection to a database file, created if missing (unless options.create is false), in WAL
@@ -99,6 +106,8 @@ class Database {
   Database &operator=(const Database &) = delete;
   ~Database();
 
+  // Switches the file to WAL journal mode (a no-op for ":memory:"); throws if it cannot be.
+  void enable_wal();
   // Runs one or more ';'-separated statements that return no rows.
   void exec(const std::string &sql);
   // Compiles one statement.

@@ -10,7 +10,9 @@ namespace kiln::db {
 
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 std::vector<std::string_view> split_words(std::string_view text) {
   std::vector<std::string_view> words;
@@ -77,7 +79,8 @@ Target Target::make(std::string_view target, std::string device_key, std::string
   Target t;
   t.target = canonical_target(target);
   if (device_key.empty()) {
-    bad_target(target, "a device key (the class of identical devices, e.g. x86-znver4) is required");
+    bad_target(target,
+               "a device key (the class of identical devices, e.g. x86-znver4) is required");
   }
   if (std::any_of(device_key.begin(), device_key.end(), is_space)) {
     bad_target(target, "device key \"" + device_key + "\" contains whitespace");

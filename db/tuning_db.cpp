@@ -1,13 +1,14 @@
 #include "db/tuning_db.h"
 
 #include "db/error.h"
+#include "db/queries.h"
 #include "db/record_json.h"
 #include "db/schema.h"
-#include "db/sha256.h"
 #include "db/sqlite_db.h"
 #include "db/version.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <istream>
@@ -45,15 +46,35 @@ class Use {
   Statement &statement_;
 };
 
-// The columns read by record_from_row(), in order.
-constexpr const char *kRecordColumns =
-    "r.id, w.workload_key, w.template_name, w.args, w.flop, t.target, d.device_key, t.model, "
-    "r.job_id, r.config_index, r.space, r.config, r.error_class, r.error_msg, r.costs, r.wall_s, "
-    "r.runner, r.kiln_version, r.measured_at";
-constexpr const char *kRecordJoins =
-    " FROM record r JOIN workload w ON w.id = r.workload_id JOIN target t ON t.id = r.target_id "
-    "JOIN device d ON d.id = r.device_id";
+// The stored costs: a JSON array of numbers, as costs_json() writes it. Read with from_chars
+// (locale-independent, exact for the shortest round-trip form); anything else goes through the
+// JSON parser.
+std::vector<double> parse_costs(std::string_view text) {
+  std::vector<double> costs;
+  if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
+    const char *p = text.data() + 1;
+    const char *end = text.data() + text.size() - 1;
+    bool ok = true;
+    while (ok && p < end) {
+      double value = 0;
+      auto [next, error] = std::from_chars(p, end, value);
+      ok = error == std::errc() && (next == end || *next == ',');
+      costs.push_back(value);
+      p = next + (next == end ? 0 : 1);
+    }
+    if (ok) return costs;
+  }
+  costs.clear();
+  json parsed = json::parse(text, nullptr, false);
+  if (parsed.is_array()) {
+    for (const json &cost : parsed) {
+      if (cost.is_number()) costs.push_back(cost.get<double>());
+    }
+  }
+  return costs;
+}
 
+// Reads a row of KILN_DB_RECORD_SELECT (db/queries.h).
 Record record_from_row(Statement &row) {
   Record record;
   record.id = row.column_int64(0);
@@ -67,17 +88,12 @@ Record record_from_row(Statement &row) {
   if (!row.column_is_null(8)) record.job_id = row.column_int64(8);
   record.config.index = row.column_int64(9);
   record.config.space = row.column_text(10);
-  json knobs = json::parse(row.column_text(11), nullptr, false);
+  json knobs = json::parse(row.column_view(11), nullptr, false);
   if (!knobs.is_discarded()) record.config.knobs = knobs_from_json(knobs);
-  record.error = error_class_from_code(static_cast<int>(row.column_int64(12)))
-                     .value_or(ErrorClass::kUnknown);
+  record.error =
+      error_class_from_code(static_cast<int>(row.column_int64(12))).value_or(ErrorClass::kUnknown);
   record.error_message = row.column_text(13);
-  json costs = json::parse(row.column_text(14), nullptr, false);
-  if (costs.is_array()) {
-    for (const json &cost : costs) {
-      if (cost.is_number()) record.costs.push_back(cost.get<double>());
-    }
-  }
+  record.costs = parse_costs(row.column_view(14));
   record.wall_s = row.column_double(15);
   record.runner = row.column_text(16);
   record.kiln_version = row.column_text(17);
@@ -107,20 +123,35 @@ constexpr const char *kJobColumns =
   throw TuningDbError(Kind::kBadInput, message);
 }
 
+// Workloads and target strings already checked in this batch, so that a batch of records of a
+// few workloads hashes and parses each of them once.
+struct Checked {
+  std::unordered_map<std::string, const Workload *> workloads;  // by key
+  std::unordered_set<std::string> targets;
+};
+
 // Checks what the schema cannot: the workload key matches its content, the target is canonical,
 // timings make sense. `where` names the record in messages.
-void validate(const Record &record, const std::string &where) {
+void validate(const Record &record, const std::string &where, Checked &checked) {
   const Workload &w = record.workload;
   if (w.template_name.empty()) bad_input(where + ": workload template name is empty");
-  if (w.key != workload_key(w.template_name, w.args)) {
-    bad_input(where + ": workload key \"" + w.key + "\" does not match template " +
-              w.template_name + " and its arguments (build workloads with Workload::make)");
+  auto seen = checked.workloads.find(w.key);
+  if (seen == checked.workloads.end() || seen->second->template_name != w.template_name ||
+      seen->second->args != w.args) {
+    if (w.key != workload_key(w.template_name, w.args)) {
+      bad_input(where + ": workload key \"" + w.key + "\" does not match template " +
+                w.template_name + " and its arguments (build workloads with Workload::make)");
+    }
+    checked.workloads[w.key] = &w;
   }
   if (!std::isfinite(w.flop) || w.flop < 0) bad_input(where + ": flop count must be finite, >= 0");
   if (record.target.device_key.empty()) bad_input(where + ": target has no device key");
-  if (canonical_target(record.target.target) != record.target.target) {
-    bad_input(where + ": target \"" + record.target.target +
-              "\" is not canonical (build targets with Target::make)");
+  if (!checked.targets.count(record.target.target)) {
+    if (canonical_target(record.target.target) != record.target.target) {
+      bad_input(where + ": target \"" + record.target.target +
+                "\" is not canonical (build targets with Target::make)");
+    }
+    checked.targets.insert(record.target.target);
   }
   if (!error_class_from_code(static_cast<int>(record.error))) {
     bad_input(where + ": error class " + std::to_string(static_cast<int>(record.error)) +
@@ -143,6 +174,21 @@ void validate(const Record &record, const std::string &where) {
 }
 
 std::string costs_json(const std::vector<double> &costs) { return json(costs).dump(); }
+
+// The same text as knobs_to_json(config).dump(), without building the array first.
+std::string knobs_text(const Config &config) {
+  std::string text = "[";
+  for (size_t i = 0; i < config.knobs.size(); ++i) {
+    if (i > 0) text += ',';
+    text += '[';
+    text += json(config.knobs[i].first).dump();
+    text += ',';
+    text += config.knobs[i].second.dump();
+    text += ']';
+  }
+  text += ']';
+  return text;
+}
 
 }  // namespace
 
@@ -171,10 +217,10 @@ struct TuningDb::Impl {
                                                "); `kiln db check` reports what is wrong");
     }
     if (e.is_busy()) {
-      return TuningDbError(Kind::kBusy,
-                           path + ": " + what + ": still locked by other connections after " +
-                               std::to_string(options.retry_deadline.count()) +
-                               " ms of retries (" + e.what() + ")");
+      return TuningDbError(Kind::kBusy, path + ": " + what +
+                                            ": still locked by other connections after " +
+                                            std::to_string(options.retry_deadline.count()) +
+                                            " ms of retries (" + e.what() + ")");
     }
     return TuningDbError(Kind::kSqlite, path + ": " + what + ": " + e.what());
   }
@@ -230,13 +276,6 @@ struct TuningDb::Impl {
 
   // --- lookups ---
 
-  std::optional<int64_t> workload_id(const std::string &key) {
-    Use q(statement("SELECT id FROM workload WHERE workload_key = ?"));
-    q->bind(1, key);
-    if (!q->step()) return std::nullopt;
-    return q->column_int64(0);
-  }
-
   std::optional<int64_t> device_id(const std::string &device_key) {
     Use q(statement("SELECT id FROM device WHERE device_key = ?"));
     q->bind(1, device_key);
@@ -277,9 +316,9 @@ struct TuningDb::Impl {
         return id;
       }
     }
-    Use insert(statement(
-        "INSERT INTO workload (workload_key, template_name, args, flop, created_at) "
-        "VALUES (?, ?, ?, ?, ?)"));
+    Use insert(
+        statement("INSERT INTO workload (workload_key, template_name, args, flop, created_at) "
+                  "VALUES (?, ?, ?, ?, ?)"));
     insert->bind(1, w.key).bind(2, w.template_name).bind(3, w.args).bind(4, w.flop);
     insert->bind(5, unix_now());
     insert->run();
@@ -332,10 +371,7 @@ struct TuningDb::Impl {
     if (r.valid()) mean = r.mean();
 
     if (skip_duplicate) {
-      Use q(statement(
-          "SELECT 1 FROM record WHERE workload_id = ? AND target_id = ? AND error_class = ? "
-          "AND mean_s IS ? AND config_index = ? AND measured_at = ? AND runner = ? AND space = ? "
-          "LIMIT 1"));
+      Use q(statement(queries::kDuplicate));
       q->bind(1, workload).bind(2, target).bind(3, static_cast<int>(r.error));
       if (mean) {
         q->bind(4, *mean);
@@ -357,7 +393,7 @@ struct TuningDb::Impl {
       insert->bind_null(4);
     }
     insert->bind(5, r.config.index).bind(6, r.config.space);
-    insert->bind(7, knobs_to_json(r.config).dump());
+    insert->bind(7, knobs_text(r.config));
     insert->bind(8, static_cast<int>(r.error)).bind(9, r.error_message);
     insert->bind(10, costs_json(r.costs));
     if (mean) {
@@ -372,8 +408,8 @@ struct TuningDb::Impl {
 
   void add_job_progress(const std::unordered_map<int64_t, int64_t> &counts) {
     for (const auto &[job, count] : counts) {
-      Use update(statement(
-          "UPDATE job SET trials_done = trials_done + ?, updated_at = ? WHERE id = ?"));
+      Use update(
+          statement("UPDATE job SET trials_done = trials_done + ?, updated_at = ? WHERE id = ?"));
       update->bind(1, count).bind(2, unix_now()).bind(3, job);
       update->run();
     }
@@ -381,41 +417,31 @@ struct TuningDb::Impl {
 
   // --- querying ---
 
-  // Up to `k` valid records of the workload on one target (target_id) or on one device class.
-  std::vector<Record> ranked(int64_t workload, std::optional<int64_t> target,
-                             std::optional<int64_t> device, int64_t k) {
-    std::string sql = std::string("SELECT ") + kRecordColumns + kRecordJoins +
-                      (target ? " WHERE r.workload_id = ? AND r.target_id = ?"
-                              : " WHERE r.workload_id = ? AND r.device_id = ?") +
-                      " AND r.error_class = 0 ORDER BY r.mean_s, r.id LIMIT ?";
-    Use q(statement(sql));
-    q->bind(1, workload).bind(2, target ? *target : *device).bind(3, k);
+  static std::vector<Record> collect(Use &query, int64_t k) {
     std::vector<Record> records;
-    while (q->step()) records.push_back(record_from_row(*q));
+    records.reserve(static_cast<size_t>(std::min<int64_t>(k, 64)));
+    while (query->step()) records.push_back(record_from_row(*query));
     return records;
   }
 
+  // Each lookup is one statement (the ids are looked up inside it): one read snapshot, one seek.
   std::vector<Record> lookup(const std::string &key, const Target &query, int64_t k, Scope scope) {
     if (k <= 0) return {};
-    std::optional<int64_t> workload = workload_id(key);
-    if (!workload) return {};
-    std::optional<int64_t> device = device_id(query.device_key);
-    if (!device) return {};
     if (scope != Scope::kDeviceClass) {
-      std::optional<int64_t> target = target_id(canonical_target(query.target), *device);
-      if (target) {
-        std::vector<Record> exact = ranked(*workload, target, std::nullopt, k);
-        if (!exact.empty() || scope == Scope::kExact) return exact;
-      } else if (scope == Scope::kExact) {
-        return {};
-      }
+      std::string target = canonical_target(query.target);
+      Use exact(statement(queries::kRankedOnTarget));
+      exact->bind(1, key).bind(2, target).bind(3, query.device_key).bind(4, k);
+      std::vector<Record> records = collect(exact, k);
+      if (!records.empty() || scope == Scope::kExact) return records;
     }
-    return ranked(*workload, std::nullopt, device, k);
+    Use by_class(statement(queries::kRankedOnDevice));
+    by_class->bind(1, key).bind(2, query.device_key).bind(3, k);
+    return collect(by_class, k);
   }
 
   void for_each(const ExportFilter &filter, int64_t limit,
                 const std::function<void(const Record &)> &visit) {
-    std::string sql = std::string("SELECT ") + kRecordColumns + kRecordJoins + " WHERE 1";
+    std::string sql = KILN_DB_RECORD_SELECT "WHERE 1";
     std::vector<std::string> params;
     if (!filter.template_name.empty()) {
       sql += " AND w.template_name = ?";
@@ -465,24 +491,27 @@ TuningDb TuningDb::open(const std::string &path, const TuningDbOptions &options)
   OpenOptions open_options;
   open_options.busy_timeout = options.busy_timeout;
   open_options.create = options.create;
+  open_options.wal = false;  // not before check_openable(): a refused file is left as it was
   auto deadline = std::chrono::steady_clock::now() + options.retry_deadline;
   std::minstd_rand rng{std::random_device{}()};
   for (int attempt = 0;; ++attempt) {
     try {
       Database db(path, open_options);
+      check_openable(db, path);
+      db.enable_wal();
       db.exec(options.durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
       db.exec("PRAGMA cache_size = -65536");  // 64 MiB of page cache
       db.exec("PRAGMA temp_store = MEMORY");
       prepare_schema(db, path);
       return TuningDb(std::make_unique<Impl>(std::move(db), path, options));
     } catch (const DbError &e) {
-      if ((e.code() & 0xff) == 26 /* SQLITE_NOTADB */) {
+      if (e.is_not_a_database()) {
         throw TuningDbError(Kind::kNotATuningLog,
                             path + " is not a Kiln tuning log (SQLite: file is not a database)");
       }
       if (e.is_corrupt()) {
-        throw TuningDbError(Kind::kCorrupt, path + " is damaged and cannot be opened (" +
-                                                e.what() + ")");
+        throw TuningDbError(Kind::kCorrupt,
+                            path + " is damaged and cannot be opened (" + e.what() + ")");
       }
       if (e.is_busy() && std::chrono::steady_clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(
@@ -490,8 +519,8 @@ TuningDb TuningDb::open(const std::string &path, const TuningDbOptions &options)
         continue;
       }
       if (e.is_busy()) {
-        throw TuningDbError(Kind::kBusy, path + ": opening: still locked by other connections (" +
-                                             e.what() + ")");
+        throw TuningDbError(
+            Kind::kBusy, path + ": opening: still locked by other connections (" + e.what() + ")");
       }
       throw TuningDbError(Kind::kSqlite, "opening " + path + ": " + e.what());
     }
@@ -499,9 +528,10 @@ TuningDb TuningDb::open(const std::string &path, const TuningDbOptions &options)
 }
 
 std::vector<int64_t> TuningDb::insert(const std::vector<Record> &records) {
+  Checked checked;
   for (size_t i = 0; i < records.size(); ++i) {
-    validate(records[i], "record " + std::to_string(i + 1) + " of " +
-                             std::to_string(records.size()));
+    validate(records[i],
+             "record " + std::to_string(i + 1) + " of " + std::to_string(records.size()), checked);
   }
   if (records.empty()) return {};
   return impl_->write("inserting " + std::to_string(records.size()) + " records", [&] {
@@ -682,8 +712,7 @@ void TuningDb::update_job(int64_t job_id, JobState state,
 void TuningDb::set_job_total(int64_t job_id, int64_t trials_total) {
   if (trials_total < 0) bad_input("trials_total must be >= 0");
   impl_->write("updating job " + std::to_string(job_id), [&] {
-    Use update(
-        impl_->statement("UPDATE job SET trials_total = ?, updated_at = ? WHERE id = ?"));
+    Use update(impl_->statement("UPDATE job SET trials_total = ?, updated_at = ? WHERE id = ?"));
     update->bind(1, trials_total).bind(2, unix_now()).bind(3, job_id);
     update->run();
     if (impl_->db.changes() == 0) {
@@ -723,9 +752,7 @@ JobProgress TuningDb::job_progress(int64_t job_id) {
       }
       progress.job = job_from_row(*q);
     }
-    Use q(impl_->statement(
-        "SELECT w.workload_key, r.config_index FROM record r "
-        "JOIN workload w ON w.id = r.workload_id WHERE r.job_id = ?"));
+    Use q(impl_->statement(queries::kJobMeasured));
     q->bind(1, job_id);
     while (q->step()) {
       progress.measured[q->column_text(0)].insert(q->column_int64(1));
@@ -754,8 +781,8 @@ Stats TuningDb::stats() {
         "SELECT error_class, count(*), min(measured_at), max(measured_at) FROM record "
         "GROUP BY error_class"));
     while (q->step()) {
-      ErrorClass error =
-          error_class_from_code(static_cast<int>(q->column_int64(0))).value_or(ErrorClass::kUnknown);
+      ErrorClass error = error_class_from_code(static_cast<int>(q->column_int64(0)))
+                             .value_or(ErrorClass::kUnknown);
       int64_t n = q->column_int64(1);
       s.by_error[error] += n;
       s.records += n;
@@ -915,7 +942,8 @@ ImportResult TuningDb::import_records(std::istream &in, const ImportOptions &opt
         json parsed = json::parse(line, nullptr, false);
         if (parsed.is_discarded()) bad_input("not valid JSON");
         Record record = record_from_json(parsed);
-        validate(record, "record");
+        Checked checked;
+        validate(record, "record", checked);
         if (impl_->insert_one(record, ids, /*skip_duplicate=*/true) == 0) {
           ++result.duplicates;
         } else {
@@ -931,8 +959,8 @@ ImportResult TuningDb::import_records(std::istream &in, const ImportOptions &opt
       }
     }
     if (in.bad()) {
-      throw TuningDbError(Kind::kBadInput,
-                          "reading line " + std::to_string(number + 1) + " failed; nothing was imported");
+      throw TuningDbError(Kind::kBadInput, "reading line " + std::to_string(number + 1) +
+                                               " failed; nothing was imported");
     }
     transaction->commit();
   } catch (const DbError &e) {

@@ -47,7 +47,7 @@ struct HistoryQuery {
   std::string template_name;  // the template family
   std::string device_key;     // the device class
   bool valid_only = false;
-  int64_t limit = 0;          // 0: all
+  int64_t limit = 0;  // 0: all
 };
 
 struct WorkloadSummary {
@@ -139,8 +139,8 @@ class TuningDb {
   std::vector<int64_t> insert(const std::vector<Record> &records);
   int64_t insert(const Record &record);
 
-  // The fastest valid record of the workload on the target (lowest mean cost; ties: the oldest
-  // record). nullopt when the workload or target is unknown or has no valid record in scope.
+  // The fastest valid record of the workload on the target (lowest mean cost; ties: the record
+  // stored first). nullopt when the workload or target is unknown or has no valid record in scope.
   std::optional<Record> best(const std::string &workload_key, const Target &target,
                              Scope scope = Scope::kExactThenClass);
   // Up to k valid records, fastest first, with the same scope rules as best().
@@ -150,7 +150,8 @@ class TuningDb {
   // transfer-learning set of the cost model.
   std::vector<Record> history(const HistoryQuery &query);
   // Calls `visit` for each matching record, oldest first, without holding them all in memory.
-  void for_each_record(const ExportFilter &filter, const std::function<void(const Record &)> &visit);
+  void for_each_record(const ExportFilter &filter,
+                       const std::function<void(const Record &)> &visit);
 
   // --- Workloads and targets -------------------------------------------------------------------
   std::optional<Workload> workload(const std::string &key);

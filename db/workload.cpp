@@ -56,9 +56,9 @@ Workload Workload::parse(std::string template_name, std::string_view args_json, 
   try {
     args = nlohmann::json::parse(args_json);
   } catch (const nlohmann::json::exception &e) {
-    throw TuningDbError(TuningDbError::Kind::kBadInput,
-                        "workload " + template_name + ": arguments are not valid JSON: " +
-                            e.what());
+    throw TuningDbError(
+        TuningDbError::Kind::kBadInput,
+        "workload " + template_name + ": arguments are not valid JSON: " + e.what());
   }
   return make(std::move(template_name), args, flop);
 }

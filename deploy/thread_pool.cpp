@@ -26,7 +26,7 @@ namespace {
 
 thread_local bool t_in_parallel = false;
 
-// How long an idle worker (or a caller waiting for workers) spins before it sleeps or yields.
+// How long an idle worker spins (yielding now and then) before it sleeps.
 constexpr std::chrono::microseconds kSpinTime{200};
 
 inline void cpu_relax() {
@@ -96,7 +96,11 @@ struct ThreadPool::Impl {
       int spins = 0;
       while (generation.load(std::memory_order_acquire) == seen) {
         cpu_relax();
-        if (++spins % 64 == 0 && std::chrono::steady_clock::now() > spin_until) break;
+        if (++spins % 64 == 0) {
+          if (std::chrono::steady_clock::now() > spin_until) break;
+          // Let a thread that shares this core (the caller, another program) run.
+          std::this_thread::yield();
+        }
       }
       if (generation.load(std::memory_order_acquire) == seen) {
         std::unique_lock<std::mutex> lock(sleep_mutex);
@@ -154,14 +158,11 @@ int32_t ThreadPool::parallel_for(KilnParallelBody body, int64_t n, void *closure
     ParallelRegion region;
     p.run_chunk(0);
   }
-  const auto spin_until = std::chrono::steady_clock::now() + kSpinTime;
   int spins = 0;
   while (p.remaining.load(std::memory_order_acquire) != 0) {
-    if (++spins % 64 == 0 && std::chrono::steady_clock::now() > spin_until) {
-      std::this_thread::yield();
-    } else {
-      cpu_relax();
-    }
+    cpu_relax();
+    // Yield now and then: a worker still busy may share this core.
+    if (++spins % 16 == 0) std::this_thread::yield();
   }
   return p.status.load(std::memory_order_relaxed);
 }

@@ -37,6 +37,11 @@ struct LLVMCodegenOptions {
   // Let LLVM fuse a multiply and an add into one fma (like -ffp-contract=fast): faster, and
   // results may differ from the interpreter in the last bits.
   bool fp_contract = true;
+  // exp, log, tanh, sigmoid and erf on float32 (and float16, computed as float) become inline
+  // polynomial approximations that vectorize, instead of calls to libm one lane at a time. They
+  // are within 2 ULP of the correctly rounded result over the whole float range, subnormal
+  // inputs and results included, and handle infinities and NaN as libm does.
+  bool approx_math = false;
 };
 
 // Builds the module for `funcs` (distinct names) in `context`, with `tm`'s triple and data

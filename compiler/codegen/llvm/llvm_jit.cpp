@@ -6,6 +6,7 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -79,6 +80,13 @@ void LLVMJit::add_module(std::unique_ptr<llvm::Module> module,
   llvm::orc::ThreadSafeModule tsm(std::move(module), std::move(context));
   if (llvm::Error error = impl_->jit->addIRModule(std::move(tsm))) {
     throw LLVMJitError("llvm jit: cannot add module " + name + ": " + to_message(std::move(error)));
+  }
+}
+
+void LLVMJit::add_object_file(const std::string &object, const std::string &name) {
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, name);
+  if (llvm::Error error = impl_->jit->addObjectFile(std::move(buffer))) {
+    throw LLVMJitError("llvm jit: cannot add object " + name + ": " + to_message(std::move(error)));
   }
 }
 

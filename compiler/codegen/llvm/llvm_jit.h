@@ -1,6 +1,6 @@
 #pragma once
-// LLVMJit: compiles LLVM modules in process for the host CPU (ORC LLJIT) and hands out the
-// addresses of their functions. LLVM's headers stay out of this one, so that code using the JIT
+// LLVMJit: compiles LLVM modules in process for the host CPU (ORC LLJIT), or links object files
+// compiled for it, and hands out the addresses of their functions. LLVM's headers stay out of this one, so that code using the JIT
 // does not see LLVM; only the code that builds modules does.
 #include <cstdint>
 #include <memory>
@@ -38,6 +38,11 @@ class LLVMJit {
   // belongs to another context or defines a symbol that is already defined.
   void add_module(std::unique_ptr<llvm::Module> module,
                   std::unique_ptr<llvm::LLVMContext> context);
+
+  // Takes a relocatable object file for the host (the bytes of an ELF .o, as the LLVM back end
+  // emits it) and links it in when one of its symbols is first looked up. Throws LLVMJitError if
+  // the object is malformed or defines a symbol that is already defined.
+  void add_object_file(const std::string &object, const std::string &name);
 
   // The address of a symbol defined by an added module, compiling it on first use. Throws
   // LLVMJitError when it is not defined.

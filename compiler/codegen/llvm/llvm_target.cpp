@@ -168,9 +168,13 @@ bool LLVMTarget::runs_on_host() const {
   static const LLVMTarget native = host();
   if (llvm::Triple(triple).getArch() != llvm::Triple(native.triple).getArch()) return false;
   if (llvm::Triple(triple).getOS() != llvm::Triple(native.triple).getOS()) return false;
-  const auto mine = subtarget(*this)->getFeatureBits();
-  const auto have = subtarget(native)->getFeatureBits();
-  return (mine & ~have).none();
+  // Tuning flags differ from CPU to CPU; what matters is that no instruction set the host lacks
+  // is enabled.
+  auto sti = subtarget(*this);
+  for (const auto &f : native.features) {
+    if (f[0] == '-' && sti->checkFeatures("+" + f.substr(1))) return false;
+  }
+  return true;
 }
 
 int LLVMTarget::vector_bits() const {

@@ -1,0 +1,60 @@
+#pragma once
+// Epilogues: a chain of elementwise stages applied to an anchor operator's output (bias add, relu,
+// clip, residual add, requantize, ...), given as a JSON list of small op descriptors in the
+// workload's "epilogue" argument. Every anchor template accepts one; its schedule inlines all
+// epilogue stages but the last and computes the anchor inside the last one's output tile loop, so
+// the fused operator is a single loop nest.
+//
+// Descriptors (canonical form):
+//   {"op":"bias_add"}                  + bias[channel]; adds an input of shape [channels]
+//   {"op":"add"}, {"op":"multiply"}    with a tensor of the output's shape (a residual); adds an input
+//   {"op":"relu"}                      max(x, 0)
+//   {"op":"clip","max":b,"min":a}      min(max(x, a), b)
+//   {"op":"scale","value":v}           x * v
+//   {"op":"sigmoid"}, {"op":"tanh"}    float only
+//   {"op":"cast","dtype":"float16"}
+//   {"op":"requantize","out_dtype":"int8","scale":s,"zero_point":z}
+//                                      clamp(round(float(x) * s) + z) to out_dtype's range, cast
+// Extra inputs come after the anchor's inputs, in chain order, with the dtype the chain has at
+// that point.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "compiler/autotune/json.h"
+#include "compiler/te/tensor.h"
+
+namespace kiln::ops {
+
+namespace epilogue {
+autotune::Json bias_add();
+autotune::Json add();
+autotune::Json multiply();
+autotune::Json relu();
+autotune::Json clip(double lo, double hi);
+autotune::Json scale(double value);
+autotune::Json sigmoid();
+autotune::Json tanh();
+autotune::Json cast(const std::string &dtype);
+autotune::Json requantize(double scale, int64_t zero_point, const std::string &out_dtype);
+}  // namespace epilogue
+
+// Which channel of the anchor's output an element belongs to (what a bias is indexed by).
+struct ChannelMap {
+  int64_t channels = 1;
+  std::function<ir::Expr(const std::vector<ir::Var> &)> index;
+};
+
+// Validates an epilogue list for an anchor whose output has dtype `in` and returns its canonical
+// form. Throws OpError mentioning `where`.
+autotune::Json canonical_epilogue(const autotune::Json &list, ir::DataType in, const std::string &where);
+// The dtype at the end of the chain.
+ir::DataType epilogue_dtype(const autotune::Json &list, ir::DataType in);
+// Operations of the chain on `elements` output elements (one per element per stage).
+double epilogue_flop(const autotune::Json &list, double elements);
+// Builds the stages on `anchor`; appends extra inputs to *inputs. Returns the stages in order
+// (empty for an empty list).
+std::vector<te::Tensor> build_epilogue(const te::Tensor &anchor, const autotune::Json &list, const ChannelMap &channel,
+                                       std::vector<te::Tensor> *inputs);
+
+}  // namespace kiln::ops

@@ -1,0 +1,355 @@
+// Matrix-multiply templates for x86 (AutoTVM's dense_pack / dense_nopack style):
+//   dense_pack.x86    data[M,K] x weight[N,K]^T; the weight is packed to [N/bn, K, bn] with bn the
+//                     innermost tile_x factor, so the inner loop loads bn contiguous weights;
+//                     with "prepacked": true the weight input already has the packed layout
+//                     (its shape then depends on the config, like the NCHWc layouts);
+//   dense_nopack.x86  data[M,K] x weight[N,K]^T; the reduction is split by a vector factor into
+//                     partial sums computed lane-wise, then summed;
+//   matmul.x86        a[M,K] x b[K,N] (b's rows are already contiguous along N);
+//   batch_matmul.x86  a[B,M,K] x b[B or 1, N, K]^T (packed per batch) or b[B or 1, K, N].
+// Integer inputs (int8/uint8) accumulate in int32 unless out_dtype says otherwise.
+//
+// Schedule (tiled for registers and cache): the output loops are split tile_y = (yt, yo, yi) and
+// tile_x = (xt, xo, xi), ordered (xt, yt, yo, xo, yi, xi); (batch, xt, yt) fused and parallel;
+// the accumulating stage is computed at the fused (yo, xo) loop: for each k block, a yi x xi
+// register tile, xi vectorized, rows and the inner k loop unrolled; the output stage applies the
+// epilogue on the tile, xi vectorized.
+#include <algorithm>
+
+#include "compiler/ir/op.h"
+#include "compiler/ops/templates.h"
+
+namespace kiln::ops {
+
+namespace {
+
+using autotune::Config;
+using autotune::ConfigSpace;
+using autotune::Json;
+using autotune::SplitPolicy;
+using namespace detail;
+using namespace ir;
+
+enum class Form { Dense, Matmul, BatchMatmul };
+
+struct Gemm {
+  std::string tmpl;
+  Form form = Form::Dense;
+  bool batch = false;
+  bool transpose_b = true;  // b is [.., N, K]
+  bool prepacked = false;   // dense_pack: the weight comes packed as [N/bn, K, bn]
+  int64_t B = 1, BB = 1, M = 0, N = 0, K = 0;
+  TensorArg a, b;
+  DataType out;
+  Json epilogue;
+};
+
+const char *a_key(Form f) { return f == Form::Dense ? "data" : "a"; }
+const char *b_key(Form f) { return f == Form::Dense ? "weight" : "b"; }
+
+Gemm parse(const std::string &tmpl, Form form, const Json &args) {
+  Gemm g;
+  g.tmpl = tmpl;
+  g.form = form;
+  g.batch = form == Form::BatchMatmul;
+  if (g.batch) {
+    check_keys(tmpl, args, {"a", "b", "transpose_b", "out_dtype", "epilogue"});
+  } else {
+    check_keys(tmpl, args, {a_key(form), b_key(form), "out_dtype", "epilogue", "prepacked"});
+  }
+  const int rank = g.batch ? 3 : 2;
+  g.a = tensor_arg(tmpl, args, a_key(form), rank);
+  g.b = tensor_arg(tmpl, args, b_key(form), rank);
+  g.transpose_b = form == Form::Dense || (g.batch && bool_arg(tmpl, args, "transpose_b", true));
+  const int o = g.batch ? 1 : 0;
+  if (g.batch) {
+    g.B = g.a.shape[0];
+    g.BB = g.b.shape[0];
+    if (g.BB != g.B && g.BB != 1) bad_args(tmpl, "the batch of b must be that of a or 1");
+  }
+  g.M = g.a.shape[static_cast<size_t>(o)];
+  g.K = g.a.shape[static_cast<size_t>(o + 1)];
+  const int64_t bk = g.b.shape[static_cast<size_t>(g.transpose_b ? o + 1 : o)];
+  g.N = g.b.shape[static_cast<size_t>(g.transpose_b ? o : o + 1)];
+  if (bk != g.K) {
+    bad_args(tmpl, "reduction lengths differ: " + std::to_string(g.K) + " in " + a_key(form) + ", " +
+                       std::to_string(bk) + " in " + b_key(form));
+  }
+  if (g.a.dtype.is_float() != g.b.dtype.is_float()) bad_args(tmpl, "mixing float and integer inputs");
+  g.prepacked = bool_arg(tmpl, args, "prepacked", false);
+  if (g.prepacked && tmpl != "dense_pack.x86") bad_args(tmpl, "only dense_pack takes a prepacked weight");
+  g.out = dtype_arg(tmpl, args, "out_dtype", default_accumulator(g.a.dtype));
+  if (g.out.is_float() != g.a.dtype.is_float()) bad_args(tmpl, "out_dtype must be float for float inputs, int for ints");
+  g.epilogue = canonical_epilogue(args.get_or("epilogue", Json::array()), g.out, "workload " + tmpl);
+  return g;
+}
+
+Json canonical(const Gemm &g) {
+  Json j = Json::object({{a_key(g.form), tensor_json(g.a)},
+                         {b_key(g.form), tensor_json(g.b)},
+                         {"out_dtype", g.out.to_string()},
+                         {"epilogue", g.epilogue}});
+  if (g.batch) j.set("transpose_b", g.transpose_b);
+  if (g.prepacked) j.set("prepacked", true);
+  return j;
+}
+
+double flop(const Gemm &g) {
+  double out = static_cast<double>(g.B) * static_cast<double>(g.M) * static_cast<double>(g.N);
+  return 2.0 * out * static_cast<double>(g.K) + epilogue_flop(g.epilogue, out);
+}
+
+// The compute. pack_bn > 0 packs b (which must be [.., N, K]) to [.., N/bn, K, bn].
+Compute gemm_compute(const Gemm &g, int64_t pack_bn) {
+  Compute c;
+  te::Tensor A = te::placeholder(g.a.shape_exprs(), g.a.dtype, a_key(g.form));
+  const bool batch = g.batch;
+  const bool bcast_b = g.BB != g.B;
+  te::Tensor Bt, P;
+  if (g.prepacked) {
+    // The graph packs constant weights once; the kernel reads them in the packed layout (and a
+    // tuning run measures the kernel without the packing, as AutoTVM does).
+    Bt = te::placeholder({Expr(static_cast<int>(g.N / pack_bn)), Expr(static_cast<int>(g.K)), Expr(static_cast<int>(pack_bn))},
+                         g.b.dtype, b_key(g.form));
+    P = Bt;
+  } else {
+    Bt = te::placeholder(g.b.shape_exprs(), g.b.dtype, b_key(g.form));
+  }
+  c.inputs = {A, Bt};
+  if (pack_bn > 0 && !g.prepacked) {
+    const int bn = static_cast<int>(pack_bn);
+    std::vector<Expr> shape;
+    if (batch) shape.emplace_back(static_cast<int>(g.BB));
+    shape.insert(shape.end(), {Expr(static_cast<int>(g.N / pack_bn)), Expr(static_cast<int>(g.K)), Expr(bn)});
+    P = te::compute(
+        shape,
+        te::FCompute([=](const std::vector<Var> &i) {
+          if (batch) return Bt(i[0], i[1] * bn + i[3], i[2]);
+          return Bt(i[0] * bn + i[2], i[1]);
+        }),
+        std::string(b_key(g.form)) + ".pack", "pack");
+    c.parts["pack"] = P;
+  }
+  const DataType out = g.out;
+  const bool tb = g.transpose_b;
+  te::IterVar k = te::reduce_axis(static_cast<int>(g.K), "k");
+  std::vector<Expr> shape;
+  if (batch) shape.emplace_back(static_cast<int>(g.B));
+  shape.insert(shape.end(), {Expr(static_cast<int>(g.M)), Expr(static_cast<int>(g.N))});
+  const int bn = static_cast<int>(pack_bn);
+  te::Tensor C = te::compute(
+      shape,
+      te::FCompute([=](const std::vector<Var> &i) {
+        Expr bb = batch ? (bcast_b ? Expr(0) : Expr(i[0])) : Expr();
+        Expr m = i[batch ? 1 : 0], n = i[batch ? 2 : 1];
+        Expr av = batch ? A(i[0], m, k->var) : A(m, k->var);
+        Expr bv;
+        if (P.defined()) {
+          bv = batch ? P(bb, floordiv(n, bn), k->var, floormod(n, bn)) : P(floordiv(n, bn), k->var, floormod(n, bn));
+        } else if (tb) {
+          bv = batch ? Bt(bb, n, k->var) : Bt(n, k->var);
+        } else {
+          bv = batch ? Bt(bb, k->var, n) : Bt(k->var, n);
+        }
+        return te::sum(cast(out, av) * cast(out, bv), {k});
+      }),
+      g.form == Form::Dense ? "dense" : "matmul", "gemm");
+  c.parts["anchor"] = C;
+  ChannelMap ch{g.N, [batch](const std::vector<Var> &i) { return Expr(i[batch ? 2 : 1]); }};
+  c.epilogue = build_epilogue(C, g.epilogue, ch, &c.inputs);
+  c.outputs = {c.epilogue.empty() ? C : c.epilogue.back()};
+  return c;
+}
+
+// --- the packed / direct schedule (dense_pack, matmul, batch_matmul) ---
+
+void define_tiled_space(ConfigSpace &s, const Gemm &g) {
+  s.define_split("tile_y", g.M, 3);
+  s.define_split("tile_x", g.N, 3);
+  s.define_split("tile_k", g.K, 2);
+  s.define_split("tile_inner", g.M, 2, SplitPolicy::factors(16));
+}
+
+// AutoTVM's fallback for dense_pack, with the vector width of the target.
+Config default_tiled(const ConfigSpace &s, const Gemm &g, const Target &t) {
+  const int64_t vec = t.lanes(g.out);
+  int64_t x_ii = largest_divisor_at_most(g.N, vec * 2);
+  int64_t nn = g.N / x_ii, x_oi = 1;
+  while (nn / x_oi > 4 && (nn / x_oi) % 2 == 0) x_oi *= 2;
+  int64_t y_ii = 8;
+  while (g.M % y_ii != 0) y_ii /= 2;
+  int64_t mm = g.M / y_ii, y_oi = 1;
+  while (mm / y_oi > 4 && (mm / y_oi) % 2 == 0) y_oi *= 2;
+  int64_t k_i = largest_divisor_at_most(g.K, 4);
+  return s.from_values({{"tile_y", Json::array_of(std::vector<int64_t>{mm / y_oi, y_oi, y_ii})},
+                        {"tile_x", Json::array_of(std::vector<int64_t>{nn / x_oi, x_oi, x_ii})},
+                        {"tile_k", Json::array_of(std::vector<int64_t>{g.K / k_i, k_i})},
+                        {"tile_inner", Json::array_of(std::vector<int64_t>{g.M / y_ii, y_ii})}});
+}
+
+void schedule_tiled(te::Schedule &s, const Compute &c, const Config &cfg, bool batch) {
+  auto [out, acc] = prepare_anchor(s, c);
+  const size_t o = batch ? 1 : 0;
+  te::Stage O = s[out];
+  const auto ty = cfg.split("tile_y"), tx = cfg.split("tile_x"), tk = cfg.split("tile_k");
+  auto ys = autotune::apply_split(O, O.axis(o), ty);
+  auto xs = autotune::apply_split(O, O.axis(o + 1), tx);
+  std::vector<IterVar> outer;
+  if (batch) outer.push_back(O.axis(0));
+  outer.push_back(xs[0]);
+  outer.push_back(ys[0]);
+  std::vector<IterVar> order = outer;
+  order.insert(order.end(), {ys[1], xs[1], ys[2], xs[2]});
+  O.reorder(order);
+  IterVar xyt, xyo;
+  O.fuse(outer, &xyt);
+  O.parallel(xyt);
+  O.fuse(ys[1], xs[1], &xyo);
+  if (ty[2] <= 32) O.unroll(ys[2]);
+  O.vectorize(xs[2]);
+
+  te::Stage A = s[acc];
+  A.compute_at(O, xyo);
+  IterVar ay = A.axis(o), ax = A.axis(o + 1);
+  auto ks = autotune::apply_split(A, A.reduce_axis(0), tk);
+  const int64_t inner = cfg.split("tile_inner").back();
+  // Unrolling the inner reduction loop across the register tile, as long as the code stays small.
+  const int64_t rows = inner > 1 ? ceil_div(ty[2], inner) * inner : ty[2];
+  const bool unroll_k = tk[1] * rows <= 128;
+  if (inner > 1) {
+    IterVar yo, yi;
+    A.split(ay, static_cast<int>(inner), &yo, &yi);
+    A.reorder({ks[0], yo, ks[1], yi, ax});
+    if (ty[2] <= 64) A.unroll(yo);
+    if (unroll_k) A.unroll(ks[1]);
+    A.unroll(yi);
+  } else {
+    A.reorder({ks[0], ks[1], ay, ax});
+    if (unroll_k) A.unroll(ks[1]);
+    if (ty[2] <= 64) A.unroll(ay);
+  }
+  A.vectorize(ax);
+
+  if (c.has_part("pack")) {
+    te::Stage P = s[c.part("pack")];
+    IterVar f;
+    if (batch) {
+      P.fuse(P.axis(0), P.axis(1), &f);
+    } else {
+      f = P.axis(0);
+    }
+    P.parallel(f);
+    P.vectorize(P.axis(batch ? 3 : 2));
+  }
+}
+
+// --- dense_nopack ---
+
+Compute nopack_compute(const Gemm &g, int64_t vec) {
+  Compute c;
+  te::Tensor X = te::placeholder(g.a.shape_exprs(), g.a.dtype, "data");
+  te::Tensor W = te::placeholder(g.b.shape_exprs(), g.b.dtype, "weight");
+  c.inputs = {X, W};
+  const DataType out = g.out;
+  const int v = static_cast<int>(vec);
+  te::IterVar ko = te::reduce_axis(static_cast<int>(g.K / vec), "k.outer");
+  te::Tensor CC = te::compute(
+      {Expr(static_cast<int>(g.M)), Expr(static_cast<int>(g.N)), Expr(v)},
+      [=](Var m, Var n, Var l) {
+        return te::sum(cast(out, X(m, ko->var * v + l)) * cast(out, W(n, ko->var * v + l)), {ko});
+      },
+      "dense.partial", "gemm");
+  te::IterVar kv = te::reduce_axis(v, "k.inner");
+  te::Tensor C = te::compute(
+      {Expr(static_cast<int>(g.M)), Expr(static_cast<int>(g.N))},
+      [=](Var m, Var n) { return te::sum(CC(m, n, kv->var), {kv}); }, "dense", "gemm");
+  c.parts["partial"] = CC;
+  c.parts["anchor"] = C;
+  ChannelMap ch{g.N, [](const std::vector<Var> &i) { return Expr(i[1]); }};
+  c.epilogue = build_epilogue(C, g.epilogue, ch, &c.inputs);
+  c.outputs = {c.epilogue.empty() ? C : c.epilogue.back()};
+  return c;
+}
+
+void schedule_nopack(te::Schedule &s, const Compute &c, const Config &cfg) {
+  auto [out, acc] = prepare_anchor(s, c);
+  te::Stage O = s[out];
+  auto ys = autotune::apply_split(O, O.axis(0), cfg.split("tile_y"));
+  auto xs = autotune::apply_split(O, O.axis(1), cfg.split("tile_x"));
+  O.reorder({ys[0], xs[0], ys[1], xs[1]});
+  IterVar xyo;
+  O.fuse(ys[0], xs[0], &xyo);
+  O.parallel(xyo);
+  te::Stage A = s[acc];
+  A.compute_at(O, xyo);
+  A.unroll(A.reduce_axis(0));
+  te::Stage P = s[c.part("partial")];
+  P.compute_at(O, xyo);
+  IterVar yz;
+  P.fuse(P.axis(0), P.axis(1), &yz);
+  P.reorder({P.reduce_axis(0), yz, P.axis(2)});
+  if (cfg.split("tile_y")[1] * cfg.split("tile_x")[1] <= 64) P.unroll(yz);
+  P.vectorize(P.axis(2));
+}
+
+// --- registration ---
+
+Template tiled_template(const std::string &name, Form form, int64_t pack, const std::string &summary) {
+  Template t;
+  t.name = name;
+  t.version = 1;
+  t.summary = summary;
+  t.canonicalize = [name, form](const Json &a) { return canonical(parse(name, form, a)); };
+  t.flop = [name, form](const Json &a) { return flop(parse(name, form, a)); };
+  t.define_space = [name, form](ConfigSpace &s, const Json &a, const Target &) { define_tiled_space(s, parse(name, form, a)); };
+  t.default_config = [name, form](const ConfigSpace &s, const Json &a, const Target &tg) {
+    return default_tiled(s, parse(name, form, a), tg);
+  };
+  t.compute = [name, form, pack](const Json &a, const Config &cfg) {
+    Gemm g = parse(name, form, a);
+    const bool do_pack = pack && g.transpose_b;
+    return gemm_compute(g, do_pack ? cfg.split("tile_x").back() : 0);
+  };
+  t.schedule = [form](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+    schedule_tiled(s, c, cfg, form == Form::BatchMatmul);
+  };
+  return t;
+}
+
+}  // namespace
+
+void register_gemm_templates(Registry &r) {
+  r.add(tiled_template("dense_pack.x86", Form::Dense, 1, "dense with packed weights (data[M,K], weight[N,K])"));
+  r.add(tiled_template("matmul.x86", Form::Matmul, 0, "matrix multiply a[M,K] x b[K,N]"));
+  r.add(tiled_template("batch_matmul.x86", Form::BatchMatmul, 1,
+                       "batched matrix multiply a[B,M,K] x b[B|1,N,K]^T (packed) or b[B|1,K,N]"));
+
+  Template t;
+  t.name = "dense_nopack.x86";
+  t.version = 1;
+  t.summary = "dense without packing: lane-wise partial sums over K (data[M,K], weight[N,K])";
+  const std::string name = t.name;
+  t.canonicalize = [name](const Json &a) { return canonical(parse(name, Form::Dense, a)); };
+  t.flop = [name](const Json &a) { return flop(parse(name, Form::Dense, a)); };
+  t.define_space = [name](ConfigSpace &s, const Json &a, const Target &) {
+    Gemm g = parse(name, Form::Dense, a);
+    s.define_split("tile_y", g.M, 2);
+    s.define_split("tile_x", g.N, 2);
+    s.define_split("tile_k", g.K, 2);
+  };
+  t.default_config = [name](const ConfigSpace &s, const Json &a, const Target &tg) {
+    Gemm g = parse(name, Form::Dense, a);
+    int64_t kb = largest_divisor_at_most(g.K, tg.lanes(g.out) * 2);
+    int64_t yb = largest_divisor_at_most(g.M, 4), xb = largest_divisor_at_most(g.N, 4);
+    return s.from_values({{"tile_y", Json::array_of(std::vector<int64_t>{g.M / yb, yb})},
+                          {"tile_x", Json::array_of(std::vector<int64_t>{g.N / xb, xb})},
+                          {"tile_k", Json::array_of(std::vector<int64_t>{g.K / kb, kb})}});
+  };
+  t.compute = [name](const Json &a, const Config &cfg) {
+    return nopack_compute(parse(name, Form::Dense, a), cfg.split("tile_k").back());
+  };
+  t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) { schedule_nopack(s, c, cfg); };
+  r.add(std::move(t));
+}
+
+}  // namespace kiln::ops

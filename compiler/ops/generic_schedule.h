@@ -1,0 +1,18 @@
+#pragma once
+// Generic CPU schedules for operators that have no template of their own (the graph compiler's
+// fallback): every intermediate elementwise stage is inlined into the output, whose loops are fused,
+// split by a block of vector lanes, the outer part parallel and the block vectorized.
+#include <cstdint>
+
+#include "compiler/ops/target.h"
+#include "compiler/te/schedule.h"
+
+namespace kiln::ops {
+
+// Inlines every non-output, non-reduction stage still at the root and schedules `out` as above
+// with `block` elements per vector block.
+void schedule_injective(te::Schedule &s, const te::Tensor &out, int64_t block);
+// As above with a block of four vectors of the target.
+void schedule_injective(te::Schedule &s, const te::Tensor &out, const Target &target);
+
+}  // namespace kiln::ops

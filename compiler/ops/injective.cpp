@@ -1,0 +1,437 @@
+// Templates for injective and reduction operators on x86, and the generic injective schedule:
+//   elemwise.x86   a chain of elementwise ops (the epilogue descriptors) on one tensor;
+//   broadcast.x86  a binary op with numpy broadcasting (add, subtract, multiply, divide, maximum,
+//                  minimum), then an epilogue;
+//   reduce.x86     sum, mean, max, min or prod over some axes (keepdims optional), then an epilogue.
+// Schedule: intermediate elementwise stages inlined; the output's loops fused (or, for broadcasts
+// with a long innermost dimension, the outer ones), split by a block of vector lanes, the outer part
+// parallel and the block vectorized. Reductions over the innermost data dimension keep vector
+// partial results (rfactor); reductions over outer dimensions vectorize the innermost kept one.
+#include <algorithm>
+
+#include "compiler/ir/op.h"
+#include "compiler/ops/generic_schedule.h"
+#include "compiler/ops/templates.h"
+
+namespace kiln::ops {
+
+using autotune::Config;
+using autotune::ConfigSpace;
+using autotune::Json;
+using autotune::SplitPolicy;
+using namespace detail;
+using namespace ir;
+
+void schedule_injective(te::Schedule &s, const te::Tensor &out, int64_t block) {
+  for (const auto &st : s.stages()) {
+    const auto *c = dynamic_cast<const te::ComputeOpNode *>(st->op.get());
+    if (!c || c->is_reduction() || st->is_output || st->attach_type != te::AttachType::Root) continue;
+    te::Stage(st.get()).compute_inline();
+  }
+  schedule_injective_stage(s, out, std::max<int64_t>(block, 1));
+}
+
+void schedule_injective(te::Schedule &s, const te::Tensor &out, const Target &target) {
+  schedule_injective(s, out, 4 * static_cast<int64_t>(target.lanes(out.dtype())));
+}
+
+namespace {
+
+// Vector blocks for a run of `n` elements: 1, 2, 4, 8 and 16 vectors, no longer than n (or n
+// itself when it is shorter than a vector).
+void define_block(ConfigSpace &s, const std::string &name, int64_t n, int64_t lanes) {
+  std::vector<std::vector<int64_t>> c;
+  for (int64_t v = 1; v <= 16; v *= 2) {
+    if (lanes * v <= n) c.push_back({lanes * v});
+  }
+  if (c.empty()) c.push_back({n});
+  s.define_split(name, n, 2, SplitPolicy::candidate(c));
+}
+
+Config default_block(const ConfigSpace &s, const std::string &name, int64_t n, int64_t lanes) {
+  int64_t b = std::min(n, lanes * 4);
+  const auto &k = s.knob(name);
+  // The largest candidate not above four vectors.
+  Json best = k.entities.front();
+  for (const auto &e : k.entities) {
+    if (e[1].as_int() <= b) best = e;
+  }
+  return s.from_values({{name, best}});
+}
+
+// --- elemwise ---
+
+struct Elemwise {
+  TensorArg data;
+  int64_t axis = 1;
+  Json epilogue;
+};
+
+Elemwise parse_elemwise(const std::string &tmpl, const Json &args) {
+  check_keys(tmpl, args, {"data", "axis", "epilogue"});
+  Elemwise e;
+  e.data = tensor_arg(tmpl, args, "data", -1);
+  const int64_t rank = static_cast<int64_t>(e.data.shape.size());
+  e.axis = int_arg(tmpl, args, "axis", rank > 1 ? 1 : 0);
+  if (e.axis < -rank || e.axis >= rank) bad_args(tmpl, "axis is out of range");
+  if (e.axis < 0) e.axis += rank;
+  e.epilogue = canonical_epilogue(args.get_or("epilogue", Json::array()), e.data.dtype, "workload " + tmpl);
+  if (e.epilogue.size() == 0) bad_args(tmpl, "the op chain (\"epilogue\") is empty");
+  return e;
+}
+
+// --- broadcast ---
+
+struct Broadcast {
+  TensorArg lhs, rhs;
+  std::string op;
+  std::vector<int64_t> shape;
+  Json epilogue;
+};
+
+Broadcast parse_broadcast(const std::string &tmpl, const Json &args) {
+  check_keys(tmpl, args, {"lhs", "rhs", "op", "epilogue"});
+  Broadcast b;
+  b.lhs = tensor_arg(tmpl, args, "lhs", -1);
+  b.rhs = tensor_arg(tmpl, args, "rhs", -1);
+  if (b.lhs.dtype != b.rhs.dtype) bad_args(tmpl, "lhs and rhs must have the same dtype");
+  b.op = string_arg(tmpl, args, "op", "add");
+  static const std::vector<std::string> ops = {"add", "subtract", "multiply", "divide", "maximum", "minimum"};
+  if (std::find(ops.begin(), ops.end(), b.op) == ops.end()) {
+    bad_args(tmpl, "unknown op '" + b.op + "' (add, subtract, multiply, divide, maximum, minimum)");
+  }
+  const size_t rank = std::max(b.lhs.shape.size(), b.rhs.shape.size());
+  for (size_t i = 0; i < rank; ++i) {
+    auto dim = [&](const TensorArg &t) {
+      size_t off = rank - t.shape.size();
+      return i < off ? int64_t{1} : t.shape[i - off];
+    };
+    int64_t l = dim(b.lhs), r = dim(b.rhs);
+    if (l != r && l != 1 && r != 1) {
+      bad_args(tmpl, "shapes do not broadcast: dimension " + std::to_string(i) + " is " + std::to_string(l) + " and " +
+                         std::to_string(r));
+    }
+    b.shape.push_back(std::max(l, r));
+  }
+  b.epilogue = canonical_epilogue(args.get_or("epilogue", Json::array()), b.lhs.dtype, "workload " + tmpl);
+  return b;
+}
+
+// --- reduce ---
+
+struct Reduce {
+  TensorArg data;
+  std::vector<int64_t> axes;  // sorted, unique
+  bool keepdims = false;
+  std::string op;
+  Json epilogue;
+
+  std::vector<int64_t> out_shape() const {
+    std::vector<int64_t> s;
+    for (size_t d = 0; d < data.shape.size(); ++d) {
+      bool red = std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end();
+      if (!red) s.push_back(data.shape[d]);
+      else if (keepdims) s.push_back(1);
+    }
+    if (s.empty()) s.push_back(1);
+    return s;
+  }
+  bool innermost_reduced() const { return axes.back() == static_cast<int64_t>(data.shape.size()) - 1; }
+  int64_t reduced_size() const {
+    int64_t n = 1;
+    for (int64_t a : axes) n *= data.shape[static_cast<size_t>(a)];
+    return n;
+  }
+};
+
+Reduce parse_reduce(const std::string &tmpl, const Json &args) {
+  check_keys(tmpl, args, {"data", "axes", "keepdims", "op", "epilogue"});
+  Reduce r;
+  r.data = tensor_arg(tmpl, args, "data", -1);
+  const int64_t rank = static_cast<int64_t>(r.data.shape.size());
+  const Json *a = args.find("axes");
+  if (!a) {
+    for (int64_t d = 0; d < rank; ++d) r.axes.push_back(d);
+  } else {
+    r.axes = a->is_int() ? std::vector<int64_t>{a->as_int()} : ints_arg(tmpl, args, "axes", a->is_array() ? a->size() : 1, {});
+  }
+  if (r.axes.empty()) bad_args(tmpl, "axes must not be empty");
+  for (auto &x : r.axes) {
+    if (x < -rank || x >= rank) bad_args(tmpl, "axes are out of range");
+    if (x < 0) x += rank;
+  }
+  std::sort(r.axes.begin(), r.axes.end());
+  if (std::adjacent_find(r.axes.begin(), r.axes.end()) != r.axes.end()) bad_args(tmpl, "an axis is listed twice");
+  r.keepdims = bool_arg(tmpl, args, "keepdims", false);
+  r.op = string_arg(tmpl, args, "op", "sum");
+  if (r.op != "sum" && r.op != "mean" && r.op != "max" && r.op != "min" && r.op != "prod") {
+    bad_args(tmpl, "unknown reduction '" + r.op + "' (sum, mean, max, min, prod)");
+  }
+  if (r.op == "mean" && !r.data.dtype.is_float()) bad_args(tmpl, "mean needs float data");
+  r.epilogue = canonical_epilogue(args.get_or("epilogue", Json::array()), r.data.dtype, "workload " + tmpl);
+  return r;
+}
+
+Compute reduce_compute(const Reduce &r) {
+  Compute c;
+  te::Tensor x = te::placeholder(r.data.shape_exprs(), r.data.dtype, "data");
+  c.inputs = {x};
+  std::vector<te::IterVar> rax;
+  for (int64_t a : r.axes) {
+    rax.push_back(te::reduce_axis(Expr(static_cast<int>(r.data.shape[static_cast<size_t>(a)])), "k" + std::to_string(a)));
+  }
+  std::vector<Expr> shape;
+  for (int64_t d : r.out_shape()) shape.push_back(Expr(static_cast<int>(d)));
+  const Reduce q = r;
+  auto body = [=](const std::vector<Var> &i) {
+    std::vector<Expr> idx;
+    size_t o = 0, k = 0;
+    for (size_t d = 0; d < q.data.shape.size(); ++d) {
+      bool red = k < q.axes.size() && q.axes[k] == static_cast<int64_t>(d);
+      if (red) {
+        idx.push_back(rax[k++]->var);
+        if (q.keepdims) ++o;
+      } else {
+        idx.push_back(i[o++]);
+      }
+    }
+    Expr v = x(idx);
+    if (q.op == "max") return te::max(v, rax);
+    if (q.op == "min") return te::min(v, rax);
+    if (q.op == "prod") return te::prod(v, rax);
+    return te::sum(v, rax);
+  };
+  te::Tensor red = te::compute(shape, te::FCompute(body), "reduce_" + (r.op == "mean" ? std::string("sum") : r.op), "reduce");
+  c.parts["anchor"] = red;
+  te::Tensor res = red;
+  if (r.op == "mean") {
+    Expr inv = make_const(r.data.dtype, 1.0 / static_cast<double>(r.reduced_size()));
+    res = te::compute(shape, te::FCompute([=](const std::vector<Var> &i) { return red(exprs(i)) * inv; }), "reduce_mean",
+                      "elemwise");
+    c.parts["mean"] = res;
+  }
+  const int64_t ch_axis = shape.size() > 1 ? 1 : 0;
+  ChannelMap ch{r.out_shape()[static_cast<size_t>(ch_axis)],
+                [ch_axis](const std::vector<Var> &i) { return Expr(i[static_cast<size_t>(ch_axis)]); }};
+  c.epilogue = build_epilogue(res, r.epilogue, ch, &c.inputs);
+  c.outputs = {c.epilogue.empty() ? res : c.epilogue.back()};
+  c.attrs["innermost_reduced"] = r.innermost_reduced() ? 1 : 0;
+  return c;
+}
+
+void schedule_reduce(te::Schedule &s, const Compute &c, const Config &cfg) {
+  inline_epilogue(s, c);
+  OutputAndAcc oa;
+  if (c.has_part("mean")) {
+    if (!c.epilogue.empty()) s[c.part("mean")].compute_inline();
+    oa = {c.outputs[0], c.part("anchor")};
+  } else {
+    oa = prepare_anchor(s, c);
+  }
+  te::Stage O = s[oa.out];
+  const int nd = oa.out.ndim();
+  const int64_t block = cfg.split("tile")[1];
+  std::vector<IterVar> all;
+  for (int d = 0; d < nd; ++d) all.push_back(O.axis(static_cast<size_t>(d)));
+  if (c.attrs.at("innermost_reduced")) {
+    // One output element per iteration of a parallel loop; the reduction keeps `block` vector
+    // partial results.
+    IterVar par;
+    O.fuse(all, &par);
+    O.parallel(par);
+    te::Stage A = s[oa.acc];
+    A.compute_at(O, par);
+    const auto *op = dynamic_cast<const te::ComputeOpNode *>(A->op.get());
+    IterVar k = A.reduce_axis(0);
+    if (op->reduce_axis.size() > 1) {
+      std::vector<IterVar> red;
+      for (size_t i = 0; i < op->reduce_axis.size(); ++i) red.push_back(A.reduce_axis(i));
+      A.fuse(red, &k);
+    }
+    IterVar ko, ki;
+    A.split(k, static_cast<int>(block), &ko, &ki);
+    te::Tensor rf = s.rfactor(oa.acc, ki, oa.acc.ndim());
+    A.unroll(A.reduce_axis(0));
+    te::Stage R = s[rf];
+    R.compute_at(O, par);
+    R.reorder({R.reduce_axis(0), R.axis(static_cast<size_t>(oa.acc.ndim()))});
+    R.vectorize(R.axis(static_cast<size_t>(oa.acc.ndim())));
+  } else {
+    // The innermost kept dimension is vectorized; the reduction runs outside it.
+    IterVar io, ii;
+    O.split(all.back(), static_cast<int>(block), &io, &ii);
+    std::vector<IterVar> outer(all.begin(), all.end() - 1);
+    outer.push_back(io);
+    IterVar par;
+    O.fuse(outer, &par);
+    O.parallel(par);
+    O.vectorize(ii);
+    te::Stage A = s[oa.acc];
+    A.compute_at(O, par);
+    const auto *op = dynamic_cast<const te::ComputeOpNode *>(A->op.get());
+    std::vector<IterVar> order;
+    for (size_t i = 0; i < op->reduce_axis.size(); ++i) order.push_back(A.reduce_axis(i));
+    order.push_back(A.axis(static_cast<size_t>(nd - 1)));
+    A.reorder(order);
+    A.vectorize(A.axis(static_cast<size_t>(nd - 1)));
+  }
+}
+
+}  // namespace
+
+void register_injective_templates(Registry &r) {
+  {
+    Template t;
+    t.name = "elemwise.x86";
+    t.version = 1;
+    t.summary = "a chain of elementwise ops (epilogue descriptors) on one tensor";
+    const std::string name = t.name;
+    t.canonicalize = [name](const Json &a) {
+      Elemwise e = parse_elemwise(name, a);
+      return Json::object({{"data", tensor_json(e.data)}, {"axis", e.axis}, {"epilogue", e.epilogue}});
+    };
+    t.flop = [name](const Json &a) {
+      Elemwise e = parse_elemwise(name, a);
+      return epilogue_flop(e.epilogue, static_cast<double>(e.data.numel()));
+    };
+    t.define_space = [name](ConfigSpace &s, const Json &a, const Target &tg) {
+      Elemwise e = parse_elemwise(name, a);
+      define_block(s, "tile", e.data.numel(), tg.lanes(e.data.dtype));
+    };
+    t.default_config = [name](const ConfigSpace &s, const Json &a, const Target &tg) {
+      Elemwise e = parse_elemwise(name, a);
+      return default_block(s, "tile", e.data.numel(), tg.lanes(e.data.dtype));
+    };
+    t.compute = [name](const Json &a, const Config &) {
+      Elemwise e = parse_elemwise(name, a);
+      Compute c;
+      te::Tensor x = te::placeholder(e.data.shape_exprs(), e.data.dtype, "data");
+      c.inputs = {x};
+      const size_t ax = static_cast<size_t>(e.axis);
+      ChannelMap ch{e.data.shape[ax], [ax](const std::vector<Var> &i) { return Expr(i[ax]); }};
+      c.epilogue = build_epilogue(x, e.epilogue, ch, &c.inputs);
+      c.parts["anchor"] = c.epilogue.front();
+      c.outputs = {c.epilogue.back()};
+      return c;
+    };
+    t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+      schedule_injective(s, c.outputs[0], cfg.split("tile")[1]);
+    };
+    r.add(std::move(t));
+  }
+  {
+    Template t;
+    t.name = "broadcast.x86";
+    t.version = 1;
+    t.summary = "a binary op with numpy broadcasting, then an epilogue";
+    const std::string name = t.name;
+    t.canonicalize = [name](const Json &a) {
+      Broadcast b = parse_broadcast(name, a);
+      return Json::object(
+          {{"lhs", tensor_json(b.lhs)}, {"rhs", tensor_json(b.rhs)}, {"op", b.op}, {"epilogue", b.epilogue}});
+    };
+    t.flop = [name](const Json &a) {
+      Broadcast b = parse_broadcast(name, a);
+      double n = 1;
+      for (int64_t d : b.shape) n *= static_cast<double>(d);
+      return n + epilogue_flop(b.epilogue, n);
+    };
+    t.define_space = [name](ConfigSpace &s, const Json &a, const Target &tg) {
+      Broadcast b = parse_broadcast(name, a);
+      define_block(s, "tile", b.shape.back(), tg.lanes(b.lhs.dtype));
+    };
+    t.default_config = [name](const ConfigSpace &s, const Json &a, const Target &tg) {
+      Broadcast b = parse_broadcast(name, a);
+      return default_block(s, "tile", b.shape.back(), tg.lanes(b.lhs.dtype));
+    };
+    t.compute = [name](const Json &a, const Config &) {
+      Broadcast b = parse_broadcast(name, a);
+      Compute c;
+      te::Tensor l = te::placeholder(b.lhs.shape_exprs(), b.lhs.dtype, "lhs");
+      te::Tensor rr = te::placeholder(b.rhs.shape_exprs(), b.rhs.dtype, "rhs");
+      c.inputs = {l, rr};
+      std::vector<Expr> shape;
+      for (int64_t d : b.shape) shape.push_back(Expr(static_cast<int>(d)));
+      const size_t rank = b.shape.size();
+      auto index = [rank](const TensorArg &t, const std::vector<Var> &i) {
+        std::vector<Expr> idx;
+        const size_t off = rank - t.shape.size();
+        for (size_t d = 0; d < t.shape.size(); ++d) idx.push_back(t.shape[d] == 1 ? Expr(0) : Expr(i[d + off]));
+        return idx;
+      };
+      const std::string op = b.op;
+      const TensorArg la = b.lhs, ra = b.rhs;
+      te::Tensor out = te::compute(
+          shape,
+          te::FCompute([=](const std::vector<Var> &i) {
+            Expr x = l(index(la, i)), y = rr(index(ra, i));
+            if (op == "add") return x + y;
+            if (op == "subtract") return x - y;
+            if (op == "multiply") return x * y;
+            if (op == "divide") return x / y;
+            if (op == "maximum") return ir::max(x, y);
+            return ir::min(x, y);
+          }),
+          op, "broadcast");
+      c.parts["anchor"] = out;
+      ChannelMap ch{b.shape[rank > 1 ? 1 : 0], [rank](const std::vector<Var> &i) { return Expr(i[rank > 1 ? 1 : 0]); }};
+      c.epilogue = build_epilogue(out, b.epilogue, ch, &c.inputs);
+      c.outputs = {c.epilogue.empty() ? out : c.epilogue.back()};
+      return c;
+    };
+    t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+      // Outer dimensions fused and parallel; the innermost split by the block and vectorized, so
+      // a broadcast operand is read with a stride of 0 or 1 inside the vector.
+      for (size_t i = 0; i + 1 < c.epilogue.size(); ++i) s[c.epilogue[i]].compute_inline();
+      if (!c.epilogue.empty()) s[c.part("anchor")].compute_inline();
+      te::Stage O = s[c.outputs[0]];
+      const int nd = c.outputs[0].ndim();
+      IterVar io, ii;
+      O.split(O.axis(static_cast<size_t>(nd - 1)), static_cast<int>(cfg.split("tile")[1]), &io, &ii);
+      std::vector<IterVar> outer;
+      for (int d = 0; d + 1 < nd; ++d) outer.push_back(O.axis(static_cast<size_t>(d)));
+      outer.push_back(io);
+      IterVar par;
+      O.fuse(outer, &par);
+      O.parallel(par);
+      O.vectorize(ii);
+    };
+    r.add(std::move(t));
+  }
+  {
+    Template t;
+    t.name = "reduce.x86";
+    t.version = 1;
+    t.summary = "sum/mean/max/min/prod over axes, then an epilogue";
+    const std::string name = t.name;
+    t.canonicalize = [name](const Json &a) {
+      Reduce rd = parse_reduce(name, a);
+      return Json::object({{"data", tensor_json(rd.data)},
+                           {"axes", Json::array_of(rd.axes)},
+                           {"keepdims", rd.keepdims},
+                           {"op", rd.op},
+                           {"epilogue", rd.epilogue}});
+    };
+    t.flop = [name](const Json &a) {
+      Reduce rd = parse_reduce(name, a);
+      double out = 1;
+      for (int64_t d : rd.out_shape()) out *= static_cast<double>(d);
+      return static_cast<double>(rd.data.numel()) + epilogue_flop(rd.epilogue, out);
+    };
+    t.define_space = [name](ConfigSpace &s, const Json &a, const Target &tg) {
+      Reduce rd = parse_reduce(name, a);
+      const int64_t n = rd.innermost_reduced() ? rd.reduced_size() : rd.out_shape().back();
+      define_block(s, "tile", n, tg.lanes(rd.data.dtype));
+    };
+    t.default_config = [name](const ConfigSpace &s, const Json &a, const Target &tg) {
+      Reduce rd = parse_reduce(name, a);
+      const int64_t n = rd.innermost_reduced() ? rd.reduced_size() : rd.out_shape().back();
+      return default_block(s, "tile", n, tg.lanes(rd.data.dtype));
+    };
+    t.compute = [name](const Json &a, const Config &) { return reduce_compute(parse_reduce(name, a)); };
+    t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) { schedule_reduce(s, c, cfg); };
+    r.add(std::move(t));
+  }
+}
+
+}  // namespace kiln::ops

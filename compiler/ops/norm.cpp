@@ -1,0 +1,446 @@
+// Normalization templates for x86:
+//   softmax.x86     softmax (or log-softmax) along one axis of a float tensor;
+//   layer_norm.x86  layer normalization over the trailing axes, with optional scale (gamma) and
+//                   shift (beta) of the normalized shape.
+// Schedule: the dimensions before the normalized ones are fused and parallel; the reductions
+// (max and sum, or mean and variance) are computed at that loop, so each row's statistics live in
+// a small buffer next to the elementwise stages that use them; the innermost dimensions are
+// vectorized; the epilogue is applied in the same loop nest.
+#include <algorithm>
+
+#include "compiler/ir/op.h"
+#include "compiler/ops/templates.h"
+
+namespace kiln::ops {
+
+namespace {
+
+using autotune::Config;
+using autotune::ConfigSpace;
+using autotune::Json;
+using autotune::SplitPolicy;
+using namespace detail;
+using namespace ir;
+
+// Vectorizes the run of innermost loops `axes` (fused) of a stage, split by `block`.
+void vectorize_run(te::Stage st, const std::vector<IterVar> &axes, int64_t extent, int64_t block) {
+  if (axes.empty()) return;
+  IterVar f;
+  st.fuse(axes, &f);
+  if (extent <= block) {
+    st.vectorize(f);
+    return;
+  }
+  IterVar o, i;
+  st.split(f, static_cast<int>(block), &o, &i);
+  st.vectorize(i);
+}
+
+// A reduction over the innermost data (its reduce axes, fused) computed at `par` of O (or at
+// the root) with `block` partial results: the reduction is split by `block`, the inner part
+// factored out (rfactor) into a vector of partial results that is updated one vector at a time,
+// then summed up unrolled.
+void vectorized_reduction(te::Schedule &s, const te::Tensor &t, te::Stage O, const IterVar &par, int64_t block) {
+  te::Stage st = s[t];
+  const size_t nred = dynamic_cast<const te::ComputeOpNode *>(st->op.get())->reduce_axis.size();
+  IterVar k = st.reduce_axis(0);
+  if (nred > 1) {
+    std::vector<IterVar> red;
+    for (size_t i = 0; i < nred; ++i) red.push_back(st.reduce_axis(i));
+    st.fuse(red, &k);
+  }
+  IterVar ko, ki;
+  st.split(k, static_cast<int>(block), &ko, &ki);
+  const int nd = t.ndim();
+  te::Tensor rf = s.rfactor(t, ki, nd);
+  if (par.defined()) st.compute_at(O, par);
+  st.unroll(st.reduce_axis(0));
+  te::Stage R = s[rf];
+  if (par.defined()) R.compute_at(O, par);
+  R.reorder({R.reduce_axis(0), R.axis(static_cast<size_t>(nd))});
+  R.vectorize(R.axis(static_cast<size_t>(nd)));
+}
+
+// --- softmax ---
+
+struct Softmax {
+  TensorArg data;
+  int64_t axis = 0;
+  bool log = false;
+  Json epilogue;
+};
+
+Softmax parse_softmax(const std::string &tmpl, const Json &args) {
+  check_keys(tmpl, args, {"data", "axis", "log", "epilogue"});
+  Softmax s;
+  s.data = tensor_arg(tmpl, args, "data", -1);
+  if (!s.data.dtype.is_float()) bad_args(tmpl, "softmax needs float data");
+  const int64_t rank = static_cast<int64_t>(s.data.shape.size());
+  s.axis = int_arg(tmpl, args, "axis", -1);
+  if (s.axis < -rank || s.axis >= rank) bad_args(tmpl, "axis is out of range");
+  if (s.axis < 0) s.axis += rank;
+  s.log = bool_arg(tmpl, args, "log", false);
+  s.epilogue = canonical_epilogue(args.get_or("epilogue", Json::array()), s.data.dtype, "workload " + tmpl);
+  return s;
+}
+
+Json canonical(const Softmax &s) {
+  return Json::object(
+      {{"data", tensor_json(s.data)}, {"axis", s.axis}, {"log", s.log}, {"epilogue", s.epilogue}});
+}
+
+Compute softmax_compute(const Softmax &sm) {
+  Compute r;
+  te::Tensor x = te::placeholder(sm.data.shape_exprs(), sm.data.dtype, "data");
+  r.inputs = {x};
+  const size_t a = static_cast<size_t>(sm.axis);
+  std::vector<Expr> shape = sm.data.shape_exprs(), rshape = shape;
+  rshape.erase(rshape.begin() + static_cast<long>(a));
+  if (rshape.empty()) rshape.push_back(Expr(1));
+  const bool scalar_rows = shape.size() == 1;
+  // An index of x from a reduced index and the axis position.
+  auto full = [a, scalar_rows](const std::vector<Var> &ri, Expr k) {
+    std::vector<Expr> idx;
+    if (!scalar_rows) idx.assign(ri.begin(), ri.end());
+    idx.insert(idx.begin() + static_cast<long>(a), std::move(k));
+    return idx;
+  };
+  auto reduced = [a, scalar_rows](const std::vector<Var> &i) {
+    if (scalar_rows) return std::vector<Expr>{Expr(0)};
+    std::vector<Expr> idx(i.begin(), i.end());
+    idx.erase(idx.begin() + static_cast<long>(a));
+    return idx;
+  };
+  te::IterVar k1 = te::reduce_axis(shape[a], "k");
+  te::Tensor mx = te::compute(
+      rshape, te::FCompute([=](const std::vector<Var> &i) { return te::max(x(full(i, k1->var)), {k1}); }),
+      "softmax.max", "softmax");
+  te::Tensor e = te::compute(
+      shape, te::FCompute([=](const std::vector<Var> &i) { return ir::exp(x(exprs(i)) - mx(reduced(i))); }),
+      "softmax.exp", "softmax");
+  te::IterVar k2 = te::reduce_axis(shape[a], "k");
+  te::Tensor sum = te::compute(
+      rshape, te::FCompute([=](const std::vector<Var> &i) { return te::sum(e(full(i, k2->var)), {k2}); }),
+      "softmax.sum", "softmax");
+  const bool log = sm.log;
+  te::Tensor out = te::compute(
+      shape,
+      te::FCompute([=](const std::vector<Var> &i) {
+        if (log) return x(exprs(i)) - mx(reduced(i)) - ir::log(sum(reduced(i)));
+        return e(exprs(i)) / sum(reduced(i));
+      }),
+      log ? "log_softmax" : "softmax", "softmax");
+  r.parts["max"] = mx;
+  r.parts["exp"] = e;
+  r.parts["sum"] = sum;
+  r.parts["anchor"] = out;
+  ChannelMap ch{shape.size() > 1 ? sm.data.shape[1] : sm.data.shape[0],
+                [](const std::vector<Var> &i) { return Expr(i[i.size() > 1 ? 1 : 0]); }};
+  r.epilogue = build_epilogue(out, sm.epilogue, ch, &r.inputs);
+  r.outputs = {r.epilogue.empty() ? out : r.epilogue.back()};
+  return r;
+}
+
+void define_softmax_space(ConfigSpace &s, const Softmax &sm) {
+  const int64_t len = sm.data.shape[static_cast<size_t>(sm.axis)];
+  const bool last = sm.axis + 1 == static_cast<int64_t>(sm.data.shape.size());
+  if (last) s.define_split("tile_k", len, 2, SplitPolicy::verbose(64));
+  if (!sm.log) s.define_bool("exp_inline");
+}
+
+Config default_softmax(const ConfigSpace &s, const Softmax &sm, const Target &t) {
+  std::vector<std::pair<std::string, Json>> v;
+  if (s.has_knob("tile_k")) {
+    const int64_t len = sm.data.shape[static_cast<size_t>(sm.axis)];
+    const int64_t lanes = t.lanes(sm.data.dtype);
+    int64_t b = std::min(len, lanes);
+    v.emplace_back("tile_k", Json::array_of(std::vector<int64_t>{ceil_div(len, b), b}));
+  }
+  if (s.has_knob("exp_inline")) v.emplace_back("exp_inline", Json(0));
+  return s.from_values(v);
+}
+
+void schedule_softmax(te::Schedule &s, const Compute &c, const Config &cfg) {
+  inline_epilogue(s, c);
+  const te::Tensor &anchor = c.part("anchor");
+  if (!c.epilogue.empty()) s[anchor].compute_inline();
+  te::Tensor out = c.outputs[0];
+  te::Stage O = s[out];
+  const int nd = out.ndim();
+  const int axis = static_cast<int>(c.attrs.at("axis"));
+  const bool last = axis == nd - 1;
+  const bool exp_inline = cfg.has("exp_inline") && cfg.choice_bool("exp_inline");
+  const bool has_exp = cfg.has("exp_inline");  // softmax (not log-softmax) reads the exp stage
+  auto extent = [&](int from, int to) {
+    int64_t n = 1;
+    for (int d = from; d < to; ++d) n *= as_const_int(out.shape()[static_cast<size_t>(d)]).value_or(1);
+    return n;
+  };
+  const int64_t block = last ? cfg.split("tile_k")[1] : 64;
+
+  IterVar par;
+  if (axis > 0) {
+    std::vector<IterVar> pre;
+    for (int d = 0; d < axis; ++d) pre.push_back(O.axis(static_cast<size_t>(d)));
+    O.fuse(pre, &par);
+    O.parallel(par);
+  }
+  // Output: vectorize the run after the axis, or the axis itself when it is last.
+  {
+    std::vector<IterVar> run;
+    for (int d = last ? axis : axis + 1; d < nd; ++d) run.push_back(O.axis(static_cast<size_t>(d)));
+    vectorize_run(O, run, extent(last ? axis : axis + 1, nd), block);
+  }
+  te::Stage M = s[c.part("max")], S = s[c.part("sum")], E = s[c.part("exp")];
+  // The exp stage first: compute_at needs the attach stage to read the producer already, and the
+  // max stage is read through it.
+  if (!has_exp || exp_inline) {
+    E.compute_inline();
+  } else {
+    if (par.defined()) E.compute_at(O, par);
+    std::vector<IterVar> run;
+    for (int d = last ? axis : axis + 1; d < nd; ++d) run.push_back(E.axis(static_cast<size_t>(d)));
+    vectorize_run(E, run, extent(last ? axis : axis + 1, nd), block);
+  }
+  for (te::Stage st : {M, S}) {
+    // Reduction outside the vectorized trailing dimensions (when there are any).
+    const int rnd = static_cast<int>(st->op->output_shape(0).size());
+    const bool scalar_rows = nd == 1;
+    std::vector<IterVar> post;
+    if (!scalar_rows) {
+      for (int d = axis; d < rnd; ++d) post.push_back(st.axis(static_cast<size_t>(d)));
+    }
+    if (!post.empty()) {
+      if (par.defined()) st.compute_at(O, par);
+      std::vector<IterVar> order = {st.reduce_axis(0)};
+      order.insert(order.end(), post.begin(), post.end());
+      st.reorder(order);
+      vectorize_run(st, post, extent(axis + 1, nd), 64);
+    } else {
+      vectorized_reduction(s, st->origin_op->output(0), O, par, block);
+    }
+  }
+}
+
+// --- layer norm ---
+
+struct LayerNorm {
+  TensorArg data;
+  int64_t first = 0;  // first normalized dimension
+  double epsilon = 1e-5;
+  bool scale = true, center = true;
+  Json epilogue;
+};
+
+LayerNorm parse_layer_norm(const std::string &tmpl, const Json &args) {
+  check_keys(tmpl, args, {"data", "axes", "epsilon", "scale", "center", "epilogue"});
+  LayerNorm l;
+  l.data = tensor_arg(tmpl, args, "data", -1);
+  if (!l.data.dtype.is_float()) bad_args(tmpl, "layer_norm needs float data");
+  const int64_t rank = static_cast<int64_t>(l.data.shape.size());
+  std::vector<int64_t> axes = {-1};
+  if (const Json *a = args.find("axes")) {
+    axes = a->is_int() ? std::vector<int64_t>{a->as_int()} : ints_arg(tmpl, args, "axes", a->is_array() ? a->size() : 1, {});
+  }
+  if (axes.empty()) bad_args(tmpl, "axes must not be empty");
+  for (auto &x : axes) {
+    if (x < -rank || x >= rank) bad_args(tmpl, "axes are out of range");
+    if (x < 0) x += rank;
+  }
+  std::sort(axes.begin(), axes.end());
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] != rank - static_cast<int64_t>(axes.size()) + static_cast<int64_t>(i)) {
+      bad_args(tmpl, "axes must be the trailing dimensions");
+    }
+  }
+  l.first = axes[0];
+  if (const Json *e = args.find("epsilon")) {
+    if (!e->is_number() || e->as_double() < 0) bad_args(tmpl, "epsilon must be a non-negative number");
+    l.epsilon = e->as_double();
+  }
+  l.scale = bool_arg(tmpl, args, "scale", true);
+  l.center = bool_arg(tmpl, args, "center", true);
+  l.epilogue = canonical_epilogue(args.get_or("epilogue", Json::array()), l.data.dtype, "workload " + tmpl);
+  return l;
+}
+
+Json canonical(const LayerNorm &l) {
+  std::vector<int64_t> axes;
+  for (int64_t d = l.first; d < static_cast<int64_t>(l.data.shape.size()); ++d) axes.push_back(d);
+  return Json::object({{"data", tensor_json(l.data)},
+                       {"axes", Json::array_of(axes)},
+                       {"epsilon", l.epsilon},
+                       {"scale", l.scale},
+                       {"center", l.center},
+                       {"epilogue", l.epilogue}});
+}
+
+int64_t norm_size(const LayerNorm &l) {
+  int64_t n = 1;
+  for (size_t d = static_cast<size_t>(l.first); d < l.data.shape.size(); ++d) n *= l.data.shape[d];
+  return n;
+}
+
+Compute layer_norm_compute(const LayerNorm &l) {
+  Compute r;
+  te::Tensor x = te::placeholder(l.data.shape_exprs(), l.data.dtype, "data");
+  r.inputs = {x};
+  const size_t first = static_cast<size_t>(l.first), nd = l.data.shape.size();
+  std::vector<Expr> shape = l.data.shape_exprs();
+  std::vector<Expr> pre(shape.begin(), shape.begin() + static_cast<long>(first));
+  std::vector<Expr> norm(shape.begin() + static_cast<long>(first), shape.end());
+  const bool no_pre = pre.empty();
+  if (no_pre) pre.push_back(Expr(1));
+  te::Tensor gamma, beta;
+  if (l.scale) {
+    gamma = te::placeholder(norm, l.data.dtype, "gamma");
+    r.inputs.push_back(gamma);
+  }
+  if (l.center) {
+    beta = te::placeholder(norm, l.data.dtype, "beta");
+    r.inputs.push_back(beta);
+  }
+  const DataType dt = l.data.dtype;
+  const Expr inv_n = make_const(dt, 1.0 / static_cast<double>(norm_size(l)));
+  const Expr eps = make_const(dt, l.epsilon);
+  auto row = [no_pre](const std::vector<Var> &i, size_t first_dim) {
+    if (no_pre) return std::vector<Expr>{Expr(0)};
+    return std::vector<Expr>(i.begin(), i.begin() + static_cast<long>(first_dim));
+  };
+  auto make_axes = [&](const char *prefix) {
+    std::vector<te::IterVar> ax;
+    for (size_t d = first; d < nd; ++d) ax.push_back(te::reduce_axis(shape[d], prefix + std::to_string(d - first)));
+    return ax;
+  };
+  auto x_at = [x, no_pre](const std::vector<Var> &i, const std::vector<te::IterVar> &ax) {
+    std::vector<Expr> idx;
+    if (!no_pre) idx.assign(i.begin(), i.end());
+    for (const auto &a : ax) idx.push_back(a->var);
+    return x(idx);
+  };
+  std::vector<te::IterVar> ax1 = make_axes("k");
+  te::Tensor s1 = te::compute(
+      pre, te::FCompute([=](const std::vector<Var> &i) { return te::sum(x_at(i, ax1), ax1); }), "layer_norm.sum",
+      "layer_norm");
+  te::Tensor mean = te::compute(
+      pre, te::FCompute([=](const std::vector<Var> &i) { return s1(exprs(i)) * inv_n; }), "layer_norm.mean",
+      "layer_norm");
+  std::vector<te::IterVar> ax2 = make_axes("j");
+  te::Tensor s2 = te::compute(
+      pre,
+      te::FCompute([=](const std::vector<Var> &i) {
+        Expr d = x_at(i, ax2) - mean(exprs(i));
+        return te::sum(d * d, ax2);
+      }),
+      "layer_norm.var", "layer_norm");
+  te::Tensor out = te::compute(
+      shape,
+      te::FCompute([=](const std::vector<Var> &i) {
+        std::vector<Expr> rw = row(i, first);
+        std::vector<Expr> ni(i.begin() + static_cast<long>(first), i.end());
+        Expr v = (x(exprs(i)) - mean(rw)) * ir::rsqrt(s2(rw) * inv_n + eps);
+        if (gamma.defined()) v = v * gamma(ni);
+        if (beta.defined()) v = v + beta(ni);
+        return v;
+      }),
+      "layer_norm", "layer_norm");
+  r.parts["sum"] = s1;
+  r.parts["mean"] = mean;
+  r.parts["var"] = s2;
+  r.parts["anchor"] = out;
+  ChannelMap ch{l.data.shape.back(), [](const std::vector<Var> &i) { return Expr(i.back()); }};
+  r.epilogue = build_epilogue(out, l.epilogue, ch, &r.inputs);
+  r.outputs = {r.epilogue.empty() ? out : r.epilogue.back()};
+  return r;
+}
+
+void schedule_layer_norm(te::Schedule &s, const Compute &c, const Config &cfg) {
+  inline_epilogue(s, c);
+  const te::Tensor &anchor = c.part("anchor");
+  if (!c.epilogue.empty()) s[anchor].compute_inline();
+  s[c.part("mean")].compute_inline();
+  te::Tensor out = c.outputs[0];
+  te::Stage O = s[out];
+  const int nd = out.ndim();
+  const int first = static_cast<int>(c.attrs.at("first"));
+  const int64_t block = cfg.split("tile_n")[1];
+  int64_t n = 1;
+  for (int d = first; d < nd; ++d) n *= as_const_int(out.shape()[static_cast<size_t>(d)]).value_or(1);
+  IterVar par;
+  if (first > 0) {
+    std::vector<IterVar> pre;
+    for (int d = 0; d < first; ++d) pre.push_back(O.axis(static_cast<size_t>(d)));
+    O.fuse(pre, &par);
+    O.parallel(par);
+  }
+  std::vector<IterVar> norm;
+  for (int d = first; d < nd; ++d) norm.push_back(O.axis(static_cast<size_t>(d)));
+  vectorize_run(O, norm, n, block);
+  for (const char *part : {"sum", "var"}) vectorized_reduction(s, c.part(part), O, par, block);
+}
+
+Template softmax_template() {
+  Template t;
+  t.name = "softmax.x86";
+  t.version = 1;
+  t.summary = "softmax or log-softmax along one axis";
+  const std::string name = t.name;
+  t.canonicalize = [name](const Json &a) { return canonical(parse_softmax(name, a)); };
+  t.flop = [name](const Json &a) {
+    Softmax s = parse_softmax(name, a);
+    return 5.0 * static_cast<double>(s.data.numel()) + epilogue_flop(s.epilogue, static_cast<double>(s.data.numel()));
+  };
+  t.define_space = [name](ConfigSpace &s, const Json &a, const Target &) { define_softmax_space(s, parse_softmax(name, a)); };
+  t.default_config = [name](const ConfigSpace &s, const Json &a, const Target &tg) {
+    return default_softmax(s, parse_softmax(name, a), tg);
+  };
+  t.compute = [name](const Json &a, const Config &) {
+    Softmax sm = parse_softmax(name, a);
+    Compute c = softmax_compute(sm);
+    c.attrs["axis"] = sm.axis;
+    return c;
+  };
+  t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) { schedule_softmax(s, c, cfg); };
+  return t;
+}
+
+Template layer_norm_template() {
+  Template t;
+  t.name = "layer_norm.x86";
+  t.version = 1;
+  t.summary = "layer normalization over the trailing axes";
+  const std::string name = t.name;
+  t.canonicalize = [name](const Json &a) { return canonical(parse_layer_norm(name, a)); };
+  t.flop = [name](const Json &a) {
+    LayerNorm l = parse_layer_norm(name, a);
+    const double n = static_cast<double>(l.data.numel());
+    return 8.0 * n + epilogue_flop(l.epilogue, n);
+  };
+  t.define_space = [name](ConfigSpace &s, const Json &a, const Target &) {
+    s.define_split("tile_n", norm_size(parse_layer_norm(name, a)), 2, SplitPolicy::verbose(64));
+  };
+  t.default_config = [name](const ConfigSpace &s, const Json &a, const Target &tg) {
+    LayerNorm l = parse_layer_norm(name, a);
+    const int64_t n = norm_size(l), b = std::min<int64_t>(n, tg.lanes(l.data.dtype));
+    return s.from_values({{"tile_n", Json::array_of(std::vector<int64_t>{ceil_div(n, b), b})}});
+  };
+  t.compute = [name](const Json &a, const Config &) {
+    LayerNorm l = parse_layer_norm(name, a);
+    Compute c = layer_norm_compute(l);
+    c.attrs["first"] = l.first;
+    return c;
+  };
+  t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+    schedule_layer_norm(s, c, cfg);
+  };
+  return t;
+}
+
+}  // namespace
+
+void register_norm_templates(Registry &r) {
+  r.add(softmax_template());
+  r.add(layer_norm_template());
+}
+
+}  // namespace kiln::ops

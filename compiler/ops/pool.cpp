@@ -1,0 +1,348 @@
+// Pooling templates for x86, in NCHW (rank-4 data) or a blocked NCHW[x]c layout (rank 5):
+//   pool2d.x86         max or average pooling with kernel, stride, padding, dilation, ceil_mode and
+//                      count_include_pad (average pooling needs float data);
+//   global_pool2d.x86  max or average over the whole H x W plane.
+// Schedule: (batch, channel, row) fused and parallel; a run of output columns (NCHW) or the
+// channel block (NCHWc) vectorized; the window reduction runs outside the vector, computed at the
+// output tile together with the division and the epilogue.
+#include <algorithm>
+
+#include "compiler/ir/op.h"
+#include "compiler/ops/templates.h"
+
+namespace kiln::ops {
+
+namespace {
+
+using autotune::Config;
+using autotune::ConfigSpace;
+using autotune::Json;
+using autotune::SplitPolicy;
+using namespace detail;
+using namespace ir;
+
+Expr i32(int64_t v) { return Expr(static_cast<int>(v)); }
+
+struct Pool {
+  std::string tmpl;
+  bool global = false;
+  bool is_max = true;
+  TensorArg data;
+  bool blocked = false;
+  int64_t N = 0, C = 0, H = 0, W = 0, CB = 1;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0, dh = 1, dw = 1;
+  bool ceil_mode = false, count_include_pad = false;
+  int64_t OH = 1, OW = 1;
+  Json epilogue;
+};
+
+int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, int64_t d, bool ceil_mode) {
+  const int64_t span = in + p0 + p1 - ((k - 1) * d + 1);
+  if (span < 0) return 0;
+  int64_t o = (ceil_mode ? ceil_div(span, s) : span / s) + 1;
+  // A window must start inside the input or the leading padding.
+  if (ceil_mode && (o - 1) * s >= in + p0) --o;
+  return o;
+}
+
+Pool parse(const std::string &tmpl, bool global, const Json &args) {
+  Pool p;
+  p.tmpl = tmpl;
+  p.global = global;
+  if (global) {
+    check_keys(tmpl, args, {"data", "pool_type", "epilogue"});
+  } else {
+    check_keys(tmpl, args, {"data", "pool_type", "kernel", "strides", "padding", "dilation", "ceil_mode",
+                            "count_include_pad", "epilogue"});
+  }
+  p.data = tensor_arg(tmpl, args, "data", -1);
+  if (p.data.shape.size() != 4 && p.data.shape.size() != 5) {
+    bad_args(tmpl, "data must be NCHW (rank 4) or NCHW[x]c (rank 5)");
+  }
+  p.blocked = p.data.shape.size() == 5;
+  p.N = p.data.shape[0];
+  p.C = p.data.shape[1];
+  p.H = p.data.shape[2];
+  p.W = p.data.shape[3];
+  p.CB = p.blocked ? p.data.shape[4] : 1;
+  const std::string type = string_arg(tmpl, args, "pool_type", "max");
+  if (type != "max" && type != "avg") bad_args(tmpl, "pool_type must be \"max\" or \"avg\"");
+  p.is_max = type == "max";
+  if (!p.is_max && !p.data.dtype.is_float()) bad_args(tmpl, "average pooling needs float data");
+  if (global) {
+    p.kh = p.H;
+    p.kw = p.W;
+  } else {
+    auto k = ints_arg(tmpl, args, "kernel", 2, {});
+    if (k.empty()) bad_args(tmpl, "missing \"kernel\"");
+    auto s = ints_arg(tmpl, args, "strides", 2, k);
+    auto d = ints_arg(tmpl, args, "dilation", 2, {1, 1});
+    std::vector<int64_t> pad;
+    const Json *pj = args.find("padding");
+    if (pj && pj->is_array() && pj->size() == 2) {
+      auto hw = ints_arg(tmpl, args, "padding", 2, {});
+      pad = {hw[0], hw[1], hw[0], hw[1]};
+    } else {
+      pad = ints_arg(tmpl, args, "padding", 4, {0, 0, 0, 0});
+    }
+    p.kh = k[0];
+    p.kw = k[1];
+    p.sh = s[0];
+    p.sw = s[1];
+    p.dh = d[0];
+    p.dw = d[1];
+    p.pt = pad[0];
+    p.pl = pad[1];
+    p.pb = pad[2];
+    p.pr = pad[3];
+    if (p.kh < 1 || p.kw < 1 || p.sh < 1 || p.sw < 1 || p.dh < 1 || p.dw < 1) {
+      bad_args(tmpl, "kernel, strides and dilation must be positive");
+    }
+    for (int64_t x : pad) {
+      if (x < 0) bad_args(tmpl, "padding must not be negative");
+    }
+    if (p.pt >= (p.kh - 1) * p.dh + 1 || p.pb >= (p.kh - 1) * p.dh + 1 || p.pl >= (p.kw - 1) * p.dw + 1 ||
+        p.pr >= (p.kw - 1) * p.dw + 1) {
+      bad_args(tmpl, "padding must be smaller than the (dilated) window");
+    }
+    p.ceil_mode = bool_arg(tmpl, args, "ceil_mode", false);
+    p.count_include_pad = bool_arg(tmpl, args, "count_include_pad", false);
+    p.OH = out_size(p.H, p.kh, p.sh, p.pt, p.pb, p.dh, p.ceil_mode);
+    p.OW = out_size(p.W, p.kw, p.sw, p.pl, p.pr, p.dw, p.ceil_mode);
+    if (p.OH < 1 || p.OW < 1) bad_args(tmpl, "the output would be empty");
+  }
+  p.epilogue = canonical_epilogue(args.get_or("epilogue", Json::array()), p.data.dtype, "workload " + tmpl);
+  return p;
+}
+
+Json canonical(const Pool &p) {
+  Json j = Json::object({{"data", tensor_json(p.data)}, {"pool_type", p.is_max ? "max" : "avg"}, {"epilogue", p.epilogue}});
+  if (!p.global) {
+    j.set("kernel", Json::array_of(std::vector<int64_t>{p.kh, p.kw}));
+    j.set("strides", Json::array_of(std::vector<int64_t>{p.sh, p.sw}));
+    j.set("padding", Json::array_of(std::vector<int64_t>{p.pt, p.pl, p.pb, p.pr}));
+    j.set("dilation", Json::array_of(std::vector<int64_t>{p.dh, p.dw}));
+    j.set("ceil_mode", p.ceil_mode);
+    j.set("count_include_pad", p.count_include_pad);
+  }
+  return j;
+}
+
+std::vector<int64_t> out_shape(const Pool &p) {
+  std::vector<int64_t> s = {p.N, p.C, p.OH, p.OW};
+  if (p.blocked) s.push_back(p.CB);
+  return s;
+}
+
+double flop(const Pool &p) {
+  double out = static_cast<double>(p.N * p.C * p.CB * p.OH * p.OW);
+  return out * static_cast<double>(p.kh * p.kw) + (p.is_max ? 0.0 : out) + epilogue_flop(p.epilogue, out);
+}
+
+// The number of window taps along one dimension that fall in [lo, hi) for output position o.
+Expr taps(const Expr &o, int64_t k, int64_t s, int64_t d, int64_t p, int64_t lo, int64_t hi) {
+  Expr n;
+  for (int64_t t = 0; t < k; ++t) {
+    Expr pos = o * i32(s) + i32(t * d - p);
+    Expr one = select(pos >= i32(lo) && pos < i32(hi), Expr(1), Expr(0));
+    n = n.defined() ? n + one : one;
+  }
+  return n;
+}
+
+Compute pool_compute(const Pool &p) {
+  Compute r;
+  te::Tensor data = te::placeholder(p.data.shape_exprs(), p.data.dtype, "data");
+  r.inputs = {data};
+  const DataType dt = p.data.dtype;
+  // Rows and columns past the declared padding that ceil_mode windows reach.
+  const int64_t eb = std::max(p.pb, (p.OH - 1) * p.sh + (p.kh - 1) * p.dh + 1 - p.H - p.pt);
+  const int64_t er = std::max(p.pr, (p.OW - 1) * p.sw + (p.kw - 1) * p.dw + 1 - p.W - p.pl);
+  std::vector<int64_t> before = {0, 0, p.pt, p.pl}, after = {0, 0, eb, er};
+  if (p.blocked) {
+    before.push_back(0);
+    after.push_back(0);
+  }
+  te::Tensor src = pad(data, before, after, "data.pad", p.is_max ? min_value(dt) : make_zero(dt));
+  if (src != data) r.parts["pad"] = src;
+  te::IterVar rh = te::reduce_axis(i32(p.kh), "rh"), rw = te::reduce_axis(i32(p.kw), "rw");
+  std::vector<Expr> shape;
+  for (int64_t d : out_shape(p)) shape.push_back(i32(d));
+  const bool is_max = p.is_max, blocked = p.blocked;
+  const int64_t sh = p.sh, sw = p.sw, dh = p.dh, dw = p.dw;
+  te::Tensor red = te::compute(
+      shape,
+      te::FCompute([=](const std::vector<Var> &i) {
+        std::vector<Expr> idx = {i[0], i[1], i[2] * i32(sh) + rh->var * i32(dh), i[3] * i32(sw) + rw->var * i32(dw)};
+        if (blocked) idx.push_back(i[4]);
+        return is_max ? te::max(src(idx), {rh, rw}) : te::sum(src(idx), {rh, rw});
+      }),
+      is_max ? "pool_max" : "pool_sum", "pool");
+  r.parts["anchor"] = red;
+  te::Tensor res = red;
+  if (!is_max) {
+    const Pool q = p;
+    res = te::compute(
+        shape,
+        te::FCompute([=](const std::vector<Var> &i) {
+          Expr count;
+          if (q.global) {
+            count = i32(q.H * q.W);
+          } else if (q.count_include_pad) {
+            count = taps(i[2], q.kh, q.sh, q.dh, q.pt, -q.pt, q.H + q.pb) *
+                    taps(i[3], q.kw, q.sw, q.dw, q.pl, -q.pl, q.W + q.pr);
+          } else {
+            count = taps(i[2], q.kh, q.sh, q.dh, q.pt, 0, q.H) * taps(i[3], q.kw, q.sw, q.dw, q.pl, 0, q.W);
+          }
+          return red(exprs(i)) / cast(dt, ir::max(count, Expr(1)));
+        }),
+        "pool_avg", "elemwise");
+    r.parts["avg"] = res;
+  }
+  ChannelMap ch{p.C * p.CB, [blocked, cb = p.CB](const std::vector<Var> &i) {
+                  return blocked ? i[1] * i32(cb) + i[4] : Expr(i[1]);
+                }};
+  r.epilogue = build_epilogue(res, p.epilogue, ch, &r.inputs);
+  r.outputs = {r.epilogue.empty() ? res : r.epilogue.back()};
+  return r;
+}
+
+// The output stage and the reduction stage computed inside its tiles.
+OutputAndAcc pool_stages(te::Schedule &s, const Compute &c) {
+  inline_epilogue(s, c);
+  if (c.has_part("avg")) {
+    if (!c.epilogue.empty()) s[c.part("avg")].compute_inline();
+    return {c.outputs[0], c.part("anchor")};
+  }
+  return prepare_anchor(s, c);
+}
+
+void define_pool_space(ConfigSpace &s, const Pool &p) {
+  s.define_split("tile_ow", p.OW, 2, p.blocked ? SplitPolicy::factors(16) : SplitPolicy::verbose(64));
+  s.define_bool("unroll_kw");
+  if (p.pt || p.pl || p.pb || p.pr || p.ceil_mode) s.define_bool("pad_inline");
+}
+
+Config default_pool(const ConfigSpace &s, const Pool &p, const Target &t) {
+  const int64_t lanes = t.lanes(p.data.dtype);
+  int64_t owi = p.blocked ? largest_divisor_at_most(p.OW, 8) : largest_divisor_at_most(p.OW, 2 * lanes);
+  if (!p.blocked && owi < lanes / 2 && p.OW >= lanes) owi = lanes;
+  std::vector<std::pair<std::string, Json>> v = {
+      {"tile_ow", Json::array_of(std::vector<int64_t>{ceil_div(p.OW, owi), owi})},
+      {"unroll_kw", Json(p.kw <= 4 ? 1 : 0)}};
+  if (s.has_knob("pad_inline")) v.emplace_back("pad_inline", Json(1));
+  return s.from_values(v);
+}
+
+void schedule_pool(te::Schedule &s, const Compute &c, const Config &cfg) {
+  auto [out, acc] = pool_stages(s, c);
+  te::Stage O = s[out];
+  const bool blocked = out.ndim() == 5;
+  auto ows = autotune::apply_split(O, O.axis(3), cfg.split("tile_ow"));
+  std::vector<IterVar> order = {O.axis(0), O.axis(1), O.axis(2), ows[0], ows[1]};
+  if (blocked) order.push_back(O.axis(4));
+  O.reorder(order);
+  IterVar par;
+  O.fuse({O.axis(0), O.axis(1), O.axis(2)}, &par);
+  O.parallel(par);
+  if (blocked) {
+    O.unroll(ows[1]);
+    O.vectorize(O.axis(4));
+  } else {
+    O.vectorize(ows[1]);
+  }
+  te::Stage A = s[acc];
+  A.compute_at(O, ows[0]);
+  std::vector<IterVar> a_order = {A.reduce_axis(0), A.reduce_axis(1), A.axis(3)};
+  if (blocked) a_order.push_back(A.axis(4));
+  A.reorder(a_order);
+  if (cfg.choice_bool("unroll_kw")) A.unroll(A.reduce_axis(1));
+  if (blocked) {
+    A.unroll(A.axis(3));
+    A.vectorize(A.axis(4));
+  } else {
+    A.vectorize(A.axis(3));
+  }
+  if (c.has_part("pad")) {
+    te::Stage P = s[c.part("pad")];
+    if (cfg.choice_bool("pad_inline")) {
+      P.compute_inline();
+    } else {
+      IterVar f;
+      std::vector<IterVar> outer = {P.axis(0), P.axis(1)};
+      if (blocked) outer.push_back(P.axis(2));
+      P.fuse(outer, &f);
+      P.parallel(f);
+      P.vectorize(P.axis(blocked ? 4 : 3));
+    }
+  }
+}
+
+// --- global pooling ---
+
+void define_global_space(ConfigSpace &s, const Pool &p) {
+  s.define_split("tile_c", p.C, 2, SplitPolicy::factors(64));
+  if (!p.blocked) s.define_split("tile_w", p.W, 2, SplitPolicy::factors(16));
+}
+
+Config default_global(const ConfigSpace &s, const Pool &p, const Target &) {
+  const int64_t tc = largest_divisor_at_most(p.C, p.blocked ? 4 : 8);
+  std::vector<std::pair<std::string, Json>> v = {{"tile_c", Json::array_of(std::vector<int64_t>{p.C / tc, tc})}};
+  if (!p.blocked) {
+    const int64_t tw = largest_divisor_at_most(p.W, 4);
+    v.emplace_back("tile_w", Json::array_of(std::vector<int64_t>{p.W / tw, tw}));
+  }
+  return s.from_values(v);
+}
+
+void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg) {
+  auto [out, acc] = pool_stages(s, c);
+  te::Stage O = s[out];
+  const bool blocked = out.ndim() == 5;
+  auto cs = autotune::apply_split(O, O.axis(1), cfg.split("tile_c"));
+  IterVar par;
+  O.fuse(O.axis(0), cs[0], &par);
+  O.parallel(par);
+  if (blocked) O.vectorize(O.axis(4));
+  te::Stage A = s[acc];
+  A.compute_at(O, par);
+  if (blocked) {
+    A.reorder({A.axis(1), A.reduce_axis(0), A.reduce_axis(1), A.axis(4)});
+    A.vectorize(A.axis(4));
+  } else {
+    IterVar wo, wi;
+    A.split(A.reduce_axis(1), static_cast<int>(cfg.split("tile_w")[1]), &wo, &wi);
+    A.unroll(wi);
+  }
+}
+
+Template pool_template(const std::string &name, bool global, const std::string &summary) {
+  Template t;
+  t.name = name;
+  t.version = 1;
+  t.summary = summary;
+  t.canonicalize = [name, global](const Json &a) { return canonical(parse(name, global, a)); };
+  t.flop = [name, global](const Json &a) { return flop(parse(name, global, a)); };
+  t.define_space = [name, global](ConfigSpace &s, const Json &a, const Target &) {
+    Pool p = parse(name, global, a);
+    global ? define_global_space(s, p) : define_pool_space(s, p);
+  };
+  t.default_config = [name, global](const ConfigSpace &s, const Json &a, const Target &tg) {
+    Pool p = parse(name, global, a);
+    return global ? default_global(s, p, tg) : default_pool(s, p, tg);
+  };
+  t.compute = [name, global](const Json &a, const Config &) { return pool_compute(parse(name, global, a)); };
+  t.schedule = [global](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+    global ? schedule_global(s, c, cfg) : schedule_pool(s, c, cfg);
+  };
+  return t;
+}
+
+}  // namespace
+
+void register_pool_templates(Registry &r) {
+  r.add(pool_template("pool2d.x86", false, "max/average 2-D pooling, NCHW or NCHW[x]c"));
+  r.add(pool_template("global_pool2d.x86", true, "global max/average pooling, NCHW or NCHW[x]c"));
+}
+
+}  // namespace kiln::ops

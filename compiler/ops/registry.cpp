@@ -1,0 +1,129 @@
+#include "compiler/ops/registry.h"
+
+#include <cctype>
+
+#include "compiler/autotune/sha256.h"
+#include "compiler/lower/lower.h"
+#include "compiler/ops/templates.h"
+
+namespace kiln::ops {
+
+std::string workload_key(const std::string &name, const std::string &canonical_args) {
+  return autotune::sha256_hex(name + "\n" + canonical_args);
+}
+
+std::string Workload::key() const { return workload_key(name, canonical_args()); }
+
+std::vector<te::Tensor> Compute::args() const {
+  std::vector<te::Tensor> a = inputs;
+  a.insert(a.end(), outputs.begin(), outputs.end());
+  return a;
+}
+
+const te::Tensor &Compute::part(const std::string &role) const {
+  auto it = parts.find(role);
+  KILN_CHECK(it != parts.end(), "compute has no part '", role, "'");
+  return it->second;
+}
+
+const Registry &Registry::builtin() {
+  static const Registry r = [] {
+    Registry reg;
+    register_gemm_templates(reg);
+    register_conv2d_templates(reg);
+    register_pool_templates(reg);
+    register_norm_templates(reg);
+    register_injective_templates(reg);
+    return reg;
+  }();
+  return r;
+}
+
+void Registry::add(Template t) {
+  if (t.name.empty()) throw OpError("a template needs a name");
+  if (!t.canonicalize || !t.flop || !t.define_space || !t.default_config || !t.compute || !t.schedule) {
+    throw OpError("template " + t.name + " is missing one of its functions");
+  }
+  if (templates_.count(t.name)) throw OpError("template " + t.name + " is registered twice");
+  std::string name = t.name;
+  templates_.emplace(name, std::make_shared<const Template>(std::move(t)));
+}
+
+bool Registry::contains(const std::string &name) const { return templates_.count(name) != 0; }
+
+std::shared_ptr<const Template> Registry::get(const std::string &name) const {
+  auto it = templates_.find(name);
+  if (it == templates_.end()) {
+    std::string known;
+    for (const auto &[n, t] : templates_) known += (known.empty() ? "" : ", ") + n;
+    throw OpError("unknown operator template '" + name + "' (known: " + known + ")");
+  }
+  return it->second;
+}
+
+std::vector<std::string> Registry::names() const {
+  std::vector<std::string> r;
+  for (const auto &[n, t] : templates_) r.push_back(n);
+  return r;
+}
+
+Workload Registry::workload(const std::string &name, const autotune::Json &args) const {
+  auto t = get(name);
+  Workload w;
+  w.name = name;
+  try {
+    w.args = t->canonicalize(args);
+  } catch (const autotune::JsonError &e) {
+    throw OpError("workload " + name + ": " + e.what());
+  }
+  return w;
+}
+
+namespace {
+
+autotune::ConfigSpace make_space(const Template &t, const autotune::Json &args, const Target &target) {
+  autotune::ConfigSpace space(t.name, t.version);
+  t.define_space(space, args, target);
+  return space;
+}
+
+}  // namespace
+
+Task::Task(const std::string &template_name, const autotune::Json &args, const std::string &target,
+           const Registry &registry)
+    : template_(registry.get(template_name)),
+      workload_(registry.workload(template_name, args)),
+      key_(workload_.key()),
+      target_(Target::parse(target)),
+      flop_(template_->flop(workload_.args)),
+      space_(make_space(*template_, workload_.args, target_)) {}
+
+autotune::Config Task::default_config() const {
+  autotune::Config c = template_->default_config(space_, workload_.args, target_);
+  space_.check(c);
+  return c;
+}
+
+Compute Task::compute(const autotune::Config &cfg) const {
+  space_.check(cfg);
+  return template_->compute(workload_.args, cfg);
+}
+
+Instance Task::instantiate(const autotune::Config &cfg) const {
+  Instance inst;
+  inst.compute = compute(cfg);
+  inst.schedule = te::create_schedule(inst.compute.outputs);
+  template_->schedule(*inst.schedule, inst.compute, cfg, target_);
+  return inst;
+}
+
+ir::LoweredFunc Task::lower(const autotune::Config &cfg, const std::string &name) const {
+  std::string fn = name;
+  if (fn.empty()) {
+    for (char c : template_->name) fn.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  }
+  Instance inst = instantiate(cfg);
+  return lower::lower(*inst.schedule, inst.compute.args(), fn);
+}
+
+}  // namespace kiln::ops

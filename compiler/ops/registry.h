@@ -1,0 +1,137 @@
+#pragma once
+// The operator library's workload registry. A template (e.g. "conv2d_nchwc.x86") turns canonical
+// arguments (shapes, dtypes, layout, attributes, as JSON) into
+//   - the compute: te tensors, inputs then outputs (internal stages may depend on the config,
+//     for example the block sizes of a packed layout);
+//   - the FLOP count;
+//   - the config space for a target;
+//   - the schedule for a config;
+//   - a default config chosen by heuristics (what a build without tuning uses).
+// A workload is a template name plus its canonical arguments; its key is the SHA-256 of
+// "name\ncanonical_args" in hex, the same key the tuning database uses.
+//
+// The registry is an explicit object: Registry::builtin() holds every template of this library,
+// and callers may build their own.
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/autotune/config_space.h"
+#include "compiler/autotune/json.h"
+#include "compiler/ir/function.h"
+#include "compiler/ops/target.h"
+#include "compiler/te/schedule.h"
+
+namespace kiln::ops {
+
+// Bad workload arguments or an unknown template.
+class OpError : public UserError {
+ public:
+  using UserError::UserError;
+};
+
+struct Workload {
+  std::string name;     // template name
+  autotune::Json args;  // canonical arguments (as the template's canonicalize() returns them)
+
+  std::string canonical_args() const { return args.dump(); }
+  std::string key() const;
+};
+
+// Lower-case hex SHA-256 of `name + '\n' + canonical_args`.
+std::string workload_key(const std::string &name, const std::string &canonical_args);
+
+// The tensors of one instance of a template.
+struct Compute {
+  std::vector<te::Tensor> inputs;
+  std::vector<te::Tensor> outputs;
+  // Stages the schedule refers to by role: "anchor" (the main computation), "pad", "pack", ...
+  std::map<std::string, te::Tensor> parts;
+  // The epilogue stages in order; when there are any, the last one is outputs[0].
+  std::vector<te::Tensor> epilogue;
+  // Integer facts the schedule needs that the tensors do not show (e.g. the softmax axis).
+  std::map<std::string, int64_t> attrs;
+
+  // Inputs then outputs: the argument list of the lowered function.
+  std::vector<te::Tensor> args() const;
+  bool has_part(const std::string &role) const { return parts.count(role) != 0; }
+  const te::Tensor &part(const std::string &role) const;
+};
+
+struct Template {
+  std::string name;
+  int version = 1;
+  std::string summary;  // one line for listings
+  // Validates the arguments and returns their canonical form (defaults filled in, numbers in one
+  // spelling). Throws OpError naming what is wrong.
+  std::function<autotune::Json(const autotune::Json &args)> canonicalize;
+  std::function<double(const autotune::Json &args)> flop;
+  std::function<void(autotune::ConfigSpace &space, const autotune::Json &args, const Target &target)> define_space;
+  std::function<autotune::Config(const autotune::ConfigSpace &space, const autotune::Json &args,
+                                 const Target &target)>
+      default_config;
+  std::function<Compute(const autotune::Json &args, const autotune::Config &cfg)> compute;
+  std::function<void(te::Schedule &s, const Compute &c, const autotune::Config &cfg, const Target &target)> schedule;
+};
+
+class Registry {
+ public:
+  // Every template of the operator library.
+  static const Registry &builtin();
+
+  // Throws OpError for a template without a name or function, or a name given twice.
+  void add(Template t);
+  bool contains(const std::string &name) const;
+  // Throws OpError naming the known templates.
+  std::shared_ptr<const Template> get(const std::string &name) const;
+  std::vector<std::string> names() const;
+  // The workload with canonical arguments.
+  Workload workload(const std::string &name, const autotune::Json &args) const;
+
+ private:
+  std::map<std::string, std::shared_ptr<const Template>> templates_;
+};
+
+// A schedule made for a config, with the tensors it schedules.
+struct Instance {
+  Compute compute;
+  std::unique_ptr<te::Schedule> schedule;
+};
+
+// A workload on a target: what the tuner measures and the compiler builds.
+class Task {
+ public:
+  Task(const std::string &template_name, const autotune::Json &args, const std::string &target,
+       const Registry &registry = Registry::builtin());
+
+  const Workload &workload() const { return workload_; }
+  const std::string &key() const { return key_; }
+  const Target &target() const { return target_; }
+  const Template &templ() const { return *template_; }
+  double flop() const { return flop_; }
+  const autotune::ConfigSpace &space() const { return space_; }
+  autotune::Config default_config() const;
+  autotune::Config parse_config(std::string_view json) const { return space_.parse_config(json); }
+
+  // The compute for a config (its inputs and outputs have the same shapes for every config unless
+  // the template's layout is itself a knob, as in conv2d_nchwc).
+  Compute compute(const autotune::Config &cfg) const;
+  // Compute and schedule. Throws ConfigError for a config of another space (a stale record) and
+  // ScheduleError for a config the schedule cannot apply.
+  Instance instantiate(const autotune::Config &cfg) const;
+  // instantiate() then lower(); `name` defaults to the template name made a C identifier.
+  ir::LoweredFunc lower(const autotune::Config &cfg, const std::string &name = "") const;
+
+ private:
+  std::shared_ptr<const Template> template_;
+  Workload workload_;
+  std::string key_;
+  Target target_;
+  double flop_ = 0;
+  autotune::ConfigSpace space_;
+};
+
+}  // namespace kiln::ops

@@ -1,0 +1,331 @@
+// Convolution templates against naive C++ convolutions: padding, stride, dilation and groups;
+// NCHWc with the layouts packed and unpacked by the test; depthwise; transposed; int8 with int32
+// accumulation; the default config and sampled configs, through the C back end.
+#include <gtest/gtest.h>
+
+#include "compiler/ops/epilogue.h"
+#include "tests/compiler/ops/op_test_util.h"
+
+namespace kiln {
+namespace {
+
+using autotune::Json;
+using testing::Host;
+using testing::tensor;
+
+const char *kTarget = "llvm -mcpu=znver4";
+
+struct ConvParams {
+  int64_t sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0, dh = 1, dw = 1, groups = 1;
+};
+
+Json conv_args(const std::vector<int64_t> &data, const std::vector<int64_t> &kernel, const ConvParams &p,
+               const Json &epi = Json::array(), const std::string &dtype = "float32",
+               const std::string &kdtype = "float32") {
+  return Json::object({{"data", tensor(data, dtype)},
+                       {"kernel", tensor(kernel, kdtype)},
+                       {"strides", Json::array_of(std::vector<int64_t>{p.sh, p.sw})},
+                       {"padding", Json::array_of(std::vector<int64_t>{p.pt, p.pl, p.pb, p.pr})},
+                       {"dilation", Json::array_of(std::vector<int64_t>{p.dh, p.dw})},
+                       {"epilogue", epi}});
+}
+
+// out[n, oc, y, x] = sum over ic in oc's group, kh, kw of data[n, ic, y*s + kh*d - p, ...] * w[oc, ic', kh, kw].
+Host naive_conv(const Host &x, const Host &w, const ConvParams &p) {
+  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  const int64_t OC = w.shape[0], ICG = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+  const int64_t OH = (H + p.pt + p.pb - (KH - 1) * p.dh - 1) / p.sh + 1;
+  const int64_t OW = (W + p.pl + p.pr - (KW - 1) * p.dw - 1) / p.sw + 1;
+  const int64_t ocpg = OC / p.groups;
+  (void)C;
+  Host out({N, OC, OH, OW});
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oc = 0; oc < OC; ++oc)
+      for (int64_t y = 0; y < OH; ++y)
+        for (int64_t xx = 0; xx < OW; ++xx) {
+          double acc = 0;
+          for (int64_t ic = 0; ic < ICG; ++ic)
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                int64_t iy = y * p.sh + kh * p.dh - p.pt, ix = xx * p.sw + kw * p.dw - p.pl;
+                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                int64_t ch = (oc / ocpg) * ICG + ic;
+                acc += x.at({n, ch, iy, ix}) * w.at({oc, ic, kh, kw});
+              }
+          out.at({n, oc, y, xx}) = acc;
+        }
+  return out;
+}
+
+Host channel_epilogue(const Host &x, const Json &epi, const std::vector<Host> &extra) {
+  return testing::apply_epilogue(x, epi, extra, [](const std::vector<int64_t> &i) { return i[1]; });
+}
+
+void check_nchw(const std::vector<int64_t> &data, const std::vector<int64_t> &kernel, const ConvParams &p,
+                const Json &epi, int samples, uint64_t seed) {
+  Json args = conv_args(data, kernel, p, epi);
+  args.set("groups", p.groups);
+  ops::Task task("conv2d_nchw.x86", args, kTarget);
+  testing::check_against_reference(
+      task, testing::test_configs(task, samples, seed),
+      [&](const std::vector<Host> &in) {
+        return channel_epilogue(naive_conv(in[0], in[1], p), epi, std::vector<Host>(in.begin() + 2, in.end()));
+      },
+      1e-5);
+}
+
+TEST(Conv2d, NchwPaddingStrideDilation) {
+  ConvParams p;
+  p.pt = 1;
+  p.pl = 2;
+  p.pb = 0;
+  p.pr = 1;
+  check_nchw({1, 3, 9, 10}, {8, 3, 3, 3}, p, Json::array(), 2, 21);
+  ConvParams q;
+  q.sh = 2;
+  q.sw = 2;
+  q.pt = q.pl = q.pb = q.pr = 1;
+  q.dh = 2;
+  q.dw = 1;
+  check_nchw({2, 4, 11, 9}, {6, 4, 3, 2}, q, Json::array({ops::epilogue::bias_add(), ops::epilogue::relu()}), 2, 22);
+}
+
+TEST(Conv2d, NchwGroupsAndResidual) {
+  ConvParams p;
+  p.groups = 2;
+  p.pt = p.pl = p.pb = p.pr = 1;
+  check_nchw({1, 4, 6, 7}, {6, 2, 3, 3}, p, Json::array({ops::epilogue::add(), ops::epilogue::clip(-4, 4)}), 2, 23);
+}
+
+TEST(Conv2d, NchwOneByOne) {
+  ConvParams p;
+  check_nchw({1, 8, 5, 6}, {16, 8, 1, 1}, p, Json::array({ops::epilogue::bias_add()}), 2, 24);
+}
+
+// NCHWc: the test packs the NCHW data and OIHW kernel into the blocked layouts the config chose,
+// runs, unpacks the NCHW[oc_bn]c output and compares with the naive NCHW convolution.
+void check_nchwc_configs(const ops::Task &task, const std::vector<int64_t> &data, const std::vector<int64_t> &kernel,
+                         const ConvParams &p, const Json &epi, const std::vector<autotune::Config> &configs,
+                         uint64_t seed, double tol) {
+  const int64_t N = data[0], C = data[1], H = data[2], W = data[3], OC = kernel[0], KH = kernel[2], KW = kernel[3];
+  for (const auto &cfg : configs) {
+    SCOPED_TRACE(cfg.to_string());
+    const int64_t ib = cfg.split("tile_ic").back(), ob = cfg.split("tile_oc").back();
+    ops::Compute c = task.compute(cfg);
+    std::vector<deploy::Tensor> in = testing::make_inputs(c, seed);
+    Host x({N, C, H, W}), w({OC, C, KH, KW});
+    Host xb = testing::to_host(in[0]), wb = testing::to_host(in[1]);
+    testing::for_each_index(x.shape, [&](const std::vector<int64_t> &i) {
+      x.at(i) = xb.at({i[0], i[1] / ib, i[2], i[3], i[1] % ib});
+    });
+    testing::for_each_index(w.shape, [&](const std::vector<int64_t> &i) {
+      w.at(i) = wb.at({i[0] / ob, i[1] / ib, i[2], i[3], i[1] % ib, i[0] % ob});
+    });
+    Host ref = naive_conv(x, w, p);
+    // Epilogue inputs: the bias is [OC]; a residual has the blocked output shape.
+    std::vector<Host> extra;
+    for (size_t k = 2; k < in.size(); ++k) {
+      Host e = testing::to_host(in[k]);
+      if (e.shape.size() == 5) {
+        Host u(ref.shape);
+        testing::for_each_index(u.shape, [&](const std::vector<int64_t> &i) {
+          u.at(i) = e.at({i[0], i[1] / ob, i[2], i[3], i[1] % ob});
+        });
+        e = u;
+      }
+      extra.push_back(e);
+    }
+    ref = channel_epilogue(ref, epi, extra);
+    auto outs = testing::run_config(task, cfg, in);
+    Host got_b = testing::to_host(outs[0]);
+    ASSERT_EQ(got_b.shape, (std::vector<int64_t>{N, OC / ob, ref.shape[2], ref.shape[3], ob}));
+    double worst = 0;
+    testing::for_each_index(ref.shape, [&](const std::vector<int64_t> &i) {
+      double g = got_b.at({i[0], i[1] / ob, i[2], i[3], i[1] % ob});
+      worst = std::max(worst, std::isnan(g) ? INFINITY : std::fabs(g - ref.at(i)) / std::max(1.0, std::fabs(ref.at(i))));
+    });
+    EXPECT_LE(worst, tol);
+  }
+}
+
+void check_nchwc(const std::vector<int64_t> &data, const std::vector<int64_t> &kernel, const ConvParams &p,
+                 const Json &epi, const std::string &dtype, const std::string &kdtype, int samples, uint64_t seed,
+                 double tol) {
+  ops::Task task("conv2d_nchwc.x86", conv_args(data, kernel, p, epi, dtype, kdtype), kTarget);
+  check_nchwc_configs(task, data, kernel, p, epi, testing::test_configs(task, samples, seed), seed, tol);
+}
+
+TEST(Conv2d, NchwcBlockedLayouts) {
+  ConvParams p;
+  p.pt = p.pl = p.pb = p.pr = 1;
+  check_nchwc({1, 8, 7, 9}, {16, 8, 3, 3}, p, Json::array({ops::epilogue::bias_add(), ops::epilogue::relu()}),
+              "float32", "float32", 3, 31, 1e-5);
+  ConvParams q;
+  q.sh = q.sw = 2;
+  q.pt = q.pl = 1;
+  q.dh = q.dw = 1;
+  check_nchwc({2, 4, 9, 8}, {8, 4, 3, 3}, q, Json::array({ops::epilogue::add()}), "float32", "float32", 2, 32, 1e-5);
+}
+
+TEST(Conv2d, NchwcDilatedWithTailTiles) {
+  ConvParams p;
+  p.pt = p.pl = p.pb = p.pr = 2;
+  p.dh = p.dw = 2;
+  ops::Task task("conv2d_nchwc.x86", conv_args({1, 4, 7, 9}, {8, 4, 3, 3}, p), kTarget);
+  // tile_ow = [3, 4] covers the 9 output columns with a tail.
+  auto cfg = task.space().from_values({{"tile_ic", Json::array_of(std::vector<int64_t>{2, 2})},
+                                       {"tile_oc", Json::array_of(std::vector<int64_t>{1, 8})},
+                                       {"tile_ow", Json::array_of(std::vector<int64_t>{3, 4})},
+                                       {"unroll_kw", 1}});
+  check_nchwc_configs(task, {1, 4, 7, 9}, {8, 4, 3, 3}, p, Json::array(), {cfg, task.default_config()}, 35, 1e-5);
+}
+
+TEST(Conv2d, TailTilesOfNchwAndInt8) {
+  ConvParams p;
+  p.pt = p.pl = p.pb = p.pr = 1;
+  Json epi = Json::array({ops::epilogue::bias_add(), ops::epilogue::requantize(0.1, 0, "uint8")});
+  for (const char *dt : {"float32", "int8"}) {
+    Json args = conv_args({1, 3, 9, 11}, {4, 3, 3, 3}, p, std::string(dt) == "int8" ? epi : Json::array(), dt, dt);
+    ops::Task task("conv2d_nchw.x86", args, kTarget);
+    // Columns 11 = 3 x 4 with a tail; rows 9 = 3 x 3.
+    auto tail = task.space().from_values({{"tile_oc", Json::array_of(std::vector<int64_t>{2, 2})},
+                                          {"tile_oh", Json::array_of(std::vector<int64_t>{3, 3})},
+                                          {"tile_ow", Json::array_of(std::vector<int64_t>{3, 4})},
+                                          {"unroll_kw", 1}});
+    const Json e = task.workload().args["epilogue"];
+    testing::check_against_reference(
+        task, {tail, task.default_config()},
+        [&](const std::vector<Host> &in) {
+          return channel_epilogue(naive_conv(in[0], in[1], p), e, std::vector<Host>(in.begin() + 2, in.end()));
+        },
+        0.0 + (std::string(dt) == "int8" ? 0.0 : 1e-5));
+  }
+}
+
+TEST(Conv2d, NchwcOneByOneUsesTileOh) {
+  ConvParams p;
+  ops::Task task("conv2d_nchwc.x86", conv_args({1, 16, 6, 6}, {32, 16, 1, 1}, p), kTarget);
+  EXPECT_TRUE(task.space().has_knob("tile_oh"));
+  EXPECT_FALSE(task.space().has_knob("unroll_kw"));
+  check_nchwc({1, 16, 6, 6}, {32, 16, 1, 1}, p, Json::array(), "float32", "float32", 3, 33, 1e-5);
+}
+
+TEST(Conv2d, NchwcInt8Requantized) {
+  ConvParams p;
+  p.pt = p.pl = p.pb = p.pr = 1;
+  Json epi = Json::array({ops::epilogue::bias_add(), ops::epilogue::requantize(0.03, -2, "int8")});
+  check_nchwc({1, 8, 5, 6}, {8, 8, 3, 3}, p, epi, "uint8", "int8", 2, 34, 0.0);
+}
+
+TEST(Conv2d, NchwcFixedBlocksAndSpaceSizes) {
+  // AutoTVM's x86 conv2d_NCHWc space sizes for ResNet-18 layers (batch 1).
+  struct Layer {
+    int64_t c, oc, hw, k, s, p, size;
+  };
+  for (const Layer &l : {Layer{3, 64, 224, 7, 2, 3, 308}, Layer{64, 64, 56, 3, 1, 1, 980},
+                         Layer{128, 128, 28, 3, 1, 1, 1024}, Layer{256, 256, 14, 3, 1, 1, 972},
+                         Layer{512, 512, 7, 3, 1, 1, 800}}) {
+    ConvParams p;
+    p.sh = p.sw = l.s;
+    p.pt = p.pl = p.pb = p.pr = l.p;
+    ops::Task task("conv2d_nchwc.x86", conv_args({1, l.c, l.hw, l.hw}, {l.oc, l.c, l.k, l.k}, p), kTarget);
+    EXPECT_EQ(task.space().size(), l.size) << l.c << "->" << l.oc;
+  }
+  ConvParams p;
+  Json args = conv_args({1, 32, 8, 8}, {64, 32, 3, 3}, p);
+  args.set("ic_bn", 8);
+  args.set("oc_bn", 16);
+  ops::Task task("conv2d_nchwc.x86", args, kTarget);
+  EXPECT_EQ(task.space().knob("tile_ic").size(), 1);
+  auto c = task.compute(task.default_config());
+  EXPECT_EQ(testing::const_shape(c.inputs[0]), (std::vector<int64_t>{1, 4, 8, 8, 8}));
+  EXPECT_EQ(testing::const_shape(c.outputs[0]), (std::vector<int64_t>{1, 4, 6, 6, 16}));
+}
+
+Host naive_depthwise(const Host &x, const Host &w, const ConvParams &p) {
+  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  const int64_t M = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+  const int64_t OH = (H + p.pt + p.pb - (KH - 1) * p.dh - 1) / p.sh + 1;
+  const int64_t OW = (W + p.pl + p.pr - (KW - 1) * p.dw - 1) / p.sw + 1;
+  Host out({N, C * M, OH, OW});
+  testing::for_each_index(out.shape, [&](const std::vector<int64_t> &i) {
+    const int64_t c = i[1] / M, q = i[1] % M;
+    double acc = 0;
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        int64_t iy = i[2] * p.sh + kh * p.dh - p.pt, ix = i[3] * p.sw + kw * p.dw - p.pl;
+        if (iy >= 0 && iy < H && ix >= 0 && ix < W) acc += x.at({i[0], c, iy, ix}) * w.at({c, q, kh, kw});
+      }
+    out.at(i) = acc;
+  });
+  return out;
+}
+
+TEST(Conv2d, DepthwiseWithMultiplier) {
+  ConvParams p;
+  p.sh = 2;
+  p.sw = 1;
+  p.pt = p.pl = p.pb = p.pr = 1;
+  p.dw = 2;
+  for (int64_t m : {int64_t{1}, int64_t{2}}) {
+    Json epi = Json::array({ops::epilogue::bias_add(), ops::epilogue::clip(0, 6)});
+    ops::Task task("depthwise_conv2d_nchw.x86", conv_args({1, 3, 9, 12}, {3, m, 3, 3}, p, epi), kTarget);
+    testing::check_against_reference(
+        task, testing::test_configs(task, 2, 40 + static_cast<uint64_t>(m)),
+        [&](const std::vector<Host> &in) {
+          return channel_epilogue(naive_depthwise(in[0], in[1], p), epi, std::vector<Host>(in.begin() + 2, in.end()));
+        },
+        1e-5);
+  }
+}
+
+// Scatter form: every input pixel adds its kernel-weighted patch to the output.
+Host naive_transpose(const Host &x, const Host &w, int64_t s, int64_t pt, int64_t pl, int64_t pb, int64_t pr,
+                     int64_t op) {
+  const int64_t N = x.shape[0], IC = x.shape[1], H = x.shape[2], W = x.shape[3];
+  const int64_t OC = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+  const int64_t OH = (H - 1) * s - pt - pb + KH + op, OW = (W - 1) * s - pl - pr + KW + op;
+  Host out({N, OC, OH, OW});
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ic = 0; ic < IC; ++ic)
+      for (int64_t y = 0; y < H; ++y)
+        for (int64_t xx = 0; xx < W; ++xx)
+          for (int64_t oc = 0; oc < OC; ++oc)
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                int64_t oy = y * s - pt + kh, ox = xx * s - pl + kw;
+                if (oy < 0 || oy >= OH || ox < 0 || ox >= OW) continue;
+                out.at({n, oc, oy, ox}) += x.at({n, ic, y, xx}) * w.at({ic, oc, kh, kw});
+              }
+  return out;
+}
+
+TEST(Conv2d, TransposeWithStrideAndOutputPadding) {
+  Json epi = Json::array({ops::epilogue::bias_add()});
+  Json args = Json::object({{"data", tensor({1, 4, 5, 4})},
+                            {"kernel", tensor({4, 6, 3, 3})},
+                            {"strides", Json::array_of(std::vector<int64_t>{2, 2})},
+                            {"padding", Json::array_of(std::vector<int64_t>{1, 0, 1, 2})},
+                            {"output_padding", Json::array_of(std::vector<int64_t>{1, 1})},
+                            {"epilogue", epi}});
+  ops::Task task("conv2d_transpose_nchw.x86", args, kTarget);
+  testing::check_against_reference(
+      task, testing::test_configs(task, 2, 50),
+      [&](const std::vector<Host> &in) {
+        return channel_epilogue(naive_transpose(in[0], in[1], 2, 1, 0, 1, 2, 1), epi,
+                                std::vector<Host>(in.begin() + 2, in.end()));
+      },
+      1e-5);
+}
+
+TEST(Conv2d, BadArgumentsAreUserErrors) {
+  ConvParams p;
+  EXPECT_THROW(ops::Task("conv2d_nchw.x86", conv_args({1, 3, 4, 4}, {8, 4, 3, 3}, p), kTarget), ops::OpError);
+  EXPECT_THROW(ops::Task("conv2d_nchw.x86", conv_args({1, 3, 2, 2}, {8, 3, 3, 3}, p), kTarget), ops::OpError);
+  Json bad = conv_args({1, 3, 8, 8}, {8, 3, 3, 3}, p);
+  bad.set("stride", 2);  // misspelled
+  EXPECT_THROW(ops::Task("conv2d_nchw.x86", bad, kTarget), ops::OpError);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,134 @@
+// Softmax and layer norm against naive C++ in double precision; every axis position; default and
+// sampled configs through the C back end.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compiler/ops/epilogue.h"
+#include "tests/compiler/ops/op_test_util.h"
+
+namespace kiln {
+namespace {
+
+using autotune::Json;
+using testing::Host;
+using testing::tensor;
+
+const char *kTarget = "llvm -mcpu=znver4";
+
+Host naive_softmax(const Host &x, int64_t axis, bool log) {
+  Host out(x.shape);
+  std::vector<int64_t> rshape = x.shape;
+  rshape[static_cast<size_t>(axis)] = 1;
+  const int64_t K = x.shape[static_cast<size_t>(axis)];
+  testing::for_each_index(rshape, [&](const std::vector<int64_t> &r) {
+    std::vector<int64_t> i = r;
+    double mx = -INFINITY, sum = 0;
+    for (int64_t k = 0; k < K; ++k) {
+      i[static_cast<size_t>(axis)] = k;
+      mx = std::max(mx, x.at(i));
+    }
+    for (int64_t k = 0; k < K; ++k) {
+      i[static_cast<size_t>(axis)] = k;
+      sum += std::exp(x.at(i) - mx);
+    }
+    for (int64_t k = 0; k < K; ++k) {
+      i[static_cast<size_t>(axis)] = k;
+      out.at(i) = log ? x.at(i) - mx - std::log(sum) : std::exp(x.at(i) - mx) / sum;
+    }
+  });
+  return out;
+}
+
+TEST(Norm, SoftmaxEveryAxis) {
+  const std::vector<int64_t> shape = {3, 5, 20};
+  for (int64_t axis : {int64_t{0}, int64_t{1}, int64_t{2}}) {
+    for (bool log : {false, true}) {
+      ops::Task task("softmax.x86", Json::object({{"data", tensor(shape)}, {"axis", axis}, {"log", log}}), kTarget);
+      testing::check_against_reference(
+          task, testing::test_configs(task, 1, 80 + static_cast<uint64_t>(axis)),
+          [&](const std::vector<Host> &in) { return naive_softmax(in[0], axis, log); }, 2e-5);
+    }
+  }
+}
+
+TEST(Norm, SoftmaxRowsWithEpilogueAndOneDimension) {
+  Json epi = Json::array({ops::epilogue::scale(2.0), ops::epilogue::add()});
+  ops::Task task("softmax.x86", Json::object({{"data", tensor({4, 37})}, {"epilogue", epi}}), kTarget);
+  EXPECT_EQ(task.workload().args["axis"].as_int(), 1);
+  testing::check_against_reference(
+      task, testing::test_configs(task, 3, 85),
+      [&](const std::vector<Host> &in) {
+        return testing::apply_epilogue(naive_softmax(in[0], 1, false), epi, {in[1]},
+                                       [](const std::vector<int64_t> &i) { return i[1]; });
+      },
+      2e-5);
+  ops::Task one("softmax.x86", Json::object({{"data", tensor({29})}}), kTarget);
+  testing::check_against_reference(one, testing::test_configs(one, 2, 86),
+                                   [&](const std::vector<Host> &in) { return naive_softmax(in[0], 0, false); }, 2e-5);
+}
+
+Host naive_layer_norm(const Host &x, int64_t first, double eps, const Host *gamma, const Host *beta) {
+  Host out(x.shape);
+  std::vector<int64_t> pre(x.shape.begin(), x.shape.begin() + first);
+  std::vector<int64_t> norm(x.shape.begin() + first, x.shape.end());
+  if (pre.empty()) pre.push_back(1);
+  int64_t n = 1;
+  for (int64_t d : norm) n *= d;
+  testing::for_each_index(pre, [&](const std::vector<int64_t> &p) {
+    auto full = [&](const std::vector<int64_t> &q) {
+      std::vector<int64_t> i = first == 0 ? std::vector<int64_t>{} : p;
+      i.insert(i.end(), q.begin(), q.end());
+      return i;
+    };
+    double mean = 0, var = 0;
+    testing::for_each_index(norm, [&](const std::vector<int64_t> &q) { mean += x.at(full(q)); });
+    mean /= static_cast<double>(n);
+    testing::for_each_index(norm, [&](const std::vector<int64_t> &q) {
+      double d = x.at(full(q)) - mean;
+      var += d * d;
+    });
+    var /= static_cast<double>(n);
+    testing::for_each_index(norm, [&](const std::vector<int64_t> &q) {
+      double v = (x.at(full(q)) - mean) / std::sqrt(var + eps);
+      if (gamma) v *= gamma->at(q);
+      if (beta) v += beta->at(q);
+      out.at(full(q)) = v;
+    });
+  });
+  return out;
+}
+
+TEST(Norm, LayerNormTrailingAxes) {
+  struct Case {
+    std::vector<int64_t> shape;
+    std::vector<int64_t> axes;
+    bool scale, center;
+  };
+  for (const Case &k : {Case{{4, 24}, {-1}, true, true}, Case{{2, 3, 5, 6}, {2, 3}, true, false},
+                        Case{{30}, {0}, false, true}}) {
+    Json args = Json::object({{"data", tensor(k.shape)},
+                              {"axes", Json::array_of(k.axes)},
+                              {"epsilon", 1e-3},
+                              {"scale", k.scale},
+                              {"center", k.center}});
+    ops::Task task("layer_norm.x86", args, kTarget);
+    const int64_t first = task.workload().args["axes"][0].as_int();
+    testing::check_against_reference(
+        task, testing::test_configs(task, 2, 90),
+        [&](const std::vector<Host> &in) {
+          const Host *g = k.scale ? &in[1] : nullptr;
+          const Host *b = k.center ? &in[k.scale ? 2 : 1] : nullptr;
+          return naive_layer_norm(in[0], first, 1e-3, g, b);
+        },
+        5e-5);
+  }
+}
+
+TEST(Norm, LayerNormRejectsLeadingAxes) {
+  Json args = Json::object({{"data", tensor({4, 8})}, {"axes", Json::array_of(std::vector<int64_t>{0})}});
+  EXPECT_THROW(ops::Task("layer_norm.x86", args, kTarget), ops::OpError);
+}
+
+}  // namespace
+}  // namespace kiln

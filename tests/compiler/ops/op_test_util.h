@@ -1,0 +1,232 @@
+#pragma once
+// Helpers for operator template tests: random inputs for a task's compute, running a config
+// through the C back end, host-side tensors in double precision for the naive references, and
+// element-wise comparison.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/c/c_module.h"
+#include "compiler/interp/interpreter.h"
+#include "compiler/ir/op.h"
+#include "compiler/lower/lower.h"
+#include "compiler/ops/registry.h"
+#include "deploy/tensor.h"
+
+#ifndef KILN_C_COMPILER
+#define KILN_C_COMPILER "cc"
+#endif
+
+namespace kiln::testing {
+
+// A tensor of doubles, row-major.
+struct Host {
+  std::vector<int64_t> shape;
+  std::vector<double> data;
+
+  Host() = default;
+  explicit Host(std::vector<int64_t> s, double fill = 0.0) : shape(std::move(s)) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    data.assign(static_cast<size_t>(n), fill);
+  }
+  int64_t numel() const { return static_cast<int64_t>(data.size()); }
+  // Row-major offset of an index.
+  int64_t offset(const std::vector<int64_t> &idx) const {
+    int64_t o = 0;
+    for (size_t i = 0; i < shape.size(); ++i) o = o * shape[i] + idx[i];
+    return o;
+  }
+  double &at(const std::vector<int64_t> &idx) { return data[static_cast<size_t>(offset(idx))]; }
+  double at(const std::vector<int64_t> &idx) const { return data[static_cast<size_t>(offset(idx))]; }
+};
+
+inline std::vector<int64_t> const_shape(const te::Tensor &t) {
+  std::vector<int64_t> s;
+  for (const auto &d : t.shape()) {
+    auto c = ir::as_const_int(d);
+    EXPECT_TRUE(c.has_value()) << "tensor " << t.name() << " has a symbolic shape";
+    s.push_back(c.value_or(1));
+  }
+  return s;
+}
+
+inline double get_elem(const deploy::Tensor &t, int64_t i) {
+  auto dt = t.dtype();
+  const void *p = t.data();
+  if (dt.code == deploy::DType::Float && dt.bits == 32) return static_cast<const float *>(p)[i];
+  if (dt.code == deploy::DType::Float && dt.bits == 64) return static_cast<const double *>(p)[i];
+  if (dt.code == deploy::DType::Int && dt.bits == 32) return static_cast<const int32_t *>(p)[i];
+  if (dt.code == deploy::DType::Int && dt.bits == 8) return static_cast<const int8_t *>(p)[i];
+  if (dt.code == deploy::DType::UInt && dt.bits == 8) return static_cast<const uint8_t *>(p)[i];
+  if (dt.code == deploy::DType::Int && dt.bits == 64) return static_cast<double>(static_cast<const int64_t *>(p)[i]);
+  ADD_FAILURE() << "unsupported dtype in test";
+  return 0;
+}
+
+inline void set_elem(deploy::Tensor &t, int64_t i, double v) {
+  auto dt = t.dtype();
+  void *p = t.data();
+  if (dt.code == deploy::DType::Float && dt.bits == 32) static_cast<float *>(p)[i] = static_cast<float>(v);
+  else if (dt.code == deploy::DType::Float && dt.bits == 64) static_cast<double *>(p)[i] = v;
+  else if (dt.code == deploy::DType::Int && dt.bits == 32) static_cast<int32_t *>(p)[i] = static_cast<int32_t>(v);
+  else if (dt.code == deploy::DType::Int && dt.bits == 8) static_cast<int8_t *>(p)[i] = static_cast<int8_t>(v);
+  else if (dt.code == deploy::DType::UInt && dt.bits == 8) static_cast<uint8_t *>(p)[i] = static_cast<uint8_t>(v);
+  else if (dt.code == deploy::DType::Int && dt.bits == 64) static_cast<int64_t *>(p)[i] = static_cast<int64_t>(v);
+  else ADD_FAILURE() << "unsupported dtype in test";
+}
+
+inline Host to_host(const deploy::Tensor &t) {
+  Host h(t.shape());
+  for (int64_t i = 0; i < h.numel(); ++i) h.data[static_cast<size_t>(i)] = get_elem(t, i);
+  return h;
+}
+
+// Random values: floats in [-2, 2) on a 1/256 grid (so products and sums stay exact for a while),
+// int8 in [-8, 8), uint8 in [0, 16), int32 in [-64, 64).
+inline void fill(deploy::Tensor &t, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto dt = t.dtype();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    uint64_t r = rng();
+    double v;
+    if (dt.code == deploy::DType::Float) v = static_cast<double>(r % 1024) / 256.0 - 2.0;
+    else if (dt.code == deploy::DType::UInt) v = static_cast<double>(r % 16);
+    else if (dt.bits == 8) v = static_cast<double>(static_cast<int64_t>(r % 16) - 8);
+    else v = static_cast<double>(static_cast<int64_t>(r % 128) - 64);
+    set_elem(t, i, v);
+  }
+}
+
+// Random inputs for the compute's inputs; outputs filled with NaN (floats) or a marker value.
+inline std::vector<deploy::Tensor> make_inputs(const ops::Compute &c, uint64_t seed) {
+  std::vector<deploy::Tensor> r;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    deploy::Tensor t = deploy::Tensor::empty(const_shape(c.inputs[i]), interp::to_deploy_dtype(c.inputs[i].dtype()));
+    fill(t, seed * 131 + i);
+    r.push_back(t);
+  }
+  return r;
+}
+
+// Lowers the task's schedule for `cfg`, compiles it with the C back end, runs it on `inputs` and
+// returns the outputs.
+inline std::vector<deploy::Tensor> run_config(const ops::Task &task, const autotune::Config &cfg,
+                                              const std::vector<deploy::Tensor> &inputs) {
+  ops::Instance inst = task.instantiate(cfg);
+  ir::LoweredFunc f = lower::lower(*inst.schedule, inst.compute.args(), "op");
+  std::vector<deploy::Tensor> args = inputs;
+  std::vector<deploy::Tensor> outs;
+  for (const auto &o : inst.compute.outputs) {
+    deploy::Tensor t = deploy::Tensor::empty(const_shape(o), interp::to_deploy_dtype(o.dtype()));
+    for (int64_t i = 0; i < t.numel(); ++i) set_elem(t, i, t.dtype().code == deploy::DType::Float ? NAN : 77);
+    outs.push_back(t);
+    args.push_back(t);
+  }
+  codegen::CModule m(f, KILN_C_COMPILER);
+  int32_t rc = m.call(args);
+  EXPECT_EQ(rc, 0) << m.last_error();
+  return outs;
+}
+
+// Largest |got - want| relative to max(1, |want|); +inf on a shape mismatch or NaN.
+inline double rel_error(const Host &want, const deploy::Tensor &got) {
+  if (want.shape != got.shape()) return INFINITY;
+  double worst = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double w = want.data[static_cast<size_t>(i)], g = get_elem(got, i);
+    if (std::isnan(g) || std::isnan(w)) return INFINITY;
+    worst = std::max(worst, std::fabs(g - w) / std::max(1.0, std::fabs(w)));
+  }
+  return worst;
+}
+
+// Iterates over every index of `shape` in row-major order.
+inline void for_each_index(const std::vector<int64_t> &shape, const std::function<void(const std::vector<int64_t> &)> &f) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    f(idx);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+// Naive epilogue on a reference output: applies the descriptors in order; `extra` holds the
+// epilogue inputs in order; `channel` maps an output index to its bias channel.
+inline Host apply_epilogue(Host x, const autotune::Json &list, const std::vector<Host> &extra,
+                           const std::function<int64_t(const std::vector<int64_t> &)> &channel) {
+  size_t next = 0;
+  for (size_t k = 0; k < list.size(); ++k) {
+    const auto &d = list[k];
+    std::string op = d["op"].as_string();
+    if (op == "bias_add" || op == "add" || op == "multiply") {
+      const Host &e = extra.at(next++);
+      for_each_index(x.shape, [&](const std::vector<int64_t> &i) {
+        double v = op == "bias_add" ? e.data[static_cast<size_t>(channel(i))] : e.at(i);
+        x.at(i) = op == "multiply" ? x.at(i) * v : x.at(i) + v;
+      });
+      continue;
+    }
+    for (auto &v : x.data) {
+      if (op == "relu") v = std::max(v, 0.0);
+      else if (op == "clip") v = std::min(std::max(v, d["min"].as_double()), d["max"].as_double());
+      else if (op == "scale") v = v * d["value"].as_double();
+      else if (op == "sigmoid") v = 1.0 / (1.0 + std::exp(-v));
+      else if (op == "tanh") v = std::tanh(v);
+      else if (op == "cast") v = v;
+      else if (op == "requantize") {
+        std::string t = d["out_dtype"].as_string();
+        double lo = t == "uint8" ? 0 : t == "int8" ? -128 : -2147483648.0;
+        double hi = t == "uint8" ? 255 : t == "int8" ? 127 : 2147483647.0;
+        double r = std::round(static_cast<float>(static_cast<float>(v) * static_cast<float>(d["scale"].as_double())));
+        v = std::min(std::max(r + static_cast<double>(d["zero_point"].as_int()), lo), hi);
+      }
+    }
+  }
+  return x;
+}
+
+}  // namespace kiln::testing
+
+namespace kiln::testing {
+
+// The configs a template test runs: the default config and `n` configs sampled with `seed`.
+inline std::vector<autotune::Config> test_configs(const ops::Task &task, int n, uint64_t seed) {
+  std::vector<autotune::Config> r{task.default_config()};
+  std::mt19937_64 rng(seed);
+  for (int i = 0; i < n; ++i) r.push_back(task.space().sample(rng));
+  return r;
+}
+
+// Runs every config of `configs` through the C back end on the same random inputs and compares the
+// output with `reference(inputs)`, a naive implementation.
+inline void check_against_reference(const ops::Task &task, const std::vector<autotune::Config> &configs,
+                                    const std::function<Host(const std::vector<Host> &)> &reference, double tol,
+                                    uint64_t seed = 7) {
+  ops::Compute c = task.compute(configs.at(0));
+  std::vector<deploy::Tensor> inputs = make_inputs(c, seed);
+  std::vector<Host> host;
+  for (const auto &t : inputs) host.push_back(to_host(t));
+  Host want = reference(host);
+  for (const auto &cfg : configs) {
+    SCOPED_TRACE(task.workload().name + " config " + cfg.to_string());
+    std::vector<deploy::Tensor> outs = run_config(task, cfg, inputs);
+    ASSERT_EQ(outs.size(), 1u);
+    EXPECT_LE(rel_error(want, outs[0]), tol);
+  }
+}
+
+inline autotune::Json tensor(std::vector<int64_t> shape, const std::string &dtype = "float32") {
+  return autotune::Json::object({{"shape", autotune::Json::array_of(shape)}, {"dtype", dtype}});
+}
+
+}  // namespace kiln::testing

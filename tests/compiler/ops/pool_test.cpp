@@ -1,0 +1,168 @@
+// Pooling templates against naive C++: max and average, padding, stride, dilation, ceil_mode,
+// count_include_pad, NCHW and NCHW[x]c, global pooling; default and sampled configs.
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "compiler/ops/epilogue.h"
+#include "tests/compiler/ops/op_test_util.h"
+
+namespace kiln {
+namespace {
+
+using autotune::Json;
+using testing::Host;
+using testing::tensor;
+
+const char *kTarget = "llvm -mcpu=znver4";
+
+struct PoolParams {
+  bool is_max = true;
+  int64_t kh = 2, kw = 2, sh = 2, sw = 2, pt = 0, pl = 0, pb = 0, pr = 0, dh = 1, dw = 1;
+  bool ceil_mode = false, include_pad = false;
+};
+
+int64_t out_len(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, int64_t d, bool ceil_mode) {
+  int64_t span = in + p0 + p1 - (k - 1) * d - 1;
+  int64_t o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  if (ceil_mode && (o - 1) * s >= in + p0) --o;
+  return o;
+}
+
+// Works on NCHW or NCHWc (the block is just another independent channel dimension).
+Host naive_pool(const Host &x, const PoolParams &p) {
+  const bool blocked = x.shape.size() == 5;
+  const int64_t H = x.shape[2], W = x.shape[3];
+  const int64_t OH = out_len(H, p.kh, p.sh, p.pt, p.pb, p.dh, p.ceil_mode);
+  const int64_t OW = out_len(W, p.kw, p.sw, p.pl, p.pr, p.dw, p.ceil_mode);
+  std::vector<int64_t> shape = {x.shape[0], x.shape[1], OH, OW};
+  if (blocked) shape.push_back(x.shape[4]);
+  Host out(shape);
+  testing::for_each_index(shape, [&](const std::vector<int64_t> &i) {
+    double acc = p.is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+    int64_t count = 0;
+    for (int64_t a = 0; a < p.kh; ++a)
+      for (int64_t b = 0; b < p.kw; ++b) {
+        int64_t y = i[2] * p.sh + a * p.dh - p.pt, z = i[3] * p.sw + b * p.dw - p.pl;
+        bool inside = y >= 0 && y < H && z >= 0 && z < W;
+        bool in_pad = y >= -p.pt && y < H + p.pb && z >= -p.pl && z < W + p.pr;
+        if (p.include_pad ? in_pad : inside) ++count;
+        if (!inside) {
+          if (p.is_max && in_pad) acc = std::max(acc, -std::numeric_limits<double>::infinity());
+          continue;
+        }
+        std::vector<int64_t> j = {i[0], i[1], y, z};
+        if (blocked) j.push_back(i[4]);
+        acc = p.is_max ? std::max(acc, x.at(j)) : acc + x.at(j);
+      }
+    out.at(i) = p.is_max ? acc : acc / static_cast<double>(std::max<int64_t>(count, 1));
+  });
+  return out;
+}
+
+Json pool_args(const std::vector<int64_t> &shape, const PoolParams &p, const Json &epi = Json::array()) {
+  return Json::object({{"data", tensor(shape)},
+                       {"pool_type", p.is_max ? "max" : "avg"},
+                       {"kernel", Json::array_of(std::vector<int64_t>{p.kh, p.kw})},
+                       {"strides", Json::array_of(std::vector<int64_t>{p.sh, p.sw})},
+                       {"padding", Json::array_of(std::vector<int64_t>{p.pt, p.pl, p.pb, p.pr})},
+                       {"dilation", Json::array_of(std::vector<int64_t>{p.dh, p.dw})},
+                       {"ceil_mode", p.ceil_mode},
+                       {"count_include_pad", p.include_pad},
+                       {"epilogue", epi}});
+}
+
+void check_pool(const std::vector<int64_t> &shape, const PoolParams &p, const Json &epi, uint64_t seed) {
+  ops::Task task("pool2d.x86", pool_args(shape, p, epi), kTarget);
+  const bool blocked = shape.size() == 5;
+  const int64_t cb = blocked ? shape[4] : 1;
+  testing::check_against_reference(
+      task, testing::test_configs(task, 2, seed),
+      [&](const std::vector<Host> &in) {
+        return testing::apply_epilogue(naive_pool(in[0], p), epi, std::vector<Host>(in.begin() + 1, in.end()),
+                                       [&](const std::vector<int64_t> &i) { return blocked ? i[1] * cb + i[4] : i[1]; });
+      },
+      1e-5);
+}
+
+TEST(Pool, MaxWithPaddingAndCeilMode) {
+  PoolParams p;
+  p.kh = p.kw = 3;
+  p.pt = p.pl = p.pb = p.pr = 1;
+  check_pool({1, 3, 9, 10}, p, Json::array(), 61);
+  p.ceil_mode = true;
+  p.pb = p.pr = 0;
+  check_pool({2, 2, 8, 11}, p, Json::array({ops::epilogue::relu()}), 62);
+}
+
+TEST(Pool, AverageCountsPaddingOrNot) {
+  PoolParams p;
+  p.is_max = false;
+  p.kh = 3;
+  p.kw = 2;
+  p.sh = 2;
+  p.sw = 1;
+  p.pt = 1;
+  p.pl = 1;
+  p.pb = 2;
+  p.pr = 0;
+  check_pool({1, 4, 7, 9}, p, Json::array(), 63);
+  p.include_pad = true;
+  check_pool({1, 4, 7, 9}, p, Json::array({ops::epilogue::bias_add()}), 64);
+  p.ceil_mode = true;
+  check_pool({1, 2, 8, 8}, p, Json::array(), 65);
+}
+
+TEST(Pool, DilatedMax) {
+  PoolParams p;
+  p.kh = p.kw = 2;
+  p.sh = p.sw = 1;
+  p.dh = 2;
+  p.dw = 3;
+  check_pool({1, 2, 8, 9}, p, Json::array(), 66);
+}
+
+TEST(Pool, BlockedLayout) {
+  PoolParams p;
+  p.kh = p.kw = 3;
+  p.pt = p.pl = p.pb = p.pr = 1;
+  check_pool({1, 2, 7, 7, 8}, p, Json::array({ops::epilogue::bias_add()}), 67);
+  p.is_max = false;
+  check_pool({1, 2, 6, 6, 4}, p, Json::array(), 68);
+}
+
+TEST(Pool, Global) {
+  for (bool is_max : {true, false}) {
+    for (const std::vector<int64_t> &shape : {std::vector<int64_t>{2, 6, 5, 7}, std::vector<int64_t>{1, 3, 4, 4, 8}}) {
+      Json epi = Json::array({ops::epilogue::bias_add()});
+      ops::Task task("global_pool2d.x86",
+                     Json::object({{"data", tensor(shape)}, {"pool_type", is_max ? "max" : "avg"}, {"epilogue", epi}}),
+                     kTarget);
+      const bool blocked = shape.size() == 5;
+      PoolParams p;
+      p.is_max = is_max;
+      p.kh = shape[2];
+      p.kw = shape[3];
+      p.sh = p.sw = 1;
+      testing::check_against_reference(
+          task, testing::test_configs(task, 2, 69),
+          [&](const std::vector<Host> &in) {
+            return testing::apply_epilogue(naive_pool(in[0], p), epi, {in[1]}, [&](const std::vector<int64_t> &i) {
+              return blocked ? i[1] * shape[4] + i[4] : i[1];
+            });
+          },
+          1e-5);
+    }
+  }
+}
+
+TEST(Pool, AverageOfIntegersIsRejected) {
+  PoolParams p;
+  p.is_max = false;
+  Json args = pool_args({1, 1, 4, 4}, p);
+  args.set("data", tensor({1, 1, 4, 4}, "int8"));
+  EXPECT_THROW(ops::Task("pool2d.x86", args, kTarget), ops::OpError);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,206 @@
+// The workload registry: template names, canonical arguments and workload keys, targets, configs
+// of another space, illegal configs, and a sweep that lowers many configs of every template.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "compiler/autotune/sha256.h"
+#include "compiler/ops/epilogue.h"
+#include "tests/compiler/ops/op_test_util.h"
+
+namespace kiln {
+namespace {
+
+using autotune::Config;
+using autotune::Json;
+using testing::tensor;
+
+const char *kTarget = "llvm -mcpu=znver4";
+
+TEST(Registry, BuiltinTemplates) {
+  std::vector<std::string> want = {"batch_matmul.x86",
+                                   "broadcast.x86",
+                                   "conv2d_nchw.x86",
+                                   "conv2d_nchwc.x86",
+                                   "conv2d_transpose_nchw.x86",
+                                   "dense_nopack.x86",
+                                   "dense_pack.x86",
+                                   "depthwise_conv2d_nchw.x86",
+                                   "elemwise.x86",
+                                   "global_pool2d.x86",
+                                   "layer_norm.x86",
+                                   "matmul.x86",
+                                   "pool2d.x86",
+                                   "reduce.x86",
+                                   "softmax.x86"};
+  EXPECT_EQ(ops::Registry::builtin().names(), want);
+  EXPECT_THROW(ops::Registry::builtin().get("conv3d.x86"), ops::OpError);
+}
+
+TEST(Registry, WorkloadKeyIsAFixedContentHash) {
+  Json args = Json::object({{"data", tensor({1, 512})}, {"weight", tensor({1000, 512})}});
+  ops::Workload w = ops::Registry::builtin().workload("dense_pack.x86", args);
+  EXPECT_EQ(w.canonical_args(),
+            "{\"data\":{\"dtype\":\"float32\",\"shape\":[1,512]},\"epilogue\":[],\"out_dtype\":\"float32\","
+            "\"weight\":{\"dtype\":\"float32\",\"shape\":[1000,512]}}");
+  // The same value on every platform (and the same as the tuning database computes).
+  EXPECT_EQ(w.key(), "462a1ddaeae7d682cd55943536841b6e848fa4c0e17e64e3c068426963deb6d0");
+  EXPECT_EQ(w.key(), autotune::sha256_hex("dense_pack.x86\n" + w.canonical_args()));
+}
+
+TEST(Registry, EquivalentArgumentsGiveTheSameKey) {
+  Json a = Json::object({{"data", Json::object({{"shape", Json::array_of(std::vector<int64_t>{1, 3, 8, 8})}})},
+                         {"kernel", tensor({4, 3, 3, 3})},
+                         {"padding", 1}});
+  Json b = Json::object({{"kernel", tensor({4, 3, 3, 3})},
+                         {"data", tensor({1, 3, 8, 8})},
+                         {"padding", Json::array_of(std::vector<int64_t>{1, 1, 1, 1})},
+                         {"strides", Json::array_of(std::vector<int64_t>{1, 1})},
+                         {"groups", 1},
+                         {"epilogue", Json::array()}});
+  ops::Task ta("conv2d_nchw.x86", a, kTarget), tb("conv2d_nchw.x86", b, kTarget);
+  EXPECT_EQ(ta.key(), tb.key());
+  Json c = b;
+  c.set("epilogue", Json::array({ops::epilogue::relu()}));
+  EXPECT_NE(ops::Task("conv2d_nchw.x86", c, kTarget).key(), ta.key());
+  // Clip bounds are canonical floats: 0 and 0.0 are the same bound.
+  Json d1 = b, d2 = b;
+  d1.set("epilogue", Json::array({Json::object({{"op", "clip"}, {"min", 0}, {"max", 6}})}));
+  d2.set("epilogue", Json::array({ops::epilogue::clip(0.0, 6.0)}));
+  EXPECT_EQ(ops::Task("conv2d_nchw.x86", d1, kTarget).key(), ops::Task("conv2d_nchw.x86", d2, kTarget).key());
+}
+
+TEST(Registry, BadWorkloadsAreUserErrors) {
+  EXPECT_THROW(ops::Task("dense_pack.x86", Json::object({{"data", tensor({4, 8})}}), kTarget), ops::OpError);
+  EXPECT_THROW(ops::Task("dense_pack.x86", Json::object({{"data", tensor({4, 8})}, {"weight", tensor({4, 9})}}), kTarget),
+               ops::OpError);
+  EXPECT_THROW(ops::Task("dense_pack.x86",
+                         Json::object({{"data", tensor({4, 8})},
+                                       {"weight", tensor({4, 8})},
+                                       {"epilogue", Json::array({Json::object({{"op", "gelu_tanh_fancy"}})})}}),
+                         kTarget),
+               ops::OpError);
+  EXPECT_THROW(ops::Task("dense_pack.x86", Json::array(), kTarget), ops::OpError);
+  EXPECT_THROW(ops::Task("dense_pack.x86", Json::object({{"data", tensor({4, 8})}, {"weight", tensor({4, 8})}}), ""),
+               UserError);
+}
+
+TEST(Registry, TargetsGiveTheVectorWidth) {
+  EXPECT_EQ(ops::Target::parse("llvm -mcpu=znver4").float_lanes(), 16);
+  EXPECT_EQ(ops::Target::parse("llvm -mcpu=skylake-avx512").float_lanes(), 16);
+  EXPECT_EQ(ops::Target::parse("llvm -mcpu=znver3").float_lanes(), 8);
+  EXPECT_EQ(ops::Target::parse("llvm -mattr=+avx2,+fma").float_lanes(), 8);
+  EXPECT_EQ(ops::Target::parse("llvm").float_lanes(), 4);
+  EXPECT_EQ(ops::Target::parse("llvm -mcpu=znver4").lanes(ir::Int(8)), 64);
+  EXPECT_THROW(ops::Target::parse("-mcpu=znver4"), UserError);
+}
+
+TEST(Registry, ConfigsOfAnotherSpaceAreRecognised) {
+  Json small = Json::object({{"data", tensor({8, 16})}, {"weight", tensor({32, 16})}});
+  Json big = Json::object({{"data", tensor({8, 32})}, {"weight", tensor({32, 32})}});
+  ops::Task a("dense_pack.x86", small, kTarget), b("dense_pack.x86", big, kTarget);
+  Config ca = a.default_config();
+  EXPECT_THROW(b.instantiate(ca), autotune::ConfigError);
+  EXPECT_THROW(b.parse_config(ca.to_json()), autotune::ConfigError);
+  // A record made by an older version of the template: same knobs, another fingerprint.
+  ops::Registry old;
+  ops::Template t = *ops::Registry::builtin().get("dense_pack.x86");
+  t.version = 0;
+  old.add(t);
+  ops::Task stale("dense_pack.x86", small, kTarget, old);
+  try {
+    a.parse_config(stale.default_config().to_json());
+    FAIL() << "a config of version 0 was accepted";
+  } catch (const autotune::ConfigError &e) {
+    EXPECT_NE(std::string(e.what()).find("another config space"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(a.instantiate(stale.default_config()), autotune::ConfigError);
+  // Its own configs round-trip through JSON.
+  EXPECT_EQ(a.parse_config(ca.to_json()), ca);
+}
+
+TEST(Registry, IllegalConfigsRaiseScheduleError) {
+  // A template whose schedule makes an illegal request for one value of a knob.
+  ops::Registry reg;
+  ops::Template t = *ops::Registry::builtin().get("elemwise.x86");
+  t.name = "bad_elemwise";
+  auto base_space = t.define_space;
+  auto base_schedule = t.schedule;
+  t.define_space = [base_space](autotune::ConfigSpace &s, const Json &a, const ops::Target &tg) {
+    base_space(s, a, tg);
+    s.define_bool("illegal");
+  };
+  t.default_config = [](const autotune::ConfigSpace &s, const Json &, const ops::Target &) { return s.get(0); };
+  t.schedule = [base_schedule](te::Schedule &s, const ops::Compute &c, const Config &cfg, const ops::Target &tg) {
+    if (cfg.choice_bool("illegal")) s[c.outputs[0]].compute_inline();
+    base_schedule(s, c, cfg, tg);
+  };
+  reg.add(t);
+  ops::Task task("bad_elemwise",
+                 Json::object({{"data", tensor({4, 64})}, {"epilogue", Json::array({ops::epilogue::relu()})}}), kTarget,
+                 reg);
+  Config good = task.space().from_values({{"illegal", 0}});
+  Config bad = task.space().from_values({{"illegal", 1}});
+  EXPECT_NO_THROW(task.lower(good));
+  EXPECT_THROW(task.lower(bad), ScheduleError);
+}
+
+// Lowers an evenly spaced selection of the valid configs of each template (and the default):
+// every one must lower, or fail with ScheduleError; never another error or a crash.
+TEST(Registry, ManyConfigsOfEveryTemplateLower) {
+  struct W {
+    const char *name;
+    Json args;
+  };
+  Json relu = Json::array({ops::epilogue::bias_add(), ops::epilogue::relu()});
+  std::vector<W> ws = {
+      {"dense_pack.x86", Json::object({{"data", tensor({6, 20})}, {"weight", tensor({12, 20})}, {"epilogue", relu}})},
+      {"dense_nopack.x86", Json::object({{"data", tensor({6, 20})}, {"weight", tensor({12, 20})}, {"epilogue", relu}})},
+      {"matmul.x86", Json::object({{"a", tensor({6, 20})}, {"b", tensor({20, 12})}})},
+      {"batch_matmul.x86", Json::object({{"a", tensor({2, 6, 8})}, {"b", tensor({2, 12, 8})}})},
+      {"conv2d_nchw.x86",
+       Json::object({{"data", tensor({1, 4, 7, 9})}, {"kernel", tensor({8, 4, 3, 3})}, {"padding", 1}, {"epilogue", relu}})},
+      {"conv2d_nchwc.x86",
+       Json::object({{"data", tensor({1, 8, 7, 9})}, {"kernel", tensor({8, 8, 3, 3})}, {"padding", 1}, {"epilogue", relu}})},
+      {"conv2d_nchwc.x86", Json::object({{"data", tensor({1, 8, 5, 5})}, {"kernel", tensor({16, 8, 1, 1})}})},
+      {"depthwise_conv2d_nchw.x86",
+       Json::object({{"data", tensor({1, 4, 9, 9})}, {"kernel", tensor({4, 1, 3, 3})}, {"strides", 2}, {"padding", 1}})},
+      {"conv2d_transpose_nchw.x86",
+       Json::object({{"data", tensor({1, 4, 4, 4})}, {"kernel", tensor({4, 4, 3, 3})}, {"strides", 2}, {"padding", 1}})},
+      {"pool2d.x86", Json::object({{"data", tensor({1, 4, 9, 9})},
+                                   {"kernel", Json::array_of(std::vector<int64_t>{3, 3})},
+                                   {"padding", 1},
+                                   {"pool_type", "avg"}})},
+      {"global_pool2d.x86", Json::object({{"data", tensor({1, 8, 5, 5})}, {"pool_type", "max"}})},
+      {"softmax.x86", Json::object({{"data", tensor({4, 37})}})},
+      {"layer_norm.x86", Json::object({{"data", tensor({4, 40})}})},
+      {"elemwise.x86", Json::object({{"data", tensor({3, 50})}, {"epilogue", relu}})},
+      {"broadcast.x86", Json::object({{"lhs", tensor({3, 50})}, {"rhs", tensor({50})}})},
+      {"reduce.x86", Json::object({{"data", tensor({3, 50})}, {"axes", 1}})},
+  };
+  for (const auto &w : ws) {
+    ops::Task task(w.name, w.args, kTarget);
+    const int64_t n = task.space().count_valid();
+    const int64_t step = std::max<int64_t>(1, n / 40);
+    std::vector<Config> configs = {task.default_config()};
+    int64_t i = 0;
+    task.space().for_each_valid([&](const Config &c) {
+      if (i++ % step == 0) configs.push_back(c);
+      return true;
+    });
+    int schedule_errors = 0;
+    for (const auto &c : configs) {
+      try {
+        task.lower(c);
+      } catch (const ScheduleError &) {
+        ++schedule_errors;
+      } catch (const std::exception &e) {
+        ADD_FAILURE() << w.name << " " << c.to_string() << ": " << e.what();
+      }
+    }
+    EXPECT_EQ(schedule_errors, 0) << w.name;
+  }
+}
+
+}  // namespace
+}  // namespace kiln

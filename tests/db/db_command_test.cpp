@@ -1,0 +1,339 @@
+// The `kiln db` command, run as a user would: its output, its JSON, and its exit status for good
+// and bad input (0 success, 1 the command failed, 2 bad command line).
+#include "db/sqlite_db.h"
+#include "db/tuning_db.h"
+#include "tests/db/db_test_util.h"
+#include "tests/db/process_util.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#ifndef KILN_CLI
+#error "KILN_CLI must name the kiln executable"
+#endif
+
+namespace kiln::db {
+namespace {
+
+using nlohmann::json;
+using testing::dense;
+using testing::failed;
+using testing::measured;
+using testing::skylake;
+using testing::znver4;
+using testing::znver4_avx512;
+namespace fs = std::filesystem;
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+class DbCommandTest : public testing::TempDirTest {
+ protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    db_path_ = path("kiln.db");
+    TuningDb db = TuningDb::open(db_path_);
+    std::vector<Record> records;
+    for (int i = 0; i < 5; ++i)
+      records.push_back(measured(dense(64), znver4(), i, 0.001 * (5 - i)));
+    records.push_back(measured(dense(64), znver4_avx512(), 10, 0.0001));
+    records.push_back(measured(dense(64), skylake(), 20, 0.00001));
+    records.push_back(failed(dense(64), znver4(), 30));
+    records.push_back(measured(dense(128), znver4(), 40, 0.002));
+    db.insert(records);
+    int64_t job = db.create_job("nightly", {{"tasks", 2}}, 10);
+    db.update_job(job, JobState::kRunning, "halfway");
+  }
+
+  // Runs `kiln` with `args`; the database is passed with --db unless `with_db` is false.
+  Result kiln(std::vector<std::string> args, bool with_db = true) {
+    if (with_db) {
+      args.insert(args.begin() + 1, "--db");
+      args.insert(args.begin() + 2, db_path_);
+    }
+    std::string err_file = path("stderr.txt");
+    int err_fd = open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int saved = dup(STDERR_FILENO);
+    dup2(err_fd, STDERR_FILENO);  // the child inherits it
+    testing::Child child = testing::spawn(KILN_CLI, args, /*capture=*/true);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(err_fd);
+    Result result;
+    result.out = testing::read_all(child.stdout_fd);
+    result.status = testing::wait_for(child);
+    std::ifstream in(err_file);
+    std::stringstream err;
+    err << in.rdbuf();
+    result.err = err.str();
+    return result;
+  }
+
+  std::string key() const { return dense(64).key; }
+  std::string db_path_;
+};
+
+bool contains(const std::string &text, const std::string &needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+TEST_F(DbCommandTest, WorkloadsListsEachWorkloadAlignedOrAsJson) {
+  Result r = kiln({"db", "workloads"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "KEY ")) << r.out;
+  EXPECT_TRUE(contains(r.out, key().substr(0, 12))) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3);  // header and two workloads
+  // Columns line up: every row is as wide as the header up to the last column.
+  std::istringstream lines(r.out);
+  std::string header, row;
+  std::getline(lines, header);
+  std::getline(lines, row);
+  EXPECT_EQ(row.find("dense"), header.find("TEMPLATE"));
+
+  r = kiln({"db", "workloads", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json list = json::parse(r.out);
+  ASSERT_EQ(list.size(), 2u);
+  for (const json &w : list) {
+    if (w["key"] == key()) {
+      EXPECT_EQ(w["records"], 8);
+      EXPECT_EQ(w["valid"], 7);
+      EXPECT_EQ(w["args"]["M"], 64);
+    }
+  }
+}
+
+TEST_F(DbCommandTest, BestUsesExactTargetThenDeviceClass) {
+  Result r = kiln({"db", "best", "-w", key().substr(0, 10), "-t", "llvm -mcpu=znver4"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "exact target")) << r.out;
+  EXPECT_TRUE(contains(r.out, "index 4")) << r.out;
+  EXPECT_TRUE(contains(r.out, "1000.00")) << r.out;  // mean in microseconds
+
+  // --json, with --db after the subcommand.
+  Result j = kiln({"db", "best", "--json", "--workload", key(), "--target", "llvm -mcpu=znver4",
+                   "--db", db_path_},
+                  /*with_db=*/false);
+  ASSERT_EQ(j.status, 0) << j.err;
+  json best = json::parse(j.out);
+  EXPECT_EQ(best["match"], "exact");
+  EXPECT_EQ(best["config"]["index"], 4);
+  EXPECT_DOUBLE_EQ(best["mean_s"].get<double>(), 0.001);
+
+  // A target string never measured exactly, with its device class: the class's best, never
+  // skylake's faster record.
+  r = kiln({"db", "best", "-w", key(), "-t", "llvm -mcpu=znver4 -mattr=+avx2", "-d", "x86-znver4",
+            "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  best = json::parse(r.out);
+  EXPECT_EQ(best["match"], "device_class");
+  EXPECT_EQ(best["config"]["index"], 10);
+
+  // The workload can be named by template and arguments too.
+  r = kiln({"db", "best", "--template", "dense", "--args",
+            R"({"dtype": "float32", "K": 64, "N": 64, "M": 64})", "-t", "llvm -mcpu=skylake",
+            "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["config"]["index"], 20);
+}
+
+TEST_F(DbCommandTest, TopPrintsRankedRows) {
+  Result r = kiln({"db", "top", "-w", key(), "-t", "llvm -mcpu=znver4", "-k", "3"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 4);
+  EXPECT_TRUE(contains(r.out, "RANK")) << r.out;
+
+  r = kiln({"db", "top", "-w", key(), "-t", "llvm -mcpu=znver4", "-k", "10", "--scope", "class",
+            "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json top = json::parse(r.out);
+  ASSERT_EQ(top.size(), 6u);
+  EXPECT_EQ(top[0]["config"]["index"], 10);
+  EXPECT_EQ(top[0]["match"], "device_class");
+  for (size_t i = 1; i < top.size(); ++i) {
+    EXPECT_LE(top[i - 1]["mean_s"].get<double>(), top[i]["mean_s"].get<double>());
+  }
+}
+
+TEST_F(DbCommandTest, HistoryJobsAndStats) {
+  Result r = kiln({"db", "history", "--template", "dense", "-d", "x86-znver4", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out).size(), 8u);
+  r = kiln({"db", "history", "--template", "dense", "-d", "x86-znver4", "--valid-only"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 8);  // header and 7 valid
+
+  r = kiln({"db", "jobs"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "nightly")) << r.out;
+  EXPECT_TRUE(contains(r.out, "running")) << r.out;
+  r = kiln({"db", "jobs", "--id", "1", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["message"], "halfway");
+  r = kiln({"db", "jobs", "--id", "7"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.err, "job 7 does not exist")) << r.err;
+
+  r = kiln({"db", "stats", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json stats = json::parse(r.out);
+  EXPECT_EQ(stats["records"], 9);
+  EXPECT_EQ(stats["valid"], 8);
+  EXPECT_EQ(stats["by_error"]["COMPILE_HOST"], 1);
+  r = kiln({"db", "stats"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "schema_version")) << r.out;
+}
+
+TEST_F(DbCommandTest, ExportImportAndCheck) {
+  std::string exported = path("records.jsonl");
+  Result r = kiln({"db", "export", "-o", exported});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "exported 9 records")) << r.out;
+  r = kiln({"db", "export", "--format", "autotvm", "--valid-only"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    json row = json::parse(line);
+    EXPECT_TRUE(row.contains("input") && row.contains("config") && row.contains("result"));
+    EXPECT_EQ(row["result"][1], 0);
+    ++count;
+  }
+  EXPECT_EQ(count, 8);
+
+  std::string copy = path("copy.db");
+  r = kiln({"db", "--db", copy, "import", exported}, /*with_db=*/false);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "imported 9 records")) << r.out;
+  r = kiln({"db", "--db", copy, "import", exported, "--json"}, false);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["duplicates"], 9);
+  r = kiln({"db", "--db", copy, "check"}, false);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "ok")) << r.out;
+}
+
+TEST_F(DbCommandTest, MalformedImportIsAllOrNothingUnlessAskedToSkip) {
+  std::string exported = path("records.jsonl");
+  ASSERT_EQ(kiln({"db", "export", "-o", exported}).status, 0);
+  std::string text;
+  {
+    std::ifstream in(exported);
+    std::stringstream s;
+    s << in.rdbuf();
+    text = s.str();
+  }
+  size_t second_line = text.find('\n') + 1;
+  std::string broken =
+      text.substr(0, second_line) + "this is not json\n" + text.substr(second_line);
+  std::string bad_file = path("broken.jsonl");
+  std::ofstream(bad_file) << broken;
+
+  std::string target = path("target.db");
+  Result r = kiln({"db", "--db", target, "import", bad_file}, false);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.err, "line 2: not valid JSON")) << r.err;
+  EXPECT_TRUE(contains(r.err, "nothing was imported")) << r.err;
+  EXPECT_TRUE(contains(r.err, "--skip-bad-lines")) << r.err;
+  r = kiln({"db", "--db", target, "stats", "--json"}, false);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["records"], 0);
+
+  r = kiln({"db", "--db", target, "import", bad_file, "--skip-bad-lines"}, false);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "imported 9 records")) << r.out;
+  EXPECT_TRUE(contains(r.err, "line 2: skipped: not valid JSON")) << r.err;
+}
+
+TEST_F(DbCommandTest, PruneKeepsTheBest) {
+  Result r = kiln({"db", "prune", "--keep", "1", "--dry-run", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json dry = json::parse(r.out);
+  EXPECT_EQ(dry["deleted_valid"], 4);
+  EXPECT_EQ(dry["deleted_failed"], 1);
+  r = kiln({"db", "prune", "--keep", "1", "--vacuum"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "deleted 4 valid and 1 failed records; 4 records remain")) << r.out;
+}
+
+TEST_F(DbCommandTest, BadInputGivesAClearErrorAndANonZeroStatus) {
+  Result r = kiln({"db", "best", "-w", "ffff", "-t", "llvm -mcpu=znver4"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.err, "unknown workload \"ffff\"")) << r.err;
+
+  r = kiln({"db", "best", "-w", "not-hex", "-t", "llvm -mcpu=znver4"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.err, "not a workload key")) << r.err;
+
+  r = kiln({"db", "best", "-w", key(), "-t", "cuda -arch=sm_90"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.err, "unknown target")) << r.err;
+
+  r = kiln({"db", "best", "-w", dense(128).key, "-t", "llvm -mcpu=skylake"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.err, "no valid record")) << r.err;
+
+  r = kiln({"db", "best", "-w", key(), "-t", "-mcpu=znver4", "-d", "x"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.err, "must start with its kind")) << r.err;
+
+  // Command-line mistakes: status 2.
+  EXPECT_EQ(kiln({"db", "best", "-w", key()}).status, 2);  // --target is required
+  EXPECT_EQ(kiln({"db", "no-such-command"}).status, 2);
+  EXPECT_EQ(kiln({"db", "top", "-w", key(), "-t", "llvm", "--scope", "nearby"}).status, 2);
+  EXPECT_EQ(kiln({"db", "prune", "--keep", "-3"}).status, 2);
+  EXPECT_EQ(kiln({"db"}).status, 2);
+
+  // Files that are not tuning logs.
+  r = kiln({"db", "--db", path("missing.db"), "stats"}, false);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.err, "no tuning log at")) << r.err;
+  EXPECT_FALSE(fs::exists(path("missing.db")));
+
+  std::string text_file = path("notes.db");
+  {
+    std::ofstream out(text_file);
+    for (int i = 0; i < 100; ++i) out << "not a database at all\n";
+  }
+  r = kiln({"db", "--db", text_file, "stats"}, false);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.err, "is not a Kiln tuning log")) << r.err;
+
+  {
+    Database raw(db_path_);
+    raw.exec("PRAGMA user_version = 9");
+  }
+  r = kiln({"db", "stats"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.err, "newer Kiln")) << r.err;
+
+  r = kiln({"db", "import", path("no-such-file.jsonl")});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.err, "cannot read")) << r.err;
+}
+
+TEST_F(DbCommandTest, HelpAndVersionSucceed) {
+  Result r = kiln({"--help"}, false);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_TRUE(contains(r.out, "db")) << r.out;
+  r = kiln({"db", "--help"}, false);
+  EXPECT_EQ(r.status, 0);
+  for (const char *command : {"workloads", "best", "top", "history", "jobs", "stats", "export",
+                              "import", "prune", "check"}) {
+    EXPECT_TRUE(contains(r.out, command)) << command;
+  }
+  r = kiln({"--version"}, false);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_TRUE(contains(r.out, "kiln ")) << r.out;
+}
+
+}  // namespace
+}  // namespace kiln::db

@@ -1,0 +1,242 @@
+// Kiln's JSON-lines exchange format and the AutoTVM v0.2 export: a round trip keeps every field,
+// AutoTVM's layout is what TVM's tools expect, and bad input is reported by line number with the
+// good lines imported or none, as the caller chose.
+#include "db/record_json.h"
+#include "db/error.h"
+#include "db/tuning_db.h"
+#include "tests/db/db_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace kiln::db {
+namespace {
+
+using nlohmann::json;
+using testing::dense;
+using testing::failed;
+using testing::measured;
+using testing::skylake;
+using testing::znver4;
+
+class RecordJsonTest : public testing::TempDirTest {
+ protected:
+  std::vector<Record> sample() {
+    Record ok = measured(dense(64), znver4(), 17, 0.0);
+    ok.costs = {1.21e-5, 1.19e-5, 1.2e-5};
+    ok.config.knobs = {{"tile_m", {1, 8}}, {"unroll", 1}, {"order", "ikj"}};
+    ok.kiln_version = "0.1.0";
+    Record bad = failed(dense(64), skylake(), 18, ErrorClass::kInfra);
+    bad.kiln_version = "0.1.0";
+    Record other = measured(
+        Workload::make("conv2d",
+                       json::array({json::array({"TENSOR", json::array({1, 3}), "float32"}), 2})),
+        znver4(), 3, 0.002);
+    other.kiln_version = "0.1.0";
+    return {ok, bad, other};
+  }
+};
+
+TEST_F(RecordJsonTest, KilnLineHasTheDocumentedFields) {
+  json line = json::parse(record_to_json(sample()[0]).dump());
+  EXPECT_EQ(line["format"], "kiln-record");
+  EXPECT_EQ(line["version"], kRecordFormatVersion);
+  EXPECT_EQ(line["workload"]["key"], dense(64).key);
+  EXPECT_EQ(line["workload"]["template"], "dense");
+  EXPECT_EQ(line["workload"]["args"]["M"], 64);
+  EXPECT_EQ(line["target"]["target"], "llvm -mcpu=znver4");
+  EXPECT_EQ(line["target"]["device"], "x86-znver4");
+  EXPECT_EQ(line["config"]["index"], 17);
+  EXPECT_EQ(line["config"]["knobs"][0], json::parse(R"(["tile_m",[1,8]])"));
+  EXPECT_EQ(line["result"]["error"], "OK");
+  EXPECT_EQ(line["result"]["costs"].size(), 3u);
+  EXPECT_NEAR(line["result"]["mean"].get<double>(), 1.2e-5, 1e-12);
+  EXPECT_EQ(line["runner"], "runner-test");
+  EXPECT_TRUE(json::parse(record_to_json(sample()[1]).dump())["result"]["mean"].is_null());
+}
+
+TEST_F(RecordJsonTest, ExportThenImportKeepsEveryRecord) {
+  std::string exported;
+  {
+    TuningDb source = TuningDb::open(path("source.db"));
+    source.insert(sample());
+    std::ostringstream out;
+    EXPECT_EQ(source.export_records(out, ExportFormat::kKiln), 3);
+    exported = out.str();
+  }
+  EXPECT_EQ(std::count(exported.begin(), exported.end(), '\n'), 3);
+
+  TuningDb copy = TuningDb::open(path("copy.db"));
+  std::istringstream in(exported);
+  ImportResult result = copy.import_records(in);
+  EXPECT_EQ(result.imported, 3);
+  EXPECT_EQ(result.duplicates, 0);
+  EXPECT_TRUE(result.bad_lines.empty());
+
+  std::ostringstream again;
+  copy.export_records(again, ExportFormat::kKiln);
+  EXPECT_EQ(again.str(), exported);  // byte for byte
+
+  // Importing the same lines again adds nothing.
+  std::istringstream in2(exported);
+  result = copy.import_records(in2);
+  EXPECT_EQ(result.imported, 0);
+  EXPECT_EQ(result.duplicates, 3);
+  EXPECT_EQ(copy.stats().records, 3);
+
+  // Filters.
+  std::ostringstream valid_only;
+  EXPECT_EQ(copy.export_records(valid_only, ExportFormat::kKiln, {"", "", "", true}), 2);
+  std::ostringstream one_class;
+  EXPECT_EQ(copy.export_records(one_class, ExportFormat::kKiln, {"", "x86-skylake", "", false}), 1);
+  std::ostringstream one_template;
+  EXPECT_EQ(copy.export_records(one_template, ExportFormat::kKiln, {"conv2d", "", "", false}), 1);
+  std::ostringstream one_workload;
+  EXPECT_EQ(copy.export_records(one_workload, ExportFormat::kKiln, {"", "", dense(64).key, false}),
+            2);
+}
+
+TEST_F(RecordJsonTest, AutoTvmExportUsesTheV02Layout) {
+  TuningDb db = TuningDb::open(path("tuning.db"));
+  db.insert(sample());
+  std::ostringstream out;
+  EXPECT_EQ(db.export_records(out, ExportFormat::kAutoTvm), 3);
+  std::istringstream lines(out.str());
+  std::string text;
+  std::vector<json> rows;
+  while (std::getline(lines, text)) rows.push_back(json::parse(text));
+  ASSERT_EQ(rows.size(), 3u);
+
+  // Field order as AutoTVM writes it.
+  std::string first_line = out.str().substr(0, out.str().find('\n'));
+  EXPECT_EQ(first_line.rfind("{\"input\":", 0), 0u) << first_line;
+
+  const json &ok = rows[0];
+  ASSERT_EQ(ok["input"].size(), 4u);
+  EXPECT_EQ(ok["input"][0], "llvm -mcpu=znver4");
+  EXPECT_EQ(ok["input"][1], "dense");
+  EXPECT_EQ(ok["input"][2], json::array());
+  EXPECT_EQ(ok["input"][3], json::parse(R"({"K":64,"M":64,"N":64,"dtype":"float32"})"));
+  EXPECT_EQ(ok["config"]["index"], 17);
+  EXPECT_EQ(ok["config"]["code_hash"], "space-v1");
+  EXPECT_EQ(ok["config"]["entity"][0], json::parse(R"(["tile_m","ot",[1,8]])"));
+  EXPECT_EQ(ok["config"]["entity"][2], json::parse(R"(["order","ot","ikj"])"));
+  ASSERT_EQ(ok["result"].size(), 4u);
+  EXPECT_EQ(ok["result"][0], json::parse("[1.21e-05,1.19e-05,1.2e-05]"));
+  EXPECT_EQ(ok["result"][1], 0);
+  EXPECT_DOUBLE_EQ(ok["result"][2].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(ok["result"][3].get<double>(), 1700000017.0);
+  EXPECT_DOUBLE_EQ(ok["version"].get<double>(), 0.2);
+  EXPECT_EQ(ok["tvm_version"], "kiln-0.1.0");
+
+  const json &bad = rows[1];
+  EXPECT_EQ(bad["result"][0], json::parse("[1e9]"));
+  EXPECT_EQ(bad["result"][1], 8);  // INFRA has no AutoTVM number of its own
+
+  const json &array_args = rows[2];
+  EXPECT_EQ(array_args["input"][2], json::parse(R"([["TENSOR",[1,3],"float32"],2])"));
+  EXPECT_EQ(array_args["input"][3], json::object());
+}
+
+std::string kiln_lines(const std::vector<Record> &records) {
+  std::string text;
+  for (const Record &r : records) text += record_to_json(r).dump() + "\n";
+  return text;
+}
+
+TEST_F(RecordJsonTest, BadLineAbortsTheWholeImportByDefault) {
+  std::vector<Record> good = sample();
+  std::string text = kiln_lines({good[0]}) + "\n" + "{\"format\":\"kiln-record\",\"version\":1,\n" +
+                     kiln_lines({good[1], good[2]});
+  TuningDb db = TuningDb::open(path("tuning.db"));
+  std::istringstream in(text);
+  try {
+    db.import_records(in);
+    FAIL() << "expected TuningDbError";
+  } catch (const TuningDbError &e) {
+    EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(TuningDbError::Kind::kBadInput));
+    EXPECT_NE(std::string(e.what()).find("line 3: not valid JSON"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nothing was imported"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(db.stats().records, 0);
+  EXPECT_EQ(db.stats().workloads, 0);
+}
+
+TEST_F(RecordJsonTest, SkippingBadLinesImportsTheGoodOnesAndNamesTheBad) {
+  std::vector<Record> good = sample();
+  json wrong_key = record_to_json(good[0]);
+  wrong_key["workload"]["key"] = std::string(64, '0');
+  json newer = record_to_json(good[0]);
+  newer["version"] = 2;
+  json unknown_error = record_to_json(good[0]);
+  unknown_error["result"]["error"] = "EXPLODED";
+  json no_costs = record_to_json(good[0]);
+  no_costs["result"]["costs"] = json::array();
+  json bad_target = record_to_json(good[0]);
+  bad_target["target"]["target"] = "-mcpu=znver4";
+  std::string autotvm =
+      R"({"input":["llvm","dense",[],{}],"config":{"index":1,"code_hash":null,"entity":[]},)"
+      R"("result":[[1e-5],0,1.0,1.0],"version":0.2,"tvm_version":"0.8"})";
+
+  std::string text = kiln_lines({good[0]}) +        // 1
+                     wrong_key.dump() + "\n" +      // 2
+                     newer.dump() + "\n" +          // 3
+                     kiln_lines({good[1]}) +        // 4
+                     unknown_error.dump() + "\n" +  // 5
+                     no_costs.dump() + "\r\n" +     // 6
+                     "[1, 2, 3]\n" +                // 7
+                     autotvm + "\n" +               // 8
+                     bad_target.dump() + "\n" +     // 9
+                     "   \n" +                      // 10: blank, skipped
+                     kiln_lines({good[2]});         // 11
+  TuningDb db = TuningDb::open(path("tuning.db"));
+  std::istringstream in(text);
+  ImportResult result = db.import_records(in, {true});
+  EXPECT_EQ(result.imported, 3);
+  ASSERT_EQ(result.bad_lines.size(), 7u);
+  std::vector<std::pair<int64_t, std::string>> expected = {
+      {2, "does not match its template and arguments"},
+      {3, "newer Kiln"},
+      {5, "unknown error class \"EXPLODED\""},
+      {6, "at least one cost"},
+      {7, "must be a JSON object"},
+      {8, "AutoTVM log line"},
+      {9, "must start with its kind"},
+  };
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(result.bad_lines[i].line, expected[i].first);
+    EXPECT_NE(result.bad_lines[i].message.find(expected[i].second), std::string::npos)
+        << "line " << expected[i].first << ": " << result.bad_lines[i].message;
+  }
+  EXPECT_EQ(db.stats().records, 3);
+  EXPECT_TRUE(db.check().ok());
+}
+
+TEST_F(RecordJsonTest, MissingFieldsAreNamed) {
+  json line = record_to_json(sample()[0]);
+  auto message_without = [&](const std::string &outer, const std::string &inner) {
+    json copy = line;
+    if (inner.empty()) {
+      copy.erase(outer);
+    } else {
+      copy[outer].erase(inner);
+    }
+    try {
+      record_from_json(copy);
+      return std::string("accepted");
+    } catch (const TuningDbError &e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_NE(message_without("workload", "").find("missing field \"workload\""), std::string::npos);
+  EXPECT_NE(message_without("workload", "args").find("workload.args"), std::string::npos);
+  EXPECT_NE(message_without("target", "device").find("target.device"), std::string::npos);
+  EXPECT_NE(message_without("config", "index").find("config.index"), std::string::npos);
+  EXPECT_NE(message_without("result", "error").find("result.error"), std::string::npos);
+  EXPECT_EQ(message_without("runner", ""), "accepted");  // optional
+  EXPECT_EQ(message_without("result", "mean"), "accepted");
+}
+
+}  // namespace
+}  // namespace kiln::db

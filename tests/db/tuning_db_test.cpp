@@ -1,0 +1,457 @@
+// The tuning log's queries and their semantics: best and top-k (exact target first, then the
+// device class, never another class), atomic batches, history, jobs and resume state, statistics,
+// prune, the integrity check, and the indexes that keep lookups seeks at millions of records.
+#include "db/tuning_db.h"
+#include "db/error.h"
+#include "db/queries.h"
+#include "db/sqlite_db.h"
+#include "tests/db/db_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+namespace kiln::db {
+namespace {
+
+using testing::dense;
+using testing::failed;
+using testing::measured;
+using testing::skylake;
+using testing::znver4;
+using testing::znver4_avx512;
+
+class TuningDbTest : public testing::TempDirTest {
+ protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    db_ = std::make_unique<TuningDb>(TuningDb::open(path("tuning.db")));
+  }
+  void TearDown() override {
+    db_.reset();
+    TempDirTest::TearDown();
+  }
+  int64_t count(const std::string &sql) {
+    Statement s = db_->database().prepare(sql);
+    EXPECT_TRUE(s.step());
+    int64_t n = s.column_int64(0);
+    s.reset();
+    return n;
+  }
+
+  std::unique_ptr<TuningDb> db_;
+};
+
+TEST_F(TuningDbTest, BestPrefersExactTargetThenDeviceClassNeverAnotherClass) {
+  Workload w = dense(64);
+  db_->insert({measured(w, skylake(), 1, 0.0001),        // fastest, but another class
+               measured(w, znver4_avx512(), 2, 0.0002),  // same class, other target string
+               measured(w, znver4(), 3, 0.0004),         // the exact target
+               measured(w, znver4(), 4, 0.0003)});
+
+  std::optional<Record> best = db_->best(w.key, znver4());
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->config.index, 4);
+  EXPECT_EQ(best->target.target, "llvm -mcpu=znver4");
+
+  // A target string never measured exactly falls back to its device class.
+  Target unseen = Target::make("llvm -mattr=+avx2 -mcpu=znver4", "x86-znver4");
+  best = db_->best(w.key, unseen);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->config.index, 2);
+  EXPECT_EQ(best->target.device_key, "x86-znver4");
+  EXPECT_FALSE(db_->best(w.key, unseen, Scope::kExact));
+
+  // The class scope ranks the whole class; the skylake record never appears.
+  EXPECT_EQ(db_->best(w.key, znver4(), Scope::kDeviceClass)->config.index, 2);
+  EXPECT_EQ(db_->best(w.key, znver4(), Scope::kExact)->config.index, 4);
+
+  // The same target string registered for another class is another target.
+  Target other_class = Target::make("llvm -mcpu=znver4", "x86-znver4-lab");
+  EXPECT_FALSE(db_->best(w.key, other_class));
+  // A device class with records of other workloads only gives nothing either.
+  EXPECT_FALSE(db_->best(dense(128).key, znver4()));
+  // Option order in the query does not matter.
+  EXPECT_EQ(db_->best(w.key, Target{"llvm -mcpu=znver4", "x86-znver4", ""})->config.index, 4);
+}
+
+TEST_F(TuningDbTest, TopKIsOrderedFastestFirstWithinScope) {
+  Workload w = dense(64);
+  std::vector<Record> records;
+  for (int i = 0; i < 30; ++i)
+    records.push_back(measured(w, znver4(), i, 0.001 * ((i * 7) % 30 + 1)));
+  records.push_back(measured(w, skylake(), 100, 0.00001));
+  records.push_back(failed(w, znver4(), 101));
+  db_->insert(records);
+
+  std::vector<Record> top = db_->top_k(w.key, znver4(), 10);
+  ASSERT_EQ(top.size(), 10u);
+  for (size_t i = 0; i < top.size(); ++i) {
+    EXPECT_DOUBLE_EQ(top[i].mean(), 0.001 * static_cast<double>(i + 1));
+    EXPECT_EQ(top[i].target.device_key, "x86-znver4");
+    EXPECT_TRUE(top[i].valid());
+  }
+  EXPECT_EQ(db_->top_k(w.key, znver4(), 100).size(), 30u);
+  EXPECT_TRUE(db_->top_k(w.key, znver4(), 0).empty());
+
+  // Equal means: the older record first.
+  Workload tie = dense(32);
+  db_->insert({measured(tie, znver4(), 5, 0.002), measured(tie, znver4(), 6, 0.002)});
+  std::vector<Record> tied = db_->top_k(tie.key, znver4(), 2);
+  ASSERT_EQ(tied.size(), 2u);
+  EXPECT_LT(tied[0].id, tied[1].id);
+}
+
+TEST_F(TuningDbTest, FailedMeasurementsAreKeptButNeverBest) {
+  Workload w = dense(64);
+  db_->insert({failed(w, znver4(), 1, ErrorClass::kRunTimeout),
+               failed(w, znver4(), 2, ErrorClass::kWrongAnswer)});
+  EXPECT_FALSE(db_->best(w.key, znver4()));
+  Stats stats = db_->stats();
+  EXPECT_EQ(stats.records, 2);
+  EXPECT_EQ(stats.valid, 0);
+  EXPECT_EQ(stats.by_error[ErrorClass::kRunTimeout], 1);
+  EXPECT_EQ(stats.by_error[ErrorClass::kWrongAnswer], 1);
+
+  std::vector<Record> history = db_->history({"dense", "x86-znver4"});
+  ASSERT_EQ(history.size(), 2u);
+  EXPECT_EQ(history[0].error, ErrorClass::kRunTimeout);
+  EXPECT_EQ(history[0].error_message, "failed on purpose");
+  EXPECT_TRUE(std::isnan(history[0].mean()));
+}
+
+TEST_F(TuningDbTest, StoredRecordsReadBackField_by_field) {
+  Record r = measured(dense(64), znver4(), 1234, 0.0);
+  r.costs = {1.5e-5, 1.25e-5, 2e-5};
+  r.config.knobs = {{"tile", {1, 8, 4}}, {"order", "ijk"}, {"vectorize", true}, {"f", 0.25}};
+  r.wall_s = 1.75;
+  r.runner = "runner-07@farm";
+  r.kiln_version = "9.9.9";
+  r.timestamp = 1712345678.5;
+  int64_t id = db_->insert(r);
+  EXPECT_GT(id, 0);
+
+  std::optional<Record> back = db_->best(r.workload.key, znver4());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->id, id);
+  EXPECT_EQ(back->workload.key, r.workload.key);
+  EXPECT_EQ(back->workload.args, r.workload.args);
+  EXPECT_DOUBLE_EQ(back->workload.flop, r.workload.flop);
+  EXPECT_EQ(back->target.target, r.target.target);
+  EXPECT_EQ(back->target.model, "znver4");
+  EXPECT_EQ(back->config.index, 1234);
+  EXPECT_EQ(back->config.space, "space-v1");
+  EXPECT_EQ(back->config.knobs, r.config.knobs);
+  EXPECT_EQ(back->costs, r.costs);
+  EXPECT_DOUBLE_EQ(back->mean(), (1.5e-5 + 1.25e-5 + 2e-5) / 3);
+  EXPECT_DOUBLE_EQ(back->wall_s, 1.75);
+  EXPECT_EQ(back->runner, "runner-07@farm");
+  EXPECT_EQ(back->kiln_version, "9.9.9");
+  EXPECT_DOUBLE_EQ(back->timestamp, 1712345678.5);
+  EXPECT_FALSE(back->job_id);
+
+  // Left empty, the version and time are filled in.
+  Record plain = measured(dense(65), znver4(), 1, 0.001);
+  plain.timestamp = 0;
+  double before = static_cast<double>(std::time(nullptr)) - 1;
+  db_->insert(plain);
+  back = db_->best(plain.workload.key, znver4());
+  EXPECT_FALSE(back->kiln_version.empty());
+  EXPECT_GE(back->timestamp, before);
+}
+
+TEST_F(TuningDbTest, BatchInsertIsAllOrNothing) {
+  Workload w = dense(64);
+  std::vector<Record> batch = {measured(w, znver4(), 1, 0.001),
+                               measured(dense(99), znver4(), 2, 0.001)};
+  batch.push_back(measured(w, znver4(), 3, 0.001));
+  batch.back().job_id = 12345;  // no such job: the whole batch fails in its transaction
+  try {
+    db_->insert(batch);
+    FAIL() << "expected TuningDbError";
+  } catch (const TuningDbError &e) {
+    EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(TuningDbError::Kind::kBadInput));
+    EXPECT_NE(std::string(e.what()).find("job 12345 does not exist"), std::string::npos);
+  }
+  EXPECT_EQ(count("SELECT count(*) FROM record"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM workload"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM target"), 0);
+
+  batch.pop_back();
+  EXPECT_EQ(db_->insert(batch).size(), 2u);
+  EXPECT_EQ(count("SELECT count(*) FROM record"), 2);
+}
+
+TEST_F(TuningDbTest, InconsistentRecordsAreRejectedBeforeAnythingIsWritten) {
+  auto expect_rejected = [&](Record r, const std::string &needle) {
+    std::vector<Record> batch = {measured(dense(1), znver4(), 1, 0.001), r};
+    try {
+      db_->insert(batch);
+      FAIL() << "expected TuningDbError for " << needle;
+    } catch (const TuningDbError &e) {
+      EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(TuningDbError::Kind::kBadInput));
+      EXPECT_NE(std::string(e.what()).find("record 2 of 2"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  Record r = measured(dense(64), znver4(), 1, 0.001);
+  r.workload.args = R"({"M":65})";
+  expect_rejected(r, "does not match");
+  r = measured(dense(64), znver4(), 1, 0.001);
+  r.target.target = "llvm  -mcpu=znver4";
+  expect_rejected(r, "not canonical");
+  r = measured(dense(64), znver4(), 1, 0.001);
+  r.costs = {0.001, -1};
+  expect_rejected(r, "costs");
+  r.costs = {0.001, std::nan("")};
+  expect_rejected(r, "costs");
+  r.costs.clear();
+  expect_rejected(r, "at least one cost");
+  r = measured(dense(64), znver4(), 1, 0.001);
+  r.error = static_cast<ErrorClass>(42);
+  expect_rejected(r, "error class 42");
+  r = measured(dense(64), znver4(), 1, 0.001);
+  r.target.device_key.clear();
+  expect_rejected(r, "device key");
+  EXPECT_EQ(count("SELECT count(*) FROM record"), 0);
+}
+
+TEST_F(TuningDbTest, UnknownWorkloadOrTargetGivesNoAnswerRatherThanAnError) {
+  db_->insert(measured(dense(64), znver4(), 1, 0.001));
+  std::string unknown(64, 'a');
+  EXPECT_FALSE(db_->workload(unknown));
+  EXPECT_FALSE(db_->best(unknown, znver4()));
+  EXPECT_TRUE(db_->top_k(unknown, znver4(), 10).empty());
+  EXPECT_FALSE(db_->best(dense(64).key, Target::make("cuda -arch=sm_90", "h100")));
+  EXPECT_TRUE(db_->history({"conv2d", "x86-znver4"}).empty());
+  EXPECT_THROW(db_->history({"", "x86-znver4"}), TuningDbError);
+  EXPECT_THROW(db_->best(dense(64).key, Target{"-bad", "x86-znver4", ""}), TuningDbError);
+}
+
+TEST_F(TuningDbTest, WorkloadsAreListedAndFoundByKeyPrefix) {
+  db_->insert({measured(dense(64), znver4(), 1, 0.004), measured(dense(64), skylake(), 2, 0.002),
+               failed(dense(64), znver4(), 3), measured(dense(128), znver4(), 4, 0.001)});
+  db_->insert(measured(Workload::make("conv2d", {{"C", 3}}), znver4(), 1, 0.01));
+
+  std::vector<WorkloadSummary> all = db_->workloads();
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].workload.template_name, "conv2d");
+  std::vector<WorkloadSummary> dense_only = db_->workloads("dense");
+  ASSERT_EQ(dense_only.size(), 2u);
+  for (const auto &s : dense_only) {
+    if (s.workload.key == dense(64).key) {
+      EXPECT_EQ(s.records, 3);
+      EXPECT_EQ(s.valid, 2);
+      EXPECT_DOUBLE_EQ(*s.best_mean_s, 0.002);
+    }
+  }
+  std::string key = dense(64).key;
+  auto found = db_->workloads_with_prefix(key.substr(0, 8));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].key, key);
+  EXPECT_EQ(db_->workloads_with_prefix("").size(), 2u);  // capped at the limit
+  EXPECT_EQ(db_->targets().size(), 2u);
+  EXPECT_EQ(db_->targets_named("llvm   -mcpu=znver4").size(), 1u);
+}
+
+TEST_F(TuningDbTest, HistoryIsTheTemplateFamilyOnTheDeviceClass) {
+  db_->insert({measured(dense(64), znver4(), 1, 0.001),
+               measured(dense(128), znver4_avx512(), 2, 0.002), failed(dense(256), znver4(), 3),
+               measured(dense(64), skylake(), 4, 0.001),
+               measured(Workload::make("conv2d", {{"C", 3}}), znver4(), 5, 0.01)});
+  std::vector<Record> all = db_->history({"dense", "x86-znver4"});
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].config.index, 1);
+  EXPECT_EQ(all[1].config.index, 2);
+  EXPECT_EQ(all[2].config.index, 3);
+  EXPECT_EQ(db_->history({"dense", "x86-znver4", true}).size(), 2u);
+  EXPECT_EQ(db_->history({"dense", "x86-znver4", false, 1}).size(), 1u);
+  EXPECT_EQ(db_->history({"dense", "x86-skylake"}).size(), 1u);
+}
+
+TEST_F(TuningDbTest, JobsTrackProgressAndTellAResumedJobWhatWasMeasured) {
+  int64_t job = db_->create_job("tune resnet18", {{"tasks", 2}, {"trials", 100}}, 100);
+  EXPECT_EQ(db_->job(job)->state, JobState::kPending);
+  db_->update_job(job, JobState::kRunning, "round 1");
+
+  std::vector<Record> batch;
+  for (int i = 0; i < 5; ++i) batch.push_back(measured(dense(64), znver4(), i, 0.001 + i * 1e-4));
+  batch.push_back(failed(dense(128), znver4(), 7));
+  for (auto &r : batch) r.job_id = job;
+  batch.push_back(measured(dense(64), znver4(), 99, 0.001));  // not part of the job
+  db_->insert(batch);
+
+  std::optional<Job> stored = db_->job(job);
+  ASSERT_TRUE(stored);
+  EXPECT_EQ(stored->name, "tune resnet18");
+  EXPECT_EQ(stored->spec["tasks"], 2);
+  EXPECT_EQ(stored->state, JobState::kRunning);
+  EXPECT_EQ(stored->message, "round 1");
+  EXPECT_EQ(stored->trials_done, 6);
+  EXPECT_EQ(stored->trials_total, 100);
+  EXPECT_GE(stored->updated_at, stored->created_at);
+
+  JobProgress progress = db_->job_progress(job);
+  EXPECT_EQ(progress.records, 6);
+  EXPECT_TRUE(progress.was_measured(dense(64).key, 3));
+  EXPECT_TRUE(progress.was_measured(dense(128).key, 7));  // failures count as measured
+  EXPECT_FALSE(progress.was_measured(dense(64).key, 99));
+  EXPECT_FALSE(progress.was_measured(dense(64).key, 5));
+
+  db_->update_job(job, JobState::kPaused);
+  EXPECT_EQ(db_->job(job)->message, "round 1");  // kept when no message is given
+  db_->set_job_total(job, 200);
+  EXPECT_EQ(db_->job(job)->trials_total, 200);
+  EXPECT_EQ(db_->jobs().size(), 1u);
+
+  EXPECT_FALSE(db_->job(job + 1));
+  EXPECT_THROW(db_->update_job(job + 1, JobState::kDone), TuningDbError);
+  EXPECT_THROW(db_->job_progress(job + 1), TuningDbError);
+}
+
+TEST_F(TuningDbTest, PruneKeepsTheBestNPerWorkloadAndTargetAndUnfinishedJobs) {
+  std::vector<Record> records;
+  for (int i = 0; i < 10; ++i) {
+    records.push_back(measured(dense(64), znver4(), i, 0.001 * (10 - i)));
+    records.push_back(measured(dense(64), skylake(), 100 + i, 0.001 * (i + 1)));
+  }
+  records.push_back(failed(dense(64), znver4(), 50));
+  db_->insert(records);
+  int64_t running = db_->create_job("running", {}, 10);
+  db_->update_job(running, JobState::kRunning);
+  Record slow = measured(dense(64), znver4(), 200, 1.0);
+  slow.job_id = running;
+  Record broken = failed(dense(64), znver4(), 201);
+  broken.job_id = running;
+  db_->insert({slow, broken});
+
+  PruneResult dry = db_->prune({2, false, true});
+  EXPECT_EQ(dry.deleted_valid, 16);
+  EXPECT_EQ(dry.deleted_failed, 1);
+  EXPECT_EQ(db_->stats().records, 23);  // nothing deleted
+
+  PruneResult result = db_->prune({2, false, false});
+  EXPECT_EQ(result.deleted_valid, 16);
+  EXPECT_EQ(result.deleted_failed, 1);
+  EXPECT_EQ(result.kept, 6);
+  std::vector<Record> top = db_->top_k(dense(64).key, znver4(), 10);
+  ASSERT_EQ(top.size(), 3u);  // the best two, plus the running job's slow record
+  EXPECT_EQ(top[0].config.index, 9);
+  EXPECT_EQ(top[1].config.index, 8);
+  EXPECT_EQ(top[2].config.index, 200);
+  EXPECT_EQ(db_->top_k(dense(64).key, skylake(), 10).size(), 2u);
+  EXPECT_EQ(db_->job_progress(running).records, 2);
+
+  // Once the job is done its records are pruned like any other.
+  db_->update_job(running, JobState::kDone);
+  result = db_->prune({1, true, false});
+  EXPECT_EQ(result.deleted_valid, 3);
+  EXPECT_EQ(result.deleted_failed, 0);
+  EXPECT_EQ(db_->stats().records, 3);  // one best per target plus the kept failure
+  db_->vacuum();
+  EXPECT_TRUE(db_->check().ok());
+  EXPECT_THROW(db_->prune({-1, false, false}), TuningDbError);
+}
+
+TEST_F(TuningDbTest, CheckFindsWhatSqliteCannot) {
+  db_->insert({measured(dense(64), znver4(), 1, 0.001), failed(dense(64), znver4(), 2)});
+  EXPECT_TRUE(db_->check().ok());
+  Database &raw = db_->database();
+  raw.exec("UPDATE record SET mean_s = NULL WHERE config_index = 1");
+  raw.exec("UPDATE workload SET args = '{\"M\": 64}'");
+  CheckReport report = db_->check();
+  ASSERT_EQ(report.problems.size(), 2u);
+  EXPECT_NE(report.problems[0].find("mean does not agree"), std::string::npos);
+  EXPECT_NE(report.problems[1].find("not in canonical form"), std::string::npos);
+}
+
+TEST_F(TuningDbTest, StatsCountEverything) {
+  int64_t job = db_->create_job("j", {}, 0);
+  Record r = measured(dense(64), znver4(), 1, 0.001);
+  r.job_id = job;
+  r.timestamp = 1000;
+  Record f = failed(dense(128), skylake(), 2, ErrorClass::kInfra);
+  f.timestamp = 2000;
+  db_->insert({r, f});
+  Stats s = db_->stats();
+  EXPECT_EQ(s.schema_version, kSchemaVersion);
+  EXPECT_EQ(s.workloads, 2);
+  EXPECT_EQ(s.targets, 2);
+  EXPECT_EQ(s.devices, 2);
+  EXPECT_EQ(s.jobs, 1);
+  EXPECT_EQ(s.records, 2);
+  EXPECT_EQ(s.valid, 1);
+  EXPECT_EQ(s.by_error[ErrorClass::kInfra], 1);
+  EXPECT_DOUBLE_EQ(*s.first_timestamp, 1000);
+  EXPECT_DOUBLE_EQ(*s.last_timestamp, 2000);
+  EXPECT_GT(s.file_bytes, 0);
+}
+
+// The lookups behind best, top-k, the device-class fallback, resume and import are answered by
+// index seeks: no table scan and no sort, whatever the number of records.
+TEST_F(TuningDbTest, LookupsAreIndexSeeks) {
+  db_->insert(measured(dense(64), znver4(), 1, 0.001));
+  auto plan = [&](const std::string &sql) {
+    Statement s = db_->database().prepare("EXPLAIN QUERY PLAN " + sql);
+    std::string text;
+    while (s.step()) text += s.column_text(3) + "\n";
+    return text;
+  };
+  std::string exact = plan(queries::kRankedOnTarget);
+  EXPECT_NE(exact.find("SEARCH r USING INDEX record_by_target (workload_id=? AND target_id=? AND "
+                       "error_class=?)"),
+            std::string::npos)
+      << exact;
+  std::string by_class = plan(queries::kRankedOnDevice);
+  EXPECT_NE(by_class.find("SEARCH r USING INDEX record_by_device (workload_id=? AND device_id=? "
+                          "AND error_class=?)"),
+            std::string::npos)
+      << by_class;
+  std::string resume = plan(queries::kJobMeasured);
+  EXPECT_NE(resume.find("INDEX record_by_job (job_id=?)"), std::string::npos) << resume;
+  std::string duplicate = plan(queries::kDuplicate);
+  EXPECT_NE(duplicate.find("SEARCH record USING INDEX record_by_target"), std::string::npos)
+      << duplicate;
+  for (const std::string &p : {exact, by_class, resume, duplicate}) {
+    EXPECT_EQ(p.find("SCAN"), std::string::npos) << p;
+    EXPECT_EQ(p.find("TEMP B-TREE"), std::string::npos) << p;
+  }
+}
+
+TEST_F(TuningDbTest, WaitsForAnotherWriterAndReportsBusyOnlyAfterTheDeadline) {
+  Database holder(path("tuning.db"));
+  std::thread release;
+  {
+    auto lock = std::make_shared<Transaction>(holder);
+    holder.exec("CREATE TABLE IF NOT EXISTS scratch (x INTEGER)");
+    release = std::thread([lock]() mutable {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      lock->commit();
+      lock.reset();
+    });
+  }
+  TuningDbOptions patient;
+  patient.busy_timeout = std::chrono::milliseconds(5);  // rely on Kiln's own retries
+  TuningDb writer = TuningDb::open(path("tuning.db"), patient);
+  auto start = std::chrono::steady_clock::now();
+  writer.insert(measured(dense(64), znver4(), 1, 0.001));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(150));
+  release.join();
+  EXPECT_EQ(writer.stats().records, 1);
+
+  TuningDbOptions impatient = patient;
+  impatient.retry_deadline = std::chrono::milliseconds(100);
+  TuningDb hurried = TuningDb::open(path("tuning.db"), impatient);
+  Transaction lock(holder);
+  try {
+    hurried.insert(measured(dense(64), znver4(), 2, 0.001));
+    FAIL() << "expected TuningDbError";
+  } catch (const TuningDbError &e) {
+    EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(TuningDbError::Kind::kBusy));
+    EXPECT_NE(std::string(e.what()).find("still locked"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kiln::db
