@@ -146,7 +146,17 @@ BoundMap infer_bound(const te::Schedule &sch, const BodyMap &bodies) {
       if (have_region) {
         Expr lo = region[d].min, hi = region[d].max;
         Expr dom_hi = dom.min + dom.extent - 1;
-        // Clip to the domain: a consumer never needs what the producer does not define.
+        // A region of constant size (a tile) keeps that size even where it overhangs the domain,
+        // so that its loops have constant extents; the stage guards the overhang (schedule_ops).
+        // Otherwise clip to the domain: a consumer never needs what the producer does not define.
+        if (lo.defined() && hi.defined() && lo.type() == dom.min.type() && hi.type() == dom.min.type()) {
+          Expr ext = an.simplify(hi - lo + 1);
+          auto ce = as_const_int(ext), cd = as_const_int(dom.extent);
+          if (ce && *ce > 0 && (!cd || *ce < *cd)) {
+            bounds[c->axis[d].get()] = Range(an.simplify(lo), ext);
+            continue;
+          }
+        }
         lo = lo.defined() && lo.type() == dom.min.type() ? an.simplify(ir::max(lo, dom.min)) : dom.min;
         hi = hi.defined() && hi.type() == dom_hi.type() ? an.simplify(ir::min(hi, dom_hi)) : dom_hi;
         r = Range(lo, an.simplify(hi - lo + 1));

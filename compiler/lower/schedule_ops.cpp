@@ -55,6 +55,22 @@ class StageBuilder {
       if (a && a->tensor_intrin) return build_tensorized(p, *a->tensor_intrin);
     }
     auto data_preds = split_predicates(stage_, bounds_, values_, false);
+    // A region that overhangs the stage's domain (a tile at the edge) is guarded.
+    {
+      arith::Analyzer an;
+      for (const auto &st : attach_path(stage_)) {
+        const Range &r = bounds_.at(st.second.get());
+        an.bind(st.second->var, r);
+      }
+      for (size_t d = 0; d < c->axis.size(); ++d) {
+        const Range &dom = c->axis[d]->dom;
+        const Range &r = bounds_.at(c->axis[d].get());
+        if (!an.can_prove(r.min >= dom.min)) data_preds.push_back(indices[d] >= dom.min);
+        if (!an.can_prove(r.min + r.extent <= dom.min + dom.extent)) {
+          data_preds.push_back(indices[d] < dom.min + dom.extent);
+        }
+      }
+    }
     auto reduce_preds = split_predicates(stage_, bounds_, values_, true);
 
     if (!c->is_reduction()) {

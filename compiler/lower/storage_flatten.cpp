@@ -198,7 +198,15 @@ class Flattener : public IRMutator {
         x = a->a;
       }
     }
-    if (const auto *s = x.as<SubNode>()) best = std::min(best, sub_ub(s->a, s->b, add));
+    if (x.as<SubNode>()) {
+      // (min(a, b) - s1 - s2 ...) + add: gather the subtrahends.
+      Expr subtrahend;
+      while (const auto *s = x.as<SubNode>()) {
+        subtrahend = subtrahend.defined() ? s->b + subtrahend : s->b;
+        x = s->a;
+      }
+      best = std::min(best, sub_ub(x, subtrahend, add));
+    }
     if (const auto *m = e.as<MinNode>()) best = std::min({best, upper_bound(m->a, depth + 1), upper_bound(m->b, depth + 1)});
     return best;
   }
