@@ -225,12 +225,16 @@ void define_pool_space(ConfigSpace &s, const Pool &p) {
 
 Config default_pool(const ConfigSpace &s, const Pool &p, const Target &t) {
   const int64_t lanes = t.lanes(p.data.dtype);
-  int64_t owi = p.blocked ? largest_divisor_at_most(p.OW, 8) : largest_divisor_at_most(p.OW, 2 * lanes);
-  if (!p.blocked && owi < lanes / 2 && p.OW >= lanes) owi = lanes;
+  // NCHW with a stride reads its columns with gathers: short vector runs over a padded copy
+  // measured best there; stride 1 takes long contiguous runs with the padding inlined.
+  const bool strided = !p.blocked && p.sw > 1;
+  int64_t owi = p.blocked ? largest_divisor_at_most(p.OW, 8)
+                          : largest_divisor_at_most(p.OW, strided ? 4 : 2 * lanes);
+  if (!p.blocked && !strided && owi < lanes / 2 && p.OW >= lanes) owi = lanes;
   std::vector<std::pair<std::string, Json>> v = {
       {"tile_ow", Json::array_of(std::vector<int64_t>{ceil_div(p.OW, owi), owi})},
       {"unroll_kw", Json(p.kw <= 4 ? 1 : 0)}};
-  if (s.has_knob("pad_inline")) v.emplace_back("pad_inline", Json(1));
+  if (s.has_knob("pad_inline")) v.emplace_back("pad_inline", Json(strided ? 0 : 1));
   return s.from_values(v);
 }
 
