@@ -68,9 +68,50 @@ void collect_reads_body(const std::vector<Expr> &body, const te::OperationNode *
 
 }  // namespace
 
+namespace {
+
+// Every stage that reads an attached stage must run inside its attach point: the attach stage
+// itself, or a stage attached (through any chain) into it at the same loop or deeper.
+void check_attachments(const te::Schedule &sch, const BodyMap &bodies) {
+  for (const auto &s : sch.stages()) {
+    if (s->attach_type != te::AttachType::Scope) continue;
+    const te::StageNode *a = s->attach_stage;
+    const auto &al = a->leaf_iter_vars;
+    auto pos_of = [&](const IterVar &iv) { return std::find(al.begin(), al.end(), iv) - al.begin(); };
+    for (const auto &c : sch.stages()) {
+      if (c.get() == s.get() || c->attach_type == te::AttachType::Inline) continue;
+      auto bit = bodies.find(c->op.get());
+      if (bit == bodies.end()) continue;
+      std::vector<std::vector<Expr>> reads;
+      collect_reads_body(bit->second, s->op.get(), &reads);
+      if (reads.empty() || c.get() == a) continue;
+      const te::StageNode *x = c.get();
+      bool inside = false;
+      while (x->attach_type == te::AttachType::Scope) {
+        if (x->attach_stage == a) {
+          inside = pos_of(x->attach_ivar) >= pos_of(s->attach_ivar);
+          break;
+        }
+        x = x->attach_stage;
+      }
+      if (!inside) {
+        throw ScheduleError("stage " + s->op->name + " is computed at axis " + s->attach_ivar->var.name() +
+                            " of stage " + a->op->name + ", but its reader " + c->op->name +
+                            " does not run inside that loop (attach " + c->op->name + " there too, or deeper)");
+      }
+    }
+  }
+}
+
+}  // namespace
+
 BoundMap infer_bound(const te::Schedule &sch, const BodyMap &bodies) {
   BoundMap bounds;
   const auto &stages = sch.stages();
+  for (const auto &s : stages) {
+    if (s->attach_type == te::AttachType::Scope) attach_path(*s);
+  }
+  check_attachments(sch, bodies);
   // Known facts for simplification: symbolic sizes are positive; every loop variable lies in its
   // range once that range is known.
   arith::Analyzer an;

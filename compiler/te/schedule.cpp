@@ -162,9 +162,13 @@ Stage &Stage::fuse(const IterVar &outer, const IterVar &inner, IterVar *fused) {
     fail("cannot fuse " + iv_name(outer) + " and " + iv_name(inner) + ": one is a reduction axis and the other is not");
   }
   for (const auto &iv : {outer, inner}) {
-    if (node_->attr(iv) && !node_->attr(iv)->bind_thread.empty()) {
-      fail("cannot fuse axis " + iv_name(iv) + ": it is bound to " + node_->attr(iv)->bind_thread);
+    const IterVarAttr *a = node_->attr(iv);
+    if (a && !a->bind_thread.empty()) fail("cannot fuse axis " + iv_name(iv) + ": it is bound to " + a->bind_thread);
+    if (a && a->for_kind != ForKind::Serial) {
+      fail("cannot fuse axis " + iv_name(iv) + ": it is already " + for_kind_name(a->for_kind) +
+           " (fuse first, then annotate the fused loop)");
     }
+    if (a && a->tensor_intrin) fail("cannot fuse axis " + iv_name(iv) + ": it is tensorized");
   }
   IterVar f(Range(), Var(outer->var.name() + "." + inner->var.name() + ".fused"), outer->iter_type);
   IterVarRelation rel{IterVarRelation::Kind::Fuse, {}, {outer, inner, f}, {}};
@@ -202,13 +206,19 @@ Stage &Stage::reorder(const std::vector<IterVar> &order) {
 
 namespace {
 
-// Does `consumer` read `producer` (directly, or through stages that are inlined)?
-bool reads(const Schedule &sch, const OperationNode *consumer, const OperationNode *producer) {
-  for (const auto &t : consumer->input_tensors()) {
-    if (t.op().get() == producer) return true;
-    Stage s = sch.stage_of(t.op().get());
-    if (s.defined() && s->attach_type == AttachType::Inline && reads(sch, t.op().get(), producer)) return true;
+// Does `consumer` read `producer` through any chain of stages?
+bool depends_on(const Schedule &sch, const OperationNode *consumer, const OperationNode *producer) {
+  std::vector<const OperationNode *> work{consumer};
+  std::set<const OperationNode *> seen;
+  while (!work.empty()) {
+    const OperationNode *op = work.back();
+    work.pop_back();
+    for (const auto &t : op->input_tensors()) {
+      if (t.op().get() == producer) return true;
+      if (seen.insert(t.op().get()).second) work.push_back(t.op().get());
+    }
   }
+  (void)sch;
   return false;
 }
 
@@ -224,14 +234,11 @@ Stage &Stage::compute_at(Stage parent, const IterVar &scope) {
     fail("cannot compute_at axis " + iv_name(scope) + " of stage " + parent.name() +
          ": it is not a loop of that stage");
   }
-  // The parent must consume this stage, directly or through a chain of stages attached into it.
-  bool ok = reads(*node_->schedule, parent->op.get(), node_->op.get());
-  if (!ok) {
-    for (const auto &st : node_->schedule->stages()) {
-      if (st->attach_stage == parent.get() && reads(*node_->schedule, st->op.get(), node_->op.get())) ok = true;
-    }
+  // The parent must depend on this stage, directly or through other stages; that every consumer
+  // then lies inside the attach point is checked when lowering (attachments may come in any order).
+  if (!depends_on(*node_->schedule, parent->op.get(), node_->op.get())) {
+    fail("cannot compute_at stage " + parent.name() + ": " + parent.name() + " does not read " + name());
   }
-  if (!ok) fail("cannot compute_at stage " + parent.name() + ": " + parent.name() + " does not read " + name());
   node_->attach_type = AttachType::Scope;
   node_->attach_stage = parent.get();
   node_->attach_ivar = scope;

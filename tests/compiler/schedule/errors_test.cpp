@@ -228,5 +228,44 @@ TEST(ScheduleErrors, ThreadExtentsDisagree) {
       {"threadIdx.x", "larger than the enclosing"});
 }
 
+TEST(ScheduleErrors, FuseAnAnnotatedAxis) {
+  expect_schedule_error(
+      [](Fixture &f) {
+        IterVar fused;
+        auto st = f[f.D];
+        st.vectorize(st.axis(1));
+        st.fuse(st.axis(0), st.axis(1), &fused);
+      },
+      {"stage D", "axis j", "already vectorized"});
+}
+
+TEST(ScheduleErrors, ReaderOutsideTheAttachPoint) {
+  expect_schedule_error(
+      [](Fixture &) {
+        auto A = te::placeholder({8, 8}, Float(32), "A");
+        auto k = te::reduce_axis(8, "k");
+        auto M = te::compute({8}, [&](Var i) { return te::max(A(i, k), {k}); }, "M");
+        auto E = te::compute({8, 8}, [&](Var i, Var j) { return A(i, j) - M(i); }, "E");
+        auto O = te::compute({8, 8}, [&](Var i, Var j) { return E(i, j) * 2.0f; }, "O");
+        auto s = te::create_schedule({O});
+        (*s)[M].compute_at((*s)[O], (*s)[O].axis(0));  // E, which reads M, stays at the root
+        lower::lower(*s, {A, O}, "f");
+      },
+      {"stage M", "reader E", "does not run inside that loop"});
+}
+
+TEST(ComputeAt, AttachmentsInAnyOrder) {
+  // M is attached before E, the stage that reads it, is attached: accepted, and correct.
+  auto A = te::placeholder({8, 8}, Float(32), "A");
+  auto k = te::reduce_axis(8, "k");
+  auto M = te::compute({8}, [&](Var i) { return te::max(A(i, k), {k}); }, "M");
+  auto E = te::compute({8, 8}, [&](Var i, Var j) { return A(i, j) - M(i); }, "E");
+  auto O = te::compute({8, 8}, [&](Var i, Var j) { return E(i, j) * 2.0f; }, "O");
+  auto s = te::create_schedule({O});
+  (*s)[M].compute_at((*s)[O], (*s)[O].axis(0));
+  (*s)[E].compute_at((*s)[O], (*s)[O].axis(0));
+  EXPECT_NO_THROW(lower::lower(*s, {A, O}, "f"));
+}
+
 }  // namespace
 }  // namespace kiln
