@@ -194,12 +194,37 @@ std::optional<bool> prove_le0(const AnalyzerState &st, const LinearForm &q) {
   return std::nullopt;
 }
 
+namespace {
+
+// Node count of a small scalar integer index expression (variables, constants, + - and
+// multiplication, floor division and modulo by constants); -1 for anything else.
+int index_size(const Expr &e) {
+  if (!e.type().is_int() || !e.type().is_scalar()) return -1;
+  if (e.as<IntImmNode>() || e.as<VariableNode>()) return 1;
+  auto bin = [](const Expr &a, const Expr &b, bool b_const) {
+    if (b_const && !b.as<IntImmNode>()) return -1;
+    int x = index_size(a), y = index_size(b);
+    return x < 0 || y < 0 ? -1 : x + y + 1;
+  };
+  if (const auto *n = e.as<AddNode>()) return bin(n->a, n->b, false);
+  if (const auto *n = e.as<SubNode>()) return bin(n->a, n->b, false);
+  if (const auto *n = e.as<MulNode>()) return bin(n->a, n->b, true);
+  if (const auto *n = e.as<FloorDivNode>()) return bin(n->a, n->b, true);
+  if (const auto *n = e.as<FloorModNode>()) return bin(n->a, n->b, true);
+  return -1;
+}
+
+}  // namespace
+
 bool is_cheap(const Expr &e) {
   if (!e.defined() || e.type().is_handle()) return false;
   if (e.as<IntImmNode>() || e.as<FloatImmNode>() || e.as<VariableNode>()) return true;
   if (const auto *b = e.as<BroadcastNode>()) return is_cheap(b->value);
   if (const auto *r = e.as<RampNode>()) return is_cheap(r->base) && r->stride.as<IntImmNode>();
-  return false;
+  // Small index arithmetic (a fused loop's floordiv/floormod) is worth substituting: it lets
+  // the uses simplify against each other.
+  int n = index_size(e);
+  return n > 0 && n <= 7;
 }
 
 bool uses_var(const Expr &e, const VariableNode *v) {

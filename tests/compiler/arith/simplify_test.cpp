@@ -454,7 +454,11 @@ TEST_F(SimplifyTest, BindValue) {
   ana.bind(w, x * 16);
   EXPECT_TRUE(ana.can_prove(w < 64));
   EXPECT_TRUE(ana.can_prove(w - x * 16 == 0));
-  EXPECT_ANA_SIMPLIFY(ana, w + 1, w + 1);
+  // Small index arithmetic bound to a variable is substituted.
+  EXPECT_ANA_SIMPLIFY(ana, w + 1, x * 16 + 1);
+  Var u("u");
+  ana.bind(u, x * y);
+  EXPECT_ANA_SIMPLIFY(ana, u + 1, u + 1);
 }
 
 TEST_F(SimplifyTest, OutputIsDeterministic) {
