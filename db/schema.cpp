@@ -172,6 +172,14 @@ void check_openable(Database &db, const std::string &path) {
     foreign(path, "it is a SQLite database of another application");
   }
   if (application == 0 && table_count(db) != 0) {
+    // Another connection may have created the schema between the two reads: the tables and the
+    // application id are committed together, so read the id again now that tables are there.
+    application = pragma_int(db, "application_id");
+    version = pragma_int(db, "user_version");
+    if (application == kApplicationId) {
+      if (version > kSchemaVersion) too_new(path, version);
+      return;
+    }
     foreign(path, "it is a SQLite database holding other tables");
   }
 }
