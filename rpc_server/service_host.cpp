@@ -1,6 +1,7 @@
 #include "rpc_server/service_host.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 
 #include <stdexcept>
 #include <utility>
@@ -23,6 +24,8 @@ ServiceHost::ServiceHost(std::unique_ptr<grpc::Server> server, int port, std::st
 
 std::unique_ptr<ServiceHost> ServiceHost::start(const std::string &address,
                                                 const std::vector<grpc::Service *> &services) {
+  // A process-wide switch, read when a server is built.
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int selected_port = 0;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &selected_port);
@@ -40,7 +43,16 @@ ServiceHost::~ServiceHost() {
   wait();
 }
 
+void ServiceHost::set_serving(const std::string &service_name, bool serving) {
+  if (grpc::HealthCheckServiceInterface *health = server_->GetHealthCheckService()) {
+    health->SetServingStatus(service_name, serving);
+  }
+}
+
 void ServiceHost::shutdown(std::chrono::milliseconds grace) {
+  if (grpc::HealthCheckServiceInterface *health = server_->GetHealthCheckService()) {
+    health->Shutdown();
+  }
   // grpc::Server::Shutdown is thread-safe and a no-op after the first call.
   server_->Shutdown(std::chrono::system_clock::now() + grace);
 }

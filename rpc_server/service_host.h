@@ -1,5 +1,7 @@
 #pragma once
 // ServiceHost: a running gRPC server hosting a set of services, shut down cleanly on destruction.
+// Every host also serves the standard gRPC health service (grpc.health.v1.Health), built into
+// grpc++: the overall status "" is SERVING from start until shutdown.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -30,8 +32,12 @@ class ServiceHost {
   // The host part of the requested address with the bound port, for clients to dial.
   const std::string &address() const { return address_; }
 
-  // Stops accepting calls, lets in-flight calls finish for up to `grace`, then cancels the rest.
-  // Safe to call more than once and from any thread.
+  // Sets the health status reported for `service_name`, for example "kiln.v1.Tracker" (""
+  // names the server as a whole).
+  void set_serving(const std::string &service_name, bool serving);
+
+  // Reports NOT_SERVING to health checks, stops accepting calls, lets in-flight calls finish for up
+  // to `grace`, then cancels the rest. Safe to call more than once and from any thread.
   void shutdown(std::chrono::milliseconds grace = std::chrono::seconds(5));
   // Blocks until the server has shut down.
   void wait();

@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace kiln::rpc {
 namespace {
@@ -31,9 +33,39 @@ TEST(RunnerRpcTest, AnswersInfoOnLoopback) {
   EXPECT_EQ(reply.kiln_version(), kiln::tuner::version());
   EXPECT_FALSE(reply.kiln_version().empty());
   EXPECT_EQ(reply.cpu_cores(), std::thread::hardware_concurrency());
+  std::vector<std::string> features(reply.cpu_features().begin(), reply.cpu_features().end());
+  EXPECT_EQ(features, host_cpu_features());
 
   host->shutdown();
   host->wait();
+}
+
+TEST(RunnerRpcTest, ReportsTheCpuFeaturesItWasGiven) {
+  RunnerService service({"x86-test", "llvm", {"avx2", "fma"}});
+  std::unique_ptr<ServiceHost> host = ServiceHost::start("127.0.0.1:0", {&service});
+  auto stub = kiln::v1::Runner::NewStub(
+      grpc::CreateChannel(host->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  kiln::v1::InfoReply reply;
+  ASSERT_TRUE(stub->Info(&context, kiln::v1::InfoRequest(), &reply).ok());
+  ASSERT_EQ(reply.cpu_features_size(), 2);
+  EXPECT_EQ(reply.cpu_features(0), "avx2");
+  EXPECT_EQ(reply.cpu_features(1), "fma");
+}
+
+TEST(RunnerRpcTest, MeasureIsDeclaredButNotServedYet) {
+  RunnerService service({"x86-test", "llvm"});
+  std::unique_ptr<ServiceHost> host = ServiceHost::start("127.0.0.1:0", {&service});
+  auto stub = kiln::v1::Runner::NewStub(
+      grpc::CreateChannel(host->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto stream = stub->Measure(&context);
+  stream->WritesDone();
+  kiln::v1::MeasureReply reply;
+  EXPECT_FALSE(stream->Read(&reply));
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNIMPLEMENTED);
 }
 
 TEST(RunnerRpcTest, ShutdownIsCleanAndRefusesLaterCalls) {

@@ -1,0 +1,231 @@
+#include "rpc_server/tracker.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+#include <utility>
+
+namespace kiln::rpc {
+
+Tracker::Tracker(TrackerOptions options)
+    : options_(std::move(options)), random_(std::random_device{}()) {
+  if (options_.token.empty()) throw std::invalid_argument("tracker: the shared token is empty");
+  if (options_.heartbeat_interval.count() <= 0 || options_.heartbeat_timeout.count() <= 0 ||
+      options_.max_wait.count() < 0) {
+    throw std::invalid_argument(
+        "tracker: heartbeat interval and timeout must be positive, max wait not negative");
+  }
+  timer_ = std::thread([this] { run_timer(); });
+}
+
+Tracker::~Tracker() { shutdown(); }
+
+std::string Tracker::new_id(const char *prefix) {
+  char buffer[40];
+  std::snprintf(buffer, sizeof buffer, "%s-%016llx", prefix,
+                static_cast<unsigned long long>(random_()));
+  return buffer;
+}
+
+std::string Tracker::register_runner(RunnerRegistration registration) {
+  std::vector<Completion> completions;
+  std::string id;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = runners_.begin(); it != runners_.end();) {
+      auto next = std::next(it);
+      if (it->second.registration.address == registration.address) drop_runner(it->first);
+      it = next;
+    }
+    do {
+      id = new_id("runner");
+    } while (runners_.count(id));
+    std::string key = registration.device_key;
+    runners_[id] = Runner{id, std::move(registration), Clock::now(), ""};
+    devices_[key].free_runners.push_back(id);
+    dispatch(key, completions);
+  }
+  wake_.notify_all();
+  run(completions);
+  return id;
+}
+
+std::optional<std::string> Tracker::heartbeat(const std::string &runner_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = runners_.find(runner_id);
+  if (it == runners_.end()) return std::nullopt;
+  it->second.last_heartbeat = Clock::now();
+  return it->second.lease_id;
+}
+
+uint64_t Tracker::acquire(const std::string &device_key, int priority, Clock::time_point deadline,
+                          AcquireDone done) {
+  std::vector<Completion> completions;
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    id = next_request_id_++;
+    if (stopping_) {
+      completions.emplace_back(std::move(done), AcquireOutcome{AcquireStatus::kShutdown, {}});
+    } else {
+      requests_[id] = Request{id, device_key, priority, deadline, std::move(done)};
+      devices_[device_key].waiting[{-priority, id}] = id;
+      deadlines_.insert({deadline, id});
+      dispatch(device_key, completions);
+      // A request that found no free runner and is already due ("take one only if free now").
+      if (requests_.count(id) && deadline <= Clock::now()) {
+        finish_request(id, AcquireStatus::kDeadlineExceeded, completions);
+      }
+    }
+  }
+  wake_.notify_all();
+  run(completions);
+  return id;
+}
+
+void Tracker::cancel(uint64_t request_id) {
+  std::vector<Completion> completions;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (requests_.count(request_id)) {
+      finish_request(request_id, AcquireStatus::kCancelled, completions);
+    }
+  }
+  run(completions);
+}
+
+bool Tracker::release(const std::string &lease_id) {
+  std::vector<Completion> completions;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto lease = leases_.find(lease_id);
+    if (lease == leases_.end()) return false;
+    Runner &runner = runners_.at(lease->second);
+    leases_.erase(lease);
+    runner.lease_id.clear();
+    devices_[runner.registration.device_key].free_runners.push_back(runner.id);
+    dispatch(runner.registration.device_key, completions);
+  }
+  run(completions);
+  return true;
+}
+
+std::vector<DeviceSummary> Tracker::summary() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::map<std::string, DeviceSummary> by_key;
+  for (const auto &[id, runner] : runners_) {
+    DeviceSummary &entry = by_key[runner.registration.device_key];
+    (runner.lease_id.empty() ? entry.free_runners : entry.busy_runners) += 1;
+  }
+  for (const auto &[id, request] : requests_) by_key[request.device_key].queue_length += 1;
+  std::vector<DeviceSummary> out;
+  for (auto &[key, entry] : by_key) {
+    entry.device_key = key;
+    out.push_back(entry);
+  }
+  return out;
+}
+
+void Tracker::shutdown() {
+  std::vector<Completion> completions;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    while (!requests_.empty()) {
+      finish_request(requests_.begin()->first, AcquireStatus::kShutdown, completions);
+    }
+  }
+  wake_.notify_all();
+  if (timer_.joinable() && timer_.get_id() != std::this_thread::get_id()) timer_.join();
+  run(completions);
+}
+
+void Tracker::drop_runner(const std::string &runner_id) {
+  auto it = runners_.find(runner_id);
+  if (it == runners_.end()) return;
+  Runner &runner = it->second;
+  if (!runner.lease_id.empty()) leases_.erase(runner.lease_id);
+  std::deque<std::string> &free = devices_[runner.registration.device_key].free_runners;
+  free.erase(std::remove(free.begin(), free.end(), runner_id), free.end());
+  runners_.erase(it);
+}
+
+void Tracker::dispatch(const std::string &device_key, std::vector<Completion> &completions) {
+  DeviceQueue &queue = devices_[device_key];
+  while (!queue.free_runners.empty() && !queue.waiting.empty()) {
+    uint64_t request_id = queue.waiting.begin()->second;
+    Runner &runner = runners_.at(queue.free_runners.front());
+    queue.free_runners.pop_front();
+    std::string lease_id;
+    do {
+      lease_id = new_id("lease");
+    } while (leases_.count(lease_id));
+    runner.lease_id = lease_id;
+    leases_[lease_id] = runner.id;
+    Request &request = requests_.at(request_id);
+    AcquireOutcome outcome{AcquireStatus::kGranted,
+                           Lease{lease_id, runner.id, runner.registration}};
+    completions.emplace_back(std::move(request.done), std::move(outcome));
+    queue.waiting.erase(queue.waiting.begin());
+    deadlines_.erase({request.deadline, request_id});
+    requests_.erase(request_id);
+  }
+}
+
+void Tracker::finish_request(uint64_t request_id, AcquireStatus status,
+                             std::vector<Completion> &out) {
+  auto it = requests_.find(request_id);
+  Request &request = it->second;
+  devices_[request.device_key].waiting.erase({-request.priority, request_id});
+  deadlines_.erase({request.deadline, request_id});
+  out.emplace_back(std::move(request.done), AcquireOutcome{status, {}});
+  requests_.erase(it);
+}
+
+void Tracker::expire(Clock::time_point now, std::vector<Completion> &completions) {
+  std::vector<std::string> silent;
+  for (const auto &[id, runner] : runners_) {
+    if (now - runner.last_heartbeat >= options_.heartbeat_timeout) silent.push_back(id);
+  }
+  for (const std::string &id : silent) drop_runner(id);
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    finish_request(deadlines_.begin()->second, AcquireStatus::kDeadlineExceeded, completions);
+  }
+}
+
+Tracker::Clock::time_point Tracker::next_wakeup() const {
+  Clock::time_point next = Clock::time_point::max();
+  if (!deadlines_.empty()) next = deadlines_.begin()->first;
+  for (const auto &[id, runner] : runners_) {
+    next = std::min(next, runner.last_heartbeat + options_.heartbeat_timeout);
+  }
+  return next;
+}
+
+void Tracker::run_timer() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    Clock::time_point next = next_wakeup();
+    if (next == Clock::time_point::max()) {
+      wake_.wait(lock);
+    } else {
+      wake_.wait_until(lock, next);
+    }
+    if (stopping_) break;
+    std::vector<Completion> completions;
+    expire(Clock::now(), completions);
+    if (completions.empty()) continue;
+    lock.unlock();
+    run(completions);
+    lock.lock();
+  }
+}
+
+void Tracker::run(std::vector<Completion> &completions) {
+  for (auto &[done, outcome] : completions) {
+    if (done) done(std::move(outcome));
+  }
+  completions.clear();
+}
+
+}  // namespace kiln::rpc

@@ -1,0 +1,158 @@
+#pragma once
+// Tracker: the device farm's book of runners and leases, with no gRPC in it.
+//
+// Runners register under a device key and must heartbeat; one that stays silent for longer than
+// the heartbeat timeout is dropped and its lease revoked. Tuners ask for a runner of a device key
+// with a priority and a deadline; per device key, waiting requests are served highest priority
+// first and in arrival order within a priority, and a request that no runner picks up before its
+// deadline is answered "deadline exceeded", never left waiting. A background thread enforces both
+// timeouts. Every method is thread-safe. Completion callbacks run without the tracker's lock held,
+// either on the calling thread or on the tracker's thread.
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+namespace kiln::rpc {
+
+struct TrackerOptions {
+  // The farm's shared token, required on every call of the gRPC service. Must not be empty.
+  std::string token;
+  // How often runners are asked to heartbeat.
+  std::chrono::milliseconds heartbeat_interval{1000};
+  // A runner that has not heartbeaten for this long is dropped.
+  std::chrono::milliseconds heartbeat_timeout{5000};
+  // The longest wait an acquire may ask for.
+  std::chrono::milliseconds max_wait{std::chrono::hours(1)};
+};
+
+// What a runner tells the tracker when it registers.
+struct RunnerRegistration {
+  std::string address;     // where tuners reach its Runner service
+  std::string device_key;  // its class of identical devices
+  std::string target;      // its canonical target string
+};
+
+// A runner handed to a tuner.
+struct Lease {
+  std::string lease_id;
+  std::string runner_id;
+  RunnerRegistration runner;
+};
+
+// How an acquire ended.
+enum class AcquireStatus {
+  kGranted,           // `lease` holds the runner
+  kDeadlineExceeded,  // no runner freed up before the deadline
+  kCancelled,         // the caller withdrew the request
+  kShutdown,          // the tracker is shutting down
+};
+
+struct AcquireOutcome {
+  AcquireStatus status = AcquireStatus::kShutdown;
+  Lease lease;  // set when status is kGranted
+};
+
+struct DeviceSummary {
+  std::string device_key;
+  int free_runners = 0;
+  int busy_runners = 0;
+  int queue_length = 0;
+};
+
+class Tracker {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using AcquireDone = std::function<void(AcquireOutcome)>;
+
+  // Throws std::invalid_argument when the options are unusable (empty token, non-positive
+  // intervals).
+  explicit Tracker(TrackerOptions options);
+  Tracker(const Tracker &) = delete;
+  Tracker &operator=(const Tracker &) = delete;
+  // Shuts down (see shutdown()).
+  ~Tracker();
+
+  const TrackerOptions &options() const { return options_; }
+
+  // Registers a runner and returns its new runner id. A runner already registered at the same
+  // address is dropped first, and its lease revoked.
+  std::string register_runner(RunnerRegistration runner);
+  // Renews a runner's registration. Returns the lease it serves ("" while free), or nullopt when
+  // the runner is unknown (never registered, or dropped).
+  std::optional<std::string> heartbeat(const std::string &runner_id);
+
+  // Asks for a runner of `device_key`. `done` is called exactly once: at once when a runner is
+  // free, later when one frees up, or with kDeadlineExceeded at `deadline`. Returns a request id
+  // for cancel().
+  uint64_t acquire(const std::string &device_key, int priority, Clock::time_point deadline,
+                   AcquireDone done);
+  // Withdraws a waiting request; its `done` gets kCancelled. No effect once it has completed.
+  void cancel(uint64_t request_id);
+  // Returns a leased runner to the free runners. False when the lease is unknown or revoked.
+  bool release(const std::string &lease_id);
+
+  // One entry per device key that has runners or waiting requests, sorted by device key.
+  std::vector<DeviceSummary> summary() const;
+
+  // Answers every waiting request with kShutdown and stops the background thread; later acquires
+  // complete with kShutdown at once. Safe to call more than once.
+  void shutdown();
+
+ private:
+  struct Runner {
+    std::string id;
+    RunnerRegistration registration;
+    Clock::time_point last_heartbeat;
+    std::string lease_id;  // "" while free
+  };
+  struct Request {
+    uint64_t id;
+    std::string device_key;
+    int priority;
+    Clock::time_point deadline;
+    AcquireDone done;
+  };
+  // Waiting requests of one device key in service order: higher priority first, then arrival.
+  using QueueKey = std::tuple<int, uint64_t>;  // (-priority, request id)
+  struct DeviceQueue {
+    std::deque<std::string> free_runners;  // runner ids, longest free first
+    std::map<QueueKey, uint64_t> waiting;  // -> request id
+  };
+  using Completion = std::pair<AcquireDone, AcquireOutcome>;
+
+  std::string new_id(const char *prefix);
+  // Each of these runs with mutex_ held and collects callbacks to run after unlocking.
+  void drop_runner(const std::string &runner_id);
+  void dispatch(const std::string &device_key, std::vector<Completion> &completions);
+  void finish_request(uint64_t request_id, AcquireStatus status, std::vector<Completion> &out);
+  void expire(Clock::time_point now, std::vector<Completion> &completions);
+  Clock::time_point next_wakeup() const;
+  void run_timer();
+  static void run(std::vector<Completion> &completions);
+
+  const TrackerOptions options_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::mt19937_64 random_;
+  uint64_t next_request_id_ = 1;
+  std::map<std::string, Runner> runners_;                       // by runner id
+  std::map<std::string, std::string> leases_;                   // lease id -> runner id
+  std::map<std::string, DeviceQueue> devices_;                  // by device key
+  std::map<uint64_t, Request> requests_;                        // waiting requests by id
+  std::set<std::pair<Clock::time_point, uint64_t>> deadlines_;  // (deadline, request id)
+  std::thread timer_;
+};
+
+}  // namespace kiln::rpc
