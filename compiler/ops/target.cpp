@@ -1,5 +1,7 @@
 #include "compiler/ops/target.h"
 
+#include "compiler/codegen/llvm/llvm_target.h"
+
 #include <algorithm>
 #include <set>
 #include <sstream>
@@ -61,6 +63,12 @@ Target Target::parse(const std::string &text) {
     t.vector_bits = 512;
   } else if (avx2_cpus().count(t.mcpu) || has_attr("avx2")) {
     t.vector_bits = 256;
+  }
+  if (t.kind == "llvm") {
+    // The LLVM back end knows every CPU it can compile for, "-mcpu=native" included (resolved
+    // to the host's CPU and features), so its answer decides what it will actually generate.
+    int bits = codegen::LLVMTarget::parse(text).vector_bits();
+    if (bits > 0) t.vector_bits = bits;
   }
   return t;
 }
