@@ -173,7 +173,18 @@ void define_tiled_space(ConfigSpace &s, const Gemm &g) {
 // AutoTVM's fallback for dense_pack, with the vector width of the target.
 Config default_tiled(const ConfigSpace &s, const Gemm &g, const Target &t) {
   const int64_t vec = t.lanes(g.out);
-  int64_t x_ii = largest_divisor_at_most(g.N, vec * 2);
+  // The innermost x tile is vectorized: the widest divisor of N up to two vectors that is a
+  // multiple of as large a power-of-two share of the vector as possible (1000 -> 8, not 25).
+  int64_t x_ii = 0;
+  for (int64_t q = vec; q >= 1 && x_ii == 0; q /= 2) {
+    for (int64_t d = vec * 2; d >= q; --d) {
+      if (g.N % d == 0 && d % q == 0) {
+        x_ii = d;
+        break;
+      }
+    }
+  }
+  if (x_ii == 0) x_ii = largest_divisor_at_most(g.N, vec * 2);
   int64_t nn = g.N / x_ii, x_oi = 1;
   while (nn / x_oi > 4 && (nn / x_oi) % 2 == 0) x_oi *= 2;
   int64_t y_ii = 8;
