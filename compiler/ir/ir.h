@@ -63,6 +63,10 @@ namespace kiln::ir {
   X(Evaluate)              \
   X(ProducerRealize)
 
+// The expression nodes with two operands `a` and `b` (a subset of the list above).
+#define KILN_BINARY_NODES(X) \
+  X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(FloorDiv) X(FloorMod) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or)
+
 enum class NodeType : uint8_t {
 #define KILN_ENUM(n) n,
   KILN_EXPR_NODES(KILN_ENUM) KILN_STMT_NODES(KILN_ENUM)
@@ -261,23 +265,7 @@ struct CastNode : BaseExprNode {
     const Expr a, b;                                                                  \
     static Expr make(Expr a, Expr b);                                                 \
   };
-KILN_BINARY_NODE(Add)
-KILN_BINARY_NODE(Sub)
-KILN_BINARY_NODE(Mul)
-KILN_BINARY_NODE(Div)
-KILN_BINARY_NODE(Mod)
-KILN_BINARY_NODE(FloorDiv)
-KILN_BINARY_NODE(FloorMod)
-KILN_BINARY_NODE(Min)
-KILN_BINARY_NODE(Max)
-KILN_BINARY_NODE(EQ)
-KILN_BINARY_NODE(NE)
-KILN_BINARY_NODE(LT)
-KILN_BINARY_NODE(LE)
-KILN_BINARY_NODE(GT)
-KILN_BINARY_NODE(GE)
-KILN_BINARY_NODE(And)
-KILN_BINARY_NODE(Or)
+KILN_BINARY_NODES(KILN_BINARY_NODE)
 #undef KILN_BINARY_NODE
 
 struct NotNode : BaseExprNode {

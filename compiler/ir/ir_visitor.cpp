@@ -48,23 +48,7 @@ void IRVisitor::visit(const CastNode *op) { visit_expr(op->value); }
     visit_expr(op->a);                         \
     visit_expr(op->b);                         \
   }
-KILN_BINARY_VISIT(Add)
-KILN_BINARY_VISIT(Sub)
-KILN_BINARY_VISIT(Mul)
-KILN_BINARY_VISIT(Div)
-KILN_BINARY_VISIT(Mod)
-KILN_BINARY_VISIT(FloorDiv)
-KILN_BINARY_VISIT(FloorMod)
-KILN_BINARY_VISIT(Min)
-KILN_BINARY_VISIT(Max)
-KILN_BINARY_VISIT(EQ)
-KILN_BINARY_VISIT(NE)
-KILN_BINARY_VISIT(LT)
-KILN_BINARY_VISIT(LE)
-KILN_BINARY_VISIT(GT)
-KILN_BINARY_VISIT(GE)
-KILN_BINARY_VISIT(And)
-KILN_BINARY_VISIT(Or)
+KILN_BINARY_NODES(KILN_BINARY_VISIT)
 #undef KILN_BINARY_VISIT
 void IRVisitor::visit(const NotNode *op) { visit_expr(op->a); }
 void IRVisitor::visit(const SelectNode *op) {
@@ -204,23 +188,7 @@ Expr IRMutator::visit(const CastNode *op, const Expr &self) {
     if (a.same_as(op->a) && b.same_as(op->b)) return self;     \
     return n##Node::make(a, b);                                \
   }
-KILN_BINARY_MUTATE(Add)
-KILN_BINARY_MUTATE(Sub)
-KILN_BINARY_MUTATE(Mul)
-KILN_BINARY_MUTATE(Div)
-KILN_BINARY_MUTATE(Mod)
-KILN_BINARY_MUTATE(FloorDiv)
-KILN_BINARY_MUTATE(FloorMod)
-KILN_BINARY_MUTATE(Min)
-KILN_BINARY_MUTATE(Max)
-KILN_BINARY_MUTATE(EQ)
-KILN_BINARY_MUTATE(NE)
-KILN_BINARY_MUTATE(LT)
-KILN_BINARY_MUTATE(LE)
-KILN_BINARY_MUTATE(GT)
-KILN_BINARY_MUTATE(GE)
-KILN_BINARY_MUTATE(And)
-KILN_BINARY_MUTATE(Or)
+KILN_BINARY_NODES(KILN_BINARY_MUTATE)
 #undef KILN_BINARY_MUTATE
 Expr IRMutator::visit(const NotNode *op, const Expr &self) {
   Expr a = mutate(op->a);

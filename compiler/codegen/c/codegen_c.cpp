@@ -391,23 +391,7 @@ std::string CodeGenC::expr(const Expr &e) {
     const auto *op = static_cast<const ir::n##Node *>(e.get()); \
     return binary(NodeType::n, op->a, op->b, op->a.type());    \
   }
-      KILN_BINARY_CASE(Add)
-      KILN_BINARY_CASE(Sub)
-      KILN_BINARY_CASE(Mul)
-      KILN_BINARY_CASE(Div)
-      KILN_BINARY_CASE(Mod)
-      KILN_BINARY_CASE(FloorDiv)
-      KILN_BINARY_CASE(FloorMod)
-      KILN_BINARY_CASE(Min)
-      KILN_BINARY_CASE(Max)
-      KILN_BINARY_CASE(EQ)
-      KILN_BINARY_CASE(NE)
-      KILN_BINARY_CASE(LT)
-      KILN_BINARY_CASE(LE)
-      KILN_BINARY_CASE(GT)
-      KILN_BINARY_CASE(GE)
-      KILN_BINARY_CASE(And)
-      KILN_BINARY_CASE(Or)
+      KILN_BINARY_NODES(KILN_BINARY_CASE)
 #undef KILN_BINARY_CASE
     case NodeType::Not: return "(!" + expr(e.as<ir::NotNode>()->a) + ")";
     case NodeType::Select: {
