@@ -76,14 +76,7 @@ Conv parse(const std::string &tmpl, Kind kind, const Json &args) {
   c.KW = c.kernel.shape[3];
   auto strides = ints_arg(tmpl, args, "strides", 2, {1, 1});
   auto dilation = ints_arg(tmpl, args, "dilation", 2, {1, 1});
-  std::vector<int64_t> padding;
-  const Json *p = args.find("padding");
-  if (p && p->is_array() && p->size() == 2) {
-    auto hw = ints_arg(tmpl, args, "padding", 2, {});
-    padding = {hw[0], hw[1], hw[0], hw[1]};
-  } else {
-    padding = ints_arg(tmpl, args, "padding", 4, {0, 0, 0, 0});
-  }
+  std::vector<int64_t> padding = padding_arg(tmpl, args);
   c.sh = strides[0];
   c.sw = strides[1];
   c.dh = dilation[0];

@@ -77,14 +77,7 @@ Pool parse(const std::string &tmpl, bool global, const Json &args) {
     if (k.empty()) bad_args(tmpl, "missing \"kernel\"");
     auto s = ints_arg(tmpl, args, "strides", 2, k);
     auto d = ints_arg(tmpl, args, "dilation", 2, {1, 1});
-    std::vector<int64_t> pad;
-    const Json *pj = args.find("padding");
-    if (pj && pj->is_array() && pj->size() == 2) {
-      auto hw = ints_arg(tmpl, args, "padding", 2, {});
-      pad = {hw[0], hw[1], hw[0], hw[1]};
-    } else {
-      pad = ints_arg(tmpl, args, "padding", 4, {0, 0, 0, 0});
-    }
+    std::vector<int64_t> pad = padding_arg(tmpl, args);
     p.kh = k[0];
     p.kw = k[1];
     p.sh = s[0];

@@ -108,6 +108,15 @@ std::vector<int64_t> ints_arg(const std::string &tmpl, const Json &args, const s
   return r;
 }
 
+std::vector<int64_t> padding_arg(const std::string &tmpl, const Json &args) {
+  const Json *p = args.find("padding");
+  if (p && p->is_array() && p->size() == 2) {
+    auto hw = ints_arg(tmpl, args, "padding", 2, {});
+    return {hw[0], hw[1], hw[0], hw[1]};
+  }
+  return ints_arg(tmpl, args, "padding", 4, {0, 0, 0, 0});
+}
+
 int64_t int_arg(const std::string &tmpl, const Json &args, const std::string &key, int64_t fallback) {
   const Json *v = args.find(key);
   if (!v) return fallback;

@@ -42,6 +42,8 @@ ir::DataType dtype_arg(const std::string &tmpl, const autotune::Json &args, cons
 // An integer list of length n; a single integer is repeated; absent: the fallback.
 std::vector<int64_t> ints_arg(const std::string &tmpl, const autotune::Json &args, const std::string &key, size_t n,
                               std::vector<int64_t> fallback);
+// "padding" as [top, left, bottom, right]; [h, w] means the same on both sides; default none.
+std::vector<int64_t> padding_arg(const std::string &tmpl, const autotune::Json &args);
 int64_t int_arg(const std::string &tmpl, const autotune::Json &args, const std::string &key, int64_t fallback);
 bool bool_arg(const std::string &tmpl, const autotune::Json &args, const std::string &key, bool fallback);
 std::string string_arg(const std::string &tmpl, const autotune::Json &args, const std::string &key,
