@@ -2,6 +2,7 @@
 // file (cli/<group>_command.cpp); this file only lists the groups and maps failures to exit codes:
 // 0 success, 1 the command failed (its message is on stderr), 2 the command line was wrong.
 #include "cli/db_command.h"
+#include "cli/farm_command.h"
 
 #include <CLI/CLI.hpp>
 
@@ -16,6 +17,7 @@ int main(int argc, char **argv) {
   app.footer("Exit status: 0 success, 1 the command failed, 2 bad command line.");
 
   kiln::cli::add_db_command(app);
+  kiln::cli::add_farm_commands(app);
 
   try {
     app.parse(argc, argv);

@@ -1,5 +1,14 @@
 #pragma once
-// RunnerService: the gRPC Runner service of a device runner (kiln.v1.Runner), on the callback API.
+// RunnerService: the gRPC Runner service of a device runner (kiln.v1.Runner).
+//
+// Info describes the runner. Measure is a session: its first request names the tracker lease
+// the caller holds and the measure options, every later request is a batch of configs of one
+// workload, and one reply goes back per config as soon as it is measured. Candidates are
+// compiled and timed by the runner's MeasurePool in worker processes; this service only checks
+// requests and moves messages. One session at a time: a runner is one device.
+#include <atomic>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -7,6 +16,8 @@
 #include "kiln/v1/runner.grpc.pb.h"
 
 namespace kiln::rpc {
+
+class MeasurePool;
 
 // What a runner says about itself.
 struct RunnerIdentity {
@@ -22,22 +33,53 @@ struct RunnerIdentity {
   std::string target;
   // CPU features reported by Info; host_cpu_features() when left empty.
   std::vector<std::string> cpu_features;
+  // The templates it measures: name and version.
+  std::vector<std::pair<std::string, int>> templates;
 };
 
 // The features of this machine's CPU that matter to code generation, for example "avx2", "fma".
 std::vector<std::string> host_cpu_features();
 
-class RunnerService final : public kiln::v1::Runner::CallbackService {
- public:
-  explicit RunnerService(RunnerIdentity identity);
+struct RunnerServiceOptions {
+  // The farm's shared token, required on every call. Empty accepts calls without one (only for
+  // in-process tests of Info).
+  std::string token;
+  // Decides whether a session may run under a lease: true when the lease is the one the tracker
+  // gave this runner. Unset accepts any lease (a runner without a tracker).
+  std::function<bool(const std::string &lease_id)> accept_lease;
+  // The runner id to stamp on results (it changes when the runner registers again).
+  std::function<std::string()> runner_id;
+  // The most configs one batch may carry.
+  uint32_t max_batch = 4096;
+};
 
-  grpc::ServerUnaryReactor *Info(grpc::CallbackServerContext *context,
-                                 const kiln::v1::InfoRequest *request,
-                                 kiln::v1::InfoReply *reply) override;
-  // Measure is not served yet: the generated base class answers UNIMPLEMENTED.
+class RunnerService final : public kiln::v1::Runner::Service {
+ public:
+  // `pool` (may be null: Measure then answers UNIMPLEMENTED) must outlive the service.
+  RunnerService(RunnerIdentity identity, MeasurePool *pool = nullptr,
+                RunnerServiceOptions options = {});
+
+  grpc::Status Info(grpc::ServerContext *context, const kiln::v1::InfoRequest *request,
+                    kiln::v1::InfoReply *reply) override;
+  grpc::Status Measure(
+      grpc::ServerContext *context,
+      grpc::ServerReaderWriter<kiln::v1::MeasureReply, kiln::v1::MeasureRequest> *stream) override;
+
+  // The lease of the open session, "" when none (reported in heartbeats).
+  std::string active_lease() const;
 
  private:
+  grpc::Status run_session(
+      grpc::ServerContext *context,
+      grpc::ServerReaderWriter<kiln::v1::MeasureReply, kiln::v1::MeasureRequest> *stream,
+      const kiln::v1::MeasureSession &session);
+
   RunnerIdentity identity_;
+  MeasurePool *pool_;
+  RunnerServiceOptions options_;
+  mutable std::mutex mutex_;
+  bool session_open_ = false;
+  std::string active_lease_;
 };
 
 }  // namespace kiln::rpc

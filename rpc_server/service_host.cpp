@@ -23,12 +23,20 @@ ServiceHost::ServiceHost(std::unique_ptr<grpc::Server> server, int port, std::st
     : server_(std::move(server)), port_(port), address_(std::move(address)) {}
 
 std::unique_ptr<ServiceHost> ServiceHost::start(const std::string &address,
-                                                const std::vector<grpc::Service *> &services) {
+                                                const std::vector<grpc::Service *> &services,
+                                                const ServiceHostOptions &options) {
   // A process-wide switch, read when a server is built.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int selected_port = 0;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &selected_port);
+  builder.AddListeningPort(address, server_credentials(options.tls), &selected_port);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  // Notice clients that have gone away (a killed tuner) even while their stream is idle.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   for (grpc::Service *service : services) builder.RegisterService(service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || selected_port == 0) {

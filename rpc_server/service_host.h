@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "rpc_server/credentials.h"
+
 namespace grpc {
 class Server;
 class Service;
@@ -14,13 +16,21 @@ class Service;
 
 namespace kiln::rpc {
 
+struct ServiceHostOptions {
+  // Plaintext unless set (see TlsFiles).
+  TlsFiles tls;
+  // The largest request or reply message; a larger one fails with RESOURCE_EXHAUSTED.
+  int max_message_bytes = 16 << 20;
+};
+
 class ServiceHost {
  public:
   // Starts serving `services` (owned by the caller, and outliving the host) on `address`, for
-  // example "127.0.0.1:0", where port 0 lets the OS choose a free port. Plaintext, no
-  // authentication. Throws std::runtime_error when the address cannot be bound.
+  // example "127.0.0.1:0", where port 0 lets the OS choose a free port. Throws
+  // std::runtime_error when the address cannot be bound or a TLS file cannot be read.
   static std::unique_ptr<ServiceHost> start(const std::string &address,
-                                            const std::vector<grpc::Service *> &services);
+                                            const std::vector<grpc::Service *> &services,
+                                            const ServiceHostOptions &options = {});
 
   ServiceHost(const ServiceHost &) = delete;
   ServiceHost &operator=(const ServiceHost &) = delete;

@@ -21,7 +21,7 @@ void attach_token(grpc::ClientContext &context, const std::string &token) {
   context.AddMetadata(kMetadataKey, kScheme + token);
 }
 
-grpc::Status check_token(const grpc::CallbackServerContext &context, const std::string &token) {
+grpc::Status check_token(const grpc::ServerContextBase &context, const std::string &token) {
   const auto &metadata = context.client_metadata();
   auto range = metadata.equal_range(kMetadataKey);
   for (auto it = range.first; it != range.second; ++it) {

@@ -13,6 +13,6 @@ namespace kiln::rpc {
 void attach_token(grpc::ClientContext &context, const std::string &token);
 
 // OK when the call carries `token`; UNAUTHENTICATED when it carries none or another one.
-grpc::Status check_token(const grpc::CallbackServerContext &context, const std::string &token);
+grpc::Status check_token(const grpc::ServerContextBase &context, const std::string &token);
 
 }  // namespace kiln::rpc

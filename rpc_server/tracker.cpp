@@ -15,6 +15,12 @@ Tracker::Tracker(TrackerOptions options)
     throw std::invalid_argument(
         "tracker: heartbeat interval and timeout must be positive, max wait not negative");
   }
+  if (options_.lease_idle_timeout.count() <= 0 || options_.quarantine_after < 1 ||
+      options_.quarantine_duration.count() < 0) {
+    throw std::invalid_argument(
+        "tracker: the lease idle timeout must be positive, quarantine_after at least 1 and the "
+        "quarantine duration not negative");
+  }
   timer_ = std::thread([this] { run_timer(); });
 }
 
@@ -41,8 +47,15 @@ std::string Tracker::register_runner(RunnerRegistration registration) {
       id = new_id("runner");
     } while (runners_.count(id));
     std::string key = registration.device_key;
-    runners_[id] = Runner{id, std::move(registration), Clock::now(), ""};
-    devices_[key].free_runners.push_back(id);
+    const Clock::time_point now = Clock::now();
+    Runner runner{id, std::move(registration), now, "", now, {}, false};
+    auto health = health_.find(runner.registration.address);
+    if (health != health_.end() && health->second.quarantined_until > now) {
+      runner.quarantined_until = health->second.quarantined_until;
+    }
+    const bool held_back = quarantined(runner, now);
+    runners_[id] = std::move(runner);
+    if (!held_back) devices_[key].free_runners.push_back(id);
     dispatch(key, completions);
   }
   wake_.notify_all();
@@ -50,12 +63,30 @@ std::string Tracker::register_runner(RunnerRegistration registration) {
   return id;
 }
 
-std::optional<std::string> Tracker::heartbeat(const std::string &runner_id) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = runners_.find(runner_id);
-  if (it == runners_.end()) return std::nullopt;
-  it->second.last_heartbeat = Clock::now();
-  return it->second.lease_id;
+std::optional<std::string> Tracker::heartbeat(const std::string &runner_id,
+                                              const std::string &active_lease) {
+  std::vector<Completion> completions;
+  std::string lease;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = runners_.find(runner_id);
+    if (it == runners_.end()) return std::nullopt;
+    Runner &runner = it->second;
+    const Clock::time_point now = Clock::now();
+    runner.last_heartbeat = now;
+    if (!active_lease.empty() && active_lease == runner.lease_id) runner.lease_used = now;
+    if (runner.suspect) {
+      // Alive after all: back to the free runners unless quarantined.
+      runner.suspect = false;
+      if (runner.lease_id.empty() && !quarantined(runner, now)) {
+        devices_[runner.registration.device_key].free_runners.push_back(runner.id);
+        dispatch(runner.registration.device_key, completions);
+      }
+    }
+    lease = runner.lease_id;
+  }
+  run(completions);
+  return lease;
 }
 
 uint64_t Tracker::acquire(const std::string &device_key, int priority, Clock::time_point deadline,
@@ -94,28 +125,60 @@ void Tracker::cancel(uint64_t request_id) {
   run(completions);
 }
 
-bool Tracker::release(const std::string &lease_id) {
+bool Tracker::release(const std::string &lease_id, bool runner_failed) {
   std::vector<Completion> completions;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto lease = leases_.find(lease_id);
     if (lease == leases_.end()) return false;
-    Runner &runner = runners_.at(lease->second);
-    leases_.erase(lease);
-    runner.lease_id.clear();
-    devices_[runner.registration.device_key].free_runners.push_back(runner.id);
-    dispatch(runner.registration.device_key, completions);
+    end_lease(runners_.at(lease->second), runner_failed, completions);
   }
+  wake_.notify_all();
   run(completions);
   return true;
+}
+
+void Tracker::end_lease(Runner &runner, bool failed, std::vector<Completion> &completions) {
+  const Clock::time_point now = Clock::now();
+  leases_.erase(runner.lease_id);
+  runner.lease_id.clear();
+  if (failed) {
+    runner.suspect = true;
+    record_failure(runner.registration.address, now);
+  } else {
+    health_[runner.registration.address].consecutive_failures = 0;
+  }
+  if (quarantined(runner, now)) return;
+  devices_[runner.registration.device_key].free_runners.push_back(runner.id);
+  dispatch(runner.registration.device_key, completions);
+}
+
+void Tracker::record_failure(const std::string &address, Clock::time_point now) {
+  Health &health = health_[address];
+  if (++health.consecutive_failures < options_.quarantine_after) return;
+  health.consecutive_failures = 0;
+  health.quarantined_until = now + options_.quarantine_duration;
+  for (auto &[id, runner] : runners_) {
+    if (runner.registration.address != address) continue;
+    runner.quarantined_until = health.quarantined_until;
+    std::deque<std::string> &free = devices_[runner.registration.device_key].free_runners;
+    free.erase(std::remove(free.begin(), free.end(), id), free.end());
+  }
 }
 
 std::vector<DeviceSummary> Tracker::summary() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::map<std::string, DeviceSummary> by_key;
+  const Clock::time_point now = Clock::now();
   for (const auto &[id, runner] : runners_) {
     DeviceSummary &entry = by_key[runner.registration.device_key];
-    (runner.lease_id.empty() ? entry.free_runners : entry.busy_runners) += 1;
+    if (!runner.lease_id.empty()) {
+      entry.busy_runners += 1;
+    } else if (quarantined(runner, now)) {
+      entry.quarantined_runners += 1;
+    } else {
+      entry.free_runners += 1;
+    }
   }
   for (const auto &[id, request] : requests_) by_key[request.device_key].queue_length += 1;
   std::vector<DeviceSummary> out;
@@ -161,6 +224,7 @@ void Tracker::dispatch(const std::string &device_key, std::vector<Completion> &c
       lease_id = new_id("lease");
     } while (leases_.count(lease_id));
     runner.lease_id = lease_id;
+    runner.lease_used = Clock::now();
     leases_[lease_id] = runner.id;
     Request &request = requests_.at(request_id);
     AcquireOutcome outcome{AcquireStatus::kGranted,
@@ -184,10 +248,25 @@ void Tracker::finish_request(uint64_t request_id, AcquireStatus status,
 
 void Tracker::expire(Clock::time_point now, std::vector<Completion> &completions) {
   std::vector<std::string> silent;
-  for (const auto &[id, runner] : runners_) {
-    if (now - runner.last_heartbeat >= options_.heartbeat_timeout) silent.push_back(id);
+  for (auto &[id, runner] : runners_) {
+    if (now - runner.last_heartbeat >= options_.heartbeat_timeout) {
+      silent.push_back(id);
+    } else if (!runner.lease_id.empty() &&
+               now - runner.lease_used >= options_.lease_idle_timeout) {
+      end_lease(runner, /*failed=*/false, completions);  // its holder has gone away
+    } else if (runner.lease_id.empty() && runner.quarantined_until != Clock::time_point{} &&
+               runner.quarantined_until <= now) {
+      runner.quarantined_until = {};
+      if (!runner.suspect) {
+        devices_[runner.registration.device_key].free_runners.push_back(id);
+        dispatch(runner.registration.device_key, completions);
+      }
+    }
   }
-  for (const std::string &id : silent) drop_runner(id);
+  for (const std::string &id : silent) {
+    record_failure(runners_.at(id).registration.address, now);
+    drop_runner(id);
+  }
   while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
     finish_request(deadlines_.begin()->second, AcquireStatus::kDeadlineExceeded, completions);
   }
@@ -198,6 +277,11 @@ Tracker::Clock::time_point Tracker::next_wakeup() const {
   if (!deadlines_.empty()) next = deadlines_.begin()->first;
   for (const auto &[id, runner] : runners_) {
     next = std::min(next, runner.last_heartbeat + options_.heartbeat_timeout);
+    if (!runner.lease_id.empty()) {
+      next = std::min(next, runner.lease_used + options_.lease_idle_timeout);
+    } else if (runner.quarantined_until != Clock::time_point{}) {
+      next = std::min(next, runner.quarantined_until);
+    }
   }
   return next;
 }

@@ -2,7 +2,14 @@
 // Tracker: the device farm's book of runners and leases, with no gRPC in it.
 //
 // Runners register under a device key and must heartbeat; one that stays silent for longer than
-// the heartbeat timeout is dropped and its lease revoked. Tuners ask for a runner of a device key
+// the heartbeat timeout is dropped and its lease revoked. A lease must be used: when its runner
+// reports no open measurement session under it for longer than the lease idle timeout (its holder
+// crashed or forgot it), it is revoked. A runner whose leases end in failure several times in a
+// row (reported on release, or by going silent) is quarantined: it stays registered but is not
+// handed out until the quarantine ends; failures are counted per runner address, so they survive
+// a re-registration. A runner reported failed is also held back until its next heartbeat proves
+// it alive, so that a runner that died is not handed out again while the tracker waits for its
+// heartbeat timeout. Tuners ask for a runner of a device key
 // with a priority and a deadline; per device key, waiting requests are served highest priority
 // first and in arrival order within a priority, and a request that no runner picks up before its
 // deadline is answered "deadline exceeded", never left waiting. A background thread enforces both
@@ -34,6 +41,11 @@ struct TrackerOptions {
   std::chrono::milliseconds heartbeat_timeout{5000};
   // The longest wait an acquire may ask for.
   std::chrono::milliseconds max_wait{std::chrono::hours(1)};
+  // A lease not used by a measurement session for this long is revoked.
+  std::chrono::milliseconds lease_idle_timeout{std::chrono::seconds(60)};
+  // Consecutive failed leases after which a runner is quarantined, and for how long.
+  int quarantine_after = 3;
+  std::chrono::milliseconds quarantine_duration{std::chrono::seconds(60)};
 };
 
 // What a runner tells the tracker when it registers.
@@ -68,6 +80,7 @@ struct DeviceSummary {
   int free_runners = 0;
   int busy_runners = 0;
   int queue_length = 0;
+  int quarantined_runners = 0;
 };
 
 class Tracker {
@@ -88,9 +101,11 @@ class Tracker {
   // Registers a runner and returns its new runner id. A runner already registered at the same
   // address is dropped first, and its lease revoked.
   std::string register_runner(RunnerRegistration runner);
-  // Renews a runner's registration. Returns the lease it serves ("" while free), or nullopt when
-  // the runner is unknown (never registered, or dropped).
-  std::optional<std::string> heartbeat(const std::string &runner_id);
+  // Renews a runner's registration; `active_lease` is the lease of the measurement session it is
+  // serving ("" when none), which keeps that lease from expiring as idle. Returns the lease it
+  // holds ("" while free), or nullopt when the runner is unknown (never registered, or dropped).
+  std::optional<std::string> heartbeat(const std::string &runner_id,
+                                       const std::string &active_lease = "");
 
   // Asks for a runner of `device_key`. `done` is called exactly once: at once when a runner is
   // free, later when one frees up, or with kDeadlineExceeded at `deadline`. Returns a request id
@@ -99,8 +114,10 @@ class Tracker {
                    AcquireDone done);
   // Withdraws a waiting request; its `done` gets kCancelled. No effect once it has completed.
   void cancel(uint64_t request_id);
-  // Returns a leased runner to the free runners. False when the lease is unknown or revoked.
-  bool release(const std::string &lease_id);
+  // Returns a leased runner to the free runners. `runner_failed` reports that the runner failed
+  // under the lease (counts toward its quarantine); a clean release resets the count. False when
+  // the lease is unknown or revoked.
+  bool release(const std::string &lease_id, bool runner_failed = false);
 
   // One entry per device key that has runners or waiting requests, sorted by device key.
   std::vector<DeviceSummary> summary() const;
@@ -114,7 +131,15 @@ class Tracker {
     std::string id;
     RunnerRegistration registration;
     Clock::time_point last_heartbeat;
-    std::string lease_id;  // "" while free
+    std::string lease_id;              // "" while free
+    Clock::time_point lease_used;      // grant, or the last heartbeat reporting a session under it
+    Clock::time_point quarantined_until{};  // held back until then
+    bool suspect = false;              // reported failed; held back until it heartbeats
+  };
+  // Failure history of a runner address.
+  struct Health {
+    int consecutive_failures = 0;
+    Clock::time_point quarantined_until{};
   };
   struct Request {
     uint64_t id;
@@ -134,6 +159,12 @@ class Tracker {
   std::string new_id(const char *prefix);
   // Each of these runs with mutex_ held and collects callbacks to run after unlocking.
   void drop_runner(const std::string &runner_id);
+  // Takes the lease off its runner; the runner becomes free (or stays held back if quarantined).
+  void end_lease(Runner &runner, bool failed, std::vector<Completion> &completions);
+  void record_failure(const std::string &address, Clock::time_point now);
+  bool quarantined(const Runner &runner, Clock::time_point now) const {
+    return runner.suspect || runner.quarantined_until > now;
+  }
   void dispatch(const std::string &device_key, std::vector<Completion> &completions);
   void finish_request(uint64_t request_id, AcquireStatus status, std::vector<Completion> &out);
   void expire(Clock::time_point now, std::vector<Completion> &completions);
@@ -150,6 +181,7 @@ class Tracker {
   std::map<std::string, Runner> runners_;                       // by runner id
   std::map<std::string, std::string> leases_;                   // lease id -> runner id
   std::map<std::string, DeviceQueue> devices_;                  // by device key
+  std::map<std::string, Health> health_;                        // by runner address
   std::map<uint64_t, Request> requests_;                        // waiting requests by id
   std::set<std::pair<Clock::time_point, uint64_t>> deadlines_;  // (deadline, request id)
   std::thread timer_;

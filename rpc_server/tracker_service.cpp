@@ -149,6 +149,8 @@ grpc::ServerUnaryReactor *TrackerService::Register(grpc::CallbackServerContext *
       static_cast<uint32_t>(tracker_.options().heartbeat_interval.count()));
   reply->set_heartbeat_timeout_ms(
       static_cast<uint32_t>(tracker_.options().heartbeat_timeout.count()));
+  reply->set_lease_idle_timeout_ms(
+      static_cast<uint32_t>(tracker_.options().lease_idle_timeout.count()));
   return finish(context, grpc::Status::OK);
 }
 
@@ -157,8 +159,12 @@ grpc::ServerUnaryReactor *TrackerService::Heartbeat(grpc::CallbackServerContext 
                                                     kiln::v1::HeartbeatReply *reply) {
   grpc::Status status = check_token(*context, tracker_.options().token);
   if (status.ok()) status = check_name("runner_id", request->runner_id());
+  if (status.ok() && request->active_lease().size() > kMaxNameLength) {
+    status = invalid("active_lease is longer than " + std::to_string(kMaxNameLength) + " bytes");
+  }
   if (!status.ok()) return finish(context, status);
-  std::optional<std::string> lease = tracker_.heartbeat(request->runner_id());
+  std::optional<std::string> lease =
+      tracker_.heartbeat(request->runner_id(), request->active_lease());
   if (!lease) {
     return finish(context,
                   grpc::Status(grpc::StatusCode::NOT_FOUND,
@@ -207,7 +213,7 @@ grpc::ServerUnaryReactor *TrackerService::Release(grpc::CallbackServerContext *c
   grpc::Status status = check_token(*context, tracker_.options().token);
   if (status.ok()) status = check_name("lease_id", request->lease_id());
   if (!status.ok()) return finish(context, status);
-  if (!tracker_.release(request->lease_id())) {
+  if (!tracker_.release(request->lease_id(), request->runner_failed())) {
     return finish(context, grpc::Status(grpc::StatusCode::NOT_FOUND,
                                         "unknown or revoked lease " + request->lease_id()));
   }
@@ -225,6 +231,7 @@ grpc::ServerUnaryReactor *TrackerService::Summary(grpc::CallbackServerContext *c
     entry->set_free_runners(static_cast<uint32_t>(device.free_runners));
     entry->set_busy_runners(static_cast<uint32_t>(device.busy_runners));
     entry->set_queue_length(static_cast<uint32_t>(device.queue_length));
+    entry->set_quarantined_runners(static_cast<uint32_t>(device.quarantined_runners));
   }
   return finish(context, grpc::Status::OK);
 }

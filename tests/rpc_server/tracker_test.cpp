@@ -8,6 +8,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace kiln::rpc {
@@ -138,6 +139,80 @@ TEST(TrackerTest, DeadlineIsMetByTheTrackerThread) {
   ASSERT_EQ(outcome.wait_for(5s), std::future_status::ready);
   EXPECT_EQ(outcome.get().status, AcquireStatus::kDeadlineExceeded);
   EXPECT_GE(Clock::now() - start, 200ms);
+}
+
+
+// Waits up to `limit` for `condition`, polling.
+template <typename Condition>
+bool eventually(Condition condition, std::chrono::milliseconds limit = 5s) {
+  Clock::time_point until = Clock::now() + limit;
+  while (Clock::now() < until) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return condition();
+}
+
+TEST(TrackerTest, RepeatedFailuresQuarantineARunnerForAWhile) {
+  TrackerOptions opts = options();
+  opts.quarantine_after = 2;
+  opts.quarantine_duration = 400ms;
+  Tracker tracker(opts);
+  Outcomes outcomes;
+  std::string runner = tracker.register_runner({"127.0.0.1:1", "x86", "llvm"});
+  // A failure, then a clean release: the count starts again. A runner reported failed is not
+  // handed out again until it heartbeats.
+  tracker.acquire("x86", 0, Clock::now() + 1s, outcomes.record("a"));
+  ASSERT_TRUE(tracker.release(outcomes.at(0).lease.lease_id, /*runner_failed=*/true));
+  EXPECT_EQ(tracker.summary().at(0).free_runners, 0);
+  tracker.acquire("x86", 0, Clock::now() + 1s, outcomes.record("b"));
+  EXPECT_EQ(outcomes.labels().size(), 1u);
+  // Alive: "b" gets it at once (the heartbeat answers with b's lease).
+  ASSERT_FALSE(tracker.heartbeat(runner).value_or("").empty());
+  ASSERT_EQ(outcomes.labels().size(), 2u);
+  ASSERT_TRUE(tracker.release(outcomes.at(1).lease.lease_id, false));
+  tracker.acquire("x86", 0, Clock::now() + 1s, outcomes.record("c"));
+  ASSERT_TRUE(tracker.release(outcomes.at(2).lease.lease_id, true));
+  tracker.heartbeat(runner);
+  EXPECT_EQ(tracker.summary().at(0).free_runners, 1);
+  // Two in a row: held back, even across a re-registration of the same address.
+  tracker.acquire("x86", 0, Clock::now() + 1s, outcomes.record("d"));
+  ASSERT_TRUE(tracker.release(outcomes.at(3).lease.lease_id, true));
+  tracker.heartbeat(runner);
+  std::vector<DeviceSummary> summary = tracker.summary();
+  ASSERT_EQ(summary.size(), 1u);
+  EXPECT_EQ(summary[0].free_runners, 0);
+  EXPECT_EQ(summary[0].quarantined_runners, 1);
+  tracker.register_runner({"127.0.0.1:1", "x86", "llvm"});
+  EXPECT_EQ(tracker.summary().at(0).quarantined_runners, 1);
+  Clock::time_point asked = Clock::now();
+  tracker.acquire("x86", 0, Clock::now() + 5s, outcomes.record("after-quarantine"));
+  ASSERT_TRUE(eventually([&] { return outcomes.labels().size() == 5; }));
+  EXPECT_EQ(outcomes.at(4).status, AcquireStatus::kGranted);
+  EXPECT_GE(Clock::now() - asked, 300ms);
+  // A runner at another address is not affected.
+  tracker.register_runner({"127.0.0.1:2", "x86", "llvm"});
+  EXPECT_EQ(tracker.summary().at(0).free_runners, 1);
+}
+
+TEST(TrackerTest, AnUnusedLeaseIsRevokedButAnActiveSessionKeepsItAlive) {
+  TrackerOptions opts = options();
+  opts.lease_idle_timeout = 300ms;
+  Tracker tracker(opts);
+  Outcomes outcomes;
+  std::string runner = tracker.register_runner({"127.0.0.1:1", "x86", "llvm"});
+  tracker.acquire("x86", 0, Clock::now() + 1s, outcomes.record("kept"));
+  std::string lease = outcomes.at(0).lease.lease_id;
+  // The runner reports a session under the lease: the lease outlives the idle timeout.
+  for (int i = 0; i < 8; ++i) {
+    std::this_thread::sleep_for(100ms);
+    ASSERT_EQ(tracker.heartbeat(runner, lease), lease);
+  }
+  // The session ends and nobody releases: the lease is revoked and the runner free again.
+  ASSERT_TRUE(eventually([&] { return tracker.heartbeat(runner).value_or("?").empty(); }));
+  EXPECT_FALSE(tracker.release(lease));
+  tracker.acquire("x86", 0, Clock::now(), outcomes.record("next"));
+  EXPECT_EQ(outcomes.at(1).status, AcquireStatus::kGranted);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The Runner service generated from proto/kiln/v1/runner.proto answers Info on loopback.
 #include "rpc_server/runner_service.h"
 #include "rpc_server/service_host.h"
-#include "tuner/version.h"
+#include "deploy/version.h"
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -30,7 +30,7 @@ TEST(RunnerRpcTest, AnswersInfoOnLoopback) {
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(reply.device_key(), "x86-test");
   EXPECT_EQ(reply.target(), "llvm -mcpu=generic");
-  EXPECT_EQ(reply.kiln_version(), kiln::tuner::version());
+  EXPECT_EQ(reply.kiln_version(), kiln::deploy::version());
   EXPECT_FALSE(reply.kiln_version().empty());
   EXPECT_EQ(reply.cpu_cores(), std::thread::hardware_concurrency());
   std::vector<std::string> features(reply.cpu_features().begin(), reply.cpu_features().end());

@@ -1,11 +1,11 @@
-#include "tuner/version.h"
+#include "deploy/version.h"
 
 #ifndef KILN_VERSION
 #error "KILN_VERSION must be defined by the build"
 #endif
 
-namespace kiln::tuner {
+namespace kiln::deploy {
 
 std::string version() { return KILN_VERSION; }
 
-}  // namespace kiln::tuner
+}  // namespace kiln::deploy

@@ -1,10 +1,10 @@
 #pragma once
-// The version of Kiln, as reported by its tools and services.
+// The version of Kiln, as reported by its runtime, tools and services.
 #include <string>
 
-namespace kiln::tuner {
+namespace kiln::deploy {
 
 // "MAJOR.MINOR.PATCH", from the project version in the top-level CMakeLists.txt.
 std::string version();
 
-}  // namespace kiln::tuner
+}  // namespace kiln::deploy

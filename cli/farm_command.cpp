@@ -1,0 +1,248 @@
+#include "cli/farm_command.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "cli/table.h"
+#include "compiler/autotune/json.h"
+#include "compiler/ir/error.h"
+#include "compiler/ops/registry.h"
+#include "kiln/v1/measure.pb.h"
+#include "rpc_server/farm_client.h"
+
+namespace kiln::cli {
+
+namespace {
+
+struct CommandError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// How a command reaches the farm.
+struct FarmOptions {
+  std::string tracker = "127.0.0.1:9190";
+  std::string token_file;
+  rpc::TlsFiles tls;
+  bool json = false;
+};
+
+void add_farm_options(CLI::App *command, FarmOptions &options) {
+  command->add_option("--tracker", options.tracker, "the tracker's address, HOST:PORT")
+      ->capture_default_str();
+  command->add_option("--token-file", options.token_file,
+                      std::string("file holding the farm's shared token (default: $") +
+                          rpc::kTokenEnvironmentVariable + ")");
+  command->add_option("--tls-ca", options.tls.ca_file, "PEM CA certificates that sign the farm's");
+  command->add_option("--tls-cert", options.tls.cert_file, "PEM client certificate (mutual TLS)");
+  command->add_option("--tls-key", options.tls.key_file, "PEM private key of --tls-cert");
+  command->add_option("--tls-server-name", options.tls.server_name_override,
+                      "the name to expect in the servers' certificates");
+  command->add_flag("--json", options.json, "machine-readable JSON output");
+}
+
+rpc::Endpoint tracker_endpoint(const FarmOptions &options) {
+  return {options.tracker, rpc::load_token(options.token_file), options.tls};
+}
+
+void run(const std::string &name, const std::function<void()> &body) {
+  try {
+    body();
+    std::cout.flush();
+    return;
+  } catch (const rpc::FarmError &e) {
+    std::cerr << "kiln " << name << ": error: " << e.what() << '\n';
+  } catch (const kiln::UserError &e) {
+    std::cerr << "kiln " << name << ": error: " << e.what() << '\n';
+  } catch (const CommandError &e) {
+    std::cerr << "kiln " << name << ": error: " << e.what() << '\n';
+  } catch (const std::exception &e) {
+    std::cerr << "kiln " << name << ": error: " << e.what() << '\n';
+  }
+  throw CLI::RuntimeError(1);
+}
+
+void status_command(const FarmOptions &options) {
+  rpc::TrackerClient tracker(tracker_endpoint(options));
+  kiln::v1::SummaryReply summary = tracker.summary();
+  if (options.json) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const auto &device : summary.devices()) {
+      out.push_back({{"device_key", device.device_key()},
+                     {"free_runners", device.free_runners()},
+                     {"busy_runners", device.busy_runners()},
+                     {"quarantined_runners", device.quarantined_runners()},
+                     {"queue_length", device.queue_length()}});
+    }
+    std::cout << out.dump(2) << '\n';
+    return;
+  }
+  if (summary.devices_size() == 0) {
+    std::cout << "no runners registered and no requests waiting at " << options.tracker << '\n';
+    return;
+  }
+  Table table({"device key", "free", "busy", "quarantined", "waiting"});
+  for (const auto &device : summary.devices()) {
+    table.add_row({device.device_key(), std::to_string(device.free_runners()),
+                   std::to_string(device.busy_runners()),
+                   std::to_string(device.quarantined_runners()),
+                   std::to_string(device.queue_length())});
+  }
+  table.print(std::cout);
+}
+
+struct MeasureCommandOptions {
+  std::string template_name;
+  std::string args = "{}";
+  std::string config;  // canonical config JSON; empty: the template's default config
+  std::string target;
+  std::string device;
+  int priority = 0;
+  int64_t wait_ms = 60000;
+  kiln::v1::MeasureOptions measure;
+  bool no_check = false;
+  bool flush = false;
+};
+
+std::string error_name(kiln::v1::ErrorClass error) { return kiln::v1::ErrorClass_Name(error); }
+
+void measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
+  // The workload and config are made here, with the same registry the runners use, so that a
+  // mistake is reported before anything is sent.
+  autotune::Json args;
+  try {
+    args = autotune::Json::parse(options.args);
+  } catch (const std::exception &e) {
+    throw CommandError("--args is not JSON: " + std::string(e.what()));
+  }
+  ops::Task task(options.template_name, args, options.target);
+  autotune::Config config =
+      options.config.empty() ? task.default_config() : task.parse_config(options.config);
+  autotune::Json config_json = autotune::Json::parse(config.to_json());
+
+  kiln::v1::Workload workload;
+  workload.set_template_name(task.workload().name);
+  workload.set_args_json(task.workload().canonical_args());
+  workload.set_key(task.key());
+  kiln::v1::Target target;
+  target.set_target(options.target);
+  target.set_device_key(options.device);
+  kiln::v1::Config proto_config;
+  proto_config.set_knobs_json(config_json.at("knobs").dump());
+  proto_config.set_index(static_cast<uint64_t>(config.index()));
+  proto_config.set_space_fingerprint(config.fingerprint());
+  if (options.no_check) options.measure.set_check_correctness(false);
+  options.measure.set_cpu_cache_flush(options.flush);
+
+  rpc::FarmClientOptions client_options;
+  client_options.tracker = tracker_endpoint(farm);
+  client_options.runner_tls = farm.tls;
+  client_options.priority = options.priority;
+  client_options.acquire_wait = std::chrono::milliseconds(options.wait_ms);
+  rpc::FarmClient client(client_options);
+  kiln::v1::MeasureResult result =
+      client.measure(workload, target, {proto_config}, options.measure).at(0);
+
+  const auto &seconds = result.seconds();
+  double mean = seconds.empty() ? 0
+                                : std::accumulate(seconds.begin(), seconds.end(), 0.0) /
+                                      static_cast<double>(seconds.size());
+  if (farm.json) {
+    nlohmann::ordered_json out{
+        {"workload", task.key()},
+        {"template", task.workload().name},
+        {"args", nlohmann::json::parse(task.workload().canonical_args())},
+        {"target", options.target},
+        {"device_key", options.device},
+        {"config", nlohmann::json::parse(config.to_json())},
+        {"error", error_name(result.error())},
+        {"message", result.message()},
+        {"seconds", std::vector<double>(seconds.begin(), seconds.end())},
+        {"mean_seconds", mean},
+        {"gflops", mean > 0 ? task.flop() / mean * 1e-9 : 0.0},
+        {"compile_seconds", result.compile_seconds()},
+        {"runner", result.runner_id()},
+        {"kiln_version", result.kiln_version()}};
+    std::cout << out.dump(2) << '\n';
+  } else {
+    std::vector<std::pair<std::string, std::string>> fields{
+        {"workload", task.key()},
+        {"template", task.workload().name},
+        {"config", abbreviate(config.to_string(), 100)},
+        {"result", error_name(result.error())}};
+    if (!result.message().empty()) fields.emplace_back("message", result.message());
+    if (!seconds.empty()) {
+      std::string list;
+      for (double s : seconds) list += (list.empty() ? "" : " ") + fmt::format("{:.3f}", s * 1e6);
+      fields.emplace_back("mean", fmt::format("{:.3f} us", mean * 1e6));
+      fields.emplace_back("repeats (us)", list);
+      fields.emplace_back("gflops", fmt::format("{:.2f}", task.flop() / mean * 1e-9));
+    }
+    fields.emplace_back("compile", fmt::format("{:.1f} ms", result.compile_seconds() * 1e3));
+    fields.emplace_back("runner", result.runner_id());
+    print_fields(std::cout, fields);
+  }
+  if (result.error() != kiln::v1::OK) throw CLI::RuntimeError(1);
+}
+
+}  // namespace
+
+void add_farm_commands(CLI::App &kiln) {
+  CLI::App *farm = kiln.add_subcommand("farm", "Look at the device farm.");
+  farm->require_subcommand(1);
+  {
+    auto options = std::make_shared<FarmOptions>();
+    auto *command = farm->add_subcommand("status", "Runners and waiting requests per device key.");
+    add_farm_options(command, *options);
+    command->callback([=] { run("farm status", [&] { status_command(*options); }); });
+  }
+  {
+    auto farm_options = std::make_shared<FarmOptions>();
+    auto options = std::make_shared<MeasureCommandOptions>();
+    auto *command = kiln.add_subcommand(
+        "measure", "Measure one workload and config on a leased runner of the farm.");
+    add_farm_options(command, *farm_options);
+    command->add_option("--template", options->template_name, "operator template, e.g. dense_pack.x86")
+        ->required();
+    command->add_option("--args", options->args, "the template's arguments as JSON")->required();
+    command->add_option("--config", options->config,
+                        "a config as canonical JSON (default: the template's default config)");
+    command->add_option("--target", options->target, "the target string, e.g. \"llvm -mcpu=znver4\"")
+        ->required();
+    command->add_option("--device", options->device, "the device key of the runners to use")
+        ->required();
+    command->add_option("--priority", options->priority, "lease priority, -1000 to 1000")
+        ->check(CLI::Range(-1000, 1000));
+    command->add_option("--wait-ms", options->wait_ms, "how long to wait for a runner")
+        ->capture_default_str();
+    auto *measure = &options->measure;
+    command->add_option_function<uint32_t>("--number", [measure](uint32_t v) { measure->set_number(v); },
+                                           "calls per repeat");
+    command->add_option_function<uint32_t>("--repeat", [measure](uint32_t v) { measure->set_repeat(v); },
+                                           "repeats");
+    command->add_option_function<uint32_t>(
+        "--min-repeat-ms", [measure](uint32_t v) { measure->set_min_repeat_ms(v); },
+        "grow the calls per repeat until a repeat lasts this long");
+    command->add_option_function<uint32_t>(
+        "--build-timeout-ms", [measure](uint32_t v) { measure->set_build_timeout_ms(v); },
+        "compile time allowed");
+    command->add_option_function<uint32_t>(
+        "--run-timeout-ms", [measure](uint32_t v) { measure->set_run_timeout_ms(v); },
+        "run time allowed");
+    command->add_option_function<uint32_t>("--threads", [measure](uint32_t v) { measure->set_threads(v); },
+                                           "threads the kernel may use");
+    command->add_flag("--flush", options->flush, "flush the inputs from the CPU caches before each repeat");
+    command->add_flag("--no-check", options->no_check, "skip the correctness check");
+    command->callback([=] { run("measure", [&] { measure_command(*farm_options, *options); }); });
+  }
+}
+
+}  // namespace kiln::cli

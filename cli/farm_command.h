@@ -1,0 +1,12 @@
+#pragma once
+// `kiln farm status` (the tracker's runners and queues per device key) and `kiln measure` (one
+// workload and config measured on a leased runner of the farm).
+#include <CLI/CLI.hpp>
+
+namespace kiln::cli {
+
+// Adds the `farm` command group and the `measure` command. A failing command prints its error on
+// stderr and ends the parse with CLI::RuntimeError(1).
+void add_farm_commands(CLI::App &kiln);
+
+}  // namespace kiln::cli

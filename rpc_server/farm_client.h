@@ -1,0 +1,134 @@
+#pragma once
+// The farm's client side: TrackerClient speaks to the tracker (tuners acquire and release
+// runners, runners register and heartbeat), RunnerSession drives one leased runner's measurement
+// stream, and FarmClient puts them together for a tuner: acquire -> stream -> release, with the
+// trials of a runner that fails retried on another one.
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+
+#include "kiln/v1/runner.grpc.pb.h"
+#include "kiln/v1/tracker.grpc.pb.h"
+#include "rpc_server/credentials.h"
+
+namespace kiln::rpc {
+
+// A farm call that failed, with its gRPC status code.
+class FarmError : public std::runtime_error {
+ public:
+  FarmError(grpc::StatusCode code, const std::string &message)
+      : std::runtime_error(message), code_(code) {}
+  grpc::StatusCode code() const { return code_; }
+
+ private:
+  grpc::StatusCode code_;
+};
+
+// "UNAVAILABLE", "DEADLINE_EXCEEDED", ...
+std::string status_code_name(grpc::StatusCode code);
+
+// Where a farm service is and how to reach it.
+struct Endpoint {
+  std::string address;
+  std::string token;
+  TlsFiles tls;
+};
+
+class TrackerClient {
+ public:
+  explicit TrackerClient(Endpoint tracker);
+
+  // Waits up to `wait` for a runner of `device_key`. Throws FarmError (DEADLINE_EXCEEDED when
+  // none frees up in time).
+  kiln::v1::AcquireReply acquire(const std::string &device_key, int priority,
+                                 std::chrono::milliseconds wait);
+  // Gives the runner back; false when the tracker no longer knows the lease (revoked). Throws
+  // FarmError for other failures.
+  bool release(const std::string &lease_id, bool runner_failed = false);
+  kiln::v1::SummaryReply summary();
+  kiln::v1::RegisterReply register_runner(const std::string &address,
+                                          const kiln::v1::Target &target);
+  // Throws FarmError; NOT_FOUND when the tracker has dropped the runner.
+  kiln::v1::HeartbeatReply heartbeat(const std::string &runner_id,
+                                     const std::string &active_lease);
+
+  const Endpoint &endpoint() const { return endpoint_; }
+
+ private:
+  void prepare(grpc::ClientContext &context, std::chrono::milliseconds timeout) const;
+
+  Endpoint endpoint_;
+  std::unique_ptr<kiln::v1::Tracker::Stub> stub_;
+};
+
+// Describes a runner (its Info).
+kiln::v1::InfoReply runner_info(const Endpoint &runner,
+                                std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+// One measurement session on a leased runner: one stream for many batches.
+class RunnerSession {
+ public:
+  // Opens the stream to lease.address() under the lease. Nothing is sent over the network
+  // until the first measure().
+  RunnerSession(const kiln::v1::AcquireReply &lease, const std::string &token,
+                const TlsFiles &tls, const kiln::v1::MeasureOptions &options);
+  ~RunnerSession();
+  RunnerSession(const RunnerSession &) = delete;
+  RunnerSession &operator=(const RunnerSession &) = delete;
+
+  // Measures `configs` of `workload`; one result per config, in order. When the stream breaks
+  // (the runner died, the network failed, the runner refused the lease or stopped answering
+  // within the time the options allow) the configs without a result come back as INFRA and the
+  // session is broken(). Throws FarmError when the runner rejects the request itself
+  // (INVALID_ARGUMENT, UNAUTHENTICATED): retrying elsewhere would not help.
+  std::vector<kiln::v1::MeasureResult> measure(const kiln::v1::Workload &workload,
+                                               const kiln::v1::Target &target,
+                                               const std::vector<kiln::v1::Config> &configs);
+  bool broken() const { return broken_; }
+  // Closes the stream; returns the runner's final status (OK after a clean session).
+  grpc::Status close();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  bool broken_ = false;
+};
+
+struct FarmClientOptions {
+  Endpoint tracker;
+  // The farm's TLS settings for runners (the token is the tracker's).
+  TlsFiles runner_tls;
+  int priority = 0;
+  // How long to wait for a runner.
+  std::chrono::milliseconds acquire_wait{std::chrono::seconds(60)};
+  // A trial answered INFRA is measured again on another lease, up to this many attempts in all.
+  int max_attempts = 3;
+};
+
+class FarmClient {
+ public:
+  explicit FarmClient(FarmClientOptions options);
+
+  // Measures `configs` on runners of target.device_key(): acquires a runner, streams the
+  // configs, releases it (reporting a failed runner), and retries the trials that came back
+  // INFRA on another lease. One result per config, in order. Throws FarmError when no runner can
+  // be had (DEADLINE_EXCEEDED) or a runner rejects the request (INVALID_ARGUMENT,
+  // UNAUTHENTICATED).
+  std::vector<kiln::v1::MeasureResult> measure(const kiln::v1::Workload &workload,
+                                               const kiln::v1::Target &target,
+                                               const std::vector<kiln::v1::Config> &configs,
+                                               const kiln::v1::MeasureOptions &options);
+
+  TrackerClient &tracker() { return tracker_; }
+
+ private:
+  FarmClientOptions options_;
+  TrackerClient tracker_;
+};
+
+}  // namespace kiln::rpc

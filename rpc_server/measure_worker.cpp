@@ -1,0 +1,544 @@
+#include "rpc_server/measure_worker.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <list>
+#include <map>
+#include <memory>
+#include <new>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "compiler/autotune/json.h"
+#include "compiler/codegen/llvm/llvm_module.h"
+#include "compiler/interp/float16.h"
+#include "compiler/interp/interpreter.h"
+#include "compiler/ir/error.h"
+#include "compiler/ir/op.h"
+#include "compiler/lower/lower.h"
+#include "compiler/ops/registry.h"
+#include "deploy/module.h"
+#include "deploy/tensor.h"
+#include "deploy/thread_pool.h"
+#include "kiln/v1/worker.pb.h"
+#include "rpc_server/test_templates.h"
+#include "rpc_server/time_evaluator.h"
+#include "rpc_server/worker_process.h"
+
+namespace kiln::rpc {
+
+namespace {
+
+using autotune::Json;
+using Clock = std::chrono::steady_clock;
+using kiln::v1::ErrorClass;
+
+constexpr size_t kCachedWorkloads = 4;
+const char *const kCandidateName = "kiln_candidate";
+const char *const kReferenceName = "kiln_reference";
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// A failure with its class, thrown inside a build or a run and turned into the result.
+struct Failure {
+  ErrorClass error;
+  std::string message;
+};
+
+// --- tensors ---
+
+std::vector<int64_t> const_shape(const te::Tensor &t) {
+  std::vector<int64_t> shape;
+  for (const auto &d : t.shape()) {
+    auto c = ir::as_const_int(d);
+    if (!c) throw Failure{v1::UNKNOWN, "tensor " + t.name() + " has a symbolic shape"};
+    shape.push_back(*c);
+  }
+  return shape;
+}
+
+// "float32[4,8];float32[8,8]->float32[4,8]": what inputs, outputs and the reference depend on.
+std::string shape_signature(const ops::Compute &c) {
+  std::ostringstream os;
+  auto put = [&](const std::vector<te::Tensor> &ts) {
+    for (size_t i = 0; i < ts.size(); ++i) {
+      os << (i ? ";" : "") << ts[i].dtype().to_string() << "[";
+      const auto shape = const_shape(ts[i]);
+      for (size_t d = 0; d < shape.size(); ++d) os << (d ? "," : "") << shape[d];
+      os << "]";
+    }
+  };
+  put(c.inputs);
+  os << "->";
+  put(c.outputs);
+  return os.str();
+}
+
+deploy::Tensor make_tensor(const te::Tensor &t) {
+  return deploy::Tensor::empty(const_shape(t), interp::to_deploy_dtype(t.dtype()));
+}
+
+int64_t scalar_count(const deploy::Tensor &t) { return t.numel() * t.dtype().lanes; }
+
+// Random values that keep reductions and products of the templates finite: floats in [-1, 1],
+// small integers.
+void fill_random(deploy::Tensor &t, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const deploy::DType dt = t.dtype();
+  const int64_t n = scalar_count(t);
+  void *p = t.data();
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  auto ints = [&](auto *out, int64_t lo, int64_t hi) {
+    std::uniform_int_distribution<int64_t> d(lo, hi);
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<std::remove_pointer_t<decltype(out)>>(d(rng));
+  };
+  if (dt.code == deploy::DType::Float && dt.bits == 32) {
+    float *f = static_cast<float *>(p);
+    for (int64_t i = 0; i < n; ++i) f[i] = static_cast<float>(real(rng));
+  } else if (dt.code == deploy::DType::Float && dt.bits == 64) {
+    double *f = static_cast<double *>(p);
+    for (int64_t i = 0; i < n; ++i) f[i] = real(rng);
+  } else if (dt.code == deploy::DType::Float && dt.bits == 16) {
+    uint16_t *h = static_cast<uint16_t *>(p);
+    for (int64_t i = 0; i < n; ++i) h[i] = interp::float_to_half(static_cast<float>(real(rng)));
+  } else if (dt.code == deploy::DType::Int && dt.bits == 8) {
+    ints(static_cast<int8_t *>(p), -8, 8);
+  } else if (dt.code == deploy::DType::Int && dt.bits == 16) {
+    ints(static_cast<int16_t *>(p), -64, 64);
+  } else if (dt.code == deploy::DType::Int && dt.bits == 32) {
+    ints(static_cast<int32_t *>(p), -64, 64);
+  } else if (dt.code == deploy::DType::Int && dt.bits == 64) {
+    ints(static_cast<int64_t *>(p), -64, 64);
+  } else if (dt.code == deploy::DType::UInt && dt.bits == 1) {
+    ints(static_cast<uint8_t *>(p), 0, 1);
+  } else if (dt.code == deploy::DType::UInt && dt.bits == 8) {
+    ints(static_cast<uint8_t *>(p), 0, 15);
+  } else if (dt.code == deploy::DType::UInt && dt.bits == 16) {
+    ints(static_cast<uint16_t *>(p), 0, 64);
+  } else if (dt.code == deploy::DType::UInt && dt.bits == 32) {
+    ints(static_cast<uint32_t *>(p), 0, 64);
+  } else if (dt.code == deploy::DType::UInt && dt.bits == 64) {
+    ints(static_cast<uint64_t *>(p), 0, 64);
+  } else {
+    throw Failure{v1::UNKNOWN, "cannot make random inputs of dtype " + dt.to_string()};
+  }
+}
+
+double scalar_at(const deploy::Tensor &t, int64_t i) {
+  const deploy::DType dt = t.dtype();
+  const void *p = t.data();
+  switch (dt.code) {
+    case deploy::DType::Float:
+      if (dt.bits == 16) return interp::half_to_float(static_cast<const uint16_t *>(p)[i]);
+      if (dt.bits == 32) return static_cast<const float *>(p)[i];
+      return static_cast<const double *>(p)[i];
+    case deploy::DType::Int:
+      if (dt.bits == 8) return static_cast<const int8_t *>(p)[i];
+      if (dt.bits == 16) return static_cast<const int16_t *>(p)[i];
+      if (dt.bits == 32) return static_cast<const int32_t *>(p)[i];
+      return static_cast<double>(static_cast<const int64_t *>(p)[i]);
+    case deploy::DType::UInt:
+      if (dt.bits <= 8) return static_cast<const uint8_t *>(p)[i];
+      if (dt.bits == 16) return static_cast<const uint16_t *>(p)[i];
+      if (dt.bits == 32) return static_cast<const uint32_t *>(p)[i];
+      return static_cast<double>(static_cast<const uint64_t *>(p)[i]);
+  }
+  return 0;
+}
+
+// Floats match within |got - want| <= atol + rtol * |want|, with atol scaled by the largest
+// reference magnitude so that sums reordered by a schedule pass; integers match exactly.
+// Returns "" or the first mismatch.
+std::string compare_output(const deploy::Tensor &got, const deploy::Tensor &want, size_t index,
+                           const std::string &name) {
+  const int64_t n = scalar_count(want);
+  if (got.dtype() != want.dtype() || scalar_count(got) != n) {
+    return "output " + std::to_string(index) + " (" + name + ") has another dtype or size than the reference";
+  }
+  if (want.dtype().code != deploy::DType::Float) {
+    if (std::memcmp(got.data(), want.data(), want.nbytes()) == 0) return "";
+    for (int64_t i = 0; i < n; ++i) {
+      if (scalar_at(got, i) != scalar_at(want, i)) {
+        std::ostringstream os;
+        os << "output " << index << " (" << name << ") differs from the reference at index " << i << ": got "
+           << scalar_at(got, i) << ", expected " << scalar_at(want, i);
+        return os.str();
+      }
+    }
+    return "";
+  }
+  const double rtol = want.dtype().bits == 16 ? 1e-2 : 1e-3;
+  double max_ref = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double w = std::fabs(scalar_at(want, i));
+    if (std::isfinite(w)) max_ref = std::max(max_ref, w);
+  }
+  const double atol = (want.dtype().bits == 16 ? 1e-2 : 1e-4) * std::max(1.0, max_ref);
+  for (int64_t i = 0; i < n; ++i) {
+    const double g = scalar_at(got, i), w = scalar_at(want, i);
+    bool ok;
+    if (std::isnan(w)) ok = std::isnan(g);
+    else if (std::isinf(w)) ok = g == w;
+    else ok = std::fabs(g - w) <= atol + rtol * std::fabs(w);
+    if (!ok) {
+      std::ostringstream os;
+      os.precision(9);
+      os << "output " << index << " (" << name << ") differs from the reference at index " << i << ": got " << g
+         << ", expected " << w << " (tolerance " << atol << " + " << rtol << " * |expected|)";
+      return os.str();
+    }
+  }
+  return "";
+}
+
+// --- configs ---
+
+// The form ConfigSpace::parse_config reads, from the wire's knobs, fingerprint and index.
+std::string config_json(const v1::Config &c) {
+  Json knobs;
+  try {
+    knobs = Json::parse(c.knobs_json());
+  } catch (const autotune::JsonError &e) {
+    throw Failure{v1::INSTANTIATION, std::string("config knobs are not valid JSON: ") + e.what()};
+  }
+  Json pairs = Json::array();
+  if (knobs.is_object()) {
+    for (const auto &[name, value] : knobs.as_object()) pairs.push_back(Json::array({Json(name), value}));
+  } else if (knobs.is_array()) {
+    pairs = knobs;
+  } else {
+    throw Failure{v1::INSTANTIATION, "config knobs must be a JSON object {\"knob\": value, ...}"};
+  }
+  Json j = Json::object({{"knobs", pairs}, {"space", Json(c.space_fingerprint())}});
+  if (c.index() != 0) j.set("index", Json(static_cast<int64_t>(c.index())));
+  return j.dump();
+}
+
+// --- the worker ---
+
+// Inputs, output buffers and the reference for one set of tensor shapes of a workload.
+struct ShapeData {
+  std::vector<deploy::Tensor> inputs;
+  std::vector<std::string> output_names;
+  std::vector<deploy::Tensor> outputs;    // written by every candidate in turn
+  std::vector<deploy::Tensor> reference;  // empty until computed
+  bool reference_tried = false;
+  std::string reference_error;
+};
+
+struct WorkloadEntry {
+  std::unique_ptr<ops::Task> task;
+  uint64_t seed = 0;
+  std::map<std::string, std::shared_ptr<ShapeData>> shapes;
+};
+
+struct Built {
+  std::shared_ptr<WorkloadEntry> workload;  // keeps the task alive
+  std::shared_ptr<ShapeData> data;
+  std::unique_ptr<codegen::LLVMModule> module;
+  KilnPackedFunc fn = nullptr;
+  InjectedFault fault = InjectedFault::None;
+  double compile_seconds = 0;
+};
+
+uint64_t seed_of(const std::string &key) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char ch : key) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+class Worker {
+ public:
+  Worker(int fd, bool test_templates) : fd_(fd), registry_(ops::Registry::builtin()) {
+    if (test_templates) add_test_templates(registry_);
+  }
+
+  int serve() {
+    v1::WorkerReply ready;
+    ready.mutable_ready()->set_pid(::getpid());
+    if (!write_frame(fd_, ready)) return 1;
+    std::string payload;
+    while (read_frame(fd_, &payload)) {
+      v1::WorkerRequest req;
+      if (!req.ParseFromString(payload)) {
+        std::fprintf(stderr, "measure worker: a request could not be parsed\n");
+        return 1;
+      }
+      v1::WorkerReply reply;
+      const auto t0 = Clock::now();
+      if (req.has_build()) {
+        *reply.mutable_result() = build(req.build());
+      } else if (req.has_run()) {
+        *reply.mutable_result() = run(req.run());
+      } else {
+        built_.clear();
+        continue;
+      }
+      reply.mutable_result()->set_busy_seconds(seconds_since(t0));
+      if (!write_frame(fd_, reply)) return 1;
+    }
+    return 0;
+  }
+
+ private:
+  std::shared_ptr<WorkloadEntry> workload(const v1::Workload &w, const std::string &target) {
+    const std::string id = w.template_name() + "\n" + w.args_json() + "\n" + target;
+    for (auto it = workloads_.begin(); it != workloads_.end(); ++it) {
+      if (it->first == id) {
+        workloads_.splice(workloads_.begin(), workloads_, it);
+        return it->second;
+      }
+    }
+    auto e = std::make_shared<WorkloadEntry>();
+    try {
+      e->task = std::make_unique<ops::Task>(w.template_name(), Json::parse(w.args_json()), target, registry_);
+    } catch (const UserError &err) {
+      throw Failure{v1::INSTANTIATION, err.what()};
+    }
+    e->seed = seed_of(e->task->key());
+    workloads_.emplace_front(id, e);
+    if (workloads_.size() > kCachedWorkloads) workloads_.pop_back();
+    return e;
+  }
+
+  std::shared_ptr<ShapeData> shape_data(WorkloadEntry &w, const ops::Compute &c) {
+    const std::string sig = shape_signature(c);
+    auto &slot = w.shapes[sig];
+    if (slot) return slot;
+    auto d = std::make_shared<ShapeData>();
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      d->inputs.push_back(make_tensor(c.inputs[i]));
+      fill_random(d->inputs.back(), w.seed + 0x9e3779b97f4a7c15ull * (i + 1));
+    }
+    for (const auto &o : c.outputs) {
+      d->outputs.push_back(make_tensor(o));
+      d->output_names.push_back(o.name());
+    }
+    slot = d;
+    return d;
+  }
+
+  // The outputs of an unscheduled lowering of the same compute on the same inputs.
+  void compute_reference(const ops::Task &task, const autotune::Config &cfg, ShapeData &d, const std::string &target) {
+    d.reference_tried = true;
+    try {
+      ops::Compute c = task.compute(cfg);
+      auto sch = te::create_schedule(c.outputs);
+      ir::LoweredFunc f = lower::lower(*sch, c.args(), kReferenceName);
+      codegen::LLVMBuildOptions opt;
+      opt.target = target;
+      codegen::LLVMModule m(f, opt);
+      std::vector<deploy::Tensor> args = d.inputs, outs;
+      for (const auto &o : c.outputs) outs.push_back(make_tensor(o));
+      args.insert(args.end(), outs.begin(), outs.end());
+      m.call(kReferenceName, args);
+      d.reference = outs;
+    } catch (const std::exception &e) {
+      d.reference_error = e.what();
+    }
+  }
+
+  v1::WorkerResult build(const v1::WorkerBuild &req) {
+    v1::WorkerResult r;
+    r.set_candidate_id(req.candidate_id());
+    auto *res = r.mutable_result();
+    const auto t0 = Clock::now();
+    double reference_seconds = 0;
+    try {
+      std::shared_ptr<WorkloadEntry> w = workload(req.workload(), req.target());
+      const ops::Task &task = *w->task;
+      autotune::Config cfg;
+      ops::Compute compute;
+      try {
+        cfg = task.parse_config(config_json(req.config()));
+        compute = task.compute(cfg);
+      } catch (const UserError &e) {
+        throw Failure{v1::INSTANTIATION, e.what()};
+      }
+      auto b = std::make_unique<Built>();
+      b->workload = w;
+      b->fault = injected_fault(task.templ().name, cfg);
+      b->data = shape_data(*w, compute);
+      if (req.check_correctness()) {
+        // The runner times the reference and the compilation separately.
+        const auto tr = Clock::now();
+        if (!b->data->reference_tried) compute_reference(task, cfg, *b->data, req.target());
+        reference_seconds = seconds_since(tr);
+        v1::WorkerReply progress;
+        progress.mutable_reference_done()->set_candidate_id(req.candidate_id());
+        write_frame(fd_, progress);
+        if (b->data->reference.empty()) {
+          throw Failure{v1::UNKNOWN, "cannot compute the reference output: " + b->data->reference_error};
+        }
+      }
+      inject_build_fault(b->fault, req.build_timeout_ms());
+      ir::LoweredFunc f;
+      try {
+        f = task.lower(cfg, kCandidateName);
+      } catch (const ScheduleError &e) {
+        throw Failure{v1::INSTANTIATION, e.what()};
+      } catch (const UserError &e) {
+        throw Failure{v1::INSTANTIATION, e.what()};
+      } catch (const std::bad_alloc &) {
+        throw Failure{v1::COMPILE_HOST, "out of memory while lowering"};
+      } catch (const std::exception &e) {
+        throw Failure{v1::COMPILE_HOST, std::string("lowering failed: ") + e.what()};
+      }
+      try {
+        codegen::LLVMBuildOptions opt;
+        opt.target = req.target();
+        b->module = std::make_unique<codegen::LLVMModule>(f, opt);
+        b->fn = b->module->function(kCandidateName);
+      } catch (const std::bad_alloc &) {
+        throw Failure{v1::COMPILE_HOST, "out of memory while compiling"};
+      } catch (const std::exception &e) {
+        throw Failure{v1::COMPILE_HOST, e.what()};
+      }
+      b->compile_seconds = seconds_since(t0) - reference_seconds;
+      res->set_compile_seconds(b->compile_seconds);
+      res->set_error(v1::OK);
+      built_[req.candidate_id()] = std::move(b);
+    } catch (const Failure &f) {
+      res->set_error(f.error);
+      res->set_message(f.message);
+    } catch (const std::bad_alloc &) {
+      res->set_error(v1::UNKNOWN);
+      res->set_message("out of memory while preparing the candidate");
+    } catch (const std::exception &e) {
+      res->set_error(v1::UNKNOWN);
+      res->set_message(e.what());
+    }
+    if (res->error() != v1::OK) res->set_compile_seconds(seconds_since(t0) - reference_seconds);
+    return r;
+  }
+
+  v1::WorkerResult run(const v1::WorkerRun &req) {
+    v1::WorkerResult r;
+    r.set_candidate_id(req.candidate_id());
+    auto *res = r.mutable_result();
+    auto it = built_.find(req.candidate_id());
+    if (it == built_.end()) {
+      res->set_error(v1::UNKNOWN);
+      res->set_message("candidate " + std::to_string(req.candidate_id()) + " was not built by this worker");
+      return r;
+    }
+    std::unique_ptr<Built> b = std::move(it->second);
+    built_.erase(it);
+    res->set_compile_seconds(b->compile_seconds);
+    const v1::MeasureOptions &o = req.options();
+    try {
+      const int threads = static_cast<int>(o.threads());
+      if (threads > 0 && threads != threads_) {
+        deploy::set_num_threads(threads);
+        threads_ = threads;
+      }
+      ShapeData &d = *b->data;
+      for (auto &out : d.outputs) std::memset(out.data(), 0xff, out.nbytes());
+      std::vector<deploy::Tensor> tensors = d.inputs;
+      tensors.insert(tensors.end(), d.outputs.begin(), d.outputs.end());
+      const std::vector<KilnArg> args = deploy::to_kiln_args(tensors);
+      const int32_t nargs = static_cast<int32_t>(args.size());
+      const KilnPackedFunc fn = b->fn;
+      bool warm_up = true;
+      const bool check = !o.has_check_correctness() || o.check_correctness();
+      std::string mismatch;
+
+      TimeEvaluatorOptions eval;
+      eval.number = o.number();
+      eval.repeat = o.repeat();
+      eval.min_repeat_ms = o.min_repeat_ms();
+      if (o.cpu_cache_flush()) {
+        eval.before_repeat = [&] {
+          for (const auto &in : d.inputs) flush_cpu_cache(in.data(), in.nbytes());
+        };
+      }
+      eval.after_warmup = [&] {
+        warm_up = false;
+        if (!d.outputs.empty()) inject_output_fault(b->fault, d.outputs[0]);
+        if (!check) return true;
+        for (size_t i = 0; i < d.outputs.size() && mismatch.empty(); ++i) {
+          mismatch = compare_output(d.outputs[i], d.reference.at(i), i, d.output_names[i]);
+        }
+        return mismatch.empty();
+      };
+      const Timing t = time_evaluate(
+          [&] {
+            const int32_t status = fn(args.data(), nargs);
+            if (status != 0) throw deploy::KernelError(status, b->module->last_error());
+            if (warm_up) inject_run_fault(b->fault);
+          },
+          eval);
+      r.set_number(t.number);
+      if (t.stopped_after_warmup) {
+        res->set_error(v1::WRONG_ANSWER);
+        res->set_message(mismatch);
+      } else {
+        res->set_error(v1::OK);
+        for (double s : t.seconds) res->add_seconds(s);
+      }
+    } catch (const deploy::KernelError &e) {
+      res->set_error(v1::RUNTIME_DEVICE);
+      res->set_message(std::string("the kernel failed (status ") + std::to_string(e.code()) + "): " + e.what());
+    } catch (const std::bad_alloc &) {
+      res->set_error(v1::RUNTIME_DEVICE);
+      res->set_message("out of memory while running (std::bad_alloc)");
+    } catch (const std::exception &e) {
+      res->set_error(v1::UNKNOWN);
+      res->set_message(e.what());
+    }
+    return r;
+  }
+
+  int fd_;
+  ops::Registry registry_;
+  std::list<std::pair<std::string, std::shared_ptr<WorkloadEntry>>> workloads_;  // most recent first
+  std::map<uint64_t, std::unique_ptr<Built>> built_;
+  int threads_ = 0;
+};
+
+// Ends the worker when the runner is gone, also while a candidate runs forever.
+void watch_parent() {
+  const pid_t parent = ::getppid();
+  std::thread([parent] {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      if (::getppid() != parent) _exit(0);
+    }
+  }).detach();
+}
+
+}  // namespace
+
+int measure_worker_main(int argc, char **argv) {
+  bool test_templates = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--enable-test-templates") == 0) test_templates = true;
+  }
+  if (::fcntl(kWorkerChannelFd, F_GETFD) < 0) {
+    std::fprintf(stderr,
+                 "this is a measurement worker of a Kiln runner; it is started by the runner, which gives it its "
+                 "channel on descriptor %d\n",
+                 kWorkerChannelFd);
+    return 2;
+  }
+  ::signal(SIGPIPE, SIG_IGN);
+  watch_parent();
+  try {
+    Worker w(kWorkerChannelFd, test_templates);
+    return w.serve();
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "measure worker: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace kiln::rpc

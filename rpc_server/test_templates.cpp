@@ -1,0 +1,148 @@
+#include "rpc_server/test_templates.h"
+
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include "compiler/ir/op.h"
+#include "compiler/ops/generic_schedule.h"
+
+namespace kiln::rpc {
+
+namespace {
+
+using autotune::Config;
+using autotune::ConfigSpace;
+using autotune::Json;
+
+struct FaultTemplate {
+  const char *name;
+  InjectedFault fault;
+  const char *summary;
+};
+
+const FaultTemplate kTemplates[] = {
+    {"test.segfault", InjectedFault::Segfault, "fault injection: SIGSEGV while running"},
+    {"test.abort", InjectedFault::Abort, "fault injection: abort() while running"},
+    {"test.infinite_loop", InjectedFault::InfiniteLoop, "fault injection: a never-ending loop while running"},
+    {"test.huge_alloc", InjectedFault::HugeAlloc, "fault injection: memory exhausted while running"},
+    {"test.wrong_answer", InjectedFault::WrongAnswer, "fault injection: a wrong output element"},
+    {"test.slow_compile", InjectedFault::SlowCompile, "fault injection: compiling beyond the build timeout"},
+};
+
+constexpr int64_t kMaxLength = int64_t{1} << 28;
+
+int64_t length_arg(const std::string &tmpl, const Json &args) {
+  if (!args.is_object()) throw ops::OpError("workload " + tmpl + ": arguments must be a JSON object");
+  for (const auto &[key, value] : args.as_object()) {
+    (void)value;
+    if (key != "n") throw ops::OpError("workload " + tmpl + ": unknown argument \"" + key + "\" (arguments: n)");
+  }
+  const Json *n = args.find("n");
+  if (!n || !n->is_int()) throw ops::OpError("workload " + tmpl + ": \"n\" (the vector length) must be an integer");
+  if (n->as_int() < 1 || n->as_int() > kMaxLength) {
+    throw ops::OpError("workload " + tmpl + ": \"n\" must be in [1, " + std::to_string(kMaxLength) + "]");
+  }
+  return n->as_int();
+}
+
+ops::Template make_template(const FaultTemplate &f) {
+  ops::Template t;
+  t.name = f.name;
+  t.version = 1;
+  t.summary = f.summary;
+  const std::string name = t.name;
+  t.canonicalize = [name](const Json &a) { return Json::object({{"n", length_arg(name, a)}}); };
+  t.flop = [name](const Json &a) { return static_cast<double>(length_arg(name, a)); };
+  t.define_space = [name](ConfigSpace &s, const Json &a, const ops::Target &) {
+    const int64_t n = length_arg(name, a);
+    std::vector<std::vector<int64_t>> blocks;
+    for (int64_t b : {4, 8, 16, 32}) {
+      if (b <= n) blocks.push_back({b});
+    }
+    if (blocks.empty()) blocks.push_back({n});
+    s.define_split("tile", n, 2, autotune::SplitPolicy::candidate(blocks));
+    s.define_choice("fault", std::vector<std::string>{"off", "on"});
+  };
+  t.default_config = [](const ConfigSpace &s, const Json &, const ops::Target &) {
+    return s.from_values({{"fault", Json("off")}});
+  };
+  t.compute = [name](const Json &a, const Config &) {
+    const int64_t n = length_arg(name, a);
+    ops::Compute c;
+    te::Tensor x = te::placeholder({ir::Expr(n)}, ir::Float(32), "a");
+    te::Tensor y = te::placeholder({ir::Expr(n)}, ir::Float(32), "b");
+    te::Tensor out = te::compute({ir::Expr(n)}, [x, y](ir::Var i) { return x(i) + y(i); }, "out");
+    c.inputs = {x, y};
+    c.outputs = {out};
+    c.parts["anchor"] = out;
+    return c;
+  };
+  t.schedule = [](te::Schedule &s, const ops::Compute &c, const Config &cfg, const ops::Target &) {
+    ops::schedule_injective(s, c.outputs[0], cfg.split("tile")[1]);
+  };
+  return t;
+}
+
+}  // namespace
+
+void add_test_templates(ops::Registry &registry) {
+  for (const auto &f : kTemplates) registry.add(make_template(f));
+}
+
+InjectedFault injected_fault(const std::string &template_name, const Config &cfg) {
+  for (const auto &f : kTemplates) {
+    if (template_name == f.name) return cfg.choice_string("fault") == "on" ? f.fault : InjectedFault::None;
+  }
+  return InjectedFault::None;
+}
+
+void inject_build_fault(InjectedFault fault, uint32_t build_timeout_ms) {
+  if (fault != InjectedFault::SlowCompile) return;
+  std::this_thread::sleep_for(std::chrono::milliseconds(uint64_t{build_timeout_ms} * 4 + 60000));
+}
+
+void inject_run_fault(InjectedFault fault) {
+  switch (fault) {
+    case InjectedFault::Segfault: {
+      volatile int *volatile null_page = nullptr;
+      *null_page = 1;
+      raise(SIGSEGV);
+      break;
+    }
+    case InjectedFault::Abort:
+      std::abort();
+    case InjectedFault::InfiniteLoop: {
+      volatile uint64_t spins = 0;
+      for (;;) spins = spins + 1;
+    }
+    case InjectedFault::HugeAlloc: {
+      // Touched chunks, so that the memory is really taken, until the address-space limit makes
+      // an allocation fail; the chunks are freed as the exception leaves this scope.
+      constexpr size_t kChunk = size_t{64} << 20;
+      std::vector<std::unique_ptr<char[]>> chunks;
+      for (;;) {
+        std::unique_ptr<char[]> chunk(new char[kChunk]);
+        volatile char *page = chunk.get();
+        for (size_t off = 0; off < kChunk; off += 4096) page[off] = 1;
+        chunks.push_back(std::move(chunk));
+      }
+    }
+    default:
+      break;
+  }
+}
+
+void inject_output_fault(InjectedFault fault, deploy::Tensor &output) {
+  if (fault != InjectedFault::WrongAnswer || output.numel() == 0) return;
+  float *out = output.data_as<float>();
+  const int64_t i = output.numel() / 2;
+  out[i] = out[i] + 1.0f;
+}
+
+}  // namespace kiln::rpc
