@@ -18,6 +18,7 @@
 #include "compiler/ops/registry.h"
 #include "kiln/v1/measure.pb.h"
 #include "rpc_server/farm_client.h"
+#include "rpc_server/wire.h"
 
 namespace kiln::cli {
 
@@ -126,19 +127,11 @@ void measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
   ops::Task task(options.template_name, args, options.target);
   autotune::Config config =
       options.config.empty() ? task.default_config() : task.parse_config(options.config);
-  autotune::Json config_json = autotune::Json::parse(config.to_json());
-
-  kiln::v1::Workload workload;
-  workload.set_template_name(task.workload().name);
-  workload.set_args_json(task.workload().canonical_args());
-  workload.set_key(task.key());
+  kiln::v1::Workload workload = rpc::workload_to_proto(task.workload());
   kiln::v1::Target target;
   target.set_target(options.target);
   target.set_device_key(options.device);
-  kiln::v1::Config proto_config;
-  proto_config.set_knobs_json(config_json.at("knobs").dump());
-  proto_config.set_index(static_cast<uint64_t>(config.index()));
-  proto_config.set_space_fingerprint(config.fingerprint());
+  kiln::v1::Config proto_config = rpc::config_to_proto(config);
   if (options.no_check) options.measure.set_check_correctness(false);
   options.measure.set_cpu_cache_flush(options.flush);
 

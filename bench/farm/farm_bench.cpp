@@ -31,6 +31,7 @@
 #include "compiler/ops/registry.h"
 #include "deploy/tensor.h"
 #include "rpc_server/farm_client.h"
+#include "rpc_server/wire.h"
 #include "tests/rpc_server/child_process.h"
 
 namespace {
@@ -62,18 +63,12 @@ Trials make_trials(size_t n) {
       {{"data", Json::object({{"shape", Json::array_of(std::vector<int64_t>{256})}, {"dtype", "float32"}})},
        {"epilogue", Json::array({Json::object({{"op", "relu"}})})}});
   t.task = std::make_unique<kiln::ops::Task>("elemwise.x86", args, kTarget);
-  t.workload.set_template_name("elemwise.x86");
-  t.workload.set_args_json(t.task->workload().canonical_args());
-  t.workload.set_key(t.task->key());
+  t.workload = kiln::rpc::workload_to_proto(t.task->workload());
   std::vector<kiln::autotune::Config> all = t.task->space().enumerate(64);
   for (size_t i = 0; i < n; ++i) {
     const kiln::autotune::Config &c = all[i % all.size()];
     t.configs.push_back(c);
-    kiln::v1::Config w;
-    w.set_knobs_json(Json::parse(c.to_json()).at("knobs").dump());
-    w.set_index(static_cast<uint64_t>(c.index()));
-    w.set_space_fingerprint(c.fingerprint());
-    t.wire.push_back(w);
+    t.wire.push_back(kiln::rpc::config_to_proto(c));
   }
   return t;
 }

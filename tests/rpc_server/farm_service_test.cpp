@@ -27,6 +27,7 @@
 #include "rpc_server/farm_client.h"
 #include "rpc_server/shared_token.h"
 #include "rpc_server/test_templates.h"
+#include "rpc_server/wire.h"
 
 namespace kiln::rpc {
 namespace {
@@ -61,17 +62,9 @@ struct TestWorkload {
 
   TestWorkload(const std::string &name, const Json &args) {
     task = std::make_unique<ops::Task>(name, args, kTarget, registry());
-    workload.set_template_name(name);
-    workload.set_args_json(task->workload().canonical_args());
-    workload.set_key(task->key());
+    workload = workload_to_proto(task->workload());
   }
-  kiln::v1::Config to_proto(const autotune::Config &config) const {
-    kiln::v1::Config out;
-    out.set_knobs_json(Json::parse(config.to_json()).at("knobs").dump());
-    out.set_index(static_cast<uint64_t>(config.index()));
-    out.set_space_fingerprint(config.fingerprint());
-    return out;
-  }
+  kiln::v1::Config to_proto(const autotune::Config &config) const { return config_to_proto(config); }
   // `n` configs: the valid ones in index order, repeated as needed.
   std::vector<kiln::v1::Config> configs(size_t n) const {
     std::vector<autotune::Config> all = task->space().enumerate(64);
