@@ -30,6 +30,7 @@
 #include "deploy/tensor.h"
 #include "deploy/thread_pool.h"
 #include "kiln/v1/worker.pb.h"
+#include "rpc_server/device_backend.h"
 #include "rpc_server/test_templates.h"
 #include "rpc_server/time_evaluator.h"
 #include "rpc_server/worker_process.h"
@@ -227,9 +228,10 @@ std::string config_json(const v1::Config &c) {
 
 // Inputs, output buffers and the reference for one set of tensor shapes of a workload.
 struct ShapeData {
-  std::vector<deploy::Tensor> inputs;
+  std::vector<deploy::Tensor> inputs;         // on the host
+  std::vector<deploy::Tensor> device_inputs;  // the same on the device
   std::vector<std::string> output_names;
-  std::vector<deploy::Tensor> outputs;    // written by every candidate in turn
+  std::vector<deploy::Tensor> outputs;    // on the device, written by every candidate in turn
   std::vector<deploy::Tensor> reference;  // empty until computed
   bool reference_tried = false;
   std::string reference_error;
@@ -237,6 +239,7 @@ struct ShapeData {
 
 struct WorkloadEntry {
   std::unique_ptr<ops::Task> task;
+  std::unique_ptr<DeviceBackend> backend;  // for the workload's target
   uint64_t seed = 0;
   std::map<std::string, std::shared_ptr<ShapeData>> shapes;
 };
@@ -244,8 +247,7 @@ struct WorkloadEntry {
 struct Built {
   std::shared_ptr<WorkloadEntry> workload;  // keeps the task alive
   std::shared_ptr<ShapeData> data;
-  std::unique_ptr<codegen::LLVMModule> module;
-  KilnPackedFunc fn = nullptr;
+  std::unique_ptr<DeviceKernel> kernel;
   InjectedFault fault = InjectedFault::None;
   double compile_seconds = 0;
 };
@@ -304,6 +306,11 @@ class Worker {
     } catch (const UserError &err) {
       throw Failure{v1::INSTANTIATION, err.what()};
     }
+    try {
+      e->backend = make_device_backend(target);
+    } catch (const UserError &err) {
+      throw Failure{v1::COMPILE_DEVICE, err.what()};
+    }
     e->seed = seed_of(e->task->key());
     workloads_.emplace_front(id, e);
     if (workloads_.size() > kCachedWorkloads) workloads_.pop_back();
@@ -318,16 +325,18 @@ class Worker {
     for (size_t i = 0; i < c.inputs.size(); ++i) {
       d->inputs.push_back(make_tensor(c.inputs[i]));
       fill_random(d->inputs.back(), w.seed + 0x9e3779b97f4a7c15ull * (i + 1));
+      d->device_inputs.push_back(w.backend->to_device(d->inputs.back()));
     }
     for (const auto &o : c.outputs) {
-      d->outputs.push_back(make_tensor(o));
+      d->outputs.push_back(w.backend->to_device(make_tensor(o)));
       d->output_names.push_back(o.name());
     }
     slot = d;
     return d;
   }
 
-  // The outputs of an unscheduled lowering of the same compute on the same inputs.
+  // The outputs of an unscheduled lowering of the same compute on the same inputs, computed on
+  // the host CPU.
   void compute_reference(const ops::Task &task, const autotune::Config &cfg, ShapeData &d, const std::string &target) {
     d.reference_tried = true;
     try {
@@ -335,7 +344,7 @@ class Worker {
       auto sch = te::create_schedule(c.outputs);
       ir::LoweredFunc f = lower::lower(*sch, c.args(), kReferenceName);
       codegen::LLVMBuildOptions opt;
-      opt.target = target;
+      opt.target = reference_target(target);
       codegen::LLVMModule m(f, opt);
       std::vector<deploy::Tensor> args = d.inputs, outs;
       for (const auto &o : c.outputs) outs.push_back(make_tensor(o));
@@ -394,10 +403,7 @@ class Worker {
         throw Failure{v1::COMPILE_HOST, std::string("lowering failed: ") + e.what()};
       }
       try {
-        codegen::LLVMBuildOptions opt;
-        opt.target = req.target();
-        b->module = std::make_unique<codegen::LLVMModule>(f, opt);
-        b->fn = b->module->function(kCandidateName);
+        b->kernel = w->backend->compile(f, req.target());
       } catch (const std::bad_alloc &) {
         throw Failure{v1::COMPILE_HOST, "out of memory while compiling"};
       } catch (const std::exception &e) {
@@ -436,18 +442,17 @@ class Worker {
     res->set_compile_seconds(b->compile_seconds);
     const v1::MeasureOptions &o = req.options();
     try {
-      const int threads = static_cast<int>(o.threads());
-      if (threads > 0 && threads != threads_) {
-        deploy::set_num_threads(threads);
-        threads_ = threads;
-      }
+      DeviceBackend &device = *b->workload->backend;
+      device.set_threads(static_cast<int>(o.threads()));
       ShapeData &d = *b->data;
-      for (auto &out : d.outputs) std::memset(out.data(), 0xff, out.nbytes());
-      std::vector<deploy::Tensor> tensors = d.inputs;
+      for (auto &out : d.outputs) {
+        deploy::Tensor poison = device.to_host(out);
+        std::memset(poison.data(), 0xff, poison.nbytes());
+        out = device.to_device(poison);
+      }
+      std::vector<deploy::Tensor> tensors = d.device_inputs;
       tensors.insert(tensors.end(), d.outputs.begin(), d.outputs.end());
-      const std::vector<KilnArg> args = deploy::to_kiln_args(tensors);
-      const int32_t nargs = static_cast<int32_t>(args.size());
-      const KilnPackedFunc fn = b->fn;
+      const std::function<void()> call = b->kernel->bind(tensors);
       bool warm_up = true;
       const bool check = !o.has_check_correctness() || o.check_correctness();
       std::string mismatch;
@@ -457,23 +462,22 @@ class Worker {
       eval.repeat = o.repeat();
       eval.min_repeat_ms = o.min_repeat_ms();
       if (o.cpu_cache_flush()) {
-        eval.before_repeat = [&] {
-          for (const auto &in : d.inputs) flush_cpu_cache(in.data(), in.nbytes());
-        };
+        eval.before_repeat = [&] { device.flush_caches(d.device_inputs); };
       }
       eval.after_warmup = [&] {
         warm_up = false;
-        if (!d.outputs.empty()) inject_output_fault(b->fault, d.outputs[0]);
+        std::vector<deploy::Tensor> got;
+        for (const auto &out : d.outputs) got.push_back(device.to_host(out));
+        if (!got.empty()) inject_output_fault(b->fault, got[0]);
         if (!check) return true;
-        for (size_t i = 0; i < d.outputs.size() && mismatch.empty(); ++i) {
-          mismatch = compare_output(d.outputs[i], d.reference.at(i), i, d.output_names[i]);
+        for (size_t i = 0; i < got.size() && mismatch.empty(); ++i) {
+          mismatch = compare_output(got[i], d.reference.at(i), i, d.output_names[i]);
         }
         return mismatch.empty();
       };
       const Timing t = time_evaluate(
           [&] {
-            const int32_t status = fn(args.data(), nargs);
-            if (status != 0) throw deploy::KernelError(status, b->module->last_error());
+            call();
             if (warm_up) inject_run_fault(b->fault);
           },
           eval);
@@ -502,7 +506,6 @@ class Worker {
   ops::Registry registry_;
   std::list<std::pair<std::string, std::shared_ptr<WorkloadEntry>>> workloads_;  // most recent first
   std::map<uint64_t, std::unique_ptr<Built>> built_;
-  int threads_ = 0;
 };
 
 // Ends the worker when the runner is gone, also while a candidate runs forever.

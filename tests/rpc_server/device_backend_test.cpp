@@ -1,0 +1,47 @@
+// The measurement workers' device back ends.
+#include "rpc_server/device_backend.h"
+
+#include <gtest/gtest.h>
+
+#include "compiler/ir/error.h"
+#include "compiler/lower/lower.h"
+#include "compiler/te/schedule.h"
+#include "compiler/te/tensor.h"
+#include "deploy/module.h"
+
+namespace kiln::rpc {
+namespace {
+
+TEST(DeviceBackendTest, CpuBackendCompilesAndRunsAKernelOnDeviceTensors) {
+  auto backend = make_device_backend("llvm -mcpu=native");
+  EXPECT_EQ(backend->name(), "cpu");
+  te::Tensor a = te::placeholder({8}, ir::Float(32), "a");
+  te::Tensor b = te::compute({8}, [&](ir::Var i) { return a(i) * ir::Expr(2.0f) + ir::Expr(1.0f); }, "b");
+  auto schedule = te::create_schedule({b});
+  ir::LoweredFunc f = lower::lower(*schedule, {a, b}, "twice_plus_one");
+  std::unique_ptr<DeviceKernel> kernel = backend->compile(f, "llvm -mcpu=native");
+
+  deploy::Tensor host_in = deploy::Tensor::empty({8}, deploy::DType::of<float>());
+  for (int i = 0; i < 8; ++i) host_in.data_as<float>()[i] = static_cast<float>(i);
+  std::vector<deploy::Tensor> args = {backend->to_device(host_in),
+                                      backend->to_device(deploy::Tensor::empty({8}, deploy::DType::of<float>()))};
+  std::function<void()> call = kernel->bind(args);
+  call();
+  backend->flush_caches(args);
+  deploy::Tensor out = backend->to_host(args[1]);
+  for (int i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(out.data_as<float>()[i], 2.0f * i + 1.0f);
+  EXPECT_EQ(reference_target("llvm -mcpu=native"), "llvm -mcpu=native");
+}
+
+TEST(DeviceBackendTest, ATargetWithoutABackEndIsAClearError) {
+  try {
+    make_device_backend("cuda -arch=sm_90");
+    ADD_FAILURE() << "a CUDA back end was made";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("\"cuda\""), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(reference_target("cuda -arch=sm_90"), "llvm -mcpu=native");
+}
+
+}  // namespace
+}  // namespace kiln::rpc
