@@ -13,6 +13,7 @@
 
 #include "compiler/codegen/llvm/llvm_target.h"
 #include "deploy/version.h"
+#include "rpc_server/device_backend.h"
 #include "rpc_server/measure_pool.h"
 #include "rpc_server/runner_agent.h"
 #include "rpc_server/runner_service.h"
@@ -85,6 +86,7 @@ int main(int argc, char **argv) {
   try {
     const std::string token = kiln::rpc::load_token(token_file);
     if (target.empty()) target = host_target();
+    kiln::rpc::make_device_backend(target);  // refuses a target no back end serves, now
 
     kiln::rpc::MeasurePoolOptions pool_options;
     pool_options.build_workers = build_workers;
