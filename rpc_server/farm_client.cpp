@@ -268,7 +268,8 @@ std::vector<kiln::v1::MeasureResult> RunnerSession::measure(
   impl_->final_status = impl_->stream->Finish();
   const grpc::Status &status = impl_->final_status;
   if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
-      status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+      status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+      status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
     throw to_error(where + " rejected the request", status);
   }
   std::string why = watchdog.fired() ? "stopped answering within the time the options allow"

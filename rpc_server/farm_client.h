@@ -85,7 +85,8 @@ class RunnerSession {
   // (the runner died, the network failed, the runner refused the lease or stopped answering
   // within the time the options allow) the configs without a result come back as INFRA and the
   // session is broken(). Throws FarmError when the runner rejects the request itself
-  // (INVALID_ARGUMENT, UNAUTHENTICATED): retrying elsewhere would not help.
+  // (INVALID_ARGUMENT, UNAUTHENTICATED, RESOURCE_EXHAUSTED for a message over the size limit):
+  // retrying elsewhere would not help.
   std::vector<kiln::v1::MeasureResult> measure(const kiln::v1::Workload &workload,
                                                const kiln::v1::Target &target,
                                                const std::vector<kiln::v1::Config> &configs);

@@ -127,7 +127,7 @@ grpc::Status RunnerService::Measure(
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (session_open_) {
-      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                           "the runner is serving another measurement session");
     }
     session_open_ = true;

@@ -477,6 +477,17 @@ TEST(FarmServiceTest, MalformedAndAbsurdRequestsAreInvalidArgumentsAndTheRunnerL
   bad.set_args_json(Json::object({{"a", tensor({100000, 100000})}, {"b", tensor({100000, 100000})}}).dump());
   bad.clear_key();
   expect_invalid("80 GB of tensors", bad, wl.configs(1), quick_options());
+  // A message over the 16 MiB limit is refused by gRPC itself.
+  bad = wl.workload;
+  bad.set_args_json(std::string(20 << 20, ' ') + wl.workload.args_json());
+  try {
+    client.measure(bad, target(), wl.configs(1), quick_options());
+    ADD_FAILURE() << "a 20 MiB request was accepted";
+  } catch (const FarmError &e) {
+    EXPECT_EQ(e.code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << e.what();
+  }
+  bad.set_args_json(std::string(100000, ' ') + wl.workload.args_json());
+  expect_invalid("100 kB of arguments", bad, wl.configs(1), quick_options());
   kiln::v1::Target other = target();
   other.set_target("llvm -mcpu=cortex-a72 -mtriple=aarch64-linux-gnu");
   expect_invalid("another target", wl.workload, wl.configs(1), quick_options(), other);
