@@ -5,6 +5,11 @@
 //                              are the knobs tile_ic / tile_oc (or fixed by the arguments); 1x1
 //                              kernels get the conv2d_avx_1x1 schedule (a tile_oh knob);
 //   depthwise_conv2d_nchw.x86  depthwise with a channel multiplier (kernel [C, M, KH, KW]);
+//   depthwise_conv2d_nchwc.x86 depthwise (multiplier 1) in the blocked layouts: data NCHW[c_bn]c,
+//                              kernel [C/c_bn, 1, KH, KW, 1, c_bn], output NCHW[c_bn]c, with the
+//                              block a knob (tile_c) or fixed by the arguments; the channel block
+//                              is the vector, and taps in the padding are bounds-checked (masked)
+//                              loads rather than reads of a padded copy of the input;
 //   conv2d_transpose_nchw.x86  transposed convolution (kernel [IC, OC, KH, KW]), computed as a
 //                              stride-1 convolution of the stride-dilated, padded input with the
 //                              flipped kernel.
@@ -31,7 +36,7 @@ using autotune::SplitPolicy;
 using namespace detail;
 using namespace ir;
 
-enum class Kind { Nchw, Nchwc, Depthwise, Transpose };
+enum class Kind { Nchw, Nchwc, Depthwise, DepthwiseNchwc, Transpose };
 
 struct Conv {
   std::string tmpl;
@@ -41,6 +46,7 @@ struct Conv {
   int64_t sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0, dh = 1, dw = 1, oph = 0, opw = 0;
   int64_t OH = 0, OW = 0;
   int64_t ic_bn = 0, oc_bn = 0;  // fixed blocks of conv2d_nchwc (0: a knob)
+  int64_t c_bn = 0;               // fixed block of depthwise_conv2d_nchwc (0: a knob)
   DataType out;
   Json epilogue;
 
@@ -61,6 +67,9 @@ Conv parse(const std::string &tmpl, Kind kind, const Json &args) {
       break;
     case Kind::Depthwise:
       check_keys(tmpl, args, {"data", "kernel", "strides", "padding", "dilation", "out_dtype", "epilogue"});
+      break;
+    case Kind::DepthwiseNchwc:
+      check_keys(tmpl, args, {"data", "kernel", "strides", "padding", "dilation", "c_bn", "out_dtype", "epilogue"});
       break;
     case Kind::Transpose:
       check_keys(tmpl, args, {"data", "kernel", "strides", "padding", "output_padding", "out_dtype", "epilogue"});
@@ -106,9 +115,13 @@ Conv parse(const std::string &tmpl, Kind kind, const Json &args) {
     c.OH = (c.H - 1) * c.sh - c.pt - c.pb + c.KH + c.oph;
     c.OW = (c.W - 1) * c.sw - c.pl - c.pr + c.KW + c.opw;
   } else {
-    if (kind == Kind::Depthwise) {
+    if (kind == Kind::Depthwise || kind == Kind::DepthwiseNchwc) {
       if (c.kernel.shape[0] != c.C) bad_args(tmpl, "depthwise kernel must be [C, multiplier, KH, KW]");
       c.multiplier = c.kernel.shape[1];
+      if (kind == Kind::DepthwiseNchwc && c.multiplier != 1) {
+        bad_args(tmpl, "the blocked depthwise template takes a channel multiplier of 1, got " +
+                           std::to_string(c.multiplier));
+      }
       c.OC = c.C * c.multiplier;
     } else {
       c.OC = c.kernel.shape[0];
@@ -133,6 +146,10 @@ Conv parse(const std::string &tmpl, Kind kind, const Json &args) {
     if (c.ic_bn < 0 || (c.ic_bn && c.C % c.ic_bn)) bad_args(tmpl, "ic_bn must divide the input channels");
     if (c.oc_bn < 0 || (c.oc_bn && c.OC % c.oc_bn)) bad_args(tmpl, "oc_bn must divide the output channels");
   }
+  if (kind == Kind::DepthwiseNchwc) {
+    c.c_bn = int_arg(tmpl, args, "c_bn", 0);
+    if (c.c_bn < 0 || (c.c_bn && c.C % c.c_bn)) bad_args(tmpl, "c_bn must divide the channels");
+  }
   c.epilogue = canonical_epilogue(args.get_or("epilogue", Json::array()), c.out, "workload " + tmpl);
   return c;
 }
@@ -154,13 +171,14 @@ Json canonical(const Conv &c) {
     if (c.ic_bn) j.set("ic_bn", c.ic_bn);
     if (c.oc_bn) j.set("oc_bn", c.oc_bn);
   }
+  if (c.kind == Kind::DepthwiseNchwc && c.c_bn) j.set("c_bn", c.c_bn);
   return j;
 }
 
 double flop(const Conv &c) {
   double out = static_cast<double>(c.N * c.OC * c.OH * c.OW);
-  double per = c.kind == Kind::Depthwise ? static_cast<double>(c.KH * c.KW)
-                                         : static_cast<double>(c.C / c.groups * c.KH * c.KW);
+  const bool dw = c.kind == Kind::Depthwise || c.kind == Kind::DepthwiseNchwc;
+  double per = dw ? static_cast<double>(c.KH * c.KW) : static_cast<double>(c.C / c.groups * c.KH * c.KW);
   return 2.0 * out * per + epilogue_flop(c.epilogue, out);
 }
 
@@ -442,6 +460,111 @@ void schedule_nchwc(te::Schedule &s, const Compute &c, const Config &cfg, bool o
   schedule_pad(s, c);
 }
 
+// --- depthwise in NCHWc ---
+
+Compute depthwise_nchwc_compute(const Conv &c, int64_t cb) {
+  Compute r;
+  const int64_t cc = c.C / cb;
+  te::Tensor data = te::placeholder({i32(c.N), i32(cc), i32(c.H), i32(c.W), i32(cb)}, c.data.dtype, "data");
+  te::Tensor kernel =
+      te::placeholder({i32(cc), i32(1), i32(c.KH), i32(c.KW), i32(1), i32(cb)}, c.kernel.dtype, "kernel");
+  r.inputs = {data, kernel};
+  te::IterVar kh = te::reduce_axis(i32(c.KH), "kh"), kw = te::reduce_axis(i32(c.KW), "kw");
+  const DataType out = c.out;
+  const int64_t sh = c.sh, sw = c.sw, dh = c.dh, dw = c.dw, pt = c.pt, pl = c.pl, H = c.H, W = c.W;
+  // Which bounds an input position can cross: below zero with padding before, at or past the
+  // end when the last output's window reaches beyond it.
+  const bool top = pt > 0, left = pl > 0;
+  const bool bottom = (c.OH - 1) * sh + (c.KH - 1) * dh - pt >= H;
+  const bool right = (c.OW - 1) * sw + (c.KW - 1) * dw - pl >= W;
+  te::Tensor conv = te::compute(
+      {i32(c.N), i32(cc), i32(c.OH), i32(c.OW), i32(cb)},
+      te::FCompute([=](const std::vector<Var> &i) {
+        Expr y = i[2] * i32(sh) + kh->var * i32(dh) - i32(pt), x = i[3] * i32(sw) + kw->var * i32(dw) - i32(pl);
+        Expr v = data(i[0], i[1], y, x, i[4]);
+        Expr cond;
+        auto both = [&cond](Expr e) { cond = cond.defined() ? (cond && e) : e; };
+        if (top) both(y >= 0);
+        if (bottom) both(y < i32(H));
+        if (left) both(x >= 0);
+        if (right) both(x < i32(W));
+        // The padding is zero: a tap outside the input reads nothing. The check is a masked load
+        // once the channel block is vectorized, which costs less than a padded copy of the input.
+        if (cond.defined()) v = if_then_else(likely(cond), v, make_zero(v.type()));
+        return te::sum(cast(out, v) * cast(out, kernel(i[1], 0, kh->var, kw->var, 0, i[4])), {kh, kw});
+      }),
+      "depthwise_conv2d_nchwc", "conv2d");
+  r.parts["anchor"] = conv;
+  ChannelMap ch{c.C, [cb](const std::vector<Var> &i) { return i[1] * i32(cb) + i[4]; }};
+  r.epilogue = build_epilogue(conv, c.epilogue, ch, &r.inputs);
+  r.outputs = {r.epilogue.empty() ? conv : r.epilogue.back()};
+  return r;
+}
+
+// tile_c: the channel block (the vector); tile_oh, tile_ow: the register tile of output rows and
+// columns (each a vector of the block) accumulated over the kernel taps; unroll_kw, unroll_kh:
+// unrolling the taps lets overlapping windows share their loads.
+void define_depthwise_nchwc_space(ConfigSpace &s, const Conv &c, const Target &t) {
+  s.define_split("tile_c", c.C, 2, c.c_bn ? SplitPolicy::candidate({{c.c_bn}}) : SplitPolicy::factors());
+  s.define_split("tile_oh", c.OH, 2, SplitPolicy::verbose(4));
+  s.define_split("tile_ow", c.OW, 2, SplitPolicy::verbose(32));
+  s.define_bool("unroll_kw");
+  s.define_bool("unroll_kh");
+  // Accumulators within the vector registers, next to a kernel vector and an input vector.
+  const int64_t lanes = t.lanes(c.out), regs = t.vector_registers();
+  s.add_constraint("register_tile_within_" + std::to_string(regs - 2) + "_vectors", {"tile_c", "tile_oh", "tile_ow"},
+                   [lanes, regs](const Config &cfg) {
+                     const int64_t nv = ceil_div(cfg.split("tile_c").back(), lanes);
+                     return cfg.split("tile_oh").back() * cfg.split("tile_ow").back() * nv <= regs - 2;
+                   });
+}
+
+Config default_depthwise_nchwc(const ConfigSpace &s, const Conv &c, const Target &t) {
+  const int64_t lanes = t.lanes(c.out);
+  const int64_t cb = c.c_bn ? c.c_bn : largest_divisor_at_most(c.C, lanes);
+  const int64_t budget = std::max<int64_t>(1, (t.vector_registers() - 2) / ceil_div(cb, lanes));
+  // Two rows when there are enough, and as many columns as a third of the budget per row: about
+  // two thirds of the registers accumulate.
+  const int64_t ohi = c.OH >= 4 && budget >= 4 ? 2 : 1;
+  const int64_t owi = largest_divisor_at_most(c.OW, std::max<int64_t>(1, budget / (3 * ohi) * 2));
+  return s.from_values({{"tile_c", Json::array_of(std::vector<int64_t>{c.C / cb, cb})},
+                        {"tile_oh", Json::array_of(std::vector<int64_t>{ceil_div(c.OH, ohi), ohi})},
+                        {"tile_ow", Json::array_of(std::vector<int64_t>{ceil_div(c.OW, owi), owi})},
+                        {"unroll_kw", Json(c.KW <= 5 ? 1 : 0)},
+                        {"unroll_kh", Json(c.KH <= 5 ? 1 : 0)}});
+}
+
+void schedule_depthwise_nchwc(te::Schedule &s, const Compute &c, const Config &cfg) {
+  auto [out, acc] = prepare_anchor(s, c);
+  te::Stage O = s[out];
+  const auto toh = cfg.split("tile_oh"), tow = cfg.split("tile_ow");
+  auto ohs = autotune::apply_split(O, O.axis(2), toh);
+  auto ows = autotune::apply_split(O, O.axis(3), tow);
+  O.reorder({O.axis(0), O.axis(1), ohs[0], ows[0], ohs[1], ows[1], O.axis(4)});
+  IterVar par;
+  O.fuse({O.axis(0), O.axis(1), ohs[0]}, &par);
+  O.parallel(par);
+  const bool small = toh[1] * tow[1] <= 64;
+  if (small) {
+    O.unroll(ohs[1]);
+    O.unroll(ows[1]);
+  }
+  O.vectorize(O.axis(4));
+
+  // The taps run outside the register tile.
+  te::Stage A = s[acc];
+  A.compute_at(O, ows[0]);
+  IterVar kh = A.reduce_axis(0), kw = A.reduce_axis(1);
+  A.reorder({kh, kw, A.axis(2), A.axis(3), A.axis(4)});
+  if (cfg.choice_bool("unroll_kw")) A.unroll(kw);
+  if (cfg.choice_bool("unroll_kh")) A.unroll(kh);
+  if (small) {
+    A.unroll(A.axis(2));
+    A.unroll(A.axis(3));
+  }
+  A.vectorize(A.axis(4));
+}
+
 // --- registration ---
 
 Template conv_template(const std::string &name, Kind kind, const std::string &summary) {
@@ -451,7 +574,20 @@ Template conv_template(const std::string &name, Kind kind, const std::string &su
   t.summary = summary;
   t.canonicalize = [name, kind](const Json &a) { return canonical(parse(name, kind, a)); };
   t.flop = [name, kind](const Json &a) { return flop(parse(name, kind, a)); };
-  if (kind == Kind::Nchwc) {
+  if (kind == Kind::DepthwiseNchwc) {
+    t.define_space = [name](ConfigSpace &s, const Json &a, const Target &tg) {
+      define_depthwise_nchwc_space(s, parse(name, Kind::DepthwiseNchwc, a), tg);
+    };
+    t.default_config = [name](const ConfigSpace &s, const Json &a, const Target &tg) {
+      return default_depthwise_nchwc(s, parse(name, Kind::DepthwiseNchwc, a), tg);
+    };
+    t.compute = [name](const Json &a, const Config &cfg) {
+      return depthwise_nchwc_compute(parse(name, Kind::DepthwiseNchwc, a), cfg.split("tile_c").back());
+    };
+    t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+      schedule_depthwise_nchwc(s, c, cfg);
+    };
+  } else if (kind == Kind::Nchwc) {
     t.define_space = [name](ConfigSpace &s, const Json &a, const Target &) {
       define_nchwc_space(s, parse(name, Kind::Nchwc, a));
     };
@@ -487,6 +623,8 @@ void register_conv2d_templates(Registry &r) {
                       "2-D convolution in the blocked NCHW[x]c layout; the block sizes are knobs"));
   r.add(conv_template("depthwise_conv2d_nchw.x86", Kind::Depthwise,
                       "depthwise 2-D convolution in NCHW with a channel multiplier"));
+  r.add(conv_template("depthwise_conv2d_nchwc.x86", Kind::DepthwiseNchwc,
+                      "depthwise 2-D convolution in the blocked NCHW[x]c layout; the block size is a knob"));
   r.add(conv_template("conv2d_transpose_nchw.x86", Kind::Transpose, "transposed 2-D convolution in NCHW"));
 }
 

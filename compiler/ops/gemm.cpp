@@ -1,8 +1,11 @@
 // Matrix-multiply templates for x86 (AutoTVM's dense_pack / dense_nopack style):
-//   dense_pack.x86    data[M,K] x weight[N,K]^T; the weight is packed to [N/bn, K, bn] with bn the
-//                     innermost tile_x factor, so the inner loop loads bn contiguous weights;
-//                     with "prepacked": true the weight input already has the packed layout
-//                     (its shape then depends on the config, like the NCHWc layouts);
+//   dense_pack.x86    data[M,K] x weight[N,K]^T; the weight is packed to [ceil(N/bn), K, bn] with
+//                     bn the innermost tile_x factor, so the inner loop loads bn contiguous
+//                     weights; when bn does not divide N (tile_x offers whole vectors when N is
+//                     not a multiple of the vector width) the last block is padded and the
+//                     products are accumulated over the padded columns, of which the output keeps
+//                     the first N; with "prepacked": true the weight input already has the packed
+//                     layout (its shape then depends on the config, like the NCHWc layouts);
 //   dense_nopack.x86  data[M,K] x weight[N,K]^T; the reduction is split by a vector factor into
 //                     partial sums computed lane-wise, then summed;
 //   matmul.x86        a[M,K] x b[K,N] (b's rows are already contiguous along N);
@@ -106,10 +109,14 @@ Compute gemm_compute(const Gemm &g, int64_t pack_bn) {
   const bool batch = g.batch;
   const bool bcast_b = g.BB != g.B;
   te::Tensor Bt, P;
+  // The packed weight has whole blocks of bn: when bn does not divide N the last block is padded
+  // (with zeros when the kernel packs; a prepacked weight's padding is never read into a stored
+  // output).
+  const int64_t blocks = pack_bn > 0 ? ceil_div(g.N, pack_bn) : 0;
   if (g.prepacked) {
     // The graph packs constant weights once; the kernel reads them in the packed layout (and a
     // tuning run measures the kernel without the packing, as AutoTVM does).
-    Bt = te::placeholder({Expr(static_cast<int>(g.N / pack_bn)), Expr(static_cast<int>(g.K)), Expr(static_cast<int>(pack_bn))},
+    Bt = te::placeholder({Expr(static_cast<int>(blocks)), Expr(static_cast<int>(g.K)), Expr(static_cast<int>(pack_bn))},
                          g.b.dtype, b_key(g.form));
     P = Bt;
   } else {
@@ -120,12 +127,15 @@ Compute gemm_compute(const Gemm &g, int64_t pack_bn) {
     const int bn = static_cast<int>(pack_bn);
     std::vector<Expr> shape;
     if (batch) shape.emplace_back(static_cast<int>(g.BB));
-    shape.insert(shape.end(), {Expr(static_cast<int>(g.N / pack_bn)), Expr(static_cast<int>(g.K)), Expr(bn)});
+    shape.insert(shape.end(), {Expr(static_cast<int>(blocks)), Expr(static_cast<int>(g.K)), Expr(bn)});
+    const bool padded = g.N % pack_bn != 0;
+    const int n_extent = static_cast<int>(g.N);
     P = te::compute(
         shape,
         te::FCompute([=](const std::vector<Var> &i) {
-          if (batch) return Bt(i[0], i[1] * bn + i[3], i[2]);
-          return Bt(i[0] * bn + i[2], i[1]);
+          Expr n = batch ? i[1] * bn + i[3] : i[0] * bn + i[2];
+          Expr v = batch ? Bt(i[0], n, i[2]) : Bt(n, i[1]);
+          return padded ? if_then_else(n < n_extent, v, make_zero(v.type())) : v;
         }),
         std::string(b_key(g.form)) + ".pack", "pack");
     c.parts["pack"] = P;
@@ -137,8 +147,14 @@ Compute gemm_compute(const Gemm &g, int64_t pack_bn) {
   if (batch) shape.emplace_back(static_cast<int>(g.B));
   shape.insert(shape.end(), {Expr(static_cast<int>(g.M)), Expr(static_cast<int>(g.N))});
   const int bn = static_cast<int>(pack_bn);
+  // With padded weight blocks the products are computed over the padded columns too, into a
+  // [.., M, blocks * bn] anchor, so that the accumulation needs no bounds checks; the [.., M, N]
+  // result (then the epilogue) reads its first N columns.
+  const bool padded = pack_bn > 0 && g.N % pack_bn != 0;
+  std::vector<Expr> anchor_shape = shape;
+  if (padded) anchor_shape.back() = Expr(static_cast<int>(blocks * pack_bn));
   te::Tensor C = te::compute(
-      shape,
+      anchor_shape,
       te::FCompute([=](const std::vector<Var> &i) {
         Expr bb = batch ? (bcast_b ? Expr(0) : Expr(i[0])) : Expr();
         Expr m = i[batch ? 1 : 0], n = i[batch ? 2 : 1];
@@ -153,8 +169,15 @@ Compute gemm_compute(const Gemm &g, int64_t pack_bn) {
         }
         return te::sum(cast(out, av) * cast(out, bv), {k});
       }),
-      g.form == Form::Dense ? "dense" : "matmul", "gemm");
+      std::string(g.form == Form::Dense ? "dense" : "matmul") + (padded ? ".padded" : ""), "gemm");
   c.parts["anchor"] = C;
+  if (padded) {
+    te::Tensor padded_c = C;
+    C = te::compute(
+        shape, te::FCompute([=](const std::vector<Var> &i) { return padded_c(exprs(i)); }),
+        g.form == Form::Dense ? "dense" : "matmul", "elemwise");
+    c.parts["unpad"] = C;
+  }
   ChannelMap ch{g.N, [batch](const std::vector<Var> &i) { return Expr(i[batch ? 2 : 1]); }};
   c.epilogue = build_epilogue(C, g.epilogue, ch, &c.inputs);
   c.outputs = {c.epilogue.empty() ? C : c.epilogue.back()};
@@ -163,19 +186,61 @@ Compute gemm_compute(const Gemm &g, int64_t pack_bn) {
 
 // --- the packed / direct schedule (dense_pack, matmul, batch_matmul) ---
 
-void define_tiled_space(ConfigSpace &s, const Gemm &g) {
+// AutoTVM's dense_pack knobs, and two constraints that keep sampled configs where a register tile
+// can work. tile_x holds the divisors of N; when the weight is packed (so its blocks can be padded)
+// and N is not a multiple of the vector width, it also holds power-of-two sizes whose padding of
+// N is less than one innermost tile, so that the vectorized tile can be whole vectors.
+void define_tiled_space(ConfigSpace &s, const Gemm &g, bool packs, const Target &t) {
+  const int64_t lanes = t.lanes(g.out);
   s.define_split("tile_y", g.M, 3);
-  s.define_split("tile_x", g.N, 3);
+  if (packs && g.N % lanes != 0) {
+    const int64_t n = g.N;
+    s.define_split("tile_x", n, 3, SplitPolicy::verbose(),
+                   [n](const std::vector<int64_t> &x) { return x[0] * x[1] * x[2] - n < x[2]; });
+  } else {
+    s.define_split("tile_x", g.N, 3);
+  }
   s.define_split("tile_k", g.K, 2);
   s.define_split("tile_inner", g.M, 2, SplitPolicy::factors(16));
+  // The vectorized x tile is a multiple of the widest power-of-two share of the vector that some
+  // tile_x value has (the whole vector whenever one exists).
+  int64_t share = 1;
+  for (const Json &x : s.knob("tile_x").entities) {
+    const int64_t xi = x.as_int_vector().back();
+    for (int64_t q = lanes; q > share; q /= 2) {
+      if (xi % q == 0) {
+        share = q;
+        break;
+      }
+    }
+  }
+  s.add_constraint("vector_tile_multiple_of_" + std::to_string(share), {"tile_x"},
+                   [share](const Config &c) { return c.split("tile_x").back() % share == 0; });
+  // The register tile: the rows accumulated together (tile_inner's rows when it splits them, which
+  // it must do evenly, else all of tile_y's) times the vectors of tile_x, plus one weight vector
+  // per column vector and a broadcast, within the vector registers.
+  const int64_t regs = t.vector_registers();
+  s.add_constraint("register_tile_within_" + std::to_string(regs) + "_registers", {"tile_y", "tile_x", "tile_inner"},
+                   [lanes, regs](const Config &c) {
+                     const int64_t ty = c.split("tile_y").back(), inner = c.split("tile_inner").back();
+                     if (inner > 1 && ty % inner != 0) return false;
+                     const int64_t rows = inner > 1 ? inner : ty;
+                     const int64_t nv = ceil_div(c.split("tile_x").back(), lanes);
+                     return rows * nv + nv + 1 <= regs;
+                   });
 }
 
 // AutoTVM's fallback for dense_pack, with the vector width of the target.
-Config default_tiled(const ConfigSpace &s, const Gemm &g, const Target &t) {
+Config default_tiled(const ConfigSpace &s, const Gemm &g, bool packs, const Target &t) {
   const int64_t vec = t.lanes(g.out);
-  // The innermost x tile is vectorized: the widest divisor of N up to two vectors that is a
+  // The innermost x tile is vectorized: two vectors when N is a multiple of the vector or the
+  // packed weight can be padded; otherwise the widest divisor of N up to two vectors that is a
   // multiple of as large a power-of-two share of the vector as possible (1000 -> 8, not 25).
   int64_t x_ii = 0;
+  if (packs && g.N % vec != 0) {
+    x_ii = 1;
+    while (x_ii * 2 <= std::min<int64_t>(g.N, vec * 2)) x_ii *= 2;
+  }
   for (int64_t q = vec; q >= 1 && x_ii == 0; q /= 2) {
     for (int64_t d = vec * 2; d >= q; --d) {
       if (g.N % d == 0 && d % q == 0) {
@@ -185,10 +250,16 @@ Config default_tiled(const ConfigSpace &s, const Gemm &g, const Target &t) {
     }
   }
   if (x_ii == 0) x_ii = largest_divisor_at_most(g.N, vec * 2);
-  int64_t nn = g.N / x_ii, x_oi = 1;
-  while (nn / x_oi > 4 && (nn / x_oi) % 2 == 0) x_oi *= 2;
+  // Whole x tiles (the last one padded when x_ii does not divide N), grouped by powers of two;
+  // the weight panels of a group (x_ii columns by K each) are read again for every block of rows,
+  // so a group stays within 512 KiB (a quarter of a 2 MiB L2; K = 2048 measured best that way).
+  const int64_t panel = x_ii * g.K * static_cast<int64_t>(g.b.dtype.bytes());
+  int64_t nn = ceil_div(g.N, x_ii), x_oi = 1;
+  while (nn / x_oi > 4 && (nn / x_oi) % 2 == 0 && 2 * x_oi * panel <= (int64_t{512} << 10)) x_oi *= 2;
+  // Rows of accumulators: up to 8, as many as the vector registers hold next to the weights.
+  const int64_t nv = ceil_div(x_ii, vec);
   int64_t y_ii = 8;
-  while (g.M % y_ii != 0) y_ii /= 2;
+  while (y_ii > 1 && (g.M % y_ii != 0 || y_ii * nv + nv + 1 > t.vector_registers())) y_ii /= 2;
   int64_t mm = g.M / y_ii, y_oi = 1;
   while (mm / y_oi > 4 && (mm / y_oi) % 2 == 0) y_oi *= 2;
   int64_t k_i = largest_divisor_at_most(g.K, 4);
@@ -198,8 +269,19 @@ Config default_tiled(const ConfigSpace &s, const Gemm &g, const Target &t) {
                         {"tile_inner", Json::array_of(std::vector<int64_t>{g.M / y_ii, y_ii})}});
 }
 
+// The output stage and the stage accumulating into the register tile. With padded weight blocks
+// the accumulation is the padded anchor itself and the first-N-columns stage is inlined into the
+// epilogue (or is the output).
+OutputAndAcc tiled_stages(te::Schedule &s, const Compute &c) {
+  if (!c.has_part("unpad")) return prepare_anchor(s, c);
+  inline_epilogue(s, c);
+  if (c.epilogue.empty()) return {c.part("unpad"), c.part("anchor")};
+  s[c.part("unpad")].compute_inline();
+  return {c.epilogue.back(), c.part("anchor")};
+}
+
 void schedule_tiled(te::Schedule &s, const Compute &c, const Config &cfg, bool batch) {
-  auto [out, acc] = prepare_anchor(s, c);
+  auto [out, acc] = tiled_stages(s, c);
   const size_t o = batch ? 1 : 0;
   te::Stage O = s[out];
   const auto ty = cfg.split("tile_y"), tx = cfg.split("tile_x"), tk = cfg.split("tile_k");
@@ -312,9 +394,13 @@ Template tiled_template(const std::string &name, Form form, int64_t pack, const 
   t.summary = summary;
   t.canonicalize = [name, form](const Json &a) { return canonical(parse(name, form, a)); };
   t.flop = [name, form](const Json &a) { return flop(parse(name, form, a)); };
-  t.define_space = [name, form](ConfigSpace &s, const Json &a, const Target &) { define_tiled_space(s, parse(name, form, a)); };
-  t.default_config = [name, form](const ConfigSpace &s, const Json &a, const Target &tg) {
-    return default_tiled(s, parse(name, form, a), tg);
+  t.define_space = [name, form, pack](ConfigSpace &s, const Json &a, const Target &tg) {
+    Gemm g = parse(name, form, a);
+    define_tiled_space(s, g, pack && g.transpose_b, tg);
+  };
+  t.default_config = [name, form, pack](const ConfigSpace &s, const Json &a, const Target &tg) {
+    Gemm g = parse(name, form, a);
+    return default_tiled(s, g, pack && g.transpose_b, tg);
   };
   t.compute = [name, form, pack](const Json &a, const Config &cfg) {
     Gemm g = parse(name, form, a);

@@ -279,6 +279,91 @@ TEST(Conv2d, DepthwiseWithMultiplier) {
   }
 }
 
+// Depthwise NCHWc: the test packs the NCHW data and [C, 1, KH, KW] kernel into the blocked layouts
+// the config chose, runs, unpacks the NCHW[c_bn]c output and compares with the naive depthwise
+// convolution.
+void check_depthwise_nchwc(const ops::Task &task, const std::vector<int64_t> &data, const std::vector<int64_t> &kernel,
+                           const ConvParams &p, const Json &epi, const std::vector<autotune::Config> &configs,
+                           uint64_t seed) {
+  const int64_t N = data[0], C = data[1], H = data[2], W = data[3], KH = kernel[2], KW = kernel[3];
+  for (const auto &cfg : configs) {
+    SCOPED_TRACE(cfg.to_string());
+    const int64_t cb = cfg.split("tile_c").back();
+    ops::Compute c = task.compute(cfg);
+    std::vector<deploy::Tensor> in = testing::make_inputs(c, seed);
+    Host xb = testing::to_host(in[0]), wb = testing::to_host(in[1]);
+    ASSERT_EQ(xb.shape, (std::vector<int64_t>{N, C / cb, H, W, cb}));
+    ASSERT_EQ(wb.shape, (std::vector<int64_t>{C / cb, 1, KH, KW, 1, cb}));
+    Host x({N, C, H, W}), w({C, 1, KH, KW});
+    testing::for_each_index(x.shape, [&](const std::vector<int64_t> &i) {
+      x.at(i) = xb.at({i[0], i[1] / cb, i[2], i[3], i[1] % cb});
+    });
+    testing::for_each_index(w.shape, [&](const std::vector<int64_t> &i) {
+      w.at(i) = wb.at({i[0] / cb, 0, i[2], i[3], 0, i[0] % cb});
+    });
+    std::vector<Host> extra;
+    for (size_t k = 2; k < in.size(); ++k) extra.push_back(testing::to_host(in[k]));
+    Host ref = channel_epilogue(naive_depthwise(x, w, p), epi, extra);
+    Host got_b = testing::to_host(testing::run_config(task, cfg, in)[0]);
+    ASSERT_EQ(got_b.shape, (std::vector<int64_t>{N, C / cb, ref.shape[2], ref.shape[3], cb}));
+    double worst = 0;
+    testing::for_each_index(ref.shape, [&](const std::vector<int64_t> &i) {
+      double g = got_b.at({i[0], i[1] / cb, i[2], i[3], i[1] % cb});
+      worst = std::max(worst, std::isnan(g) ? INFINITY : std::fabs(g - ref.at(i)) / std::max(1.0, std::fabs(ref.at(i))));
+    });
+    EXPECT_LE(worst, 1e-5);
+  }
+}
+
+TEST(Conv2d, DepthwiseNchwcBlockedLayouts) {
+  // Padding on every side, then stride 2 with uneven padding and dilation; tail tiles of rows and
+  // columns; a bias and a clip fused.
+  Json epi = Json::array({ops::epilogue::bias_add(), ops::epilogue::clip(0, 6)});
+  ConvParams p;
+  p.pt = p.pl = p.pb = p.pr = 1;
+  ops::Task task("depthwise_conv2d_nchwc.x86", conv_args({1, 8, 9, 11}, {8, 1, 3, 3}, p, epi), kTarget);
+  auto tail = task.space().from_values({{"tile_c", Json::array_of(std::vector<int64_t>{2, 4})},
+                                        {"tile_oh", Json::array_of(std::vector<int64_t>{3, 4})},
+                                        {"tile_ow", Json::array_of(std::vector<int64_t>{3, 4})},
+                                        {"unroll_kw", 1},
+                                        {"unroll_kh", 0}});
+  std::vector<autotune::Config> configs = testing::test_configs(task, 4, 41);
+  configs.push_back(tail);
+  check_depthwise_nchwc(task, {1, 8, 9, 11}, {8, 1, 3, 3}, p, epi, configs, 41);
+
+  ConvParams q;
+  q.sh = q.sw = 2;
+  q.pt = 2;
+  q.pl = 1;
+  q.pb = 0;
+  q.pr = 2;
+  q.dh = 2;
+  ops::Task strided("depthwise_conv2d_nchwc.x86", conv_args({2, 16, 10, 9}, {16, 1, 3, 3}, q), kTarget);
+  check_depthwise_nchwc(strided, {2, 16, 10, 9}, {16, 1, 3, 3}, q, Json::array(), testing::test_configs(strided, 3, 42),
+                        42);
+}
+
+TEST(Conv2d, DepthwiseNchwcFixedBlockAndMultiplier) {
+  ConvParams p;
+  p.pt = p.pl = p.pb = p.pr = 1;
+  Json args = conv_args({1, 32, 6, 6}, {32, 1, 3, 3}, p);
+  args.set("c_bn", 8);
+  ops::Task task("depthwise_conv2d_nchwc.x86", args, kTarget);
+  EXPECT_EQ(task.space().knob("tile_c").size(), 1);
+  EXPECT_EQ(task.default_config().split("tile_c").back(), 8);
+  check_depthwise_nchwc(task, {1, 32, 6, 6}, {32, 1, 3, 3}, p, Json::array(), {task.default_config()}, 43);
+  // The default block is one vector of channels.
+  ops::Task free("depthwise_conv2d_nchwc.x86", conv_args({1, 32, 6, 6}, {32, 1, 3, 3}, p), kTarget);
+  EXPECT_EQ(free.default_config().split("tile_c").back(), 16);
+  // A channel multiplier other than 1 is a user error naming the template.
+  try {
+    ops::Task("depthwise_conv2d_nchwc.x86", conv_args({1, 4, 6, 6}, {4, 2, 3, 3}, p), kTarget);
+    ADD_FAILURE() << "a multiplier of 2 was accepted";
+  } catch (const ops::OpError &e) {
+    EXPECT_NE(std::string(e.what()).find("depthwise_conv2d_nchwc.x86"), std::string::npos) << e.what();
+  }
+}
+
 // Scatter form: every input pixel adds its kernel-weighted patch to the output.
 Host naive_transpose(const Host &x, const Host &w, int64_t s, int64_t pt, int64_t pl, int64_t pb, int64_t pr,
                      int64_t op) {

@@ -2,6 +2,8 @@
 // C back end, with and without fused epilogues; float and int8 inputs.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ops/epilogue.h"
 #include "tests/compiler/ops/op_test_util.h"
@@ -63,7 +65,9 @@ TEST(Gemm, DensePackPrepackedWeights) {
     SCOPED_TRACE(cfg.to_string());
     const int64_t bn = cfg.split("tile_x").back();
     ops::Compute c = task.compute(cfg);
-    EXPECT_EQ(testing::const_shape(c.inputs[1]), (std::vector<int64_t>{24 / bn, 12, bn}));
+    // Whole blocks of bn: the last one padded when bn does not divide 24 (its padding holds random
+    // values here, which must not reach the output).
+    EXPECT_EQ(testing::const_shape(c.inputs[1]), (std::vector<int64_t>{(24 + bn - 1) / bn, 12, bn}));
     auto in = testing::make_inputs(c, 16);
     Host packed = testing::to_host(in[1]);
     Host w({24, 12});
@@ -125,13 +129,91 @@ TEST(Gemm, DenseInt8AccumulatesInInt32AndRequantizes) {
 }
 
 TEST(Gemm, SpaceSizesMatchAutoTvm) {
-  // x86 dense 1x1000x512: pack 1,000, nopack 160; 128x768x768 packed: 437,400.
+  // x86 dense 1x1000x512: pack 1,000, nopack 160; 128x768x768 packed: 437,400. These are the raw
+  // sizes; the constraints on the register tile leave fewer valid configs.
   auto dense = [](int64_t m, int64_t n, int64_t k) {
     return Json::object({{"data", tensor({m, k})}, {"weight", tensor({n, k})}});
   };
-  EXPECT_EQ(ops::Task("dense_pack.x86", dense(1, 1000, 512), kTarget).space().size(), 1000);
+  // 1000 is a multiple of AVX2's 8 lanes: tile_x holds the divisors of N, as in AutoTVM.
+  EXPECT_EQ(ops::Task("dense_pack.x86", dense(1, 1000, 512), "llvm -mcpu=haswell").space().size(), 1000);
   EXPECT_EQ(ops::Task("dense_nopack.x86", dense(1, 1000, 512), kTarget).space().size(), 160);
   EXPECT_EQ(ops::Task("dense_pack.x86", dense(128, 768, 768), kTarget).space().size(), 437400);
+  // It is not one of AVX-512's 16 lanes: tile_x also holds the power-of-two tiles of padded
+  // weight blocks (116 values instead of 100).
+  ops::Task padded("dense_pack.x86", dense(1, 1000, 512), kTarget);
+  EXPECT_EQ(padded.space().knob("tile_x").size(), 116);
+  EXPECT_EQ(padded.space().size(), 1160);
+}
+
+TEST(Gemm, DensePackPaddedWeightBlocks) {
+  // N = 40 is not a multiple of the 16 lanes: tiles of 16 and 32 columns pad the packed weight
+  // to 48 and 64 columns; with the packing in the kernel and prepacked, with a fused epilogue.
+  Json epi = Json::array({ops::epilogue::bias_add(), ops::epilogue::relu()});
+  Json args = Json::object({{"data", tensor({5, 24})}, {"weight", tensor({40, 24})}, {"epilogue", epi}});
+  ops::Task task("dense_pack.x86", args, kTarget);
+  auto tiles = [&](const ops::Task &t, std::vector<int64_t> x) {
+    return t.space().from_values({{"tile_y", Json::array_of(std::vector<int64_t>{1, 1, 5})},
+                                  {"tile_x", Json::array_of(x)},
+                                  {"tile_k", Json::array_of(std::vector<int64_t>{6, 4})},
+                                  {"tile_inner", Json::array_of(std::vector<int64_t>{5, 1})}});
+  };
+  std::vector<autotune::Config> configs = testing::test_configs(task, 4, 17);
+  configs.push_back(tiles(task, {3, 1, 16}));
+  configs.push_back(tiles(task, {2, 1, 32}));
+  EXPECT_EQ(task.default_config().split("tile_x").back() % 16, 0) << task.default_config().to_string();
+  testing::check_against_reference(
+      task, configs,
+      [&](const std::vector<Host> &in) { return last_axis_epilogue(naive_gemm(in[0], in[1], true), epi, in); }, 1e-5);
+
+  Json pre = args;
+  pre.set("prepacked", true);
+  ops::Task packed("dense_pack.x86", pre, kTarget);
+  for (const auto &cfg : {tiles(packed, {3, 1, 16}), tiles(packed, {2, 1, 32}), packed.default_config()}) {
+    SCOPED_TRACE(cfg.to_string());
+    const int64_t bn = cfg.split("tile_x").back();
+    ops::Compute c = packed.compute(cfg);
+    auto in = testing::make_inputs(c, 18);
+    Host blocks = testing::to_host(in[1]);
+    ASSERT_EQ(blocks.shape, (std::vector<int64_t>{(40 + bn - 1) / bn, 24, bn}));
+    Host w({40, 24});
+    testing::for_each_index(w.shape, [&](const std::vector<int64_t> &i) { w.at(i) = blocks.at({i[0] / bn, i[1], i[0] % bn}); });
+    std::vector<Host> host = {testing::to_host(in[0]), w, testing::to_host(in[2])};
+    Host want = last_axis_epilogue(naive_gemm(host[0], w, true), epi, host);
+    EXPECT_LE(testing::rel_error(want, testing::run_config(packed, cfg, in)[0]), 1e-5);
+  }
+}
+
+TEST(Gemm, BatchMatmulPaddedWeightBlocks) {
+  for (int64_t bb : {int64_t{2}, int64_t{1}}) {
+    ops::Task task("batch_matmul.x86", Json::object({{"a", tensor({2, 3, 8})}, {"b", tensor({bb, 20, 8})}}), kTarget);
+    auto pad = task.space().from_values({{"tile_y", Json::array_of(std::vector<int64_t>{1, 1, 3})},
+                                         {"tile_x", Json::array_of(std::vector<int64_t>{2, 1, 16})},
+                                         {"tile_k", Json::array_of(std::vector<int64_t>{2, 4})},
+                                         {"tile_inner", Json::array_of(std::vector<int64_t>{3, 1})}});
+    testing::check_against_reference(task, {pad, task.default_config()},
+                                     [&](const std::vector<Host> &in) { return naive_gemm(in[0], in[1], true); }, 1e-5);
+  }
+}
+
+TEST(Gemm, SampledConfigsKeepAVectorTileAndTheRegisterBudget) {
+  // 64x1000x512 on AVX-512 (16 lanes, 32 registers): every valid config vectorizes whole vectors
+  // and keeps its accumulators, weight vectors and broadcast within the registers; the space stays
+  // a search space of thousands of configs.
+  ops::Task task("dense_pack.x86",
+                 Json::object({{"data", tensor({64, 512})}, {"weight", tensor({1000, 512})}, {"prepacked", true}}),
+                 kTarget);
+  EXPECT_GT(task.space().count_valid(), 1000);
+  std::mt19937_64 rng(19);
+  for (int i = 0; i < 200; ++i) {
+    autotune::Config c = task.space().sample(rng);
+    SCOPED_TRACE(c.to_string());
+    const int64_t xi = c.split("tile_x").back(), yi = c.split("tile_y").back(), inner = c.split("tile_inner").back();
+    EXPECT_EQ(xi % 16, 0);
+    const int64_t rows = inner > 1 ? inner : yi, nv = (xi + 15) / 16;
+    EXPECT_LE(rows * nv + nv + 1, 32);
+    if (inner > 1) EXPECT_EQ(yi % inner, 0);
+  }
+  EXPECT_FALSE(task.space().is_valid(task.space().from_digits(std::vector<int64_t>(4, 0))));
 }
 
 TEST(Gemm, DefaultConfigFollowsTheVectorWidth) {
