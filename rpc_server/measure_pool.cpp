@@ -378,6 +378,18 @@ class MeasureCall {
         lost(w, w.process.reap_after_exit(), "");
       }
     }
+    if (cancelled()) {
+      // Nobody waits for these results any more: free the device now rather than at the end of
+      // the build or run in progress (which may take up to its timeout).
+      for (WorkerSlot *w : busy) {
+        if (w->doing == WorkerSlot::Doing::Nothing) continue;
+        const size_t i = w->item;
+        w->doing = WorkerSlot::Doing::Nothing;
+        lost(*w, w->process.kill_and_reap(), "");
+        finish_error(i, v1::INFRA, "cancelled");
+      }
+      return;
+    }
     now = Clock::now();
     for (WorkerSlot *w : busy) {
       if (w->doing == WorkerSlot::Doing::Nothing || now < w->deadline) continue;

@@ -109,8 +109,9 @@ class MeasurePool {
   // too big, JSON too long or unparsable arguments, an unknown template, bad arguments, a workload
   // key that does not match, a target not the runner's, tensors over max_tensor_bytes.
   // Per-config problems (a stale fingerprint, an illegal config) are INSTANTIATION results. When
-  // *cancel becomes true, candidates not started yet are answered INFRA "cancelled" and measure
-  // returns once the build or run in progress ends. Concurrent calls are serialized (one device).
+  // *cancel becomes true, every candidate without a result is answered INFRA "cancelled" (a build
+  // or run in progress is stopped by killing its worker) and measure returns within a few tens of
+  // milliseconds. Concurrent calls are serialized (one device).
   //
   // Config.knobs_json is either an object {"knob": value, ...} or the list [["knob", value], ...];
   // with Config.space_fingerprint and Config.index (checked when not zero) it makes the config.

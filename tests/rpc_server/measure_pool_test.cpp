@@ -613,6 +613,27 @@ TEST(MeasurePool, CancelAnswersTheRestPromptly) {
   EXPECT_LT(after_cancel, 1.0);
 }
 
+TEST(MeasurePool, CancelStopsARunInProgress) {
+  MeasurePool pool(pool_options());
+  v1::MeasureOptions o = quick_options();
+  o.set_run_timeout_ms(60000);  // the hanging candidate would hold the device for a minute
+  std::atomic<bool> cancel{false};
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    cancel = true;
+  });
+  const Clock::time_point start = Clock::now();
+  Results r = measure(pool, {fault_candidate("test.infinite_loop", true), good_candidate()}, o, &cancel);
+  const double took = std::chrono::duration<double>(Clock::now() - start).count();
+  canceller.join();
+  ASSERT_EQ(r.error, "");
+  for (const auto &res : r.at) expect_error(res, v1::INFRA, "cancelled", "after the cancel");
+  EXPECT_LT(took, 5.0);
+  // The pool serves the next batch.
+  Results next = measure(pool, {good_candidate()}, quick_options());
+  EXPECT_EQ(next.at[0].error(), v1::OK) << next.at[0].message();
+}
+
 TEST(MeasurePool, AWorkerThatCannotStartIsInfra) {
   MeasurePoolOptions po = pool_options();
   po.worker_command = {"/nonexistent/kiln-measure-worker"};
