@@ -115,7 +115,8 @@ struct MeasureCommandOptions {
 
 std::string error_name(kiln::v1::ErrorClass error) { return kiln::v1::ErrorClass_Name(error); }
 
-void measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
+// Prints the result; false when the config did not measure OK.
+bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
   // The workload and config are made here, with the same registry the runners use, so that a
   // mistake is reported before anything is sent.
   autotune::Json args;
@@ -183,7 +184,7 @@ void measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
     fields.emplace_back("runner", result.runner_id());
     print_fields(std::cout, fields);
   }
-  if (result.error() != kiln::v1::OK) throw CLI::RuntimeError(1);
+  return result.error() == kiln::v1::OK;
 }
 
 }  // namespace
@@ -234,7 +235,11 @@ void add_farm_commands(CLI::App &kiln) {
                                            "threads the kernel may use");
     command->add_flag("--flush", options->flush, "flush the inputs from the CPU caches before each repeat");
     command->add_flag("--no-check", options->no_check, "skip the correctness check");
-    command->callback([=] { run("measure", [&] { measure_command(*farm_options, *options); }); });
+    command->callback([=] {
+      bool ok = false;
+      run("measure", [&] { ok = measure_command(*farm_options, *options); });
+      if (!ok) throw CLI::RuntimeError(1);  // the result is printed; the exit status says it failed
+    });
   }
 }
 

@@ -627,6 +627,16 @@ TEST(FarmServiceTest, KilnFarmStatusAndKilnMeasure) {
   EXPECT_NE(out.find("\"error\": \"OK\""), std::string::npos) << out;
   EXPECT_NE(out.find("\"gflops\""), std::string::npos) << out;
 
+  // A result other than OK is printed, and the exit status is 1.
+  std::tie(code, out) = testing::run_command(
+      {KILN_CLI_BINARY, "measure", "--tracker", farm.tracker_address(), "--token-file", token_file,
+       "--template", "matmul.x86", "--args", args, "--target", kTarget, "--device", kKey, "--repeat", "3",
+       "--min-repeat-ms", "100", "--run-timeout-ms", "5"},
+      (farm.dir() / "cli.log").string());
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("RUN_TIMEOUT"), std::string::npos) << out;
+  EXPECT_EQ(out.find("error:"), std::string::npos) << out;
+
   // No token: a clear error, exit status 1.
   std::tie(code, out) = testing::run_command(
       {KILN_CLI_BINARY, "farm", "status", "--tracker", farm.tracker_address(), "--token-file",
