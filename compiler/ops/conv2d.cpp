@@ -395,32 +395,66 @@ void define_nchwc_space(ConfigSpace &s, const Conv &c) {
   }
 }
 
+// The register tile of conv2d_nchwc: rows x cols output positions (more than one row only for 1x1
+// kernels), each a block of oc_bn output channels held in `vecs` vectors. A step of the reduction
+// (one input channel of one kernel tap) loads a broadcast input per position and a kernel vector
+// per vector of the block, and issues rows x cols x vecs FMAs, one into each accumulator.
+struct NchwcTile {
+  int64_t oc_bn = 1, vecs = 1, rows = 1, cols = 1;
+  int64_t accumulators() const { return rows * cols * vecs; }
+  int64_t loads() const { return rows * cols + vecs; }
+};
+
+// The default picks the register tile with a small throughput model: with two FMA pipes of
+// latency four (and two load ports), a step runs at peak when it has at least 8 independent
+// accumulators and no more loads than FMAs, so the fraction of peak is
+// accumulators / max(accumulators, loads, 8). One vector of output channels is load-bound
+// (n FMAs for n + 1 loads), so the block is two vectors unless that leaves too few columns that
+// divide the output width (then one vector with more columns does better). The accumulators stay
+// within the register file next to the kernel vectors and a broadcast, and within 16: more do not
+// add throughput, and on AVX-512 the larger tiles measured slower. Ties go to more accumulators.
 Config default_nchwc(const ConfigSpace &s, const Conv &c, const Target &t) {
-  const int64_t lanes = t.lanes(c.out);
-  // One vector of output channels; input blocks of half a vector measured a little faster than
-  // full ones on AVX-512 (shorter inner reduction, smaller data tile).
-  const int64_t oc_bn = c.oc_bn ? c.oc_bn : largest_divisor_at_most(c.OC, lanes);
-  const int64_t ic_bn = c.ic_bn ? c.ic_bn : largest_divisor_at_most(c.C, std::max<int64_t>(1, lanes / 2));
-  // Accumulators: one vector of the oc block per output column of the tile.
-  const int64_t budget = std::max<int64_t>(1, (t.vector_registers() - 3) / ceil_div(oc_bn, lanes));
+  const int64_t lanes = t.lanes(c.out), regs = t.vector_registers();
+  const int64_t min_acc = 8, max_acc = 2 * min_acc;
+  auto efficiency = [min_acc](const NchwcTile &x) {
+    const int64_t a = x.accumulators();
+    return static_cast<double>(a) / static_cast<double>(std::max({a, x.loads(), min_acc}));
+  };
+  const bool two_rows = c.is_1x1() && c.OH > 1 && c.OH % 2 == 0;
+  NchwcTile best;
+  double best_eff = -1;
+  for (int64_t want_vecs : {2, 1}) {
+    if (c.oc_bn && want_vecs == 1) break;  // a fixed block has one tile width
+    NchwcTile x;
+    x.oc_bn = c.oc_bn ? c.oc_bn : largest_divisor_at_most(c.OC, want_vecs * lanes);
+    x.vecs = ceil_div(x.oc_bn, lanes);
+    const int64_t limit = std::max<int64_t>(1, std::min(max_acc, regs - x.vecs - 1));
+    for (int64_t rows : {1, 2}) {
+      if (rows == 2 && !two_rows) break;
+      x.rows = rows;
+      x.cols = largest_divisor_at_most(c.OW, std::max<int64_t>(1, limit / (x.vecs * rows)));
+      const double e = efficiency(x);
+      if (e > best_eff + 1e-9 || (e > best_eff - 1e-9 && x.accumulators() > best.accumulators())) {
+        best = x;
+        best_eff = e;
+      }
+    }
+  }
+  // Input blocks of two vectors, like the output blocks where the channels allow, so that chained
+  // layers agree on the layout; an input position is then at least a 64-byte line on AVX-512, and
+  // the skipped positions of a strided 1x1 kernel are not read. Smaller and larger blocks
+  // measured the same.
+  const int64_t ic_bn = c.ic_bn ? c.ic_bn : largest_divisor_at_most(c.C, 2 * lanes);
   std::vector<std::pair<std::string, Json>> v = {
       {"tile_ic", Json::array_of(std::vector<int64_t>{c.C / ic_bn, ic_bn})},
-      {"tile_oc", Json::array_of(std::vector<int64_t>{c.OC / oc_bn, oc_bn})}};
+      {"tile_oc", Json::array_of(std::vector<int64_t>{c.OC / best.oc_bn, best.oc_bn})},
+      {"tile_ow", Json::array_of(std::vector<int64_t>{c.OW / best.cols, best.cols})}};
   if (c.is_1x1()) {
-    int64_t oh = c.OH > 1 && c.OH % 2 == 0 ? 2 : 1;
-    int64_t reg_n = largest_divisor_at_most(c.OW, std::max<int64_t>(1, budget / oh));
-    if (oh == 2 && reg_n < 4) {
-      oh = 1;
-      reg_n = largest_divisor_at_most(c.OW, budget);
-    }
-    v.emplace_back("tile_ow", Json::array_of(std::vector<int64_t>{c.OW / reg_n, reg_n}));
-    v.emplace_back("tile_oh", Json(oh));
+    v.emplace_back("tile_oh", Json(best.rows));
   } else {
-    // About half the register file of accumulators, with the kernel row unrolled, did best: the
-    // rest holds the broadcast inputs and kernel vectors of the unrolled taps.
-    const int64_t reg_n = largest_divisor_at_most(c.OW, std::max<int64_t>(1, std::min<int64_t>(16, budget)));
-    v.emplace_back("tile_ow", Json::array_of(std::vector<int64_t>{c.OW / reg_n, reg_n}));
-    v.emplace_back("unroll_kw", Json(c.KW <= 5 ? 1 : 0));
+    // Unrolling the kernel row shares the broadcast inputs of overlapping taps; its inputs and
+    // kernel vectors need the half of the register file that the accumulators leave.
+    v.emplace_back("unroll_kw", Json(best.accumulators() <= regs / 2 ? 1 : 0));
   }
   return s.from_values(v);
 }

@@ -210,6 +210,30 @@ TEST(Conv2d, NchwcOneByOneUsesTileOh) {
   check_nchwc({1, 16, 6, 6}, {32, 16, 1, 1}, p, Json::array(), "float32", "float32", 3, 33, 1e-5);
 }
 
+// The default config of every vector width, on odd shapes: 3 input channels, 7 and prime output
+// widths, 1x1 and 7x7 kernels, channel counts that are not multiples of the vector.
+TEST(Conv2d, NchwcDefaultsAcrossVectorWidths) {
+  struct Case {
+    std::vector<int64_t> data, kernel;
+    int64_t stride, pad;
+  };
+  const std::vector<Case> cases = {{{1, 3, 20, 20}, {24, 3, 7, 7}, 2, 3},
+                                   {{1, 12, 7, 7}, {40, 12, 3, 3}, 1, 1},
+                                   {{1, 20, 13, 13}, {48, 20, 1, 1}, 1, 0},
+                                   {{1, 32, 14, 14}, {64, 32, 1, 1}, 2, 0},
+                                   {{1, 64, 9, 9}, {64, 64, 3, 3}, 2, 1}};
+  for (const char *target : {"llvm -mcpu=znver4", "llvm -mcpu=haswell", "llvm"}) {
+    for (const Case &k : cases) {
+      ConvParams p;
+      p.sh = p.sw = k.stride;
+      p.pt = p.pl = p.pb = p.pr = k.pad;
+      ops::Task task("conv2d_nchwc.x86", conv_args(k.data, k.kernel, p), target);
+      SCOPED_TRACE(std::string(target) + " " + task.default_config().to_string());
+      check_nchwc_configs(task, k.data, k.kernel, p, Json::array(), {task.default_config()}, 36, 1e-5);
+    }
+  }
+}
+
 TEST(Conv2d, NchwcInt8Requantized) {
   ConvParams p;
   p.pt = p.pl = p.pb = p.pr = 1;
