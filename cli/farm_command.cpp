@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "cli/table.h"
-#include "compiler/autotune/json.h"
+#include "contracts/json.h"
 #include "compiler/ir/error.h"
 #include "compiler/ops/registry.h"
 #include "kiln/v1/measure.pb.h"
@@ -119,9 +119,9 @@ std::string error_name(kiln::v1::ErrorClass error) { return kiln::v1::ErrorClass
 bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
   // The workload and config are made here, with the same registry the runners use, so that a
   // mistake is reported before anything is sent.
-  autotune::Json args;
+  contracts::Json args;
   try {
-    args = autotune::Json::parse(options.args);
+    args = contracts::Json::parse(options.args);
   } catch (const std::exception &e) {
     throw CommandError("--args is not JSON: " + std::string(e.what()));
   }

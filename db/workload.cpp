@@ -1,7 +1,7 @@
 #include "db/workload.h"
 
 #include "db/error.h"
-#include "db/sha256.h"
+#include "contracts/workload.h"
 
 #include <cmath>
 
@@ -20,11 +20,7 @@ std::string canonical_json(const nlohmann::json &value) {
 }
 
 std::string workload_key(std::string_view template_name, std::string_view canonical_args) {
-  std::string text;
-  text.reserve(template_name.size() + 1 + canonical_args.size());
-  text.append(template_name).push_back('\n');
-  text.append(canonical_args);
-  return sha256_hex(text);
+  return contracts::workload_key(template_name, canonical_args);
 }
 
 Workload Workload::make(std::string template_name, const nlohmann::json &args, double flop) {

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <thread>
 
-#include "compiler/autotune/json.h"
+#include "contracts/json.h"
 #include "compiler/ir/op.h"
 #include "compiler/ops/registry.h"
 #include "deploy/thread_pool.h"
@@ -510,10 +510,10 @@ std::string PoolState::check_workload(const v1::Workload &w) {
     }
   }
   auto problem = [&]() -> std::string {
-    autotune::Json args;
+    contracts::Json args;
     try {
-      args = autotune::Json::parse(w.args_json());
-    } catch (const autotune::JsonError &e) {
+      args = contracts::Json::parse(w.args_json());
+    } catch (const contracts::JsonError &e) {
       return "the arguments of workload " + w.template_name() + " are not valid JSON: " + e.what();
     }
     try {

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "compiler/autotune/json.h"
+#include "contracts/json.h"
 #include "compiler/codegen/llvm/llvm_module.h"
 #include "compiler/interp/float16.h"
 #include "compiler/interp/interpreter.h"
@@ -39,7 +39,7 @@ namespace kiln::rpc {
 
 namespace {
 
-using autotune::Json;
+using contracts::Json;
 using Clock = std::chrono::steady_clock;
 using kiln::v1::ErrorClass;
 
@@ -208,7 +208,7 @@ std::string config_json(const v1::Config &c) {
   Json knobs;
   try {
     knobs = Json::parse(c.knobs_json());
-  } catch (const autotune::JsonError &e) {
+  } catch (const contracts::JsonError &e) {
     throw Failure{v1::INSTANTIATION, std::string("config knobs are not valid JSON: ") + e.what()};
   }
   Json pairs = Json::array();

@@ -18,7 +18,7 @@ namespace {
 
 using autotune::Config;
 using autotune::ConfigSpace;
-using autotune::Json;
+using contracts::Json;
 
 struct FaultTemplate {
   const char *name;

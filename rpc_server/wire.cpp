@@ -1,6 +1,6 @@
 #include "rpc_server/wire.h"
 
-#include "compiler/autotune/json.h"
+#include "contracts/json.h"
 
 namespace kiln::rpc {
 
@@ -14,7 +14,7 @@ kiln::v1::Workload workload_to_proto(const ops::Workload &workload) {
 
 kiln::v1::Config config_to_proto(const autotune::Config &config) {
   kiln::v1::Config out;
-  out.set_knobs_json(autotune::Json::parse(config.to_json()).at("knobs").dump());
+  out.set_knobs_json(contracts::Json::parse(config.to_json()).at("knobs").dump());
   out.set_index(static_cast<uint64_t>(config.index()));
   out.set_space_fingerprint(config.fingerprint());
   return out;

@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "compiler/autotune/json.h"
+#include "contracts/json.h"
 #include "compiler/codegen/llvm/llvm_module.h"
 #include "compiler/ir/op.h"
 #include "compiler/ops/registry.h"
@@ -37,7 +37,7 @@
 namespace {
 
 using namespace std::chrono_literals;
-using kiln::autotune::Json;
+using kiln::contracts::Json;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 

@@ -46,7 +46,7 @@
 namespace {
 
 using namespace kiln;
-using autotune::Json;
+using contracts::Json;
 using Clock = std::chrono::steady_clock;
 
 double now_s() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }

@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "compiler/autotune/sha256.h"
+#include "contracts/sha256.h"
 
 namespace kiln::autotune {
 
@@ -94,7 +94,7 @@ Json definition_of(const SpaceData &d) {
                        {"version", d.version}});
 }
 
-std::string fingerprint_of(const SpaceData &d) { return sha256_hex(definition_of(d).dump()); }
+std::string fingerprint_of(const SpaceData &d) { return contracts::sha256_hex(definition_of(d).dump()); }
 
 std::vector<int64_t> divisors(int64_t n) {
   std::vector<int64_t> small, large;

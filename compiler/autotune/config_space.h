@@ -39,9 +39,13 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/autotune/json.h"
+#include "contracts/json.h"
 
 namespace kiln::autotune {
+
+// Knob values and configs are canonical JSON values (contracts/json.h).
+using contracts::Json;
+using contracts::JsonError;
 
 // A config that does not belong to a space, or a knob definition or lookup that is wrong: unknown
 // knob, value out of range, stale fingerprint, malformed config JSON, duplicate knob name.

@@ -1,17 +1,9 @@
 #pragma once
-// The two kinds of error the compiler raises (see STYLE.md): user errors name the user's object;
-// internal errors mean a bug in Kiln.
-#include <sstream>
-#include <stdexcept>
-#include <string>
+// The compiler's user errors. The two roots (UserError, InternalError) and KILN_CHECK are Kiln's
+// one error policy, in contracts/error.h.
+#include "contracts/error.h"
 
 namespace kiln {
-
-// Base of every error caused by what the user asked for.
-class UserError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // An illegal schedule request (bad split, compute_at into a non-consumer, ...). The message names
 // the stage and axis. The tuner treats it as an INSTANTIATION failure.
@@ -32,29 +24,4 @@ class RuntimeError : public UserError {
   using UserError::UserError;
 };
 
-// A broken invariant inside Kiln: a bug, never the user's fault.
-class InternalError : public std::logic_error {
- public:
-  using std::logic_error::logic_error;
-};
-
-namespace detail {
-template <typename... Args>
-std::string concat(const Args &...args) {
-  std::ostringstream os;
-  (os << ... << args);
-  return os.str();
-}
-}  // namespace detail
-
 }  // namespace kiln
-
-// Internal invariant check: throws InternalError with file:line and the message.
-#define KILN_CHECK(cond, ...)                                                              \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      throw ::kiln::InternalError(::kiln::detail::concat(__FILE__, ":", __LINE__,          \
-                                                         ": check failed: " #cond ": ",   \
-                                                         ##__VA_ARGS__));                  \
-    }                                                                                      \
-  } while (0)

@@ -31,7 +31,7 @@ namespace {
 
 using autotune::Config;
 using autotune::ConfigSpace;
-using autotune::Json;
+using contracts::Json;
 using autotune::SplitPolicy;
 using namespace detail;
 using namespace ir;

@@ -7,7 +7,7 @@
 
 namespace kiln::ops {
 
-using autotune::Json;
+using contracts::Json;
 using namespace ir;
 
 namespace epilogue {

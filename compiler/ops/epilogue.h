@@ -21,22 +21,22 @@
 #include <string>
 #include <vector>
 
-#include "compiler/autotune/json.h"
+#include "contracts/json.h"
 #include "compiler/te/tensor.h"
 
 namespace kiln::ops {
 
 namespace epilogue {
-autotune::Json bias_add();
-autotune::Json add();
-autotune::Json multiply();
-autotune::Json relu();
-autotune::Json clip(double lo, double hi);
-autotune::Json scale(double value);
-autotune::Json sigmoid();
-autotune::Json tanh();
-autotune::Json cast(const std::string &dtype);
-autotune::Json requantize(double scale, int64_t zero_point, const std::string &out_dtype);
+contracts::Json bias_add();
+contracts::Json add();
+contracts::Json multiply();
+contracts::Json relu();
+contracts::Json clip(double lo, double hi);
+contracts::Json scale(double value);
+contracts::Json sigmoid();
+contracts::Json tanh();
+contracts::Json cast(const std::string &dtype);
+contracts::Json requantize(double scale, int64_t zero_point, const std::string &out_dtype);
 }  // namespace epilogue
 
 // Which channel of the anchor's output an element belongs to (what a bias is indexed by).
@@ -47,14 +47,14 @@ struct ChannelMap {
 
 // Validates an epilogue list for an anchor whose output has dtype `in` and returns its canonical
 // form. Throws OpError mentioning `where`.
-autotune::Json canonical_epilogue(const autotune::Json &list, ir::DataType in, const std::string &where);
+contracts::Json canonical_epilogue(const contracts::Json &list, ir::DataType in, const std::string &where);
 // The dtype at the end of the chain.
-ir::DataType epilogue_dtype(const autotune::Json &list, ir::DataType in);
+ir::DataType epilogue_dtype(const contracts::Json &list, ir::DataType in);
 // Operations of the chain on `elements` output elements (one per element per stage).
-double epilogue_flop(const autotune::Json &list, double elements);
+double epilogue_flop(const contracts::Json &list, double elements);
 // Builds the stages on `anchor`; appends extra inputs to *inputs. Returns the stages in order
 // (empty for an empty list).
-std::vector<te::Tensor> build_epilogue(const te::Tensor &anchor, const autotune::Json &list, const ChannelMap &channel,
+std::vector<te::Tensor> build_epilogue(const te::Tensor &anchor, const contracts::Json &list, const ChannelMap &channel,
                                        std::vector<te::Tensor> *inputs);
 
 }  // namespace kiln::ops

@@ -2,14 +2,14 @@
 
 #include <cctype>
 
-#include "compiler/autotune/sha256.h"
+#include "contracts/workload.h"
 #include "compiler/lower/lower.h"
 #include "compiler/ops/templates.h"
 
 namespace kiln::ops {
 
 std::string workload_key(const std::string &name, const std::string &canonical_args) {
-  return autotune::sha256_hex(name + "\n" + canonical_args);
+  return contracts::workload_key(name, canonical_args);
 }
 
 std::string Workload::key() const { return workload_key(name, canonical_args()); }
@@ -67,13 +67,13 @@ std::vector<std::string> Registry::names() const {
   return r;
 }
 
-Workload Registry::workload(const std::string &name, const autotune::Json &args) const {
+Workload Registry::workload(const std::string &name, const contracts::Json &args) const {
   auto t = get(name);
   Workload w;
   w.name = name;
   try {
     w.args = t->canonicalize(args);
-  } catch (const autotune::JsonError &e) {
+  } catch (const contracts::JsonError &e) {
     throw OpError("workload " + name + ": " + e.what());
   }
   return w;
@@ -81,7 +81,7 @@ Workload Registry::workload(const std::string &name, const autotune::Json &args)
 
 namespace {
 
-autotune::ConfigSpace make_space(const Template &t, const autotune::Json &args, const Target &target) {
+autotune::ConfigSpace make_space(const Template &t, const contracts::Json &args, const Target &target) {
   autotune::ConfigSpace space(t.name, t.version);
   t.define_space(space, args, target);
   return space;
@@ -89,7 +89,7 @@ autotune::ConfigSpace make_space(const Template &t, const autotune::Json &args, 
 
 }  // namespace
 
-Task::Task(const std::string &template_name, const autotune::Json &args, const std::string &target,
+Task::Task(const std::string &template_name, const contracts::Json &args, const std::string &target,
            const Registry &registry)
     : template_(registry.get(template_name)),
       workload_(registry.workload(template_name, args)),

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "compiler/autotune/config_space.h"
-#include "compiler/autotune/json.h"
+#include "contracts/json.h"
 #include "compiler/ir/function.h"
 #include "compiler/ops/target.h"
 #include "compiler/te/schedule.h"
@@ -35,7 +35,7 @@ class OpError : public UserError {
 
 struct Workload {
   std::string name;     // template name
-  autotune::Json args;  // canonical arguments (as the template's canonicalize() returns them)
+  contracts::Json args;  // canonical arguments (as the template's canonicalize() returns them)
 
   std::string canonical_args() const { return args.dump(); }
   std::string key() const;
@@ -67,13 +67,13 @@ struct Template {
   std::string summary;  // one line for listings
   // Validates the arguments and returns their canonical form (defaults filled in, numbers in one
   // spelling). Throws OpError naming what is wrong.
-  std::function<autotune::Json(const autotune::Json &args)> canonicalize;
-  std::function<double(const autotune::Json &args)> flop;
-  std::function<void(autotune::ConfigSpace &space, const autotune::Json &args, const Target &target)> define_space;
-  std::function<autotune::Config(const autotune::ConfigSpace &space, const autotune::Json &args,
+  std::function<contracts::Json(const contracts::Json &args)> canonicalize;
+  std::function<double(const contracts::Json &args)> flop;
+  std::function<void(autotune::ConfigSpace &space, const contracts::Json &args, const Target &target)> define_space;
+  std::function<autotune::Config(const autotune::ConfigSpace &space, const contracts::Json &args,
                                  const Target &target)>
       default_config;
-  std::function<Compute(const autotune::Json &args, const autotune::Config &cfg)> compute;
+  std::function<Compute(const contracts::Json &args, const autotune::Config &cfg)> compute;
   std::function<void(te::Schedule &s, const Compute &c, const autotune::Config &cfg, const Target &target)> schedule;
 };
 
@@ -89,7 +89,7 @@ class Registry {
   std::shared_ptr<const Template> get(const std::string &name) const;
   std::vector<std::string> names() const;
   // The workload with canonical arguments.
-  Workload workload(const std::string &name, const autotune::Json &args) const;
+  Workload workload(const std::string &name, const contracts::Json &args) const;
 
  private:
   std::map<std::string, std::shared_ptr<const Template>> templates_;
@@ -104,7 +104,7 @@ struct Instance {
 // A workload on a target: what the tuner measures and the compiler builds.
 class Task {
  public:
-  Task(const std::string &template_name, const autotune::Json &args, const std::string &target,
+  Task(const std::string &template_name, const contracts::Json &args, const std::string &target,
        const Registry &registry = Registry::builtin());
 
   const Workload &workload() const { return workload_; }

@@ -5,7 +5,7 @@
 
 namespace kiln::ops::detail {
 
-using autotune::Json;
+using contracts::Json;
 using namespace ir;
 
 int64_t TensorArg::numel() const {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "compiler/autotune/apply.h"
-#include "compiler/autotune/json.h"
+#include "contracts/json.h"
 #include "compiler/ops/epilogue.h"
 #include "compiler/ops/registry.h"
 
@@ -33,20 +33,20 @@ struct TensorArg {
 // Throws OpError("workload <tmpl>: <msg>").
 [[noreturn]] void bad_args(const std::string &tmpl, const std::string &msg);
 // Rejects keys outside `allowed`.
-void check_keys(const std::string &tmpl, const autotune::Json &args, std::initializer_list<const char *> allowed);
+void check_keys(const std::string &tmpl, const contracts::Json &args, std::initializer_list<const char *> allowed);
 // A tensor argument {"shape":[...],"dtype":"..."} (dtype defaults to float32); rank < 0: any.
-TensorArg tensor_arg(const std::string &tmpl, const autotune::Json &args, const std::string &key, int rank);
-autotune::Json tensor_json(const TensorArg &t);
-ir::DataType dtype_arg(const std::string &tmpl, const autotune::Json &args, const std::string &key,
+TensorArg tensor_arg(const std::string &tmpl, const contracts::Json &args, const std::string &key, int rank);
+contracts::Json tensor_json(const TensorArg &t);
+ir::DataType dtype_arg(const std::string &tmpl, const contracts::Json &args, const std::string &key,
                        ir::DataType fallback);
 // An integer list of length n; a single integer is repeated; absent: the fallback.
-std::vector<int64_t> ints_arg(const std::string &tmpl, const autotune::Json &args, const std::string &key, size_t n,
+std::vector<int64_t> ints_arg(const std::string &tmpl, const contracts::Json &args, const std::string &key, size_t n,
                               std::vector<int64_t> fallback);
 // "padding" as [top, left, bottom, right]; [h, w] means the same on both sides; default none.
-std::vector<int64_t> padding_arg(const std::string &tmpl, const autotune::Json &args);
-int64_t int_arg(const std::string &tmpl, const autotune::Json &args, const std::string &key, int64_t fallback);
-bool bool_arg(const std::string &tmpl, const autotune::Json &args, const std::string &key, bool fallback);
-std::string string_arg(const std::string &tmpl, const autotune::Json &args, const std::string &key,
+std::vector<int64_t> padding_arg(const std::string &tmpl, const contracts::Json &args);
+int64_t int_arg(const std::string &tmpl, const contracts::Json &args, const std::string &key, int64_t fallback);
+bool bool_arg(const std::string &tmpl, const contracts::Json &args, const std::string &key, bool fallback);
+std::string string_arg(const std::string &tmpl, const contracts::Json &args, const std::string &key,
                        const std::string &fallback);
 // The accumulation dtype for inputs of dtype `in`: int32 for integers of 8/16 bits, else `in`.
 ir::DataType default_accumulator(ir::DataType in);

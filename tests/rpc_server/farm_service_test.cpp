@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "child_process.h"
-#include "compiler/autotune/json.h"
+#include "contracts/json.h"
 #include "compiler/ops/registry.h"
 #include "kiln/v1/runner.grpc.pb.h"
 #include "kiln/v1/tracker.grpc.pb.h"
@@ -33,7 +33,7 @@ namespace kiln::rpc {
 namespace {
 
 using namespace std::chrono_literals;
-using autotune::Json;
+using contracts::Json;
 using testing::ChildProcess;
 namespace fs = std::filesystem;
 

@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "compiler/autotune/json.h"
+#include "contracts/json.h"
 #include "compiler/ops/registry.h"
 #include "rpc_server/measure_pool.h"
 #include "rpc_server/test_templates.h"
@@ -31,7 +31,7 @@
 namespace kiln::rpc {
 namespace {
 
-using autotune::Json;
+using contracts::Json;
 using Clock = std::chrono::steady_clock;
 
 const char *const kTarget = "llvm -mcpu=native";

@@ -7,7 +7,6 @@
 
 #include "compiler/autotune/apply.h"
 #include "compiler/autotune/config_space.h"
-#include "compiler/autotune/sha256.h"
 #include "compiler/te/schedule.h"
 
 namespace kiln::autotune {
@@ -17,12 +16,6 @@ std::vector<std::vector<int64_t>> values(const Knob &k) {
   std::vector<std::vector<int64_t>> r;
   for (const auto &e : k.entities) r.push_back(e.as_int_vector());
   return r;
-}
-
-TEST(Sha256, KnownDigests) {
-  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(sha256_hex(std::string(1000, 'a')), "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
 }
 
 TEST(SplitKnob, Policies) {

@@ -9,7 +9,7 @@
 namespace kiln {
 namespace {
 
-using autotune::Json;
+using contracts::Json;
 using testing::Host;
 using testing::tensor;
 

@@ -11,7 +11,7 @@
 namespace kiln {
 namespace {
 
-using autotune::Json;
+using contracts::Json;
 using testing::Host;
 using testing::tensor;
 

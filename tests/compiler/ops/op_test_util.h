@@ -162,7 +162,7 @@ inline void for_each_index(const std::vector<int64_t> &shape, const std::functio
 
 // Naive epilogue on a reference output: applies the descriptors in order; `extra` holds the
 // epilogue inputs in order; `channel` maps an output index to its bias channel.
-inline Host apply_epilogue(Host x, const autotune::Json &list, const std::vector<Host> &extra,
+inline Host apply_epilogue(Host x, const contracts::Json &list, const std::vector<Host> &extra,
                            const std::function<int64_t(const std::vector<int64_t> &)> &channel) {
   size_t next = 0;
   for (size_t k = 0; k < list.size(); ++k) {
@@ -225,8 +225,8 @@ inline void check_against_reference(const ops::Task &task, const std::vector<aut
   }
 }
 
-inline autotune::Json tensor(std::vector<int64_t> shape, const std::string &dtype = "float32") {
-  return autotune::Json::object({{"shape", autotune::Json::array_of(shape)}, {"dtype", dtype}});
+inline contracts::Json tensor(std::vector<int64_t> shape, const std::string &dtype = "float32") {
+  return contracts::Json::object({{"shape", contracts::Json::array_of(shape)}, {"dtype", dtype}});
 }
 
 }  // namespace kiln::testing

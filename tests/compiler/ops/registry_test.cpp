@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "compiler/autotune/sha256.h"
+#include "contracts/sha256.h"
 #include "compiler/ops/epilogue.h"
 #include "tests/compiler/ops/op_test_util.h"
 
@@ -12,7 +12,7 @@ namespace kiln {
 namespace {
 
 using autotune::Config;
-using autotune::Json;
+using contracts::Json;
 using testing::tensor;
 
 const char *kTarget = "llvm -mcpu=znver4";
@@ -46,7 +46,7 @@ TEST(Registry, WorkloadKeyIsAFixedContentHash) {
             "\"weight\":{\"dtype\":\"float32\",\"shape\":[1000,512]}}");
   // The same value on every platform (and the same as the tuning database computes).
   EXPECT_EQ(w.key(), "462a1ddaeae7d682cd55943536841b6e848fa4c0e17e64e3c068426963deb6d0");
-  EXPECT_EQ(w.key(), autotune::sha256_hex("dense_pack.x86\n" + w.canonical_args()));
+  EXPECT_EQ(w.key(), contracts::sha256_hex("dense_pack.x86\n" + w.canonical_args()));
 }
 
 TEST(Registry, EquivalentArgumentsGiveTheSameKey) {

@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/ir/error.h"
+#include "contracts/error.h"
 
-namespace kiln::autotune {
+namespace kiln::contracts {
 
 // Malformed JSON text, or a value of the wrong type where a given type was needed.
 class JsonError : public UserError {
@@ -104,4 +104,4 @@ class Json {
   Object o_;
 };
 
-}  // namespace kiln::autotune
+}  // namespace kiln::contracts

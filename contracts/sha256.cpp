@@ -1,10 +1,10 @@
-#include "compiler/autotune/sha256.h"
+#include "contracts/sha256.h"
 
 #include <array>
 #include <cstdint>
 #include <vector>
 
-namespace kiln::autotune {
+namespace kiln::contracts {
 
 namespace {
 
@@ -67,4 +67,4 @@ std::string sha256_hex(std::string_view data) {
   return out;
 }
 
-}  // namespace kiln::autotune
+}  // namespace kiln::contracts

@@ -5,9 +5,9 @@
 #include <string>
 #include <string_view>
 
-namespace kiln::autotune {
+namespace kiln::contracts {
 
 // The SHA-256 digest of `data` as 64 lower-case hex digits.
 std::string sha256_hex(std::string_view data);
 
-}  // namespace kiln::autotune
+}  // namespace kiln::contracts

@@ -1,9 +1,9 @@
 // Json: canonical text (sorted keys, compact, 1 vs 1.0), parsing and errors.
 #include <gtest/gtest.h>
 
-#include "compiler/autotune/json.h"
+#include "contracts/json.h"
 
-namespace kiln::autotune {
+namespace kiln::contracts {
 namespace {
 
 TEST(Json, CanonicalText) {
@@ -47,4 +47,4 @@ TEST(Json, ObjectsKeepKeysSortedAndUnique) {
 }
 
 }  // namespace
-}  // namespace kiln::autotune
+}  // namespace kiln::contracts

@@ -1,11 +1,11 @@
-#include "compiler/autotune/json.h"
+#include "contracts/json.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
 
-namespace kiln::autotune {
+namespace kiln::contracts {
 
 namespace {
 
@@ -241,4 +241,4 @@ bool Json::operator==(const Json &o) const {
   return false;
 }
 
-}  // namespace kiln::autotune
+}  // namespace kiln::contracts
