@@ -15,6 +15,7 @@
 #include "cli/table.h"
 #include "contracts/json.h"
 #include "compiler/ir/error.h"
+#include "compiler/driver/target.h"
 #include "compiler/ops/registry.h"
 #include "kiln/v1/measure.pb.h"
 #include "rpc_server/farm_client.h"
@@ -125,13 +126,11 @@ bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
   } catch (const std::exception &e) {
     throw CommandError("--args is not JSON: " + std::string(e.what()));
   }
-  ops::Task task(options.template_name, args, options.target);
+  ops::Task task(options.template_name, args, driver::resolve_target(options.target));
   autotune::Config config =
       options.config.empty() ? task.default_config() : task.parse_config(options.config);
   kiln::v1::Workload workload = rpc::workload_to_proto(task.workload());
-  kiln::v1::Target target;
-  target.set_target(options.target);
-  target.set_device_key(options.device);
+  kiln::v1::Target target = rpc::target_to_proto(task.target().target, options.device);
   kiln::v1::Config proto_config = rpc::config_to_proto(config);
   if (options.no_check) options.measure.set_check_correctness(false);
   options.measure.set_cpu_cache_flush(options.flush);
@@ -152,8 +151,8 @@ bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
   if (farm.json) {
     nlohmann::ordered_json out{
         {"workload", task.key()},
-        {"template", task.workload().name},
-        {"args", nlohmann::json::parse(task.workload().canonical_args())},
+        {"template", task.workload().template_name},
+        {"args", nlohmann::json::parse(task.workload().args_json)},
         {"target", options.target},
         {"device_key", options.device},
         {"config", nlohmann::json::parse(config.to_json())},
@@ -169,7 +168,7 @@ bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
   } else {
     std::vector<std::pair<std::string, std::string>> fields{
         {"workload", task.key()},
-        {"template", task.workload().name},
+        {"template", task.workload().template_name},
         {"config", abbreviate(config.to_string(), 100)},
         {"result", error_name(result.error())}};
     if (!result.message().empty()) fields.emplace_back("message", result.message());

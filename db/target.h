@@ -8,10 +8,8 @@
 
 namespace kiln::db {
 
-// The canonical form of a target string: the kind first, then its options sorted by name, each
-// written `-name=value` (or `-name` for a flag), separated by one space. `--name` is accepted for
-// `-name`. Throws TuningDbError (kBadInput) for an empty string, a kind that starts with '-', a
-// token that is not an option, or an option given twice.
+// contracts::canonical_target (contracts/target.h), with a malformed target reported as
+// TuningDbError (kBadInput).
 std::string canonical_target(std::string_view target);
 
 struct Target {
@@ -19,8 +17,8 @@ struct Target {
   std::string device_key;  // device class, e.g. "x86-znver4" or "cuda-sm90-h100"
   std::string model;       // model/arch, e.g. "znver4"; informational
 
-  // Canonicalises the target string and checks the device key (non-empty, no whitespace). When
-  // `model` is empty it is taken from the -model, -mcpu or -arch option, in that order.
+  // Canonicalises the target string and checks the device key (contracts::check_device_key). When
+  // `model` is empty it is contracts::target_model of the target.
   static Target make(std::string_view target, std::string device_key, std::string model = {});
 };
 

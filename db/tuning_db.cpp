@@ -1,3 +1,4 @@
+#include "contracts/workload.h"
 #include "db/tuning_db.h"
 
 #include "db/error.h"
@@ -138,7 +139,7 @@ void validate(const Record &record, const std::string &where, Checked &checked) 
   auto seen = checked.workloads.find(w.key);
   if (seen == checked.workloads.end() || seen->second->template_name != w.template_name ||
       seen->second->args != w.args) {
-    if (w.key != workload_key(w.template_name, w.args)) {
+    if (w.key != contracts::workload_key(w.template_name, w.args)) {
       bad_input(where + ": workload key \"" + w.key + "\" does not match template " +
                 w.template_name + " and its arguments (build workloads with Workload::make)");
     }
@@ -878,7 +879,7 @@ CheckReport TuningDb::check() {
           problem("workload " + key + ": arguments are not JSON");
         } else if (canonical_json(parsed) != args) {
           problem("workload " + key + ": arguments are not in canonical form");
-        } else if (workload_key(name, args) != key) {
+        } else if (contracts::workload_key(name, args) != key) {
           problem("workload " + key + ": key does not match its template and arguments");
         }
       }

@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "contracts/json.h"
+#include "contracts/target.h"
+#include "compiler/driver/target.h"
 #include "compiler/ir/op.h"
 #include "compiler/ops/registry.h"
 #include "deploy/thread_pool.h"
@@ -40,13 +42,6 @@ constexpr size_t kMaxMessageBytes = 4096;
 constexpr size_t kCheckedWorkloads = 16;
 
 double steady_seconds(Clock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
-
-std::string normalize_target(const std::string &s) {
-  std::istringstream in(s);
-  std::string tok, out;
-  while (in >> tok) out += (out.empty() ? "" : " ") + tok;
-  return out;
-}
 
 std::string over_limit(const char *field, uint64_t value, uint64_t limit) {
   if (value <= limit) return "";
@@ -108,7 +103,7 @@ struct Item {
 struct PoolState {
   MeasurePoolOptions options;
   ops::Registry registry;
-  std::string target;
+  ops::Target target;  // what this runner compiles for
   std::string kiln_version;
   std::mutex mutex;  // one measure() at a time
   std::vector<std::unique_ptr<WorkerSlot>> workers;
@@ -117,9 +112,11 @@ struct PoolState {
   // Workloads already checked, with what is wrong with them ("" when acceptable); most recent first.
   std::list<std::pair<std::string, std::string>> checked;
 
-  explicit PoolState(MeasurePoolOptions o) : options(std::move(o)), registry(ops::Registry::builtin()) {
+  explicit PoolState(MeasurePoolOptions o)
+      : options(std::move(o)),
+        registry(ops::Registry::builtin()),
+        target(driver::resolve_target(options.target.empty() ? "llvm -mcpu=native" : options.target)) {
     if (options.enable_test_templates) add_test_templates(registry);
-    target = normalize_target(options.target.empty() ? "llvm -mcpu=native" : options.target);
     kiln_version = options.kiln_version.empty() ? deploy::version() : options.kiln_version;
     int n = options.build_workers > 0 ? options.build_workers
                                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -250,7 +247,7 @@ class MeasureCall {
     auto *b = req.mutable_build();
     b->set_candidate_id(item.id);
     *b->mutable_workload() = batch_[i].workload;
-    b->set_target(pool_.target);
+    b->set_target(pool_.target.str());
     *b->mutable_config() = batch_[i].config;
     b->set_check_correctness(check_);
     b->set_build_timeout_ms(options_.build_timeout_ms());
@@ -559,9 +556,15 @@ std::string PoolState::check_batch(const std::vector<Candidate> &batch, const v1
   };
   for (size_t i = 0; i < batch.size(); ++i) {
     const Candidate &c = batch[i];
-    if (normalize_target(c.target.target()) != target) {
+    std::string config_target;
+    try {
+      config_target = contracts::canonical_target(c.target.target());
+    } catch (const contracts::TargetError &e) {
+      return "config " + std::to_string(i) + ": " + e.what();
+    }
+    if (config_target != target.str()) {
       return "config " + std::to_string(i) + " is for target '" + c.target.target() + "', but this runner compiles for '" +
-             target + "'";
+             target.str() + "'";
     }
     for (const std::string &p :
          {too_long("the template name", i, c.workload.template_name()), too_long("args_json", i, c.workload.args_json()),

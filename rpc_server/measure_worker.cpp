@@ -25,6 +25,7 @@
 #include "compiler/ir/error.h"
 #include "compiler/ir/op.h"
 #include "compiler/lower/lower.h"
+#include "compiler/driver/target.h"
 #include "compiler/ops/registry.h"
 #include "deploy/module.h"
 #include "deploy/tensor.h"
@@ -302,7 +303,8 @@ class Worker {
     }
     auto e = std::make_shared<WorkloadEntry>();
     try {
-      e->task = std::make_unique<ops::Task>(w.template_name(), Json::parse(w.args_json()), target, registry_);
+      e->task = std::make_unique<ops::Task>(w.template_name(), Json::parse(w.args_json()), driver::resolve_target(target),
+                                            registry_);
     } catch (const UserError &err) {
       throw Failure{v1::INSTANTIATION, err.what()};
     }

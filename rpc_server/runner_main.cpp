@@ -13,6 +13,7 @@
 
 #include "compiler/codegen/llvm/llvm_target.h"
 #include "deploy/version.h"
+#include "contracts/target.h"
 #include "rpc_server/device_backend.h"
 #include "rpc_server/measure_pool.h"
 #include "rpc_server/runner_agent.h"
@@ -85,7 +86,7 @@ int main(int argc, char **argv) {
   kiln::rpc::block_shutdown_signals();
   try {
     const std::string token = kiln::rpc::load_token(token_file);
-    if (target.empty()) target = host_target();
+    target = target.empty() ? host_target() : kiln::contracts::canonical_target(target);
     kiln::rpc::make_device_backend(target);  // refuses a target no back end serves, now
 
     kiln::rpc::MeasurePoolOptions pool_options;

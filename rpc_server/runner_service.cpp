@@ -5,6 +5,7 @@
 #include <thread>
 #include <utility>
 
+#include "contracts/target.h"
 #include "deploy/version.h"
 #include "rpc_server/measure_pool.h"
 #include "rpc_server/shared_token.h"
@@ -12,6 +13,16 @@
 namespace kiln::rpc {
 
 namespace {
+
+// Whether `requested` names the runner's target in any spelling (contracts/target.h); a malformed
+// string names none.
+bool is_target(const std::string &requested, const std::string &runner_target) {
+  try {
+    return contracts::same_target(requested, runner_target);
+  } catch (const contracts::TargetError &) {
+    return false;
+  }
+}
 
 grpc::Status invalid(const std::string &message) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
@@ -156,7 +167,7 @@ grpc::Status RunnerService::run_session(
                      std::to_string(batch.configs_size()) + " configs; at most " +
                      std::to_string(options_.max_batch) + " are allowed");
     }
-    if (batch.target().target() != identity_.target ||
+    if (!is_target(batch.target().target(), identity_.target) ||
         (!batch.target().device_key().empty() &&
          batch.target().device_key() != identity_.device_key)) {
       return invalid("batch target \"" + batch.target().target() + "\" (device key \"" +

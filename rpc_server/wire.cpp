@@ -4,11 +4,18 @@
 
 namespace kiln::rpc {
 
-kiln::v1::Workload workload_to_proto(const ops::Workload &workload) {
+kiln::v1::Workload workload_to_proto(const contracts::Workload &workload) {
   kiln::v1::Workload out;
-  out.set_template_name(workload.name);
-  out.set_args_json(workload.canonical_args());
-  out.set_key(workload.key());
+  out.set_template_name(workload.template_name);
+  out.set_args_json(workload.args_json);
+  out.set_key(workload.key);
+  return out;
+}
+
+kiln::v1::Target target_to_proto(const contracts::Target &target, const std::string &device_key) {
+  kiln::v1::Target out;
+  out.set_target(target.str());
+  out.set_device_key(device_key);
   return out;
 }
 

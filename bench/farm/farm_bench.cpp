@@ -28,6 +28,7 @@
 #include "contracts/json.h"
 #include "compiler/codegen/llvm/llvm_module.h"
 #include "compiler/ir/op.h"
+#include "compiler/driver/target.h"
 #include "compiler/ops/registry.h"
 #include "deploy/tensor.h"
 #include "rpc_server/farm_client.h"
@@ -62,7 +63,7 @@ Trials make_trials(size_t n) {
   Json args = Json::object(
       {{"data", Json::object({{"shape", Json::array_of(std::vector<int64_t>{256})}, {"dtype", "float32"}})},
        {"epilogue", Json::array({Json::object({{"op", "relu"}})})}});
-  t.task = std::make_unique<kiln::ops::Task>("elemwise.x86", args, kTarget);
+  t.task = std::make_unique<kiln::ops::Task>("elemwise.x86", args, kiln::driver::resolve_target(kTarget));
   t.workload = kiln::rpc::workload_to_proto(t.task->workload());
   std::vector<kiln::autotune::Config> all = t.task->space().enumerate(64);
   for (size_t i = 0; i < n; ++i) {

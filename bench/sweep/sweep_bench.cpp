@@ -38,6 +38,7 @@
 
 #include "compiler/codegen/llvm/llvm_module.h"
 #include "compiler/ir/op.h"
+#include "compiler/driver/target.h"
 #include "compiler/ops/registry.h"
 #include "deploy/module.h"
 #include "deploy/tensor.h"
@@ -444,7 +445,7 @@ int main(int argc, char **argv) {
       }
       if (!match) continue;
     }
-    ops::Task task(wl.tmpl, task_args(wl), target);
+    ops::Task task(wl.tmpl, task_args(wl), driver::resolve_target(target));
     const double flop = task.flop();
 
     Plain p;

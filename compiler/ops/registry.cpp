@@ -8,12 +8,6 @@
 
 namespace kiln::ops {
 
-std::string workload_key(const std::string &name, const std::string &canonical_args) {
-  return contracts::workload_key(name, canonical_args);
-}
-
-std::string Workload::key() const { return workload_key(name, canonical_args()); }
-
 std::vector<te::Tensor> Compute::args() const {
   std::vector<te::Tensor> a = inputs;
   a.insert(a.end(), outputs.begin(), outputs.end());
@@ -67,16 +61,15 @@ std::vector<std::string> Registry::names() const {
   return r;
 }
 
-Workload Registry::workload(const std::string &name, const contracts::Json &args) const {
+contracts::Workload Registry::workload(const std::string &name, const contracts::Json &args) const {
   auto t = get(name);
-  Workload w;
-  w.name = name;
+  contracts::Json canonical;
   try {
-    w.args = t->canonicalize(args);
+    canonical = t->canonicalize(args);
   } catch (const contracts::JsonError &e) {
     throw OpError("workload " + name + ": " + e.what());
   }
-  return w;
+  return contracts::Workload::make(name, std::move(canonical));
 }
 
 namespace {
@@ -89,12 +82,11 @@ autotune::ConfigSpace make_space(const Template &t, const contracts::Json &args,
 
 }  // namespace
 
-Task::Task(const std::string &template_name, const contracts::Json &args, const std::string &target,
+Task::Task(const std::string &template_name, const contracts::Json &args, const Target &target,
            const Registry &registry)
     : template_(registry.get(template_name)),
       workload_(registry.workload(template_name, args)),
-      key_(workload_.key()),
-      target_(Target::parse(target)),
+      target_(target),
       flop_(template_->flop(workload_.args)),
       space_(make_space(*template_, workload_.args, target_)) {}
 

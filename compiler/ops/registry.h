@@ -7,8 +7,8 @@
 //   - the config space for a target;
 //   - the schedule for a config;
 //   - a default config chosen by heuristics (what a build without tuning uses).
-// A workload is a template name plus its canonical arguments; its key is the SHA-256 of
-// "name\ncanonical_args" in hex, the same key the tuning database uses.
+// A workload is a template name plus its canonical arguments (contracts/workload.h): its key is the
+// one the tuning log, the runners and the tuner use.
 //
 // The registry is an explicit object: Registry::builtin() holds every template of this library,
 // and callers may build their own.
@@ -21,6 +21,7 @@
 
 #include "compiler/autotune/config_space.h"
 #include "contracts/json.h"
+#include "contracts/workload.h"
 #include "compiler/ir/function.h"
 #include "compiler/ops/target.h"
 #include "compiler/te/schedule.h"
@@ -32,17 +33,6 @@ class OpError : public UserError {
  public:
   using UserError::UserError;
 };
-
-struct Workload {
-  std::string name;     // template name
-  contracts::Json args;  // canonical arguments (as the template's canonicalize() returns them)
-
-  std::string canonical_args() const { return args.dump(); }
-  std::string key() const;
-};
-
-// Lower-case hex SHA-256 of `name + '\n' + canonical_args`.
-std::string workload_key(const std::string &name, const std::string &canonical_args);
 
 // The tensors of one instance of a template.
 struct Compute {
@@ -89,7 +79,7 @@ class Registry {
   std::shared_ptr<const Template> get(const std::string &name) const;
   std::vector<std::string> names() const;
   // The workload with canonical arguments.
-  Workload workload(const std::string &name, const contracts::Json &args) const;
+  contracts::Workload workload(const std::string &name, const contracts::Json &args) const;
 
  private:
   std::map<std::string, std::shared_ptr<const Template>> templates_;
@@ -104,11 +94,11 @@ struct Instance {
 // A workload on a target: what the tuner measures and the compiler builds.
 class Task {
  public:
-  Task(const std::string &template_name, const contracts::Json &args, const std::string &target,
+  Task(const std::string &template_name, const contracts::Json &args, const Target &target,
        const Registry &registry = Registry::builtin());
 
-  const Workload &workload() const { return workload_; }
-  const std::string &key() const { return key_; }
+  const contracts::Workload &workload() const { return workload_; }
+  const std::string &key() const { return workload_.key; }
   const Target &target() const { return target_; }
   const Template &templ() const { return *template_; }
   double flop() const { return flop_; }
@@ -127,8 +117,7 @@ class Task {
 
  private:
   std::shared_ptr<const Template> template_;
-  Workload workload_;
-  std::string key_;
+  contracts::Workload workload_;
   Target target_;
   double flop_ = 0;
   autotune::ConfigSpace space_;

@@ -20,6 +20,7 @@
 
 #include "child_process.h"
 #include "contracts/json.h"
+#include "compiler/driver/target.h"
 #include "compiler/ops/registry.h"
 #include "kiln/v1/runner.grpc.pb.h"
 #include "kiln/v1/tracker.grpc.pb.h"
@@ -61,7 +62,7 @@ struct TestWorkload {
   kiln::v1::Workload workload;
 
   TestWorkload(const std::string &name, const Json &args) {
-    task = std::make_unique<ops::Task>(name, args, kTarget, registry());
+    task = std::make_unique<ops::Task>(name, args, driver::resolve_target(kTarget), registry());
     workload = workload_to_proto(task->workload());
   }
   kiln::v1::Config to_proto(const autotune::Config &config) const { return config_to_proto(config); }

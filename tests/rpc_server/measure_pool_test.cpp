@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "contracts/json.h"
+#include "compiler/driver/target.h"
 #include "compiler/ops/registry.h"
 #include "rpc_server/measure_pool.h"
 #include "rpc_server/test_templates.h"
@@ -60,7 +61,7 @@ v1::Config to_wire(const autotune::Config &cfg) {
 Candidate candidate(const ops::Task &task, const v1::Config &config) {
   Candidate c;
   c.workload.set_template_name(task.templ().name);
-  c.workload.set_args_json(task.workload().canonical_args());
+  c.workload.set_args_json(task.workload().args_json);
   c.workload.set_key(task.key());
   c.target.set_target(kTarget);
   c.config = config;
@@ -72,11 +73,12 @@ Json tensor(std::vector<int64_t> shape) {
 }
 
 ops::Task dense_task(int64_t m, int64_t n, int64_t k) {
-  return ops::Task("dense_pack.x86", Json::object({{"data", tensor({m, k})}, {"weight", tensor({n, k})}}), kTarget);
+  return ops::Task("dense_pack.x86", Json::object({{"data", tensor({m, k})}, {"weight", tensor({n, k})}}),
+                   driver::resolve_target(kTarget));
 }
 
 ops::Task fault_task(const std::string &name, int64_t n = 1024) {
-  return ops::Task(name, Json::object({{"n", n}}), kTarget, test_registry());
+  return ops::Task(name, Json::object({{"n", n}}), driver::resolve_target(kTarget), test_registry());
 }
 
 Candidate fault_candidate(const std::string &name, bool on) {
@@ -574,7 +576,8 @@ TEST(MeasurePool, MalformedOrAbsurdRequestsAreRefusedWithoutResults) {
   refused(std::vector<Candidate>(9, good), o, "batch has 9 configs");
 
   ops::Task huge = ops::Task(
-      "dense_pack.x86", Json::object({{"data", tensor({100000, 100000})}, {"weight", tensor({100000, 100000})}}), kTarget);
+      "dense_pack.x86", Json::object({{"data", tensor({100000, 100000})}, {"weight", tensor({100000, 100000})}}),
+      driver::resolve_target(kTarget));
   refused({candidate(huge, to_wire(huge.default_config()))}, o, "above the runner's limit");
 
   // Without the test templates enabled, they do not exist.

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "compiler/ir/error.h"
+#include "contracts/target.h"
 
 namespace kiln::codegen {
 
@@ -89,37 +90,28 @@ void initialize_llvm_targets() {
 }
 
 LLVMTarget LLVMTarget::parse(const std::string &target) {
-  std::stringstream ss(target);
-  std::string word;
-  if (!(ss >> word) || word != "llvm") {
+  contracts::Target parsed = [&] {
+    try {
+      return contracts::Target::parse(target);
+    } catch (const contracts::TargetError &e) {
+      throw UserError(e.what());
+    }
+  }();
+  if (parsed.kind() != "llvm") {
     throw UserError("target \"" + target + "\": an LLVM CPU target starts with \"llvm\"");
   }
-  std::string triple, cpu, attrs;
-  bool have_triple = false, have_cpu = false, have_attrs = false;
-  while (ss >> word) {
-    auto value_of = [&](const std::string &key, bool *seen) -> std::string {
-      if (*seen) throw UserError("target \"" + target + "\": " + key + " is given twice");
-      *seen = true;
-      std::string v = word.substr(key.size() + 1);
-      if (v.empty()) throw UserError("target \"" + target + "\": " + key + " needs a value");
-      return v;
-    };
-    if (word.rfind("-mtriple=", 0) == 0) {
-      triple = value_of("-mtriple", &have_triple);
-    } else if (word.rfind("-mcpu=", 0) == 0) {
-      cpu = value_of("-mcpu", &have_cpu);
-    } else if (word.rfind("-mattr=", 0) == 0) {
-      attrs = value_of("-mattr", &have_attrs);
-    } else {
-      throw UserError("target \"" + target + "\": unknown option " + word +
-                      " (known: -mtriple=, -mcpu=, -mattr=)");
+  for (const contracts::TargetOption &o : parsed.options()) {
+    if (o.name != "mtriple" && o.name != "mcpu" && o.name != "mattr") {
+      throw UserError("target \"" + target + "\": unknown option -" + o.name + " (known: -mtriple=, -mcpu=, -mattr=)");
     }
+    if (!o.value || o.value->empty()) throw UserError("target \"" + target + "\": -" + o.name + " needs a value");
   }
+  const bool have_triple = parsed.has("mtriple");
+  const std::string triple = parsed.value("mtriple").value_or("");
+  const std::string cpu = parsed.value("mcpu").value_or("");
+  const std::string attrs = parsed.value("mattr").value_or("");
   LLVMTarget t;
-  t.str = "llvm";
-  if (have_triple) t.str += " -mtriple=" + triple;
-  if (have_cpu) t.str += " -mcpu=" + cpu;
-  if (have_attrs) t.str += " -mattr=" + attrs;
+  t.str = parsed.str();
 
   const std::string host_triple = llvm::sys::getProcessTriple();
   t.triple = llvm::Triple::normalize(have_triple ? triple : host_triple);

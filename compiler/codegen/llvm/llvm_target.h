@@ -16,12 +16,13 @@ class TargetMachine;
 namespace kiln::codegen {
 
 struct LLVMTarget {
-  std::string str;                    // the string it was parsed from, normalised
+  std::string str;                    // the canonical target string (contracts/target.h)
   std::string triple;                 // e.g. "x86_64-pc-linux-gnu"
   std::string cpu;                    // an LLVM CPU name, e.g. "znver3", "x86-64"
   std::vector<std::string> features;  // "+avx512f", "-avx512f", ... (beyond the CPU's own)
 
-  // Parses a target string; throws UserError naming the bad part. "-mcpu=native" resolves to
+  // Parses a target string (the grammar of contracts/target.h; options -mtriple, -mcpu, -mattr);
+  // throws UserError naming the bad part. "-mcpu=native" resolves to
   // the host CPU and features now. A CPU newer than this LLVM knows (znver4) becomes the newest
   // CPU of its family that it does know plus the new CPU's features.
   static LLVMTarget parse(const std::string &target);

@@ -13,7 +13,7 @@ using contracts::Json;
 using testing::Host;
 using testing::tensor;
 
-const char *kTarget = "llvm -mcpu=znver4";
+const ops::Target kTarget = driver::resolve_target("llvm -mcpu=znver4");
 
 struct ConvParams {
   int64_t sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0, dh = 1, dw = 1, groups = 1;
@@ -227,7 +227,7 @@ TEST(Conv2d, NchwcDefaultsAcrossVectorWidths) {
       ConvParams p;
       p.sh = p.sw = k.stride;
       p.pt = p.pl = p.pb = p.pr = k.pad;
-      ops::Task task("conv2d_nchwc.x86", conv_args(k.data, k.kernel, p), target);
+      ops::Task task("conv2d_nchwc.x86", conv_args(k.data, k.kernel, p), driver::resolve_target(target));
       SCOPED_TRACE(std::string(target) + " " + task.default_config().to_string());
       check_nchwc_configs(task, k.data, k.kernel, p, Json::array(), {task.default_config()}, 36, 1e-5);
     }

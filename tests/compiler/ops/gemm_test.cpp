@@ -15,7 +15,7 @@ using contracts::Json;
 using testing::Host;
 using testing::tensor;
 
-const char *kTarget = "llvm -mcpu=znver4";
+const ops::Target kTarget = driver::resolve_target("llvm -mcpu=znver4");
 
 // out[b, m, n] = sum_k a[b, m, k] * b[b', n, k] (transpose_b) or b[b', k, n].
 Host naive_gemm(const Host &a, const Host &b, bool transpose_b) {
@@ -135,7 +135,7 @@ TEST(Gemm, SpaceSizesMatchAutoTvm) {
     return Json::object({{"data", tensor({m, k})}, {"weight", tensor({n, k})}});
   };
   // 1000 is a multiple of AVX2's 8 lanes: tile_x holds the divisors of N, as in AutoTVM.
-  EXPECT_EQ(ops::Task("dense_pack.x86", dense(1, 1000, 512), "llvm -mcpu=haswell").space().size(), 1000);
+  EXPECT_EQ(ops::Task("dense_pack.x86", dense(1, 1000, 512), driver::resolve_target("llvm -mcpu=haswell")).space().size(), 1000);
   EXPECT_EQ(ops::Task("dense_nopack.x86", dense(1, 1000, 512), kTarget).space().size(), 160);
   EXPECT_EQ(ops::Task("dense_pack.x86", dense(128, 768, 768), kTarget).space().size(), 437400);
   // It is not one of AVX-512's 16 lanes: tile_x also holds the power-of-two tiles of padded
@@ -218,9 +218,9 @@ TEST(Gemm, SampledConfigsKeepAVectorTileAndTheRegisterBudget) {
 
 TEST(Gemm, DefaultConfigFollowsTheVectorWidth) {
   Json args = Json::object({{"data", tensor({16, 64})}, {"weight", tensor({64, 64})}});
-  auto avx512 = ops::Task("dense_pack.x86", args, "llvm -mcpu=znver4").default_config();
-  auto avx2 = ops::Task("dense_pack.x86", args, "llvm -mcpu=haswell").default_config();
-  auto plain = ops::Task("dense_pack.x86", args, "llvm").default_config();
+  auto avx512 = ops::Task("dense_pack.x86", args, driver::resolve_target("llvm -mcpu=znver4")).default_config();
+  auto avx2 = ops::Task("dense_pack.x86", args, driver::resolve_target("llvm -mcpu=haswell")).default_config();
+  auto plain = ops::Task("dense_pack.x86", args, driver::resolve_target("llvm")).default_config();
   EXPECT_EQ(avx512.split("tile_x").back(), 32);
   EXPECT_EQ(avx2.split("tile_x").back(), 16);
   EXPECT_EQ(plain.split("tile_x").back(), 8);

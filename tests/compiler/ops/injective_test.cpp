@@ -15,7 +15,7 @@ using contracts::Json;
 using testing::Host;
 using testing::tensor;
 
-const char *kTarget = "llvm -mcpu=znver4";
+const ops::Target kTarget = driver::resolve_target("llvm -mcpu=znver4");
 
 TEST(Injective, ElemwiseChain) {
   Json ops_chain = Json::array({ops::epilogue::bias_add(), ops::epilogue::sigmoid(), ops::epilogue::multiply(),
@@ -123,7 +123,7 @@ TEST(Injective, GenericScheduleOnAHandWrittenChain) {
   auto B = te::compute({7, 45}, [&](ir::Var i, ir::Var j) { return A(i, j) * 2.0f; }, "B");
   auto C = te::compute({7, 45}, [&](ir::Var i, ir::Var j) { return B(i, j) + A(i, j); }, "C");
   auto s = te::create_schedule({C});
-  ops::schedule_injective(*s, C, ops::Target::parse(kTarget));
+  ops::schedule_injective(*s, C, kTarget);
   auto f = testing::check_against_unscheduled(*s, {A, C}, {{7, 45}, {7, 45}}, 0.0);
   std::string text = ir::to_string(f.body);
   EXPECT_NE(text.find("parallel"), std::string::npos) << text;

@@ -14,7 +14,7 @@ using contracts::Json;
 using testing::Host;
 using testing::tensor;
 
-const char *kTarget = "llvm -mcpu=znver4";
+const ops::Target kTarget = driver::resolve_target("llvm -mcpu=znver4");
 
 Host naive_softmax(const Host &x, int64_t axis, bool log) {
   Host out(x.shape);

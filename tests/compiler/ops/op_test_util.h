@@ -15,6 +15,7 @@
 #include "compiler/interp/interpreter.h"
 #include "compiler/ir/op.h"
 #include "compiler/lower/lower.h"
+#include "compiler/driver/target.h"
 #include "compiler/ops/registry.h"
 #include "deploy/tensor.h"
 
@@ -218,7 +219,7 @@ inline void check_against_reference(const ops::Task &task, const std::vector<aut
   for (const auto &t : inputs) host.push_back(to_host(t));
   Host want = reference(host);
   for (const auto &cfg : configs) {
-    SCOPED_TRACE(task.workload().name + " config " + cfg.to_string());
+    SCOPED_TRACE(task.workload().template_name + " config " + cfg.to_string());
     std::vector<deploy::Tensor> outs = run_config(task, cfg, inputs);
     ASSERT_EQ(outs.size(), 1u);
     EXPECT_LE(rel_error(want, outs[0]), tol);

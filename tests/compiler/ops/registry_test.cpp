@@ -15,7 +15,7 @@ using autotune::Config;
 using contracts::Json;
 using testing::tensor;
 
-const char *kTarget = "llvm -mcpu=znver4";
+const ops::Target kTarget = driver::resolve_target("llvm -mcpu=znver4");
 
 TEST(Registry, BuiltinTemplates) {
   std::vector<std::string> want = {"batch_matmul.x86",
@@ -40,13 +40,13 @@ TEST(Registry, BuiltinTemplates) {
 
 TEST(Registry, WorkloadKeyIsAFixedContentHash) {
   Json args = Json::object({{"data", tensor({1, 512})}, {"weight", tensor({1000, 512})}});
-  ops::Workload w = ops::Registry::builtin().workload("dense_pack.x86", args);
-  EXPECT_EQ(w.canonical_args(),
+  contracts::Workload w = ops::Registry::builtin().workload("dense_pack.x86", args);
+  EXPECT_EQ(w.args_json,
             "{\"data\":{\"dtype\":\"float32\",\"shape\":[1,512]},\"epilogue\":[],\"out_dtype\":\"float32\","
             "\"weight\":{\"dtype\":\"float32\",\"shape\":[1000,512]}}");
   // The same value on every platform (and the same as the tuning database computes).
-  EXPECT_EQ(w.key(), "462a1ddaeae7d682cd55943536841b6e848fa4c0e17e64e3c068426963deb6d0");
-  EXPECT_EQ(w.key(), contracts::sha256_hex("dense_pack.x86\n" + w.canonical_args()));
+  EXPECT_EQ(w.key, "462a1ddaeae7d682cd55943536841b6e848fa4c0e17e64e3c068426963deb6d0");
+  EXPECT_EQ(w.key, contracts::sha256_hex("dense_pack.x86\n" + w.args_json));
 }
 
 TEST(Registry, EquivalentArgumentsGiveTheSameKey) {
@@ -82,18 +82,19 @@ TEST(Registry, BadWorkloadsAreUserErrors) {
                          kTarget),
                ops::OpError);
   EXPECT_THROW(ops::Task("dense_pack.x86", Json::array(), kTarget), ops::OpError);
-  EXPECT_THROW(ops::Task("dense_pack.x86", Json::object({{"data", tensor({4, 8})}, {"weight", tensor({4, 8})}}), ""),
+  EXPECT_THROW(ops::Task("dense_pack.x86", Json::object({{"data", tensor({4, 8})}, {"weight", tensor({4, 8})}}),
+                         driver::resolve_target("")),
                UserError);
 }
 
 TEST(Registry, TargetsGiveTheVectorWidth) {
-  EXPECT_EQ(ops::Target::parse("llvm -mcpu=znver4").float_lanes(), 16);
-  EXPECT_EQ(ops::Target::parse("llvm -mcpu=skylake-avx512").float_lanes(), 16);
-  EXPECT_EQ(ops::Target::parse("llvm -mcpu=znver3").float_lanes(), 8);
-  EXPECT_EQ(ops::Target::parse("llvm -mattr=+avx2,+fma").float_lanes(), 8);
-  EXPECT_EQ(ops::Target::parse("llvm").float_lanes(), 4);
-  EXPECT_EQ(ops::Target::parse("llvm -mcpu=znver4").lanes(ir::Int(8)), 64);
-  EXPECT_THROW(ops::Target::parse("-mcpu=znver4"), UserError);
+  EXPECT_EQ(driver::resolve_target("llvm -mcpu=znver4").float_lanes(), 16);
+  EXPECT_EQ(driver::resolve_target("llvm -mcpu=skylake-avx512").float_lanes(), 16);
+  EXPECT_EQ(driver::resolve_target("llvm -mcpu=znver3").float_lanes(), 8);
+  EXPECT_EQ(driver::resolve_target("llvm -mattr=+avx2,+fma").float_lanes(), 8);
+  EXPECT_EQ(driver::resolve_target("llvm").float_lanes(), 4);
+  EXPECT_EQ(driver::resolve_target("llvm -mcpu=znver4").lanes(ir::Int(8)), 64);
+  EXPECT_THROW(driver::resolve_target("-mcpu=znver4"), UserError);
 }
 
 TEST(Registry, ConfigsOfAnotherSpaceAreRecognised) {

@@ -1,0 +1,16 @@
+#include "compiler/driver/target.h"
+
+#include <string>
+
+#include "compiler/codegen/llvm/llvm_target.h"
+
+namespace kiln::driver {
+
+ops::Target resolve_target(std::string_view text) {
+  contracts::Target target = contracts::Target::parse(text);
+  int vector_bits = 128;
+  if (target.kind() == "llvm") vector_bits = codegen::LLVMTarget::parse(target.str()).vector_bits();
+  return ops::Target(std::move(target), vector_bits);
+}
+
+}  // namespace kiln::driver
