@@ -17,7 +17,6 @@
 #include "deploy/thread_pool.h"
 #include "deploy/version.h"
 #include "kiln/v1/worker.pb.h"
-#include "rpc_server/test_templates.h"
 #include "rpc_server/worker_process.h"
 
 namespace kiln::rpc {
@@ -120,8 +119,8 @@ struct PoolState {
   // first.
   std::list<std::pair<std::string, std::optional<MeasureRejection>>> checked;
 
-  explicit PoolState(MeasurePoolOptions o) : options(std::move(o)), registry(ops::Registry::builtin()) {
-    if (options.enable_test_templates) add_test_templates(registry);
+  explicit PoolState(MeasurePoolOptions o)
+      : options(std::move(o)), registry(extended_registry(options.extension)) {
     target = normalize_target(options.target.empty() ? "llvm -mcpu=native" : options.target);
     kiln_version = options.kiln_version.empty() ? deploy::version() : options.kiln_version;
     int n = options.build_workers > 0 ? options.build_workers
@@ -214,7 +213,6 @@ class MeasureCall {
     if (w.process.running()) return "";
     WorkerSpawnOptions spawn;
     spawn.argv = pool_.options.worker_command;
-    if (pool_.options.enable_test_templates) spawn.argv.push_back("--enable-test-templates");
     spawn.memory_limit_bytes = pool_.options.memory_limit_bytes;
     w.ready = false;
     std::string error = w.process.spawn(spawn);

@@ -33,6 +33,7 @@
 
 #include "kiln/v1/measure.pb.h"
 #include "kiln/v1/workload.pb.h"
+#include "rpc_server/measure_extension.h"
 #include "rpc_server/measure_worker.h"  // measure_worker_main, the workers' main()
 
 namespace kiln::rpc {
@@ -107,8 +108,9 @@ struct MeasurePoolOptions {
   int build_workers = 0;
   // RLIMIT_AS of each worker.
   uint64_t memory_limit_bytes = 8ull << 30;
-  // The fault-injection templates (test_templates.h) exist only then.
-  bool enable_test_templates = false;
+  // Templates and hooks beyond the builtin library; the workers started by worker_command must
+  // have the same (see measure_extension.h).
+  MeasureExtension extension;
   // The runner's canonical target, e.g. "llvm -mcpu=native"; a candidate for another target is
   // refused. Empty: "llvm -mcpu=native".
   std::string target;

@@ -2,7 +2,7 @@
 // every fault-injection template (crash, abort, hang, memory exhaustion, wrong answer, slow
 // compile) classified and survived, per-config errors, refused requests, cancellation, and
 // builds never overlapping a timing. This executable is also the pool's worker: run with
-// --measure-worker it serves the channel the pool gives it.
+// --measure-worker it serves the channel the pool gives it, with the fault-injection templates.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -26,8 +26,8 @@
 #include "contracts/json.h"
 #include "compiler/ops/registry.h"
 #include "rpc_server/measure_pool.h"
-#include "rpc_server/test_templates.h"
 #include "rpc_server/time_evaluator.h"
+#include "test_templates.h"
 
 namespace kiln::rpc {
 namespace {
@@ -92,7 +92,7 @@ MeasurePoolOptions pool_options() {
   o.build_workers = 2;
   o.target = kTarget;
   o.runner_id = "runner-test";
-  o.enable_test_templates = true;
+  o.extension = test_templates_extension();
   o.memory_limit_bytes = 1ull << 30;
   return o;
 }
@@ -586,9 +586,9 @@ TEST(MeasurePool, MalformedOrAbsurdRequestsAreRefusedWithoutResults) {
       "dense_pack.x86", Json::object({{"data", tensor({100000, 100000})}, {"weight", tensor({100000, 100000})}}), kTarget);
   refused({candidate(huge, to_wire(huge.default_config()))}, o, Reason::kOverLimit, "above the runner's limit");
 
-  // Without the test templates enabled, they do not exist.
+  // Without the extension, the test templates do not exist.
   MeasurePoolOptions plain = pool_options();
-  plain.enable_test_templates = false;
+  plain.extension = {};
   MeasurePool plain_pool(plain);
   int calls = 0;
   std::optional<MeasureRejection> r = plain_pool.measure({good}, o, [&](size_t, const v1::MeasureResult &) { ++calls; });
@@ -689,7 +689,9 @@ TEST(MeasurePool, DISABLED_OverheadPerCandidate) {
 }  // namespace kiln::rpc
 
 int main(int argc, char **argv) {
-  if (argc > 1 && std::string(argv[1]) == "--measure-worker") return kiln::rpc::measure_worker_main(argc, argv);
+  if (argc > 1 && std::string(argv[1]) == "--measure-worker") {
+    return kiln::rpc::measure_worker_main(kiln::rpc::test_templates_extension());
+  }
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }
