@@ -690,7 +690,14 @@ TEST(FarmServiceTest, KilnFarmStatusAndKilnMeasure) {
        (farm.dir() / "missing").string()},
       (farm.dir() / "cli.log").string());
   EXPECT_EQ(code, 1) << out;
-  EXPECT_NE(out.find("token file"), std::string::npos) << out;
+  EXPECT_NE(out.find("kiln farm status: error: cannot read the token file"), std::string::npos) << out;
+
+  // No tracker at the address: the farm's error, exit status 1, not an internal error.
+  std::tie(code, out) = testing::run_command(
+      {KILN_CLI_BINARY, "farm", "status", "--tracker", "127.0.0.1:1", "--token-file", token_file},
+      (farm.dir() / "cli.log").string());
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("kiln farm status: error: tracker summary: UNAVAILABLE"), std::string::npos) << out;
 }
 
 }  // namespace
