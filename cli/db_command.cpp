@@ -1,6 +1,7 @@
 #include "cli/db_command.h"
 
 #include "cli/table.h"
+#include "contracts/error.h"
 #include "db/error.h"
 #include "db/record_json.h"
 #include "db/tuning_db.h"
@@ -13,7 +14,6 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
-#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -28,11 +28,6 @@ using db::Record;
 using db::TuningDb;
 using db::TuningDbError;
 using nlohmann::ordered_json;
-
-// A command's failure, printed as "kiln db <command>: error: <message>".
-struct CommandError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 // Options shared by every `kiln db` subcommand.
 struct DbOptions {
@@ -53,22 +48,6 @@ TuningDb open_db(const DbOptions &options, bool create = false) {
   db::TuningDbOptions open_options;
   open_options.create = create;
   return TuningDb::open(options.path, open_options);
-}
-
-// Runs one subcommand, turning its failures into a message on stderr and exit status 1.
-void run(const std::string &name, const std::function<void()> &body) {
-  try {
-    body();
-    std::cout.flush();
-    return;
-  } catch (const TuningDbError &e) {
-    std::cerr << "kiln db " << name << ": error: " << e.what() << '\n';
-  } catch (const CommandError &e) {
-    std::cerr << "kiln db " << name << ": error: " << e.what() << '\n';
-  } catch (const std::exception &e) {
-    std::cerr << "kiln db " << name << ": internal error: " << e.what() << '\n';
-  }
-  throw CLI::RuntimeError(1);
 }
 
 std::string format_time(double unix_seconds) {
@@ -126,13 +105,13 @@ void add_lookup_options(CLI::App *command, LookupOptions &lookup, bool with_targ
 
 db::Workload resolve_workload(TuningDb &tuning_db, const LookupOptions &lookup) {
   if (lookup.workload.empty() && lookup.template_name.empty()) {
-    throw CommandError("name the workload with --workload KEY or --template NAME --args JSON");
+    throw UserError("name the workload with --workload KEY or --template NAME --args JSON");
   }
   if (!lookup.template_name.empty()) {
     db::Workload w = db::Workload::parse(lookup.template_name, lookup.args);
     auto stored = tuning_db.workload(w.key);
     if (!stored) {
-      throw CommandError("unknown workload: no " + lookup.template_name +
+      throw UserError("unknown workload: no " + lookup.template_name +
                          " workload with these arguments (key " + w.key + ") in " +
                          tuning_db.path());
     }
@@ -140,15 +119,15 @@ db::Workload resolve_workload(TuningDb &tuning_db, const LookupOptions &lookup) 
   }
   const std::string &key = lookup.workload;
   if (key.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    throw CommandError("\"" + key + "\" is not a workload key (keys are lower-case hex)");
+    throw UserError("\"" + key + "\" is not a workload key (keys are lower-case hex)");
   }
   std::vector<db::Workload> found = tuning_db.workloads_with_prefix(key, 2);
   if (found.empty()) {
-    throw CommandError("unknown workload \"" + key + "\": no workload key in " + tuning_db.path() +
+    throw UserError("unknown workload \"" + key + "\": no workload key in " + tuning_db.path() +
                        " starts with it (`kiln db workloads` lists them)");
   }
   if (found.size() > 1) {
-    throw CommandError("workload key prefix \"" + key + "\" is ambiguous (" +
+    throw UserError("workload key prefix \"" + key + "\" is ambiguous (" +
                        short_key(found[0].key) + ", " + short_key(found[1].key) +
                        ", ...); give more digits");
   }
@@ -159,14 +138,14 @@ db::Target resolve_target(TuningDb &tuning_db, const LookupOptions &lookup) {
   if (!lookup.device.empty()) return db::Target::make(lookup.target, lookup.device);
   std::vector<db::Target> known = tuning_db.targets_named(lookup.target);
   if (known.empty()) {
-    throw CommandError("unknown target \"" + db::canonical_target(lookup.target) +
+    throw UserError("unknown target \"" + db::canonical_target(lookup.target) +
                        "\": nothing was measured on it; give --device to look up its device "
                        "class");
   }
   if (known.size() > 1) {
     std::string classes;
     for (const auto &t : known) classes += (classes.empty() ? "" : ", ") + t.device_key;
-    throw CommandError("target \"" + known[0].target + "\" was measured on several device " +
+    throw UserError("target \"" + known[0].target + "\" was measured on several device " +
                        "classes (" + classes + "); choose one with --device");
   }
   return known[0];
@@ -225,7 +204,7 @@ void best_command(const DbOptions &options, const LookupOptions &lookup, const s
   db::Target target = resolve_target(tuning_db, lookup);
   std::optional<Record> best = tuning_db.best(workload.key, target, parse_scope(scope));
   if (!best) {
-    throw CommandError("no valid record for workload " + short_key(workload.key) + " (" +
+    throw UserError("no valid record for workload " + short_key(workload.key) + " (" +
                        workload.template_name + ") on " + target.target + " (device class " +
                        target.device_key + ")");
   }
@@ -254,7 +233,7 @@ void best_command(const DbOptions &options, const LookupOptions &lookup, const s
 
 void top_command(const DbOptions &options, const LookupOptions &lookup, int64_t k,
                  const std::string &scope) {
-  if (k <= 0) throw CommandError("-k must be at least 1");
+  if (k <= 0) throw UserError("-k must be at least 1");
   TuningDb tuning_db = open_db(options);
   db::Workload workload = resolve_workload(tuning_db, lookup);
   db::Target target = resolve_target(tuning_db, lookup);
@@ -266,7 +245,7 @@ void top_command(const DbOptions &options, const LookupOptions &lookup, int64_t 
     return;
   }
   if (top.empty()) {
-    throw CommandError("no valid record for workload " + short_key(workload.key) + " on " +
+    throw UserError("no valid record for workload " + short_key(workload.key) + " on " +
                        target.target + " (device class " + target.device_key + ")");
   }
   Table table({"RANK", "MEAN_US", "GFLOPS", "INDEX", "TARGET", "RUNNER", "KNOBS"});
@@ -419,7 +398,7 @@ void export_command(const DbOptions &options, const std::string &output, const s
   std::string partial = output + ".partial";
   {
     std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    if (!out) throw CommandError("cannot write " + partial);
+    if (!out) throw UserError("cannot write " + partial);
     try {
       count = tuning_db.export_records(out, export_format, filter);
     } catch (...) {
@@ -430,7 +409,7 @@ void export_command(const DbOptions &options, const std::string &output, const s
   }
   if (std::rename(partial.c_str(), output.c_str()) != 0) {
     std::remove(partial.c_str());
-    throw CommandError("cannot write " + output);
+    throw UserError("cannot write " + output);
   }
   if (options.json) {
     ordered_json j;
@@ -448,7 +427,7 @@ void import_command(const DbOptions &options, const std::string &input, bool ski
   std::istream *in = &std::cin;
   if (input != "-") {
     file.open(input, std::ios::binary);
-    if (!file) throw CommandError("cannot read " + input);
+    if (!file) throw UserError("cannot read " + input);
     in = &file;
   }
   TuningDb tuning_db = open_db(options, /*create=*/true);
@@ -457,7 +436,7 @@ void import_command(const DbOptions &options, const std::string &input, bool ski
     result = tuning_db.import_records(*in, {skip_bad_lines});
   } catch (const TuningDbError &e) {
     if (e.kind() != TuningDbError::Kind::kBadInput) throw;
-    throw CommandError(input + ": " + e.what() +
+    throw UserError(input + ": " + e.what() +
                        " (--skip-bad-lines imports the good lines and reports the bad ones)");
   }
   for (const auto &bad : result.bad_lines) {
@@ -513,7 +492,7 @@ void check_command(const DbOptions &options) {
     for (const auto &problem : report.problems) std::cout << problem << '\n';
   }
   if (!report.ok()) {
-    throw CommandError(std::to_string(report.problems.size()) + " problems found in " +
+    throw UserError(std::to_string(report.problems.size()) + " problems found in " +
                        tuning_db.path());
   }
 }
@@ -534,8 +513,7 @@ void add_db_command(CLI::App &kiln) {
     auto limit = std::make_shared<int64_t>(0);
     command->add_option("--template", *template_name, "only this template");
     command->add_option("--limit", *limit, "at most this many (0: all)");
-    command->callback(
-        [=] { run("workloads", [&] { workloads_command(*options, *template_name, *limit); }); });
+    command->callback([=] { workloads_command(*options, *template_name, *limit); });
   }
   {
     auto *command = db->add_subcommand(
@@ -548,7 +526,7 @@ void add_db_command(CLI::App &kiln) {
     command->add_option("--scope", *scope, "auto (exact target, then device class), exact, class")
         ->check(CLI::IsMember({"auto", "exact", "class"}))
         ->capture_default_str();
-    command->callback([=] { run("best", [&] { best_command(*options, *lookup, *scope); }); });
+    command->callback([=] { best_command(*options, *lookup, *scope); });
   }
   {
     auto *command = db->add_subcommand("top", "The k fastest valid configs of a workload.");
@@ -560,7 +538,7 @@ void add_db_command(CLI::App &kiln) {
     command->add_option("--scope", *scope, "auto (exact target, then device class), exact, class")
         ->check(CLI::IsMember({"auto", "exact", "class"}))
         ->capture_default_str();
-    command->callback([=] { run("top", [&] { top_command(*options, *lookup, *k, *scope); }); });
+    command->callback([=] { top_command(*options, *lookup, *k, *scope); });
   }
   {
     auto *command = db->add_subcommand(
@@ -570,21 +548,19 @@ void add_db_command(CLI::App &kiln) {
     command->add_option("-d,--device", query->device_key, "device class")->required();
     command->add_flag("--valid-only", query->valid_only, "leave out failed measurements");
     command->add_option("--limit", query->limit, "at most this many, oldest first (0: all)");
-    command->callback([=] { run("history", [&] { history_command(*options, *query); }); });
+    command->callback([=] { history_command(*options, *query); });
   }
   {
     auto *command = db->add_subcommand("jobs", "List tuning jobs, or show one.");
     auto id = std::make_shared<int64_t>(0);
     auto *id_option = command->add_option("--id", *id, "show this job and what it measured");
     command->callback([=] {
-      run("jobs", [&] {
-        jobs_command(*options, id_option->count() ? std::optional<int64_t>(*id) : std::nullopt);
-      });
+      jobs_command(*options, id_option->count() ? std::optional<int64_t>(*id) : std::nullopt);
     });
   }
   {
     auto *command = db->add_subcommand("stats", "Counts of workloads, targets, jobs, records.");
-    command->callback([=] { run("stats", [&] { stats_command(*options); }); });
+    command->callback([=] { stats_command(*options); });
   }
   {
     auto *command = db->add_subcommand(
@@ -601,8 +577,7 @@ void add_db_command(CLI::App &kiln) {
     command->add_option("-d,--device", filter->device_key, "only this device class");
     command->add_option("-w,--workload", filter->workload_key, "only this workload key");
     command->add_flag("--valid-only", filter->valid_only, "leave out failed measurements");
-    command->callback(
-        [=] { run("export", [&] { export_command(*options, *output, *format, *filter); }); });
+    command->callback([=] { export_command(*options, *output, *format, *filter); });
   }
   {
     auto *command = db->add_subcommand(
@@ -613,7 +588,7 @@ void add_db_command(CLI::App &kiln) {
     command->add_flag("--skip-bad-lines", *skip,
                       "import the good lines and report the bad ones (default: a bad line "
                       "imports nothing)");
-    command->callback([=] { run("import", [&] { import_command(*options, *input, *skip); }); });
+    command->callback([=] { import_command(*options, *input, *skip); });
   }
   {
     auto *command =
@@ -628,12 +603,12 @@ void add_db_command(CLI::App &kiln) {
     command->add_flag("--keep-failed", prune->keep_failed, "keep failed measurements");
     command->add_flag("--dry-run", prune->dry_run, "only count what would be deleted");
     command->add_flag("--vacuum", *vacuum, "give the freed space back to the file system");
-    command->callback([=] { run("prune", [&] { prune_command(*options, *prune, *vacuum); }); });
+    command->callback([=] { prune_command(*options, *prune, *vacuum); });
   }
   {
     auto *command = db->add_subcommand(
         "check", "Check the file's integrity and Kiln's invariants; exit 1 on a problem.");
-    command->callback([=] { run("check", [&] { check_command(*options); }); });
+    command->callback([=] { check_command(*options); });
   }
 }
 

@@ -4,8 +4,8 @@
 
 namespace kiln::cli {
 
-// Adds the `db` command group and its subcommands to the `kiln` app. A failing subcommand
-// prints its error on stderr and ends the parse with CLI::RuntimeError(1).
+// Adds the `db` command group and its subcommands to the `kiln` app. A failing subcommand throws
+// (cli/command.h maps it to a message and an exit status).
 void add_db_command(CLI::App &kiln);
 
 }  // namespace kiln::cli

@@ -5,16 +5,16 @@
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
 #include <iostream>
 #include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "cli/command.h"
 #include "cli/table.h"
+#include "contracts/error.h"
 #include "contracts/json.h"
-#include "compiler/ir/error.h"
 #include "compiler/driver/target.h"
 #include "compiler/ops/registry.h"
 #include "kiln/v1/measure.pb.h"
@@ -24,10 +24,6 @@
 namespace kiln::cli {
 
 namespace {
-
-struct CommandError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 // How a command reaches the farm.
 struct FarmOptions {
@@ -53,23 +49,6 @@ void add_farm_options(CLI::App *command, FarmOptions &options) {
 
 rpc::Endpoint tracker_endpoint(const FarmOptions &options) {
   return {options.tracker, rpc::load_token(options.token_file), options.tls};
-}
-
-void run(const std::string &name, const std::function<void()> &body) {
-  try {
-    body();
-    std::cout.flush();
-    return;
-  } catch (const rpc::FarmError &e) {
-    std::cerr << "kiln " << name << ": error: " << e.what() << '\n';
-  } catch (const kiln::UserError &e) {
-    std::cerr << "kiln " << name << ": error: " << e.what() << '\n';
-  } catch (const CommandError &e) {
-    std::cerr << "kiln " << name << ": error: " << e.what() << '\n';
-  } catch (const std::exception &e) {
-    std::cerr << "kiln " << name << ": error: " << e.what() << '\n';
-  }
-  throw CLI::RuntimeError(1);
 }
 
 void status_command(const FarmOptions &options) {
@@ -124,7 +103,7 @@ bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
   try {
     args = contracts::Json::parse(options.args);
   } catch (const std::exception &e) {
-    throw CommandError("--args is not JSON: " + std::string(e.what()));
+    throw UserError("--args is not JSON: " + std::string(e.what()));
   }
   ops::Task task(options.template_name, args, driver::resolve_target(options.target));
   autotune::Config config =
@@ -195,7 +174,7 @@ void add_farm_commands(CLI::App &kiln) {
     auto options = std::make_shared<FarmOptions>();
     auto *command = farm->add_subcommand("status", "Runners and waiting requests per device key.");
     add_farm_options(command, *options);
-    command->callback([=] { run("farm status", [&] { status_command(*options); }); });
+    command->callback([=] { status_command(*options); });
   }
   {
     auto farm_options = std::make_shared<FarmOptions>();
@@ -235,9 +214,8 @@ void add_farm_commands(CLI::App &kiln) {
     command->add_flag("--flush", options->flush, "flush the inputs from the CPU caches before each repeat");
     command->add_flag("--no-check", options->no_check, "skip the correctness check");
     command->callback([=] {
-      bool ok = false;
-      run("measure", [&] { ok = measure_command(*farm_options, *options); });
-      if (!ok) throw CLI::RuntimeError(1);  // the result is printed; the exit status says it failed
+      // The result is printed either way; the exit status says whether it failed.
+      if (!measure_command(*farm_options, *options)) throw CLI::RuntimeError(kExitFailed);
     });
   }
 }

@@ -5,8 +5,9 @@
 
 namespace kiln::cli {
 
-// Adds the `farm` command group and the `measure` command. A failing command prints its error on
-// stderr and ends the parse with CLI::RuntimeError(1).
+// Adds the `farm` command group and the `measure` command. A failing command throws
+// (cli/command.h maps it to a message and an exit status); `kiln measure` prints a result that is
+// not OK and ends with CLI::RuntimeError(1).
 void add_farm_commands(CLI::App &kiln);
 
 }  // namespace kiln::cli

@@ -8,12 +8,15 @@
 #include <utility>
 #include <vector>
 
+#include "contracts/error.h"
+
 namespace kiln::cost_model {
 
-// A failed XGBoost call, carrying XGBoost's own message.
-class XgbError : public std::runtime_error {
+// A failed XGBoost call, carrying XGBoost's own message: what XGBoost rejects is the caller's
+// parameters or data (an unknown objective, a bad parameter value, an unreadable model).
+class XgbError : public UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using UserError::UserError;
 };
 
 // A row-major matrix of `rows` x `cols` features, borrowed from the caller. NaN marks a missing

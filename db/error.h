@@ -1,13 +1,15 @@
 #pragma once
 // TuningDbError: what the tuning log reports to its users. Every failure of a TuningDb call
 // arrives as this one type; kind() says which mistake or condition it was, and what() names the
-// file, the object and, where it helps, what to do about it.
-#include <stdexcept>
+// file, the object and, where it helps, what to do about it. It is a user error: each kind is
+// about the user's file, input or storage, which the user can act on.
 #include <string>
+
+#include "contracts/error.h"
 
 namespace kiln::db {
 
-class TuningDbError : public std::runtime_error {
+class TuningDbError : public UserError {
  public:
   enum class Kind {
     kNotFound,       // a missing database file, workload, target or job
@@ -19,7 +21,7 @@ class TuningDbError : public std::runtime_error {
     kSqlite,         // any other SQLite failure
   };
 
-  TuningDbError(Kind kind, const std::string &message) : std::runtime_error(message), kind_(kind) {}
+  TuningDbError(Kind kind, const std::string &message) : UserError(message), kind_(kind) {}
   Kind kind() const { return kind_; }
 
  private:

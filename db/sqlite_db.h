@@ -4,11 +4,12 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
+
+#include "contracts/error.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -16,10 +17,11 @@ struct sqlite3_stmt;
 namespace kiln::db {
 
 // A failed SQLite call. what() carries the context and SQLite's own message; code() is SQLite's
-// extended result code (for example SQLITE_CONSTRAINT_UNIQUE).
-class DbError : public std::runtime_error {
+// extended result code (for example SQLITE_CONSTRAINT_UNIQUE). TuningDb turns the failures a user
+// can act on into TuningDbError; one that escapes as DbError is unexpected, an internal error.
+class DbError : public InternalError {
  public:
-  DbError(const std::string &message, int code) : std::runtime_error(message), code_(code) {}
+  DbError(const std::string &message, int code) : InternalError(message), code_(code) {}
   int code() const { return code_; }
   // Another connection holds a lock that this one needs (SQLITE_BUSY or SQLITE_LOCKED): the
   // operation may succeed when tried again.

@@ -3,25 +3,26 @@
 // JIT), listed with their signatures and called with tensors. See deploy/c_abi.h for the ABI.
 #include <cstdint>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "contracts/error.h"
 #include "deploy/c_abi.h"
 #include "deploy/tensor.h"
 
 namespace kiln::deploy {
 
-// A library could not be loaded, is not a Kiln module, or has no function of a given name.
-class ModuleError : public std::runtime_error {
+// A library could not be loaded, is not a Kiln module, or has no function of a given name: the
+// caller named the wrong file or function.
+class ModuleError : public UserError {
  public:
-  using std::runtime_error::runtime_error;
+  using UserError::UserError;
 };
 
 // A compiled function rejected its arguments or failed while running. code() is its KilnStatus.
-class KernelError : public std::runtime_error {
+class KernelError : public UserError {
  public:
-  KernelError(int32_t code, const std::string &message) : std::runtime_error(message), code_(code) {}
+  KernelError(int32_t code, const std::string &message) : UserError(message), code_(code) {}
   int32_t code() const { return code_; }
 
  private:

@@ -7,7 +7,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <stdexcept>
+
+#include "contracts/error.h"
 
 namespace kiln::rpc {
 
@@ -15,11 +16,11 @@ namespace {
 
 std::string read_file(const std::string &path, const char *what) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(std::string("cannot read the ") + what + " file " + path);
+  if (!in) throw UserError(std::string("cannot read the ") + what + " file " + path);
   std::ostringstream text;
   text << in.rdbuf();
   if (text.str().empty()) {
-    throw std::runtime_error(std::string("the ") + what + " file " + path + " is empty");
+    throw UserError(std::string("the ") + what + " file " + path + " is empty");
   }
   return text.str();
 }
@@ -38,15 +39,15 @@ std::string load_token(const std::string &token_file) {
   std::string token;
   if (!token_file.empty()) {
     std::ifstream in(token_file);
-    if (!in) throw std::runtime_error("cannot read the token file " + token_file);
+    if (!in) throw UserError("cannot read the token file " + token_file);
     std::getline(in, token);
     token = trim(token);
-    if (token.empty()) throw std::runtime_error("the token file " + token_file + " is empty");
+    if (token.empty()) throw UserError("the token file " + token_file + " is empty");
   } else {
     const char *value = std::getenv(kTokenEnvironmentVariable);
     token = trim(value ? value : "");
     if (token.empty()) {
-      throw std::runtime_error(std::string("no farm token: give --token-file or set ") +
+      throw UserError(std::string("no farm token: give --token-file or set ") +
                                kTokenEnvironmentVariable);
     }
   }
@@ -56,7 +57,7 @@ std::string load_token(const std::string &token_file) {
 std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsFiles &tls) {
   if (!tls.enabled()) return grpc::InsecureServerCredentials();
   if (tls.cert_file.empty() || tls.key_file.empty()) {
-    throw std::runtime_error("a TLS server needs both a certificate and a private key file");
+    throw UserError("a TLS server needs both a certificate and a private key file");
   }
   grpc::SslServerCredentialsOptions options(
       tls.ca_file.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
@@ -70,7 +71,7 @@ std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsFiles &tls)
 std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const TlsFiles &tls) {
   if (!tls.enabled()) return grpc::InsecureChannelCredentials();
   if (tls.cert_file.empty() != tls.key_file.empty()) {
-    throw std::runtime_error("a TLS client certificate needs its private key, and the other way round");
+    throw UserError("a TLS client certificate needs its private key, and the other way round");
   }
   grpc::SslCredentialsOptions options;
   if (!tls.ca_file.empty()) options.pem_root_certs = read_file(tls.ca_file, "TLS CA");

@@ -30,13 +30,13 @@ struct TlsFiles {
 constexpr char kTokenEnvironmentVariable[] = "KILN_FARM_TOKEN";
 
 // The shared token: the first line of `token_file` (surrounding white space removed), or the
-// value of KILN_FARM_TOKEN when `token_file` is empty. Throws std::runtime_error when the file
+// value of KILN_FARM_TOKEN when `token_file` is empty. Throws kiln::UserError when the file
 // cannot be read or the token is empty.
 std::string load_token(const std::string &token_file);
 
 // Credentials for a server: plaintext when `tls` is not enabled, else TLS with the server's
 // certificate (required) and, when tls.ca_file is set, required and verified client
-// certificates. Throws std::runtime_error naming a file that cannot be read.
+// certificates. Throws kiln::UserError naming a file that cannot be read.
 std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsFiles &tls);
 
 // Credentials for a client, the same way round.

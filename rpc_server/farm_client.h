@@ -5,7 +5,6 @@
 // trials of a runner that fails retried on another one.
 #include <chrono>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -13,16 +12,18 @@
 #include <grpcpp/client_context.h>
 
 #include "kiln/v1/runner.grpc.pb.h"
+#include "contracts/error.h"
 #include "kiln/v1/tracker.grpc.pb.h"
 #include "rpc_server/credentials.h"
 
 namespace kiln::rpc {
 
-// A farm call that failed, with its gRPC status code.
-class FarmError : public std::runtime_error {
+// A farm call that failed, with its gRPC status code: the farm is unreachable or refused the
+// caller (a wrong token, no runner in time, a request it rejects). The caller can act on each, so
+// it is a user error.
+class FarmError : public UserError {
  public:
-  FarmError(grpc::StatusCode code, const std::string &message)
-      : std::runtime_error(message), code_(code) {}
+  FarmError(grpc::StatusCode code, const std::string &message) : UserError(message), code_(code) {}
   grpc::StatusCode code() const { return code_; }
 
  private:

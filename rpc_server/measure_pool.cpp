@@ -7,6 +7,7 @@
 #include <deque>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -18,7 +19,6 @@
 #include "deploy/thread_pool.h"
 #include "deploy/version.h"
 #include "kiln/v1/worker.pb.h"
-#include "rpc_server/test_templates.h"
 #include "rpc_server/worker_process.h"
 
 namespace kiln::rpc {
@@ -43,25 +43,26 @@ constexpr size_t kCheckedWorkloads = 16;
 
 double steady_seconds(Clock::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
 
-std::string over_limit(const char *field, uint64_t value, uint64_t limit) {
-  if (value <= limit) return "";
-  return std::string("MeasureOptions.") + field + " is " + std::to_string(value) + ", above the runner's limit of " +
-         std::to_string(limit);
+std::optional<MeasureRejection> over_limit(const char *field, uint64_t value, uint64_t limit) {
+  if (value <= limit) return std::nullopt;
+  return MeasureRejection(std::string("MeasureOptions.") + field + " is " + std::to_string(value) +
+                              ", above the runner's limit of " + std::to_string(limit),
+                          MeasureRejection::Reason::kOverLimit);
 }
 
 }  // namespace
 
-std::string check_options(const v1::MeasureOptions &o, const MeasureLimits &l) {
-  for (const std::string &p : {over_limit("number", o.number(), l.max_number),
+std::optional<MeasureRejection> check_options(const v1::MeasureOptions &o, const MeasureLimits &l) {
+  for (const std::optional<MeasureRejection> &p : {over_limit("number", o.number(), l.max_number),
                                over_limit("repeat", o.repeat(), l.max_repeat),
                                over_limit("min_repeat_ms", o.min_repeat_ms(), l.max_min_repeat_ms),
                                over_limit("build_timeout_ms", o.build_timeout_ms(), l.max_timeout_ms),
                                over_limit("run_timeout_ms", o.run_timeout_ms(), l.max_timeout_ms),
                                over_limit("cooldown_ms", o.cooldown_ms(), l.max_cooldown_ms),
                                over_limit("threads", o.threads(), l.max_threads)}) {
-    if (!p.empty()) return p;
+    if (p) return p;
   }
-  return "";
+  return std::nullopt;
 }
 
 v1::MeasureOptions with_defaults(v1::MeasureOptions o) {
@@ -109,14 +110,14 @@ struct PoolState {
   std::vector<std::unique_ptr<WorkerSlot>> workers;
   std::atomic<int> started{0};
   uint64_t next_id = 1;
-  // Workloads already checked, with what is wrong with them ("" when acceptable); most recent first.
-  std::list<std::pair<std::string, std::string>> checked;
+  // Workloads already checked, with why they are refused (nullopt when acceptable); most recent
+  // first.
+  std::list<std::pair<std::string, std::optional<MeasureRejection>>> checked;
 
   explicit PoolState(MeasurePoolOptions o)
       : options(std::move(o)),
-        registry(ops::Registry::builtin()),
+        registry(extended_registry(options.extension)),
         target(driver::resolve_target(options.target.empty() ? "llvm -mcpu=native" : options.target)) {
-    if (options.enable_test_templates) add_test_templates(registry);
     kiln_version = options.kiln_version.empty() ? deploy::version() : options.kiln_version;
     int n = options.build_workers > 0 ? options.build_workers
                                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -127,8 +128,8 @@ struct PoolState {
   }
 
   const MeasureLimits &limits() const { return options.limits; }
-  std::string check_workload(const v1::Workload &w);
-  std::string check_batch(const std::vector<Candidate> &batch, const v1::MeasureOptions &options);
+  std::optional<MeasureRejection> check_workload(const v1::Workload &w);
+  std::optional<MeasureRejection> check_batch(const std::vector<Candidate> &batch, const v1::MeasureOptions &options);
 };
 
 // One call of measure(): the state of every candidate and the event loop over the workers.
@@ -208,7 +209,6 @@ class MeasureCall {
     if (w.process.running()) return "";
     WorkerSpawnOptions spawn;
     spawn.argv = pool_.options.worker_command;
-    if (pool_.options.enable_test_templates) spawn.argv.push_back("--enable-test-templates");
     spawn.memory_limit_bytes = pool_.options.memory_limit_bytes;
     w.ready = false;
     std::string error = w.process.spawn(spawn);
@@ -498,7 +498,7 @@ class MeasureCall {
 
 // --- checking requests ---
 
-std::string PoolState::check_workload(const v1::Workload &w) {
+std::optional<MeasureRejection> PoolState::check_workload(const v1::Workload &w) {
   const std::string id = w.template_name() + "\n" + w.args_json() + "\n" + w.key();
   for (auto it = checked.begin(); it != checked.end(); ++it) {
     if (it->first == id) {
@@ -506,18 +506,18 @@ std::string PoolState::check_workload(const v1::Workload &w) {
       return it->second;
     }
   }
-  auto problem = [&]() -> std::string {
+  auto problem = [&]() -> std::optional<MeasureRejection> {
     contracts::Json args;
     try {
       args = contracts::Json::parse(w.args_json());
     } catch (const contracts::JsonError &e) {
-      return "the arguments of workload " + w.template_name() + " are not valid JSON: " + e.what();
+      return MeasureRejection("the arguments of workload " + w.template_name() + " are not valid JSON: " + e.what());
     }
     try {
       ops::Task task(w.template_name(), args, target, registry);
       if (!w.key().empty() && w.key() != task.key()) {
-        return "the key of workload " + w.template_name() + " (" + w.key() +
-               ") does not match its template and arguments (" + task.key() + ")";
+        return MeasureRejection("the key of workload " + w.template_name() + " (" + w.key() +
+                                ") does not match its template and arguments (" + task.key() + ")");
       }
       ops::Compute c = task.compute(task.default_config());
       double bytes = 0;
@@ -530,29 +530,32 @@ std::string PoolState::check_workload(const v1::Workload &w) {
         std::ostringstream os;
         os << "the tensors of workload " << w.template_name() << " take " << bytes
            << " bytes, above the runner's limit of " << limits().max_tensor_bytes;
-        return os.str();
+        return MeasureRejection(os.str(), MeasureRejection::Reason::kOverLimit);
       }
     } catch (const std::exception &e) {
-      return "workload " + w.template_name() + ": " + e.what();
+      return MeasureRejection("workload " + w.template_name() + ": " + e.what());
     }
-    return "";
+    return std::nullopt;
   }();
   checked.emplace_front(id, problem);
   if (checked.size() > kCheckedWorkloads) checked.pop_back();
   return problem;
 }
 
-std::string PoolState::check_batch(const std::vector<Candidate> &batch, const v1::MeasureOptions &o) {
+std::optional<MeasureRejection> PoolState::check_batch(const std::vector<Candidate> &batch,
+                                                       const v1::MeasureOptions &o) {
   const MeasureLimits &l = limits();
-  if (std::string p = check_options(o, l); !p.empty()) return p;
+  if (auto p = check_options(o, l)) return p;
   if (batch.size() > l.max_batch) {
-    return "the batch has " + std::to_string(batch.size()) + " configs, above the runner's limit of " +
-           std::to_string(l.max_batch);
+    return MeasureRejection("the batch has " + std::to_string(batch.size()) +
+                                " configs, above the runner's limit of " + std::to_string(l.max_batch),
+                            MeasureRejection::Reason::kOverLimit);
   }
-  auto too_long = [&](const std::string &what, size_t i, const std::string &s) -> std::string {
-    if (s.size() <= l.max_json_bytes) return "";
-    return what + " of config " + std::to_string(i) + " is " + std::to_string(s.size()) +
-           " bytes long, above the runner's limit of " + std::to_string(l.max_json_bytes);
+  auto too_long = [&](const std::string &what, size_t i, const std::string &s) -> std::optional<MeasureRejection> {
+    if (s.size() <= l.max_json_bytes) return std::nullopt;
+    return MeasureRejection(what + " of config " + std::to_string(i) + " is " + std::to_string(s.size()) +
+                                " bytes long, above the runner's limit of " + std::to_string(l.max_json_bytes),
+                            MeasureRejection::Reason::kOverLimit);
   };
   for (size_t i = 0; i < batch.size(); ++i) {
     const Candidate &c = batch[i];
@@ -566,15 +569,15 @@ std::string PoolState::check_batch(const std::vector<Candidate> &batch, const v1
       return "config " + std::to_string(i) + " is for target '" + c.target.target() + "', but this runner compiles for '" +
              target.str() + "'";
     }
-    for (const std::string &p :
+    for (const std::optional<MeasureRejection> &p :
          {too_long("the template name", i, c.workload.template_name()), too_long("args_json", i, c.workload.args_json()),
           too_long("the workload key", i, c.workload.key()), too_long("knobs_json", i, c.config.knobs_json()),
           too_long("the space fingerprint", i, c.config.space_fingerprint())}) {
-      if (!p.empty()) return p;
+      if (p) return p;
     }
-    if (std::string p = check_workload(c.workload); !p.empty()) return p;
+    if (auto p = check_workload(c.workload)) return p;
   }
-  return "";
+  return std::nullopt;
 }
 
 }  // namespace
@@ -593,16 +596,16 @@ MeasurePool::~MeasurePool() {
   for (auto &w : impl_->state.workers) w->process.kill_and_reap();
 }
 
-std::string MeasurePool::measure(const std::vector<Candidate> &batch, const v1::MeasureOptions &options,
-                                 const std::function<void(size_t, const MeasureResult &)> &on_result,
-                                 const std::atomic<bool> *cancel) {
+std::optional<MeasureRejection> MeasurePool::measure(
+    const std::vector<Candidate> &batch, const v1::MeasureOptions &options,
+    const std::function<void(size_t, const MeasureResult &)> &on_result, const std::atomic<bool> *cancel) {
   std::lock_guard<std::mutex> lock(impl_->state.mutex);
-  if (std::string problem = impl_->state.check_batch(batch, options); !problem.empty()) return problem;
-  if (batch.empty()) return "";
+  if (auto rejection = impl_->state.check_batch(batch, options)) return rejection;
+  if (batch.empty()) return std::nullopt;
   const v1::MeasureOptions full = with_defaults(options);
   MeasureCall call(impl_->state, batch, full, on_result, cancel);
   call.run();
-  return "";
+  return std::nullopt;
 }
 
 int MeasurePool::workers_started() const { return impl_->state.started.load(); }

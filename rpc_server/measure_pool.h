@@ -26,11 +26,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/v1/measure.pb.h"
 #include "kiln/v1/workload.pb.h"
+#include "rpc_server/measure_extension.h"
 #include "rpc_server/measure_worker.h"  // measure_worker_main, the workers' main()
 
 namespace kiln::rpc {
@@ -41,7 +44,7 @@ struct Candidate {
   kiln::v1::Config config;
 };
 
-// Requests beyond these are refused as absurd (the service answers INVALID_ARGUMENT).
+// Requests beyond these are refused as absurd (MeasureRejection::Reason::kOverLimit).
 struct MeasureLimits {
   uint32_t max_batch = 4096;
   uint32_t max_number = 1000000;
@@ -54,8 +57,29 @@ struct MeasureLimits {
   uint64_t max_tensor_bytes = 4ull << 30;  // inputs and outputs of one workload
 };
 
-// "" when the options are acceptable, else a one-line message naming the field and the limit.
-std::string check_options(const kiln::v1::MeasureOptions &options, const MeasureLimits &limits);
+// A request the pool refuses as a whole, before measuring any of it. Either is the caller's
+// mistake, which every runner would refuse alike.
+struct MeasureRejection {
+  enum class Reason {
+    // Unparsable JSON, an unknown template, bad arguments, a workload key that does not match, a
+    // candidate for a target other than the runner's.
+    kMalformed,
+    // Beyond the runner's MeasureLimits: options, batch size, JSON length, tensor bytes.
+    kOverLimit,
+  };
+
+  // A message alone is a malformed request.
+  MeasureRejection(std::string text, Reason why = Reason::kMalformed)
+      : reason(why), message(std::move(text)) {}
+
+  Reason reason;
+  // One line naming the field, the config or the workload, and the limit where there is one.
+  std::string message;
+};
+
+// nullopt when the options are acceptable, else a kOverLimit rejection naming the field.
+std::optional<MeasureRejection> check_options(const kiln::v1::MeasureOptions &options,
+                                              const MeasureLimits &limits);
 
 // The options with zeros replaced by the runner's defaults: number 1, repeat 3, min_repeat_ms 10
 // when absent (an explicit 0 turns the growth of `number` off),
@@ -84,8 +108,9 @@ struct MeasurePoolOptions {
   int build_workers = 0;
   // RLIMIT_AS of each worker.
   uint64_t memory_limit_bytes = 8ull << 30;
-  // The fault-injection templates (test_templates.h) exist only then.
-  bool enable_test_templates = false;
+  // Templates and hooks beyond the builtin library; the workers started by worker_command must
+  // have the same (see measure_extension.h).
+  MeasureExtension extension;
   // The runner's canonical target, e.g. "llvm -mcpu=native"; a candidate for another target is
   // refused. Empty: "llvm -mcpu=native".
   std::string target;
@@ -103,8 +128,8 @@ class MeasurePool {
   MeasurePool(const MeasurePool &) = delete;
   MeasurePool &operator=(const MeasurePool &) = delete;
 
-  // Measures a batch. Returns "" after on_result(position, result) has been called exactly once
-  // per candidate (in any order, never concurrently), or returns an error message without calling
+  // Measures a batch. Returns nullopt after on_result(position, result) has been called exactly
+  // once per candidate (in any order, never concurrently), or returns a rejection without calling
   // on_result at all when the request is malformed or absurd: options outside the limits, a batch
   // too big, JSON too long or unparsable arguments, an unknown template, bad arguments, a workload
   // key that does not match, a target not the runner's, tensors over max_tensor_bytes.
@@ -115,9 +140,10 @@ class MeasurePool {
   //
   // Config.knobs_json is either an object {"knob": value, ...} or the list [["knob", value], ...];
   // with Config.space_fingerprint and Config.index (checked when not zero) it makes the config.
-  std::string measure(const std::vector<Candidate> &batch, const kiln::v1::MeasureOptions &options,
-                      const std::function<void(size_t, const kiln::v1::MeasureResult &)> &on_result,
-                      const std::atomic<bool> *cancel = nullptr);
+  std::optional<MeasureRejection> measure(
+      const std::vector<Candidate> &batch, const kiln::v1::MeasureOptions &options,
+      const std::function<void(size_t, const kiln::v1::MeasureResult &)> &on_result,
+      const std::atomic<bool> *cancel = nullptr);
 
   // Worker processes spawned so far (a crashed or killed worker is replaced by a new one).
   int workers_started() const;

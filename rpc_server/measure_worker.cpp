@@ -32,7 +32,7 @@
 #include "deploy/thread_pool.h"
 #include "kiln/v1/worker.pb.h"
 #include "rpc_server/device_backend.h"
-#include "rpc_server/test_templates.h"
+#include "rpc_server/measure_extension.h"
 #include "rpc_server/time_evaluator.h"
 #include "rpc_server/worker_process.h"
 
@@ -249,7 +249,7 @@ struct Built {
   std::shared_ptr<WorkloadEntry> workload;  // keeps the task alive
   std::shared_ptr<ShapeData> data;
   std::unique_ptr<DeviceKernel> kernel;
-  InjectedFault fault = InjectedFault::None;
+  std::unique_ptr<CandidateHooks> hooks;  // from the runner's extension; null for none
   double compile_seconds = 0;
 };
 
@@ -261,9 +261,8 @@ uint64_t seed_of(const std::string &key) {
 
 class Worker {
  public:
-  Worker(int fd, bool test_templates) : fd_(fd), registry_(ops::Registry::builtin()) {
-    if (test_templates) add_test_templates(registry_);
-  }
+  Worker(int fd, const MeasureExtension &extension)
+      : fd_(fd), extension_(extension), registry_(extended_registry(extension)) {}
 
   int serve() {
     v1::WorkerReply ready;
@@ -377,7 +376,7 @@ class Worker {
       }
       auto b = std::make_unique<Built>();
       b->workload = w;
-      b->fault = injected_fault(task.templ().name, cfg);
+      if (extension_.hooks) b->hooks = extension_.hooks(task.templ().name, cfg);
       b->data = shape_data(*w, compute);
       if (req.check_correctness()) {
         // The runner times the reference and the compilation separately.
@@ -391,7 +390,7 @@ class Worker {
           throw Failure{v1::UNKNOWN, "cannot compute the reference output: " + b->data->reference_error};
         }
       }
-      inject_build_fault(b->fault, req.build_timeout_ms());
+      if (b->hooks) b->hooks->before_compile(req.build_timeout_ms());
       ir::LoweredFunc f;
       try {
         f = task.lower(cfg, kCandidateName);
@@ -470,7 +469,7 @@ class Worker {
         warm_up = false;
         std::vector<deploy::Tensor> got;
         for (const auto &out : d.outputs) got.push_back(device.to_host(out));
-        if (!got.empty()) inject_output_fault(b->fault, got[0]);
+        if (b->hooks) b->hooks->inspect_outputs(got);
         if (!check) return true;
         for (size_t i = 0; i < got.size() && mismatch.empty(); ++i) {
           mismatch = compare_output(got[i], d.reference.at(i), i, d.output_names[i]);
@@ -480,7 +479,7 @@ class Worker {
       const Timing t = time_evaluate(
           [&] {
             call();
-            if (warm_up) inject_run_fault(b->fault);
+            if (warm_up && b->hooks) b->hooks->after_warmup_call();
           },
           eval);
       r.set_number(t.number);
@@ -505,6 +504,7 @@ class Worker {
   }
 
   int fd_;
+  const MeasureExtension &extension_;
   ops::Registry registry_;
   std::list<std::pair<std::string, std::shared_ptr<WorkloadEntry>>> workloads_;  // most recent first
   std::map<uint64_t, std::unique_ptr<Built>> built_;
@@ -523,11 +523,7 @@ void watch_parent() {
 
 }  // namespace
 
-int measure_worker_main(int argc, char **argv) {
-  bool test_templates = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--enable-test-templates") == 0) test_templates = true;
-  }
+int measure_worker_main(const MeasureExtension &extension) {
   if (::fcntl(kWorkerChannelFd, F_GETFD) < 0) {
     std::fprintf(stderr,
                  "this is a measurement worker of a Kiln runner; it is started by the runner, which gives it its "
@@ -538,7 +534,7 @@ int measure_worker_main(int argc, char **argv) {
   ::signal(SIGPIPE, SIG_IGN);
   watch_parent();
   try {
-    Worker w(kWorkerChannelFd, test_templates);
+    Worker w(kWorkerChannelFd, extension);
     return w.serve();
   } catch (const std::exception &e) {
     std::fprintf(stderr, "measure worker: %s\n", e.what());

@@ -6,11 +6,13 @@
 // used dropped first), the parsed task, and per set of tensor shapes random inputs seeded by the
 // workload key, the output buffers candidates write, and the reference output. Built candidates
 // wait, JIT-compiled, until they are run or forgotten.
+#include "rpc_server/measure_extension.h"
+
 namespace kiln::rpc {
 
 // The main() of a worker process: serves the channel on descriptor 3 until the runner closes it.
-// Flags: --enable-test-templates adds the fault-injection templates. Other arguments are ignored.
-// Returns the process's exit status.
-int measure_worker_main(int argc, char **argv);
+// The worker knows the builtin templates plus the extension's, and calls the extension's hooks on
+// every candidate. Returns the process's exit status.
+int measure_worker_main(const MeasureExtension &extension = {});
 
 }  // namespace kiln::rpc

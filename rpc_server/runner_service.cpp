@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -26,6 +27,21 @@ bool is_target(const std::string &requested, const std::string &runner_target) {
 
 grpc::Status invalid(const std::string &message) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
+}
+
+// A request the measurement pool refused, as the client sees it: the status, and the message
+// after `context`. Both reasons are INVALID_ARGUMENT, which clients do not retry on another
+// runner: RESOURCE_EXHAUSTED would suggest that the same request could succeed later, and a
+// request over the limits never does.
+grpc::Status rejected(const MeasureRejection &rejection, const std::string &context) {
+  grpc::StatusCode code = grpc::StatusCode::INVALID_ARGUMENT;
+  switch (rejection.reason) {
+    case MeasureRejection::Reason::kMalformed:
+    case MeasureRejection::Reason::kOverLimit:
+      code = grpc::StatusCode::INVALID_ARGUMENT;
+      break;
+  }
+  return grpc::Status(code, context + rejection.message);
 }
 
 // Sets `cancel` when the call is cancelled (the client went away or gave up), checking every
@@ -129,8 +145,9 @@ grpc::Status RunnerService::Measure(
   if (session.lease_id().empty() || session.lease_id().size() > 256) {
     return invalid("session.lease_id must be 1 to 256 bytes");
   }
-  std::string problem = check_options(session.options(), MeasureLimits{});
-  if (!problem.empty()) return invalid("session.options: " + problem);
+  if (auto rejection = check_options(session.options(), MeasureLimits{})) {
+    return rejected(*rejection, "session.options: ");
+  }
   if (options_.accept_lease && !options_.accept_lease(session.lease_id())) {
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                         "lease " + session.lease_id() + " is not this runner's current lease");
@@ -182,10 +199,10 @@ grpc::Status RunnerService::run_session(
     }
     const std::string runner_id = options_.runner_id ? options_.runner_id() : "";
     std::atomic<bool> cancel{false};
-    std::string problem;
+    std::optional<MeasureRejection> rejection;
     {
       CancelWatch watch(context, cancel);
-      problem = pool_->measure(
+      rejection = pool_->measure(
           candidates, session.options(),
           [&](size_t position, const kiln::v1::MeasureResult &result) {
             kiln::v1::MeasureReply reply;
@@ -197,9 +214,7 @@ grpc::Status RunnerService::run_session(
           },
           &cancel);
     }
-    if (!problem.empty()) {
-      return invalid("batch " + std::to_string(batch.batch_id()) + ": " + problem);
-    }
+    if (rejection) return rejected(*rejection, "batch " + std::to_string(batch.batch_id()) + ": ");
     if (cancel || context->IsCancelled()) {
       return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
     }

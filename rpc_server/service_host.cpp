@@ -3,8 +3,9 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
-#include <stdexcept>
 #include <utility>
+
+#include "contracts/error.h"
 
 namespace kiln::rpc {
 
@@ -40,7 +41,7 @@ std::unique_ptr<ServiceHost> ServiceHost::start(const std::string &address,
   for (grpc::Service *service : services) builder.RegisterService(service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || selected_port == 0) {
-    throw std::runtime_error("rpc: cannot listen on " + address);
+    throw UserError("rpc: cannot listen on " + address);
   }
   std::string bound = host_of(address) + ":" + std::to_string(selected_port);
   return std::unique_ptr<ServiceHost>(new ServiceHost(std::move(server), selected_port, bound));

@@ -27,7 +27,7 @@ class ServiceHost {
  public:
   // Starts serving `services` (owned by the caller, and outliving the host) on `address`, for
   // example "127.0.0.1:0", where port 0 lets the OS choose a free port. Throws
-  // std::runtime_error when the address cannot be bound or a TLS file cannot be read.
+  // kiln::UserError when the address cannot be bound or a TLS file cannot be read.
   static std::unique_ptr<ServiceHost> start(const std::string &address,
                                             const std::vector<grpc::Service *> &services,
                                             const ServiceHostOptions &options = {});

@@ -4,7 +4,8 @@
 
 #include <cstdio>
 #include <fstream>
-#include <stdexcept>
+
+#include "contracts/error.h"
 
 namespace kiln::rpc {
 
@@ -39,10 +40,10 @@ void write_file_atomically(const std::string &path, const std::string &text) {
   {
     std::ofstream out(temporary, std::ios::trunc);
     out << text;
-    if (!out.flush()) throw std::runtime_error("cannot write " + temporary);
+    if (!out.flush()) throw UserError("cannot write " + temporary);
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    throw std::runtime_error("cannot rename " + temporary + " to " + path);
+    throw UserError("cannot rename " + temporary + " to " + path);
   }
 }
 

@@ -13,7 +13,7 @@ void block_shutdown_signals();
 // Waits for SIGINT or SIGTERM and returns it.
 int wait_for_shutdown_signal();
 // Writes `text` to `path` through a temporary file and a rename, so a reader never sees half.
-// Throws std::runtime_error when it cannot.
+// Throws kiln::UserError when it cannot.
 void write_file_atomically(const std::string &path, const std::string &text);
 
 }  // namespace kiln::rpc

@@ -2,22 +2,23 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <stdexcept>
 #include <utility>
+
+#include "contracts/error.h"
 
 namespace kiln::rpc {
 
 Tracker::Tracker(TrackerOptions options)
     : options_(std::move(options)), random_(std::random_device{}()) {
-  if (options_.token.empty()) throw std::invalid_argument("tracker: the shared token is empty");
+  if (options_.token.empty()) throw UserError("tracker: the shared token is empty");
   if (options_.heartbeat_interval.count() <= 0 || options_.heartbeat_timeout.count() <= 0 ||
       options_.max_wait.count() < 0) {
-    throw std::invalid_argument(
+    throw UserError(
         "tracker: heartbeat interval and timeout must be positive, max wait not negative");
   }
   if (options_.lease_idle_timeout.count() <= 0 || options_.quarantine_after < 1 ||
       options_.quarantine_duration.count() < 0) {
-    throw std::invalid_argument(
+    throw UserError(
         "tracker: the lease idle timeout must be positive, quarantine_after at least 1 and the "
         "quarantine duration not negative");
   }

@@ -88,8 +88,7 @@ class Tracker {
   using Clock = std::chrono::steady_clock;
   using AcquireDone = std::function<void(AcquireOutcome)>;
 
-  // Throws std::invalid_argument when the options are unusable (empty token, non-positive
-  // intervals).
+  // Throws kiln::UserError when the options are unusable (empty token, non-positive intervals).
   explicit Tracker(TrackerOptions options);
   Tracker(const Tracker &) = delete;
   Tracker &operator=(const Tracker &) = delete;

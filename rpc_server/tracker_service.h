@@ -14,7 +14,7 @@ constexpr size_t kMaxNameLength = 256;
 
 class TrackerService final : public kiln::v1::Tracker::CallbackService {
  public:
-  // Throws std::invalid_argument for unusable options (see Tracker).
+  // Throws kiln::UserError for unusable options (see Tracker).
   explicit TrackerService(TrackerOptions options);
 
   Tracker &tracker() { return tracker_; }

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "compiler/ir/error.h"
+
 namespace kiln::ir {
 
 std::string DataType::to_string() const {
@@ -29,11 +31,11 @@ DataType DataType::parse(const std::string &text) {
     try {
       lanes = std::stoi(s.substr(x + 1));
     } catch (const std::exception &) {
-      throw std::invalid_argument("bad vector lanes in dtype '" + text + "'");
+      throw ExprError("bad vector lanes in dtype '" + text + "'");
     }
     s = s.substr(0, x);
   }
-  if (lanes < 1) throw std::invalid_argument("bad vector lanes in dtype '" + text + "'");
+  if (lanes < 1) throw ExprError("bad vector lanes in dtype '" + text + "'");
   if (s == "bool") return Bool(lanes);
   if (s == "handle") return Handle();
   auto parse_bits = [&](size_t prefix) {
@@ -43,7 +45,7 @@ DataType DataType::parse(const std::string &text) {
       if (used != s.size() - prefix) throw std::invalid_argument("");
       return b;
     } catch (const std::exception &) {
-      throw std::invalid_argument("unknown dtype '" + text + "'");
+      throw ExprError("unknown dtype '" + text + "'");
     }
   };
   if (s.rfind("uint", 0) == 0) {
@@ -56,7 +58,7 @@ DataType DataType::parse(const std::string &text) {
     int b = parse_bits(5);
     if (b == 16 || b == 32 || b == 64) return Float(b, lanes);
   }
-  throw std::invalid_argument("unknown dtype '" + text + "'");
+  throw ExprError("unknown dtype '" + text + "'");
 }
 
 }  // namespace kiln::ir

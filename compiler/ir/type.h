@@ -39,7 +39,7 @@ class DataType {
 
   // "float32", "int8x16", "bool", "handle".
   std::string to_string() const;
-  // Parses the form to_string() prints; throws std::invalid_argument otherwise.
+  // Parses the form to_string() prints; throws ExprError (a user error) naming the text otherwise.
   static DataType parse(const std::string &s);
 
  private:

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "compiler/ir/error.h"
 #include "compiler/ops/registry.h"
 
 namespace kiln::ops {
@@ -30,9 +31,9 @@ namespace {
 DataType parse_dtype(const std::string &s, const std::string &where) {
   try {
     DataType t = DataType::parse(s);
-    if (t.lanes() != 1 || t.is_handle()) throw std::invalid_argument(s);
+    if (t.lanes() != 1 || t.is_handle()) throw ExprError(s);
     return t;
-  } catch (const std::invalid_argument &) {
+  } catch (const ExprError &) {
     throw OpError(where + ": '" + s + "' is not a scalar dtype");
   }
 }

@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "compiler/ir/error.h"
 #include "compiler/ir/op.h"
 #include "compiler/ops/templates.h"
 
@@ -41,9 +42,9 @@ namespace {
 DataType parse_dtype(const std::string &tmpl, const std::string &s, const std::string &what) {
   try {
     DataType t = DataType::parse(s);
-    if (t.lanes() != 1 || t.is_handle() || t.is_bool()) throw std::invalid_argument(s);
+    if (t.lanes() != 1 || t.is_handle() || t.is_bool()) throw ExprError(s);
     return t;
-  } catch (const std::invalid_argument &) {
+  } catch (const ExprError &) {
     bad_args(tmpl, what + ": '" + s + "' is not a scalar numeric dtype");
   }
 }

@@ -145,8 +145,9 @@ TEST(Agreement, ARunnerAcceptsEverySpellingOfItsTarget) {
     batch.push_back(c);
   }
   std::vector<kiln::v1::MeasureResult> results(batch.size());
-  std::string rejected = pool.measure(batch, measure, [&](size_t i, const kiln::v1::MeasureResult &r) { results[i] = r; });
-  ASSERT_EQ(rejected, "");
+  std::optional<rpc::MeasureRejection> rejected =
+      pool.measure(batch, measure, [&](size_t i, const kiln::v1::MeasureResult &r) { results[i] = r; });
+  ASSERT_FALSE(rejected.has_value()) << rejected->message;
   for (size_t i = 0; i < results.size(); ++i) {
     EXPECT_EQ(results[i].error(), kiln::v1::OK) << kHaswellSpellings[i] << ": " << results[i].message();
   }
@@ -154,15 +155,17 @@ TEST(Agreement, ARunnerAcceptsEverySpellingOfItsTarget) {
   batch.resize(1);
   batch[0].target.set_target("llvm -mcpu=skylake-avx512");
   rejected = pool.measure(batch, measure, [](size_t, const kiln::v1::MeasureResult &) {});
-  EXPECT_NE(rejected.find("but this runner compiles for 'llvm -mattr=+avx2,+fma -mcpu=haswell'"), std::string::npos)
-      << rejected;
+  ASSERT_TRUE(rejected.has_value());
+  EXPECT_NE(rejected->message.find("but this runner compiles for 'llvm -mattr=+avx2,+fma -mcpu=haswell'"),
+            std::string::npos)
+      << rejected->message;
 }
 
 }  // namespace
 }  // namespace kiln
 
 int main(int argc, char **argv) {
-  if (argc > 1 && std::string(argv[1]) == "--measure-worker") return kiln::rpc::measure_worker_main(argc, argv);
+  if (argc > 1 && std::string(argv[1]) == "--measure-worker") return kiln::rpc::measure_worker_main();
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

@@ -79,6 +79,8 @@ TEST(ModuleTest, BadCallsRaiseClearErrors) {
 
 TEST(ModuleTest, LoadErrors) {
   EXPECT_THROW(Module::load("/nonexistent/libnothing.so"), ModuleError);
+  // The caller named the wrong file: a user error, which the tools report as such.
+  EXPECT_THROW(Module::load("/nonexistent/libnothing.so"), kiln::UserError);
   try {
     Module::load(KILN_FAKE_MODULE_FUTURE);
     FAIL() << "expected ModuleError";

@@ -1,5 +1,7 @@
-// The device farm end to end: a kiln-tracker and kiln-runner daemons in separate processes on
-// loopback, driven through the farm client library and the kiln command.
+// The device farm end to end: a kiln-tracker and runner daemons in separate processes on loopback,
+// driven through the farm client library and the kiln command. The runners are kiln-runner-test
+// (the runner with the fault-injection templates) unless a test asks for the production
+// kiln-runner.
 #include <gtest/gtest.h>
 
 #include <grpcpp/grpcpp.h>
@@ -11,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -27,8 +30,8 @@
 #include "rpc_server/credentials.h"
 #include "rpc_server/farm_client.h"
 #include "rpc_server/shared_token.h"
-#include "rpc_server/test_templates.h"
 #include "rpc_server/wire.h"
+#include "test_templates.h"
 
 namespace kiln::rpc {
 namespace {
@@ -46,7 +49,7 @@ Json tensor(std::vector<int64_t> shape) {
   return Json::object({{"shape", Json::array_of(shape)}, {"dtype", "float32"}});
 }
 
-// The operator library plus the fault-injection templates, as the runners have it.
+// The operator library plus the fault-injection templates, as kiln-runner-test has it.
 const ops::Registry &registry() {
   static const ops::Registry with_tests = [] {
     ops::Registry r = ops::Registry::builtin();
@@ -117,9 +120,10 @@ class Farm {
  public:
   struct Options {
     int runners = 3;
-    std::vector<std::string> tracker_flags;
-    std::vector<std::string> runner_flags;
-    TlsFiles tls;  // for the daemons and the clients alike
+    std::vector<std::string> tracker_flags = {};
+    std::vector<std::string> runner_flags = {};
+    TlsFiles tls = {};  // for the daemons and the clients alike
+    std::string runner_binary = KILN_RUNNER_TEST_BINARY;
   };
 
   explicit Farm(Options options) : options_(std::move(options)) {
@@ -147,11 +151,11 @@ class Farm {
   void start_runner() {
     size_t i = runners_.size();
     fs::path address_file = dir_ / ("runner" + std::to_string(i) + ".address");
-    std::vector<std::string> argv = {KILN_RUNNER_BINARY, "--tracker", tracker_address_,
+    std::vector<std::string> argv = {options_.runner_binary, "--tracker", tracker_address_,
                                      "--key", kKey, "--target", kTarget,
                                      "--token-file", (dir_ / "token").string(),
                                      "--address-file", address_file.string(),
-                                     "--build-workers", "1", "--enable-test-templates"};
+                                     "--build-workers", "1"};
     add_tls(argv, /*server=*/true);
     argv.insert(argv.end(), options_.runner_flags.begin(), options_.runner_flags.end());
     runners_.push_back(std::make_unique<ChildProcess>(
@@ -443,7 +447,50 @@ TEST(FarmServiceTest, AWrongOrMissingTokenIsUnauthenticatedEverywhere) {
     has_test |= t.name() == "test.segfault";
   }
   EXPECT_TRUE(has_matmul);
-  EXPECT_TRUE(has_test) << "the runner was started with --enable-test-templates";
+  EXPECT_TRUE(has_test) << "kiln-runner-test has the fault-injection templates";
+}
+
+std::string file_contents(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+TEST(FarmServiceTest, TheProductionRunnerRefusesTheFaultTemplates) {
+  Farm farm({.runners = 1, .runner_binary = KILN_RUNNER_BINARY});
+  // A fault template is an unknown template to kiln-runner: the request is refused, nothing runs.
+  TestWorkload segfault("test.segfault", Json::object({{"n", 1024}}));
+  FarmClient client = farm.client(/*max_attempts=*/1);
+  try {
+    client.measure(segfault.workload, target(), {segfault.with_knob("fault", "on")}, quick_options());
+    ADD_FAILURE() << "kiln-runner measured test.segfault";
+  } catch (const FarmError &e) {
+    EXPECT_EQ(e.code(), grpc::StatusCode::INVALID_ARGUMENT) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown operator template 'test.segfault'"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(farm.runner(0).running());
+  kiln::v1::InfoReply info = runner_info({farm.runner_address(0), kToken, {}});
+  EXPECT_GT(info.templates_size(), 0);
+  for (const auto &t : info.templates()) EXPECT_NE(t.name().rfind("test.", 0), 0u) << t.name();
+  TestWorkload wl = small_matmul();
+  EXPECT_EQ(count_ok(client.measure(wl.workload, target(), wl.configs(2), quick_options())), 2u);
+
+  // No flag turns them on.
+  auto [code, out] = testing::run_command(
+      {KILN_RUNNER_BINARY, "--tracker", farm.tracker_address(), "--key", kKey, "--token-file",
+       (farm.dir() / "token").string(), "--enable-test-templates"},
+      (farm.dir() / "flag.log").string());
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_NE(out.find("--enable-test-templates"), std::string::npos) << out;
+
+  // The executable holds neither the templates nor their faults; the test runner holds both.
+  const std::string production = file_contents(KILN_RUNNER_BINARY);
+  const std::string test_build = file_contents(KILN_RUNNER_TEST_BINARY);
+  ASSERT_FALSE(production.empty());
+  for (const char *text : {"test.segfault", "fault injection"}) {
+    EXPECT_EQ(production.find(text), std::string::npos) << text;
+    EXPECT_NE(test_build.find(text), std::string::npos) << text;
+  }
 }
 
 TEST(FarmServiceTest, MalformedAndAbsurdRequestsAreInvalidArgumentsAndTheRunnerLives) {
@@ -644,7 +691,14 @@ TEST(FarmServiceTest, KilnFarmStatusAndKilnMeasure) {
        (farm.dir() / "missing").string()},
       (farm.dir() / "cli.log").string());
   EXPECT_EQ(code, 1) << out;
-  EXPECT_NE(out.find("token file"), std::string::npos) << out;
+  EXPECT_NE(out.find("kiln farm status: error: cannot read the token file"), std::string::npos) << out;
+
+  // No tracker at the address: the farm's error, exit status 1, not an internal error.
+  std::tie(code, out) = testing::run_command(
+      {KILN_CLI_BINARY, "farm", "status", "--tracker", "127.0.0.1:1", "--token-file", token_file},
+      (farm.dir() / "cli.log").string());
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("kiln farm status: error: tracker summary: UNAVAILABLE"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // every fault-injection template (crash, abort, hang, memory exhaustion, wrong answer, slow
 // compile) classified and survived, per-config errors, refused requests, cancellation, and
 // builds never overlapping a timing. This executable is also the pool's worker: run with
-// --measure-worker it serves the channel the pool gives it.
+// --measure-worker it serves the channel the pool gives it, with the fault-injection templates.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -26,8 +27,8 @@
 #include "compiler/driver/target.h"
 #include "compiler/ops/registry.h"
 #include "rpc_server/measure_pool.h"
-#include "rpc_server/test_templates.h"
 #include "rpc_server/time_evaluator.h"
+#include "test_templates.h"
 
 namespace kiln::rpc {
 namespace {
@@ -93,7 +94,7 @@ MeasurePoolOptions pool_options() {
   o.build_workers = 2;
   o.target = kTarget;
   o.runner_id = "runner-test";
-  o.enable_test_templates = true;
+  o.extension = test_templates_extension();
   o.memory_limit_bytes = 1ull << 30;
   return o;
 }
@@ -115,7 +116,7 @@ v1::MeasureOptions quick_options() {
 struct Results {
   std::vector<v1::MeasureResult> at;
   std::vector<int> calls;
-  std::string error;
+  std::optional<MeasureRejection> rejection;
 };
 
 Results measure(MeasurePool &pool, const std::vector<Candidate> &batch, const v1::MeasureOptions &options,
@@ -124,7 +125,7 @@ Results measure(MeasurePool &pool, const std::vector<Candidate> &batch, const v1
   Results r;
   r.at.resize(batch.size());
   r.calls.assign(batch.size(), 0);
-  r.error = pool.measure(
+  r.rejection = pool.measure(
       batch, options,
       [&](size_t i, const v1::MeasureResult &res) {
         EXPECT_LT(i, batch.size());
@@ -134,7 +135,7 @@ Results measure(MeasurePool &pool, const std::vector<Candidate> &batch, const v1
         if (after_each) after_each(i);
       },
       cancel);
-  if (r.error.empty()) {
+  if (!r.rejection) {
     for (size_t i = 0; i < batch.size(); ++i) EXPECT_EQ(r.calls[i], 1) << "position " << i;
   }
   return r;
@@ -280,13 +281,18 @@ TEST(MeasureOptions, DefaultsFillZeros) {
 
 TEST(MeasureOptions, LimitsNameTheField) {
   MeasureLimits l;
-  EXPECT_EQ(check_options(quick_options(), l), "");
+  EXPECT_FALSE(check_options(quick_options(), l).has_value());
   v1::MeasureOptions o = quick_options();
   o.set_repeat(100000);
-  EXPECT_NE(check_options(o, l).find("repeat is 100000"), std::string::npos) << check_options(o, l);
+  std::optional<MeasureRejection> r = check_options(o, l);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->reason, MeasureRejection::Reason::kOverLimit);
+  EXPECT_NE(r->message.find("repeat is 100000"), std::string::npos) << r->message;
   o = quick_options();
   o.set_run_timeout_ms(l.max_timeout_ms + 1);
-  EXPECT_NE(check_options(o, l).find("run_timeout_ms"), std::string::npos);
+  r = check_options(o, l);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_NE(r->message.find("run_timeout_ms"), std::string::npos) << r->message;
 }
 
 // --- the pool ---
@@ -302,7 +308,7 @@ TEST(MeasurePool, RealConfigsAreMeasured) {
   v1::MeasureOptions o = quick_options();
   o.clear_threads();  // every core
   Results r = measure(pool, batch, o);
-  ASSERT_EQ(r.error, "");
+  ASSERT_FALSE(r.rejection) << r.rejection->message;
   for (size_t i = 0; i < batch.size(); ++i) {
     expect_ok(r.at[i], o, "config " + std::to_string(i) + " " + batch[i].config.knobs_json());
     EXPECT_EQ(r.at[i].runner_id(), "runner-test");
@@ -333,7 +339,7 @@ TEST(MeasurePool, NoBuildOverlapsARun) {
   v1::MeasureOptions o = quick_options();
   o.set_min_repeat_ms(5);
   Results r = measure(pool, batch, o);
-  ASSERT_EQ(r.error, "");
+  ASSERT_FALSE(r.rejection) << r.rejection->message;
   for (size_t i = 0; i < batch.size(); ++i) expect_ok(r.at[i], o, "config " + std::to_string(i));
   size_t builds = 0, runs = 0;
   bool parallel_builds = false;
@@ -376,17 +382,17 @@ TEST_P(FaultTemplates, YieldTheirClassAndThePoolGoesOn) {
   o.set_run_timeout_ms(std::string(f.name) == "test.huge_alloc" ? 5000 : 1500);
 
   Results warm = measure(pool, {good_candidate()}, o);
-  ASSERT_EQ(warm.error, "");
+  ASSERT_FALSE(warm.rejection) << warm.rejection->message;
   expect_ok(warm.at[0], o, "before the fault");
   const int started = pool.workers_started();
 
   Results bad = measure(pool, {fault_candidate(f.name, true)}, o);
-  ASSERT_EQ(bad.error, "");
+  ASSERT_FALSE(bad.rejection) << bad.rejection->message;
   expect_error(bad.at[0], f.error, f.message, f.name);
   EXPECT_FALSE(bad.at[0].runner_id().empty());
 
   Results after = measure(pool, {good_candidate(), fault_candidate(f.name, false)}, o);
-  ASSERT_EQ(after.error, "");
+  ASSERT_FALSE(after.rejection) << after.rejection->message;
   expect_ok(after.at[0], o, std::string("a good candidate after ") + f.name);
   expect_ok(after.at[1], o, std::string(f.name) + " with fault=off");
   if (f.replaces_worker) {
@@ -432,7 +438,7 @@ TEST(MeasurePool, FaultyAndGoodCandidatesInOneBatch) {
     batch.push_back(fault_candidate(name, false));
   }
   Results r = measure(pool, batch, o);
-  ASSERT_EQ(r.error, "");
+  ASSERT_FALSE(r.rejection) << r.rejection->message;
   for (size_t i = 0; i < batch.size(); ++i) {
     if (want.count(i)) {
       EXPECT_EQ(r.at[i].error(), want[i]) << batch[i].workload.template_name() << ": " << r.at[i].message();
@@ -460,11 +466,11 @@ TEST(MeasurePool, AWorkerKilledWhileCompilingIsCompileHost) {
   });
   Results r = measure(pool, {fault_candidate("test.slow_compile", true)}, o);
   killer.join();
-  ASSERT_EQ(r.error, "");
+  ASSERT_FALSE(r.rejection) << r.rejection->message;
   expect_error(r.at[0], v1::COMPILE_HOST, "SIGSEGV", "killed while compiling");
   EXPECT_NE(r.at[0].message().find("while compiling"), std::string::npos) << r.at[0].message();
   r = measure(pool, {good_candidate()}, o);
-  ASSERT_EQ(r.error, "");
+  ASSERT_FALSE(r.rejection) << r.rejection->message;
   expect_ok(r.at[0], o, "after the compile crash");
 }
 
@@ -482,7 +488,7 @@ TEST(MeasurePool, CooldownSeparatesRunsAndCacheFlushWorks) {
   o.set_cpu_cache_flush(true);
   std::vector<Candidate> batch(3, good_candidate());
   Results r = measure(pool, batch, o);
-  ASSERT_EQ(r.error, "");
+  ASSERT_FALSE(r.rejection) << r.rejection->message;
   for (const auto &res : r.at) expect_ok(res, o, "flushed");
   ASSERT_EQ(runs.size(), 3u);
   for (size_t i = 1; i < runs.size(); ++i) EXPECT_GE(runs[i].start - runs[i - 1].end, 0.150 * 0.99);
@@ -494,11 +500,11 @@ TEST(MeasurePool, WrongAnswerComesFromTheComparison) {
   v1::MeasureOptions o = quick_options();
   o.set_check_correctness(false);
   Results r = measure(pool, {fault_candidate("test.wrong_answer", true)}, o);
-  ASSERT_EQ(r.error, "");
+  ASSERT_FALSE(r.rejection) << r.rejection->message;
   expect_ok(r.at[0], o, "wrong answer unchecked");
   o.clear_check_correctness();  // absent: on
   r = measure(pool, {fault_candidate("test.wrong_answer", true)}, o);
-  ASSERT_EQ(r.error, "");
+  ASSERT_FALSE(r.rejection) << r.rejection->message;
   expect_error(r.at[0], v1::WRONG_ANSWER, "got ", "wrong answer checked");
   EXPECT_NE(r.at[0].message().find("expected"), std::string::npos);
 }
@@ -515,7 +521,7 @@ TEST(MeasurePool, BadConfigsAreInstantiationErrors) {
   bad_index.config.set_index(good.config.index() + 1);
   std::vector<Candidate> batch = {good, stale, malformed, unknown_knob, bad_value, bad_index, good};
   Results r = measure(pool, batch, o);
-  ASSERT_EQ(r.error, "");
+  ASSERT_FALSE(r.rejection) << r.rejection->message;
   expect_ok(r.at[0], o, "good");
   expect_error(r.at[1], v1::INSTANTIATION, "another config space", "stale fingerprint");
   expect_error(r.at[2], v1::INSTANTIATION, "not valid JSON", "malformed knobs");
@@ -531,62 +537,66 @@ TEST(MeasurePool, MalformedOrAbsurdRequestsAreRefusedWithoutResults) {
   po.limits.max_batch = 8;
   MeasurePool pool(po);
   const v1::MeasureOptions o = quick_options();
-  auto refused = [&](const std::vector<Candidate> &batch, const v1::MeasureOptions &opts, const std::string &part) {
+  using Reason = MeasureRejection::Reason;
+  auto refused = [&](const std::vector<Candidate> &batch, const v1::MeasureOptions &opts, Reason reason,
+                     const std::string &part) {
     int calls = 0;
-    std::string e = pool.measure(batch, opts, [&](size_t, const v1::MeasureResult &) { ++calls; });
-    EXPECT_NE(e, "") << "expected a refusal mentioning '" << part << "'";
-    EXPECT_NE(e.find(part), std::string::npos) << e;
-    EXPECT_EQ(calls, 0) << e;
+    std::optional<MeasureRejection> r = pool.measure(batch, opts, [&](size_t, const v1::MeasureResult &) { ++calls; });
+    ASSERT_TRUE(r.has_value()) << "expected a refusal mentioning '" << part << "'";
+    EXPECT_EQ(r->reason, reason) << r->message;
+    EXPECT_NE(r->message.find(part), std::string::npos) << r->message;
+    EXPECT_EQ(calls, 0) << r->message;
   };
   Candidate good = good_candidate();
 
   Candidate unknown = good;
   unknown.workload.set_template_name("conv3d.x86");
   unknown.workload.clear_key();
-  refused({good, unknown}, o, "unknown operator template 'conv3d.x86'");
+  refused({good, unknown}, o, Reason::kMalformed, "unknown operator template 'conv3d.x86'");
 
   Candidate bad_json = good;
   bad_json.workload.set_args_json("{\"n\": 12");
-  refused({bad_json}, o, "not valid JSON");
+  refused({bad_json}, o, Reason::kMalformed, "not valid JSON");
 
   Candidate bad_args = good;
   bad_args.workload.set_args_json("{\"n\":-3}");
   bad_args.workload.clear_key();
-  refused({bad_args}, o, "\"n\" must be in");
+  refused({bad_args}, o, Reason::kMalformed, "\"n\" must be in");
 
   Candidate bad_key = good;
   bad_key.workload.set_key(std::string(64, 'f'));
-  refused({bad_key}, o, "does not match");
+  refused({bad_key}, o, Reason::kMalformed, "does not match");
 
   Candidate other_target = good;
   other_target.target.set_target("cuda -arch=sm_90");
-  refused({other_target}, o, "cuda -arch=sm_90");
+  refused({other_target}, o, Reason::kMalformed, "cuda -arch=sm_90");
 
   Candidate long_knobs = good;
   long_knobs.config.set_knobs_json(std::string(70000, ' '));
-  refused({long_knobs}, o, "knobs_json");
+  refused({long_knobs}, o, Reason::kOverLimit, "knobs_json");
 
   v1::MeasureOptions many = o;
   many.set_repeat(100000);
-  refused({good}, many, "repeat");
+  refused({good}, many, Reason::kOverLimit, "repeat");
   v1::MeasureOptions slow = o;
   slow.set_build_timeout_ms(100000000);
-  refused({good}, slow, "build_timeout_ms");
+  refused({good}, slow, Reason::kOverLimit, "build_timeout_ms");
 
-  refused(std::vector<Candidate>(9, good), o, "batch has 9 configs");
+  refused(std::vector<Candidate>(9, good), o, Reason::kOverLimit, "batch has 9 configs");
 
   ops::Task huge = ops::Task(
       "dense_pack.x86", Json::object({{"data", tensor({100000, 100000})}, {"weight", tensor({100000, 100000})}}),
       driver::resolve_target(kTarget));
-  refused({candidate(huge, to_wire(huge.default_config()))}, o, "above the runner's limit");
+  refused({candidate(huge, to_wire(huge.default_config()))}, o, Reason::kOverLimit, "above the runner's limit");
 
-  // Without the test templates enabled, they do not exist.
+  // Without the extension, the test templates do not exist.
   MeasurePoolOptions plain = pool_options();
-  plain.enable_test_templates = false;
+  plain.extension = {};
   MeasurePool plain_pool(plain);
   int calls = 0;
-  std::string e = plain_pool.measure({good}, o, [&](size_t, const v1::MeasureResult &) { ++calls; });
-  EXPECT_NE(e.find("unknown operator template 'test.wrong_answer'"), std::string::npos) << e;
+  std::optional<MeasureRejection> r = plain_pool.measure({good}, o, [&](size_t, const v1::MeasureResult &) { ++calls; });
+  ASSERT_TRUE(r.has_value());
+  EXPECT_NE(r->message.find("unknown operator template 'test.wrong_answer'"), std::string::npos) << r->message;
   EXPECT_EQ(calls, 0);
 
   EXPECT_EQ(pool.workers_started(), 0);
@@ -605,7 +615,7 @@ TEST(MeasurePool, CancelAnswersTheRestPromptly) {
     if (!cancel.exchange(true)) cancelled_at = Clock::now();
   });
   const double after_cancel = std::chrono::duration<double>(Clock::now() - cancelled_at).count();
-  ASSERT_EQ(r.error, "");
+  ASSERT_FALSE(r.rejection) << r.rejection->message;
   int ok = 0, cancelled = 0;
   for (const auto &res : r.at) {
     if (res.error() == v1::OK) ++ok;
@@ -629,7 +639,7 @@ TEST(MeasurePool, CancelStopsARunInProgress) {
   Results r = measure(pool, {fault_candidate("test.infinite_loop", true), good_candidate()}, o, &cancel);
   const double took = std::chrono::duration<double>(Clock::now() - start).count();
   canceller.join();
-  ASSERT_EQ(r.error, "");
+  ASSERT_FALSE(r.rejection) << r.rejection->message;
   for (const auto &res : r.at) expect_error(res, v1::INFRA, "cancelled", "after the cancel");
   EXPECT_LT(took, 5.0);
   // The pool serves the next batch.
@@ -642,7 +652,7 @@ TEST(MeasurePool, AWorkerThatCannotStartIsInfra) {
   po.worker_command = {"/nonexistent/kiln-measure-worker"};
   MeasurePool pool(po);
   Results r = measure(pool, {good_candidate(), good_candidate()}, quick_options());
-  ASSERT_EQ(r.error, "");
+  ASSERT_FALSE(r.rejection) << r.rejection->message;
   for (const auto &res : r.at) expect_error(res, v1::INFRA, "cannot start a measurement worker", "no worker");
 }
 
@@ -666,7 +676,7 @@ TEST(MeasurePool, DISABLED_OverheadPerCandidate) {
   const auto t0 = Clock::now();
   Results r = measure(pool, batch, o);
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-  ASSERT_EQ(r.error, "");
+  ASSERT_FALSE(r.rejection) << r.rejection->message;
   double compile_s = 0;
   for (const auto &res : r.at) {
     EXPECT_EQ(res.error(), v1::OK);
@@ -682,7 +692,9 @@ TEST(MeasurePool, DISABLED_OverheadPerCandidate) {
 }  // namespace kiln::rpc
 
 int main(int argc, char **argv) {
-  if (argc > 1 && std::string(argv[1]) == "--measure-worker") return kiln::rpc::measure_worker_main(argc, argv);
+  if (argc > 1 && std::string(argv[1]) == "--measure-worker") {
+    return kiln::rpc::measure_worker_main(kiln::rpc::test_templates_extension());
+  }
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

@@ -6,10 +6,11 @@
 #include <chrono>
 #include <future>
 #include <mutex>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "contracts/error.h"
 
 namespace kiln::rpc {
 namespace {
@@ -51,7 +52,7 @@ struct Outcomes {
 TEST(TrackerTest, RefusesAnEmptyToken) {
   TrackerOptions bad = options();
   bad.token.clear();
-  EXPECT_THROW(Tracker{bad}, std::invalid_argument);
+  EXPECT_THROW(Tracker{bad}, kiln::UserError);
 }
 
 TEST(TrackerTest, ServesHigherPriorityFirstAndArrivalOrderWithinAPriority) {

@@ -40,6 +40,7 @@ TEST(NvrtcTest, CompileErrorCarriesTheLog) {
 TEST(NvrtcTest, WithoutCudaCompilingThrows) {
   if (nvrtc_available()) GTEST_SKIP() << "this build has NVRTC";
   EXPECT_THROW(compile_cuda_to_ptx(kAxpy, "axpy.cu"), NvrtcError);
+  EXPECT_THROW(compile_cuda_to_ptx(kAxpy, "axpy.cu"), kiln::UserError);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 // The Runner service generated from proto/kiln/v1/runner.proto answers Info on loopback.
+#include "contracts/error.h"
 #include "rpc_server/runner_service.h"
 #include "rpc_server/service_host.h"
 #include "deploy/version.h"
@@ -87,7 +88,7 @@ TEST(RunnerRpcTest, ShutdownIsCleanAndRefusesLaterCalls) {
 TEST(RunnerRpcTest, UnusableAddressThrows) {
   RunnerService service({"x86-test", "llvm"});
   // 192.0.2.1 (TEST-NET-1) is not an address of this machine, so binding fails at once.
-  EXPECT_THROW(ServiceHost::start("192.0.2.1:0", {&service}), std::runtime_error);
+  EXPECT_THROW(ServiceHost::start("192.0.2.1:0", {&service}), kiln::UserError);
 }
 
 }  // namespace

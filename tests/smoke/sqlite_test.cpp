@@ -93,6 +93,8 @@ TEST_F(SqliteTest, ErrorsCarrySqlitesMessage) {
   db.exec("CREATE TABLE parent (id INTEGER PRIMARY KEY)");
   db.exec("CREATE TABLE child (parent_id INTEGER REFERENCES parent(id))");
   EXPECT_THROW(db.exec("INSERT INTO child VALUES (42)"), DbError);  // foreign keys are on
+  // TuningDb turns what a user can act on into TuningDbError; a raw SQLite failure is internal.
+  EXPECT_THROW(db.exec("INSERT INTO child VALUES (43)"), kiln::InternalError);
 
   EXPECT_THROW(Database((dir_ / "no_such_dir" / "x.db").string()), DbError);
 }

@@ -87,6 +87,9 @@ TEST(XgbBoosterTest, ErrorsBecomeExceptions) {
   EXPECT_THROW(
       XgbBooster::train({set.features.data(), set.rows, 3}, set.labels, set.groups, bad, 1),
       XgbError);
+  EXPECT_THROW(
+      XgbBooster::train({set.features.data(), set.rows, 3}, set.labels, set.groups, bad, 1),
+      kiln::UserError);
 
   std::vector<unsigned> wrong_groups = {3, 4};
   EXPECT_THROW(XgbBooster::train({set.features.data(), set.rows, 3}, set.labels, wrong_groups,

@@ -2,18 +2,20 @@
 // Compiling CUDA C source to PTX with NVRTC, the CUDA runtime compiler. Needs only the CUDA
 // toolkit's NVRTC library, not a GPU or a driver. Kiln builds without CUDA too; then
 // nvrtc_available() is false and compile_cuda_to_ptx throws.
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "contracts/error.h"
+
 namespace kiln::codegen {
 
-// NVRTC rejected the source (log() holds the compiler's messages), or NVRTC is unavailable.
-class NvrtcError : public std::runtime_error {
+// NVRTC rejected the source it was given (log() holds the compiler's messages), or this build of
+// Kiln has no NVRTC: either way the caller's request cannot be served as asked.
+class NvrtcError : public UserError {
  public:
   NvrtcError(const std::string &message, std::string log)
-      : std::runtime_error(message), log_(std::move(log)) {}
+      : UserError(message), log_(std::move(log)) {}
   const std::string &log() const { return log_; }
 
  private:

@@ -4,8 +4,9 @@
 // does not see LLVM; only the code that builds modules does.
 #include <cstdint>
 #include <memory>
-#include <stdexcept>
 #include <string>
+
+#include "contracts/error.h"
 
 namespace llvm {
 class LLVMContext;
@@ -14,10 +15,11 @@ class Module;
 
 namespace kiln::codegen {
 
-// The JIT could not be created, a module was rejected, or a symbol was not found.
-class LLVMJitError : public std::runtime_error {
+// The JIT could not be created, a module was rejected, or a symbol was not found. The modules and
+// symbol names come from Kiln's own code generator, so each of these is a bug in Kiln.
+class LLVMJitError : public InternalError {
  public:
-  using std::runtime_error::runtime_error;
+  using InternalError::InternalError;
 };
 
 class LLVMJit {

@@ -1,6 +1,7 @@
 // The expression language: types, promotion, printing, structural equality and hashing, tensors.
 #include <gtest/gtest.h>
 
+#include "compiler/ir/error.h"
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/op.h"
 #include "compiler/ir/structural.h"
@@ -20,9 +21,9 @@ TEST(DataType, PrintsAndParses) {
                         "uint32", "uint64", "bool", "float32x8", "int8x64"}) {
     EXPECT_EQ(DataType::parse(s).to_string(), s);
   }
-  EXPECT_THROW(DataType::parse("float7"), std::invalid_argument);
-  EXPECT_THROW(DataType::parse("int32x0"), std::invalid_argument);
-  EXPECT_THROW(DataType::parse("banana"), std::invalid_argument);
+  EXPECT_THROW(DataType::parse("float7"), ExprError);
+  EXPECT_THROW(DataType::parse("int32x0"), ExprError);
+  EXPECT_THROW(DataType::parse("banana"), ExprError);
 }
 
 TEST(Expr, LiteralsAdoptTheOtherSidesType) {

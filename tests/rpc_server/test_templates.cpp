@@ -1,4 +1,4 @@
-#include "rpc_server/test_templates.h"
+#include "test_templates.h"
 
 #include <signal.h>
 
@@ -19,6 +19,8 @@ namespace {
 using autotune::Config;
 using autotune::ConfigSpace;
 using contracts::Json;
+
+enum class InjectedFault { Segfault, Abort, InfiniteLoop, HugeAlloc, WrongAnswer, SlowCompile };
 
 struct FaultTemplate {
   const char *name;
@@ -89,60 +91,79 @@ ops::Template make_template(const FaultTemplate &f) {
   return t;
 }
 
+// The hooks of a config with fault=on: each injects its template's fault in its phase.
+class FaultHooks final : public CandidateHooks {
+ public:
+  explicit FaultHooks(InjectedFault fault) : fault_(fault) {}
+
+  // SlowCompile sleeps well beyond the build timeout.
+  void before_compile(uint32_t build_timeout_ms) override {
+    if (fault_ != InjectedFault::SlowCompile) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(uint64_t{build_timeout_ms} * 4 + 60000));
+  }
+
+  // Segfault, Abort and InfiniteLoop never return; HugeAlloc throws std::bad_alloc once the memory
+  // it touched is freed again.
+  void after_warmup_call() override {
+    switch (fault_) {
+      case InjectedFault::Segfault: {
+        volatile int *volatile null_page = nullptr;
+        *null_page = 1;
+        raise(SIGSEGV);
+        break;
+      }
+      case InjectedFault::Abort:
+        std::abort();
+      case InjectedFault::InfiniteLoop: {
+        volatile uint64_t spins = 0;
+        for (;;) spins = spins + 1;
+      }
+      case InjectedFault::HugeAlloc: {
+        // Touched chunks, so that the memory is really taken, until the address-space limit makes
+        // an allocation fail; the chunks are freed as the exception leaves this scope.
+        constexpr size_t kChunk = size_t{64} << 20;
+        std::vector<std::unique_ptr<char[]>> chunks;
+        for (;;) {
+          std::unique_ptr<char[]> chunk(new char[kChunk]);
+          volatile char *page = chunk.get();
+          for (size_t off = 0; off < kChunk; off += 4096) page[off] = 1;
+          chunks.push_back(std::move(chunk));
+        }
+      }
+      case InjectedFault::WrongAnswer:
+      case InjectedFault::SlowCompile:
+        break;
+    }
+  }
+
+  // WrongAnswer changes one element of the first output.
+  void inspect_outputs(std::vector<deploy::Tensor> &outputs) override {
+    if (fault_ != InjectedFault::WrongAnswer || outputs.empty() || outputs[0].numel() == 0) return;
+    float *out = outputs[0].data_as<float>();
+    const int64_t i = outputs[0].numel() / 2;
+    out[i] = out[i] + 1.0f;
+  }
+
+ private:
+  InjectedFault fault_;
+};
+
 }  // namespace
 
 void add_test_templates(ops::Registry &registry) {
   for (const auto &f : kTemplates) registry.add(make_template(f));
 }
 
-InjectedFault injected_fault(const std::string &template_name, const Config &cfg) {
-  for (const auto &f : kTemplates) {
-    if (template_name == f.name) return cfg.choice_string("fault") == "on" ? f.fault : InjectedFault::None;
-  }
-  return InjectedFault::None;
-}
-
-void inject_build_fault(InjectedFault fault, uint32_t build_timeout_ms) {
-  if (fault != InjectedFault::SlowCompile) return;
-  std::this_thread::sleep_for(std::chrono::milliseconds(uint64_t{build_timeout_ms} * 4 + 60000));
-}
-
-void inject_run_fault(InjectedFault fault) {
-  switch (fault) {
-    case InjectedFault::Segfault: {
-      volatile int *volatile null_page = nullptr;
-      *null_page = 1;
-      raise(SIGSEGV);
-      break;
+MeasureExtension test_templates_extension() {
+  MeasureExtension extension;
+  extension.add_templates = add_test_templates;
+  extension.hooks = [](const std::string &template_name, const Config &cfg) -> std::unique_ptr<CandidateHooks> {
+    for (const auto &f : kTemplates) {
+      if (template_name == f.name && cfg.choice_string("fault") == "on") return std::make_unique<FaultHooks>(f.fault);
     }
-    case InjectedFault::Abort:
-      std::abort();
-    case InjectedFault::InfiniteLoop: {
-      volatile uint64_t spins = 0;
-      for (;;) spins = spins + 1;
-    }
-    case InjectedFault::HugeAlloc: {
-      // Touched chunks, so that the memory is really taken, until the address-space limit makes
-      // an allocation fail; the chunks are freed as the exception leaves this scope.
-      constexpr size_t kChunk = size_t{64} << 20;
-      std::vector<std::unique_ptr<char[]>> chunks;
-      for (;;) {
-        std::unique_ptr<char[]> chunk(new char[kChunk]);
-        volatile char *page = chunk.get();
-        for (size_t off = 0; off < kChunk; off += 4096) page[off] = 1;
-        chunks.push_back(std::move(chunk));
-      }
-    }
-    default:
-      break;
-  }
-}
-
-void inject_output_fault(InjectedFault fault, deploy::Tensor &output) {
-  if (fault != InjectedFault::WrongAnswer || output.numel() == 0) return;
-  float *out = output.data_as<float>();
-  const int64_t i = output.numel() / 2;
-  out[i] = out[i] + 1.0f;
+    return nullptr;
+  };
+  return extension;
 }
 
 }  // namespace kiln::rpc
