@@ -101,7 +101,7 @@ bool expr_equal(const Expr &a, const Expr &b) {
     case NodeType::ProducerLoad: {
       const auto *x = a.as<ProducerLoadNode>();
       const auto *y = b.as<ProducerLoadNode>();
-      return x->op == y->op && x->value_index == y->value_index && equal_exprs(x->indices, y->indices);
+      return x->producer == y->producer && x->value_index == y->value_index && equal_exprs(x->indices, y->indices);
     }
     case NodeType::Reduce: {
       const auto *x = a.as<ReduceNode>();

@@ -228,7 +228,7 @@ Expr IRMutator::visit(const LoadNode *op, const Expr &self) {
 Expr IRMutator::visit(const ProducerLoadNode *op, const Expr &self) {
   std::vector<Expr> idx;
   if (!mutate_exprs(op->indices, &idx)) return self;
-  return ProducerLoadNode::make(op->op, op->value_index, std::move(idx));
+  return ProducerLoadNode::make(op->producer, op->value_index, std::move(idx));
 }
 Expr IRMutator::visit(const ReduceNode *op, const Expr &self) {
   std::vector<Expr> src;
@@ -266,7 +266,7 @@ Stmt IRMutator::visit(const ProducerStoreNode *op, const Stmt &self) {
   std::vector<Expr> idx;
   bool changed = mutate_exprs(op->indices, &idx);
   if (!changed && v.same_as(op->value)) return self;
-  return ProducerStoreNode::make(op->op, op->value_index, v, std::move(idx));
+  return ProducerStoreNode::make(op->producer, op->value_index, v, std::move(idx));
 }
 Stmt IRMutator::visit(const AllocateNode *op, const Stmt &self) {
   std::vector<Expr> ext;
@@ -311,7 +311,7 @@ Stmt IRMutator::visit(const ProducerRealizeNode *op, const Stmt &self) {
   }
   Stmt b = mutate(op->body);
   if (!changed && b.same_as(op->body)) return self;
-  return ProducerRealizeNode::make(op->op, op->value_index, std::move(bounds), op->scope, b);
+  return ProducerRealizeNode::make(op->producer, op->value_index, std::move(bounds), op->scope, b);
 }
 
 // ---------------------------------------------------------------------------------------------

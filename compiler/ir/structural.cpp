@@ -4,7 +4,6 @@
 #include <functional>
 #include <unordered_map>
 
-#include "compiler/te/tensor.h"
 
 namespace kiln::ir {
 
@@ -114,7 +113,7 @@ class Equal {
       }
       case NodeType::ProducerLoad: {
         const auto *x = a.as<ProducerLoadNode>(), *y = b.as<ProducerLoadNode>();
-        return x->op == y->op && x->value_index == y->value_index && eq_exprs(x->indices, y->indices);
+        return x->producer == y->producer && x->value_index == y->value_index && eq_exprs(x->indices, y->indices);
       }
       case NodeType::Reduce: {
         const auto *x = a.as<ReduceNode>(), *y = b.as<ReduceNode>();
@@ -154,7 +153,7 @@ class Equal {
       }
       case NodeType::ProducerStore: {
         const auto *x = a.as<ProducerStoreNode>(), *y = b.as<ProducerStoreNode>();
-        return x->op == y->op && x->value_index == y->value_index && eq(x->value, y->value) &&
+        return x->producer == y->producer && x->value_index == y->value_index && eq(x->value, y->value) &&
                eq_exprs(x->indices, y->indices);
       }
       case NodeType::Allocate: {
@@ -182,7 +181,7 @@ class Equal {
       case NodeType::Evaluate: return eq(a.as<EvaluateNode>()->value, b.as<EvaluateNode>()->value);
       case NodeType::ProducerRealize: {
         const auto *x = a.as<ProducerRealizeNode>(), *y = b.as<ProducerRealizeNode>();
-        if (x->op != y->op || x->value_index != y->value_index || x->scope != y->scope ||
+        if (x->producer != y->producer || x->value_index != y->value_index || x->scope != y->scope ||
             x->bounds.size() != y->bounds.size()) {
           return false;
         }
@@ -229,7 +228,7 @@ class Hasher {
       case NodeType::Broadcast: h = mix(h, static_cast<size_t>(e.as<BroadcastNode>()->lanes)); break;
       case NodeType::Load: h = mix(h, var(e.as<LoadNode>()->buffer_var.get())); break;
       case NodeType::ProducerLoad:
-        h = mix(h, std::hash<const void *>()(e.as<ProducerLoadNode>()->op.get()));
+        h = mix(h, std::hash<const void *>()(e.as<ProducerLoadNode>()->producer.get()));
         h = mix(h, static_cast<size_t>(e.as<ProducerLoadNode>()->value_index));
         break;
       case NodeType::Reduce: {
@@ -279,7 +278,7 @@ class Hasher {
       }
       case NodeType::ProducerStore: {
         const auto *x = s.as<ProducerStoreNode>();
-        h = mix(h, std::hash<const void *>()(x->op.get()));
+        h = mix(h, std::hash<const void *>()(x->producer.get()));
         h = mix(h, hash(x->value));
         for (const auto &i : x->indices) h = mix(h, hash(i));
         return h;
@@ -312,7 +311,7 @@ class Hasher {
       case NodeType::Evaluate: return mix(h, hash(s.as<EvaluateNode>()->value));
       case NodeType::ProducerRealize: {
         const auto *x = s.as<ProducerRealizeNode>();
-        h = mix(h, std::hash<const void *>()(x->op.get()));
+        h = mix(h, std::hash<const void *>()(x->producer.get()));
         for (const auto &r : x->bounds) h = mix(mix(h, hash(r.min)), hash(r.extent));
         return mix(h, hash(x->body));
       }

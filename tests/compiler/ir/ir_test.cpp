@@ -98,6 +98,35 @@ TEST(Printer, ReadableText) {
   EXPECT_EQ(to_string(floordiv(i, 4) + cast(Int(64), i)), "(int64(floordiv(i, 4)) + int64(i))");
 }
 
+// A producer that is not a te operation: the IR needs only what ir::Producer declares.
+class TwoOutputs : public Producer {
+ public:
+  const std::string &producer_name() const override { return name_; }
+  int num_outputs() const override { return 2; }
+  DataType output_dtype(int value_index) const override { return value_index == 0 ? Float(32) : Int(32); }
+
+ private:
+  std::string name_ = "argmax";
+};
+
+TEST(Producer, NodesReferToProducersThroughTheInterface) {
+  auto p = std::make_shared<TwoOutputs>();
+  Var i("i");
+  Expr v = ProducerLoadNode::make(p, 0, {i});
+  Expr k = ProducerLoadNode::make(p, 1, {i});
+  EXPECT_EQ(v.type(), Float(32));
+  EXPECT_EQ(k.type(), Int(32));
+  EXPECT_THROW(ProducerLoadNode::make(p, 2, {i}), InternalError);
+  Stmt s = ProducerRealizeNode::make(p, 1, {Range(0, 8)}, "global",
+                                     ProducerStoreNode::make(p, 1, k + 1, {i}));
+  EXPECT_EQ(to_string(s), "realize argmax.v1([0, 8]) {\n  argmax.v1(i) = (argmax.v1(i) + 1)\n}\n");
+  // Producers are compared by identity.
+  auto q = std::make_shared<TwoOutputs>();
+  EXPECT_TRUE(structural_equal(v, ProducerLoadNode::make(p, 0, {i})));
+  EXPECT_FALSE(structural_equal(v, ProducerLoadNode::make(q, 0, {i})));
+  EXPECT_FALSE(structural_equal(v, ProducerLoadNode::make(p, 0, {i + 0})));
+}
+
 TEST(Structural, EqualityMapsBoundVariables) {
   Var i("i"), j("j"), buf("A", Handle());
   auto loop = [&](Var v) { return ForNode::make(v, 0, 8, ForKind::Serial, StoreNode::make(buf, cast(Float(32), v), v)); };
