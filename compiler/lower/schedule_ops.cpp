@@ -235,7 +235,7 @@ class StageBuilder {
         Expr isrc = an.simplify(ir_->source[ir_->value_index]);
         bool same_reducer = r->combiner->result.size() == ir_->combiner->result.size();
         for (size_t k = 0; same_reducer && k < r->combiner->result.size(); ++k) {
-          same_reducer = structural_equal(r->combiner->result[k], ir_->combiner->result[k], true) &&
+          same_reducer = structural_equal(r->combiner->result[k], ir_->combiner->result[k], FreeVars::Mapped) &&
                          structural_equal(r->combiner->identity_element[k], ir_->combiner->identity_element[k]);
         }
         if (!same_reducer) tensorize_error(at, intrin, "the reductions combine differently");
