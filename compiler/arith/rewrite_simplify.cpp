@@ -52,7 +52,7 @@ Expr make_cmp(NodeType k, const Expr &a, const Expr &b) {
     case NodeType::LT: return LTNode::make(a, b);
     case NodeType::LE: return LENode::make(a, b);
     case NodeType::EQ: return EQNode::make(a, b);
-    default: return NENode::make(a, b);
+    default: return NENode::make(a, b);  // k is LT, LE, EQ or NE
   }
 }
 
@@ -762,7 +762,7 @@ class RewriteSimplifier : public IRMutator {
         if (ba.max_value <= bb.min_value) return make_bool(true, lanes);
         if (ba.min_value > bb.max_value) return make_bool(false, lanes);
         break;
-      default:
+      default:  // EQ or NE
         if (ba.max_value < bb.min_value || bb.max_value < ba.min_value) return make_bool(k == NodeType::NE, lanes);
         break;
     }

@@ -14,8 +14,10 @@ void IRVisitor::visit_expr(const Expr &e) {
     break;
     KILN_EXPR_NODES(KILN_DISPATCH)
 #undef KILN_DISPATCH
-    default:
-      KILN_CHECK(false, "visit_expr on a statement node");
+#define KILN_OTHER(n) case NodeType::n:
+    KILN_STMT_NODES(KILN_OTHER)
+#undef KILN_OTHER
+    KILN_CHECK(false, "visit_expr on a statement node");
   }
 }
 
@@ -28,8 +30,10 @@ void IRVisitor::visit_stmt(const Stmt &s) {
     break;
     KILN_STMT_NODES(KILN_DISPATCH)
 #undef KILN_DISPATCH
-    default:
-      KILN_CHECK(false, "visit_stmt on an expression node");
+#define KILN_OTHER(n) case NodeType::n:
+    KILN_EXPR_NODES(KILN_OTHER)
+#undef KILN_OTHER
+    KILN_CHECK(false, "visit_stmt on an expression node");
   }
 }
 
@@ -136,8 +140,10 @@ Expr IRMutator::mutate(const Expr &e) {
     return visit(static_cast<const n##Node *>(e.get()), e);
     KILN_EXPR_NODES(KILN_DISPATCH)
 #undef KILN_DISPATCH
-    default:
-      KILN_CHECK(false, "mutate(Expr) on a statement node");
+#define KILN_OTHER(n) case NodeType::n:
+    KILN_STMT_NODES(KILN_OTHER)
+#undef KILN_OTHER
+    KILN_CHECK(false, "mutate(Expr) on a statement node");
   }
   return e;
 }
@@ -150,8 +156,10 @@ Stmt IRMutator::mutate(const Stmt &s) {
     return visit(static_cast<const n##Node *>(s.get()), s);
     KILN_STMT_NODES(KILN_DISPATCH)
 #undef KILN_DISPATCH
-    default:
-      KILN_CHECK(false, "mutate(Stmt) on an expression node");
+#define KILN_OTHER(n) case NodeType::n:
+    KILN_EXPR_NODES(KILN_OTHER)
+#undef KILN_OTHER
+    KILN_CHECK(false, "mutate(Stmt) on an expression node");
   }
   return s;
 }
