@@ -4,8 +4,8 @@
 
 #include "compiler/arith/analyzer_state.h"
 #include "compiler/arith/const_fold.h"
-#include "compiler/arith/expr_equal.h"
 #include "compiler/ir/op.h"
+#include "compiler/ir/structural.h"
 
 namespace kiln::arith {
 
@@ -91,7 +91,7 @@ bool Analyzer::can_prove(const Expr &cond) {
 
 bool Analyzer::can_prove_equal(const Expr &a, const Expr &b) {
   if (!a.defined() || !b.defined()) return false;
-  if (detail::expr_equal(a, b)) return true;
+  if (ir::structural_equal(a, b)) return true;
   Expr eq;
   try {
     eq = a == b;

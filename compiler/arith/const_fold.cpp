@@ -46,7 +46,7 @@ Expr fold_int(NodeType op, DataType t, int64_t a, int64_t b) {
     case NodeType::GE: return IntImmNode::make(Bool(), x >= y);
     case NodeType::And: r = (x != 0) && (y != 0); break;
     case NodeType::Or: r = (x != 0) || (y != 0); break;
-    default: return Expr();
+    default: return Expr();  // not a binary operator
   }
   if (r < int_type_min(t) || r > int_type_max(t)) return Expr();
   return IntImmNode::make(t, static_cast<int64_t>(r));
@@ -63,7 +63,7 @@ Expr fold_float_arith(NodeType op, DataType t, F x, F y) {
       if (y == 0) return Expr();
       r = x / y;
       break;
-    default: return Expr();
+    default: return Expr();  // the other binary kinds are folded by fold_float or not at all
   }
   if (!std::isfinite(r)) return Expr();
   return FloatImmNode::make(t, static_cast<double>(r));
@@ -81,7 +81,7 @@ Expr fold_float(NodeType op, DataType t, double x, double y) {
     case NodeType::Max:
       if (std::isnan(x) || std::isnan(y)) return Expr();
       return FloatImmNode::make(t, (op == NodeType::Min) == (x < y) ? x : y);
-    default: break;
+    default: break;  // arithmetic, below
   }
   if (!std::isfinite(x) || !std::isfinite(y)) return Expr();
   if (t.bits() == 32) return fold_float_arith<float>(op, t, static_cast<float>(x), static_cast<float>(y));

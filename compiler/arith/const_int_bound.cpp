@@ -206,6 +206,8 @@ class BoundEvaluator {
         return everything(e.type());
       }
       default:
+        // Deliberately a subset: the bound of any other node (a load, a float, a logical operator
+        // ...) is every value of its type, which is always sound.
         return everything(e.type());
     }
   }

@@ -6,7 +6,7 @@
 
 #include "compiler/arith/analyzer_state.h"
 #include "compiler/arith/const_fold.h"
-#include "compiler/arith/expr_equal.h"
+#include "compiler/ir/structural.h"
 
 namespace kiln::arith::detail {
 
@@ -30,7 +30,7 @@ Expr term_expr(const Expr &atom, int64_t coeff, DataType t) {
 void LinearForm::add_term(const Expr &atom, int64_t coeff) {
   if (!ok || coeff == 0) return;
   for (size_t i = 0; i < terms.size(); ++i) {
-    if (expr_equal(terms[i].atom, atom)) {
+    if (structural_equal(terms[i].atom, atom)) {
       int64_t c;
       if (!checked_add(terms[i].coeff, coeff, &c)) {
         ok = false;
@@ -191,7 +191,8 @@ void merge_div_mod(LinearForm *f) {
         Expr y;
         int64_t d;
         if (!split_div_mod(f->terms[j].atom, false, &floor_mod_kind, &y, &d)) continue;
-        if (floor_mod_kind != floor_div_kind || d != c || f->terms[j].coeff != k / c || !expr_equal(x, y)) continue;
+        if (floor_mod_kind != floor_div_kind || d != c || f->terms[j].coeff != k / c) continue;
+        if (!structural_equal(x, y)) continue;
         // div(x, c) * c * m + mod(x, c) * m == x * m
         // The terms of x * m take the place of the first of the pair.
         LinearForm merged(f->type);
@@ -262,11 +263,11 @@ Expr build_linear(const LinearForm &f) {
 namespace {
 
 bool term_matches(const Expr &e, const Expr &atom, int64_t coeff) {
-  if (coeff == 1) return expr_equal(e, atom);
+  if (coeff == 1) return structural_equal(e, atom);
   const auto *m = e.as<MulNode>();
   if (!m) return false;
   const auto *c = m->b.as<IntImmNode>();
-  return c && c->value == coeff && expr_equal(m->a, atom);
+  return c && c->value == coeff && structural_equal(m->a, atom);
 }
 
 bool const_matches(const Expr &e, int64_t v) {

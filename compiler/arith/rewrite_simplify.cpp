@@ -14,9 +14,9 @@
 
 #include "compiler/arith/analyzer_state.h"
 #include "compiler/arith/const_fold.h"
-#include "compiler/arith/expr_equal.h"
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/ir/op.h"
+#include "compiler/ir/structural.h"
 
 namespace kiln::arith::detail {
 
@@ -52,7 +52,7 @@ Expr make_cmp(NodeType k, const Expr &a, const Expr &b) {
     case NodeType::LT: return LTNode::make(a, b);
     case NodeType::LE: return LENode::make(a, b);
     case NodeType::EQ: return EQNode::make(a, b);
-    default: return NENode::make(a, b);
+    default: return NENode::make(a, b);  // k is LT, LE, EQ or NE
   }
 }
 
@@ -154,8 +154,8 @@ class RewriteSimplifier : public IRMutator {
     Expr r = IRMutator::mutate(e);
     if (!st_.bool_facts.empty() && r.defined() && r.type().is_bool() && !const_int(r)) {
       for (auto it = st_.bool_facts.rbegin(); it != st_.bool_facts.rend(); ++it) {
-        if (expr_equal(it->cond, r)) return make_bool(it->value, r.type().lanes());
-        if (const auto *n = r.as<NotNode>(); n && expr_equal(it->cond, n->a)) {
+        if (structural_equal(it->cond, r)) return make_bool(it->value, r.type().lanes());
+        if (const auto *n = r.as<NotNode>(); n && structural_equal(it->cond, n->a)) {
           return make_bool(!it->value, r.type().lanes());
         }
       }
@@ -239,7 +239,7 @@ class RewriteSimplifier : public IRMutator {
   Expr visit(const SelectNode *op, const Expr &self) override {
     Expr c = mutate(op->condition), tv = mutate(op->true_value), fv = mutate(op->false_value);
     if (auto cc = const_bool(c)) return *cc ? tv : fv;
-    if (expr_equal(tv, fv)) return tv;
+    if (structural_equal(tv, fv)) return tv;
     if (const auto *n = c.as<NotNode>()) return again(SelectNode::make(n->a, fv, tv));
     if (tv.type().is_bool() && c.type() == tv.type()) {
       auto ct = const_bool(tv), cf = const_bool(fv);
@@ -368,7 +368,7 @@ class RewriteSimplifier : public IRMutator {
     if (is_const_value(b, 0)) return a;
     const DataType t = orig.type();
     if (is_int_arith(t) && t.is_vector()) {
-      if (expr_equal(a, b)) return make_zero(t);
+      if (structural_equal(a, b)) return make_zero(t);
       const auto *ra = a.as<RampNode>();
       const auto *rb = b.as<RampNode>();
       const auto *ba = a.as<BroadcastNode>();
@@ -632,7 +632,7 @@ class RewriteSimplifier : public IRMutator {
   Expr minmax_rule(bool is_min, const Expr &a, const Expr &b, const Expr &orig) {
     if (Expr c = fold_binary(is_min ? NodeType::Min : NodeType::Max, a, b); c.defined()) return c;
     if (Expr r = is_min ? broadcast_binary<MinNode>(a, b) : broadcast_binary<MaxNode>(a, b); r.defined()) return r;
-    if (expr_equal(a, b)) return a;
+    if (structural_equal(a, b)) return a;
     const DataType t = orig.type();
     if (!t.is_integer_like()) {
       if (is_constant(a) && !is_constant(b)) return make_minmax(is_min, b, a);
@@ -660,12 +660,13 @@ class RewriteSimplifier : public IRMutator {
     }
     Expr p, q;
     if (minmax_operands(a, is_min, &p, &q)) {
-      if (expr_equal(p, b) || expr_equal(q, b)) return a;  // min(min(x, y), x)
+      if (structural_equal(p, b) || structural_equal(q, b)) return a;  // min(min(x, y), x)
       if (is_constant(q) && is_constant(b)) return again(make_minmax(is_min, p, again(make_minmax(is_min, q, b))));
     }
-    if (minmax_operands(b, is_min, &p, &q) && (expr_equal(p, a) || expr_equal(q, a))) return b;
-    if (minmax_operands(a, !is_min, &p, &q) && (expr_equal(p, b) || expr_equal(q, b))) return b;  // min(max(x, y), x)
-    if (minmax_operands(b, !is_min, &p, &q) && (expr_equal(p, a) || expr_equal(q, a))) return a;
+    if (minmax_operands(b, is_min, &p, &q) && (structural_equal(p, a) || structural_equal(q, a))) return b;
+    // min(max(x, y), x)
+    if (minmax_operands(a, !is_min, &p, &q) && (structural_equal(p, b) || structural_equal(q, b))) return b;
+    if (minmax_operands(b, !is_min, &p, &q) && (structural_equal(p, a) || structural_equal(q, a))) return a;
     if (is_constant(a) && !is_constant(b)) return again(make_minmax(is_min, b, a));
     return orig;
   }
@@ -734,7 +735,7 @@ class RewriteSimplifier : public IRMutator {
     }
     if (!d.ok || !representable(lhs) || !representable(rhs)) return orig;
     Expr res = make_cmp(k, build_linear(lhs), build_linear(rhs));
-    return expr_equal(res, orig) ? orig : res;
+    return structural_equal(res, orig) ? orig : res;
   }
 
   // k is LT, LE, EQ or NE.
@@ -746,7 +747,7 @@ class RewriteSimplifier : public IRMutator {
     if (x && y && x->lanes == y->lanes) return BroadcastNode::make(again(make_cmp(k, x->value, y->value)), lanes);
     const DataType t = a.type();
     if (!t.is_integer_like()) return orig;
-    if (expr_equal(a, b)) return make_bool(k == NodeType::LE || k == NodeType::EQ, lanes);
+    if (structural_equal(a, b)) return make_bool(k == NodeType::LE || k == NodeType::EQ, lanes);
     if (t.is_bool() && (k == NodeType::EQ || k == NodeType::NE)) {
       if (auto cb = const_bool(b)) return *cb == (k == NodeType::EQ) ? a : again(NotNode::make(a));
       if (auto ca = const_bool(a)) return *ca == (k == NodeType::EQ) ? b : again(NotNode::make(b));
@@ -761,7 +762,7 @@ class RewriteSimplifier : public IRMutator {
         if (ba.max_value <= bb.min_value) return make_bool(true, lanes);
         if (ba.min_value > bb.max_value) return make_bool(false, lanes);
         break;
-      default:
+      default:  // EQ or NE
         if (ba.max_value < bb.min_value || bb.max_value < ba.min_value) return make_bool(k == NodeType::NE, lanes);
         break;
     }
@@ -776,10 +777,10 @@ class RewriteSimplifier : public IRMutator {
     // and: true is the identity, false absorbs; or: the other way round.
     if (auto ca = const_bool(a)) return *ca == is_and ? b : make_bool(!is_and, lanes);
     if (auto cb = const_bool(b)) return *cb == is_and ? a : make_bool(!is_and, lanes);
-    if (expr_equal(a, b)) return a;
+    if (structural_equal(a, b)) return a;
     const auto *na = a.as<NotNode>();
     const auto *nb = b.as<NotNode>();
-    if ((na && expr_equal(na->a, b)) || (nb && expr_equal(nb->a, a))) return make_bool(!is_and, lanes);
+    if ((na && structural_equal(na->a, b)) || (nb && structural_equal(nb->a, a))) return make_bool(!is_and, lanes);
     auto qa = comparison_form(a), qb = comparison_form(b);
     if (qa && qb) {
       // qa <= 0 and qb <= 0 are the two conditions.
@@ -812,7 +813,7 @@ Expr simplify_expr(AnalyzerState &st, const Expr &e) {
   Expr cur = e;
   for (int i = 0; i < kMaxIterations; ++i) {
     Expr next = RewriteSimplifier(st).mutate(cur);
-    if (next.same_as(cur) || expr_equal(next, cur)) break;
+    if (next.same_as(cur) || structural_equal(next, cur)) break;
     cur = next;
   }
   return cur;

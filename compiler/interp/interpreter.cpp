@@ -903,4 +903,10 @@ void run(const ir::LoweredFunc &f, const std::vector<deploy::Tensor> &args, cons
   in.run();
 }
 
+Value eval_closed(const ir::Expr &e) {
+  static const ir::LoweredFunc kNoFunction{"expression", {}, {}, Stmt()};
+  const RunOptions opt;
+  return Interpreter(kNoFunction, opt).eval(e);
+}
+
 }  // namespace kiln::interp

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "compiler/interp/value.h"
 #include "compiler/ir/function.h"
 #include "deploy/tensor.h"
 
@@ -50,5 +51,9 @@ std::vector<int64_t> bind_size_vars(const ir::LoweredFunc &f, const std::vector<
 // handle.
 ir::DataType to_ir_type(const deploy::DType &t);
 deploy::DType to_deploy_dtype(const ir::DataType &t);
+
+// The value of a closed expression: one without free variables (lets bind what it uses) and
+// without loads. Throws as run() does. evaluate.h builds on it.
+Value eval_closed(const ir::Expr &e);
 
 }  // namespace kiln::interp

@@ -1,7 +1,6 @@
 #include "compiler/ir/ir.h"
 
 #include "compiler/ir/ir_printer.h"
-#include "compiler/te/tensor.h"
 
 namespace kiln::ir {
 
@@ -199,13 +198,12 @@ Expr LoadNode::make(DataType t, Var buffer_var, Expr index, Expr predicate) {
   return Expr(std::make_shared<LoadNode>(t, std::move(buffer_var), std::move(index), std::move(predicate)));
 }
 
-Expr ProducerLoadNode::make(std::shared_ptr<const te::OperationNode> op, int value_index,
-                            std::vector<Expr> indices) {
-  KILN_CHECK(op, "ProducerLoad of a null operation");
-  KILN_CHECK(value_index >= 0 && value_index < op->num_outputs(), "ProducerLoad: bad value index");
+Expr ProducerLoadNode::make(ProducerRef producer, int value_index, std::vector<Expr> indices) {
+  KILN_CHECK(producer, "ProducerLoad of a null producer");
+  KILN_CHECK(value_index >= 0 && value_index < producer->num_outputs(), "ProducerLoad: bad value index");
   for (const auto &i : indices) check_defined(i, "index", "ProducerLoad");
-  DataType t = op->output_dtype(value_index);
-  return Expr(std::make_shared<ProducerLoadNode>(t, std::move(op), value_index, std::move(indices)));
+  DataType t = producer->output_dtype(value_index);
+  return Expr(std::make_shared<ProducerLoadNode>(t, std::move(producer), value_index, std::move(indices)));
 }
 
 Expr ReduceNode::make(CommReducer combiner, std::vector<Expr> source, std::vector<IterVar> axis, Expr condition,
@@ -246,11 +244,11 @@ Stmt StoreNode::make(Var buffer_var, Expr value, Expr index, Expr predicate) {
                                           std::move(predicate)));
 }
 
-Stmt ProducerStoreNode::make(std::shared_ptr<const te::OperationNode> op, int value_index, Expr value,
-                             std::vector<Expr> indices) {
-  KILN_CHECK(op, "ProducerStore of a null operation");
+Stmt ProducerStoreNode::make(ProducerRef producer, int value_index, Expr value, std::vector<Expr> indices) {
+  KILN_CHECK(producer, "ProducerStore of a null producer");
   check_defined(value, "value", "ProducerStore");
-  return Stmt(std::make_shared<ProducerStoreNode>(std::move(op), value_index, std::move(value), std::move(indices)));
+  return Stmt(
+      std::make_shared<ProducerStoreNode>(std::move(producer), value_index, std::move(value), std::move(indices)));
 }
 
 Stmt AllocateNode::make(Var buffer_var, DataType dtype, std::vector<Expr> extents, std::string scope, Stmt body) {
@@ -295,12 +293,12 @@ Stmt EvaluateNode::make(Expr value) {
   return Stmt(std::make_shared<EvaluateNode>(std::move(value)));
 }
 
-Stmt ProducerRealizeNode::make(std::shared_ptr<const te::OperationNode> op, int value_index,
-                               std::vector<Range> bounds, std::string scope, Stmt body) {
-  KILN_CHECK(op, "ProducerRealize of a null operation");
+Stmt ProducerRealizeNode::make(ProducerRef producer, int value_index, std::vector<Range> bounds, std::string scope,
+                               Stmt body) {
+  KILN_CHECK(producer, "ProducerRealize of a null producer");
   KILN_CHECK(body.defined(), "ProducerRealize: undefined body");
-  return Stmt(std::make_shared<ProducerRealizeNode>(std::move(op), value_index, std::move(bounds), std::move(scope),
-                                                    std::move(body)));
+  return Stmt(std::make_shared<ProducerRealizeNode>(std::move(producer), value_index, std::move(bounds),
+                                                    std::move(scope), std::move(body)));
 }
 
 Stmt make_nop() { return EvaluateNode::make(IntImmNode::make(Int(32), 0)); }

@@ -9,11 +9,8 @@
 #include <vector>
 
 #include "compiler/ir/error.h"
+#include "compiler/ir/producer.h"
 #include "compiler/ir/type.h"
-
-namespace kiln::te {
-class OperationNode;
-}
 
 namespace kiln::ir {
 
@@ -335,15 +332,16 @@ struct LoadNode : BaseExprNode {
   static Expr make(DataType t, Var buffer_var, Expr index, Expr predicate = Expr());
 };
 
-// A read of a tensor element by multi-dimensional indices (before storage flattening).
+// A read of an element of output `value_index` of `producer` by multi-dimensional indices (before
+// storage flattening).
 struct ProducerLoadNode : BaseExprNode {
   KILN_NODE_HEADER(ProducerLoad)
-  ProducerLoadNode(DataType t, std::shared_ptr<const te::OperationNode> o, int vi, std::vector<Expr> idx)
-      : BaseExprNode(kNodeType, t), op(std::move(o)), value_index(vi), indices(std::move(idx)) {}
-  const std::shared_ptr<const te::OperationNode> op;
+  ProducerLoadNode(DataType t, ProducerRef p, int vi, std::vector<Expr> idx)
+      : BaseExprNode(kNodeType, t), producer(std::move(p)), value_index(vi), indices(std::move(idx)) {}
+  const ProducerRef producer;
   const int value_index;
   const std::vector<Expr> indices;
-  static Expr make(std::shared_ptr<const te::OperationNode> op, int value_index, std::vector<Expr> indices);
+  static Expr make(ProducerRef producer, int value_index, std::vector<Expr> indices);
 };
 
 // A reduction of `source[value_index]` over `axis` with `combiner`, only where `condition` holds.
@@ -423,14 +421,14 @@ struct StoreNode : BaseStmtNode {
 
 struct ProducerStoreNode : BaseStmtNode {
   KILN_NODE_HEADER(ProducerStore)
-  ProducerStoreNode(std::shared_ptr<const te::OperationNode> o, int vi, Expr v, std::vector<Expr> idx)
-      : BaseStmtNode(kNodeType), op(std::move(o)), value_index(vi), value(std::move(v)), indices(std::move(idx)) {}
-  const std::shared_ptr<const te::OperationNode> op;
+  ProducerStoreNode(ProducerRef p, int vi, Expr v, std::vector<Expr> idx)
+      : BaseStmtNode(kNodeType), producer(std::move(p)), value_index(vi), value(std::move(v)),
+        indices(std::move(idx)) {}
+  const ProducerRef producer;
   const int value_index;
   const Expr value;
   const std::vector<Expr> indices;
-  static Stmt make(std::shared_ptr<const te::OperationNode> op, int value_index, Expr value,
-                   std::vector<Expr> indices);
+  static Stmt make(ProducerRef producer, int value_index, Expr value, std::vector<Expr> indices);
 };
 
 // Allocates a buffer of `dtype` with the product of `extents` elements in `scope` for `body`.
@@ -492,17 +490,15 @@ struct EvaluateNode : BaseStmtNode {
 // Declares the region of a tensor that `body` produces and uses (before storage flattening).
 struct ProducerRealizeNode : BaseStmtNode {
   KILN_NODE_HEADER(ProducerRealize)
-  ProducerRealizeNode(std::shared_ptr<const te::OperationNode> o, int vi, std::vector<Range> b, std::string s,
-                      Stmt body_)
-      : BaseStmtNode(kNodeType), op(std::move(o)), value_index(vi), bounds(std::move(b)), scope(std::move(s)),
+  ProducerRealizeNode(ProducerRef p, int vi, std::vector<Range> b, std::string s, Stmt body_)
+      : BaseStmtNode(kNodeType), producer(std::move(p)), value_index(vi), bounds(std::move(b)), scope(std::move(s)),
         body(std::move(body_)) {}
-  const std::shared_ptr<const te::OperationNode> op;
+  const ProducerRef producer;
   const int value_index;
   const std::vector<Range> bounds;
   const std::string scope;
   const Stmt body;
-  static Stmt make(std::shared_ptr<const te::OperationNode> op, int value_index, std::vector<Range> bounds,
-                   std::string scope, Stmt body);
+  static Stmt make(ProducerRef producer, int value_index, std::vector<Range> bounds, std::string scope, Stmt body);
 };
 
 #undef KILN_NODE_HEADER

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "compiler/ir/ir_visitor.h"
-#include "compiler/te/tensor.h"
+#include "compiler/ir/op.h"
 
 namespace kiln::ir {
 
@@ -138,12 +138,8 @@ class Printer : public IRVisitor {
       print(op->predicate);
     }
   }
-  void producer_name(const std::shared_ptr<const te::OperationNode> &o, int value_index) {
-    os_ << o->name;
-    if (o->num_outputs() > 1) os_ << ".v" << value_index;
-  }
   void visit(const ProducerLoadNode *op) override {
-    producer_name(op->op, op->value_index);
+    os_ << producer_output_name(*op->producer, op->value_index);
     os_ << "(";
     for (size_t i = 0; i < op->indices.size(); ++i) {
       if (i) os_ << ", ";
@@ -227,7 +223,7 @@ class Printer : public IRVisitor {
   }
   void visit(const ProducerStoreNode *op) override {
     indent();
-    producer_name(op->op, op->value_index);
+    os_ << producer_output_name(*op->producer, op->value_index);
     os_ << "(";
     for (size_t i = 0; i < op->indices.size(); ++i) {
       if (i) os_ << ", ";
@@ -290,7 +286,7 @@ class Printer : public IRVisitor {
   void visit(const ProducerRealizeNode *op) override {
     indent();
     os_ << "realize ";
-    producer_name(op->op, op->value_index);
+    os_ << producer_output_name(*op->producer, op->value_index);
     os_ << "(";
     for (size_t i = 0; i < op->bounds.size(); ++i) {
       if (i) os_ << ", ";

@@ -14,8 +14,10 @@ void IRVisitor::visit_expr(const Expr &e) {
     break;
     KILN_EXPR_NODES(KILN_DISPATCH)
 #undef KILN_DISPATCH
-    default:
-      KILN_CHECK(false, "visit_expr on a statement node");
+#define KILN_OTHER(n) case NodeType::n:
+    KILN_STMT_NODES(KILN_OTHER)
+#undef KILN_OTHER
+    KILN_CHECK(false, "visit_expr on a statement node");
   }
 }
 
@@ -28,8 +30,10 @@ void IRVisitor::visit_stmt(const Stmt &s) {
     break;
     KILN_STMT_NODES(KILN_DISPATCH)
 #undef KILN_DISPATCH
-    default:
-      KILN_CHECK(false, "visit_stmt on an expression node");
+#define KILN_OTHER(n) case NodeType::n:
+    KILN_EXPR_NODES(KILN_OTHER)
+#undef KILN_OTHER
+    KILN_CHECK(false, "visit_stmt on an expression node");
   }
 }
 
@@ -136,8 +140,10 @@ Expr IRMutator::mutate(const Expr &e) {
     return visit(static_cast<const n##Node *>(e.get()), e);
     KILN_EXPR_NODES(KILN_DISPATCH)
 #undef KILN_DISPATCH
-    default:
-      KILN_CHECK(false, "mutate(Expr) on a statement node");
+#define KILN_OTHER(n) case NodeType::n:
+    KILN_STMT_NODES(KILN_OTHER)
+#undef KILN_OTHER
+    KILN_CHECK(false, "mutate(Expr) on a statement node");
   }
   return e;
 }
@@ -150,8 +156,10 @@ Stmt IRMutator::mutate(const Stmt &s) {
     return visit(static_cast<const n##Node *>(s.get()), s);
     KILN_STMT_NODES(KILN_DISPATCH)
 #undef KILN_DISPATCH
-    default:
-      KILN_CHECK(false, "mutate(Stmt) on an expression node");
+#define KILN_OTHER(n) case NodeType::n:
+    KILN_EXPR_NODES(KILN_OTHER)
+#undef KILN_OTHER
+    KILN_CHECK(false, "mutate(Stmt) on an expression node");
   }
   return s;
 }
@@ -228,7 +236,7 @@ Expr IRMutator::visit(const LoadNode *op, const Expr &self) {
 Expr IRMutator::visit(const ProducerLoadNode *op, const Expr &self) {
   std::vector<Expr> idx;
   if (!mutate_exprs(op->indices, &idx)) return self;
-  return ProducerLoadNode::make(op->op, op->value_index, std::move(idx));
+  return ProducerLoadNode::make(op->producer, op->value_index, std::move(idx));
 }
 Expr IRMutator::visit(const ReduceNode *op, const Expr &self) {
   std::vector<Expr> src;
@@ -266,7 +274,7 @@ Stmt IRMutator::visit(const ProducerStoreNode *op, const Stmt &self) {
   std::vector<Expr> idx;
   bool changed = mutate_exprs(op->indices, &idx);
   if (!changed && v.same_as(op->value)) return self;
-  return ProducerStoreNode::make(op->op, op->value_index, v, std::move(idx));
+  return ProducerStoreNode::make(op->producer, op->value_index, v, std::move(idx));
 }
 Stmt IRMutator::visit(const AllocateNode *op, const Stmt &self) {
   std::vector<Expr> ext;
@@ -311,7 +319,7 @@ Stmt IRMutator::visit(const ProducerRealizeNode *op, const Stmt &self) {
   }
   Stmt b = mutate(op->body);
   if (!changed && b.same_as(op->body)) return self;
-  return ProducerRealizeNode::make(op->op, op->value_index, std::move(bounds), op->scope, b);
+  return ProducerRealizeNode::make(op->producer, op->value_index, std::move(bounds), op->scope, b);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -49,7 +49,8 @@ void collect_reads(const Expr &e, const te::OperationNode *producer, int value_i
   post_order_visit(e, [&](const IRNode *n) {
     if (n->node_type != NodeType::ProducerLoad) return;
     const auto *l = static_cast<const ProducerLoadNode *>(n);
-    if (l->op.get() == producer && (value_index < 0 || l->value_index == value_index)) reads->push_back(l->indices);
+    if (l->producer.get() != producer || (value_index >= 0 && l->value_index != value_index)) return;
+    reads->push_back(l->indices);
   });
 }
 

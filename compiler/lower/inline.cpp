@@ -18,11 +18,11 @@ class Inliner : public IRMutator {
   Expr visit(const ProducerLoadNode *op, const Expr &self) override {
     Expr e = IRMutator::visit(op, self);
     const auto *l = e.as<ProducerLoadNode>();
-    te::Stage st = sch_.stage_of(l->op.get());
+    te::Stage st = sch_.stage_of(te::operation_of(l->producer.get()));
     if (!st.defined() || st->attach_type != te::AttachType::Inline) return e;
     const auto *c = dynamic_cast<const te::ComputeOpNode *>(st->op.get());
     auto it = bodies_.find(st->op.get());
-    KILN_CHECK(c && it != bodies_.end(), "inlined stage ", l->op->name, " has no body");
+    KILN_CHECK(c && it != bodies_.end(), "inlined stage ", l->producer->producer_name(), " has no body");
     std::unordered_map<const VariableNode *, Expr> m;
     for (size_t i = 0; i < c->axis.size(); ++i) m[c->axis[i]->var.get()] = l->indices[i];
     return substitute(it->second.at(l->value_index), m);

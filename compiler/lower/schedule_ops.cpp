@@ -209,12 +209,13 @@ class StageBuilder {
       return ir_transform(e, [&](const Expr &x) -> Expr {
         const auto *l = x.as<ProducerLoadNode>();
         if (!l) return Expr();
-        auto key = std::make_pair(l->op.get(), l->value_index);
+        const te::Operation producer = te::operation_of(l->producer);
+        auto key = std::make_pair(producer.get(), l->value_index);
         size_t j = std::find(inputs_seen.begin(), inputs_seen.end(), key) - inputs_seen.begin();
         if (j == inputs_seen.size()) {
           if (j >= intrin.inputs.size()) tensorize_error(at, intrin, "the stage reads more tensors than the intrinsic");
           inputs_seen.push_back(key);
-          input_ops.push_back(l->op);
+          input_ops.push_back(producer);
           input_begin.emplace_back();
         }
         const te::Tensor &ph = intrin.inputs[j];
@@ -234,7 +235,7 @@ class StageBuilder {
         Expr isrc = an.simplify(ir_->source[ir_->value_index]);
         bool same_reducer = r->combiner->result.size() == ir_->combiner->result.size();
         for (size_t k = 0; same_reducer && k < r->combiner->result.size(); ++k) {
-          same_reducer = structural_equal(r->combiner->result[k], ir_->combiner->result[k], true) &&
+          same_reducer = structural_equal(r->combiner->result[k], ir_->combiner->result[k], FreeVars::Mapped) &&
                          structural_equal(r->combiner->identity_element[k], ir_->combiner->identity_element[k]);
         }
         if (!same_reducer) tensorize_error(at, intrin, "the reductions combine differently");

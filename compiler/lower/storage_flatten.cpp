@@ -65,7 +65,7 @@ class Flattener : public IRMutator {
 
   Stmt visit(const ProducerRealizeNode *op, const Stmt &self) override {
     (void)self;
-    auto key = std::make_pair(op->op.get(), op->value_index);
+    auto key = std::make_pair(te::operation_of(op->producer.get()), op->value_index);
     auto bit = binds_.find(key);
     if (bit != binds_.end()) {
       Entry e{bit->second, {}};
@@ -77,8 +77,7 @@ class Flattener : public IRMutator {
       return body;
     }
     // An intermediate: allocate its region.
-    std::string name = op->op->name;
-    if (op->op->num_outputs() > 1) name += ".v" + std::to_string(op->value_index);
+    std::string name = producer_output_name(*op->producer, op->value_index);
     std::vector<Expr> shape, mins;
     for (const auto &r : op->bounds) {
       Expr ext = arith::simplify(r.extent);
@@ -90,8 +89,8 @@ class Flattener : public IRMutator {
       shape.push_back(ext);
       mins.push_back(r.min);
     }
-    Buffer buf = make_buffer(name, op->op->output_dtype(op->value_index), shape, op->scope);
-    apply_storage_align(op->op.get(), &buf);
+    Buffer buf = make_buffer(name, op->producer->output_dtype(op->value_index), shape, op->scope);
+    apply_storage_align(key.first, &buf);
     Entry e{buf, mins};
     entries_[key] = e;
     Stmt body = mutate(op->body);
@@ -114,7 +113,7 @@ class Flattener : public IRMutator {
     const auto *region = op->node.as<ProducerLoadNode>();
     const auto *bind = op->value.as<CallNode>();
     KILN_CHECK(region && bind && bind->args.size() >= 2, "malformed buffer_bind_scope");
-    const Entry &e = lookup(region->op.get(), region->value_index);
+    const Entry &e = lookup(region->producer.get(), region->value_index);
     std::vector<Expr> begin;
     mutate_exprs(region->indices, &begin);
     size_t rank = bind->args.size() - 2;
@@ -129,7 +128,7 @@ class Flattener : public IRMutator {
 
   Stmt visit(const ProducerStoreNode *op, const Stmt &self) override {
     (void)self;
-    const Entry &e = lookup(op->op.get(), op->value_index);
+    const Entry &e = lookup(op->producer.get(), op->value_index);
     Expr v = mutate(op->value);
     std::vector<Expr> idx;
     mutate_exprs(op->indices, &idx);
@@ -138,14 +137,15 @@ class Flattener : public IRMutator {
 
   Expr visit(const ProducerLoadNode *op, const Expr &self) override {
     (void)self;
-    const Entry &e = lookup(op->op.get(), op->value_index);
+    const Entry &e = lookup(op->producer.get(), op->value_index);
     std::vector<Expr> idx;
     mutate_exprs(op->indices, &idx);
     return LoadNode::make(e.buffer.dtype, e.buffer.data, offset(e, idx));
   }
 
  private:
-  const Entry &lookup(const te::OperationNode *op, int vi) {
+  const Entry &lookup(const Producer *producer, int vi) {
+    const te::OperationNode *op = te::operation_of(producer);
     auto it = entries_.find({op, vi});
     if (it != entries_.end()) return it->second;
     // Arguments that are read but never realized (placeholders).

@@ -55,7 +55,22 @@ bool can_vectorize(const Stmt &body, const VariableNode *loop_var) {
       case NodeType::Call:
         if (static_cast<const CallNode *>(n)->name == intrinsic::kSyncThreads) ok = false;
         break;
-      default: break;
+      // Widened lane by lane (immediates and variables stay scalars until they meet a vector).
+      case NodeType::IntImm:
+      case NodeType::FloatImm:
+      case NodeType::StringImm:
+      case NodeType::Variable:
+      case NodeType::Cast:
+#define KILN_BINARY_CASE(k) case NodeType::k:
+        KILN_BINARY_NODES(KILN_BINARY_CASE)
+#undef KILN_BINARY_CASE
+      case NodeType::Not:
+      case NodeType::Select:
+      case NodeType::Let:
+      case NodeType::LetStmt:
+      case NodeType::IfThenElse:
+      case NodeType::Block:
+      case NodeType::Evaluate: break;
     }
     // Expression kinds come first in NodeType; no vector may be there before widening.
     if (n->node_type <= NodeType::Reduce && static_cast<const BaseExprNode *>(n)->type.is_vector()) ok = false;

@@ -6,7 +6,6 @@
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/ir/op.h"
 #include "compiler/pass/passes.h"
-#include "compiler/te/tensor.h"
 
 namespace kiln::pass {
 
@@ -102,7 +101,9 @@ class Verifier : public IRVisitor {
     if (op->predicate.defined()) lanes_match("load predicate", op->predicate, op->type.lanes());
     IRVisitor::visit(op);
   }
-  void visit(const ProducerLoadNode *op) override { fail("ProducerLoad of '", op->op->name, "' in lowered IR"); }
+  void visit(const ProducerLoadNode *op) override {
+    fail("ProducerLoad of '", op->producer->producer_name(), "' in lowered IR");
+  }
   void visit(const ReduceNode *) override { fail("Reduce in lowered IR"); }
 
   void visit(const LetStmtNode *op) override {
@@ -136,9 +137,11 @@ class Verifier : public IRVisitor {
     if (op->predicate.defined()) lanes_match("store predicate", op->predicate, op->index.type().lanes());
     IRVisitor::visit(op);
   }
-  void visit(const ProducerStoreNode *op) override { fail("ProducerStore to '", op->op->name, "' in lowered IR"); }
+  void visit(const ProducerStoreNode *op) override {
+    fail("ProducerStore to '", op->producer->producer_name(), "' in lowered IR");
+  }
   void visit(const ProducerRealizeNode *op) override {
-    fail("ProducerRealize of '", op->op->name, "' in lowered IR");
+    fail("ProducerRealize of '", op->producer->producer_name(), "' in lowered IR");
   }
   void visit(const AllocateNode *op) override {
     for (const auto &e : op->extents) visit_expr(e);

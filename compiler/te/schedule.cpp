@@ -459,7 +459,7 @@ class DataflowReplacer : public IRMutator {
   Expr visit(const ProducerLoadNode *op, const Expr &self) override {
     Expr e = IRMutator::visit(op, self);
     const auto *l = e.as<ProducerLoadNode>();
-    auto it = map_.find(l->op.get());
+    auto it = map_.find(operation_of(l->producer.get()));
     if (it == map_.end()) return e;
     changed = true;
     return ProducerLoadNode::make(it->second, l->value_index, l->indices);

@@ -17,6 +17,18 @@ Tensor OperationNode::output(int i) const {
   return Tensor(shared_from_this(), i);
 }
 
+const OperationNode *operation_of(const ir::Producer *p) {
+  const auto *op = dynamic_cast<const OperationNode *>(p);
+  KILN_CHECK(op || !p, "producer ", p->producer_name(), " is not an operation");
+  return op;
+}
+
+Operation operation_of(const ir::ProducerRef &p) {
+  auto op = std::dynamic_pointer_cast<const OperationNode>(p);
+  KILN_CHECK(op || !p, "producer ", p->producer_name(), " is not an operation");
+  return op;
+}
+
 std::vector<Expr> ComputeOpNode::output_shape(int) const {
   std::vector<Expr> s;
   for (const auto &iv : axis) s.push_back(iv->dom.extent);
@@ -30,7 +42,8 @@ std::vector<Tensor> ComputeOpNode::input_tensors() const {
     post_order_visit(b, [&](const IRNode *n) {
       if (n->node_type != NodeType::ProducerLoad) return;
       const auto *l = static_cast<const ProducerLoadNode *>(n);
-      if (seen.insert({l->op.get(), l->value_index}).second) out.emplace_back(l->op, l->value_index);
+      const Operation op = operation_of(l->producer);
+      if (seen.insert({op.get(), l->value_index}).second) out.emplace_back(op, l->value_index);
     });
   }
   return out;

@@ -19,19 +19,19 @@ using ir::Var;
 
 class Tensor;
 
-class OperationNode : public std::enable_shared_from_this<OperationNode> {
+// An operation: the producer of one or more tensors, and what the IR's ProducerLoad, ProducerStore
+// and ProducerRealize nodes refer to.
+class OperationNode : public ir::Producer, public std::enable_shared_from_this<OperationNode> {
  public:
   enum class Kind { Placeholder, Compute };
-  virtual ~OperationNode() = default;
-  OperationNode(const OperationNode &) = delete;
-  OperationNode &operator=(const OperationNode &) = delete;
 
   Kind kind;
   std::string name;
   std::string tag;
 
-  virtual int num_outputs() const = 0;
-  virtual DataType output_dtype(int i) const = 0;
+  const std::string &producer_name() const override { return name; }
+  int num_outputs() const override = 0;
+  DataType output_dtype(int i) const override = 0;
   virtual std::vector<Expr> output_shape(int i) const = 0;
   // The tensors this operation reads.
   virtual std::vector<Tensor> input_tensors() const = 0;
@@ -147,6 +147,10 @@ class Reducer {
 using FTupleCombine = std::function<std::vector<Expr>(const std::vector<Var> &lhs, const std::vector<Var> &rhs)>;
 std::vector<Expr> tuple_reduce(FTupleCombine combine, std::vector<Expr> identity, std::vector<Expr> source,
                                std::vector<IterVar> axis, Expr condition = Expr());
+
+// The operation a producer of the IR stands for (every producer in Kiln's IR is an operation).
+const OperationNode *operation_of(const ir::Producer *p);
+Operation operation_of(const ir::ProducerRef &p);
 
 // Every operation reachable from `outputs`, inputs before their consumers.
 std::vector<Operation> post_dfs_order(const std::vector<Operation> &outputs);

@@ -4,7 +4,8 @@
 #include <limits>
 
 #include "compiler/arith/analyzer.h"
-#include "tests/compiler/arith/test_util.h"
+#include "compiler/ir/ir_printer.h"
+#include "compiler/ir/op.h"
 
 namespace kiln::arith {
 namespace {

@@ -1,20 +1,22 @@
 // Randomized checks: random integer expressions over three bounded variables are simplified and
-// both versions are evaluated at every point of the bound box with a reference evaluator.
+// both versions are evaluated at every point of the bound box by the reference interpreter.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <random>
 #include <sstream>
 
 #include "compiler/arith/analyzer.h"
+#include "compiler/interp/evaluate.h"
+#include "compiler/ir/ir_printer.h"
 #include "compiler/ir/ir_visitor.h"
-#include "tests/compiler/arith/test_util.h"
+#include "compiler/ir/op.h"
+#include "compiler/ir/structural.h"
 
 namespace kiln::arith {
 namespace {
 
 using namespace ir;
-using testing::Env;
-using testing::eval;
 
 class ExprGenerator {
  public:
@@ -77,19 +79,35 @@ struct Box {
   int64_t lo[3], hi[3];  // inclusive
 };
 
-// Calls f(env) at every point of the box.
+// Calls f(bindings, point) at every point of the box, the bindings giving the variables the
+// coordinates of the point.
 template <typename F>
 void for_each_point(const std::vector<Var> &vars, const Box &box, F f) {
-  Env env;
-  for (int64_t a = box.lo[0]; a <= box.hi[0]; ++a) {
-    for (int64_t b = box.lo[1]; b <= box.hi[1]; ++b) {
-      for (int64_t c = box.lo[2]; c <= box.hi[2]; ++c) {
-        env[vars[0].get()] = a;
-        env[vars[1].get()] = b;
-        env[vars[2].get()] = c;
-        f(env);
+  interp::Bindings bindings;
+  int64_t point[3];
+  for (point[0] = box.lo[0]; point[0] <= box.hi[0]; ++point[0]) {
+    for (point[1] = box.lo[1]; point[1] <= box.hi[1]; ++point[1]) {
+      for (point[2] = box.lo[2]; point[2] <= box.hi[2]; ++point[2]) {
+        for (size_t v = 0; v < 3; ++v) bindings.set(vars[v], point[v]);
+        f(bindings, point);
       }
     }
+  }
+}
+
+std::string describe(const std::vector<Var> &vars, const int64_t *point) {
+  std::ostringstream os;
+  for (size_t v = 0; v < vars.size(); ++v) os << vars[v].name() << "=" << point[v] << " ";
+  return os.str();
+}
+
+// The value of an integer or boolean expression, or nullopt where the interpreter raises a runtime
+// error (division by zero).
+std::optional<int64_t> value_of(const Expr &e, const interp::Bindings &b) {
+  try {
+    return interp::evaluate(e, b).as_int();
+  } catch (const RuntimeError &) {
+    return std::nullopt;
   }
 }
 
@@ -115,20 +133,18 @@ TEST(RandomSimplifyTest, SimplifiedExpressionsEvaluateTheSame) {
     Expr s = ana.simplify(e);
     const bool proved = boolean && ana.can_prove(e);
     bool reported = false;
-    for_each_point(vars, box, [&](Env &env) {
+    for_each_point(vars, box, [&](const interp::Bindings &b, const int64_t *point) {
       if (reported) return;
-      auto want = eval(e, env);
-      auto got = eval(s, env);
+      auto want = value_of(e, b);
+      auto got = value_of(s, b);
       const bool wrong = !want || !got || *want != *got || (proved && *want == 0);
       if (wrong) {
         reported = true;
         ++failures;
-        std::ostringstream point;
-        for (const auto &v : vars) point << v.name() << "=" << env[v.get()] << " ";
         ADD_FAILURE() << "seed " << kSeed << " iteration " << iter << (bounded ? " (bounded)" : " (unbounded)")
                       << "\n  input:      " << to_string(e) << "\n  simplified: " << to_string(s)
-                      << "\n  at " << point.str() << ": expected " << (want ? *want : -999999) << ", got "
-                      << (got ? *got : -999999) << (proved ? " (can_prove said true)" : "");
+                      << "\n  at " << describe(vars, point) << ": expected " << (want ? *want : -999999)
+                      << ", got " << (got ? *got : -999999) << (proved ? " (can_prove said true)" : "");
       }
     });
   }
@@ -165,17 +181,17 @@ TEST(RandomSimplifyTest, StatementsUnderLoopsAndConditionsEvaluateTheSame) {
     Expr then_s, else_s;
     find_stores(s, &then_s, &else_s);
     bool reported = false;
-    for_each_point(vars, box, [&](Env &env) {
+    for_each_point(vars, box, [&](const interp::Bindings &b, const int64_t *point) {
       if (reported) return;
-      auto c = eval(cond, env);
+      auto c = value_of(cond, b);
       ASSERT_TRUE(c.has_value());
       const Expr &orig = *c ? then_value : else_value;
       const Expr &simp = *c ? then_s : else_s;
-      auto want = eval(orig, env);
+      auto want = value_of(orig, b);
       int64_t got = -999999;
       bool have = false;
       if (simp.defined()) {
-        if (auto g = eval(simp, env)) {
+        if (auto g = value_of(simp, b)) {
           got = *g;
           have = true;
         }
@@ -183,10 +199,8 @@ TEST(RandomSimplifyTest, StatementsUnderLoopsAndConditionsEvaluateTheSame) {
       if (!want || !have || *want != got) {
         reported = true;
         ++failures;
-        std::ostringstream point;
-        for (const auto &v : vars) point << v.name() << "=" << env[v.get()] << " ";
         ADD_FAILURE() << "seed " << kSeed + 3 << " iteration " << iter << "\n  input:\n"
-                      << to_string(body) << "  simplified:\n" << to_string(s) << "  at " << point.str()
+                      << to_string(body) << "  simplified:\n" << to_string(s) << "  at " << describe(vars, point)
                       << ": expected " << (want ? *want : -999999) << ", got " << got;
       }
     });
@@ -201,7 +215,7 @@ TEST(RandomSimplifyTest, SimplifyIsIdempotent) {
     Expr e = gen.int_expr(4);
     Expr once = simplify(e);
     Expr twice = simplify(once);
-    if (!testing::same_expr(once, twice)) {
+    if (!structural_equal(once, twice)) {
       ++differing;
       if (differing <= 3) {
         ADD_FAILURE() << "seed " << kSeed + 7 << " iteration " << iter << ": " << to_string(e) << "\n  once:  "

@@ -5,13 +5,14 @@
 #include <limits>
 
 #include "compiler/arith/analyzer.h"
-#include "tests/compiler/arith/test_util.h"
+#include "compiler/ir/op.h"
+#include "tests/compiler/ir/ir_equal.h"
 
 namespace kiln::arith {
 namespace {
 
 using namespace ir;
-using testing::expr_matches;
+using ir::testing::ir_equal;
 
 Expr i8(int64_t v) { return make_const(Int(8), v); }
 Expr i16(int64_t v) { return make_const(Int(16), v); }
@@ -22,9 +23,9 @@ Expr f32(double v) { return make_const(Float(32), v); }
 Expr f64(double v) { return make_const(Float(64), v); }
 
 #define EXPECT_SIMPLIFY(before, expected) \
-  EXPECT_TRUE(expr_matches(simplify(before), expected)) << "input: " << to_string(before)
+  EXPECT_TRUE(ir_equal(simplify(before), expected)) << "input: " << to_string(before)
 #define EXPECT_ANA_SIMPLIFY(ana, before, expected) \
-  EXPECT_TRUE(expr_matches((ana).simplify(before), expected)) << "input: " << to_string(before)
+  EXPECT_TRUE(ir_equal((ana).simplify(before), expected)) << "input: " << to_string(before)
 // Leaves the expression as it is (possibly rebuilt, but structurally the same).
 #define EXPECT_UNCHANGED(before) EXPECT_SIMPLIFY(before, before)
 

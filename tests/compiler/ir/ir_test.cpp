@@ -1,6 +1,9 @@
 // The expression language: types, promotion, printing, structural equality and hashing, tensors.
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <string>
+
 #include "compiler/ir/error.h"
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/op.h"
@@ -99,6 +102,35 @@ TEST(Printer, ReadableText) {
   EXPECT_EQ(to_string(floordiv(i, 4) + cast(Int(64), i)), "(int64(floordiv(i, 4)) + int64(i))");
 }
 
+// A producer that is not a te operation: the IR needs only what ir::Producer declares.
+class TwoOutputs : public Producer {
+ public:
+  const std::string &producer_name() const override { return name_; }
+  int num_outputs() const override { return 2; }
+  DataType output_dtype(int value_index) const override { return value_index == 0 ? Float(32) : Int(32); }
+
+ private:
+  std::string name_ = "argmax";
+};
+
+TEST(Producer, NodesReferToProducersThroughTheInterface) {
+  auto p = std::make_shared<TwoOutputs>();
+  Var i("i");
+  Expr v = ProducerLoadNode::make(p, 0, {i});
+  Expr k = ProducerLoadNode::make(p, 1, {i});
+  EXPECT_EQ(v.type(), Float(32));
+  EXPECT_EQ(k.type(), Int(32));
+  EXPECT_THROW(ProducerLoadNode::make(p, 2, {i}), InternalError);
+  Stmt s = ProducerRealizeNode::make(p, 1, {Range(0, 8)}, "global",
+                                     ProducerStoreNode::make(p, 1, k + 1, {i}));
+  EXPECT_EQ(to_string(s), "realize argmax.v1([0, 8]) {\n  argmax.v1(i) = (argmax.v1(i) + 1)\n}\n");
+  // Producers are compared by identity.
+  auto q = std::make_shared<TwoOutputs>();
+  EXPECT_TRUE(structural_equal(v, ProducerLoadNode::make(p, 0, {i})));
+  EXPECT_FALSE(structural_equal(v, ProducerLoadNode::make(q, 0, {i})));
+  EXPECT_FALSE(structural_equal(v, ProducerLoadNode::make(p, 0, {i + 0})));
+}
+
 TEST(Structural, EqualityMapsBoundVariables) {
   Var i("i"), j("j"), buf("A", Handle());
   auto loop = [&](Var v) { return ForNode::make(v, 0, 8, ForKind::Serial, StoreNode::make(buf, cast(Float(32), v), v)); };
@@ -106,14 +138,73 @@ TEST(Structural, EqualityMapsBoundVariables) {
   EXPECT_EQ(structural_hash(loop(i)), structural_hash(loop(j)));
   Var x("x"), y("y");
   EXPECT_FALSE(structural_equal(x + 1, y + 1));
-  EXPECT_TRUE(structural_equal(x + 1, y + 1, /*map_free_vars=*/true));
+  EXPECT_TRUE(structural_equal(x + 1, y + 1, FreeVars::Mapped));
+  EXPECT_EQ(structural_hash(x + 1, FreeVars::Mapped), structural_hash(y + 1, FreeVars::Mapped));
   EXPECT_FALSE(structural_equal(x + 1, x + 2));
-  EXPECT_FALSE(structural_equal(x + y, x + x, true));
+  EXPECT_FALSE(structural_equal(x + y, x + x, FreeVars::Mapped));
+  EXPECT_FALSE(structural_equal(x + x, x + y, FreeVars::Mapped));
   EXPECT_NE(structural_hash(x + 1), structural_hash(x + 2));
   EXPECT_TRUE(structural_equal(min(x, 3) * 2, min(x, 3) * 2));
   EXPECT_EQ(structural_hash(min(x, 3) * 2), structural_hash(min(x, 3) * 2));
   // Types matter.
   EXPECT_FALSE(structural_equal(make_const(Int(32), int64_t{1}), make_const(Int(64), int64_t{1})));
+  EXPECT_FALSE(structural_equal(loop(i), loop(Var("k", Int(64)))));
+}
+
+TEST(Structural, BoundVariablesMatchOneToOneWithinTheirScope) {
+  Var i("i"), j("j"), k("k"), buf("A", Handle());
+  auto store = [&](Expr v) { return StoreNode::make(buf, cast(Float(32), v), 0); };
+  auto nest = [&](Var outer, Var inner, Expr value) {
+    return ForNode::make(outer, 0, 4, ForKind::Serial, ForNode::make(inner, 0, 4, ForKind::Serial, store(value)));
+  };
+  EXPECT_TRUE(structural_equal(nest(i, j, i * 4 + j), nest(j, k, j * 4 + k)));
+  // Two loops over the same variable are not two different loops.
+  EXPECT_FALSE(structural_equal(nest(i, j, i * 4 + j), nest(k, k, k * 4 + k)));
+  EXPECT_FALSE(structural_equal(nest(k, k, k * 4 + k), nest(i, j, i * 4 + j)));
+  EXPECT_FALSE(structural_equal(nest(i, j, i * 4 + j), nest(i, j, j * 4 + i)));
+  // After its loop a variable is free again: the second i below is compared by identity.
+  Stmt a = BlockNode::make(ForNode::make(i, 0, 4, ForKind::Serial, store(i)), store(i));
+  Stmt b = BlockNode::make(ForNode::make(j, 0, 4, ForKind::Serial, store(j)), store(i));
+  Stmt c = BlockNode::make(ForNode::make(j, 0, 4, ForKind::Serial, store(j)), store(j));
+  EXPECT_TRUE(structural_equal(a, b));
+  EXPECT_EQ(structural_hash(a), structural_hash(b));
+  EXPECT_FALSE(structural_equal(a, c));
+  // A free variable does not match a bound one.
+  EXPECT_FALSE(structural_equal(ForNode::make(i, 0, 4, ForKind::Serial, store(i)),
+                                ForNode::make(j, 0, 4, ForKind::Serial, store(i))));
+  // Let and Allocate bind too.
+  Var t("t"), u("u");
+  EXPECT_TRUE(structural_equal(LetNode::make(t, i + 1, t * 2), LetNode::make(u, i + 1, u * 2)));
+  EXPECT_FALSE(structural_equal(LetNode::make(t, i + 1, t * 2), LetNode::make(u, i + 1, t * 2)));
+  Var p("p", Handle()), q("q", Handle());
+  auto alloc = [&](Var v) {
+    return AllocateNode::make(v, Float(32), {Expr(4)}, "local", StoreNode::make(v, Expr(1.0f), 0));
+  };
+  EXPECT_TRUE(structural_equal(alloc(p), alloc(q)));
+  EXPECT_EQ(structural_hash(alloc(p)), structural_hash(alloc(q)));
+}
+
+TEST(Structural, FloatImmediatesCompareByTheirBits) {
+  EXPECT_TRUE(structural_equal(Expr(1.5f), Expr(1.5f)));
+  EXPECT_FALSE(structural_equal(make_const(Float(32), 0.0), make_const(Float(32), -0.0)));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(structural_equal(make_const(Float(64), nan), make_const(Float(64), nan)));
+  EXPECT_EQ(structural_hash(make_const(Float(64), nan)), structural_hash(make_const(Float(64), nan)));
+}
+
+TEST(Structural, ReductionsCompareAxesAndCombinersByStructure) {
+  auto A = te::placeholder({16}, Float(32), "A");
+  auto sum_of = [&](const std::string &axis_name, Expr extent) {
+    IterVar k = te::reduce_axis(std::move(extent), axis_name);
+    return te::sum(A(k), {k});
+  };
+  // Two calls of te::sum make two combiners and two axes of the same shape.
+  EXPECT_TRUE(structural_equal(sum_of("k", 16), sum_of("r", 16)));
+  EXPECT_EQ(structural_hash(sum_of("k", 16)), structural_hash(sum_of("r", 16)));
+  EXPECT_FALSE(structural_equal(sum_of("k", 16), sum_of("k", 8)));
+  IterVar k = te::reduce_axis(16, "k");
+  EXPECT_FALSE(structural_equal(te::sum(A(k), {k}), te::max(A(k), {k})));
+  EXPECT_FALSE(structural_equal(te::sum(A(k), {k}), te::sum(A(k) * 2.0f, {k})));
 }
 
 TEST(Tensor, ComputeAndReduce) {

@@ -4,9 +4,9 @@
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/pass/passes.h"
+#include "tests/compiler/ir/ir_equal.h"
 #include "tests/compiler/pass/ir_builders.h"
-#include "tests/compiler/pass/ir_equal.h"
-#include "tests/compiler/pass/ir_eval.h"
+#include "tests/compiler/pass/stmt_runner.h"
 
 namespace kiln::ir::testing {
 namespace {
@@ -36,8 +36,8 @@ std::vector<Stmt> top_loops(const Stmt &s) {
 // out-of-bounds accesses throw.
 void expect_same_results(const Stmt &before, const Stmt &after, const Var &a, const Var &b, const Var &n, int nv,
                          int size) {
-  Evaluator x, y;
-  for (Evaluator *e : {&x, &y}) {
+  StmtRunner x, y;
+  for (StmtRunner *e : {&x, &y}) {
     auto &in = e->buffer(a, static_cast<size_t>(std::max(size, 1)));
     for (size_t k = 0; k < in.size(); ++k) in[k] = static_cast<double>(k);
     e->buffer(b, static_cast<size_t>(std::max(size, 1)));
@@ -106,8 +106,8 @@ TEST(LoopPartition, SingleLoopWithSymbolicBound) {
   EXPECT_EQ(likely_calls(loops[0]), 0);
   for (int nv = 0; nv <= 6; ++nv) {
     for (int mv = -2; mv <= 8; ++mv) {
-      Evaluator x, y;
-      for (Evaluator *e : {&x, &y}) {
+      StmtRunner x, y;
+      for (StmtRunner *e : {&x, &y}) {
         e->buffer(a, 8) = {1, 2, 3, 4, 5, 6, 7, 8};
         e->buffer(b, 8);
         e->set(n, nv);
@@ -245,8 +245,8 @@ TEST(LoopPartition, InnerLoopWithNonConstantRangeIsSplitItself) {
   EXPECT_EQ(top_loops(outer->body).size(), 2u) << out;
   for (int mv : {0, 3, 8}) {
     for (int nv = 0; nv <= 20; ++nv) {
-      Evaluator x, y;
-      for (Evaluator *e : {&x, &y}) {
+      StmtRunner x, y;
+      for (StmtRunner *e : {&x, &y}) {
         auto &in = e->buffer(t.a, 64);
         for (size_t k = 0; k < in.size(); ++k) in[k] = static_cast<double>(k);
         e->buffer(t.b, 64);

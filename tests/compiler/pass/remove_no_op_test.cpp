@@ -2,8 +2,8 @@
 
 #include "compiler/ir/ir_printer.h"
 #include "compiler/pass/passes.h"
+#include "tests/compiler/ir/ir_equal.h"
 #include "tests/compiler/pass/ir_builders.h"
-#include "tests/compiler/pass/ir_equal.h"
 
 namespace kiln::ir::testing {
 namespace {

@@ -3,9 +3,9 @@
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/pass/passes.h"
+#include "tests/compiler/ir/ir_equal.h"
 #include "tests/compiler/pass/ir_builders.h"
-#include "tests/compiler/pass/ir_equal.h"
-#include "tests/compiler/pass/ir_eval.h"
+#include "tests/compiler/pass/stmt_runner.h"
 
 namespace kiln::ir::testing {
 namespace {
@@ -34,7 +34,7 @@ struct Chain {
 };
 
 std::vector<double> run(const Stmt &s, const Chain &c) {
-  Evaluator e;
+  StmtRunner e;
   auto &a = e.buffer(c.a, 16);
   for (int k = 0; k < 16; ++k) a[k] = k;
   e.buffer(c.b, 16);

@@ -3,9 +3,9 @@
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/pass/passes.h"
+#include "tests/compiler/ir/ir_equal.h"
 #include "tests/compiler/pass/ir_builders.h"
-#include "tests/compiler/pass/ir_equal.h"
-#include "tests/compiler/pass/ir_eval.h"
+#include "tests/compiler/pass/stmt_runner.h"
 
 namespace kiln::ir::testing {
 namespace {
@@ -106,8 +106,8 @@ TEST(UnrollLoops, DefinitionsInsideCopiesGetFreshVariables) {
   EXPECT_EQ(second->buffer_var->pointee, Float(32));
 
   // Same results as the loop.
-  Evaluator before, after;
-  for (Evaluator *e : {&before, &after}) {
+  StmtRunner before, after;
+  for (StmtRunner *e : {&before, &after}) {
     auto &in = e->buffer(a, 8);
     for (int v = 0; v < 8; ++v) in[v] = v * v;
     e->buffer(b, 2);
@@ -120,8 +120,8 @@ TEST(UnrollLoops, DefinitionsInsideCopiesGetFreshVariables) {
 TEST(UnrollLoops, LoopCarriedAccumulationKeepsItsOrder) {
   Var a = buffer_var("A"), c = buffer_var("C"), i("i");
   Stmt s = loop(i, 0, 3, store(c, load(c, 0) * 2.0f + load(a, i), 0), ForKind::Unrolled);
-  Evaluator before, after;
-  for (Evaluator *e : {&before, &after}) {
+  StmtRunner before, after;
+  for (StmtRunner *e : {&before, &after}) {
     e->buffer(a, 3) = {1, 2, 3};
     e->buffer(c, 1) = {5};
   }

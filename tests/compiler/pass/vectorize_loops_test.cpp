@@ -3,9 +3,9 @@
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/pass/passes.h"
+#include "tests/compiler/ir/ir_equal.h"
 #include "tests/compiler/pass/ir_builders.h"
-#include "tests/compiler/pass/ir_equal.h"
-#include "tests/compiler/pass/ir_eval.h"
+#include "tests/compiler/pass/stmt_runner.h"
 
 namespace kiln::ir::testing {
 namespace {
@@ -34,7 +34,7 @@ void expect_scalarized(const Stmt &in) {
 
 // Runs `in` with its vectorized loops made serial, and vectorize_loops(in), over the same inputs.
 void expect_same_results(const Stmt &in, const std::vector<std::pair<Var, size_t>> &buffers,
-                         const std::vector<std::pair<Var, double>> &scalars = {}) {
+                         const std::vector<std::pair<Var, int64_t>> &scalars = {}) {
   class MakeSerial : public IRMutator {
    protected:
     using IRMutator::visit;
@@ -45,8 +45,8 @@ void expect_same_results(const Stmt &in, const std::vector<std::pair<Var, size_t
     }
   };
   Stmt serial = MakeSerial().mutate(in);
-  Evaluator before, after;
-  for (Evaluator *e : {&before, &after}) {
+  StmtRunner before, after;
+  for (StmtRunner *e : {&before, &after}) {
     for (const auto &[v, size] : buffers) {
       auto &b = e->buffer(v, size);
       for (size_t k = 0; k < size; ++k) b[k] = static_cast<double>((k * 7) % 11) - 3;
