@@ -8,8 +8,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "compiler/interp/float16.h"
 #include "compiler/interp/value.h"
+#include "compiler/ir/deploy_dtype.h"
+#include "compiler/ir/float16.h"
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/op.h"
 
@@ -20,28 +21,6 @@ using ir::Expr;
 using ir::NodeType;
 using ir::Stmt;
 using ir::VariableNode;
-
-ir::DataType to_ir_type(const deploy::DType &t) {
-  switch (t.code) {
-    case deploy::DType::Int: return ir::Int(t.bits, t.lanes);
-    case deploy::DType::UInt: return ir::UInt(t.bits, t.lanes);
-    case deploy::DType::Float: return ir::Float(t.bits, t.lanes);
-  }
-  throw RuntimeError("unknown tensor dtype " + t.to_string());
-}
-
-deploy::DType to_deploy_dtype(const ir::DataType &t) {
-  deploy::DType d;
-  switch (t.code()) {
-    case DataType::Code::Int: d.code = deploy::DType::Int; break;
-    case DataType::Code::UInt: d.code = deploy::DType::UInt; break;
-    case DataType::Code::Float: d.code = deploy::DType::Float; break;
-    case DataType::Code::Handle: throw ExprError("a handle has no tensor dtype");
-  }
-  d.bits = static_cast<uint8_t>(t.bits());
-  d.lanes = static_cast<uint16_t>(t.lanes());
-  return d;
-}
 
 namespace {
 
@@ -166,7 +145,7 @@ Lane read_elem(const Memory &m, int64_t i) {
       break;
     case DataType::Code::Float:
       switch (m.elem.bits()) {
-        case 16: { uint16_t x; std::memcpy(&x, p, 2); v.f = half_to_float(x); break; }
+        case 16: { uint16_t x; std::memcpy(&x, p, 2); v.f = ir::half_to_float(x); break; }
         case 32: { float x; std::memcpy(&x, p, 4); v.f = x; break; }
         default: std::memcpy(&v.f, p, 8); break;
       }
@@ -180,7 +159,7 @@ void write_elem(Memory &m, int64_t i, Lane v) {
   uint8_t *p = m.data + i * m.elem.bytes();
   if (m.elem.is_float()) {
     switch (m.elem.bits()) {
-      case 16: { const uint16_t x = float_to_half(static_cast<float>(v.f)); std::memcpy(p, &x, 2); break; }
+      case 16: { const uint16_t x = ir::float_to_half(static_cast<float>(v.f)); std::memcpy(p, &x, 2); break; }
       case 32: { const float x = static_cast<float>(v.f); std::memcpy(p, &x, 4); break; }
       default: std::memcpy(p, &v.f, 8); break;
     }
@@ -288,7 +267,7 @@ Value Interpreter::eval(const Expr &e) {
     case NodeType::FloatImm: {
       const auto *op = e.as<ir::FloatImmNode>();
       // A float16 immediate stands for the half nearest to its value.
-      return Value::make_float(op->type, op->type.is_float16() ? round_to_half(static_cast<float>(op->value))
+      return Value::make_float(op->type, op->type.is_float16() ? ir::round_to_half(static_cast<float>(op->value))
                                                                : op->value);
     }
     case NodeType::StringImm:
@@ -793,7 +772,7 @@ std::vector<int64_t> bind_size_vars(const ir::LoweredFunc &f, const std::vector<
     const ir::Buffer &p = f.params[i];
     const deploy::Tensor &t = args[i];
     if (!t.defined()) throw RuntimeError(arg_name(i) + ": the tensor is undefined");
-    if (to_ir_type(t.dtype()) != p.dtype) {
+    if (ir::to_ir_type(t.dtype()) != p.dtype) {
       throw RuntimeError(detail::concat(arg_name(i), ": expected ", p.dtype.to_string(), ", got ",
                                         t.dtype().to_string()));
     }

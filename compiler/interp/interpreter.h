@@ -46,9 +46,4 @@ void run(const ir::LoweredFunc &f, const std::vector<deploy::Tensor> &args, cons
 std::vector<int64_t> bind_size_vars(const ir::LoweredFunc &f, const std::vector<deploy::Tensor> &args,
                                     const std::vector<int64_t> &size_values = {});
 
-// The IR type of a tensor dtype and back (bool is uint1). to_deploy_dtype throws ExprError for a
-// handle.
-ir::DataType to_ir_type(const deploy::DType &t);
-deploy::DType to_deploy_dtype(const ir::DataType &t);
-
 }  // namespace kiln::interp

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "compiler/interp/float16.h"
+#include "compiler/ir/float16.h"
 
 namespace kiln::interp {
 
@@ -265,13 +265,13 @@ double int_to_float(DataType from, DataType t, Lane v) {
   const bool is_signed = from.is_int();
   if (t.bits() == 64) return is_signed ? static_cast<double>(v.i) : static_cast<double>(v.u);
   const float f = is_signed ? static_cast<float>(v.i) : static_cast<float>(v.u);
-  return t.bits() == 16 ? round_to_half(f) : f;
+  return t.bits() == 16 ? ir::round_to_half(f) : f;
 }
 
 double float_to_float(DataType t, double f) {
   if (t.bits() == 64) return f;
   const float g = static_cast<float>(f);
-  return t.bits() == 16 ? round_to_half(g) : g;
+  return t.bits() == 16 ? ir::round_to_half(g) : g;
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "compiler/interp/float16.h"
+#include "compiler/ir/float16.h"
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/ir/op.h"
@@ -102,7 +102,7 @@ std::string float_literal(DataType t, double v) {
     return v > 0 ? "INFINITY" : "(-INFINITY)";
   }
   // A float16 immediate stands for the half nearest to its value (computed in float).
-  if (!f64) v = t.is_float16() ? interp::round_to_half(static_cast<float>(v)) : static_cast<float>(v);
+  if (!f64) v = t.is_float16() ? ir::round_to_half(static_cast<float>(v)) : static_cast<float>(v);
   char buf[64];
   std::snprintf(buf, sizeof buf, f64 ? "%.17g" : "%.9g", v);
   std::string s = buf;

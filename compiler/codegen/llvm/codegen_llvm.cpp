@@ -20,7 +20,7 @@
 #include <unordered_set>
 
 #include "compiler/codegen/c/codegen_c.h"
-#include "compiler/interp/float16.h"
+#include "compiler/ir/float16.h"
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/ir/op.h"
@@ -538,7 +538,7 @@ llvm::Value *CodeGenLLVM::expr(const Expr &e) {
     case NodeType::IntImm: return int_const(reg_type(t), e.as<ir::IntImmNode>()->value);
     case NodeType::FloatImm: {
       double v = e.as<ir::FloatImmNode>()->value;
-      if (t.bits() != 64) v = t.is_float16() ? interp::round_to_half(static_cast<float>(v)) : static_cast<float>(v);
+      if (t.bits() != 64) v = t.is_float16() ? ir::round_to_half(static_cast<float>(v)) : static_cast<float>(v);
       return llvm::ConstantFP::get(reg_type(t), v);
     }
     case NodeType::StringImm: return string_ptr(e.as<ir::StringImmNode>()->value);
