@@ -1,11 +1,13 @@
 #include "compiler/lower/make_packed_api.h"
 
+#include <cctype>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/op.h"
+#include "deploy/c_abi.h"
 #include "deploy/tensor.h"
 
 namespace kiln::lower {
@@ -89,6 +91,12 @@ Expr is_aligned(Expr h, int64_t bytes) {
                             ir::CallNode::Kind::Intrinsic);
 }
 
+std::string symbol_of(const std::string &name) {
+  std::string s = KILN_FUNCTION_SYMBOL_PREFIX;
+  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
+  return s;
+}
+
 std::string signature_of(const ir::LoweredFunc &f) {
   std::string sig = f.name + "(";
   for (size_t i = 0; i < f.params.size(); ++i) {
@@ -106,6 +114,7 @@ PackedFunc make_packed_api(const ir::LoweredFunc &f) {
   PackedFunc r;
   r.args = Var("args", ir::Handle());
   r.num_args = Var("num_args", ir::Int(32));
+  r.symbol = symbol_of(f.name);
   r.signature = signature_of(f);
   const Var &args = r.args;
   const std::string fn = f.name + ": ";

@@ -50,6 +50,9 @@ struct PackedFunc {
   ir::LoweredFunc func;
   ir::Var args;      // handle: const KilnArg *
   ir::Var num_args;  // int32
+  // The symbol a library exports the entry under: KILN_FUNCTION_SYMBOL_PREFIX followed by the
+  // function's name with every character other than a letter, digit or '_' made '_'.
+  std::string symbol;
   // "gemm(A: float32[n, k], B: float32[k, m], C: float32[n, m])".
   std::string signature;
 };

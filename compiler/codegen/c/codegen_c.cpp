@@ -326,13 +326,6 @@ static_assert(sizeof(KilnArg) == 40 && sizeof(KilnParamInfo) == 24 && sizeof(Kil
                   kKilnErrorAssert == 2 && kKilnErrorAlloc == 3,
               "deploy/c_abi.h changed: update the C back end's copy of its declarations");
 
-// The C identifier the exported entry point of a function called `name` takes.
-std::string exported_name(const std::string &name) {
-  std::string s = sanitize(name);
-  if (reserved_names().count(s)) s += "_";
-  return s;
-}
-
 }  // namespace
 
 std::string CodeGenC::fresh(const std::string &hint) {
@@ -864,8 +857,6 @@ std::string CodeGenC::preamble() {
 
 std::string CodeGenC::functions() {
   const lower::PackedFunc packed = lower::make_packed_api(f_);
-  const std::string exported = exported_name(f_.name);
-  used_names_.insert(exported);
   const std::string args = fresh("args");
   const std::string num_args = fresh("num_args");
   push(packed.args, args);
@@ -879,7 +870,8 @@ std::string CodeGenC::functions() {
   std::ostringstream os;
   os << kernel_ << "\n";
   os << "static int32_t kiln_entry(const KilnArg* " << args << ", int32_t " << num_args << ") {\n" << entry << "}\n\n";
-  os << "int32_t " << exported << "(const KilnArg* args, int32_t num_args) { return kiln_entry(args, num_args); }\n\n";
+  os << "int32_t " << packed.symbol
+     << "(const KilnArg* args, int32_t num_args) { return kiln_entry(args, num_args); }\n\n";
   os << "static const char *kiln_last_error(void) { return kiln_error; }\n\n";
   for (size_t i = 0; i < f_.params.size(); ++i) {
     const ir::Buffer &p = f_.params[i];

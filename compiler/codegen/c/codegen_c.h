@@ -10,10 +10,11 @@
 //   static int32_t kiln_entry(const KilnArg *args, int32_t num_args);
 //       the packed entry point: the argument checks of lower::make_packed_api (failures return
 //       kKilnErrorArgument), then the kernel;
-//   int32_t <name>(const KilnArg *args, int32_t num_args);
-//       the exported entry point, a call of kiln_entry;
+//   int32_t kiln_fn_<name>(const KilnArg *args, int32_t num_args);
+//       the exported entry point (lower::PackedFunc::symbol), a call of kiln_entry;
 //   const KilnModuleInfo kiln_module_info;
-//       the module table; its function entry refers to kiln_entry.
+//       the module table; it refers to kiln_entry itself, so no other library's symbol can take
+//       its place.
 // Every other function and variable is static. float16 data is stored as uint16_t and computed in
 // float; vectors are scalarized lane by lane; thread loops and parallel loops run as serial loops.
 // The code assumes wrapping signed arithmetic (-fwrapv) to match the interpreter on overflow.

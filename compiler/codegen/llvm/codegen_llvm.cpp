@@ -3,6 +3,7 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Function.h>
+#include <llvm/IR/GlobalAlias.h>
 #include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
@@ -12,11 +13,9 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <functional>
 #include <map>
-#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -230,7 +229,8 @@ class CodeGenLLVM {
 
   // The function being generated.
   const ir::LoweredFunc *f_ = nullptr;
-  std::string name_;
+  std::string name_;  // the function's name as a C identifier, for the names of its internals
+  std::map<std::string, std::string> exported_;  // symbol -> the function exported under it
   FunctionState *state_ = nullptr;
   std::unordered_map<const VariableNode *, std::vector<llvm::Value *>> vars_;
   std::unordered_map<const VariableNode *, std::vector<BufferInfo>> bufs_;
@@ -1455,10 +1455,14 @@ void CodeGenLLVM::kernel_call(const ir::AttrStmtNode *op) {
   kernel_status_ = b_.CreateCall(kernel, values);
 }
 
-// The packed entry point: the argument checks of lower::make_packed_api, then the kernel.
+// The packed entry point: the argument checks of lower::make_packed_api, then the kernel. It is
+// internal to the module, which exports it under packed.symbol, an alias: the module table refers
+// to the definition itself, so no other library's symbol can take its place.
 void CodeGenLLVM::emit_entry(const lower::PackedFunc &packed) {
   FunctionState state;
-  state.fn = new_function(entry_type_, llvm::GlobalValue::ExternalLinkage, name_);
+  state.fn = new_function(entry_type_, llvm::GlobalValue::InternalLinkage, name_ + "__entry");
+  KILN_CHECK(!mod_.getNamedValue(packed.symbol), "LLVM back end: symbol ", packed.symbol, " is defined twice");
+  llvm::GlobalAlias::create(entry_type_, 0, llvm::GlobalValue::ExternalLinkage, packed.symbol, state.fn, &mod_);
   llvm::Value *args = state.fn->getArg(0);
   llvm::Value *num_args = state.fn->getArg(1);
   args->setName("args");
@@ -1509,11 +1513,10 @@ void CodeGenLLVM::emit_info(const lower::PackedFunc &packed, llvm::Function *ent
     params_ptr = llvm::ConstantExpr::getBitCast(gv, param_info_type_->getPointerTo());
   }
   llvm::Constant *info = llvm::ConstantStruct::get(
-      function_info_type_, {string_ptr(name_), string_ptr(packed.signature), entry,
+      function_info_type_, {string_ptr(f.name), string_ptr(packed.signature), entry,
                             b_.getInt32(static_cast<uint32_t>(f.params.size())), params_ptr});
-  const std::string sym = name_ + KILN_FUNCTION_INFO_SUFFIX;
-  if (mod_.getNamedValue(sym)) throw UserError("LLVM back end: symbol " + sym + " is defined twice");
-  auto *gv = new llvm::GlobalVariable(mod_, function_info_type_, true, llvm::GlobalValue::ExternalLinkage, info, sym);
+  auto *gv = new llvm::GlobalVariable(mod_, function_info_type_, true, llvm::GlobalValue::PrivateLinkage, info,
+                                      name_ + ".info");
   function_infos_.push_back(gv);
 }
 
@@ -1526,8 +1529,14 @@ void CodeGenLLVM::add_function(const ir::LoweredFunc &f) {
                                      "(or the interpreter)"));
     }
   });
+  const lower::PackedFunc packed = lower::make_packed_api(f);
+  auto [other, fresh] = exported_.emplace(packed.symbol, f.name);
+  if (!fresh) {
+    throw UserError(detail::concat("LLVM back end: functions \"", other->second, "\" and \"", f.name,
+                                   "\" would both be exported as ", packed.symbol));
+  }
   f_ = &f;
-  name_ = llvm_function_name(f.name);
+  name_ = packed.symbol.substr(std::string(KILN_FUNCTION_SYMBOL_PREFIX).size());
   outlined_ = 0;
   parallel_depth_ = 0;
   mask_ = nullptr;
@@ -1566,7 +1575,7 @@ void CodeGenLLVM::add_function(const ir::LoweredFunc &f) {
     noalias_md_.push_back(llvm::MDNode::get(ctx_, others));
   }
 
-  emit_entry(lower::make_packed_api(f));
+  emit_entry(packed);
   f_ = nullptr;
 }
 
@@ -1586,16 +1595,6 @@ void CodeGenLLVM::finish() {
 
 }  // namespace
 
-std::string llvm_function_name(const std::string &name) {
-  std::string s;
-  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '_' || s.rfind("kiln_", 0) == 0) {
-    s = "v" + s;
-  }
-  if (s == "exp" || s == "tanh" || s == "sqrt" || s == "main") s += "_";
-  return s;
-}
-
 std::unique_ptr<llvm::Module> codegen_llvm(const std::vector<ir::LoweredFunc> &funcs, const LLVMTarget &target,
                                            llvm::TargetMachine &tm, llvm::LLVMContext &context,
                                            const LLVMCodegenOptions &options) {
@@ -1603,13 +1602,7 @@ std::unique_ptr<llvm::Module> codegen_llvm(const std::vector<ir::LoweredFunc> &f
   module->setTargetTriple(tm.getTargetTriple().str());
   module->setDataLayout(tm.createDataLayout());
   CodeGenLLVM cg(context, *module, target, options);
-  std::set<std::string> names;
-  for (const auto &f : funcs) {
-    if (!names.insert(llvm_function_name(f.name)).second) {
-      throw UserError("LLVM back end: two functions are called " + llvm_function_name(f.name));
-    }
-    cg.add_function(f);
-  }
+  for (const auto &f : funcs) cg.add_function(f);
   cg.finish();
   return module;
 }

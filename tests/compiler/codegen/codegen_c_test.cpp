@@ -71,7 +71,7 @@ static int32_t kiln_entry(const KilnArg* args, int32_t num_args) {
   return kiln_kernel(A, B, C, n);
 }
 
-int32_t vadd(const KilnArg* args, int32_t num_args) { return kiln_entry(args, num_args); }
+int32_t kiln_fn_vadd(const KilnArg* args, int32_t num_args) { return kiln_entry(args, num_args); }
 
 static const char *kiln_last_error(void) { return kiln_error; }
 
@@ -116,7 +116,7 @@ TEST(CodegenCTest, NamesAreSanitisedAndDistinctVariablesStayDistinct) {
   EXPECT_NE(src.find("static int32_t kiln_kernel(int32_t* restrict A, int32_t* restrict my_out, int32_t n_0)"),
             std::string::npos)
       << src;
-  EXPECT_NE(src.find("\nint32_t my_kernel(const KilnArg* args, int32_t num_args)"), std::string::npos) << src;
+  EXPECT_NE(src.find("\nint32_t kiln_fn_my_kernel(const KilnArg* args, int32_t num_args)"), std::string::npos) << src;
   EXPECT_NE(src.find("for (int32_t i_1 = 0; i_1 < n_0; ++i_1)"), std::string::npos) << src;
   EXPECT_NE(src.find("int32_t int_1 = "), std::string::npos) << src;
   auto r = test::run_both(f, {make_tensor<int32_t>({3}, {1, 2, 3}), filled<int32_t>({3, 3}, 0)});

@@ -743,7 +743,7 @@ TEST(LLVMCodegenTest, FunctionNamesAreSanitisedAndMustBeDistinct) {
   ir::LoweredFunc f = vector_add();
   f.name = "my kernel";
   LLVMModule m(f, native_options());
-  EXPECT_EQ(m.module().functions().at(0).name, "my_kernel");
+  EXPECT_EQ(m.module().functions().at(0).name, "my kernel");
   EXPECT_NE(m.function("my kernel"), nullptr);
   ir::LoweredFunc g = vector_add();
   g.name = "my-kernel";
