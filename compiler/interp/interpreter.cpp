@@ -111,7 +111,13 @@ bool find_barriers(const Stmt &s, std::unordered_set<const ir::IRNode *> &out) {
       for (const auto &c : s.as<ir::BlockNode>()->stmts) has = find_barriers(c, out) || has;
       break;
     case NodeType::Evaluate: has = is_sync_threads(s); break;
-    default: break;
+    case NodeType::Store: break;
+    case NodeType::ProducerStore:
+    case NodeType::ProducerRealize: break;  // not lowered IR, which exec reports
+#define KILN_EXPR_CASE(n) case NodeType::n:
+      KILN_EXPR_NODES(KILN_EXPR_CASE)
+#undef KILN_EXPR_CASE
+      break;  // expression kinds, which no statement has
   }
   if (has) out.insert(s.get());
   return has;
@@ -378,7 +384,10 @@ Value Interpreter::eval(const Expr &e) {
     case NodeType::Load: return eval_load(e.as<ir::LoadNode>());
     case NodeType::ProducerLoad:
     case NodeType::Reduce: not_lowered(e.node_type());
-    default: break;
+#define KILN_STMT_CASE(n) case NodeType::n:
+      KILN_STMT_NODES(KILN_STMT_CASE)
+#undef KILN_STMT_CASE
+      break;  // statement kinds, which no expression has
   }
   throw InternalError(detail::concat("interpreter: unexpected expression ", ir::node_type_name(e.node_type())));
 }
@@ -553,7 +562,10 @@ void Interpreter::exec(const Stmt &s) {
     }
     case NodeType::ProducerStore:
     case NodeType::ProducerRealize: not_lowered(s.node_type());
-    default: break;
+#define KILN_EXPR_CASE(n) case NodeType::n:
+      KILN_EXPR_NODES(KILN_EXPR_CASE)
+#undef KILN_EXPR_CASE
+      break;  // expression kinds, which no statement has
   }
   throw InternalError(detail::concat("interpreter: unexpected statement ", ir::node_type_name(s.node_type())));
 }
@@ -823,7 +835,14 @@ void Interpreter::exec_group(const Stmt &s, std::vector<ThreadState> &threads) {
       }
       return;
     }
-    default: break;
+    case NodeType::Store:  // holds no statement, so no barrier
+    case NodeType::ProducerStore:
+    case NodeType::ProducerRealize:
+      break;
+#define KILN_EXPR_CASE(n) case NodeType::n:
+      KILN_EXPR_NODES(KILN_EXPR_CASE)
+#undef KILN_EXPR_CASE
+      break;  // expression kinds, which no statement has
   }
   throw InternalError(detail::concat("interpreter: a barrier inside ", ir::node_type_name(s.node_type())));
 }

@@ -143,7 +143,7 @@ Value signed_op(NodeType op, const Value &a, const Value &b, uint64_t active) {
     case NodeType::LE: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.i <= y.i); });
     case NodeType::GT: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.i > y.i); });
     case NodeType::GE: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.i >= y.i); });
-    default: break;
+    default: break;  // binary nodes only; And and Or take bools, which are unsigned
   }
   throw InternalError(detail::concat("interpreter: ", ir::node_type_name(op), " on ", t.to_string()));
 }
@@ -178,7 +178,7 @@ Value unsigned_op(NodeType op, const Value &a, const Value &b, uint64_t active) 
     case NodeType::GE: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u >= y.u); });
     case NodeType::And: return map2(t, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u != 0 && y.u != 0); });
     case NodeType::Or: return map2(t, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u != 0 || y.u != 0); });
-    default: break;
+    default: break;  // binary nodes only
   }
   throw InternalError(detail::concat("interpreter: ", ir::node_type_name(op), " on ", t.to_string()));
 }
@@ -218,7 +218,7 @@ Value float_op(NodeType op, const Value &a, const Value &b, uint64_t active) {
     case NodeType::LE: return compare([](double x, double y) { return x <= y; });
     case NodeType::GT: return compare([](double x, double y) { return x > y; });
     case NodeType::GE: return compare([](double x, double y) { return x >= y; });
-    default: break;
+    default: break;  // binary nodes only; And and Or take no floats
   }
   throw InternalError(detail::concat("interpreter: ", ir::node_type_name(op), " on ", t.to_string()));
 }

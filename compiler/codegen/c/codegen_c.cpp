@@ -440,7 +440,10 @@ std::string CodeGenC::expr(const Expr &e) {
     case NodeType::Reduce:
       throw InternalError(detail::concat("C back end: ", ir::node_type_name(e.node_type()),
                                          " cannot appear in lowered IR (lower the function first)"));
-    default: break;
+#define KILN_STMT_CASE(n) case NodeType::n:
+      KILN_STMT_NODES(KILN_STMT_CASE)
+#undef KILN_STMT_CASE
+      break;  // statement kinds, which no expression has
   }
   throw InternalError(detail::concat("C back end: unexpected expression ", ir::node_type_name(e.node_type())));
 }
@@ -478,7 +481,7 @@ std::string CodeGenC::binary(NodeType op, const Expr &ea, const Expr &eb, DataTy
     case NodeType::GE: return infix(">=");
     case NodeType::And: return infix("&&");
     case NodeType::Or: return infix("||");
-    default: break;
+    default: break;  // only the binary nodes reach here
   }
   throw InternalError(detail::concat("C back end: binary ", ir::node_type_name(op)));
 }
@@ -663,7 +666,10 @@ void CodeGenC::stmt(const Stmt &s) {
     case NodeType::ProducerRealize:
       throw InternalError(detail::concat("C back end: ", ir::node_type_name(s.node_type()),
                                          " cannot appear in lowered IR (lower the function first)"));
-    default: break;
+#define KILN_EXPR_CASE(n) case NodeType::n:
+      KILN_EXPR_NODES(KILN_EXPR_CASE)
+#undef KILN_EXPR_CASE
+      break;  // expression kinds, which no statement has
   }
   throw InternalError(detail::concat("C back end: unexpected statement ", ir::node_type_name(s.node_type())));
 }

@@ -424,7 +424,7 @@ ModSet CodeGenLLVM::modset(const Expr &e) {
       mods_[op->var.get()].pop_back();
       return r;
     }
-    default: return unknown;
+    default: return unknown;  // what other nodes compute is not tracked
   }
 }
 
@@ -585,7 +585,10 @@ llvm::Value *CodeGenLLVM::expr(const Expr &e) {
     case NodeType::Reduce:
       throw InternalError(detail::concat("LLVM back end: ", ir::node_type_name(e.node_type()),
                                          " cannot appear in lowered IR (lower the function first)"));
-    default: break;
+#define KILN_STMT_CASE(n) case NodeType::n:
+      KILN_STMT_NODES(KILN_STMT_CASE)
+#undef KILN_STMT_CASE
+      break;  // statement kinds, which no expression has
   }
   throw InternalError(detail::concat("LLVM back end: unexpected expression ", ir::node_type_name(e.node_type())));
 }
@@ -614,7 +617,7 @@ llvm::Value *CodeGenLLVM::binary(NodeType op, const Expr &ea, const Expr &eb) {
       case NodeType::LE: return b_.CreateFCmpOLE(a, b);
       case NodeType::GT: return b_.CreateFCmpOGT(a, b);
       case NodeType::GE: return b_.CreateFCmpOGE(a, b);
-      default: break;
+      default: break;  // only the binary nodes reach here; And and Or take no floats
     }
   } else {
     const bool s = t.is_int();
@@ -636,7 +639,7 @@ llvm::Value *CodeGenLLVM::binary(NodeType op, const Expr &ea, const Expr &eb) {
       case NodeType::GE: return s ? b_.CreateICmpSGE(a, b) : b_.CreateICmpUGE(a, b);
       case NodeType::And: return b_.CreateAnd(a, b);
       case NodeType::Or: return b_.CreateOr(a, b);
-      default: break;
+      default: break;  // only the binary nodes reach here
     }
   }
   throw InternalError(detail::concat("LLVM back end: ", ir::node_type_name(op), " on ", t.to_string()));
@@ -1100,7 +1103,10 @@ void CodeGenLLVM::stmt(const Stmt &s) {
     case NodeType::ProducerRealize:
       throw InternalError(detail::concat("LLVM back end: ", ir::node_type_name(s.node_type()),
                                          " cannot appear in lowered IR (lower the function first)"));
-    default: break;
+#define KILN_EXPR_CASE(n) case NodeType::n:
+      KILN_EXPR_NODES(KILN_EXPR_CASE)
+#undef KILN_EXPR_CASE
+      break;  // expression kinds, which no statement has
   }
   throw InternalError(detail::concat("LLVM back end: unexpected statement ", ir::node_type_name(s.node_type())));
 }
@@ -1296,7 +1302,7 @@ void CodeGenLLVM::parallel_loop(const ir::ForNode *op) {
       case NodeType::Variable: use(static_cast<const VariableNode *>(n)); break;
       case NodeType::Load: use(static_cast<const ir::LoadNode *>(n)->buffer_var.get()); break;
       case NodeType::Store: use(static_cast<const ir::StoreNode *>(n)->buffer_var.get()); break;
-      default: break;
+      default: break;  // the nodes that name no variable or buffer
     }
   });
   std::vector<llvm::Type *> fields = {min->getType()};
