@@ -1,17 +1,23 @@
 /* The C ABI between compiled Kiln kernels and the code that calls them.
  *
  * A compiled module (a shared library, or code held by the compiler's JIT) exports, for each
- * function `name`:
+ * function `name`, only its packed entry point, under a prefixed symbol:
  *
- *   int32_t name(const KilnArg *args, int32_t num_args);   the packed entry point
- *   const KilnFunctionInfo name__kiln_info;                  its name, signature and parameters
+ *   int32_t kiln_fn_<name>(const KilnArg *args, int32_t num_args);
  *
- * and once per module the table `const KilnModuleInfo kiln_module_info`, which lists the
- * functions, gives the module's error message accessor and the slot where a loader installs the
- * runtime (the thread pool). The entry point checks its arguments (count, null pointers, rank,
- * dtype, shape, strides, 64-byte alignment of the data, consistency of symbolic sizes) before it
- * touches memory; on any failure it returns a nonzero KilnStatus and the module's last_error()
- * names the function, the argument and what was wrong.
+ * where <name> is the function's name with every character other than a letter, digit or '_'
+ * made '_'. The prefix keeps a function called `bind`, `malloc` or `main` from colliding with a
+ * symbol of the C library or of the program that loads the module. Once per module it exports
+ * the table `const KilnModuleInfo kiln_module_info`, which lists the functions by their names
+ * (as the compiler was given them) with their signatures and entry points, gives the module's
+ * error message accessor and the slot where a loader installs the runtime (the thread pool).
+ * A loader finds a function by its name in that table; everything else a module defines is
+ * internal to it, and the table refers to the module's own definitions.
+ *
+ * The entry point checks its arguments (count, null pointers, rank, dtype, shape, strides,
+ * 64-byte alignment of the data, consistency of symbolic sizes) before it touches memory; on any
+ * failure it returns a nonzero KilnStatus and the module's last_error() names the function, the
+ * argument and what was wrong.
  *
  * The layout of every struct here is fixed: fields are only ever added at the end, together
  * with a new KILN_ABI_VERSION. This header is plain C99 and C++.
@@ -29,8 +35,8 @@ extern "C" {
 
 /* The exported symbol holding the module table. */
 #define KILN_MODULE_INFO_SYMBOL "kiln_module_info"
-/* The suffix of each function's info symbol: "<name>__kiln_info". */
-#define KILN_FUNCTION_INFO_SUFFIX "__kiln_info"
+/* The prefix of each function's exported entry point: "kiln_fn_<name>". */
+#define KILN_FUNCTION_SYMBOL_PREFIX "kiln_fn_"
 
 /* Element type codes (the same numbering as kiln::deploy::DType::Code). */
 enum KilnDTypeCode { kKilnInt = 0, kKilnUInt = 1, kKilnFloat = 2 };
@@ -80,7 +86,7 @@ typedef struct KilnParamInfo {
 } KilnParamInfo;
 
 typedef struct KilnFunctionInfo {
-  const char *name;      /* the exported symbol of the entry point */
+  const char *name;      /* the function's name */
   const char *signature; /* e.g. "gemm(A: float32[n, k], B: float32[k, m], C: float32[n, m])" */
   KilnPackedFunc func;
   int32_t num_params;

@@ -20,9 +20,9 @@
 
 #include "contracts/json.h"
 #include "compiler/codegen/llvm/llvm_module.h"
-#include "compiler/interp/float16.h"
-#include "compiler/interp/interpreter.h"
+#include "compiler/ir/deploy_dtype.h"
 #include "compiler/ir/error.h"
+#include "compiler/ir/float16.h"
 #include "compiler/ir/op.h"
 #include "compiler/lower/lower.h"
 #include "compiler/driver/target.h"
@@ -86,7 +86,7 @@ std::string shape_signature(const ops::Compute &c) {
 }
 
 deploy::Tensor make_tensor(const te::Tensor &t) {
-  return deploy::Tensor::empty(const_shape(t), interp::to_deploy_dtype(t.dtype()));
+  return deploy::Tensor::empty(const_shape(t), ir::to_deploy_dtype(t.dtype()));
 }
 
 int64_t scalar_count(const deploy::Tensor &t) { return t.numel() * t.dtype().lanes; }
@@ -111,7 +111,7 @@ void fill_random(deploy::Tensor &t, uint64_t seed) {
     for (int64_t i = 0; i < n; ++i) f[i] = real(rng);
   } else if (dt.code == deploy::DType::Float && dt.bits == 16) {
     uint16_t *h = static_cast<uint16_t *>(p);
-    for (int64_t i = 0; i < n; ++i) h[i] = interp::float_to_half(static_cast<float>(real(rng)));
+    for (int64_t i = 0; i < n; ++i) h[i] = ir::float_to_half(static_cast<float>(real(rng)));
   } else if (dt.code == deploy::DType::Int && dt.bits == 8) {
     ints(static_cast<int8_t *>(p), -8, 8);
   } else if (dt.code == deploy::DType::Int && dt.bits == 16) {
@@ -140,7 +140,7 @@ double scalar_at(const deploy::Tensor &t, int64_t i) {
   const void *p = t.data();
   switch (dt.code) {
     case deploy::DType::Float:
-      if (dt.bits == 16) return interp::half_to_float(static_cast<const uint16_t *>(p)[i]);
+      if (dt.bits == 16) return ir::half_to_float(static_cast<const uint16_t *>(p)[i]);
       if (dt.bits == 32) return static_cast<const float *>(p)[i];
       return static_cast<const double *>(p)[i];
     case deploy::DType::Int:

@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/ir/deploy_dtype.h"
 #include "compiler/ir/function.h"
 #include "compiler/ir/op.h"
 
@@ -66,7 +67,7 @@ void execute(const ir::Stmt &s, const Bindings &b, const RunOptions &opt) {
     ir::Buffer p;
     p.name = data.name();
     p.data = data;
-    p.dtype = to_ir_type(t.dtype());
+    p.dtype = ir::to_ir_type(t.dtype());
     for (int d = 0; d < t.ndim(); ++d) {
       p.shape.push_back(ir::make_const(ir::Int(64), t.shape()[d]));
       p.strides.push_back(ir::make_const(ir::Int(64), t.strides()[d]));

@@ -4,14 +4,16 @@
 #include <cstring>
 #include <limits>
 #include <memory>
-#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "compiler/interp/float16.h"
 #include "compiler/interp/value.h"
+#include "compiler/ir/float16.h"
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/op.h"
+#include "compiler/lower/make_packed_api.h"
+#include "deploy/c_abi.h"
+#include "deploy/module.h"
 
 namespace kiln::interp {
 
@@ -20,28 +22,6 @@ using ir::Expr;
 using ir::NodeType;
 using ir::Stmt;
 using ir::VariableNode;
-
-ir::DataType to_ir_type(const deploy::DType &t) {
-  switch (t.code) {
-    case deploy::DType::Int: return ir::Int(t.bits, t.lanes);
-    case deploy::DType::UInt: return ir::UInt(t.bits, t.lanes);
-    case deploy::DType::Float: return ir::Float(t.bits, t.lanes);
-  }
-  throw RuntimeError("unknown tensor dtype " + t.to_string());
-}
-
-deploy::DType to_deploy_dtype(const ir::DataType &t) {
-  deploy::DType d;
-  switch (t.code()) {
-    case DataType::Code::Int: d.code = deploy::DType::Int; break;
-    case DataType::Code::UInt: d.code = deploy::DType::UInt; break;
-    case DataType::Code::Float: d.code = deploy::DType::Float; break;
-    case DataType::Code::Handle: throw ExprError("a handle has no tensor dtype");
-  }
-  d.bits = static_cast<uint8_t>(t.bits());
-  d.lanes = static_cast<uint16_t>(t.lanes());
-  return d;
-}
 
 namespace {
 
@@ -131,10 +111,44 @@ bool find_barriers(const Stmt &s, std::unordered_set<const ir::IRNode *> &out) {
       for (const auto &c : s.as<ir::BlockNode>()->stmts) has = find_barriers(c, out) || has;
       break;
     case NodeType::Evaluate: has = is_sync_threads(s); break;
-    default: break;
+    case NodeType::Store: break;
+    case NodeType::ProducerStore:
+    case NodeType::ProducerRealize: break;  // not lowered IR, which exec reports
+#define KILN_EXPR_CASE(n) case NodeType::n:
+      KILN_EXPR_NODES(KILN_EXPR_CASE)
+#undef KILN_EXPR_CASE
+      break;  // expression kinds, which no statement has
   }
   if (has) out.insert(s.get());
   return has;
+}
+
+// A handle: the address in the lane's integer.
+Value handle_value(const void *p) {
+  Value v(ir::Handle());
+  v[0].u = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p));
+  return v;
+}
+
+const void *handle_of(const Value &v) { return reinterpret_cast<const void *>(static_cast<uintptr_t>(v[0].u)); }
+
+// The memory of a tensor argument that the entry's checks accepted: the elements its shape and
+// strides reach (a null strides pointer means compact row-major).
+std::shared_ptr<Memory> argument_memory(const ir::Var &data, const KilnArg &a) {
+  auto m = std::make_shared<Memory>();
+  const DataType t = data->pointee;
+  m->name = data.name();
+  m->elem = t.element_of();
+  int64_t numel = 1;
+  for (int32_t d = 0; d < a.ndim; ++d) numel *= a.shape[d];
+  int64_t span = numel;
+  if (numel > 0 && a.strides) {
+    span = 1;
+    for (int32_t d = 0; d < a.ndim; ++d) span += (a.shape[d] - 1) * a.strides[d];
+  }
+  m->size = span * t.lanes();
+  m->data = static_cast<uint8_t *>(a.data);
+  return m;
 }
 
 [[noreturn]] void not_lowered(NodeType t) {
@@ -166,7 +180,7 @@ Lane read_elem(const Memory &m, int64_t i) {
       break;
     case DataType::Code::Float:
       switch (m.elem.bits()) {
-        case 16: { uint16_t x; std::memcpy(&x, p, 2); v.f = half_to_float(x); break; }
+        case 16: { uint16_t x; std::memcpy(&x, p, 2); v.f = ir::half_to_float(x); break; }
         case 32: { float x; std::memcpy(&x, p, 4); v.f = x; break; }
         default: std::memcpy(&v.f, p, 8); break;
       }
@@ -180,7 +194,7 @@ void write_elem(Memory &m, int64_t i, Lane v) {
   uint8_t *p = m.data + i * m.elem.bytes();
   if (m.elem.is_float()) {
     switch (m.elem.bits()) {
-      case 16: { const uint16_t x = float_to_half(static_cast<float>(v.f)); std::memcpy(p, &x, 2); break; }
+      case 16: { const uint16_t x = ir::float_to_half(static_cast<float>(v.f)); std::memcpy(p, &x, 2); break; }
       case 32: { const float x = static_cast<float>(v.f); std::memcpy(p, &x, 4); break; }
       default: std::memcpy(p, &v.f, 8); break;
     }
@@ -240,6 +254,8 @@ class Interpreter {
   Value eval_call(const ir::CallNode *op);
   Value eval_load(const ir::LoadNode *op);
   Value eval_if_then_else(const ir::CallNode *op);
+  const KilnArg &kiln_arg(const ir::CallNode *op);
+  Value eval_arg_field(const ir::CallNode *op);
 
   void exec(const Stmt &s);
   void exec_store(const ir::StoreNode *op);
@@ -288,7 +304,7 @@ Value Interpreter::eval(const Expr &e) {
     case NodeType::FloatImm: {
       const auto *op = e.as<ir::FloatImmNode>();
       // A float16 immediate stands for the half nearest to its value.
-      return Value::make_float(op->type, op->type.is_float16() ? round_to_half(static_cast<float>(op->value))
+      return Value::make_float(op->type, op->type.is_float16() ? ir::round_to_half(static_cast<float>(op->value))
                                                                : op->value);
     }
     case NodeType::StringImm:
@@ -368,7 +384,10 @@ Value Interpreter::eval(const Expr &e) {
     case NodeType::Load: return eval_load(e.as<ir::LoadNode>());
     case NodeType::ProducerLoad:
     case NodeType::Reduce: not_lowered(e.node_type());
-    default: break;
+#define KILN_STMT_CASE(n) case NodeType::n:
+      KILN_STMT_NODES(KILN_STMT_CASE)
+#undef KILN_STMT_CASE
+      break;  // statement kinds, which no expression has
   }
   throw InternalError(detail::concat("interpreter: unexpected expression ", ir::node_type_name(e.node_type())));
 }
@@ -412,6 +431,17 @@ Value Interpreter::eval_call(const ir::CallNode *op) {
     return eval(op->args[0]);
   }
   if (name == ir::intrinsic::kSyncThreads) return Value::make_int(op->type.is_handle() ? ir::Int(32) : op->type, 0);
+  if (name == lower::intrinsic::kArgField) return eval_arg_field(op);
+  if (name == lower::intrinsic::kIsNull) {
+    KILN_CHECK(op->args.size() == 1, "interpreter: isnull takes 1 argument");
+    return Value::make_int(ir::Bool(), handle_of(eval(op->args[0])) == nullptr);
+  }
+  if (name == lower::intrinsic::kIsAligned) {
+    KILN_CHECK(op->args.size() == 2, "interpreter: is_aligned takes 2 arguments");
+    const uint64_t address = eval(op->args[0])[0].u;
+    const int64_t bytes = eval(op->args[1]).as_int();
+    return Value::make_int(ir::Bool(), bytes > 0 && address % static_cast<uint64_t>(bytes) == 0);
+  }
   if (ir::is_math_intrinsic(name)) {
     std::vector<Value> args;
     args.reserve(op->args.size());
@@ -419,6 +449,34 @@ Value Interpreter::eval_call(const ir::CallNode *op) {
     return math_intrinsic(name, args);
   }
   throw InternalError(detail::concat("interpreter: unsupported call ", name, " in function ", f_.name));
+}
+
+// The KilnArg an arg_field call reads: args[i].
+const KilnArg &Interpreter::kiln_arg(const ir::CallNode *op) {
+  KILN_CHECK(op->args.size() == 3 || op->args.size() == 4, "interpreter: arg_field takes 3 or 4 arguments");
+  const auto *args = static_cast<const KilnArg *>(handle_of(eval(op->args[0])));
+  return args[eval(op->args[1]).as_int()];
+}
+
+Value Interpreter::eval_arg_field(const ir::CallNode *op) {
+  const KilnArg &a = kiln_arg(op);
+  const auto field = static_cast<lower::ArgField>(eval(op->args[2]).as_int());
+  if (op->args.size() == 4) {
+    KILN_CHECK(field == lower::ArgField::Shape || field == lower::ArgField::Strides,
+               "interpreter: arg_field reads elements of the shape or the strides only");
+    const int64_t *array = field == lower::ArgField::Shape ? a.shape : a.strides;
+    return Value::make_int(ir::Int(64), array[eval(op->args[3]).as_int()]);
+  }
+  switch (field) {
+    case lower::ArgField::Data: return handle_value(a.data);
+    case lower::ArgField::NDim: return Value::make_int(op->type, a.ndim);
+    case lower::ArgField::Shape: return handle_value(a.shape);
+    case lower::ArgField::Strides: return handle_value(a.strides);
+    case lower::ArgField::DTypeCode: return Value::make_int(op->type, a.dtype_code);
+    case lower::ArgField::DTypeBits: return Value::make_int(op->type, a.dtype_bits);
+    case lower::ArgField::DTypeLanes: return Value::make_int(op->type, a.dtype_lanes);
+  }
+  throw InternalError(detail::concat("interpreter: arg_field of field ", static_cast<int>(field)));
 }
 
 Value Interpreter::eval_load(const ir::LoadNode *op) {
@@ -450,6 +508,14 @@ void Interpreter::exec(const Stmt &s) {
     case NodeType::LetStmt: {
       const auto *op = s.as<ir::LetStmtNode>();
       if (op->var.type().is_handle()) {
+        // A parameter's data pointer, read from its KilnArg.
+        if (const auto *c = op->value.as<ir::CallNode>(); c && c->name == lower::intrinsic::kArgField) {
+          KILN_CHECK(c->args.size() == 3 && eval(c->args[2]).as_int() == static_cast<int>(lower::ArgField::Data),
+                     "interpreter: handle ", op->var.name(), " must be an argument's data pointer");
+          ScopedEntry<BufferMap> bind(ts_->buffers, op->var.get(), argument_memory(op->var, kiln_arg(c)));
+          exec(op->body);
+          return;
+        }
         const auto *src = op->value.as<VariableNode>();
         auto it = src ? ts_->buffers.find(src) : ts_->buffers.end();
         if (it == ts_->buffers.end()) {
@@ -496,7 +562,10 @@ void Interpreter::exec(const Stmt &s) {
     }
     case NodeType::ProducerStore:
     case NodeType::ProducerRealize: not_lowered(s.node_type());
-    default: break;
+#define KILN_EXPR_CASE(n) case NodeType::n:
+      KILN_EXPR_NODES(KILN_EXPR_CASE)
+#undef KILN_EXPR_CASE
+      break;  // expression kinds, which no statement has
   }
   throw InternalError(detail::concat("interpreter: unexpected statement ", ir::node_type_name(s.node_type())));
 }
@@ -766,140 +835,27 @@ void Interpreter::exec_group(const Stmt &s, std::vector<ThreadState> &threads) {
       }
       return;
     }
-    default: break;
+    case NodeType::Store:  // holds no statement, so no barrier
+    case NodeType::ProducerStore:
+    case NodeType::ProducerRealize:
+      break;
+#define KILN_EXPR_CASE(n) case NodeType::n:
+      KILN_EXPR_NODES(KILN_EXPR_CASE)
+#undef KILN_EXPR_CASE
+      break;  // expression kinds, which no statement has
   }
   throw InternalError(detail::concat("interpreter: a barrier inside ", ir::node_type_name(s.node_type())));
 }
 
-// Whether v is a value of integer type t.
-bool fits(DataType t, int64_t v) {
-  if (t.bits() >= 64) return t.is_int() || v >= 0;
-  if (t.is_int()) return v >= -(int64_t{1} << (t.bits() - 1)) && v < (int64_t{1} << (t.bits() - 1));
-  return v >= 0 && v < (int64_t{1} << t.bits());
-}
-
 }  // namespace
 
-std::vector<int64_t> bind_size_vars(const ir::LoweredFunc &f, const std::vector<deploy::Tensor> &args,
-                                    const std::vector<int64_t> &size_values) {
-  auto arg_name = [&](size_t i) { return detail::concat("argument ", i + 1, " (", f.params[i].name, ")"); };
-  if (args.size() != f.params.size()) {
-    std::string names;
-    for (size_t i = 0; i < f.params.size(); ++i) names += (i ? ", " : "") + f.params[i].name;
-    throw RuntimeError(detail::concat("function ", f.name, ": expected ", f.params.size(), " arguments (", names,
-                                      "), got ", args.size()));
-  }
-  for (size_t i = 0; i < args.size(); ++i) {
-    const ir::Buffer &p = f.params[i];
-    const deploy::Tensor &t = args[i];
-    if (!t.defined()) throw RuntimeError(arg_name(i) + ": the tensor is undefined");
-    if (to_ir_type(t.dtype()) != p.dtype) {
-      throw RuntimeError(detail::concat(arg_name(i), ": expected ", p.dtype.to_string(), ", got ",
-                                        t.dtype().to_string()));
-    }
-    if (static_cast<size_t>(t.ndim()) != p.shape.size()) {
-      throw RuntimeError(detail::concat(arg_name(i), ": expected ", p.shape.size(), " dimensions, got ", t.ndim()));
-    }
-  }
-  const size_t nvars = f.size_vars.size();
-  if (!size_values.empty() && size_values.size() != nvars) {
-    throw RuntimeError(detail::concat("function ", f.name, ": expected ", nvars, " size values, got ",
-                                      size_values.size()));
-  }
-  std::unordered_map<const VariableNode *, size_t> var_index;
-  for (size_t k = 0; k < nvars; ++k) var_index[f.size_vars[k].get()] = k;
-  std::vector<std::optional<int64_t>> values(nvars);
-  std::vector<std::string> sources(nvars, "the given size values");
-  for (size_t i = 0; i < args.size(); ++i) {
-    for (size_t d = 0; d < f.params[i].shape.size(); ++d) {
-      const auto *v = f.params[i].shape[d].as<VariableNode>();
-      auto it = v ? var_index.find(v) : var_index.end();
-      if (it == var_index.end() || values[it->second]) continue;
-      values[it->second] = args[i].shape()[d];
-      sources[it->second] = arg_name(i);
-    }
-  }
-  for (size_t k = 0; k < nvars; ++k) {
-    const ir::Var &v = f.size_vars[k];
-    if (!size_values.empty()) {
-      if (values[k] && *values[k] != size_values[k]) {
-        throw RuntimeError(detail::concat("size ", v.name(), " is given as ", size_values[k], " but ", sources[k],
-                                          " has ", v.name(), " = ", *values[k]));
-      }
-      values[k] = size_values[k];
-    }
-    if (!values[k]) {
-      throw RuntimeError(detail::concat("function ", f.name, ": size ", v.name(),
-                                        " is not a dimension of any argument; its value must be given"));
-    }
-    if (!fits(v.type(), *values[k])) {
-      throw RuntimeError(detail::concat("size ", v.name(), " = ", *values[k], " from ", sources[k],
-                                        " does not fit its type ", v.type().to_string()));
-    }
-  }
-  RunOptions opt;
-  Interpreter ev(f, opt);
-  for (size_t k = 0; k < nvars; ++k) {
-    ev.root().vars[f.size_vars[k].get()] = Value::make_int(f.size_vars[k].type(), *values[k]);
-  }
-  for (size_t i = 0; i < args.size(); ++i) {
-    const ir::Buffer &p = f.params[i];
-    const deploy::Tensor &t = args[i];
-    for (size_t d = 0; d < p.shape.size(); ++d) {
-      const int64_t expected = ev.eval(p.shape[d]).as_int();
-      const int64_t actual = t.shape()[d];
-      if (expected == actual) continue;
-      std::string want;
-      if (const auto *v = p.shape[d].as<VariableNode>(); v && var_index.count(v)) {
-        const size_t k = var_index[v];
-        want = detail::concat(v->name, " = ", expected, " from ", sources[k]);
-      } else if (ir::is_const(p.shape[d])) {
-        want = std::to_string(expected);
-      } else {
-        want = detail::concat(ir::to_string(p.shape[d]), " = ", expected);
-      }
-      throw RuntimeError(detail::concat(arg_name(i), ": dimension ", d, " is ", actual, ", expected ", want));
-    }
-    if (p.strides.size() == p.shape.size()) {
-      for (size_t d = 0; d < p.strides.size(); ++d) {
-        const int64_t expected = ev.eval(p.strides[d]).as_int();
-        if (t.shape()[d] > 1 && t.strides()[d] != expected) {
-          throw RuntimeError(detail::concat(arg_name(i), ": stride of dimension ", d, " is ", t.strides()[d],
-                                            ", expected ", expected));
-        }
-      }
-    } else if (!t.is_contiguous()) {
-      throw RuntimeError(arg_name(i) + ": the tensor must be contiguous (row-major)");
-    }
-  }
-  std::vector<int64_t> out(nvars);
-  for (size_t k = 0; k < nvars; ++k) out[k] = *values[k];
-  return out;
-}
-
 void run(const ir::LoweredFunc &f, const std::vector<deploy::Tensor> &args, const RunOptions &opt) {
-  const std::vector<int64_t> sizes = bind_size_vars(f, args, opt.size_values);
-  Interpreter in(f, opt);
+  const lower::PackedFunc packed = lower::make_packed_api(f);
+  const std::vector<KilnArg> c_args = deploy::to_kiln_args(args);
+  Interpreter in(packed.func, opt);
   ThreadState &root = in.root();
-  for (size_t k = 0; k < sizes.size(); ++k) {
-    root.vars[f.size_vars[k].get()] = Value::make_int(f.size_vars[k].type(), sizes[k]);
-  }
-  for (size_t i = 0; i < args.size(); ++i) {
-    const ir::Buffer &p = f.params[i];
-    KILN_CHECK(p.data.defined() && p.data.type().is_handle(), "param ", p.name, " has no data handle");
-    deploy::Tensor t = args[i];
-    auto m = std::make_shared<Memory>();
-    m->name = p.name;
-    m->elem = p.dtype.element_of();
-    int64_t span = 0;
-    if (t.numel() > 0) {
-      span = 1;
-      for (int d = 0; d < t.ndim(); ++d) span += (t.shape()[d] - 1) * t.strides()[d];
-    }
-    m->size = span * p.dtype.lanes();
-    m->data = static_cast<uint8_t *>(t.data());
-    root.buffers[p.data.get()] = std::move(m);
-  }
+  root.vars[packed.args.get()] = handle_value(c_args.data());
+  root.vars[packed.num_args.get()] = Value::make_int(ir::Int(32), static_cast<int64_t>(c_args.size()));
   in.run();
 }
 

@@ -30,27 +30,16 @@ struct RunOptions {
   // Fill memory of Allocate statements with NaN (floats) or 0xCD bytes (integers) so that reads
   // of memory never written show up in results.
   bool poison_allocations = true;
-  // Values of f.size_vars in order. Empty: each is taken from the arguments' shapes. Where a
-  // shape determines a size variable, the given value must agree with it.
-  std::vector<int64_t> size_values;
 };
 
 // Runs `f` on `args` (one tensor per f.params entry, in order), writing its outputs in place.
-// Throws RuntimeError for bad arguments and runtime failures (AssertStmt, out-of-bounds access,
-// step limit, divergent barrier), InternalError for IR that is not lowered loop IR.
+// The arguments go through the checks of the compiled entry point (lower::make_packed_api), so a
+// bad call fails with the message a compiled function gives, e.g. "vadd: argument 2 (B):
+// expected dtype float32"; the size variables are taken from the arguments' shapes. Throws
+// RuntimeError for bad arguments and runtime failures (AssertStmt, out-of-bounds access, step
+// limit, divergent barrier), ExprError for a size variable no argument gives, InternalError for
+// IR that is not lowered loop IR.
 void run(const ir::LoweredFunc &f, const std::vector<deploy::Tensor> &args, const RunOptions &opt = {});
-
-// Checks `args` against f.params (count, dtype, rank, every dimension, strides) and returns the
-// values of f.size_vars: each from the first param whose shape has it as a whole dimension, or
-// from `size_values` (same order as f.size_vars) when given. Throws RuntimeError naming the
-// argument, e.g. "argument 2 (B): expected float32, got int32".
-std::vector<int64_t> bind_size_vars(const ir::LoweredFunc &f, const std::vector<deploy::Tensor> &args,
-                                    const std::vector<int64_t> &size_values = {});
-
-// The IR type of a tensor dtype and back (bool is uint1). to_deploy_dtype throws ExprError for a
-// handle.
-ir::DataType to_ir_type(const deploy::DType &t);
-deploy::DType to_deploy_dtype(const ir::DataType &t);
 
 // The value of a closed expression: one without free variables (lets bind what it uses) and
 // without loads. Throws as run() does. evaluate.h builds on it.

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "compiler/interp/float16.h"
+#include "compiler/ir/float16.h"
 
 namespace kiln::interp {
 
@@ -143,7 +143,7 @@ Value signed_op(NodeType op, const Value &a, const Value &b, uint64_t active) {
     case NodeType::LE: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.i <= y.i); });
     case NodeType::GT: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.i > y.i); });
     case NodeType::GE: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.i >= y.i); });
-    default: break;
+    default: break;  // binary nodes only; And and Or take bools, which are unsigned
   }
   throw InternalError(detail::concat("interpreter: ", ir::node_type_name(op), " on ", t.to_string()));
 }
@@ -178,7 +178,7 @@ Value unsigned_op(NodeType op, const Value &a, const Value &b, uint64_t active) 
     case NodeType::GE: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u >= y.u); });
     case NodeType::And: return map2(t, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u != 0 && y.u != 0); });
     case NodeType::Or: return map2(t, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u != 0 || y.u != 0); });
-    default: break;
+    default: break;  // binary nodes only
   }
   throw InternalError(detail::concat("interpreter: ", ir::node_type_name(op), " on ", t.to_string()));
 }
@@ -218,7 +218,7 @@ Value float_op(NodeType op, const Value &a, const Value &b, uint64_t active) {
     case NodeType::LE: return compare([](double x, double y) { return x <= y; });
     case NodeType::GT: return compare([](double x, double y) { return x > y; });
     case NodeType::GE: return compare([](double x, double y) { return x >= y; });
-    default: break;
+    default: break;  // binary nodes only; And and Or take no floats
   }
   throw InternalError(detail::concat("interpreter: ", ir::node_type_name(op), " on ", t.to_string()));
 }
@@ -265,13 +265,13 @@ double int_to_float(DataType from, DataType t, Lane v) {
   const bool is_signed = from.is_int();
   if (t.bits() == 64) return is_signed ? static_cast<double>(v.i) : static_cast<double>(v.u);
   const float f = is_signed ? static_cast<float>(v.i) : static_cast<float>(v.u);
-  return t.bits() == 16 ? round_to_half(f) : f;
+  return t.bits() == 16 ? ir::round_to_half(f) : f;
 }
 
 double float_to_float(DataType t, double f) {
   if (t.bits() == 64) return f;
   const float g = static_cast<float>(f);
-  return t.bits() == 16 ? round_to_half(g) : g;
+  return t.bits() == 16 ? ir::round_to_half(g) : g;
 }
 
 }  // namespace

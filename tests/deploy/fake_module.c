@@ -30,7 +30,7 @@ static int is_float8(const KilnArg *a) {
          a->dtype_bits == 32 && a->dtype_lanes == 1;
 }
 
-int32_t scale2(const KilnArg *args, int32_t num_args) {
+static int32_t scale2(const KilnArg *args, int32_t num_args) {
   if (args == NULL || num_args != 2) {
     last_error = "scale2: expected 2 arguments";
     return kKilnErrorArgument;
@@ -44,11 +44,14 @@ int32_t scale2(const KilnArg *args, int32_t num_args) {
   return body(0, 8, &c);
 }
 
+/* The exported entry point, under the prefixed name; the table refers to scale2 itself. */
+int32_t kiln_fn_scale2(const KilnArg *args, int32_t num_args) { return scale2(args, num_args); }
+
 /* Lets the test see whether the loader installed a runtime. */
 const KilnRuntimeApi *fake_module_runtime(void) { return runtime; }
 
 static const int64_t shape8[] = {8};
 static const KilnParamInfo params[] = {{"x", 1, kKilnFloat, 32, 1, shape8}, {"y", 1, kKilnFloat, 32, 1, shape8}};
-const KilnFunctionInfo scale2__kiln_info = {"scale2", "scale2(x: float32[8], y: float32[8])", scale2, 2, params};
-static const KilnFunctionInfo *const functions[] = {&scale2__kiln_info};
+static const KilnFunctionInfo scale2_info = {"scale2", "scale2(x: float32[8], y: float32[8])", scale2, 2, params};
+static const KilnFunctionInfo *const functions[] = {&scale2_info};
 const KilnModuleInfo kiln_module_info = {KILN_FAKE_ABI_VERSION, 1, functions, get_last_error, &runtime, "llvm"};

@@ -1,6 +1,5 @@
 #include "compiler/codegen/c/c_module.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 
 #include <cstdlib>
@@ -9,7 +8,6 @@
 #include <sstream>
 
 #include "compiler/codegen/c/codegen_c.h"
-#include "compiler/interp/interpreter.h"
 
 namespace kiln::codegen {
 
@@ -37,7 +35,7 @@ std::string read_file(const std::string &path) {
 
 }  // namespace
 
-CModule::CModule(const ir::LoweredFunc &f, const std::string &compiler) : func_(f), source_(codegen_c(f)) {
+CModule::CModule(const ir::LoweredFunc &f, const std::string &compiler) : name_(f.name), source_(codegen_c(f)) {
   std::string pattern = (std::filesystem::temp_directory_path() / "kiln_c_XXXXXX").string();
   if (!mkdtemp(pattern.data())) throw UserError("C back end: cannot create a temporary directory in " + pattern);
   dir_ = pattern;
@@ -57,12 +55,11 @@ CModule::CModule(const ir::LoweredFunc &f, const std::string &compiler) : func_(
       throw UserError(detail::concat("C back end: compiling function ", f.name, " with ", compiler,
                                      " failed (status ", status, "):\n", read_file(log)));
     }
-    library_ = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!library_) throw UserError(std::string("C back end: cannot load the compiled library: ") + dlerror());
-    const std::string name = c_function_name(f.name);
-    packed_ = reinterpret_cast<PackedFn>(dlsym(library_, (name + "_packed").c_str()));
-    last_error_ = reinterpret_cast<ErrorFn>(dlsym(library_, (name + "_last_error").c_str()));
-    if (!packed_ || !last_error_) throw InternalError("C back end: entry points of " + name + " are missing");
+    try {
+      module_ = deploy::Module::load(lib);
+    } catch (const deploy::ModuleError &e) {
+      throw UserError(std::string("C back end: cannot load the compiled library: ") + e.what());
+    }
   } catch (...) {
     cleanup();
     throw;
@@ -72,8 +69,6 @@ CModule::CModule(const ir::LoweredFunc &f, const std::string &compiler) : func_(
 CModule::~CModule() { cleanup(); }
 
 void CModule::cleanup() noexcept {
-  if (library_) dlclose(library_);
-  library_ = nullptr;
   if (!dir_.empty()) {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
@@ -81,17 +76,8 @@ void CModule::cleanup() noexcept {
   }
 }
 
-int32_t CModule::call(const std::vector<deploy::Tensor> &args, const std::vector<int64_t> &size_values) const {
-  const std::vector<int64_t> sizes = interp::bind_size_vars(func_, args, size_values);
-  std::vector<void *> data;
-  data.reserve(args.size());
-  for (const auto &a : args) {
-    deploy::Tensor t = a;  // a view sharing the storage
-    data.push_back(t.data());
-  }
-  return packed_(data.data(), sizes.data());
-}
+int32_t CModule::call(const std::vector<deploy::Tensor> &args) const { return module_.call_status(name_, args); }
 
-std::string CModule::last_error() const { return last_error_(); }
+std::string CModule::last_error() const { return module_.last_error(); }
 
 }  // namespace kiln::codegen

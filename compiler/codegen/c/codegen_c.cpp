@@ -5,16 +5,17 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <map>
 #include <set>
 #include <sstream>
-#include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
-#include "compiler/interp/float16.h"
+#include "compiler/ir/float16.h"
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/ir/op.h"
+#include "compiler/lower/make_packed_api.h"
+#include "deploy/c_abi.h"
 
 namespace kiln::codegen {
 
@@ -51,20 +52,20 @@ const std::unordered_set<std::string> &reserved_names() {
       "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "INT64_C", "UINT64_C", "malloc", "free",
       "memcpy", "memset", "exp", "expf", "log", "logf", "sqrt", "sqrtf", "tanh", "tanhf", "erf", "erff", "pow",
       "powf", "fabs", "fabsf", "floor", "floorf", "ceil", "ceilf", "round", "roundf", "fma", "fmaf", "fmod",
-      "fmodf", "main", "buffers", "size_values"};
+      "fmodf", "main", "uintptr_t", "KilnArg", "KilnPackedFunc", "KilnParallelBody", "KilnRuntimeApi",
+      "KilnParamInfo", "KilnFunctionInfo", "KilnModuleInfo", "kKilnOk", "kKilnErrorArgument", "kKilnErrorAssert",
+      "kKilnErrorAlloc"};
   return names;
 }
 
-// The C type a value of scalar type t is computed in (float16 is computed as float).
+// The C type a value of scalar type t is computed in (float16 is computed as float): the types of
+// literals and helper functions, and of CodeGenC::type_name for C.
 std::string c_type(DataType t) {
   if (t.is_handle()) return "void*";
   if (t.is_bool()) return "bool";
   if (t.is_float()) return t.bits() == 64 ? "double" : "float";
   return detail::concat(t.is_int() ? "int" : "uint", t.bits(), "_t");
 }
-
-// The C type an element of type t is stored as.
-std::string c_storage_type(DataType t) { return t.is_float16() ? "uint16_t" : c_type(t.element_of()); }
 
 // The suffix of per-type helpers: b, i8 ... i64, u8 ... u64, f32, f64.
 std::string type_suffix(DataType t) {
@@ -102,7 +103,7 @@ std::string float_literal(DataType t, double v) {
     return v > 0 ? "INFINITY" : "(-INFINITY)";
   }
   // A float16 immediate stands for the half nearest to its value (computed in float).
-  if (!f64) v = t.is_float16() ? interp::round_to_half(static_cast<float>(v)) : static_cast<float>(v);
+  if (!f64) v = t.is_float16() ? ir::round_to_half(static_cast<float>(v)) : static_cast<float>(v);
   char buf[64];
   std::snprintf(buf, sizeof buf, f64 ? "%.17g" : "%.9g", v);
   std::string s = buf;
@@ -272,56 +273,60 @@ const std::vector<Helper> &all_helpers() {
   return helpers;
 }
 
-class CodeGenC {
- public:
-  explicit CodeGenC(const ir::LoweredFunc &f) : f_(f) {}
+// The name of a field of KilnArg, by lower::ArgField.
+const char *arg_field_name(int field) {
+  static const char *const names[] = {"data", "ndim", "shape", "strides", "dtype_code", "dtype_bits", "dtype_lanes"};
+  KILN_CHECK(field >= 0 && field < 7, "C back end: arg_field of field ", field);
+  return names[field];
+}
 
-  std::string generate();
+// The structs and status codes of deploy/c_abi.h, field for field.
+const char *const kAbiDeclarations = R"(typedef struct KilnArg {
+  void *data;
+  int32_t ndim;
+  const int64_t *shape;
+  const int64_t *strides;
+  uint8_t dtype_code;
+  uint8_t dtype_bits;
+  uint16_t dtype_lanes;
+} KilnArg;
+typedef int32_t (*KilnPackedFunc)(const KilnArg *args, int32_t num_args);
+typedef int32_t (*KilnParallelBody)(int64_t begin, int64_t end, void *closure);
+typedef struct KilnRuntimeApi {
+  int32_t abi_version;
+  int32_t (*parallel_for)(KilnParallelBody body, int64_t n, void *closure);
+} KilnRuntimeApi;
+typedef struct KilnParamInfo {
+  const char *name;
+  int32_t ndim;
+  uint8_t dtype_code;
+  uint8_t dtype_bits;
+  uint16_t dtype_lanes;
+  const int64_t *shape;
+} KilnParamInfo;
+typedef struct KilnFunctionInfo {
+  const char *name;
+  const char *signature;
+  KilnPackedFunc func;
+  int32_t num_params;
+  const KilnParamInfo *params;
+} KilnFunctionInfo;
+typedef struct KilnModuleInfo {
+  int32_t abi_version;
+  int32_t num_functions;
+  const KilnFunctionInfo *const *functions;
+  const char *(*last_error)(void);
+  const KilnRuntimeApi **runtime_api;
+  const char *target;
+} KilnModuleInfo;
+enum { kKilnOk = 0, kKilnErrorArgument = 1, kKilnErrorAssert = 2, kKilnErrorAlloc = 3 };
+)";
+static_assert(sizeof(KilnArg) == 40 && sizeof(KilnParamInfo) == 24 && sizeof(KilnFunctionInfo) == 40 &&
+                  sizeof(KilnModuleInfo) == 40 && sizeof(KilnRuntimeApi) == 16 && kKilnErrorArgument == 1 &&
+                  kKilnErrorAssert == 2 && kKilnErrorAlloc == 3,
+              "deploy/c_abi.h changed: update the C back end's copy of its declarations");
 
- private:
-  struct Binding {
-    std::string text;
-    bool lane_array = false;  // a vector held in a C array, read as text[lane]
-  };
-
-  std::string fresh(const std::string &hint);
-  void push(const ir::Var &v, std::string text, bool lane_array = false) {
-    bound_[v.get()].push_back(Binding{std::move(text), lane_array});
-  }
-  void pop(const ir::Var &v) { bound_[v.get()].pop_back(); }
-  const Binding &lookup(const ir::Var &v) const;
-
-  void line(const std::string &s) { body_ << std::string(static_cast<size_t>(indent_) * 2, ' ') << s << "\n"; }
-  void need(const std::string &key);
-  std::string helper_call(const std::string &key, const std::vector<std::string> &args);
-
-  // Opens `for (int32_t lane = 0; lane < lanes; ++lane) {`; close_lanes() ends it.
-  void open_lanes(int lanes);
-  void close_lanes();
-
-  std::string expr(const Expr &e);
-  std::string binary(NodeType op, const Expr &a, const Expr &b, DataType t);
-  std::string cast(DataType t, const Expr &v);
-  std::string call(const ir::CallNode *op);
-  std::string load(const ir::LoadNode *op);
-
-  void stmt(const Stmt &s);
-  void store(const ir::StoreNode *op);
-  void allocate(const ir::AllocateNode *op);
-  void loop(const ir::ForNode *op);
-  void fail(const std::string &message);
-
-  const ir::LoweredFunc &f_;
-  std::ostringstream body_;
-  int indent_ = 1;
-  std::unordered_set<std::string> used_names_;
-  std::unordered_map<const VariableNode *, std::vector<Binding>> bound_;
-  std::set<std::string> helpers_;
-  std::string lane_;       // the lane variable while printing per-lane code, else empty
-  std::string lane_name_;  // the name lane loops use, taken on first use
-  int conditional_ = 0;    // > 0 inside a branch of if_then_else, where a Let is inlined, not hoisted
-  std::vector<std::string> heap_;  // malloc'd buffers live here, innermost last
-};
+}  // namespace
 
 std::string CodeGenC::fresh(const std::string &hint) {
   const std::string base = sanitize(hint);
@@ -411,7 +416,7 @@ std::string CodeGenC::expr(const Expr &e) {
         s = base + " + " + lane_ + " * " + expr(op->stride);
       }
       const DataType et = op->base.type();
-      return is_narrow_int(et) ? "((" + c_type(et) + ")(" + s + "))" : "(" + s + ")";
+      return is_narrow_int(et) ? "((" + type_name(et) + ")(" + s + "))" : "(" + s + ")";
     }
     case NodeType::Broadcast: return expr(e.as<ir::BroadcastNode>()->value);
     case NodeType::Let: {
@@ -422,7 +427,7 @@ std::string CodeGenC::expr(const Expr &e) {
       } else {
         const std::string value = expr(op->value);
         const std::string name = fresh(op->var.name());
-        line(c_type(op->var.type().element_of()) + " " + name + " = " + strip_parens(value) + ";");
+        line(type_name(op->var.type().element_of()) + " " + name + " = " + strip_parens(value) + ";");
         push(op->var, name);
       }
       const std::string body = expr(op->body);
@@ -435,7 +440,10 @@ std::string CodeGenC::expr(const Expr &e) {
     case NodeType::Reduce:
       throw InternalError(detail::concat("C back end: ", ir::node_type_name(e.node_type()),
                                          " cannot appear in lowered IR (lower the function first)"));
-    default: break;
+#define KILN_STMT_CASE(n) case NodeType::n:
+      KILN_STMT_NODES(KILN_STMT_CASE)
+#undef KILN_STMT_CASE
+      break;  // statement kinds, which no expression has
   }
   throw InternalError(detail::concat("C back end: unexpected expression ", ir::node_type_name(e.node_type())));
 }
@@ -445,7 +453,7 @@ std::string CodeGenC::binary(NodeType op, const Expr &ea, const Expr &eb, DataTy
   const std::string b = expr(eb);
   auto infix = [&](const char *sym) { return "(" + a + " " + sym + " " + b + ")"; };
   auto wrapped = [&](const char *sym) {
-    return is_narrow_int(t) ? "((" + c_type(t) + ")(" + a + " " + sym + " " + b + "))" : infix(sym);
+    return is_narrow_int(t) ? "((" + type_name(t) + ")(" + a + " " + sym + " " + b + "))" : infix(sym);
   };
   const std::string sfx = type_suffix(t);
   switch (op) {
@@ -454,10 +462,10 @@ std::string CodeGenC::binary(NodeType op, const Expr &ea, const Expr &eb, DataTy
     case NodeType::Mul: return wrapped("*");
     case NodeType::Div: return wrapped("/");
     case NodeType::Mod:
-      if (t.is_float()) return (t.bits() == 64 ? "fmod(" : "fmodf(") + strip_parens(a) + ", " + strip_parens(b) + ")";
+      if (t.is_float()) return math_function("fmod", t) + "(" + strip_parens(a) + ", " + strip_parens(b) + ")";
       return wrapped("%");
     case NodeType::FloorDiv:
-      if (t.is_float()) return (t.bits() == 64 ? "floor(" : "floorf(") + a + " / " + b + ")";
+      if (t.is_float()) return math_function("floor", t) + "(" + a + " / " + b + ")";
       if (t.is_int()) return helper_call("floordiv_" + sfx, {a, b});
       return wrapped("/");
     case NodeType::FloorMod:
@@ -473,7 +481,7 @@ std::string CodeGenC::binary(NodeType op, const Expr &ea, const Expr &eb, DataTy
     case NodeType::GE: return infix(">=");
     case NodeType::And: return infix("&&");
     case NodeType::Or: return infix("||");
-    default: break;
+    default: break;  // only the binary nodes reach here
   }
   throw InternalError(detail::concat("C back end: binary ", ir::node_type_name(op)));
 }
@@ -486,12 +494,13 @@ std::string CodeGenC::cast(DataType t, const Expr &v) {
     return helper_call("f16_round", {from.is_float() && from.bits() <= 32 ? x : "(float)" + x});
   }
   if (from.is_float16() && t.is_float() && t.bits() == 32) return x;
-  return "((" + c_type(t.element_of()) + ")" + x + ")";
+  return "((" + type_name(t.element_of()) + ")" + x + ")";
 }
 
 std::string CodeGenC::call(const ir::CallNode *op) {
   const std::string &name = op->name;
   const DataType t = op->type;
+  if (std::string s = intrinsic_call(op); !s.empty()) return s;
   if (name == ir::intrinsic::kIfThenElse) {
     KILN_CHECK(op->args.size() == 3, "C back end: if_then_else takes 3 arguments");
     const std::string c = expr(op->args[0]);
@@ -513,11 +522,33 @@ std::string CodeGenC::call(const ir::CallNode *op) {
       args.push_back(strip_parens(expr(a)));
     }
     if (name == "sigmoid" || name == "rsqrt") return helper_call(name + "_" + type_suffix(t), args);
-    std::string s = name + (t.bits() == 64 ? "" : "f") + "(";
+    std::string s = math_function(name, t) + "(";
     for (size_t i = 0; i < args.size(); ++i) s += (i ? ", " : "") + args[i];
     return s + ")";
   }
+  if (name == lower::intrinsic::kArgField) return arg_field(op);
+  if (name == lower::intrinsic::kIsNull) {
+    KILN_CHECK(op->args.size() == 1, "C back end: isnull takes 1 argument");
+    return "(" + expr(op->args[0]) + " == NULL)";
+  }
+  if (name == lower::intrinsic::kIsAligned) {
+    KILN_CHECK(op->args.size() == 2, "C back end: is_aligned takes 2 arguments");
+    auto bytes = ir::as_const_int(op->args[1]);
+    KILN_CHECK(bytes && *bytes > 0, "C back end: is_aligned needs a positive constant");
+    return detail::concat("((uintptr_t)", expr(op->args[0]), " % ", *bytes, "u == 0)");
+  }
   throw InternalError(detail::concat("C back end: unsupported call ", name, " in function ", f_.name));
+}
+
+// args[i].field, or args[i].shape[d] / args[i].strides[d].
+std::string CodeGenC::arg_field(const ir::CallNode *op) {
+  KILN_CHECK(op->args.size() == 3 || op->args.size() == 4, "C back end: arg_field takes 3 or 4 arguments");
+  auto i = ir::as_const_int(op->args[1]);
+  auto field = ir::as_const_int(op->args[2]);
+  KILN_CHECK(i && field, "C back end: arg_field needs a constant index and field");
+  std::string s = detail::concat(expr(op->args[0]), "[", *i, "].", arg_field_name(static_cast<int>(*field)));
+  if (op->args.size() == 4) s += "[" + strip_parens(expr(op->args[3])) + "]";
+  return s;
 }
 
 std::string CodeGenC::load(const ir::LoadNode *op) {
@@ -530,10 +561,10 @@ std::string CodeGenC::load(const ir::LoadNode *op) {
   return s;
 }
 
-void CodeGenC::fail(const std::string &message) {
+void CodeGenC::fail(const std::string &message, const std::string &status) {
   line("kiln_error = " + c_string_literal(message) + ";");
   for (auto it = heap_.rbegin(); it != heap_.rend(); ++it) line("free(" + *it + ");");
-  line("return -1;");
+  line("return " + status + ";");
 }
 
 void CodeGenC::stmt(const Stmt &s) {
@@ -545,11 +576,11 @@ void CodeGenC::stmt(const Stmt &s) {
         const std::string src = expr(op->value);
         const DataType pointee = op->var->pointee;
         const std::string name = fresh(op->var.name());
-        line(c_storage_type(pointee) + "* " + name + " = " + src + ";");
+        line(storage_type_name(pointee) + "* " + name + " = " + src + ";");
         push(op->var, name);
       } else if (t.is_vector()) {
         const std::string name = fresh(op->var.name());
-        line(detail::concat(c_type(t.element_of()), " ", name, "[", t.lanes(), "];"));
+        line(detail::concat(type_name(t.element_of()), " ", name, "[", t.lanes(), "];"));
         open_lanes(t.lanes());
         line(name + "[" + lane_ + "] = " + strip_parens(expr(op->value)) + ";");
         close_lanes();
@@ -557,31 +588,42 @@ void CodeGenC::stmt(const Stmt &s) {
       } else {
         const std::string value = expr(op->value);
         const std::string name = fresh(op->var.name());
-        line(c_type(t) + " " + name + " = " + strip_parens(value) + ";");
+        line(type_name(t) + " " + name + " = " + strip_parens(value) + ";");
         push(op->var, name);
       }
       stmt(op->body);
       pop(op->var);
       return;
     }
-    case NodeType::AttrStmt: stmt(s.as<ir::AttrStmtNode>()->body); return;
+    case NodeType::AttrStmt: {
+      const auto *op = s.as<ir::AttrStmtNode>();
+      if (op->key == lower::kKernelBody) {
+        kernel_call(op);
+      } else {
+        stmt(op->body);
+      }
+      return;
+    }
     case NodeType::AssertStmt: {
       const auto *op = s.as<ir::AssertStmtNode>();
       const DataType t = op->condition.type();
-      std::string cond;
+      std::string fails;  // when the assertion fails
       if (t.is_vector()) {
         const std::string all = fresh("assert_ok");
         line("bool " + all + " = true;");
         open_lanes(t.lanes());
         line(all + " = " + all + " && " + expr(op->condition) + ";");
         close_lanes();
-        cond = all;
+        fails = "!" + all;
+      } else if (const auto *n = op->condition.as<ir::NotNode>()) {
+        fails = strip_parens(expr(n->a));
       } else {
-        cond = expr(op->condition);
+        const std::string cond = expr(op->condition);
+        fails = "!" + (is_simple(cond) ? cond : "(" + strip_parens(cond) + ")");
       }
-      line("if (!" + (is_simple(cond) ? cond : "(" + strip_parens(cond) + ")") + ") {");
+      line("if (" + fails + ") {");
       ++indent_;
-      fail(op->message);
+      fail(op->message, assert_status_);
       --indent_;
       line("}");
       stmt(op->body);
@@ -624,7 +666,10 @@ void CodeGenC::stmt(const Stmt &s) {
     case NodeType::ProducerRealize:
       throw InternalError(detail::concat("C back end: ", ir::node_type_name(s.node_type()),
                                          " cannot appear in lowered IR (lower the function first)"));
-    default: break;
+#define KILN_EXPR_CASE(n) case NodeType::n:
+      KILN_EXPR_NODES(KILN_EXPR_CASE)
+#undef KILN_EXPR_CASE
+      break;  // expression kinds, which no statement has
   }
   throw InternalError(detail::concat("C back end: unexpected statement ", ir::node_type_name(s.node_type())));
 }
@@ -657,8 +702,8 @@ void CodeGenC::store(const ir::StoreNode *op) {
   const std::string mask = op->predicate.defined() ? fresh(lookup(op->buffer_var).text + "_mask") : "";
   line("{");
   ++indent_;
-  line(detail::concat(c_type(t.element_of()), " ", val, "[", lanes, "];"));
-  line(detail::concat(c_type(op->index.type().element_of()), " ", idx, "[", lanes, "];"));
+  line(detail::concat(type_name(t.element_of()), " ", val, "[", lanes, "];"));
+  line(detail::concat(type_name(op->index.type().element_of()), " ", idx, "[", lanes, "];"));
   if (!mask.empty()) line(detail::concat("bool ", mask, "[", lanes, "];"));
   open_lanes(lanes);
   line(val + "[" + lane_ + "] = " + strip_parens(expr(op->value)) + ";");
@@ -675,7 +720,7 @@ void CodeGenC::store(const ir::StoreNode *op) {
 
 void CodeGenC::allocate(const ir::AllocateNode *op) {
   const DataType elem = op->dtype.element_of();
-  const std::string st = c_storage_type(elem);
+  const std::string st = storage_type_name(elem);
   int64_t count = op->dtype.lanes();
   bool constant = true;
   for (const auto &e : op->extents) {
@@ -686,8 +731,10 @@ void CodeGenC::allocate(const ir::AllocateNode *op) {
     }
   }
   const std::string name = fresh(op->buffer_var.name());
+  const std::string qualifier = scope_qualifier(op->scope);
   if (constant && count * elem.bytes() <= kMaxStackBytes) {
-    line(detail::concat(st, " ", name, "[", std::max<int64_t>(count, 1), "];  // ", op->scope));
+    line(detail::concat(qualifier.empty() ? "" : qualifier + " ", st, " ", name, "[", std::max<int64_t>(count, 1),
+                        "];  // ", op->scope));
     push(op->buffer_var, name);
     stmt(op->body);
     pop(op->buffer_var);
@@ -706,7 +753,7 @@ void CodeGenC::allocate(const ir::AllocateNode *op) {
        count_name + " : 1));  // " + op->scope);
   line("if (" + name + " == NULL) {");
   ++indent_;
-  fail("out of memory allocating " + op->buffer_var.name() + " in " + f_.name);
+  fail("out of memory allocating " + op->buffer_var.name() + " in " + f_.name, "kKilnErrorAlloc");
   --indent_;
   line("}");
   heap_.push_back(name);
@@ -718,7 +765,18 @@ void CodeGenC::allocate(const ir::AllocateNode *op) {
 }
 
 void CodeGenC::loop(const ir::ForNode *op) {
-  const std::string ty = c_type(op->loop_var.type());
+  switch (op->kind) {
+    case ir::ForKind::ThreadBinding: thread_loop(op); return;
+    case ir::ForKind::Serial: serial_loop(op, ""); return;
+    case ir::ForKind::Parallel:
+    case ir::ForKind::Vectorized:
+    case ir::ForKind::Unrolled: serial_loop(op, std::string("  // ") + ir::for_kind_name(op->kind)); return;
+  }
+  throw InternalError(detail::concat("C back end: loop kind ", static_cast<int>(op->kind)));
+}
+
+void CodeGenC::serial_loop(const ir::ForNode *op, const std::string &note) {
+  const std::string ty = type_name(op->loop_var.type());
   const std::string min = strip_parens(expr(op->min));
   const std::string extent = expr(op->extent);
   const std::string name = fresh(op->loop_var.name());
@@ -729,12 +787,6 @@ void CodeGenC::loop(const ir::ForNode *op) {
     line(ty + " " + end_name + " = " + end + ";");
     end = end_name;
   }
-  std::string note;
-  switch (op->kind) {
-    case ir::ForKind::Serial: break;
-    case ir::ForKind::ThreadBinding: note = "  // " + op->thread_tag; break;
-    default: note = std::string("  // ") + ir::for_kind_name(op->kind); break;
-  }
   line("for (" + ty + " " + name + " = " + min + "; " + name + " < " + end + "; ++" + name + ") {" + note);
   ++indent_;
   push(op->loop_var, name);
@@ -744,70 +796,146 @@ void CodeGenC::loop(const ir::ForNode *op) {
   line("}");
 }
 
-std::string CodeGenC::generate() {
-  ir::post_order_visit(f_.body, [&](const ir::IRNode *n) {
-    if (n->node_type != NodeType::Call) return;
-    if (static_cast<const ir::CallNode *>(n)->name == ir::intrinsic::kSyncThreads) {
-      throw UserError(detail::concat("function ", f_.name,
-                                     ": C back end cannot run thread loops with barriers; use the interpreter "
-                                     "or CUDA"));
-    }
-  });
-  const std::string fname = c_function_name(f_.name);
-  for (const char *sfx : {"", "_packed", "_last_error"}) used_names_.insert(fname + sfx);
-
-  std::vector<std::string> params;
+// The kernel's body: written as a function of its own, called here with the parameters the entry
+// point has bound.
+void CodeGenC::kernel_call(const ir::AttrStmtNode *op) {
+  KILN_CHECK(kernel_.empty(), "C back end: function ", f_.name, " has two kernel bodies");
+  std::ostringstream saved;
+  std::swap(saved, body_);
+  const int saved_indent = indent_;
+  const std::string saved_status = assert_status_;
+  KILN_CHECK(heap_.empty() && lane_.empty(), "C back end: the kernel of ", f_.name, " is called inside a scope");
+  indent_ = 1;
+  assert_status_ = "kKilnErrorAssert";
+  kernel_ = kernel_function("kiln_kernel", op->body);
+  std::swap(saved, body_);
+  indent_ = saved_indent;
+  assert_status_ = saved_status;
+  std::string call = "return kiln_kernel(";
+  bool first = true;
   for (const auto &p : f_.params) {
-    KILN_CHECK(p.data.defined(), "C back end: param ", p.name, " has no data variable");
-    const std::string name = fresh(p.name);
-    push(p.data, name);
-    params.push_back(c_storage_type(p.dtype.element_of()) + "* restrict " + name);
+    call += (first ? "" : ", ") + lookup(p.data).text;
+    first = false;
   }
-  std::vector<std::string> sizes;
   for (const auto &v : f_.size_vars) {
-    const std::string name = fresh(v.name());
-    push(v, name);
-    sizes.push_back(c_type(v.type()) + " " + name);
+    call += (first ? "" : ", ") + lookup(v).text;
+    first = false;
   }
-  stmt(f_.body);
+  line(call + ");");
+}
 
+std::string CodeGenC::kernel_function(const std::string &name, const Stmt &body) {
+  std::vector<std::string> params;
+  for (const auto &p : f_.params) params.push_back(pointer_param(p.dtype.element_of(), lookup(p.data).text));
+  for (const auto &v : f_.size_vars) params.push_back(type_name(v.type()) + " " + lookup(v).text);
   std::ostringstream os;
-  os << "// Kiln C back end: function " << f_.name << ".\n"
-     << "#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
-     << "static const char *kiln_error = \"\";\n\n";
+  os << kernel_qualifiers() << " " << name << "(";
+  for (size_t i = 0; i < params.size(); ++i) os << (i ? ", " : "") << params[i];
+  if (params.empty()) os << "void";
+  os << ") {\n";
+  stmt(body);
+  os << body_.str() << "  return 0;\n}\n";
+  body_.str("");
+  return os.str();
+}
+
+std::string CodeGenC::generate() {
+  const std::string code = functions();
+  std::ostringstream os;
+  os << preamble();
   for (const auto &h : all_helpers()) {
     if (helpers_.count(h.key)) os << h.code;
   }
   if (!helpers_.empty()) os << "\n";
-  os << "int32_t " << fname << "(";
-  std::vector<std::string> all = params;
-  all.insert(all.end(), sizes.begin(), sizes.end());
-  for (size_t i = 0; i < all.size(); ++i) os << (i ? ", " : "") << all[i];
-  if (all.empty()) os << "void";
-  os << ") {\n" << body_.str() << "  return 0;\n}\n\n";
-  os << "const char *" << fname << "_last_error(void) { return kiln_error; }\n\n";
-  os << "int32_t " << fname << "_packed(void* const* buffers, const int64_t* size_values) {\n";
-  if (f_.params.empty()) os << "  (void)buffers;\n";
-  if (f_.size_vars.empty()) os << "  (void)size_values;\n";
-  os << "  return " << fname << "(";
-  for (size_t i = 0; i < f_.params.size(); ++i) {
-    os << (i ? ", " : "") << "(" << c_storage_type(f_.params[i].dtype.element_of()) << "*)buffers[" << i << "]";
-  }
-  for (size_t k = 0; k < f_.size_vars.size(); ++k) {
-    os << (k || !f_.params.empty() ? ", " : "") << "(" << c_type(f_.size_vars[k].type()) << ")size_values[" << k
-       << "]";
-  }
-  os << ");\n}\n";
+  os << code;
   return os.str();
 }
 
-}  // namespace
+// ---------------------------------------------------------------------------------------------
+// The hooks, for C
 
-std::string c_function_name(const std::string &name) {
-  std::string s = sanitize(name);
-  if (reserved_names().count(s)) s += "_";
-  return s;
+std::string CodeGenC::preamble() {
+  return detail::concat("// Kiln C back end: function ", f_.name, ".\n",
+                        "#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n"
+                        "#include <stdlib.h>\n#include <string.h>\n\n",
+                        kAbiDeclarations, "\nstatic const char *kiln_error = \"\";\n\n");
 }
+
+std::string CodeGenC::functions() {
+  const lower::PackedFunc packed = lower::make_packed_api(f_);
+  const std::string args = fresh("args");
+  const std::string num_args = fresh("num_args");
+  push(packed.args, args);
+  push(packed.num_args, num_args);
+  assert_status_ = "kKilnErrorArgument";
+  stmt(packed.func.body);
+  KILN_CHECK(!kernel_.empty(), "C back end: the entry of ", f_.name, " has no kernel body");
+  const std::string entry = body_.str();
+  body_.str("");
+
+  std::ostringstream os;
+  os << kernel_ << "\n";
+  os << "static int32_t kiln_entry(const KilnArg* " << args << ", int32_t " << num_args << ") {\n" << entry << "}\n\n";
+  os << "int32_t " << packed.symbol
+     << "(const KilnArg* args, int32_t num_args) { return kiln_entry(args, num_args); }\n\n";
+  os << "static const char *kiln_last_error(void) { return kiln_error; }\n\n";
+  for (size_t i = 0; i < f_.params.size(); ++i) {
+    const ir::Buffer &p = f_.params[i];
+    if (p.shape.empty()) continue;
+    os << "static const int64_t kiln_shape_" << i << "[] = {";
+    for (size_t d = 0; d < p.shape.size(); ++d) {
+      auto c = ir::as_const_int(p.shape[d]);
+      os << (d ? ", " : "") << (c ? *c : -1);
+    }
+    os << "};\n";
+  }
+  if (!f_.params.empty()) {
+    os << "static const KilnParamInfo kiln_params[] = {\n";
+    for (size_t i = 0; i < f_.params.size(); ++i) {
+      const ir::Buffer &p = f_.params[i];
+      os << "  {" << c_string_literal(p.name) << ", " << p.shape.size() << ", " << static_cast<int>(p.dtype.code())
+         << ", " << p.dtype.bits() << ", " << p.dtype.lanes() << ", "
+         << (p.shape.empty() ? std::string("NULL") : detail::concat("kiln_shape_", i)) << "},\n";
+    }
+    os << "};\n";
+  }
+  os << "static const KilnFunctionInfo kiln_function = {" << c_string_literal(f_.name) << ", "
+     << c_string_literal(packed.signature) << ", kiln_entry, " << f_.params.size() << ", "
+     << (f_.params.empty() ? "NULL" : "kiln_params") << "};\n";
+  os << "static const KilnFunctionInfo *const kiln_functions[] = {&kiln_function};\n";
+  os << "static const KilnRuntimeApi *kiln_runtime_api = NULL;\n";
+  os << "const KilnModuleInfo " << KILN_MODULE_INFO_SYMBOL << " = {" << KILN_ABI_VERSION
+     << ", 1, kiln_functions, kiln_last_error, &kiln_runtime_api, \"c\"};\n";
+  return os.str();
+}
+
+std::string CodeGenC::kernel_qualifiers() { return "static int32_t"; }
+
+std::string CodeGenC::pointer_param(DataType elem, const std::string &name) {
+  return storage_type_name(elem) + "* restrict " + name;
+}
+
+std::string CodeGenC::type_name(DataType t) { return c_type(t); }
+
+std::string CodeGenC::storage_type_name(DataType t) {
+  return t.is_float16() ? "uint16_t" : type_name(t.element_of());
+}
+
+std::string CodeGenC::math_function(const std::string &name, DataType t) {
+  return t.bits() == 64 ? name : name + "f";
+}
+
+std::string CodeGenC::intrinsic_call(const ir::CallNode *op) {
+  if (op->name == ir::intrinsic::kSyncThreads) {
+    throw UserError(detail::concat("function ", f_.name,
+                                   ": C back end cannot run thread loops with barriers; use the interpreter or CUDA"));
+  }
+  return "";
+}
+
+void CodeGenC::thread_loop(const ir::ForNode *op) { serial_loop(op, "  // " + op->thread_tag); }
+
+std::string CodeGenC::scope_qualifier(const std::string &) { return ""; }
 
 std::string codegen_c(const ir::LoweredFunc &f) { return CodeGenC(f).generate(); }
 

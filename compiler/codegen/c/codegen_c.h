@@ -1,29 +1,142 @@
 #pragma once
-// The C back end: a lowered function as one self-contained C99 translation unit.
+// The C back end: a lowered function as one self-contained C99 translation unit that is a Kiln
+// module (deploy/c_abi.h), called the same way as a library the LLVM back end exports.
 //
-// The unit includes only standard headers and holds
-//   int32_t <name>(<T>* restrict <param>..., <int type> <size var>...);
-//       the kernel: params in f.params order, then f.size_vars; returns 0, or -1 when an
-//       AssertStmt fails or an allocation cannot be made;
-//   const char *<name>_last_error(void);
-//       the message of the last failure;
-//   int32_t <name>_packed(void* const* buffers, const int64_t* size_values);
-//       the kernel called with one data pointer per param and one int64 per size variable.
-// float16 data is stored as uint16_t and computed in float; vectors are scalarized lane by lane;
-// thread loops run as serial loops. The code assumes wrapping signed arithmetic (-fwrapv) to match
-// the interpreter on overflow. Output is deterministic: the same IR gives the same text.
+// The unit includes only standard headers and declares the structs of deploy/c_abi.h itself. It
+// holds
+//   static int32_t kiln_kernel(T* restrict <param>..., <int type> <size var>...);
+//       the kernel: params in f.params order, then f.size_vars; returns 0, kKilnErrorAssert when
+//       an AssertStmt fails or kKilnErrorAlloc when an allocation cannot be made;
+//   static int32_t kiln_entry(const KilnArg *args, int32_t num_args);
+//       the packed entry point: the argument checks of lower::make_packed_api (failures return
+//       kKilnErrorArgument), then the kernel;
+//   int32_t kiln_fn_<name>(const KilnArg *args, int32_t num_args);
+//       the exported entry point (lower::PackedFunc::symbol), a call of kiln_entry;
+//   const KilnModuleInfo kiln_module_info;
+//       the module table; it refers to kiln_entry itself, so no other library's symbol can take
+//       its place.
+// Every other function and variable is static. float16 data is stored as uint16_t and computed in
+// float; vectors are scalarized lane by lane; thread loops and parallel loops run as serial loops.
+// The code assumes wrapping signed arithmetic (-fwrapv) to match the interpreter on overflow.
+// Output is deterministic: the same IR gives the same text.
+#include <set>
+#include <sstream>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "compiler/ir/function.h"
 
 namespace kiln::codegen {
 
 // Throws UserError for a function the C back end cannot run (one with a sync_threads barrier),
-// InternalError for IR that is not lowered loop IR.
+// ExprError for a size variable no argument gives, InternalError for IR that is not lowered loop
+// IR.
 std::string codegen_c(const ir::LoweredFunc &f);
 
-// The C identifier of the kernel codegen_c emits for a function named `name` (the packed entry
-// and the error accessor add "_packed" and "_last_error").
-std::string c_function_name(const std::string &name);
+// Writes C-like source for one lowered function. This class writes C99 for the host; a generator
+// for another C-like language (CUDA C next) derives from it and overrides the hooks, each of which
+// is one thing the languages do differently. The walk over statements and expressions, the naming
+// of variables, the scalarization of vectors and the helper functions are shared.
+class CodeGenC {
+ public:
+  explicit CodeGenC(const ir::LoweredFunc &f) : f_(f) {}
+  virtual ~CodeGenC() = default;
+  CodeGenC(const CodeGenC &) = delete;
+  CodeGenC &operator=(const CodeGenC &) = delete;
+
+  // The translation unit: preamble(), the helper functions the code uses, then functions().
+  std::string generate();
+
+ protected:
+  // ------------------------------------------------------------------ hooks
+  // The top of the unit: includes and declarations. C: the standard headers, the structs and
+  // status codes of deploy/c_abi.h and the last-error variable.
+  virtual std::string preamble();
+  // The functions of the unit, after the helpers. C: the kernel, the packed entry point, the
+  // exported entry point and the module table (see the top of this file).
+  virtual std::string functions();
+  // The kernel's declaration before its name. C: "static int32_t".
+  virtual std::string kernel_qualifiers();
+  // A kernel parameter pointing to elements stored as `elem`. C: "float* restrict A".
+  virtual std::string pointer_param(ir::DataType elem, const std::string &name);
+  // The type a scalar of type t is computed in (C: float16 as float, bool as bool, int8 as
+  // int8_t), and the type an element of type t is stored as (C: float16 as uint16_t).
+  virtual std::string type_name(ir::DataType t);
+  virtual std::string storage_type_name(ir::DataType t);
+  // The function that computes the math intrinsic `name` (exp, log, sqrt, tanh, erf, pow, fabs,
+  // floor, ceil, round, fma) on scalars of float type t. C: libm's, "expf" for float32.
+  virtual std::string math_function(const std::string &name, ir::DataType t);
+  // The text of a call to an intrinsic this language treats specially, or "" to leave it to the
+  // shared code. C: sync_threads is a UserError (the C back end runs thread loops serially).
+  virtual std::string intrinsic_call(const ir::CallNode *op);
+  // A loop bound to a thread index (ForKind::ThreadBinding, op->thread_tag). C: a serial loop.
+  virtual void thread_loop(const ir::ForNode *op);
+  // The qualifier that places an allocation of `scope` ("global", "shared", "local") in its memory,
+  // "" for none. C: none (small allocations live on the stack, others on the heap).
+  virtual std::string scope_qualifier(const std::string &scope);
+
+  // ------------------------------------------------------------------ building blocks
+  // The kernel function `name` running `body`, with the parameters of f (its buffers' data
+  // pointers, then its size variables) under the names they are bound to.
+  std::string kernel_function(const std::string &name, const ir::Stmt &body);
+  // A loop run serially, with `note` after its opening brace.
+  void serial_loop(const ir::ForNode *op, const std::string &note);
+  // A fresh C identifier from a hint; binds and unbinds IR variables to C text.
+  std::string fresh(const std::string &hint);
+  void push(const ir::Var &v, std::string text, bool lane_array = false) {
+    bound_[v.get()].push_back(Binding{std::move(text), lane_array});
+  }
+  void pop(const ir::Var &v) { bound_[v.get()].pop_back(); }
+  // Writes one line of the current function at the current indentation.
+  void line(const std::string &s) { body_ << std::string(static_cast<size_t>(indent_) * 2, ' ') << s << "\n"; }
+  // The text of an expression (scalar, or one lane inside a lane loop) and of a statement.
+  std::string expr(const ir::Expr &e);
+  void stmt(const ir::Stmt &s);
+  // A call of the helper `key` (emitted once, before the functions).
+  std::string helper_call(const std::string &key, const std::vector<std::string> &args);
+
+  const ir::LoweredFunc &f_;
+  // The status a failing AssertStmt returns where code is being written: kKilnErrorArgument in
+  // the entry point, kKilnErrorAssert in the kernel.
+  std::string assert_status_ = "kKilnErrorAssert";
+
+ private:
+  struct Binding {
+    std::string text;
+    bool lane_array = false;  // a vector held in a C array, read as text[lane]
+  };
+
+  const Binding &lookup(const ir::Var &v) const;
+  void need(const std::string &key);
+
+  // Opens `for (int32_t lane = 0; lane < lanes; ++lane) {`; close_lanes() ends it.
+  void open_lanes(int lanes);
+  void close_lanes();
+
+  std::string binary(ir::NodeType op, const ir::Expr &a, const ir::Expr &b, ir::DataType t);
+  std::string cast(ir::DataType t, const ir::Expr &v);
+  std::string call(const ir::CallNode *op);
+  std::string arg_field(const ir::CallNode *op);
+  std::string load(const ir::LoadNode *op);
+
+  void store(const ir::StoreNode *op);
+  void allocate(const ir::AllocateNode *op);
+  void loop(const ir::ForNode *op);
+  void kernel_call(const ir::AttrStmtNode *op);
+  void fail(const std::string &message, const std::string &status);
+
+  std::ostringstream body_;
+  int indent_ = 1;
+  std::unordered_set<std::string> used_names_;
+  std::unordered_map<const ir::VariableNode *, std::vector<Binding>> bound_;
+  std::set<std::string> helpers_;
+  std::string lane_;       // the lane variable while printing per-lane code, else empty
+  std::string lane_name_;  // the name lane loops use, taken on first use
+  int conditional_ = 0;    // > 0 inside a branch of if_then_else, where a Let is inlined, not hoisted
+  std::vector<std::string> heap_;  // malloc'd buffers live here, innermost last
+  std::string kernel_;             // the kernel function, written where the entry calls it
+};
 
 }  // namespace kiln::codegen

@@ -3,6 +3,7 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Function.h>
+#include <llvm/IR/GlobalAlias.h>
 #include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
@@ -15,15 +16,14 @@
 #include <cmath>
 #include <functional>
 #include <map>
-#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "compiler/codegen/c/codegen_c.h"
-#include "compiler/interp/float16.h"
+#include "compiler/ir/float16.h"
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/ir/op.h"
+#include "compiler/lower/make_packed_api.h"
 #include "deploy/c_abi.h"
 
 namespace kiln::codegen {
@@ -91,8 +91,6 @@ struct FunctionState {
   std::vector<llvm::Value *> heap;    // live heap allocations, innermost last
 };
 
-std::string dtype_name(DataType t) { return t.to_string(); }
-
 class CodeGenLLVM {
  public:
   CodeGenLLVM(llvm::LLVMContext &ctx, llvm::Module &m, const LLVMTarget &target, const LLVMCodegenOptions &opt)
@@ -152,6 +150,7 @@ class CodeGenLLVM {
   llvm::Value *approx_tanh(llvm::Value *x);
   llvm::Value *approx_erf(llvm::Value *x);
   llvm::Value *if_then_else(const ir::CallNode *op);
+  llvm::Value *arg_field(const ir::CallNode *op);
   llvm::Value *load(const ir::LoadNode *op);
   llvm::Value *contract(llvm::Value *v) {
     if (opt_.fp_contract) {
@@ -204,9 +203,10 @@ class CodeGenLLVM {
   void begin_function(FunctionState *state);
 
   // ------------------------------------------------------------------ entry point and metadata
-  llvm::Function *emit_kernel(const ir::LoweredFunc &f);
-  void emit_entry(const ir::LoweredFunc &f, llvm::Function *kernel);
-  void emit_info(const ir::LoweredFunc &f, llvm::Function *entry);
+  llvm::Function *emit_kernel(const ir::LoweredFunc &f, const Stmt &body);
+  void kernel_call(const ir::AttrStmtNode *op);
+  void emit_entry(const lower::PackedFunc &packed);
+  void emit_info(const lower::PackedFunc &packed, llvm::Function *entry);
 
   llvm::LLVMContext &ctx_;
   llvm::Module &mod_;
@@ -229,7 +229,8 @@ class CodeGenLLVM {
 
   // The function being generated.
   const ir::LoweredFunc *f_ = nullptr;
-  std::string name_;
+  std::string name_;  // the function's name as a C identifier, for the names of its internals
+  std::map<std::string, std::string> exported_;  // symbol -> the function exported under it
   FunctionState *state_ = nullptr;
   std::unordered_map<const VariableNode *, std::vector<llvm::Value *>> vars_;
   std::unordered_map<const VariableNode *, std::vector<BufferInfo>> bufs_;
@@ -237,6 +238,10 @@ class CodeGenLLVM {
   std::unordered_map<const VariableNode *, int> scope_of_;
   std::vector<llvm::MDNode *> scope_md_, noalias_md_;
   llvm::Value *mask_ = nullptr;  // lanes still active inside a vector if_then_else
+  // The status a failing AssertStmt returns: kKilnErrorArgument in the entry point's checks,
+  // kKilnErrorAssert in the kernel.
+  int32_t assert_status_ = kKilnErrorAssert;
+  llvm::Value *kernel_status_ = nullptr;  // the entry's call of the kernel, once emitted
   int parallel_depth_ = 0;
   int index_depth_ = 0;
   int outlined_ = 0;
@@ -419,7 +424,7 @@ ModSet CodeGenLLVM::modset(const Expr &e) {
       mods_[op->var.get()].pop_back();
       return r;
     }
-    default: return unknown;
+    default: return unknown;  // what other nodes compute is not tracked
   }
 }
 
@@ -538,7 +543,7 @@ llvm::Value *CodeGenLLVM::expr(const Expr &e) {
     case NodeType::IntImm: return int_const(reg_type(t), e.as<ir::IntImmNode>()->value);
     case NodeType::FloatImm: {
       double v = e.as<ir::FloatImmNode>()->value;
-      if (t.bits() != 64) v = t.is_float16() ? interp::round_to_half(static_cast<float>(v)) : static_cast<float>(v);
+      if (t.bits() != 64) v = t.is_float16() ? ir::round_to_half(static_cast<float>(v)) : static_cast<float>(v);
       return llvm::ConstantFP::get(reg_type(t), v);
     }
     case NodeType::StringImm: return string_ptr(e.as<ir::StringImmNode>()->value);
@@ -580,7 +585,10 @@ llvm::Value *CodeGenLLVM::expr(const Expr &e) {
     case NodeType::Reduce:
       throw InternalError(detail::concat("LLVM back end: ", ir::node_type_name(e.node_type()),
                                          " cannot appear in lowered IR (lower the function first)"));
-    default: break;
+#define KILN_STMT_CASE(n) case NodeType::n:
+      KILN_STMT_NODES(KILN_STMT_CASE)
+#undef KILN_STMT_CASE
+      break;  // statement kinds, which no expression has
   }
   throw InternalError(detail::concat("LLVM back end: unexpected expression ", ir::node_type_name(e.node_type())));
 }
@@ -609,7 +617,7 @@ llvm::Value *CodeGenLLVM::binary(NodeType op, const Expr &ea, const Expr &eb) {
       case NodeType::LE: return b_.CreateFCmpOLE(a, b);
       case NodeType::GT: return b_.CreateFCmpOGT(a, b);
       case NodeType::GE: return b_.CreateFCmpOGE(a, b);
-      default: break;
+      default: break;  // only the binary nodes reach here; And and Or take no floats
     }
   } else {
     const bool s = t.is_int();
@@ -631,7 +639,7 @@ llvm::Value *CodeGenLLVM::binary(NodeType op, const Expr &ea, const Expr &eb) {
       case NodeType::GE: return s ? b_.CreateICmpSGE(a, b) : b_.CreateICmpUGE(a, b);
       case NodeType::And: return b_.CreateAnd(a, b);
       case NodeType::Or: return b_.CreateOr(a, b);
-      default: break;
+      default: break;  // only the binary nodes reach here
     }
   }
   throw InternalError(detail::concat("LLVM back end: ", ir::node_type_name(op), " on ", t.to_string()));
@@ -886,6 +894,18 @@ llvm::Value *CodeGenLLVM::call(const ir::CallNode *op) {
     KILN_CHECK(op->args.size() == 1, "LLVM back end: likely takes 1 argument");
     return expr(op->args[0]);
   }
+  if (name == lower::intrinsic::kArgField) return arg_field(op);
+  if (name == lower::intrinsic::kIsNull) {
+    KILN_CHECK(op->args.size() == 1, "LLVM back end: isnull takes 1 argument");
+    return b_.CreateIsNull(expr(op->args[0]));
+  }
+  if (name == lower::intrinsic::kIsAligned) {
+    KILN_CHECK(op->args.size() == 2, "LLVM back end: is_aligned takes 2 arguments");
+    auto bytes = ir::as_const_int(op->args[1]);
+    KILN_CHECK(bytes && *bytes > 0, "LLVM back end: is_aligned needs a positive constant");
+    llvm::Value *address = b_.CreatePtrToInt(expr(op->args[0]), i64_);
+    return b_.CreateICmpEQ(b_.CreateURem(address, b_.getInt64(static_cast<uint64_t>(*bytes))), b_.getInt64(0));
+  }
   if (ir::is_math_intrinsic(name)) {
     KILN_CHECK(op->type.is_float(), "LLVM back end: ", name, " of ", op->type.to_string());
     std::vector<llvm::Value *> args;
@@ -896,6 +916,27 @@ llvm::Value *CodeGenLLVM::call(const ir::CallNode *op) {
     return math(name, args);
   }
   throw InternalError(detail::concat("LLVM back end: unsupported call ", name, " in function ", f_->name));
+}
+
+// args[i].field of the KilnArg array `args` (pointers as i8*), or the int64 args[i].shape[d] /
+// args[i].strides[d].
+llvm::Value *CodeGenLLVM::arg_field(const ir::CallNode *op) {
+  KILN_CHECK(op->args.size() == 3 || op->args.size() == 4, "LLVM back end: arg_field takes 3 or 4 arguments");
+  auto i = ir::as_const_int(op->args[1]);
+  auto field = ir::as_const_int(op->args[2]);
+  KILN_CHECK(i && field && *field >= 0 && *field < static_cast<int64_t>(arg_type_->getNumElements()),
+             "LLVM back end: arg_field needs a constant index and field");
+  const unsigned k = static_cast<unsigned>(*field);
+  llvm::Value *args = b_.CreateBitCast(expr(op->args[0]), arg_type_->getPointerTo());
+  llvm::Value *arg = b_.CreateInBoundsGEP(arg_type_, args, b_.getInt64(static_cast<uint64_t>(*i)));
+  llvm::Type *type = arg_type_->getElementType(k);
+  llvm::Value *v = b_.CreateLoad(type, b_.CreateStructGEP(arg_type_, arg, k));
+  if (op->args.size() == 4) {
+    KILN_CHECK(type == i64_->getPointerTo(),
+               "LLVM back end: arg_field reads elements of the shape or the strides only");
+    return b_.CreateLoad(i64_, b_.CreateInBoundsGEP(i64_, v, index(op->args[3])));
+  }
+  return type->isPointerTy() ? b_.CreateBitCast(v, i8p_) : v;
 }
 
 llvm::Value *CodeGenLLVM::if_then_else(const ir::CallNode *op) {
@@ -1031,10 +1072,18 @@ void CodeGenLLVM::check_status(llvm::Value *status) {
 void CodeGenLLVM::stmt(const Stmt &s) {
   switch (s.node_type()) {
     case NodeType::LetStmt: let_stmt(s.as<ir::LetStmtNode>()); return;
-    case NodeType::AttrStmt: stmt(s.as<ir::AttrStmtNode>()->body); return;
+    case NodeType::AttrStmt: {
+      const auto *op = s.as<ir::AttrStmtNode>();
+      if (op->key == lower::kKernelBody) {
+        kernel_call(op);
+      } else {
+        stmt(op->body);
+      }
+      return;
+    }
     case NodeType::AssertStmt: {
       const auto *op = s.as<ir::AssertStmtNode>();
-      check(all_lanes(expr(op->condition)), op->message, kKilnErrorAssert);
+      check(all_lanes(expr(op->condition)), op->message, assert_status_);
       stmt(op->body);
       return;
     }
@@ -1054,7 +1103,10 @@ void CodeGenLLVM::stmt(const Stmt &s) {
     case NodeType::ProducerRealize:
       throw InternalError(detail::concat("LLVM back end: ", ir::node_type_name(s.node_type()),
                                          " cannot appear in lowered IR (lower the function first)"));
-    default: break;
+#define KILN_EXPR_CASE(n) case NodeType::n:
+      KILN_EXPR_NODES(KILN_EXPR_CASE)
+#undef KILN_EXPR_CASE
+      break;  // expression kinds, which no statement has
   }
   throw InternalError(detail::concat("LLVM back end: unexpected statement ", ir::node_type_name(s.node_type())));
 }
@@ -1250,7 +1302,7 @@ void CodeGenLLVM::parallel_loop(const ir::ForNode *op) {
       case NodeType::Variable: use(static_cast<const VariableNode *>(n)); break;
       case NodeType::Load: use(static_cast<const ir::LoadNode *>(n)->buffer_var.get()); break;
       case NodeType::Store: use(static_cast<const ir::StoreNode *>(n)->buffer_var.get()); break;
-      default: break;
+      default: break;  // the nodes that name no variable or buffer
     }
   });
   std::vector<llvm::Type *> fields = {min->getType()};
@@ -1354,7 +1406,9 @@ void CodeGenLLVM::if_stmt(const ir::IfThenElseNode *op) {
 // ---------------------------------------------------------------------------------------------
 // Functions, the entry point, metadata
 
-llvm::Function *CodeGenLLVM::emit_kernel(const ir::LoweredFunc &f) {
+// The kernel: `body` as a function of the parameters' data pointers (noalias, aligned) and the
+// size variables, as f declares them. Assertions in it fail with kKilnErrorAssert.
+llvm::Function *CodeGenLLVM::emit_kernel(const ir::LoweredFunc &f, const Stmt &body) {
   std::vector<llvm::Type *> types;
   for (const auto &p : f.params) types.push_back(mem_type(p.dtype.element_of())->getPointerTo());
   for (const auto &v : f.size_vars) types.push_back(reg_type(v.type()));
@@ -1378,178 +1432,72 @@ llvm::Function *CodeGenLLVM::emit_kernel(const ir::LoweredFunc &f) {
     arg->setName(f.size_vars[k].name());
     push_var(f.size_vars[k], arg);
   }
+  const int32_t outer_status = assert_status_;
+  assert_status_ = kKilnErrorAssert;
   begin_function(&state);
-  stmt(f.body);
+  stmt(body);
   b_.CreateRet(b_.getInt32(0));
+  assert_status_ = outer_status;
   for (const auto &p : f.params) pop_buf(p.data.get());
   for (const auto &v : f.size_vars) pop_var(v);
-  state_ = nullptr;
   return state.fn;
 }
 
-void CodeGenLLVM::emit_entry(const ir::LoweredFunc &f, llvm::Function *kernel) {
+// The kernel body of the entry point: compiled as a function of its own and called with the data
+// pointers and size variables the entry has bound; the entry returns its status.
+void CodeGenLLVM::kernel_call(const ir::AttrStmtNode *op) {
+  KILN_CHECK(kernel_status_ == nullptr, "LLVM back end: function ", f_->name, " has two kernel bodies");
+  std::vector<llvm::Value *> values;
+  for (const auto &p : f_->params) values.push_back(lookup_buf(p.data).ptr);
+  for (const auto &v : f_->size_vars) values.push_back(lookup_var(v.get()));
+  const llvm::IRBuilderBase::InsertPoint saved_ip = b_.saveIP();
+  FunctionState *entry = state_;
+  llvm::Function *kernel = emit_kernel(*f_, op->body);
+  state_ = entry;
+  b_.restoreIP(saved_ip);
+  for (size_t i = 0; i < values.size(); ++i) {
+    values[i] = b_.CreateBitCast(values[i], kernel->getArg(static_cast<unsigned>(i))->getType());
+  }
+  kernel_status_ = b_.CreateCall(kernel, values);
+}
+
+// The packed entry point: the argument checks of lower::make_packed_api, then the kernel. It is
+// internal to the module, which exports it under packed.symbol, an alias: the module table refers
+// to the definition itself, so no other library's symbol can take its place.
+void CodeGenLLVM::emit_entry(const lower::PackedFunc &packed) {
   FunctionState state;
-  state.fn = new_function(entry_type_, llvm::GlobalValue::ExternalLinkage, name_);
+  state.fn = new_function(entry_type_, llvm::GlobalValue::InternalLinkage, name_ + "__entry");
+  KILN_CHECK(!mod_.getNamedValue(packed.symbol), "LLVM back end: symbol ", packed.symbol, " is defined twice");
+  llvm::GlobalAlias::create(entry_type_, 0, llvm::GlobalValue::ExternalLinkage, packed.symbol, state.fn, &mod_);
   llvm::Value *args = state.fn->getArg(0);
   llvm::Value *num_args = state.fn->getArg(1);
   args->setName("args");
   num_args->setName("num_args");
   begin_function(&state);
-  const std::string fn = f.name + ": ";
-  auto arg_name = [&](size_t i) { return detail::concat("argument ", i + 1, " (", f.params[i].name, ")"); };
-  const size_t np = f.params.size();
-  std::string names;
-  for (size_t i = 0; i < np; ++i) names += (i ? ", " : "") + f.params[i].name;
-  check(b_.CreateICmpEQ(num_args, b_.getInt32(static_cast<uint32_t>(np))),
-        detail::concat(fn, "expected ", np, " arguments (", names, ")"), kKilnErrorArgument);
-  if (np > 0) {
-    check(b_.CreateIsNotNull(args), fn + "the argument list is null", kKilnErrorArgument);
-  }
-  auto *i64p = i64_->getPointerTo();
-  std::vector<llvm::Value *> data(np), strides(np);
-  std::vector<std::vector<llvm::Value *>> dims(np);
-  for (size_t i = 0; i < np; ++i) {
-    const ir::Buffer &p = f.params[i];
-    const std::string an = fn + arg_name(i);
-    llvm::Value *a = b_.CreateInBoundsGEP(arg_type_, args, b_.getInt64(i));
-    auto field = [&](unsigned k, llvm::Type *t) { return b_.CreateLoad(t, b_.CreateStructGEP(arg_type_, a, k)); };
-    data[i] = field(0, i8p_);
-    check(b_.CreateIsNotNull(data[i]), an + ": the data pointer is null", kKilnErrorArgument);
-    check(b_.CreateICmpEQ(b_.CreateAnd(b_.CreatePtrToInt(data[i], i64_), b_.getInt64(kBufferAlign - 1)),
-                          b_.getInt64(0)),
-          detail::concat(an, ": the data pointer is not ", kBufferAlign, "-byte aligned"), kKilnErrorArgument);
-    const size_t rank = p.shape.size();
-    check(b_.CreateICmpEQ(field(1, i32_), b_.getInt32(static_cast<uint32_t>(rank))),
-          detail::concat(an, ": expected ", rank, " dimensions"), kKilnErrorArgument);
-    const DataType dt = p.dtype;
-    llvm::Value *ok = b_.CreateAnd(
-        b_.CreateAnd(b_.CreateICmpEQ(field(4, i8_), b_.getInt8(static_cast<uint8_t>(dt.code()))),
-                     b_.CreateICmpEQ(field(5, i8_), b_.getInt8(static_cast<uint8_t>(dt.bits())))),
-        b_.CreateICmpEQ(field(6, i16_), b_.getInt16(static_cast<uint16_t>(dt.lanes()))));
-    check(ok, an + ": expected dtype " + dtype_name(dt), kKilnErrorArgument);
-    strides[i] = field(3, i64p);
-    if (rank > 0) {
-      llvm::Value *shape = field(2, i64p);
-      check(b_.CreateIsNotNull(shape), an + ": the shape pointer is null", kKilnErrorArgument);
-      for (size_t d = 0; d < rank; ++d) {
-        llvm::Value *x = b_.CreateLoad(i64_, b_.CreateInBoundsGEP(i64_, shape, b_.getInt64(d)));
-        check(b_.CreateICmpSGE(x, b_.getInt64(0)), detail::concat(an, ": dimension ", d, " is negative"),
-              kKilnErrorArgument);
-        dims[i].push_back(x);
-      }
-    }
-  }
-  // Size variables: each from the first whole dimension that names it.
-  std::vector<llvm::Value *> sizes;
-  std::unordered_map<const VariableNode *, std::string> source;
-  for (const auto &v : f.size_vars) {
-    llvm::Value *value = nullptr;
-    for (size_t i = 0; i < np && !value; ++i) {
-      for (size_t d = 0; d < f.params[i].shape.size() && !value; ++d) {
-        if (f.params[i].shape[d].as<VariableNode>() == v.get()) {
-          value = dims[i][d];
-          source[v.get()] = detail::concat("dimension ", d, " of ", arg_name(i));
-        }
-      }
-    }
-    if (!value) {
-      throw UserError(detail::concat("LLVM back end: function ", f.name, ": size ", v.name(),
-                                     " is not a whole dimension of any argument"));
-    }
-    const DataType vt = v.type();
-    if (vt.bits() < 64) {
-      const int64_t hi = vt.is_int() ? (int64_t{1} << (vt.bits() - 1)) - 1 : (int64_t{1} << vt.bits()) - 1;
-      check(b_.CreateICmpSLE(value, b_.getInt64(static_cast<uint64_t>(hi))),
-            detail::concat(fn, "size ", v.name(), " (", source[v.get()], ") does not fit ", vt.to_string()),
-            kKilnErrorArgument);
-    }
-    llvm::Value *typed = b_.CreateIntCast(value, reg_type(vt), false);
-    push_var(v, typed);
-    sizes.push_back(typed);
-  }
-  for (size_t i = 0; i < np; ++i) {
-    const ir::Buffer &p = f.params[i];
-    const std::string an = fn + arg_name(i);
-    const size_t rank = p.shape.size();
-    for (size_t d = 0; d < rank; ++d) {
-      const Expr &e = p.shape[d];
-      const auto *v = e.as<VariableNode>();
-      if (v && source[v] == detail::concat("dimension ", d, " of ", arg_name(i))) continue;
-      std::string want;
-      if (auto c = ir::as_const_int(e)) {
-        want = std::to_string(*c);
-      } else if (v) {
-        want = detail::concat(v->name, " (", source[v], ")");
-      } else {
-        want = ir::to_string(e);
-      }
-      llvm::Value *expected = to_i64(expr(e), e.type().is_int());
-      check(b_.CreateICmpEQ(dims[i][d], expected), detail::concat(an, ": dimension ", d, " must be ", want),
-            kKilnErrorArgument);
-    }
-    if (rank == 0) continue;
-    // Strides: those the buffer declares, or compact row-major. A null strides pointer means
-    // compact; extents of 1 may have any stride.
-    std::vector<llvm::Value *> expected(rank);
-    const bool declared = p.strides.size() == rank;
-    llvm::Value *running = b_.getInt64(1);
-    for (size_t d = rank; d-- > 0;) {
-      expected[d] = declared ? to_i64(expr(p.strides[d]), p.strides[d].type().is_int()) : running;
-      running = b_.CreateMul(running, dims[i][d]);
-    }
-    llvm::Value *given = strides[i];
-    llvm::BasicBlock *with = block("strides"), *merge = block("strides.end");
-    if (declared) {
-      // Without strides the tensor is compact; that must match the declared strides.
-      llvm::BasicBlock *compact = block("strides.compact");
-      b_.CreateCondBr(b_.CreateIsNull(given), compact, with);
-      b_.SetInsertPoint(compact);
-      llvm::Value *c_running = b_.getInt64(1);
-      llvm::Value *ok = b_.getTrue();
-      for (size_t d = rank; d-- > 0;) {
-        ok = b_.CreateAnd(ok, b_.CreateOr(b_.CreateICmpSLE(dims[i][d], b_.getInt64(1)),
-                                          b_.CreateICmpEQ(c_running, expected[d])));
-        c_running = b_.CreateMul(c_running, dims[i][d]);
-      }
-      check(ok, an + ": the tensor is compact but the function expects other strides", kKilnErrorArgument);
-      b_.CreateBr(merge);
-    } else {
-      b_.CreateCondBr(b_.CreateIsNull(given), merge, with);
-    }
-    b_.SetInsertPoint(with);
-    for (size_t d = 0; d < rank; ++d) {
-      llvm::Value *s = b_.CreateLoad(i64_, b_.CreateInBoundsGEP(i64_, given, b_.getInt64(d)));
-      llvm::Value *ok = b_.CreateOr(b_.CreateICmpSLE(dims[i][d], b_.getInt64(1)), b_.CreateICmpEQ(s, expected[d]));
-      check(ok,
-            declared ? detail::concat(an, ": stride of dimension ", d, " must be ", ir::to_string(p.strides[d]))
-                     : an + ": the tensor must be compact (row-major)",
-            kKilnErrorArgument);
-    }
-    b_.CreateBr(merge);
-    b_.SetInsertPoint(merge);
-  }
-  for (const auto &v : f.size_vars) pop_var(v);
-  std::vector<llvm::Value *> call_args;
-  for (size_t i = 0; i < np; ++i) call_args.push_back(b_.CreateBitCast(data[i], kernel->getArg(i)->getType()));
-  for (llvm::Value *s : sizes) call_args.push_back(s);
-  b_.CreateRet(b_.CreateCall(kernel, call_args));
+  push_var(packed.args, b_.CreateBitCast(args, i8p_));
+  push_var(packed.num_args, num_args);
+  assert_status_ = kKilnErrorArgument;
+  kernel_status_ = nullptr;
+  stmt(packed.func.body);
+  KILN_CHECK(kernel_status_ != nullptr, "LLVM back end: the entry of ", f_->name, " has no kernel body");
+  b_.CreateRet(kernel_status_);
+  kernel_status_ = nullptr;
+  pop_var(packed.args);
+  pop_var(packed.num_args);
   state_ = nullptr;
-  emit_info(f, state.fn);
+  emit_info(packed, state.fn);
 }
 
-void CodeGenLLVM::emit_info(const ir::LoweredFunc &f, llvm::Function *entry) {
+void CodeGenLLVM::emit_info(const lower::PackedFunc &packed, llvm::Function *entry) {
+  const ir::LoweredFunc &f = packed.func;
   std::vector<llvm::Constant *> params;
-  std::string sig = name_ + "(";
   for (size_t i = 0; i < f.params.size(); ++i) {
     const ir::Buffer &p = f.params[i];
     std::vector<uint64_t> shape;
-    sig += (i ? ", " : "") + p.name + ": " + p.dtype.to_string() + "[";
     for (size_t d = 0; d < p.shape.size(); ++d) {
       auto c = ir::as_const_int(p.shape[d]);
       shape.push_back(static_cast<uint64_t>(c ? *c : -1));
-      sig += (d ? ", " : "") + ir::to_string(p.shape[d]);
     }
-    sig += "]";
     llvm::Constant *shape_ptr = llvm::ConstantPointerNull::get(i64_->getPointerTo());
     if (!shape.empty()) {
       llvm::Constant *arr = llvm::ConstantDataArray::get(ctx_, shape);
@@ -1563,7 +1511,6 @@ void CodeGenLLVM::emit_info(const ir::LoweredFunc &f, llvm::Function *entry) {
          b_.getInt8(static_cast<uint8_t>(p.dtype.code())), b_.getInt8(static_cast<uint8_t>(p.dtype.bits())),
          b_.getInt16(static_cast<uint16_t>(p.dtype.lanes())), shape_ptr}));
   }
-  sig += ")";
   llvm::Constant *params_ptr = llvm::ConstantPointerNull::get(param_info_type_->getPointerTo());
   if (!params.empty()) {
     auto *arr_type = llvm::ArrayType::get(param_info_type_, params.size());
@@ -1572,11 +1519,10 @@ void CodeGenLLVM::emit_info(const ir::LoweredFunc &f, llvm::Function *entry) {
     params_ptr = llvm::ConstantExpr::getBitCast(gv, param_info_type_->getPointerTo());
   }
   llvm::Constant *info = llvm::ConstantStruct::get(
-      function_info_type_, {string_ptr(name_), string_ptr(sig), entry,
+      function_info_type_, {string_ptr(f.name), string_ptr(packed.signature), entry,
                             b_.getInt32(static_cast<uint32_t>(f.params.size())), params_ptr});
-  const std::string sym = name_ + KILN_FUNCTION_INFO_SUFFIX;
-  if (mod_.getNamedValue(sym)) throw UserError("LLVM back end: symbol " + sym + " is defined twice");
-  auto *gv = new llvm::GlobalVariable(mod_, function_info_type_, true, llvm::GlobalValue::ExternalLinkage, info, sym);
+  auto *gv = new llvm::GlobalVariable(mod_, function_info_type_, true, llvm::GlobalValue::PrivateLinkage, info,
+                                      name_ + ".info");
   function_infos_.push_back(gv);
 }
 
@@ -1589,8 +1535,14 @@ void CodeGenLLVM::add_function(const ir::LoweredFunc &f) {
                                      "(or the interpreter)"));
     }
   });
+  const lower::PackedFunc packed = lower::make_packed_api(f);
+  auto [other, fresh] = exported_.emplace(packed.symbol, f.name);
+  if (!fresh) {
+    throw UserError(detail::concat("LLVM back end: functions \"", other->second, "\" and \"", f.name,
+                                   "\" would both be exported as ", packed.symbol));
+  }
   f_ = &f;
-  name_ = llvm_function_name(f.name);
+  name_ = packed.symbol.substr(std::string(KILN_FUNCTION_SYMBOL_PREFIX).size());
   outlined_ = 0;
   parallel_depth_ = 0;
   mask_ = nullptr;
@@ -1629,8 +1581,7 @@ void CodeGenLLVM::add_function(const ir::LoweredFunc &f) {
     noalias_md_.push_back(llvm::MDNode::get(ctx_, others));
   }
 
-  llvm::Function *kernel = emit_kernel(f);
-  emit_entry(f, kernel);
+  emit_entry(packed);
   f_ = nullptr;
 }
 
@@ -1650,8 +1601,6 @@ void CodeGenLLVM::finish() {
 
 }  // namespace
 
-std::string llvm_function_name(const std::string &name) { return c_function_name(name); }
-
 std::unique_ptr<llvm::Module> codegen_llvm(const std::vector<ir::LoweredFunc> &funcs, const LLVMTarget &target,
                                            llvm::TargetMachine &tm, llvm::LLVMContext &context,
                                            const LLVMCodegenOptions &options) {
@@ -1659,13 +1608,7 @@ std::unique_ptr<llvm::Module> codegen_llvm(const std::vector<ir::LoweredFunc> &f
   module->setTargetTriple(tm.getTargetTriple().str());
   module->setDataLayout(tm.createDataLayout());
   CodeGenLLVM cg(context, *module, target, options);
-  std::set<std::string> names;
-  for (const auto &f : funcs) {
-    if (!names.insert(llvm_function_name(f.name)).second) {
-      throw UserError("LLVM back end: two functions are called " + llvm_function_name(f.name));
-    }
-    cg.add_function(f);
-  }
+  for (const auto &f : funcs) cg.add_function(f);
   cg.finish();
   return module;
 }

@@ -1,14 +1,17 @@
 #pragma once
 // The LLVM back end: lowered functions as one LLVM module for a CPU target.
 //
-// For each function `name` the module holds
-//   int32_t name(const KilnArg *args, int32_t num_args);
-//       the packed entry point (deploy/c_abi.h): it checks the arguments and calls the kernel;
-//   const KilnFunctionInfo name__kiln_info;
-//       its name, signature and parameter list;
-// an internal kernel `name__kernel(T *noalias A, ..., <size vars>)` that the entry point calls,
-// and one internal function per outermost parallel loop, called through the runtime's
-// parallel_for; and once per module `const KilnModuleInfo kiln_module_info`.
+// For each function `name` (made a C identifier) the module holds
+//   int32_t name__entry(const KilnArg *args, int32_t num_args);
+//       the packed entry point (deploy/c_abi.h): the argument checks of lower::make_packed_api,
+//       then the kernel; exported only as the alias kiln_fn_<name>;
+//   int32_t name__kernel(T *noalias A, ..., <size vars>);
+//       the kernel, with one function name__parallel_<k> per outermost parallel loop, called
+//       through the runtime's parallel_for;
+//   name.info
+//       its KilnFunctionInfo: name, signature and parameter list;
+// and once per module `const KilnModuleInfo kiln_module_info`. Only the kiln_fn_ aliases and
+// kiln_module_info are exported; everything else is internal to the module.
 //
 // Semantics follow the interpreter: integer arithmetic wraps; Div/Mod truncate and FloorDiv/
 // FloorMod round down, with x / -1 == -x and division by zero producing an unspecified value
@@ -44,14 +47,12 @@ struct LLVMCodegenOptions {
   bool approx_math = false;
 };
 
-// Builds the module for `funcs` (distinct names) in `context`, with `tm`'s triple and data
-// layout. Throws UserError for a function this back end cannot run (a GPU barrier), InternalError
-// for IR that is not lowered loop IR.
+// Builds the module for `funcs` in `context`, with `tm`'s triple and data layout. Throws UserError
+// for two functions exported under one symbol or a function this back end cannot run (a GPU
+// barrier), ExprError for a size variable no argument gives, InternalError for IR that is not
+// lowered loop IR.
 std::unique_ptr<llvm::Module> codegen_llvm(const std::vector<ir::LoweredFunc> &funcs, const LLVMTarget &target,
                                            llvm::TargetMachine &tm, llvm::LLVMContext &context,
                                            const LLVMCodegenOptions &options = {});
-
-// The symbol of the entry point of a function called `name` (a C identifier).
-std::string llvm_function_name(const std::string &name);
 
 }  // namespace kiln::codegen

@@ -206,15 +206,15 @@ LLVMModule::~LLVMModule() = default;
 const deploy::Module &LLVMModule::module() const { return impl_->module; }
 
 KilnPackedFunc LLVMModule::function(const std::string &name) const {
-  return impl_->module.get_function(llvm_function_name(name));
+  return impl_->module.get_function(name);
 }
 
 void LLVMModule::call(const std::string &name, const std::vector<deploy::Tensor> &args) const {
-  impl_->module.call(llvm_function_name(name), args);
+  impl_->module.call(name, args);
 }
 
 int32_t LLVMModule::call_status(const std::string &name, const std::vector<deploy::Tensor> &args) const {
-  return impl_->module.call_status(llvm_function_name(name), args);
+  return impl_->module.call_status(name, args);
 }
 
 std::string LLVMModule::last_error() const { return impl_->module.last_error(); }

@@ -41,30 +41,58 @@ ir::LoweredFunc vector_add() {
   return make_func("vadd", {A, B, C}, {n}, loop(i, n, store(C, load(A, i) + load(B, i), i)));
 }
 
+// The kernel, and the exported entry point with the module table of deploy/c_abi.h. (The entry's
+// argument checks are those of lower::make_packed_api, tested on their own.)
 TEST(CodegenCTest, GoldenVectorAdd) {
-  const std::string expected = R"(// Kiln C back end: function vadd.
-#include <math.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
+  const std::string kernel = R"golden(
 static const char *kiln_error = "";
 
-int32_t vadd(float* restrict A, float* restrict B, float* restrict C, int32_t n) {
+static int32_t kiln_kernel(float* restrict A, float* restrict B, float* restrict C, int32_t n) {
   for (int32_t i = 0; i < n; ++i) {
     C[i] = A[i] + B[i];
   }
   return 0;
 }
 
-const char *vadd_last_error(void) { return kiln_error; }
-
-int32_t vadd_packed(void* const* buffers, const int64_t* size_values) {
-  return vadd((float*)buffers[0], (float*)buffers[1], (float*)buffers[2], (int32_t)size_values[0]);
+static int32_t kiln_entry(const KilnArg* args, int32_t num_args) {
+  if (!(num_args == 3)) {
+    kiln_error = "vadd: expected 3 arguments (A, B, C)";
+    return kKilnErrorArgument;
+  }
+  if (args == NULL) {
+    kiln_error = "vadd: the argument list is null";
+    return kKilnErrorArgument;
+  }
+)golden";
+  const std::string tail = R"golden(
+  float* A = args[0].data;
+  float* B = args[1].data;
+  float* C = args[2].data;
+  return kiln_kernel(A, B, C, n);
 }
-)";
-  EXPECT_EQ(codegen::codegen_c(vector_add()), expected);
+
+int32_t kiln_fn_vadd(const KilnArg* args, int32_t num_args) { return kiln_entry(args, num_args); }
+
+static const char *kiln_last_error(void) { return kiln_error; }
+
+static const int64_t kiln_shape_0[] = {-1};
+static const int64_t kiln_shape_1[] = {-1};
+static const int64_t kiln_shape_2[] = {-1};
+static const KilnParamInfo kiln_params[] = {
+  {"A", 1, 2, 32, 1, kiln_shape_0},
+  {"B", 1, 2, 32, 1, kiln_shape_1},
+  {"C", 1, 2, 32, 1, kiln_shape_2},
+};
+static const KilnFunctionInfo kiln_function = {"vadd", "vadd(A: float32[n], B: float32[n], C: float32[n])", kiln_entry, 3, kiln_params};
+static const KilnFunctionInfo *const kiln_functions[] = {&kiln_function};
+static const KilnRuntimeApi *kiln_runtime_api = NULL;
+const KilnModuleInfo kiln_module_info = {1, 1, kiln_functions, kiln_last_error, &kiln_runtime_api, "c"};
+)golden";
+  const std::string src = codegen::codegen_c(vector_add());
+  EXPECT_EQ(src.rfind("// Kiln C back end: function vadd.\n#include <math.h>\n", 0), 0u) << src;
+  EXPECT_NE(src.find(kernel), std::string::npos) << src;
+  ASSERT_GE(src.size(), tail.size());
+  EXPECT_EQ(src.substr(src.size() - tail.size()), tail) << src;
 }
 
 TEST(CodegenCTest, OutputIsDeterministic) {
@@ -85,12 +113,12 @@ TEST(CodegenCTest, NamesAreSanitisedAndDistinctVariablesStayDistinct) {
                                               store(O, kw, O.offset_of({i1, i2})))));
   auto f = make_func("my kernel", {A, O}, {n}, body);
   const std::string src = codegen::codegen_c(f);
-  EXPECT_NE(src.find("int32_t my_kernel(int32_t* restrict A, int32_t* restrict my_out, int32_t n_0)"),
+  EXPECT_NE(src.find("static int32_t kiln_kernel(int32_t* restrict A, int32_t* restrict my_out, int32_t n_0)"),
             std::string::npos)
       << src;
+  EXPECT_NE(src.find("\nint32_t kiln_fn_my_kernel(const KilnArg* args, int32_t num_args)"), std::string::npos) << src;
   EXPECT_NE(src.find("for (int32_t i_1 = 0; i_1 < n_0; ++i_1)"), std::string::npos) << src;
   EXPECT_NE(src.find("int32_t int_1 = "), std::string::npos) << src;
-  EXPECT_EQ(codegen::c_function_name("my kernel"), "my_kernel");
   auto r = test::run_both(f, {make_tensor<int32_t>({3}, {1, 2, 3}), filled<int32_t>({3, 3}, 0)});
   test::for_both(r, [&](const std::vector<Tensor> &out, const std::string &) {
     EXPECT_EQ(values<int32_t>(out[1]), (std::vector<int32_t>{11, 12, 13, 21, 22, 23, 31, 32, 33}));

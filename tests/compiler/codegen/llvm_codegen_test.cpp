@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "compiler/codegen/llvm/llvm_module.h"
+#include "compiler/ir/deploy_dtype.h"
 #include "compiler/lower/lower.h"
 #include "compiler/te/schedule.h"
 #include "deploy/thread_pool.h"
@@ -53,7 +54,7 @@ LLVMBuildOptions generic_options() {
 }
 
 Tensor zeros(std::vector<int64_t> shape, DataType t) {
-  Tensor x = Tensor::empty(std::move(shape), interp::to_deploy_dtype(t));
+  Tensor x = Tensor::empty(std::move(shape), ir::to_deploy_dtype(t));
   std::memset(x.data(), 0, x.nbytes());
   return x;
 }
@@ -742,7 +743,7 @@ TEST(LLVMCodegenTest, FunctionNamesAreSanitisedAndMustBeDistinct) {
   ir::LoweredFunc f = vector_add();
   f.name = "my kernel";
   LLVMModule m(f, native_options());
-  EXPECT_EQ(m.module().functions().at(0).name, "my_kernel");
+  EXPECT_EQ(m.module().functions().at(0).name, "my kernel");
   EXPECT_NE(m.function("my kernel"), nullptr);
   ir::LoweredFunc g = vector_add();
   g.name = "my-kernel";

@@ -347,8 +347,9 @@ TEST(LLVMModuleTest, ReportsCompileTimesAndKeepsIRAndAssembly) {
   EXPECT_GT(t.emit_ms, 0.0);
   EXPECT_GT(t.link_ms, 0.0);
   EXPECT_NEAR(t.total_ms(), t.codegen_ms + t.optimize_ms + t.emit_ms + t.link_ms, 1e-9);
-  EXPECT_NE(m.llvm_ir().find("define i32 @row_add(%KilnArg*"), std::string::npos) << m.llvm_ir();
-  EXPECT_NE(m.assembly().find("row_add:"), std::string::npos);
+  EXPECT_NE(m.llvm_ir().find("define internal i32 @row_add__entry(%KilnArg*"), std::string::npos) << m.llvm_ir();
+  EXPECT_NE(m.llvm_ir().find("@kiln_fn_row_add = alias"), std::string::npos) << m.llvm_ir();
+  EXPECT_NE(m.assembly().find("row_add__entry:"), std::string::npos);
   EXPECT_EQ(m.module().target(), "llvm -mcpu=native");
   LLVMModule quiet(row_add(), native_options());
   EXPECT_TRUE(quiet.llvm_ir().empty());

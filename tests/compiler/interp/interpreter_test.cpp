@@ -380,7 +380,7 @@ TEST(InterpreterTest, MathIntrinsicsMatchTheStandardLibrary) {
   check_math<double>(Float(64), 1e-13);
 }
 
-TEST(InterpreterTest, AssertFailureRaisesInTheInterpreterAndReturnsMinusOneInC) {
+TEST(InterpreterTest, AssertFailureRaisesInTheInterpreterAndReturnsAnAssertStatusInC) {
   Var n("n");
   Buffer A = ir::make_buffer("A", Float(32), {n});
   Var i("i");
@@ -395,7 +395,7 @@ TEST(InterpreterTest, AssertFailureRaisesInTheInterpreterAndReturnsMinusOneInC) 
   expect_error<RuntimeError>([&] { interp::run(f, {filled<float>({3}, 1.0f)}); }, {"n must be greater than 4"});
   codegen::CModule m(f, KILN_C_COMPILER);
   Tensor small = filled<float>({3}, 1.0f);
-  EXPECT_EQ(m.call({small}), -1);
+  EXPECT_EQ(m.call({small}), kKilnErrorAssert);
   EXPECT_EQ(m.last_error(), "n must be greater than 4");
   auto r = run_both(f, {filled<float>({6}, 1.5f)});
   for_both(r, [&](const std::vector<Tensor> &out, const std::string &) {
@@ -427,21 +427,26 @@ TEST(InterpreterTest, LetAndLoopsWithNonZeroMinAndHeapAllocations) {
   });
 }
 
+// The interpreter and the C back end check arguments with the same entry code
+// (lower::make_packed_api): a bad call is a RuntimeError in one and kKilnErrorArgument in the
+// other, with the same message.
 TEST(InterpreterTest, ArgumentErrorsNameTheArgument) {
   const ir::LoweredFunc f = vector_add();
   codegen::CModule m(f, KILN_C_COMPILER);
-  auto both = [&](const std::vector<Tensor> &args, const std::vector<std::string> &parts) {
-    expect_error<RuntimeError>([&] { interp::run(f, args); }, parts);
-    expect_error<RuntimeError>([&] { m.call(args); }, parts);
+  auto both = [&](const std::vector<Tensor> &args, const std::string &message) {
+    expect_error<RuntimeError>([&] { interp::run(f, args); }, {message});
+    EXPECT_EQ(m.call(args), kKilnErrorArgument) << message;
+    EXPECT_EQ(m.last_error(), message);
   };
   const Tensor a = filled<float>({32}, 1.0f);
-  both({a, a}, {"expected 3 arguments", "got 2"});
-  both({a, filled<int32_t>({32}, 1), a}, {"argument 2 (B): expected float32, got int32"});
-  both({filled<float>({4, 8}, 1.0f), a, a}, {"argument 1 (A): expected 1 dimensions, got 2"});
-  both({a, filled<float>({16}, 1.0f), a}, {"argument 2 (B): dimension 0 is 16, expected n = 32 from argument 1 (A)"});
-  both({a, a, Tensor()}, {"argument 3 (C): the tensor is undefined"});
-  expect_error<RuntimeError>([&] { m.call({a, a, a}, {16}); }, {"size n is given as 16", "argument 1 (A)"});
-  expect_error<RuntimeError>([&] { m.call({a, a, a}, {16, 2}); }, {"expected 1 size values, got 2"});
+  both({a, a}, "vadd: expected 3 arguments (A, B, C)");
+  both({a, filled<int32_t>({32}, 1), a}, "vadd: argument 2 (B): expected dtype float32");
+  both({filled<float>({4, 8}, 1.0f), a, a}, "vadd: argument 1 (A): expected 1 dimensions");
+  both({a, filled<float>({16}, 1.0f), a},
+       "vadd: argument 2 (B): dimension 0 must be n (dimension 0 of argument 1 (A))");
+  both({a, a, Tensor()}, "vadd: argument 3 (C): the data pointer is null");
+  both({a, filled<float>({33}, 1.0f).view(1, {32}), a},
+       "vadd: argument 2 (B): the data pointer is not 64-byte aligned");
 
   Var n("n");
   Buffer W = ir::make_buffer("W", Float(32), {4, n});
@@ -449,9 +454,14 @@ TEST(InterpreterTest, ArgumentErrorsNameTheArgument) {
   Var i("i");
   auto g = make_func("shapes", {W, P}, {n}, loop(i, n, store(P, load(W, i), i)));
   expect_error<RuntimeError>([&] { interp::run(g, {filled<float>({5, 8}, 0.0f), filled<float>({9}, 0.0f)}); },
-                             {"argument 1 (W): dimension 0 is 5, expected 4"});
+                             {"shapes: argument 1 (W): dimension 0 must be 4"});
   expect_error<RuntimeError>([&] { interp::run(g, {filled<float>({4, 8}, 0.0f), filled<float>({8}, 0.0f)}); },
-                             {"argument 2 (P): dimension 0 is 8, expected (n + 1) = 9"});
+                             {"shapes: argument 2 (P): dimension 0 must be (n + 1)"});
+  // A size that is no whole dimension of an argument cannot be given by any call.
+  Buffer Q = ir::make_buffer("Q", Float(32), {n + 1});
+  auto h = make_func("underived", {Q}, {n}, loop(i, n, store(Q, Expr(0.0f), i)));
+  expect_error<ExprError>([&] { interp::run(h, {filled<float>({3}, 0.0f)}); },
+                          {"function underived: size n is not a whole dimension of any argument"});
 }
 
 TEST(InterpreterTest, OutOfBoundsAccessesAreReported) {

@@ -13,6 +13,7 @@
 
 #include "compiler/codegen/c/c_module.h"
 #include "compiler/interp/interpreter.h"
+#include "compiler/ir/deploy_dtype.h"
 #include "compiler/ir/op.h"
 #include "compiler/lower/lower.h"
 #include "compiler/driver/target.h"
@@ -108,7 +109,7 @@ inline void fill(deploy::Tensor &t, uint64_t seed) {
 inline std::vector<deploy::Tensor> make_inputs(const ops::Compute &c, uint64_t seed) {
   std::vector<deploy::Tensor> r;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
-    deploy::Tensor t = deploy::Tensor::empty(const_shape(c.inputs[i]), interp::to_deploy_dtype(c.inputs[i].dtype()));
+    deploy::Tensor t = deploy::Tensor::empty(const_shape(c.inputs[i]), ir::to_deploy_dtype(c.inputs[i].dtype()));
     fill(t, seed * 131 + i);
     r.push_back(t);
   }
@@ -124,7 +125,7 @@ inline std::vector<deploy::Tensor> run_config(const ops::Task &task, const autot
   std::vector<deploy::Tensor> args = inputs;
   std::vector<deploy::Tensor> outs;
   for (const auto &o : inst.compute.outputs) {
-    deploy::Tensor t = deploy::Tensor::empty(const_shape(o), interp::to_deploy_dtype(o.dtype()));
+    deploy::Tensor t = deploy::Tensor::empty(const_shape(o), ir::to_deploy_dtype(o.dtype()));
     for (int64_t i = 0; i < t.numel(); ++i) set_elem(t, i, t.dtype().code == deploy::DType::Float ? NAN : 77);
     outs.push_back(t);
     args.push_back(t);

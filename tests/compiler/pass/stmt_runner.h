@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiler/interp/evaluate.h"
+#include "compiler/ir/deploy_dtype.h"
 #include "compiler/ir/function.h"
 #include "compiler/ir/ir.h"
 #include "compiler/ir/ir_visitor.h"
@@ -79,7 +80,7 @@ class StmtRunner {
   };
 
   static deploy::Tensor make_tensor(DataType t, const std::vector<double> &values) {
-    deploy::Tensor r = deploy::Tensor::empty({static_cast<int64_t>(values.size())}, interp::to_deploy_dtype(t));
+    deploy::Tensor r = deploy::Tensor::empty({static_cast<int64_t>(values.size())}, ir::to_deploy_dtype(t));
     for (size_t i = 0; i < values.size(); ++i) {
       if (t == Float(32)) {
         r.data_as<float>()[i] = static_cast<float>(values[i]);

@@ -11,6 +11,7 @@
 
 #include "compiler/codegen/c/c_module.h"
 #include "compiler/interp/interpreter.h"
+#include "compiler/ir/deploy_dtype.h"
 #include "compiler/ir/ir_printer.h"
 #include "compiler/lower/lower.h"
 #include "compiler/te/schedule.h"
@@ -19,7 +20,7 @@
 namespace kiln::testing {
 
 inline deploy::Tensor make_tensor(const std::vector<int64_t> &shape, ir::DataType t) {
-  return deploy::Tensor::empty(shape, interp::to_deploy_dtype(t));
+  return deploy::Tensor::empty(shape, ir::to_deploy_dtype(t));
 }
 
 // Fills with values in [-2, 2) for floats, [-8, 8) for signed ints, [0, 16) for unsigned.

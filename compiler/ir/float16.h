@@ -1,9 +1,9 @@
 #pragma once
-// IEEE half precision conversions used by the interpreter. The C back end emits the same
-// algorithms, so that both round identically.
+// IEEE half precision conversions: the interpreter computes with them, the back ends fold float16
+// constants with them and emit the same algorithms, so that all of them round identically.
 #include <cstdint>
 
-namespace kiln::interp {
+namespace kiln::ir {
 
 // Rounds to the nearest half, ties to even; overflow gives infinity, NaN stays NaN.
 uint16_t float_to_half(float f);
@@ -12,4 +12,4 @@ float half_to_float(uint16_t h);
 // A float rounded to the nearest value a half can hold.
 inline float round_to_half(float f) { return half_to_float(float_to_half(f)); }
 
-}  // namespace kiln::interp
+}  // namespace kiln::ir

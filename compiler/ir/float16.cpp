@@ -1,8 +1,8 @@
-#include "compiler/interp/float16.h"
+#include "compiler/ir/float16.h"
 
 #include <cstring>
 
-namespace kiln::interp {
+namespace kiln::ir {
 
 uint16_t float_to_half(float f) {
   uint32_t x;
@@ -49,4 +49,4 @@ float half_to_float(uint16_t h) {
   return f;
 }
 
-}  // namespace kiln::interp
+}  // namespace kiln::ir
