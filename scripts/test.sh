@@ -9,6 +9,9 @@ build="${KILN_BUILD_DIR:-$root/build}"
 
 "$root/scripts/bootstrap.sh"
 
+# Includes follow the layer order (docs/layers.md); the build's link checks catch calls.
+"$root/scripts/check_layers.sh"
+
 # Configuring again is cheap and incremental; the generator is chosen only for a new build tree.
 generator=()
 if [[ ! -f "$build/CMakeCache.txt" && -z "${CMAKE_GENERATOR:-}" ]] && command -v ninja >/dev/null; then

@@ -211,7 +211,9 @@ TEST(Gemm, SampledConfigsKeepAVectorTileAndTheRegisterBudget) {
     EXPECT_EQ(xi % 16, 0);
     const int64_t rows = inner > 1 ? inner : yi, nv = (xi + 15) / 16;
     EXPECT_LE(rows * nv + nv + 1, 32);
-    if (inner > 1) EXPECT_EQ(yi % inner, 0);
+    if (inner > 1) {
+      EXPECT_EQ(yi % inner, 0);
+    }
   }
   EXPECT_FALSE(task.space().is_valid(task.space().from_digits(std::vector<int64_t>(4, 0))));
 }
