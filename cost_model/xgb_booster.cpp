@@ -19,7 +19,7 @@ class DMatrix {
  public:
   explicit DMatrix(const DenseMatrix &m) {
     if (!m.data && m.rows * m.cols != 0) {
-      throw std::invalid_argument("xgboost: feature matrix has no data");
+      throw XgbError("xgboost: feature matrix has no data");
     }
     check(XGDMatrixCreateFromMat(m.data, m.rows, m.cols, std::nanf(""), &handle_),
           "creating the feature matrix");
@@ -40,17 +40,17 @@ XgbBooster XgbBooster::train(const DenseMatrix &features, const std::vector<floa
                              const std::vector<unsigned> &group_sizes, const XgbParams &params,
                              int rounds) {
   if (labels.size() != features.rows) {
-    throw std::invalid_argument("xgboost: " + std::to_string(labels.size()) + " labels for " +
+    throw XgbError("xgboost: " + std::to_string(labels.size()) + " labels for " +
                                 std::to_string(features.rows) + " rows");
   }
   if (!group_sizes.empty()) {
     size_t total = std::accumulate(group_sizes.begin(), group_sizes.end(), size_t{0});
     if (total != features.rows) {
-      throw std::invalid_argument("xgboost: group sizes add up to " + std::to_string(total) +
+      throw XgbError("xgboost: group sizes add up to " + std::to_string(total) +
                                   ", not to the " + std::to_string(features.rows) + " rows");
     }
   }
-  if (rounds < 1) throw std::invalid_argument("xgboost: training needs at least one round");
+  if (rounds < 1) throw XgbError("xgboost: training needs at least one round");
 
   DMatrix train_set(features);
   check(XGDMatrixSetFloatInfo(train_set.get(), "label", labels.data(), labels.size()),
@@ -101,7 +101,7 @@ XgbBooster::~XgbBooster() {
 
 std::vector<float> XgbBooster::predict(const DenseMatrix &features) const {
   if (features.cols != num_features()) {
-    throw std::invalid_argument("xgboost: model has " + std::to_string(num_features()) +
+    throw XgbError("xgboost: model has " + std::to_string(num_features()) +
                                 " features, matrix has " + std::to_string(features.cols));
   }
   DMatrix matrix(features);

@@ -22,11 +22,11 @@ int64_t checked_numel(const std::vector<int64_t> &shape) {
   int64_t n = 1;
   for (int64_t extent : shape) {
     if (extent < 0) {
-      throw std::invalid_argument("tensor shape " + shape_to_string(shape) +
+      throw TensorError("tensor shape " + shape_to_string(shape) +
                                   " has a negative extent");
     }
     if (__builtin_mul_overflow(n, extent, &n)) {
-      throw std::invalid_argument("tensor shape " + shape_to_string(shape) + " is too large");
+      throw TensorError("tensor shape " + shape_to_string(shape) + " is too large");
     }
   }
   return n;
@@ -75,12 +75,12 @@ struct Tensor::Storage {
 
 Tensor Tensor::empty(std::vector<int64_t> shape, DType dtype) {
   if (dtype.bits == 0 || dtype.lanes == 0) {
-    throw std::invalid_argument("tensor dtype " + dtype.to_string() + " has no size");
+    throw TensorError("tensor dtype " + dtype.to_string() + " has no size");
   }
   int64_t n = checked_numel(shape);
   size_t bytes = 0;
   if (__builtin_mul_overflow(static_cast<size_t>(n), dtype.bytes(), &bytes)) {
-    throw std::invalid_argument("tensor shape " + shape_to_string(shape) + " is too large");
+    throw TensorError("tensor shape " + shape_to_string(shape) + " is too large");
   }
   Tensor t;
   t.storage_ = std::make_shared<Storage>(bytes);
@@ -108,7 +108,7 @@ const void *Tensor::data() const { return const_cast<Tensor *>(this)->data(); }
 void Tensor::copy_from(const void *src, size_t bytes) {
   check_defined("copy_from");
   if (bytes != nbytes()) {
-    throw std::invalid_argument("copy_from: tensor " + shape_to_string(shape_) + " " +
+    throw TensorError("copy_from: tensor " + shape_to_string(shape_) + " " +
                                 dtype_.to_string() + " holds " + std::to_string(nbytes()) +
                                 " bytes, got " + std::to_string(bytes));
   }
@@ -118,7 +118,7 @@ void Tensor::copy_from(const void *src, size_t bytes) {
 void Tensor::copy_to(void *dst, size_t bytes) const {
   check_defined("copy_to");
   if (bytes != nbytes()) {
-    throw std::invalid_argument("copy_to: tensor " + shape_to_string(shape_) + " " +
+    throw TensorError("copy_to: tensor " + shape_to_string(shape_) + " " +
                                 dtype_.to_string() + " holds " + std::to_string(nbytes()) +
                                 " bytes, destination has " + std::to_string(bytes));
   }
@@ -128,12 +128,12 @@ void Tensor::copy_to(void *dst, size_t bytes) const {
 Tensor Tensor::view(int64_t offset, std::vector<int64_t> shape) const {
   check_defined("view");
   if (!is_contiguous()) {
-    throw std::invalid_argument("view: tensor " + shape_to_string(shape_) +
+    throw TensorError("view: tensor " + shape_to_string(shape_) +
                                 " is not contiguous");
   }
   int64_t n = checked_numel(shape);
   if (offset < 0 || offset > numel() || n > numel() - offset) {
-    throw std::invalid_argument("view: " + shape_to_string(shape) + " at offset " +
+    throw TensorError("view: " + shape_to_string(shape) + " at offset " +
                                 std::to_string(offset) + " does not fit in tensor " +
                                 shape_to_string(shape_));
   }
@@ -149,14 +149,14 @@ Tensor Tensor::view(int64_t offset, std::vector<int64_t> shape) const {
 void Tensor::check_dtype(DType requested) const {
   check_defined("data_as");
   if (requested != dtype_) {
-    throw std::invalid_argument("tensor has dtype " + dtype_.to_string() + ", not " +
+    throw TensorError("tensor has dtype " + dtype_.to_string() + ", not " +
                                 requested.to_string());
   }
 }
 
 void Tensor::check_defined(const char *what) const {
   if (!storage_) {
-    throw std::invalid_argument(std::string(what) + ": tensor is undefined (no storage)");
+    throw TensorError(std::string(what) + ": tensor is undefined (no storage)");
   }
 }
 

@@ -7,7 +7,16 @@
 #include <type_traits>
 #include <vector>
 
+#include "contracts/error.h"
+
 namespace kiln::deploy {
+
+// A tensor made or used against its own shape, dtype or storage: a bad shape, a typed access of
+// another dtype, a copy of the wrong size, a view past the end.
+class TensorError : public UserError {
+ public:
+  using UserError::UserError;
+};
 
 // Element type of a tensor: a scalar type, or a short vector of `lanes` scalars.
 struct DType {
@@ -57,7 +66,7 @@ class Tensor {
   // An undefined tensor with no storage.
   Tensor() = default;
 
-  // A new row-major tensor with uninitialised contents. Throws std::invalid_argument for a
+  // A new row-major tensor with uninitialised contents. Throws TensorError for a
   // negative extent, a zero-sized dtype or a size that overflows.
   static Tensor empty(std::vector<int64_t> shape, DType dtype);
 
@@ -76,7 +85,7 @@ class Tensor {
   void *data();
   const void *data() const;
 
-  // Typed access; throws std::invalid_argument unless dtype() is DType::of<T>().
+  // Typed access; throws TensorError unless dtype() is DType::of<T>().
   template <class T>
   T *data_as() {
     check_dtype(DType::of<T>());
@@ -88,12 +97,12 @@ class Tensor {
     return static_cast<const T *>(data());
   }
 
-  // Copy the whole contents in or out; `bytes` must equal nbytes(), else std::invalid_argument.
+  // Copy the whole contents in or out; `bytes` must equal nbytes(), else TensorError.
   void copy_from(const void *src, size_t bytes);
   void copy_to(void *dst, size_t bytes) const;
 
   // A row-major view of `shape` starting `offset` elements into this (contiguous) tensor, sharing
-  // its storage. Throws std::invalid_argument if it would reach past the end of this tensor.
+  // its storage. Throws TensorError if it would reach past the end of this tensor.
   Tensor view(int64_t offset, std::vector<int64_t> shape) const;
 
  private:

@@ -116,7 +116,7 @@ struct ThreadPool::Impl {
 
 ThreadPool::ThreadPool(int num_threads) : impl_(std::make_unique<Impl>()) {
   if (num_threads < 1) {
-    throw std::invalid_argument("thread pool: needs at least 1 thread, got " + std::to_string(num_threads));
+    throw UserError("thread pool: needs at least 1 thread, got " + std::to_string(num_threads));
   }
   impl_->num_threads = num_threads;
   impl_->workers.reserve(static_cast<size_t>(num_threads - 1));
@@ -214,7 +214,7 @@ ThreadPool &global_thread_pool() { return *current_pool(); }
 
 void set_num_threads(int num_threads) {
   if (num_threads < 0) {
-    throw std::invalid_argument("set_num_threads: expected a count >= 0, got " + std::to_string(num_threads));
+    throw UserError("set_num_threads: expected a count >= 0, got " + std::to_string(num_threads));
   }
   auto fresh = std::make_shared<ThreadPool>(num_threads == 0 ? default_num_threads() : num_threads);
   std::shared_ptr<ThreadPool> old;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "contracts/error.h"
 #include "deploy/c_abi.h"
 
 namespace kiln::deploy {
@@ -18,7 +19,7 @@ namespace kiln::deploy {
 class ThreadPool {
  public:
   // A pool of `num_threads` threads in all, the caller of parallel_for included (so
-  // num_threads - 1 workers). Throws std::invalid_argument unless num_threads >= 1.
+  // num_threads - 1 workers). Throws UserError unless num_threads >= 1.
   explicit ThreadPool(int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool &) = delete;
@@ -43,7 +44,7 @@ int physical_core_count();
 ThreadPool &global_thread_pool();
 
 // Replaces the process-wide pool with one of `num_threads` threads (0: the default above). It
-// waits for a parallel loop in progress to finish. Throws std::invalid_argument if negative.
+// waits for a parallel loop in progress to finish. Throws UserError if negative.
 void set_num_threads(int num_threads);
 int num_threads();
 

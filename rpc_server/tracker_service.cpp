@@ -4,6 +4,7 @@
 #include <mutex>
 #include <utility>
 
+#include "contracts/target.h"
 #include "rpc_server/shared_token.h"
 
 namespace kiln::rpc {
@@ -26,6 +27,30 @@ grpc::Status check_name(const char *field, const std::string &value) {
   if (value.size() > kMaxNameLength) {
     return invalid(std::string(field) + " is longer than " + std::to_string(kMaxNameLength) +
                    " bytes");
+  }
+  return grpc::Status::OK;
+}
+
+// check_name, then the device-key rule of contracts/target.h.
+grpc::Status check_device_key(const char *field, const std::string &value) {
+  grpc::Status status = check_name(field, value);
+  if (!status.ok()) return status;
+  try {
+    contracts::check_device_key(value);
+  } catch (const contracts::TargetError &e) {
+    return invalid(std::string(field) + ": " + e.what());
+  }
+  return grpc::Status::OK;
+}
+
+// check_name, then the target grammar of contracts/target.h.
+grpc::Status check_target(const char *field, const std::string &value) {
+  grpc::Status status = check_name(field, value);
+  if (!status.ok()) return status;
+  try {
+    contracts::Target::parse(value);
+  } catch (const contracts::TargetError &e) {
+    return invalid(std::string(field) + ": " + e.what());
   }
   return grpc::Status::OK;
 }
@@ -139,8 +164,8 @@ grpc::ServerUnaryReactor *TrackerService::Register(grpc::CallbackServerContext *
                                                    kiln::v1::RegisterReply *reply) {
   grpc::Status status = check_token(*context, tracker_.options().token);
   if (status.ok()) status = check_name("address", request->address());
-  if (status.ok()) status = check_name("target.device_key", request->target().device_key());
-  if (status.ok()) status = check_name("target.target", request->target().target());
+  if (status.ok()) status = check_device_key("target.device_key", request->target().device_key());
+  if (status.ok()) status = check_target("target.target", request->target().target());
   if (!status.ok()) return finish(context, status);
   std::string runner_id = tracker_.register_runner(
       {request->address(), request->target().device_key(), request->target().target()});
@@ -178,7 +203,7 @@ grpc::ServerUnaryReactor *TrackerService::Acquire(grpc::CallbackServerContext *c
                                                   const kiln::v1::AcquireRequest *request,
                                                   kiln::v1::AcquireReply *reply) {
   grpc::Status status = check_token(*context, tracker_.options().token);
-  if (status.ok()) status = check_name("device_key", request->device_key());
+  if (status.ok()) status = check_device_key("device_key", request->device_key());
   if (status.ok() &&
       (request->priority() < -kMaxAcquirePriority || request->priority() > kMaxAcquirePriority)) {
     status = invalid("priority " + std::to_string(request->priority()) + " is outside [-" +

@@ -155,8 +155,8 @@ TEST(ThreadPoolTest, ManyShortLoopsInARow) {
 }
 
 TEST(ThreadPoolTest, RejectsZeroThreads) {
-  EXPECT_THROW(ThreadPool(0), std::invalid_argument);
-  EXPECT_THROW(set_num_threads(-1), std::invalid_argument);
+  EXPECT_THROW(ThreadPool(0), kiln::UserError);
+  EXPECT_THROW(set_num_threads(-1), kiln::UserError);
 }
 
 TEST(ThreadPoolTest, GlobalPoolSizeFollowsTheSetting) {

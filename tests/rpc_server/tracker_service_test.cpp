@@ -417,6 +417,17 @@ TEST(TrackerServiceTest, AbsurdRequestsAreInvalidArguments) {
   request.mutable_target()->clear_device_key();
   EXPECT_EQ(farm.stub().Register(Farm::context().get(), request, &register_reply).error_code(),
             invalid);
+  // The device-key rule and the target grammar of contracts/target.h.
+  request.mutable_target()->set_device_key("x86 test");
+  grpc::Status spaced = farm.stub().Register(Farm::context().get(), request, &register_reply);
+  EXPECT_EQ(spaced.error_code(), invalid);
+  EXPECT_EQ(spaced.error_message(), "target.device_key: device key \"x86 test\" contains whitespace");
+  request.mutable_target()->set_device_key("x86-test");
+  request.mutable_target()->set_target("llvm -mcpu=a --mcpu=b");
+  grpc::Status twice = farm.stub().Register(Farm::context().get(), request, &register_reply);
+  EXPECT_EQ(twice.error_code(), invalid);
+  EXPECT_NE(twice.error_message().find("option -mcpu is given twice"), std::string::npos) << twice.error_message();
+  EXPECT_EQ(farm.acquire("x86\ttest", 0, 100, &reply).error_code(), invalid);
 
   // None of them changed anything.
   v1::DeviceSummary entry = farm.device("x86-test");

@@ -94,12 +94,12 @@ TEST(XgbBoosterTest, ErrorsBecomeExceptions) {
   std::vector<unsigned> wrong_groups = {3, 4};
   EXPECT_THROW(XgbBooster::train({set.features.data(), set.rows, 3}, set.labels, wrong_groups,
                                  kParams, 1),
-               std::invalid_argument);
+               XgbError);
 
   XgbBooster booster =
       XgbBooster::train({set.features.data(), set.rows, 3}, set.labels, set.groups, kParams, 2);
   std::vector<float> two_columns(4);
-  EXPECT_THROW(booster.predict({two_columns.data(), 2, 2}), std::invalid_argument);
+  EXPECT_THROW(booster.predict({two_columns.data(), 2, 2}), XgbError);
 }
 
 }  // namespace
