@@ -13,8 +13,7 @@ namespace {
 std::string command_name(const CLI::App &app) {
   std::string name = app.get_name();
   const CLI::App *at = &app;
-  for (std::vector<CLI::App *> parsed = at->get_subcommands(); !parsed.empty();
-       parsed = at->get_subcommands()) {
+  for (std::vector<CLI::App *> parsed = at->get_subcommands(); !parsed.empty(); parsed = at->get_subcommands()) {
     at = parsed.front();
     name += " " + at->get_name();
   }

@@ -22,7 +22,6 @@ constexpr int kExitInternal = 2;
 
 // Parses `argv` with `app`, running the chosen command, and returns the exit status. Help and
 // CLI11's errors go to `out` and `err`, Kiln's error lines to `err`.
-int run(CLI::App &app, int argc, const char *const *argv, std::ostream &out = std::cout,
-        std::ostream &err = std::cerr);
+int run(CLI::App &app, int argc, const char *const *argv, std::ostream &out = std::cout, std::ostream &err = std::cerr);
 
 }  // namespace kiln::cli

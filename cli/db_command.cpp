@@ -84,19 +84,17 @@ std::string short_key(const std::string &key) { return key.substr(0, 12); }
 // --- naming workloads and targets ---
 
 void add_lookup_options(CLI::App *command, LookupOptions &lookup, bool with_target) {
-  auto *workload = command->add_option(
-      "-w,--workload", lookup.workload,
-      "workload key, or a prefix of it that names one workload (see `kiln db workloads`)");
-  auto *template_name = command->add_option("--template", lookup.template_name,
-                                            "template name, with --args, instead of --workload");
-  auto *args = command->add_option("--args", lookup.args,
-                                   "the workload's arguments as JSON, with --template");
+  auto *workload =
+      command->add_option("-w,--workload", lookup.workload,
+                          "workload key, or a prefix of it that names one workload (see `kiln db workloads`)");
+  auto *template_name =
+      command->add_option("--template", lookup.template_name, "template name, with --args, instead of --workload");
+  auto *args = command->add_option("--args", lookup.args, "the workload's arguments as JSON, with --template");
   workload->excludes(template_name)->excludes(args);
   template_name->needs(args);
   args->needs(template_name);
   if (with_target) {
-    command->add_option("-t,--target", lookup.target, "target string, e.g. \"llvm -mcpu=znver4\"")
-        ->required();
+    command->add_option("-t,--target", lookup.target, "target string, e.g. \"llvm -mcpu=znver4\"")->required();
     command->add_option("-d,--device", lookup.device,
                         "device class (device key); needed when the target was measured on "
                         "several classes or never exactly");
@@ -111,9 +109,8 @@ db::Workload resolve_workload(TuningDb &tuning_db, const LookupOptions &lookup) 
     db::Workload w = db::Workload::parse(lookup.template_name, lookup.args);
     auto stored = tuning_db.workload(w.key);
     if (!stored) {
-      throw UserError("unknown workload: no " + lookup.template_name +
-                         " workload with these arguments (key " + w.key + ") in " +
-                         tuning_db.path());
+      throw UserError("unknown workload: no " + lookup.template_name + " workload with these arguments (key " + w.key +
+                      ") in " + tuning_db.path());
     }
     return *stored;
   }
@@ -124,12 +121,11 @@ db::Workload resolve_workload(TuningDb &tuning_db, const LookupOptions &lookup) 
   std::vector<db::Workload> found = tuning_db.workloads_with_prefix(key, 2);
   if (found.empty()) {
     throw UserError("unknown workload \"" + key + "\": no workload key in " + tuning_db.path() +
-                       " starts with it (`kiln db workloads` lists them)");
+                    " starts with it (`kiln db workloads` lists them)");
   }
   if (found.size() > 1) {
-    throw UserError("workload key prefix \"" + key + "\" is ambiguous (" +
-                       short_key(found[0].key) + ", " + short_key(found[1].key) +
-                       ", ...); give more digits");
+    throw UserError("workload key prefix \"" + key + "\" is ambiguous (" + short_key(found[0].key) + ", " +
+                    short_key(found[1].key) + ", ...); give more digits");
   }
   return found[0];
 }
@@ -139,14 +135,14 @@ db::Target resolve_target(TuningDb &tuning_db, const LookupOptions &lookup) {
   std::vector<db::Target> known = tuning_db.targets_named(lookup.target);
   if (known.empty()) {
     throw UserError("unknown target \"" + db::canonical_target(lookup.target) +
-                       "\": nothing was measured on it; give --device to look up its device "
-                       "class");
+                    "\": nothing was measured on it; give --device to look up its device "
+                    "class");
   }
   if (known.size() > 1) {
     std::string classes;
     for (const auto &t : known) classes += (classes.empty() ? "" : ", ") + t.device_key;
-    throw UserError("target \"" + known[0].target + "\" was measured on several device " +
-                       "classes (" + classes + "); choose one with --device");
+    throw UserError("target \"" + known[0].target + "\" was measured on several device " + "classes (" + classes +
+                    "); choose one with --device");
   }
   return known[0];
 }
@@ -191,9 +187,9 @@ void workloads_command(const DbOptions &options, const std::string &template_nam
   Table table({"KEY", "TEMPLATE", "ARGS", "RECORDS", "VALID", "BEST_US", "GFLOPS"});
   for (const auto &s : summaries) {
     double best = s.best_mean_s.value_or(std::nan(""));
-    table.add_row({short_key(s.workload.key), s.workload.template_name,
-                   abbreviate(s.workload.args, 48), std::to_string(s.records),
-                   std::to_string(s.valid), format_us(best), format_gflops(s.workload.flop, best)});
+    table.add_row({short_key(s.workload.key), s.workload.template_name, abbreviate(s.workload.args, 48),
+                   std::to_string(s.records), std::to_string(s.valid), format_us(best),
+                   format_gflops(s.workload.flop, best)});
   }
   table.print(std::cout);
 }
@@ -204,35 +200,31 @@ void best_command(const DbOptions &options, const LookupOptions &lookup, const s
   db::Target target = resolve_target(tuning_db, lookup);
   std::optional<Record> best = tuning_db.best(workload.key, target, parse_scope(scope));
   if (!best) {
-    throw UserError("no valid record for workload " + short_key(workload.key) + " (" +
-                       workload.template_name + ") on " + target.target + " (device class " +
-                       target.device_key + ")");
+    throw UserError("no valid record for workload " + short_key(workload.key) + " (" + workload.template_name +
+                    ") on " + target.target + " (device class " + target.device_key + ")");
   }
   if (options.json) {
     std::cout << record_json(*best, target).dump(2) << '\n';
     return;
   }
   bool exact = best->target.target == target.target;
-  print_fields(
-      std::cout,
-      {{"workload", workload.key},
-       {"template", workload.template_name},
-       {"args", workload.args},
-       {"target", target.target + " (device class " + target.device_key + ")"},
-       {"match", exact ? "exact target" : "device class, measured on " + best->target.target},
-       {"config", fmt::format("index {}, space {}", best->config.index,
-                              best->config.space.empty() ? "-" : best->config.space)},
-       {"knobs", format_knobs(best->config)},
-       {"mean_us", format_us(best->mean())},
-       {"repeats", std::to_string(best->costs.size())},
-       {"gflops", format_gflops(workload.flop, best->mean())},
-       {"runner", best->runner.empty() ? "-" : best->runner},
-       {"measured", format_time(best->timestamp) + " by Kiln " + best->kiln_version},
-       {"record", std::to_string(best->id)}});
+  print_fields(std::cout, {{"workload", workload.key},
+                           {"template", workload.template_name},
+                           {"args", workload.args},
+                           {"target", target.target + " (device class " + target.device_key + ")"},
+                           {"match", exact ? "exact target" : "device class, measured on " + best->target.target},
+                           {"config", fmt::format("index {}, space {}", best->config.index,
+                                                  best->config.space.empty() ? "-" : best->config.space)},
+                           {"knobs", format_knobs(best->config)},
+                           {"mean_us", format_us(best->mean())},
+                           {"repeats", std::to_string(best->costs.size())},
+                           {"gflops", format_gflops(workload.flop, best->mean())},
+                           {"runner", best->runner.empty() ? "-" : best->runner},
+                           {"measured", format_time(best->timestamp) + " by Kiln " + best->kiln_version},
+                           {"record", std::to_string(best->id)}});
 }
 
-void top_command(const DbOptions &options, const LookupOptions &lookup, int64_t k,
-                 const std::string &scope) {
+void top_command(const DbOptions &options, const LookupOptions &lookup, int64_t k, const std::string &scope) {
   if (k <= 0) throw UserError("-k must be at least 1");
   TuningDb tuning_db = open_db(options);
   db::Workload workload = resolve_workload(tuning_db, lookup);
@@ -245,15 +237,14 @@ void top_command(const DbOptions &options, const LookupOptions &lookup, int64_t 
     return;
   }
   if (top.empty()) {
-    throw UserError("no valid record for workload " + short_key(workload.key) + " on " +
-                       target.target + " (device class " + target.device_key + ")");
+    throw UserError("no valid record for workload " + short_key(workload.key) + " on " + target.target +
+                    " (device class " + target.device_key + ")");
   }
   Table table({"RANK", "MEAN_US", "GFLOPS", "INDEX", "TARGET", "RUNNER", "KNOBS"});
   int rank = 0;
   for (const Record &r : top) {
-    table.add_row({std::to_string(++rank), format_us(r.mean()),
-                   format_gflops(workload.flop, r.mean()), std::to_string(r.config.index),
-                   r.target.target, r.runner.empty() ? "-" : r.runner,
+    table.add_row({std::to_string(++rank), format_us(r.mean()), format_gflops(workload.flop, r.mean()),
+                   std::to_string(r.config.index), r.target.target, r.runner.empty() ? "-" : r.runner,
                    abbreviate(format_knobs(r.config), 60)});
   }
   table.print(std::cout);
@@ -274,9 +265,9 @@ void history_command(const DbOptions &options, const db::HistoryQuery &query) {
   }
   Table table({"ID", "WORKLOAD", "TARGET", "INDEX", "ERROR", "MEAN_US", "MEASURED"});
   for (const Record &r : records) {
-    table.add_row({std::to_string(r.id), short_key(r.workload.key), r.target.target,
-                   std::to_string(r.config.index), std::string(db::to_string(r.error)),
-                   r.valid() ? format_us(r.mean()) : "-", format_time(r.timestamp)});
+    table.add_row({std::to_string(r.id), short_key(r.workload.key), r.target.target, std::to_string(r.config.index),
+                   std::string(db::to_string(r.error)), r.valid() ? format_us(r.mean()) : "-",
+                   format_time(r.timestamp)});
   }
   table.print(std::cout);
 }
@@ -334,8 +325,8 @@ void jobs_command(const DbOptions &options, std::optional<int64_t> id) {
   Table table({"ID", "NAME", "STATE", "DONE", "TOTAL", "UPDATED", "MESSAGE"});
   for (const auto &job : jobs) {
     table.add_row({std::to_string(job.id), job.name, std::string(db::to_string(job.state)),
-                   std::to_string(job.trials_done), std::to_string(job.trials_total),
-                   format_time(job.updated_at), abbreviate(job.message, 40)});
+                   std::to_string(job.trials_done), std::to_string(job.trials_total), format_time(job.updated_at),
+                   abbreviate(job.message, 40)});
   }
   table.print(std::cout);
 }
@@ -386,8 +377,7 @@ void stats_command(const DbOptions &options) {
 void export_command(const DbOptions &options, const std::string &output, const std::string &format,
                     const db::ExportFilter &filter) {
   TuningDb tuning_db = open_db(options);
-  db::ExportFormat export_format =
-      format == "autotvm" ? db::ExportFormat::kAutoTvm : db::ExportFormat::kKiln;
+  db::ExportFormat export_format = format == "autotvm" ? db::ExportFormat::kAutoTvm : db::ExportFormat::kKiln;
   int64_t count = 0;
   if (output == "-") {
     count = tuning_db.export_records(std::cout, export_format, filter);
@@ -436,8 +426,7 @@ void import_command(const DbOptions &options, const std::string &input, bool ski
     result = tuning_db.import_records(*in, {skip_bad_lines});
   } catch (const TuningDbError &e) {
     if (e.kind() != TuningDbError::Kind::kBadInput) throw;
-    throw UserError(input + ": " + e.what() +
-                       " (--skip-bad-lines imports the good lines and reports the bad ones)");
+    throw UserError(input + ": " + e.what() + " (--skip-bad-lines imports the good lines and reports the bad ones)");
   }
   for (const auto &bad : result.bad_lines) {
     std::cerr << input << ": line " << bad.line << ": skipped: " << bad.message << '\n';
@@ -447,8 +436,7 @@ void import_command(const DbOptions &options, const std::string &input, bool ski
     j["imported"] = result.imported;
     j["duplicates"] = result.duplicates;
     ordered_json bad = ordered_json::array();
-    for (const auto &b : result.bad_lines)
-      bad.push_back({{"line", b.line}, {"message", b.message}});
+    for (const auto &b : result.bad_lines) bad.push_back({{"line", b.line}, {"message", b.message}});
     j["bad_lines"] = std::move(bad);
     std::cout << j.dump(2) << '\n';
   } else {
@@ -473,9 +461,8 @@ void prune_command(const DbOptions &options, const db::PruneOptions &prune, bool
     return;
   }
   std::cout << fmt::format("{} {} valid and {} failed records; {} records {}\n",
-                           prune.dry_run ? "would delete" : "deleted", result.deleted_valid,
-                           result.deleted_failed, result.kept,
-                           prune.dry_run ? "would remain" : "remain");
+                           prune.dry_run ? "would delete" : "deleted", result.deleted_valid, result.deleted_failed,
+                           result.kept, prune.dry_run ? "would remain" : "remain");
 }
 
 void check_command(const DbOptions &options) {
@@ -492,8 +479,7 @@ void check_command(const DbOptions &options) {
     for (const auto &problem : report.problems) std::cout << problem << '\n';
   }
   if (!report.ok()) {
-    throw UserError(std::to_string(report.problems.size()) + " problems found in " +
-                       tuning_db.path());
+    throw UserError(std::to_string(report.problems.size()) + " problems found in " + tuning_db.path());
   }
 }
 
@@ -516,10 +502,9 @@ void add_db_command(CLI::App &kiln) {
     command->callback([=] { workloads_command(*options, *template_name, *limit); });
   }
   {
-    auto *command = db->add_subcommand(
-        "best",
-        "The fastest valid config of a workload on a target (exact target first, then "
-        "its device class).");
+    auto *command = db->add_subcommand("best",
+                                       "The fastest valid config of a workload on a target (exact target first, then "
+                                       "its device class).");
     auto lookup = std::make_shared<LookupOptions>();
     auto scope = std::make_shared<std::string>("auto");
     add_lookup_options(command, *lookup, true);
@@ -541,8 +526,8 @@ void add_db_command(CLI::App &kiln) {
     command->callback([=] { top_command(*options, *lookup, *k, *scope); });
   }
   {
-    auto *command = db->add_subcommand(
-        "history", "Every record of a template family on a device class (cost-model data).");
+    auto *command =
+        db->add_subcommand("history", "Every record of a template family on a device class (cost-model data).");
     auto query = std::make_shared<db::HistoryQuery>();
     command->add_option("--template", query->template_name, "template name")->required();
     command->add_option("-d,--device", query->device_key, "device class")->required();
@@ -554,22 +539,19 @@ void add_db_command(CLI::App &kiln) {
     auto *command = db->add_subcommand("jobs", "List tuning jobs, or show one.");
     auto id = std::make_shared<int64_t>(0);
     auto *id_option = command->add_option("--id", *id, "show this job and what it measured");
-    command->callback([=] {
-      jobs_command(*options, id_option->count() ? std::optional<int64_t>(*id) : std::nullopt);
-    });
+    command->callback([=] { jobs_command(*options, id_option->count() ? std::optional<int64_t>(*id) : std::nullopt); });
   }
   {
     auto *command = db->add_subcommand("stats", "Counts of workloads, targets, jobs, records.");
     command->callback([=] { stats_command(*options); });
   }
   {
-    auto *command = db->add_subcommand(
-        "export", "Write records as JSON lines: Kiln's format or AutoTVM's v0.2 log layout.");
+    auto *command =
+        db->add_subcommand("export", "Write records as JSON lines: Kiln's format or AutoTVM's v0.2 log layout.");
     auto output = std::make_shared<std::string>("-");
     auto format = std::make_shared<std::string>("kiln");
     auto filter = std::make_shared<db::ExportFilter>();
-    command->add_option("-o,--output", *output, "output file (- for stdout)")
-        ->capture_default_str();
+    command->add_option("-o,--output", *output, "output file (- for stdout)")->capture_default_str();
     command->add_option("--format", *format, "kiln or autotvm")
         ->check(CLI::IsMember({"kiln", "autotvm"}))
         ->capture_default_str();
@@ -580,8 +562,8 @@ void add_db_command(CLI::App &kiln) {
     command->callback([=] { export_command(*options, *output, *format, *filter); });
   }
   {
-    auto *command = db->add_subcommand(
-        "import", "Read records in Kiln's JSON-lines format (db/FORMAT.md); creates the file.");
+    auto *command =
+        db->add_subcommand("import", "Read records in Kiln's JSON-lines format (db/FORMAT.md); creates the file.");
     auto input = std::make_shared<std::string>();
     auto skip = std::make_shared<bool>(false);
     command->add_option("file", *input, "JSON-lines file (- for stdin)")->required();
@@ -591,10 +573,9 @@ void add_db_command(CLI::App &kiln) {
     command->callback([=] { import_command(*options, *input, *skip); });
   }
   {
-    auto *command =
-        db->add_subcommand("prune",
-                           "Keep the fastest N valid records per workload and target; records of "
-                           "unfinished jobs are kept.");
+    auto *command = db->add_subcommand("prune",
+                                       "Keep the fastest N valid records per workload and target; records of "
+                                       "unfinished jobs are kept.");
     auto prune = std::make_shared<db::PruneOptions>();
     auto vacuum = std::make_shared<bool>(false);
     command->add_option("--keep", prune->keep, "valid records kept per workload and target")
@@ -606,8 +587,8 @@ void add_db_command(CLI::App &kiln) {
     command->callback([=] { prune_command(*options, *prune, *vacuum); });
   }
   {
-    auto *command = db->add_subcommand(
-        "check", "Check the file's integrity and Kiln's invariants; exit 1 on a problem.");
+    auto *command =
+        db->add_subcommand("check", "Check the file's integrity and Kiln's invariants; exit 1 on a problem.");
     command->callback([=] { check_command(*options); });
   }
 }

@@ -34,11 +34,10 @@ struct FarmOptions {
 };
 
 void add_farm_options(CLI::App *command, FarmOptions &options) {
-  command->add_option("--tracker", options.tracker, "the tracker's address, HOST:PORT")
-      ->capture_default_str();
-  command->add_option("--token-file", options.token_file,
-                      std::string("file holding the farm's shared token (default: $") +
-                          rpc::kTokenEnvironmentVariable + ")");
+  command->add_option("--tracker", options.tracker, "the tracker's address, HOST:PORT")->capture_default_str();
+  command->add_option(
+      "--token-file", options.token_file,
+      std::string("file holding the farm's shared token (default: $") + rpc::kTokenEnvironmentVariable + ")");
   command->add_option("--tls-ca", options.tls.ca_file, "PEM CA certificates that sign the farm's");
   command->add_option("--tls-cert", options.tls.cert_file, "PEM client certificate (mutual TLS)");
   command->add_option("--tls-key", options.tls.key_file, "PEM private key of --tls-cert");
@@ -72,10 +71,8 @@ void status_command(const FarmOptions &options) {
   }
   Table table({"device key", "free", "busy", "quarantined", "waiting"});
   for (const auto &device : summary.devices()) {
-    table.add_row({device.device_key(), std::to_string(device.free_runners()),
-                   std::to_string(device.busy_runners()),
-                   std::to_string(device.quarantined_runners()),
-                   std::to_string(device.queue_length())});
+    table.add_row({device.device_key(), std::to_string(device.free_runners()), std::to_string(device.busy_runners()),
+                   std::to_string(device.quarantined_runners()), std::to_string(device.queue_length())});
   }
   table.print(std::cout);
 }
@@ -106,8 +103,7 @@ bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
     throw UserError("--args is not JSON: " + std::string(e.what()));
   }
   ops::Task task(options.template_name, args, driver::resolve_target(options.target));
-  autotune::Config config =
-      options.config.empty() ? task.default_config() : task.parse_config(options.config);
+  autotune::Config config = options.config.empty() ? task.default_config() : task.parse_config(options.config);
   kiln::v1::Workload workload = rpc::workload_to_proto(task.workload());
   kiln::v1::Target target = rpc::target_to_proto(task.target().target, options.device);
   kiln::v1::Config proto_config = rpc::config_to_proto(config);
@@ -120,36 +116,32 @@ bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
   client_options.priority = options.priority;
   client_options.acquire_wait = std::chrono::milliseconds(options.wait_ms);
   rpc::FarmClient client(client_options);
-  kiln::v1::MeasureResult result =
-      client.measure(workload, target, {proto_config}, options.measure).at(0);
+  kiln::v1::MeasureResult result = client.measure(workload, target, {proto_config}, options.measure).at(0);
 
   const auto &seconds = result.seconds();
-  double mean = seconds.empty() ? 0
-                                : std::accumulate(seconds.begin(), seconds.end(), 0.0) /
-                                      static_cast<double>(seconds.size());
+  double mean =
+      seconds.empty() ? 0 : std::accumulate(seconds.begin(), seconds.end(), 0.0) / static_cast<double>(seconds.size());
   if (farm.json) {
-    nlohmann::ordered_json out{
-        {"workload", task.key()},
-        {"template", task.workload().template_name},
-        {"args", nlohmann::json::parse(task.workload().args_json)},
-        {"target", options.target},
-        {"device_key", options.device},
-        {"config", nlohmann::json::parse(config.to_json())},
-        {"error", error_name(result.error())},
-        {"message", result.message()},
-        {"seconds", std::vector<double>(seconds.begin(), seconds.end())},
-        {"mean_seconds", mean},
-        {"gflops", mean > 0 ? task.flop() / mean * 1e-9 : 0.0},
-        {"compile_seconds", result.compile_seconds()},
-        {"runner", result.runner_id()},
-        {"kiln_version", result.kiln_version()}};
+    nlohmann::ordered_json out{{"workload", task.key()},
+                               {"template", task.workload().template_name},
+                               {"args", nlohmann::json::parse(task.workload().args_json)},
+                               {"target", options.target},
+                               {"device_key", options.device},
+                               {"config", nlohmann::json::parse(config.to_json())},
+                               {"error", error_name(result.error())},
+                               {"message", result.message()},
+                               {"seconds", std::vector<double>(seconds.begin(), seconds.end())},
+                               {"mean_seconds", mean},
+                               {"gflops", mean > 0 ? task.flop() / mean * 1e-9 : 0.0},
+                               {"compile_seconds", result.compile_seconds()},
+                               {"runner", result.runner_id()},
+                               {"kiln_version", result.kiln_version()}};
     std::cout << out.dump(2) << '\n';
   } else {
-    std::vector<std::pair<std::string, std::string>> fields{
-        {"workload", task.key()},
-        {"template", task.workload().template_name},
-        {"config", abbreviate(config.to_string(), 100)},
-        {"result", error_name(result.error())}};
+    std::vector<std::pair<std::string, std::string>> fields{{"workload", task.key()},
+                                                            {"template", task.workload().template_name},
+                                                            {"config", abbreviate(config.to_string(), 100)},
+                                                            {"result", error_name(result.error())}};
     if (!result.message().empty()) fields.emplace_back("message", result.message());
     if (!seconds.empty()) {
       std::string list;
@@ -179,38 +171,31 @@ void add_farm_commands(CLI::App &kiln) {
   {
     auto farm_options = std::make_shared<FarmOptions>();
     auto options = std::make_shared<MeasureCommandOptions>();
-    auto *command = kiln.add_subcommand(
-        "measure", "Measure one workload and config on a leased runner of the farm.");
+    auto *command = kiln.add_subcommand("measure", "Measure one workload and config on a leased runner of the farm.");
     add_farm_options(command, *farm_options);
-    command->add_option("--template", options->template_name, "operator template, e.g. dense_pack.x86")
-        ->required();
+    command->add_option("--template", options->template_name, "operator template, e.g. dense_pack.x86")->required();
     command->add_option("--args", options->args, "the template's arguments as JSON")->required();
     command->add_option("--config", options->config,
                         "a config as canonical JSON (default: the template's default config)");
-    command->add_option("--target", options->target, "the target string, e.g. \"llvm -mcpu=znver4\"")
-        ->required();
-    command->add_option("--device", options->device, "the device key of the runners to use")
-        ->required();
+    command->add_option("--target", options->target, "the target string, e.g. \"llvm -mcpu=znver4\"")->required();
+    command->add_option("--device", options->device, "the device key of the runners to use")->required();
     command->add_option("--priority", options->priority, "lease priority, -1000 to 1000")
         ->check(CLI::Range(-1000, 1000));
-    command->add_option("--wait-ms", options->wait_ms, "how long to wait for a runner")
-        ->capture_default_str();
+    command->add_option("--wait-ms", options->wait_ms, "how long to wait for a runner")->capture_default_str();
     auto *measure = &options->measure;
-    command->add_option_function<uint32_t>("--number", [measure](uint32_t v) { measure->set_number(v); },
-                                           "calls per repeat");
-    command->add_option_function<uint32_t>("--repeat", [measure](uint32_t v) { measure->set_repeat(v); },
-                                           "repeats");
+    command->add_option_function<uint32_t>(
+        "--number", [measure](uint32_t v) { measure->set_number(v); }, "calls per repeat");
+    command->add_option_function<uint32_t>(
+        "--repeat", [measure](uint32_t v) { measure->set_repeat(v); }, "repeats");
     command->add_option_function<uint32_t>(
         "--min-repeat-ms", [measure](uint32_t v) { measure->set_min_repeat_ms(v); },
         "grow the calls per repeat until a repeat lasts this long");
     command->add_option_function<uint32_t>(
-        "--build-timeout-ms", [measure](uint32_t v) { measure->set_build_timeout_ms(v); },
-        "compile time allowed");
+        "--build-timeout-ms", [measure](uint32_t v) { measure->set_build_timeout_ms(v); }, "compile time allowed");
     command->add_option_function<uint32_t>(
-        "--run-timeout-ms", [measure](uint32_t v) { measure->set_run_timeout_ms(v); },
-        "run time allowed");
-    command->add_option_function<uint32_t>("--threads", [measure](uint32_t v) { measure->set_threads(v); },
-                                           "threads the kernel may use");
+        "--run-timeout-ms", [measure](uint32_t v) { measure->set_run_timeout_ms(v); }, "run time allowed");
+    command->add_option_function<uint32_t>(
+        "--threads", [measure](uint32_t v) { measure->set_threads(v); }, "threads the kernel may use");
     command->add_flag("--flush", options->flush, "flush the inputs from the CPU caches before each repeat");
     command->add_flag("--no-check", options->no_check, "skip the correctness check");
     command->callback([=] {

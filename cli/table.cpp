@@ -9,9 +9,8 @@ namespace {
 
 // Characters on screen, counting each UTF-8 sequence as one.
 size_t display_width(const std::string &text) {
-  return static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) {
-    return (static_cast<unsigned char>(c) & 0xc0) != 0x80;
-  }));
+  return static_cast<size_t>(
+      std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
 }
 
 bool is_number(const std::string &text) {
@@ -61,8 +60,7 @@ void Table::print(std::ostream &out) const {
   for (const auto &row : rows_) print_row(row);
 }
 
-void print_fields(std::ostream &out,
-                  const std::vector<std::pair<std::string, std::string>> &fields) {
+void print_fields(std::ostream &out, const std::vector<std::pair<std::string, std::string>> &fields) {
   size_t width = 0;
   for (const auto &field : fields) width = std::max(width, display_width(field.first));
   for (const auto &[name, value] : fields) {

@@ -20,8 +20,7 @@ class Table {
 };
 
 // Two columns, name and value, without a header: for one object's fields.
-void print_fields(std::ostream &out,
-                  const std::vector<std::pair<std::string, std::string>> &fields);
+void print_fields(std::ostream &out, const std::vector<std::pair<std::string, std::string>> &fields);
 
 // `text` cut to at most `width` characters, ending in "..." when it was cut.
 std::string abbreviate(const std::string &text, size_t width);

@@ -33,10 +33,10 @@ std::string concat(const Args &...args) {
 }  // namespace kiln
 
 // Internal invariant check: throws InternalError with file:line and the message.
-#define KILN_CHECK(cond, ...)                                                                            \
-  do {                                                                                                   \
-    if (!(cond)) {                                                                                       \
-      throw ::kiln::InternalError(                                                                       \
+#define KILN_CHECK(cond, ...)                                                                             \
+  do {                                                                                                    \
+    if (!(cond)) {                                                                                        \
+      throw ::kiln::InternalError(                                                                        \
           ::kiln::detail::concat(__FILE__, ":", __LINE__, ": check failed: " #cond ": ", ##__VA_ARGS__)); \
-    }                                                                                                    \
+    }                                                                                                     \
   } while (0)

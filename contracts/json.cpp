@@ -158,7 +158,8 @@ size_t Json::size() const {
 const Json &Json::operator[](size_t i) const {
   const Array &a = as_array();
   if (i >= a.size()) {
-    throw JsonError("JSON array index " + std::to_string(i) + " is out of range (size " + std::to_string(a.size()) + ")");
+    throw JsonError("JSON array index " + std::to_string(i) + " is out of range (size " + std::to_string(a.size()) +
+                    ")");
   }
   return a[i];
 }
@@ -171,7 +172,8 @@ void Json::push_back(Json v) {
 
 const Json *Json::find(const std::string &key) const {
   if (type_ != Type::Object) return nullptr;
-  auto it = std::lower_bound(o_.begin(), o_.end(), key, [](const Member &m, const std::string &k) { return m.first < k; });
+  auto it =
+      std::lower_bound(o_.begin(), o_.end(), key, [](const Member &m, const std::string &k) { return m.first < k; });
   if (it == o_.end() || it->first != key) return nullptr;
   return &it->second;
 }
@@ -193,7 +195,8 @@ Json Json::get_or(const std::string &key, Json fallback) const {
 Json &Json::set(const std::string &key, Json value) {
   if (type_ == Type::Null) type_ = Type::Object;
   if (type_ != Type::Object) type_mismatch("object", type_);
-  auto it = std::lower_bound(o_.begin(), o_.end(), key, [](const Member &m, const std::string &k) { return m.first < k; });
+  auto it =
+      std::lower_bound(o_.begin(), o_.end(), key, [](const Member &m, const std::string &k) { return m.first < k; });
   if (it != o_.end() && it->first == key) {
     it->second = std::move(value);
     return it->second;

@@ -29,13 +29,13 @@ class Json {
   using Member = std::pair<std::string, Json>;
   using Object = std::vector<Member>;  // kept sorted by key, keys unique
 
-  Json() = default;  // null
-  Json(std::nullptr_t) {}  // NOLINT(google-explicit-constructor)
+  Json() = default;                           // null
+  Json(std::nullptr_t) {}                     // NOLINT(google-explicit-constructor)
   Json(bool b) : type_(Type::Bool), b_(b) {}  // NOLINT(google-explicit-constructor)
   template <typename T, typename = std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>>
-  Json(T v) : type_(Type::Int), i_(static_cast<int64_t>(v)) {}  // NOLINT(google-explicit-constructor)
-  Json(double d) : type_(Type::Float), d_(d) {}  // NOLINT(google-explicit-constructor)
-  Json(const char *s) : type_(Type::String), s_(s) {}  // NOLINT(google-explicit-constructor)
+  Json(T v) : type_(Type::Int), i_(static_cast<int64_t>(v)) {}    // NOLINT(google-explicit-constructor)
+  Json(double d) : type_(Type::Float), d_(d) {}                   // NOLINT(google-explicit-constructor)
+  Json(const char *s) : type_(Type::String), s_(s) {}             // NOLINT(google-explicit-constructor)
   Json(std::string s) : type_(Type::String), s_(std::move(s)) {}  // NOLINT(google-explicit-constructor)
 
   static Json array(Array items = {});

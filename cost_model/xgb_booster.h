@@ -38,8 +38,7 @@ class XgbBooster {
   // leave it empty otherwise. Throws std::invalid_argument for inconsistent sizes and XgbError
   // for anything XGBoost rejects (an unknown objective, a bad parameter value).
   static XgbBooster train(const DenseMatrix &features, const std::vector<float> &labels,
-                          const std::vector<unsigned> &group_sizes, const XgbParams &params,
-                          int rounds);
+                          const std::vector<unsigned> &group_sizes, const XgbParams &params, int rounds);
 
   // A booster from bytes made by save().
   static XgbBooster load(const std::vector<char> &model);

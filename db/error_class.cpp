@@ -31,8 +31,7 @@ std::optional<ErrorClass> error_class_from_code(int code) {
 }
 
 int autotvm_error_no(ErrorClass error) {
-  return error == ErrorClass::kInfra ? static_cast<int>(ErrorClass::kUnknown)
-                                     : static_cast<int>(error);
+  return error == ErrorClass::kInfra ? static_cast<int>(ErrorClass::kUnknown) : static_cast<int>(error);
 }
 
 }  // namespace kiln::db

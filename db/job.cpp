@@ -6,8 +6,7 @@ namespace kiln::db {
 
 namespace {
 
-constexpr std::array<std::string_view, 6> kStateNames = {"pending", "running", "paused",
-                                                         "done",    "failed",  "cancelled"};
+constexpr std::array<std::string_view, 6> kStateNames = {"pending", "running", "paused", "done", "failed", "cancelled"};
 
 }  // namespace
 

@@ -16,15 +16,13 @@ double Record::mean() const {
 
 nlohmann::json knobs_to_json(const Config &config) {
   nlohmann::json knobs = nlohmann::json::array();
-  for (const auto &[name, value] : config.knobs)
-    knobs.push_back(nlohmann::json::array({name, value}));
+  for (const auto &[name, value] : config.knobs) knobs.push_back(nlohmann::json::array({name, value}));
   return knobs;
 }
 
 std::vector<std::pair<std::string, nlohmann::json>> knobs_from_json(const nlohmann::json &knobs) {
   if (!knobs.is_array()) {
-    throw TuningDbError(TuningDbError::Kind::kBadInput,
-                        "config knobs must be an array of [knob, value] pairs");
+    throw TuningDbError(TuningDbError::Kind::kBadInput, "config knobs must be an array of [knob, value] pairs");
   }
   std::vector<std::pair<std::string, nlohmann::json>> result;
   result.reserve(knobs.size());

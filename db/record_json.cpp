@@ -11,9 +11,7 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-[[noreturn]] void bad(const std::string &message) {
-  throw TuningDbError(TuningDbError::Kind::kBadInput, message);
-}
+[[noreturn]] void bad(const std::string &message) { throw TuningDbError(TuningDbError::Kind::kBadInput, message); }
 
 const json &member(const json &object, const char *name, const char *where) {
   auto it = object.find(name);
@@ -27,8 +25,7 @@ const json &object_member(const json &object, const char *name) {
   return value;
 }
 
-std::string string_field(const json &object, const char *name, const char *where,
-                         bool required = true) {
+std::string string_field(const json &object, const char *name, const char *where, bool required = true) {
   auto it = object.find(name);
   if (it == object.end()) {
     if (required) bad(std::string("missing field \"") + where + name + "\"");
@@ -38,8 +35,7 @@ std::string string_field(const json &object, const char *name, const char *where
   return it->get<std::string>();
 }
 
-double number_field(const json &object, const char *name, const char *where, bool required,
-                    double fallback = 0) {
+double number_field(const json &object, const char *name, const char *where, bool required, double fallback = 0) {
   auto it = object.find(name);
   if (it == object.end() || (!required && it->is_null())) {
     if (required) bad(std::string("missing field \"") + where + name + "\"");
@@ -59,9 +55,8 @@ ordered_json record_to_json(const Record &record) {
                       {"template", record.workload.template_name},
                       {"args", ordered_json(json::parse(record.workload.args))},
                       {"flop", record.workload.flop}};
-  line["target"] = {{"target", record.target.target},
-                    {"device", record.target.device_key},
-                    {"model", record.target.model}};
+  line["target"] = {
+      {"target", record.target.target}, {"device", record.target.device_key}, {"model", record.target.model}};
   line["config"] = {{"index", record.config.index},
                     {"space", record.config.space},
                     {"knobs", ordered_json(knobs_to_json(record.config))}};
@@ -89,27 +84,23 @@ Record record_from_json(const json &line) {
   const json &version = member(line, "version", "");
   if (!version.is_number_integer()) bad("field \"version\" must be an integer");
   if (version.get<int64_t>() > kRecordFormatVersion) {
-    bad("record format version " + version.dump() +
-        " was written by a newer Kiln; this Kiln reads version " +
+    bad("record format version " + version.dump() + " was written by a newer Kiln; this Kiln reads version " +
         std::to_string(kRecordFormatVersion));
   }
-  if (version.get<int64_t>() < 1)
-    bad("record format version " + version.dump() + " does not exist");
+  if (version.get<int64_t>() < 1) bad("record format version " + version.dump() + " does not exist");
 
   Record record;
   const json &workload = object_member(line, "workload");
-  record.workload = Workload::make(string_field(workload, "template", "workload."),
-                                   member(workload, "args", "workload."),
-                                   number_field(workload, "flop", "workload.", false));
+  record.workload =
+      Workload::make(string_field(workload, "template", "workload."), member(workload, "args", "workload."),
+                     number_field(workload, "flop", "workload.", false));
   std::string key = string_field(workload, "key", "workload.", false);
   if (!key.empty() && key != record.workload.key) {
-    bad("workload key " + key + " does not match its template and arguments (expected " +
-        record.workload.key + ")");
+    bad("workload key " + key + " does not match its template and arguments (expected " + record.workload.key + ")");
   }
 
   const json &target = object_member(line, "target");
-  record.target = Target::make(string_field(target, "target", "target."),
-                               string_field(target, "device", "target."),
+  record.target = Target::make(string_field(target, "target", "target."), string_field(target, "device", "target."),
                                string_field(target, "model", "target.", false));
 
   const json &config = object_member(line, "config");
@@ -161,19 +152,16 @@ ordered_json record_to_autotvm_json(const Record &record) {
   }
   ordered_json config;
   config["index"] = record.config.index;
-  config["code_hash"] =
-      record.config.space.empty() ? ordered_json() : ordered_json(record.config.space);
+  config["code_hash"] = record.config.space.empty() ? ordered_json() : ordered_json(record.config.space);
   config["entity"] = std::move(entity);
 
   // A failed measurement's costs are written as [1e9], as AutoTVM does.
   ordered_json costs = record.valid() ? ordered_json(record.costs) : ordered_json::array({1e9});
 
   ordered_json line;
-  line["input"] = ordered_json::array(
-      {record.target.target, record.workload.template_name, task_args, task_kwargs});
+  line["input"] = ordered_json::array({record.target.target, record.workload.template_name, task_args, task_kwargs});
   line["config"] = std::move(config);
-  line["result"] =
-      ordered_json::array({costs, autotvm_error_no(record.error), record.wall_s, record.timestamp});
+  line["result"] = ordered_json::array({costs, autotvm_error_no(record.error), record.wall_s, record.timestamp});
   line["version"] = 0.2;
   line["tvm_version"] = "kiln-" + record.kiln_version;
   return line;

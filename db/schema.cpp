@@ -127,15 +127,13 @@ int64_t table_count(Database &db) {
 
 [[noreturn]] void too_new(const std::string &path, int64_t version) {
   throw TuningDbError(TuningDbError::Kind::kSchemaTooNew,
-                      path + " was written by a newer Kiln (tuning-log schema version " +
-                          std::to_string(version) + "; this Kiln reads versions up to " +
-                          std::to_string(kSchemaVersion) +
+                      path + " was written by a newer Kiln (tuning-log schema version " + std::to_string(version) +
+                          "; this Kiln reads versions up to " + std::to_string(kSchemaVersion) +
                           "). Open it with that Kiln or a newer one; this Kiln did not modify it.");
 }
 
 [[noreturn]] void foreign(const std::string &path, const std::string &why) {
-  throw TuningDbError(TuningDbError::Kind::kNotATuningLog,
-                      path + " is not a Kiln tuning log (" + why + ")");
+  throw TuningDbError(TuningDbError::Kind::kNotATuningLog, path + " is not a Kiln tuning log (" + why + ")");
 }
 
 void create(Database &db) {
@@ -208,10 +206,10 @@ void prepare_schema(Database &db, const std::string &path) {
       migrate(db, version);
     } catch (const DbError &e) {
       if (e.is_busy()) throw;
-      throw TuningDbError(TuningDbError::Kind::kSqlite,
-                          "migrating " + path + " from tuning-log schema version " +
-                              std::to_string(version) + " to " + std::to_string(kSchemaVersion) +
-                              " failed (" + e.what() + "); the file was left unchanged");
+      throw TuningDbError(TuningDbError::Kind::kSqlite, "migrating " + path + " from tuning-log schema version " +
+                                                            std::to_string(version) + " to " +
+                                                            std::to_string(kSchemaVersion) + " failed (" + e.what() +
+                                                            "); the file was left unchanged");
     }
   }
   transaction.commit();

@@ -32,13 +32,10 @@ bool DbError::is_not_a_database() const { return (code_ & 0xff) == SQLITE_NOTADB
 
 // --- Statement ---------------------------------------------------------------------------------
 
-Statement::Statement(sqlite3 *db, sqlite3_stmt *stmt, std::string sql)
-    : db_(db), stmt_(stmt), sql_(std::move(sql)) {}
+Statement::Statement(sqlite3 *db, sqlite3_stmt *stmt, std::string sql) : db_(db), stmt_(stmt), sql_(std::move(sql)) {}
 
 Statement::Statement(Statement &&other) noexcept
-    : db_(std::exchange(other.db_, nullptr)),
-      stmt_(std::exchange(other.stmt_, nullptr)),
-      sql_(std::move(other.sql_)) {}
+    : db_(std::exchange(other.db_, nullptr)), stmt_(std::exchange(other.stmt_, nullptr)), sql_(std::move(other.sql_)) {}
 
 Statement &Statement::operator=(Statement &&other) noexcept {
   if (this != &other) {
@@ -69,9 +66,7 @@ Statement &Statement::bind(int index, double value) {
 }
 
 Statement &Statement::bind(int index, std::string_view text) {
-  check_bind(sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT,
-                                 SQLITE_UTF8),
-             index);
+  check_bind(sqlite3_bind_text64(stmt_, index, text.data(), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8), index);
   return *this;
 }
 
@@ -112,9 +107,7 @@ void Statement::reset() {
 
 int Statement::column_count() const { return sqlite3_column_count(stmt_); }
 
-bool Statement::column_is_null(int column) const {
-  return sqlite3_column_type(stmt_, column) == SQLITE_NULL;
-}
+bool Statement::column_is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
 
 int64_t Statement::column_int64(int column) const { return sqlite3_column_int64(stmt_, column); }
 
@@ -148,8 +141,7 @@ Database::Database(const std::string &path, const OpenOptions &options) : path_(
   int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     // sqlite3_open_v2 hands back a connection even on failure, to carry the error message.
-    std::string message = "sqlite: opening \"" + path + "\": " +
-                          (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
+    std::string message = "sqlite: opening \"" + path + "\": " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
     close();
     throw DbError(message, rc);
   }
@@ -168,8 +160,7 @@ Database::Database(const std::string &path, const OpenOptions &options) : path_(
   }
 }
 
-Database::Database(Database &&other) noexcept
-    : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)) {}
+Database::Database(Database &&other) noexcept : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)) {}
 
 Database &Database::operator=(Database &&other) noexcept {
   if (this != &other) {
@@ -194,8 +185,7 @@ void Database::enable_wal() {
   journal.reset();
   bool in_memory = path_ == ":memory:" || path_.empty();
   if (mode != "wal" && !in_memory) {
-    throw DbError("sqlite: \"" + path_ + "\" could not be switched to WAL (journal mode is \"" +
-                      mode + "\")",
+    throw DbError("sqlite: \"" + path_ + "\" could not be switched to WAL (journal mode is \"" + mode + "\")",
                   SQLITE_ERROR);
   }
 }
@@ -204,8 +194,7 @@ void Database::exec(const std::string &sql) {
   char *error = nullptr;
   int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error);
   if (rc != SQLITE_OK) {
-    std::string message = "sqlite: running \"" + sql + "\": " +
-                          (error ? error : sqlite3_errstr(rc));
+    std::string message = "sqlite: running \"" + sql + "\": " + (error ? error : sqlite3_errstr(rc));
     sqlite3_free(error);
     throw DbError(message, sqlite3_extended_errcode(db_));
   }

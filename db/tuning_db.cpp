@@ -91,8 +91,7 @@ Record record_from_row(Statement &row) {
   record.config.space = row.column_text(10);
   json knobs = json::parse(row.column_view(11), nullptr, false);
   if (!knobs.is_discarded()) record.config.knobs = knobs_from_json(knobs);
-  record.error =
-      error_class_from_code(static_cast<int>(row.column_int64(12))).value_or(ErrorClass::kUnknown);
+  record.error = error_class_from_code(static_cast<int>(row.column_int64(12))).value_or(ErrorClass::kUnknown);
   record.error_message = row.column_text(13);
   record.costs = parse_costs(row.column_view(14));
   record.wall_s = row.column_double(15);
@@ -117,12 +116,9 @@ Job job_from_row(Statement &row) {
   return job;
 }
 
-constexpr const char *kJobColumns =
-    "id, name, spec, state, trials_total, trials_done, message, created_at, updated_at";
+constexpr const char *kJobColumns = "id, name, spec, state, trials_total, trials_done, message, created_at, updated_at";
 
-[[noreturn]] void bad_input(const std::string &message) {
-  throw TuningDbError(Kind::kBadInput, message);
-}
+[[noreturn]] void bad_input(const std::string &message) { throw TuningDbError(Kind::kBadInput, message); }
 
 // Workloads and target strings already checked in this batch, so that a batch of records of a
 // few workloads hashes and parses each of them once.
@@ -140,8 +136,8 @@ void validate(const Record &record, const std::string &where, Checked &checked) 
   if (seen == checked.workloads.end() || seen->second->template_name != w.template_name ||
       seen->second->args != w.args) {
     if (w.key != contracts::workload_key(w.template_name, w.args)) {
-      bad_input(where + ": workload key \"" + w.key + "\" does not match template " +
-                w.template_name + " and its arguments (build workloads with Workload::make)");
+      bad_input(where + ": workload key \"" + w.key + "\" does not match template " + w.template_name +
+                " and its arguments (build workloads with Workload::make)");
     }
     checked.workloads[w.key] = &w;
   }
@@ -149,14 +145,12 @@ void validate(const Record &record, const std::string &where, Checked &checked) 
   if (record.target.device_key.empty()) bad_input(where + ": target has no device key");
   if (!checked.targets.count(record.target.target)) {
     if (canonical_target(record.target.target) != record.target.target) {
-      bad_input(where + ": target \"" + record.target.target +
-                "\" is not canonical (build targets with Target::make)");
+      bad_input(where + ": target \"" + record.target.target + "\" is not canonical (build targets with Target::make)");
     }
     checked.targets.insert(record.target.target);
   }
   if (!error_class_from_code(static_cast<int>(record.error))) {
-    bad_input(where + ": error class " + std::to_string(static_cast<int>(record.error)) +
-              " does not exist");
+    bad_input(where + ": error class " + std::to_string(static_cast<int>(record.error)) + " does not exist");
   }
   for (double cost : record.costs) {
     if (!std::isfinite(cost) || cost < 0) {
@@ -213,15 +207,13 @@ struct TuningDb::Impl {
 
   TuningDbError translate(const DbError &e, const std::string &what) const {
     if (e.is_corrupt()) {
-      return TuningDbError(Kind::kCorrupt, path + ": " + what + ": the database file is damaged (" +
-                                               e.what() +
+      return TuningDbError(Kind::kCorrupt, path + ": " + what + ": the database file is damaged (" + e.what() +
                                                "); `kiln db check` reports what is wrong");
     }
     if (e.is_busy()) {
-      return TuningDbError(Kind::kBusy, path + ": " + what +
-                                            ": still locked by other connections after " +
-                                            std::to_string(options.retry_deadline.count()) +
-                                            " ms of retries (" + e.what() + ")");
+      return TuningDbError(Kind::kBusy, path + ": " + what + ": still locked by other connections after " +
+                                            std::to_string(options.retry_deadline.count()) + " ms of retries (" +
+                                            e.what() + ")");
     }
     return TuningDbError(Kind::kSqlite, path + ": " + what + ": " + e.what());
   }
@@ -232,8 +224,8 @@ struct TuningDb::Impl {
     if (now >= deadline) return false;
     int cap_ms = std::min(1 << std::min(attempt, 7), 100);
     std::uniform_int_distribution<int> jitter(1, cap_ms);
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-        std::chrono::milliseconds(jitter(rng)), deadline - now));
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(jitter(rng)), deadline - now));
     return true;
   }
 
@@ -383,10 +375,10 @@ struct TuningDb::Impl {
       if (q->step()) return 0;
     }
 
-    Use insert(statement(
-        "INSERT INTO record (workload_id, target_id, device_id, job_id, config_index, space, "
-        "config, error_class, error_msg, costs, mean_s, wall_s, runner, kiln_version, "
-        "measured_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+    Use insert(
+        statement("INSERT INTO record (workload_id, target_id, device_id, job_id, config_index, space, "
+                  "config, error_class, error_msg, costs, mean_s, wall_s, runner, kiln_version, "
+                  "measured_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     insert->bind(1, workload).bind(2, target).bind(3, device);
     if (r.job_id) {
       insert->bind(4, *r.job_id);
@@ -409,8 +401,7 @@ struct TuningDb::Impl {
 
   void add_job_progress(const std::unordered_map<int64_t, int64_t> &counts) {
     for (const auto &[job, count] : counts) {
-      Use update(
-          statement("UPDATE job SET trials_done = trials_done + ?, updated_at = ? WHERE id = ?"));
+      Use update(statement("UPDATE job SET trials_done = trials_done + ?, updated_at = ? WHERE id = ?"));
       update->bind(1, count).bind(2, unix_now()).bind(3, job);
       update->run();
     }
@@ -440,8 +431,7 @@ struct TuningDb::Impl {
     return collect(by_class, k);
   }
 
-  void for_each(const ExportFilter &filter, int64_t limit,
-                const std::function<void(const Record &)> &visit) {
+  void for_each(const ExportFilter &filter, int64_t limit, const std::function<void(const Record &)> &visit) {
     std::string sql = KILN_DB_RECORD_SELECT "WHERE 1";
     std::vector<std::string> params;
     if (!filter.template_name.empty()) {
@@ -507,12 +497,10 @@ TuningDb TuningDb::open(const std::string &path, const TuningDbOptions &options)
       return TuningDb(std::make_unique<Impl>(std::move(db), path, options));
     } catch (const DbError &e) {
       if (e.is_not_a_database()) {
-        throw TuningDbError(Kind::kNotATuningLog,
-                            path + " is not a Kiln tuning log (SQLite: file is not a database)");
+        throw TuningDbError(Kind::kNotATuningLog, path + " is not a Kiln tuning log (SQLite: file is not a database)");
       }
       if (e.is_corrupt()) {
-        throw TuningDbError(Kind::kCorrupt,
-                            path + " is damaged and cannot be opened (" + e.what() + ")");
+        throw TuningDbError(Kind::kCorrupt, path + " is damaged and cannot be opened (" + e.what() + ")");
       }
       if (e.is_busy() && std::chrono::steady_clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(
@@ -520,8 +508,7 @@ TuningDb TuningDb::open(const std::string &path, const TuningDbOptions &options)
         continue;
       }
       if (e.is_busy()) {
-        throw TuningDbError(
-            Kind::kBusy, path + ": opening: still locked by other connections (" + e.what() + ")");
+        throw TuningDbError(Kind::kBusy, path + ": opening: still locked by other connections (" + e.what() + ")");
       }
       throw TuningDbError(Kind::kSqlite, "opening " + path + ": " + e.what());
     }
@@ -531,8 +518,7 @@ TuningDb TuningDb::open(const std::string &path, const TuningDbOptions &options)
 std::vector<int64_t> TuningDb::insert(const std::vector<Record> &records) {
   Checked checked;
   for (size_t i = 0; i < records.size(); ++i) {
-    validate(records[i],
-             "record " + std::to_string(i + 1) + " of " + std::to_string(records.size()), checked);
+    validate(records[i], "record " + std::to_string(i + 1) + " of " + std::to_string(records.size()), checked);
   }
   if (records.empty()) return {};
   return impl_->write("inserting " + std::to_string(records.size()) + " records", [&] {
@@ -551,17 +537,14 @@ std::vector<int64_t> TuningDb::insert(const std::vector<Record> &records) {
 
 int64_t TuningDb::insert(const Record &record) { return insert(std::vector<Record>{record})[0]; }
 
-std::optional<Record> TuningDb::best(const std::string &workload_key, const Target &target,
-                                     Scope scope) {
+std::optional<Record> TuningDb::best(const std::string &workload_key, const Target &target, Scope scope) {
   std::vector<Record> top = top_k(workload_key, target, 1, scope);
   if (top.empty()) return std::nullopt;
   return std::move(top[0]);
 }
 
-std::vector<Record> TuningDb::top_k(const std::string &workload_key, const Target &target,
-                                    int64_t k, Scope scope) {
-  return impl_->read("looking up the best configs",
-                     [&] { return impl_->lookup(workload_key, target, k, scope); });
+std::vector<Record> TuningDb::top_k(const std::string &workload_key, const Target &target, int64_t k, Scope scope) {
+  return impl_->read("looking up the best configs", [&] { return impl_->lookup(workload_key, target, k, scope); });
 }
 
 std::vector<Record> TuningDb::history(const HistoryQuery &query) {
@@ -579,8 +562,7 @@ std::vector<Record> TuningDb::history(const HistoryQuery &query) {
   });
 }
 
-void TuningDb::for_each_record(const ExportFilter &filter,
-                               const std::function<void(const Record &)> &visit) {
+void TuningDb::for_each_record(const ExportFilter &filter, const std::function<void(const Record &)> &visit) {
   // Not retried: `visit` may already have seen records when the database turns out to be busy.
   try {
     impl_->for_each(filter, 0, visit);
@@ -591,8 +573,7 @@ void TuningDb::for_each_record(const ExportFilter &filter,
 
 std::optional<Workload> TuningDb::workload(const std::string &key) {
   return impl_->read("looking up a workload", [&]() -> std::optional<Workload> {
-    Use q(impl_->statement(
-        "SELECT workload_key, template_name, args, flop FROM workload WHERE workload_key = ?"));
+    Use q(impl_->statement("SELECT workload_key, template_name, args, flop FROM workload WHERE workload_key = ?"));
     q->bind(1, key);
     if (!q->step()) return std::nullopt;
     Workload w;
@@ -607,9 +588,9 @@ std::optional<Workload> TuningDb::workload(const std::string &key) {
 std::vector<Workload> TuningDb::workloads_with_prefix(const std::string &prefix, int64_t limit) {
   return impl_->read("looking up workloads", [&] {
     // Keys are lower-case hex, so every key with this prefix sorts below prefix + 'g'.
-    Use q(impl_->statement(
-        "SELECT workload_key, template_name, args, flop FROM workload "
-        "WHERE workload_key >= ? AND workload_key < ? ORDER BY workload_key LIMIT ?"));
+    Use q(
+        impl_->statement("SELECT workload_key, template_name, args, flop FROM workload "
+                         "WHERE workload_key >= ? AND workload_key < ? ORDER BY workload_key LIMIT ?"));
     q->bind(1, prefix).bind(2, prefix + "g").bind(3, limit);
     std::vector<Workload> result;
     while (q->step()) {
@@ -654,9 +635,9 @@ std::vector<WorkloadSummary> TuningDb::workloads(const std::string &template_nam
 std::vector<Target> TuningDb::targets_named(const std::string &target_string) {
   std::string canonical = canonical_target(target_string);
   return impl_->read("looking up targets", [&] {
-    Use q(impl_->statement(
-        "SELECT t.target, d.device_key, t.model FROM target t JOIN device d ON d.id = t.device_id "
-        "WHERE t.target = ? ORDER BY d.device_key"));
+    Use q(
+        impl_->statement("SELECT t.target, d.device_key, t.model FROM target t JOIN device d ON d.id = t.device_id "
+                         "WHERE t.target = ? ORDER BY d.device_key"));
     q->bind(1, canonical);
     std::vector<Target> result;
     while (q->step()) result.push_back({q->column_text(0), q->column_text(1), q->column_text(2)});
@@ -666,9 +647,9 @@ std::vector<Target> TuningDb::targets_named(const std::string &target_string) {
 
 std::vector<Target> TuningDb::targets() {
   return impl_->read("listing targets", [&] {
-    Use q(impl_->statement(
-        "SELECT t.target, d.device_key, t.model FROM target t JOIN device d ON d.id = t.device_id "
-        "ORDER BY d.device_key, t.target"));
+    Use q(
+        impl_->statement("SELECT t.target, d.device_key, t.model FROM target t JOIN device d ON d.id = t.device_id "
+                         "ORDER BY d.device_key, t.target"));
     std::vector<Target> result;
     while (q->step()) result.push_back({q->column_text(0), q->column_text(1), q->column_text(2)});
     return result;
@@ -681,9 +662,9 @@ int64_t TuningDb::create_job(const std::string &name, const json &spec, int64_t 
   if (trials_total < 0) bad_input("job " + name + ": trials_total must be >= 0");
   std::string spec_text = canonical_json(spec.is_null() ? json::object() : spec);
   return impl_->write("creating job " + name, [&] {
-    Use insert(impl_->statement(
-        "INSERT INTO job (name, spec, state, trials_total, created_at, updated_at) "
-        "VALUES (?, ?, 'pending', ?, ?, ?)"));
+    Use insert(
+        impl_->statement("INSERT INTO job (name, spec, state, trials_total, created_at, updated_at) "
+                         "VALUES (?, ?, 'pending', ?, ?, ?)"));
     double now = unix_now();
     insert->bind(1, name).bind(2, spec_text).bind(3, trials_total).bind(4, now).bind(5, now);
     insert->run();
@@ -691,11 +672,10 @@ int64_t TuningDb::create_job(const std::string &name, const json &spec, int64_t 
   });
 }
 
-void TuningDb::update_job(int64_t job_id, JobState state,
-                          const std::optional<std::string> &message) {
+void TuningDb::update_job(int64_t job_id, JobState state, const std::optional<std::string> &message) {
   impl_->write("updating job " + std::to_string(job_id), [&] {
-    Use update(impl_->statement(
-        "UPDATE job SET state = ?, message = coalesce(?, message), updated_at = ? WHERE id = ?"));
+    Use update(
+        impl_->statement("UPDATE job SET state = ?, message = coalesce(?, message), updated_at = ? WHERE id = ?"));
     update->bind(1, to_string(state));
     if (message) {
       update->bind(2, *message);
@@ -778,12 +758,11 @@ Stats TuningDb::stats() {
     s.devices = count("SELECT count(*) FROM device");
     s.jobs = count("SELECT count(*) FROM job");
     s.file_bytes = count("SELECT page_count * page_size FROM pragma_page_count, pragma_page_size");
-    Use q(impl_->statement(
-        "SELECT error_class, count(*), min(measured_at), max(measured_at) FROM record "
-        "GROUP BY error_class"));
+    Use q(
+        impl_->statement("SELECT error_class, count(*), min(measured_at), max(measured_at) FROM record "
+                         "GROUP BY error_class"));
     while (q->step()) {
-      ErrorClass error = error_class_from_code(static_cast<int>(q->column_int64(0)))
-                             .value_or(ErrorClass::kUnknown);
+      ErrorClass error = error_class_from_code(static_cast<int>(q->column_int64(0))).value_or(ErrorClass::kUnknown);
       int64_t n = q->column_int64(1);
       s.by_error[error] += n;
       s.records += n;
@@ -806,19 +785,18 @@ PruneResult TuningDb::prune(const PruneOptions &options) {
       [&] {
         PruneResult result;
         {
-          Statement del = impl_->db.prepare(
-              std::string("DELETE FROM record WHERE id IN (SELECT id FROM (SELECT id, "
-                          "row_number() OVER (PARTITION BY workload_id, target_id "
-                          "ORDER BY mean_s, id) AS rank FROM record WHERE error_class = 0) "
-                          "WHERE rank > ?) AND ") +
-              kUnfinishedJob);
+          Statement del =
+              impl_->db.prepare(std::string("DELETE FROM record WHERE id IN (SELECT id FROM (SELECT id, "
+                                            "row_number() OVER (PARTITION BY workload_id, target_id "
+                                            "ORDER BY mean_s, id) AS rank FROM record WHERE error_class = 0) "
+                                            "WHERE rank > ?) AND ") +
+                                kUnfinishedJob);
           del.bind(1, options.keep);
           del.run();
           result.deleted_valid = impl_->db.changes();
         }
         if (!options.keep_failed) {
-          impl_->db.exec(std::string("DELETE FROM record WHERE error_class != 0 AND ") +
-                         kUnfinishedJob);
+          impl_->db.exec(std::string("DELETE FROM record WHERE error_class != 0 AND ") + kUnfinishedJob);
           result.deleted_failed = impl_->db.changes();
         }
         Use q(impl_->statement("SELECT count(*) FROM record"));
@@ -843,17 +821,14 @@ CheckReport TuningDb::check() {
 
       Statement foreign = impl_->db.prepare("PRAGMA foreign_key_check");
       while (foreign.step()) {
-        problem("foreign key: " + foreign.column_text(0) + " row " +
-                std::to_string(foreign.column_int64(1)) + " refers to a missing " +
-                foreign.column_text(2) + " row");
+        problem("foreign key: " + foreign.column_text(0) + " row " + std::to_string(foreign.column_int64(1)) +
+                " refers to a missing " + foreign.column_text(2) + " row");
       }
       int version = schema_version(impl_->db);
       if (version != kSchemaVersion) {
-        problem("schema version " + std::to_string(version) + ", expected " +
-                std::to_string(kSchemaVersion));
+        problem("schema version " + std::to_string(version) + ", expected " + std::to_string(kSchemaVersion));
       }
-      Statement mean = impl_->db.prepare(
-          "SELECT count(*) FROM record WHERE (error_class = 0) != (mean_s IS NOT NULL)");
+      Statement mean = impl_->db.prepare("SELECT count(*) FROM record WHERE (error_class = 0) != (mean_s IS NOT NULL)");
       if (mean.step() && mean.column_int64(0) > 0) {
         problem(std::to_string(mean.column_int64(0)) +
                 " records whose mean does not agree with their error class (valid records need "
@@ -864,12 +839,10 @@ CheckReport TuningDb::check() {
           "SELECT count(*) FROM record r JOIN target t ON t.id = r.target_id "
           "WHERE t.device_id != r.device_id");
       if (devices.step() && devices.column_int64(0) > 0) {
-        problem(std::to_string(devices.column_int64(0)) +
-                " records whose device class differs from their target's");
+        problem(std::to_string(devices.column_int64(0)) + " records whose device class differs from their target's");
       }
       devices.reset();
-      Statement workloads =
-          impl_->db.prepare("SELECT workload_key, template_name, args FROM workload");
+      Statement workloads = impl_->db.prepare("SELECT workload_key, template_name, args FROM workload");
       while (workloads.step()) {
         std::string key = workloads.column_text(0);
         std::string name = workloads.column_text(1);
@@ -897,8 +870,7 @@ void TuningDb::vacuum() {
 
 // --- exchange ------------------------------------------------------------------------------------
 
-int64_t TuningDb::export_records(std::ostream &out, ExportFormat format,
-                                 const ExportFilter &filter) {
+int64_t TuningDb::export_records(std::ostream &out, ExportFormat format, const ExportFilter &filter) {
   int64_t count = 0;
   for_each_record(filter, [&](const Record &record) {
     if (format == ExportFormat::kKiln) {
@@ -953,15 +925,15 @@ ImportResult TuningDb::import_records(std::istream &in, const ImportOptions &opt
       } catch (const TuningDbError &e) {
         if (e.kind() != Kind::kBadInput) throw;
         if (!options.skip_bad_lines) {
-          throw TuningDbError(Kind::kBadInput, "line " + std::to_string(number) + ": " + e.what() +
-                                                   "; nothing was imported");
+          throw TuningDbError(Kind::kBadInput,
+                              "line " + std::to_string(number) + ": " + e.what() + "; nothing was imported");
         }
         result.bad_lines.push_back({number, e.what()});
       }
     }
     if (in.bad()) {
-      throw TuningDbError(Kind::kBadInput, "reading line " + std::to_string(number + 1) +
-                                               " failed; nothing was imported");
+      throw TuningDbError(Kind::kBadInput,
+                          "reading line " + std::to_string(number + 1) + " failed; nothing was imported");
     }
     transaction->commit();
   } catch (const DbError &e) {

@@ -150,8 +150,7 @@ class TuningDb {
   // transfer-learning set of the cost model.
   std::vector<Record> history(const HistoryQuery &query);
   // Calls `visit` for each matching record, oldest first, without holding them all in memory.
-  void for_each_record(const ExportFilter &filter,
-                       const std::function<void(const Record &)> &visit);
+  void for_each_record(const ExportFilter &filter, const std::function<void(const Record &)> &visit);
 
   // --- Workloads and targets -------------------------------------------------------------------
   std::optional<Workload> workload(const std::string &key);

@@ -110,7 +110,7 @@ int32_t KilnParallelFor(KilnParallelBody body, int64_t n, void *closure);
 const KilnRuntimeApi *KilnGetRuntimeApi(void);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* KILN_DEPLOY_C_ABI_H_ */

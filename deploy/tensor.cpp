@@ -22,8 +22,7 @@ int64_t checked_numel(const std::vector<int64_t> &shape) {
   int64_t n = 1;
   for (int64_t extent : shape) {
     if (extent < 0) {
-      throw TensorError("tensor shape " + shape_to_string(shape) +
-                                  " has a negative extent");
+      throw TensorError("tensor shape " + shape_to_string(shape) + " has a negative extent");
     }
     if (__builtin_mul_overflow(n, extent, &n)) {
       throw TensorError("tensor shape " + shape_to_string(shape) + " is too large");
@@ -47,10 +46,18 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t> &shape) {
 std::string DType::to_string() const {
   std::string s;
   switch (code) {
-    case Int: s = "int"; break;
-    case UInt: s = "uint"; break;
-    case Float: s = "float"; break;
-    default: s = "code" + std::to_string(static_cast<int>(code)) + "_"; break;
+    case Int:
+      s = "int";
+      break;
+    case UInt:
+      s = "uint";
+      break;
+    case Float:
+      s = "float";
+      break;
+    default:
+      s = "code" + std::to_string(static_cast<int>(code)) + "_";
+      break;
   }
   s += std::to_string(bits);
   if (lanes != 1) s += "x" + std::to_string(lanes);
@@ -63,9 +70,9 @@ struct Tensor::Storage {
     // Never allocate zero bytes, so that data() of an empty tensor is still a valid pointer.
     size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
     if (rounded == 0) rounded = kTensorAlignment;
-    ptr = ::operator new(rounded, std::align_val_t{kTensorAlignment});
+    ptr = ::operator new (rounded, std::align_val_t{kTensorAlignment});
   }
-  ~Storage() { ::operator delete(ptr, std::align_val_t{kTensorAlignment}); }
+  ~Storage() { ::operator delete (ptr, std::align_val_t{kTensorAlignment}); }
   Storage(const Storage &) = delete;
   Storage &operator=(const Storage &) = delete;
 
@@ -108,9 +115,8 @@ const void *Tensor::data() const { return const_cast<Tensor *>(this)->data(); }
 void Tensor::copy_from(const void *src, size_t bytes) {
   check_defined("copy_from");
   if (bytes != nbytes()) {
-    throw TensorError("copy_from: tensor " + shape_to_string(shape_) + " " +
-                                dtype_.to_string() + " holds " + std::to_string(nbytes()) +
-                                " bytes, got " + std::to_string(bytes));
+    throw TensorError("copy_from: tensor " + shape_to_string(shape_) + " " + dtype_.to_string() + " holds " +
+                      std::to_string(nbytes()) + " bytes, got " + std::to_string(bytes));
   }
   if (bytes) std::memcpy(data(), src, bytes);
 }
@@ -118,9 +124,8 @@ void Tensor::copy_from(const void *src, size_t bytes) {
 void Tensor::copy_to(void *dst, size_t bytes) const {
   check_defined("copy_to");
   if (bytes != nbytes()) {
-    throw TensorError("copy_to: tensor " + shape_to_string(shape_) + " " +
-                                dtype_.to_string() + " holds " + std::to_string(nbytes()) +
-                                " bytes, destination has " + std::to_string(bytes));
+    throw TensorError("copy_to: tensor " + shape_to_string(shape_) + " " + dtype_.to_string() + " holds " +
+                      std::to_string(nbytes()) + " bytes, destination has " + std::to_string(bytes));
   }
   if (bytes) std::memcpy(dst, data(), bytes);
 }
@@ -128,14 +133,12 @@ void Tensor::copy_to(void *dst, size_t bytes) const {
 Tensor Tensor::view(int64_t offset, std::vector<int64_t> shape) const {
   check_defined("view");
   if (!is_contiguous()) {
-    throw TensorError("view: tensor " + shape_to_string(shape_) +
-                                " is not contiguous");
+    throw TensorError("view: tensor " + shape_to_string(shape_) + " is not contiguous");
   }
   int64_t n = checked_numel(shape);
   if (offset < 0 || offset > numel() || n > numel() - offset) {
-    throw TensorError("view: " + shape_to_string(shape) + " at offset " +
-                                std::to_string(offset) + " does not fit in tensor " +
-                                shape_to_string(shape_));
+    throw TensorError("view: " + shape_to_string(shape) + " at offset " + std::to_string(offset) +
+                      " does not fit in tensor " + shape_to_string(shape_));
   }
   Tensor t;
   t.storage_ = storage_;
@@ -149,8 +152,7 @@ Tensor Tensor::view(int64_t offset, std::vector<int64_t> shape) const {
 void Tensor::check_dtype(DType requested) const {
   check_defined("data_as");
   if (requested != dtype_) {
-    throw TensorError("tensor has dtype " + dtype_.to_string() + ", not " +
-                                requested.to_string());
+    throw TensorError("tensor has dtype " + dtype_.to_string() + ", not " + requested.to_string());
   }
 }
 

@@ -36,9 +36,7 @@ struct DType {
   template <class T>
   static constexpr DType of();
 
-  bool operator==(const DType &o) const {
-    return code == o.code && bits == o.bits && lanes == o.lanes;
-  }
+  bool operator==(const DType &o) const { return code == o.code && bits == o.bits && lanes == o.lanes; }
   bool operator!=(const DType &o) const { return !(*this == o); }
 };
 

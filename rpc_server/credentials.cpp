@@ -47,8 +47,7 @@ std::string load_token(const std::string &token_file) {
     const char *value = std::getenv(kTokenEnvironmentVariable);
     token = trim(value ? value : "");
     if (token.empty()) {
-      throw UserError(std::string("no farm token: give --token-file or set ") +
-                               kTokenEnvironmentVariable);
+      throw UserError(std::string("no farm token: give --token-file or set ") + kTokenEnvironmentVariable);
     }
   }
   return token;
@@ -59,9 +58,9 @@ std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsFiles &tls)
   if (tls.cert_file.empty() || tls.key_file.empty()) {
     throw UserError("a TLS server needs both a certificate and a private key file");
   }
-  grpc::SslServerCredentialsOptions options(
-      tls.ca_file.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-                          : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  grpc::SslServerCredentialsOptions options(tls.ca_file.empty()
+                                                ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                                : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
   options.pem_key_cert_pairs.push_back(
       {read_file(tls.key_file, "TLS key"), read_file(tls.cert_file, "TLS certificate")});
   if (!tls.ca_file.empty()) options.pem_root_certs = read_file(tls.ca_file, "TLS CA");
@@ -82,8 +81,7 @@ std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const TlsFiles &tl
   return grpc::SslCredentials(options);
 }
 
-std::shared_ptr<grpc::Channel> make_channel(const std::string &address, const TlsFiles &tls,
-                                            int max_message_bytes) {
+std::shared_ptr<grpc::Channel> make_channel(const std::string &address, const TlsFiles &tls, int max_message_bytes) {
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(max_message_bytes);
   arguments.SetMaxSendMessageSize(max_message_bytes);

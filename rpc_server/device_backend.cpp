@@ -66,7 +66,8 @@ class CpuBackend final : public DeviceBackend {
 std::unique_ptr<DeviceBackend> make_device_backend(const std::string &target) {
   const std::string kind = target_kind(target);
   if (kind == "llvm") return std::make_unique<CpuBackend>();
-  throw UserError("no measurement back end for target kind \"" + kind + "\" (this runner measures \"llvm\" CPU targets)");
+  throw UserError("no measurement back end for target kind \"" + kind +
+                  "\" (this runner measures \"llvm\" CPU targets)");
 }
 
 std::string reference_target(const std::string &target) {

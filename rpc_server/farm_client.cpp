@@ -17,10 +17,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 FarmError to_error(const std::string &what, const grpc::Status &status) {
-  return FarmError(status.error_code(), what + ": " + status_code_name(status.error_code()) +
-                                            (status.error_message().empty()
-                                                 ? std::string()
-                                                 : ": " + status.error_message()));
+  return FarmError(status.error_code(),
+                   what + ": " + status_code_name(status.error_code()) +
+                       (status.error_message().empty() ? std::string() : ": " + status.error_message()));
 }
 
 void set_timeout(grpc::ClientContext &context, std::chrono::milliseconds timeout) {
@@ -71,24 +70,42 @@ class Watchdog {
 
 std::string status_code_name(grpc::StatusCode code) {
   switch (code) {
-    case grpc::StatusCode::OK: return "OK";
-    case grpc::StatusCode::CANCELLED: return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED: return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL: return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
-    default: return "STATUS_" + std::to_string(static_cast<int>(code));
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "STATUS_" + std::to_string(static_cast<int>(code));
   }
 }
 
@@ -141,8 +158,7 @@ kiln::v1::SummaryReply TrackerClient::summary() {
   return reply;
 }
 
-kiln::v1::RegisterReply TrackerClient::register_runner(const std::string &address,
-                                                       const kiln::v1::Target &target) {
+kiln::v1::RegisterReply TrackerClient::register_runner(const std::string &address, const kiln::v1::Target &target) {
   grpc::ClientContext context;
   prepare(context, std::chrono::seconds(5));
   kiln::v1::RegisterRequest request;
@@ -154,8 +170,7 @@ kiln::v1::RegisterReply TrackerClient::register_runner(const std::string &addres
   return reply;
 }
 
-kiln::v1::HeartbeatReply TrackerClient::heartbeat(const std::string &runner_id,
-                                                  const std::string &active_lease) {
+kiln::v1::HeartbeatReply TrackerClient::heartbeat(const std::string &runner_id, const std::string &active_lease) {
   grpc::ClientContext context;
   prepare(context, std::chrono::seconds(5));
   kiln::v1::HeartbeatRequest request;
@@ -185,8 +200,7 @@ struct RunnerSession::Impl {
   kiln::v1::MeasureOptions options;
   std::unique_ptr<kiln::v1::Runner::Stub> stub;
   grpc::ClientContext context;
-  std::unique_ptr<grpc::ClientReaderWriter<kiln::v1::MeasureRequest, kiln::v1::MeasureReply>>
-      stream;
+  std::unique_ptr<grpc::ClientReaderWriter<kiln::v1::MeasureRequest, kiln::v1::MeasureReply>> stream;
   uint64_t next_batch = 1;
   bool closed = false;
   grpc::Status final_status;
@@ -196,14 +210,13 @@ struct RunnerSession::Impl {
   std::chrono::milliseconds batch_limit(size_t n) const {
     auto or_default = [](uint32_t value, uint32_t fallback) { return value ? value : fallback; };
     uint64_t per_config = uint64_t(or_default(options.build_timeout_ms(), 10000)) +
-                          or_default(options.run_timeout_ms(), 10000) + options.cooldown_ms() +
-                          1000;
+                          or_default(options.run_timeout_ms(), 10000) + options.cooldown_ms() + 1000;
     return std::chrono::milliseconds(per_config * n + 30000);
   }
 };
 
-RunnerSession::RunnerSession(const kiln::v1::AcquireReply &lease, const std::string &token,
-                             const TlsFiles &tls, const kiln::v1::MeasureOptions &options)
+RunnerSession::RunnerSession(const kiln::v1::AcquireReply &lease, const std::string &token, const TlsFiles &tls,
+                             const kiln::v1::MeasureOptions &options)
     : impl_(std::make_unique<Impl>()) {
   impl_->lease = lease;
   impl_->options = options;
@@ -218,9 +231,9 @@ RunnerSession::~RunnerSession() {
   }
 }
 
-std::vector<kiln::v1::MeasureResult> RunnerSession::measure(
-    const kiln::v1::Workload &workload, const kiln::v1::Target &target,
-    const std::vector<kiln::v1::Config> &configs) {
+std::vector<kiln::v1::MeasureResult> RunnerSession::measure(const kiln::v1::Workload &workload,
+                                                            const kiln::v1::Target &target,
+                                                            const std::vector<kiln::v1::Config> &configs) {
   std::vector<kiln::v1::MeasureResult> results(configs.size());
   std::vector<bool> have(configs.size(), false);
   if (configs.empty()) return results;
@@ -251,8 +264,7 @@ std::vector<kiln::v1::MeasureResult> RunnerSession::measure(
   size_t received = 0;
   kiln::v1::MeasureReply reply;
   while (ok && received < configs.size() && impl_->stream->Read(&reply)) {
-    if (reply.batch_id() != batch_id || reply.config_position() >= configs.size() ||
-        have[reply.config_position()]) {
+    if (reply.batch_id() != batch_id || reply.config_position() >= configs.size() || have[reply.config_position()]) {
       continue;  // not an answer this batch is waiting for
     }
     have[reply.config_position()] = true;
@@ -273,8 +285,7 @@ std::vector<kiln::v1::MeasureResult> RunnerSession::measure(
     throw to_error(where + " rejected the request", status);
   }
   std::string why = watchdog.fired() ? "stopped answering within the time the options allow"
-                                     : "the measurement stream broke: " +
-                                           status_code_name(status.error_code()) + " " +
+                                     : "the measurement stream broke: " + status_code_name(status.error_code()) + " " +
                                            status.error_message();
   for (size_t i = 0; i < configs.size(); ++i) {
     if (!have[i]) results[i] = infra(where + ": " + why);
@@ -299,19 +310,18 @@ grpc::Status RunnerSession::close() {
 
 // ---- FarmClient ----
 
-FarmClient::FarmClient(FarmClientOptions options)
-    : options_(std::move(options)), tracker_(options_.tracker) {}
+FarmClient::FarmClient(FarmClientOptions options) : options_(std::move(options)), tracker_(options_.tracker) {}
 
-std::vector<kiln::v1::MeasureResult> FarmClient::measure(
-    const kiln::v1::Workload &workload, const kiln::v1::Target &target,
-    const std::vector<kiln::v1::Config> &configs, const kiln::v1::MeasureOptions &options) {
+std::vector<kiln::v1::MeasureResult> FarmClient::measure(const kiln::v1::Workload &workload,
+                                                         const kiln::v1::Target &target,
+                                                         const std::vector<kiln::v1::Config> &configs,
+                                                         const kiln::v1::MeasureOptions &options) {
   std::vector<kiln::v1::MeasureResult> results(configs.size());
   std::vector<size_t> pending(configs.size());
   for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
   const int attempts = std::max(1, options_.max_attempts);
   for (int attempt = 1; attempt <= attempts && !pending.empty(); ++attempt) {
-    kiln::v1::AcquireReply lease =
-        tracker_.acquire(target.device_key(), options_.priority, options_.acquire_wait);
+    kiln::v1::AcquireReply lease = tracker_.acquire(target.device_key(), options_.priority, options_.acquire_wait);
     std::vector<kiln::v1::Config> subset;
     for (size_t i : pending) subset.push_back(configs[i]);
     std::vector<kiln::v1::MeasureResult> got;

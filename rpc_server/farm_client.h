@@ -46,17 +46,14 @@ class TrackerClient {
 
   // Waits up to `wait` for a runner of `device_key`. Throws FarmError (DEADLINE_EXCEEDED when
   // none frees up in time).
-  kiln::v1::AcquireReply acquire(const std::string &device_key, int priority,
-                                 std::chrono::milliseconds wait);
+  kiln::v1::AcquireReply acquire(const std::string &device_key, int priority, std::chrono::milliseconds wait);
   // Gives the runner back; false when the tracker no longer knows the lease (revoked). Throws
   // FarmError for other failures.
   bool release(const std::string &lease_id, bool runner_failed = false);
   kiln::v1::SummaryReply summary();
-  kiln::v1::RegisterReply register_runner(const std::string &address,
-                                          const kiln::v1::Target &target);
+  kiln::v1::RegisterReply register_runner(const std::string &address, const kiln::v1::Target &target);
   // Throws FarmError; NOT_FOUND when the tracker has dropped the runner.
-  kiln::v1::HeartbeatReply heartbeat(const std::string &runner_id,
-                                     const std::string &active_lease);
+  kiln::v1::HeartbeatReply heartbeat(const std::string &runner_id, const std::string &active_lease);
 
   const Endpoint &endpoint() const { return endpoint_; }
 
@@ -68,16 +65,15 @@ class TrackerClient {
 };
 
 // Describes a runner (its Info).
-kiln::v1::InfoReply runner_info(const Endpoint &runner,
-                                std::chrono::milliseconds timeout = std::chrono::seconds(10));
+kiln::v1::InfoReply runner_info(const Endpoint &runner, std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 // One measurement session on a leased runner: one stream for many batches.
 class RunnerSession {
  public:
   // Opens the stream to lease.address() under the lease. Nothing is sent over the network
   // until the first measure().
-  RunnerSession(const kiln::v1::AcquireReply &lease, const std::string &token,
-                const TlsFiles &tls, const kiln::v1::MeasureOptions &options);
+  RunnerSession(const kiln::v1::AcquireReply &lease, const std::string &token, const TlsFiles &tls,
+                const kiln::v1::MeasureOptions &options);
   ~RunnerSession();
   RunnerSession(const RunnerSession &) = delete;
   RunnerSession &operator=(const RunnerSession &) = delete;
@@ -88,8 +84,7 @@ class RunnerSession {
   // session is broken(). Throws FarmError when the runner rejects the request itself
   // (INVALID_ARGUMENT, UNAUTHENTICATED, RESOURCE_EXHAUSTED for a message over the size limit):
   // retrying elsewhere would not help.
-  std::vector<kiln::v1::MeasureResult> measure(const kiln::v1::Workload &workload,
-                                               const kiln::v1::Target &target,
+  std::vector<kiln::v1::MeasureResult> measure(const kiln::v1::Workload &workload, const kiln::v1::Target &target,
                                                const std::vector<kiln::v1::Config> &configs);
   bool broken() const { return broken_; }
   // Closes the stream; returns the runner's final status (OK after a clean session).
@@ -121,8 +116,7 @@ class FarmClient {
   // INFRA on another lease. One result per config, in order. Throws FarmError when no runner can
   // be had (DEADLINE_EXCEEDED) or a runner rejects the request (INVALID_ARGUMENT,
   // UNAUTHENTICATED).
-  std::vector<kiln::v1::MeasureResult> measure(const kiln::v1::Workload &workload,
-                                               const kiln::v1::Target &target,
+  std::vector<kiln::v1::MeasureResult> measure(const kiln::v1::Workload &workload, const kiln::v1::Target &target,
                                                const std::vector<kiln::v1::Config> &configs,
                                                const kiln::v1::MeasureOptions &options);
 

@@ -35,8 +35,7 @@ struct MeasureExtension {
   // Adds templates to a registry that holds the builtin library.
   std::function<void(ops::Registry &)> add_templates;
   // The hooks for a candidate of `template_name` with `config`; null for none.
-  std::function<std::unique_ptr<CandidateHooks>(const std::string &template_name,
-                                                const autotune::Config &config)>
+  std::function<std::unique_ptr<CandidateHooks>(const std::string &template_name, const autotune::Config &config)>
       hooks;
 };
 

@@ -53,13 +53,13 @@ std::optional<MeasureRejection> over_limit(const char *field, uint64_t value, ui
 }  // namespace
 
 std::optional<MeasureRejection> check_options(const v1::MeasureOptions &o, const MeasureLimits &l) {
-  for (const std::optional<MeasureRejection> &p : {over_limit("number", o.number(), l.max_number),
-                               over_limit("repeat", o.repeat(), l.max_repeat),
-                               over_limit("min_repeat_ms", o.min_repeat_ms(), l.max_min_repeat_ms),
-                               over_limit("build_timeout_ms", o.build_timeout_ms(), l.max_timeout_ms),
-                               over_limit("run_timeout_ms", o.run_timeout_ms(), l.max_timeout_ms),
-                               over_limit("cooldown_ms", o.cooldown_ms(), l.max_cooldown_ms),
-                               over_limit("threads", o.threads(), l.max_threads)}) {
+  for (const std::optional<MeasureRejection> &p :
+       {over_limit("number", o.number(), l.max_number), over_limit("repeat", o.repeat(), l.max_repeat),
+        over_limit("min_repeat_ms", o.min_repeat_ms(), l.max_min_repeat_ms),
+        over_limit("build_timeout_ms", o.build_timeout_ms(), l.max_timeout_ms),
+        over_limit("run_timeout_ms", o.run_timeout_ms(), l.max_timeout_ms),
+        over_limit("cooldown_ms", o.cooldown_ms(), l.max_cooldown_ms),
+        over_limit("threads", o.threads(), l.max_threads)}) {
     if (p) return p;
   }
   return std::nullopt;
@@ -310,8 +310,8 @@ class MeasureCall {
     if (reply.has_ready()) {
       w.ready = true;
       if (w.doing != WorkerSlot::Doing::Nothing) {
-        w.deadline = deadline_for(w, w.doing == WorkerSlot::Doing::Build ? options_.build_timeout_ms()
-                                                                         : options_.run_timeout_ms());
+        w.deadline = deadline_for(
+            w, w.doing == WorkerSlot::Doing::Build ? options_.build_timeout_ms() : options_.run_timeout_ms());
       }
       return;
     }
@@ -547,8 +547,8 @@ std::optional<MeasureRejection> PoolState::check_batch(const std::vector<Candida
   const MeasureLimits &l = limits();
   if (auto p = check_options(o, l)) return p;
   if (batch.size() > l.max_batch) {
-    return MeasureRejection("the batch has " + std::to_string(batch.size()) +
-                                " configs, above the runner's limit of " + std::to_string(l.max_batch),
+    return MeasureRejection("the batch has " + std::to_string(batch.size()) + " configs, above the runner's limit of " +
+                                std::to_string(l.max_batch),
                             MeasureRejection::Reason::kOverLimit);
   }
   auto too_long = [&](const std::string &what, size_t i, const std::string &s) -> std::optional<MeasureRejection> {
@@ -566,12 +566,13 @@ std::optional<MeasureRejection> PoolState::check_batch(const std::vector<Candida
       return "config " + std::to_string(i) + ": " + e.what();
     }
     if (config_target != target.str()) {
-      return "config " + std::to_string(i) + " is for target '" + c.target.target() + "', but this runner compiles for '" +
-             target.str() + "'";
+      return "config " + std::to_string(i) + " is for target '" + c.target.target() +
+             "', but this runner compiles for '" + target.str() + "'";
     }
     for (const std::optional<MeasureRejection> &p :
-         {too_long("the template name", i, c.workload.template_name()), too_long("args_json", i, c.workload.args_json()),
-          too_long("the workload key", i, c.workload.key()), too_long("knobs_json", i, c.config.knobs_json()),
+         {too_long("the template name", i, c.workload.template_name()),
+          too_long("args_json", i, c.workload.args_json()), too_long("the workload key", i, c.workload.key()),
+          too_long("knobs_json", i, c.config.knobs_json()),
           too_long("the space fingerprint", i, c.config.space_fingerprint())}) {
       if (p) return p;
     }

@@ -69,8 +69,7 @@ struct MeasureRejection {
   };
 
   // A message alone is a malformed request.
-  MeasureRejection(std::string text, Reason why = Reason::kMalformed)
-      : reason(why), message(std::move(text)) {}
+  MeasureRejection(std::string text, Reason why = Reason::kMalformed) : reason(why), message(std::move(text)) {}
 
   Reason reason;
   // One line naming the field, the config or the workload, and the limit where there is one.
@@ -78,8 +77,7 @@ struct MeasureRejection {
 };
 
 // nullopt when the options are acceptable, else a kOverLimit rejection naming the field.
-std::optional<MeasureRejection> check_options(const kiln::v1::MeasureOptions &options,
-                                              const MeasureLimits &limits);
+std::optional<MeasureRejection> check_options(const kiln::v1::MeasureOptions &options, const MeasureLimits &limits);
 
 // The options with zeros replaced by the runner's defaults: number 1, repeat 3, min_repeat_ms 10
 // when absent (an explicit 0 turns the growth of `number` off),
@@ -140,10 +138,9 @@ class MeasurePool {
   //
   // Config.knobs_json is either an object {"knob": value, ...} or the list [["knob", value], ...];
   // with Config.space_fingerprint and Config.index (checked when not zero) it makes the config.
-  std::optional<MeasureRejection> measure(
-      const std::vector<Candidate> &batch, const kiln::v1::MeasureOptions &options,
-      const std::function<void(size_t, const kiln::v1::MeasureResult &)> &on_result,
-      const std::atomic<bool> *cancel = nullptr);
+  std::optional<MeasureRejection> measure(const std::vector<Candidate> &batch, const kiln::v1::MeasureOptions &options,
+                                          const std::function<void(size_t, const kiln::v1::MeasureResult &)> &on_result,
+                                          const std::atomic<bool> *cancel = nullptr);
 
   // Worker processes spawned so far (a crashed or killed worker is replaced by a new one).
   int workers_started() const;

@@ -188,9 +188,12 @@ std::string compare_output(const deploy::Tensor &got, const deploy::Tensor &want
   for (int64_t i = 0; i < n; ++i) {
     const double g = scalar_at(got, i), w = scalar_at(want, i);
     bool ok;
-    if (std::isnan(w)) ok = std::isnan(g);
-    else if (std::isinf(w)) ok = g == w;
-    else ok = std::fabs(g - w) <= atol + rtol * std::fabs(w);
+    if (std::isnan(w))
+      ok = std::isnan(g);
+    else if (std::isinf(w))
+      ok = g == w;
+    else
+      ok = std::fabs(g - w) <= atol + rtol * std::fabs(w);
     if (!ok) {
       std::ostringstream os;
       os.precision(9);
@@ -302,8 +305,8 @@ class Worker {
     }
     auto e = std::make_shared<WorkloadEntry>();
     try {
-      e->task = std::make_unique<ops::Task>(w.template_name(), Json::parse(w.args_json()), driver::resolve_target(target),
-                                            registry_);
+      e->task = std::make_unique<ops::Task>(w.template_name(), Json::parse(w.args_json()),
+                                            driver::resolve_target(target), registry_);
     } catch (const UserError &err) {
       throw Failure{v1::INSTANTIATION, err.what()};
     }

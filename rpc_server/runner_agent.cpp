@@ -6,8 +6,7 @@
 
 namespace kiln::rpc {
 
-RunnerAgent::RunnerAgent(RunnerAgentOptions options)
-    : options_(std::move(options)), client_(options_.tracker) {
+RunnerAgent::RunnerAgent(RunnerAgentOptions options) : options_(std::move(options)), client_(options_.tracker) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -24,8 +23,7 @@ void RunnerAgent::stop() {
 
 bool RunnerAgent::wait_registered(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
-  return wake_.wait_for(lock, timeout, [this] { return !runner_id_.empty() || stopping_; }) &&
-         !runner_id_.empty();
+  return wake_.wait_for(lock, timeout, [this] { return !runner_id_.empty() || stopping_; }) && !runner_id_.empty();
 }
 
 std::string RunnerAgent::runner_id() const {
@@ -48,20 +46,18 @@ std::chrono::milliseconds RunnerAgent::step() {
   std::string id = runner_id();
   try {
     if (id.empty()) {
-      kiln::v1::RegisterReply reply =
-          client_.register_runner(options_.advertise_address, options_.target);
+      kiln::v1::RegisterReply reply = client_.register_runner(options_.advertise_address, options_.target);
       std::lock_guard<std::mutex> lock(mutex_);
       runner_id_ = reply.runner_id();
       lease_id_.clear();
       interval_ = std::chrono::milliseconds(std::max<uint32_t>(reply.heartbeat_interval_ms(), 10));
       retry_ = std::chrono::milliseconds(200);
       wake_.notify_all();
-      std::fprintf(stderr, "kiln-runner: registered with the tracker at %s as %s\n",
-                   options_.tracker.address.c_str(), runner_id_.c_str());
+      std::fprintf(stderr, "kiln-runner: registered with the tracker at %s as %s\n", options_.tracker.address.c_str(),
+                   runner_id_.c_str());
       return interval_;
     }
-    kiln::v1::HeartbeatReply reply =
-        client_.heartbeat(id, options_.active_lease ? options_.active_lease() : "");
+    kiln::v1::HeartbeatReply reply = client_.heartbeat(id, options_.active_lease ? options_.active_lease() : "");
     std::lock_guard<std::mutex> lock(mutex_);
     lease_id_ = reply.lease_id();
     retry_ = std::chrono::milliseconds(200);

@@ -41,37 +41,30 @@ std::string host_target() {
 
 int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension) {
   if (argc > 1 && std::string(argv[1]) == "--measure-worker") return measure_worker_main(extension);
-  CLI::App app{"kiln-runner: compiles and times tuning candidates for a Kiln device farm.",
-               "kiln-runner"};
+  CLI::App app{"kiln-runner: compiles and times tuning candidates for a Kiln device farm.", "kiln-runner"};
   app.set_version_flag("--version", "kiln-runner " + deploy::version());
   std::string tracker, key, listen = "127.0.0.1:0", advertise, target, token_file, address_file;
   TlsFiles tls;
   int build_workers = 0;
   uint64_t memory_limit_mb = 8192;
   app.add_option("--tracker", tracker, "the tracker's address, HOST:PORT")->required();
-  app.add_option("--key", key, "the device key: the class of identical devices this one belongs to")
-      ->required();
+  app.add_option("--key", key, "the device key: the class of identical devices this one belongs to")->required();
   app.add_option("--listen", listen, "where to serve the Runner service (port 0: any free port)")
       ->capture_default_str();
   app.add_option("--advertise", advertise,
                  "the address tuners use to reach this runner (default: the listening address)");
   app.add_option("--target", target, "the canonical target string (default: this host's CPU)");
   app.add_option("--token-file", token_file,
-                 std::string("file holding the farm's shared token (default: $") +
-                     kTokenEnvironmentVariable + ")");
+                 std::string("file holding the farm's shared token (default: $") + kTokenEnvironmentVariable + ")");
   app.add_option("--tls-cert", tls.cert_file, "PEM certificate of this runner (enables TLS)");
   app.add_option("--tls-key", tls.key_file, "PEM private key of --tls-cert");
-  app.add_option("--tls-ca", tls.ca_file,
-                 "PEM CA certificates: verify the tracker, and require client certificates");
-  app.add_option("--tls-server-name", tls.server_name_override,
-                 "the name to expect in the tracker's certificate");
-  app.add_option("--build-workers", build_workers, "parallel builds (0: one per core)")
-      ->check(CLI::Range(0, 256));
+  app.add_option("--tls-ca", tls.ca_file, "PEM CA certificates: verify the tracker, and require client certificates");
+  app.add_option("--tls-server-name", tls.server_name_override, "the name to expect in the tracker's certificate");
+  app.add_option("--build-workers", build_workers, "parallel builds (0: one per core)")->check(CLI::Range(0, 256));
   app.add_option("--memory-limit-mb", memory_limit_mb, "address-space limit of each worker process")
       ->capture_default_str()
       ->check(CLI::Range(64, 1 << 24));
-  app.add_option("--address-file", address_file,
-                 "write the bound address to this file once serving");
+  app.add_option("--address-file", address_file, "write the bound address to this file once serving");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
@@ -96,9 +89,7 @@ int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension)
     std::unique_ptr<RunnerAgent> agent;
     RunnerServiceOptions service_options;
     service_options.token = token;
-    service_options.accept_lease = [&agent](const std::string &lease) {
-      return agent && agent->holds_lease(lease);
-    };
+    service_options.accept_lease = [&agent](const std::string &lease) { return agent && agent->holds_lease(lease); };
     service_options.runner_id = [&agent] { return agent ? agent->runner_id() : std::string(); };
     RunnerIdentity identity(key, target);
     const ops::Registry registry = extended_registry(extension);
@@ -120,8 +111,8 @@ int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension)
     agent_options.active_lease = [&service] { return service.active_lease(); };
     agent = std::make_unique<RunnerAgent>(agent_options);
 
-    std::fprintf(stderr, "kiln-runner: serving %s (device key %s, target \"%s\") on %s\n",
-                 deploy::version().c_str(), key.c_str(), target.c_str(), host->address().c_str());
+    std::fprintf(stderr, "kiln-runner: serving %s (device key %s, target \"%s\") on %s\n", deploy::version().c_str(),
+                 key.c_str(), target.c_str(), host->address().c_str());
     if (!address_file.empty()) write_file_atomically(address_file, host->address() + "\n");
 
     int signal = wait_for_shutdown_signal();

@@ -25,9 +25,7 @@ bool is_target(const std::string &requested, const std::string &runner_target) {
   }
 }
 
-grpc::Status invalid(const std::string &message) {
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
-}
+grpc::Status invalid(const std::string &message) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message); }
 
 // A request the measurement pool refused, as the client sees it: the status, and the message
 // after `context`. Both reasons are INVALID_ARGUMENT, which clients do not retry on another
@@ -95,14 +93,12 @@ std::vector<std::string> host_cpu_features() {
   return features;
 }
 
-RunnerService::RunnerService(RunnerIdentity identity, MeasurePool *pool,
-                             RunnerServiceOptions options)
+RunnerService::RunnerService(RunnerIdentity identity, MeasurePool *pool, RunnerServiceOptions options)
     : identity_(std::move(identity)), pool_(pool), options_(std::move(options)) {
   if (identity_.cpu_features.empty()) identity_.cpu_features = host_cpu_features();
 }
 
-grpc::Status RunnerService::Info(grpc::ServerContext *context,
-                                 const kiln::v1::InfoRequest * /*request*/,
+grpc::Status RunnerService::Info(grpc::ServerContext *context, const kiln::v1::InfoRequest * /*request*/,
                                  kiln::v1::InfoReply *reply) {
   if (!options_.token.empty()) {
     grpc::Status status = check_token(*context, options_.token);
@@ -127,8 +123,7 @@ std::string RunnerService::active_lease() const {
 }
 
 grpc::Status RunnerService::Measure(
-    grpc::ServerContext *context,
-    grpc::ServerReaderWriter<kiln::v1::MeasureReply, kiln::v1::MeasureRequest> *stream) {
+    grpc::ServerContext *context, grpc::ServerReaderWriter<kiln::v1::MeasureReply, kiln::v1::MeasureRequest> *stream) {
   if (!options_.token.empty()) {
     grpc::Status status = check_token(*context, options_.token);
     if (!status.ok()) return status;
@@ -155,8 +150,7 @@ grpc::Status RunnerService::Measure(
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (session_open_) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                          "the runner is serving another measurement session");
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the runner is serving another measurement session");
     }
     session_open_ = true;
     active_lease_ = session.lease_id();
@@ -169,8 +163,7 @@ grpc::Status RunnerService::Measure(
 }
 
 grpc::Status RunnerService::run_session(
-    grpc::ServerContext *context,
-    grpc::ServerReaderWriter<kiln::v1::MeasureReply, kiln::v1::MeasureRequest> *stream,
+    grpc::ServerContext *context, grpc::ServerReaderWriter<kiln::v1::MeasureReply, kiln::v1::MeasureRequest> *stream,
     const kiln::v1::MeasureSession &session) {
   kiln::v1::MeasureRequest request;
   while (stream->Read(&request)) {
@@ -180,16 +173,13 @@ grpc::Status RunnerService::run_session(
     const kiln::v1::MeasureBatch &batch = request.batch();
     if (batch.configs_size() == 0) return invalid("batch " + std::to_string(batch.batch_id()) + " has no configs");
     if (static_cast<uint32_t>(batch.configs_size()) > options_.max_batch) {
-      return invalid("batch " + std::to_string(batch.batch_id()) + " has " +
-                     std::to_string(batch.configs_size()) + " configs; at most " +
-                     std::to_string(options_.max_batch) + " are allowed");
+      return invalid("batch " + std::to_string(batch.batch_id()) + " has " + std::to_string(batch.configs_size()) +
+                     " configs; at most " + std::to_string(options_.max_batch) + " are allowed");
     }
     if (!is_target(batch.target().target(), identity_.target) ||
-        (!batch.target().device_key().empty() &&
-         batch.target().device_key() != identity_.device_key)) {
-      return invalid("batch target \"" + batch.target().target() + "\" (device key \"" +
-                     batch.target().device_key() + "\") is not this runner's \"" +
-                     identity_.target + "\" (\"" + identity_.device_key + "\")");
+        (!batch.target().device_key().empty() && batch.target().device_key() != identity_.device_key)) {
+      return invalid("batch target \"" + batch.target().target() + "\" (device key \"" + batch.target().device_key() +
+                     "\") is not this runner's \"" + identity_.target + "\" (\"" + identity_.device_key + "\")");
     }
     std::vector<Candidate> candidates(static_cast<size_t>(batch.configs_size()));
     for (size_t i = 0; i < candidates.size(); ++i) {

@@ -21,11 +21,8 @@ class MeasurePool;
 
 // What a runner says about itself.
 struct RunnerIdentity {
-  RunnerIdentity(std::string device_key, std::string target,
-                 std::vector<std::string> cpu_features = {})
-      : device_key(std::move(device_key)),
-        target(std::move(target)),
-        cpu_features(std::move(cpu_features)) {}
+  RunnerIdentity(std::string device_key, std::string target, std::vector<std::string> cpu_features = {})
+      : device_key(std::move(device_key)), target(std::move(target)), cpu_features(std::move(cpu_features)) {}
 
   // The class of identical devices, for example "x86-znver4".
   std::string device_key;
@@ -56,23 +53,20 @@ struct RunnerServiceOptions {
 class RunnerService final : public kiln::v1::Runner::Service {
  public:
   // `pool` (may be null: Measure then answers UNIMPLEMENTED) must outlive the service.
-  RunnerService(RunnerIdentity identity, MeasurePool *pool = nullptr,
-                RunnerServiceOptions options = {});
+  RunnerService(RunnerIdentity identity, MeasurePool *pool = nullptr, RunnerServiceOptions options = {});
 
   grpc::Status Info(grpc::ServerContext *context, const kiln::v1::InfoRequest *request,
                     kiln::v1::InfoReply *reply) override;
-  grpc::Status Measure(
-      grpc::ServerContext *context,
-      grpc::ServerReaderWriter<kiln::v1::MeasureReply, kiln::v1::MeasureRequest> *stream) override;
+  grpc::Status Measure(grpc::ServerContext *context,
+                       grpc::ServerReaderWriter<kiln::v1::MeasureReply, kiln::v1::MeasureRequest> *stream) override;
 
   // The lease of the open session, "" when none (reported in heartbeats).
   std::string active_lease() const;
 
  private:
-  grpc::Status run_session(
-      grpc::ServerContext *context,
-      grpc::ServerReaderWriter<kiln::v1::MeasureReply, kiln::v1::MeasureRequest> *stream,
-      const kiln::v1::MeasureSession &session);
+  grpc::Status run_session(grpc::ServerContext *context,
+                           grpc::ServerReaderWriter<kiln::v1::MeasureReply, kiln::v1::MeasureRequest> *stream,
+                           const kiln::v1::MeasureSession &session);
 
   RunnerIdentity identity_;
   MeasurePool *pool_;

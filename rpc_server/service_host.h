@@ -28,8 +28,7 @@ class ServiceHost {
   // Starts serving `services` (owned by the caller, and outliving the host) on `address`, for
   // example "127.0.0.1:0", where port 0 lets the OS choose a free port. Throws
   // kiln::UserError when the address cannot be bound or a TLS file cannot be read.
-  static std::unique_ptr<ServiceHost> start(const std::string &address,
-                                            const std::vector<grpc::Service *> &services,
+  static std::unique_ptr<ServiceHost> start(const std::string &address, const std::vector<grpc::Service *> &services,
                                             const ServiceHostOptions &options = {});
 
   ServiceHost(const ServiceHost &) = delete;

@@ -8,13 +8,11 @@
 
 namespace kiln::rpc {
 
-Tracker::Tracker(TrackerOptions options)
-    : options_(std::move(options)), random_(std::random_device{}()) {
+Tracker::Tracker(TrackerOptions options) : options_(std::move(options)), random_(std::random_device{}()) {
   if (options_.token.empty()) throw UserError("tracker: the shared token is empty");
   if (options_.heartbeat_interval.count() <= 0 || options_.heartbeat_timeout.count() <= 0 ||
       options_.max_wait.count() < 0) {
-    throw UserError(
-        "tracker: heartbeat interval and timeout must be positive, max wait not negative");
+    throw UserError("tracker: heartbeat interval and timeout must be positive, max wait not negative");
   }
   if (options_.lease_idle_timeout.count() <= 0 || options_.quarantine_after < 1 ||
       options_.quarantine_duration.count() < 0) {
@@ -29,8 +27,7 @@ Tracker::~Tracker() { shutdown(); }
 
 std::string Tracker::new_id(const char *prefix) {
   char buffer[40];
-  std::snprintf(buffer, sizeof buffer, "%s-%016llx", prefix,
-                static_cast<unsigned long long>(random_()));
+  std::snprintf(buffer, sizeof buffer, "%s-%016llx", prefix, static_cast<unsigned long long>(random_()));
   return buffer;
 }
 
@@ -64,8 +61,7 @@ std::string Tracker::register_runner(RunnerRegistration registration) {
   return id;
 }
 
-std::optional<std::string> Tracker::heartbeat(const std::string &runner_id,
-                                              const std::string &active_lease) {
+std::optional<std::string> Tracker::heartbeat(const std::string &runner_id, const std::string &active_lease) {
   std::vector<Completion> completions;
   std::string lease;
   {
@@ -90,8 +86,7 @@ std::optional<std::string> Tracker::heartbeat(const std::string &runner_id,
   return lease;
 }
 
-uint64_t Tracker::acquire(const std::string &device_key, int priority, Clock::time_point deadline,
-                          AcquireDone done) {
+uint64_t Tracker::acquire(const std::string &device_key, int priority, Clock::time_point deadline, AcquireDone done) {
   std::vector<Completion> completions;
   uint64_t id;
   {
@@ -228,8 +223,7 @@ void Tracker::dispatch(const std::string &device_key, std::vector<Completion> &c
     runner.lease_used = Clock::now();
     leases_[lease_id] = runner.id;
     Request &request = requests_.at(request_id);
-    AcquireOutcome outcome{AcquireStatus::kGranted,
-                           Lease{lease_id, runner.id, runner.registration}};
+    AcquireOutcome outcome{AcquireStatus::kGranted, Lease{lease_id, runner.id, runner.registration}};
     completions.emplace_back(std::move(request.done), std::move(outcome));
     queue.waiting.erase(queue.waiting.begin());
     deadlines_.erase({request.deadline, request_id});
@@ -237,8 +231,7 @@ void Tracker::dispatch(const std::string &device_key, std::vector<Completion> &c
   }
 }
 
-void Tracker::finish_request(uint64_t request_id, AcquireStatus status,
-                             std::vector<Completion> &out) {
+void Tracker::finish_request(uint64_t request_id, AcquireStatus status, std::vector<Completion> &out) {
   auto it = requests_.find(request_id);
   Request &request = it->second;
   devices_[request.device_key].waiting.erase({-request.priority, request_id});
@@ -252,8 +245,7 @@ void Tracker::expire(Clock::time_point now, std::vector<Completion> &completions
   for (auto &[id, runner] : runners_) {
     if (now - runner.last_heartbeat >= options_.heartbeat_timeout) {
       silent.push_back(id);
-    } else if (!runner.lease_id.empty() &&
-               now - runner.lease_used >= options_.lease_idle_timeout) {
+    } else if (!runner.lease_id.empty() && now - runner.lease_used >= options_.lease_idle_timeout) {
       end_lease(runner, /*failed=*/false, completions);  // its holder has gone away
     } else if (runner.lease_id.empty() && runner.quarantined_until != Clock::time_point{} &&
                runner.quarantined_until <= now) {

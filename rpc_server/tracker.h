@@ -103,14 +103,12 @@ class Tracker {
   // Renews a runner's registration; `active_lease` is the lease of the measurement session it is
   // serving ("" when none), which keeps that lease from expiring as idle. Returns the lease it
   // holds ("" while free), or nullopt when the runner is unknown (never registered, or dropped).
-  std::optional<std::string> heartbeat(const std::string &runner_id,
-                                       const std::string &active_lease = "");
+  std::optional<std::string> heartbeat(const std::string &runner_id, const std::string &active_lease = "");
 
   // Asks for a runner of `device_key`. `done` is called exactly once: at once when a runner is
   // free, later when one frees up, or with kDeadlineExceeded at `deadline`. Returns a request id
   // for cancel().
-  uint64_t acquire(const std::string &device_key, int priority, Clock::time_point deadline,
-                   AcquireDone done);
+  uint64_t acquire(const std::string &device_key, int priority, Clock::time_point deadline, AcquireDone done);
   // Withdraws a waiting request; its `done` gets kCancelled. No effect once it has completed.
   void cancel(uint64_t request_id);
   // Returns a leased runner to the free runners. `runner_failed` reports that the runner failed
@@ -130,10 +128,10 @@ class Tracker {
     std::string id;
     RunnerRegistration registration;
     Clock::time_point last_heartbeat;
-    std::string lease_id;              // "" while free
-    Clock::time_point lease_used;      // grant, or the last heartbeat reporting a session under it
+    std::string lease_id;                   // "" while free
+    Clock::time_point lease_used;           // grant, or the last heartbeat reporting a session under it
     Clock::time_point quarantined_until{};  // held back until then
-    bool suspect = false;              // reported failed; held back until it heartbeats
+    bool suspect = false;                   // reported failed; held back until it heartbeats
   };
   // Failure history of a runner address.
   struct Health {

@@ -17,16 +17,13 @@ grpc::ServerUnaryReactor *finish(grpc::CallbackServerContext *context, grpc::Sta
   return reactor;
 }
 
-grpc::Status invalid(const std::string &message) {
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
-}
+grpc::Status invalid(const std::string &message) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message); }
 
 // OK, or INVALID_ARGUMENT naming `field` when `value` is empty or too long.
 grpc::Status check_name(const char *field, const std::string &value) {
   if (value.empty()) return invalid(std::string(field) + " is empty");
   if (value.size() > kMaxNameLength) {
-    return invalid(std::string(field) + " is longer than " + std::to_string(kMaxNameLength) +
-                   " bytes");
+    return invalid(std::string(field) + " is longer than " + std::to_string(kMaxNameLength) + " bytes");
   }
   return grpc::Status::OK;
 }
@@ -64,16 +61,14 @@ void to_proto(const RunnerRegistration &runner, kiln::v1::Target *target) {
 // request is withdrawn, and a lease granted to a caller that has gone away is released again.
 class AcquireReactor final : public grpc::ServerUnaryReactor {
  public:
-  AcquireReactor(Tracker &tracker, kiln::v1::AcquireReply *reply)
-      : tracker_(tracker), reply_(reply) {}
+  AcquireReactor(Tracker &tracker, kiln::v1::AcquireReply *reply) : tracker_(tracker), reply_(reply) {}
 
   // Asks the tracker. The tracker may complete the request at once, on this thread; then the
   // reply is sent only once start() is done with the reactor, since Finish() may lead to OnDone()
   // and the reactor's deletion.
   void start(const std::string &device_key, int priority, Tracker::Clock::time_point deadline) {
-    uint64_t id = tracker_.acquire(device_key, priority, deadline, [this](AcquireOutcome outcome) {
-      complete(std::move(outcome));
-    });
+    uint64_t id = tracker_.acquire(device_key, priority, deadline,
+                                   [this](AcquireOutcome outcome) { complete(std::move(outcome)); });
     std::unique_lock<std::mutex> lock(mutex_);
     request_id_ = id;
     started_ = true;
@@ -127,8 +122,7 @@ class AcquireReactor final : public grpc::ServerUnaryReactor {
           status = grpc::Status::OK;
           break;
         case AcquireStatus::kDeadlineExceeded:
-          status = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
-                                "no runner became free before the deadline");
+          status = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "no runner became free before the deadline");
           break;
         case AcquireStatus::kCancelled:
           status = grpc::Status(grpc::StatusCode::CANCELLED, "acquire cancelled");
@@ -167,15 +161,12 @@ grpc::ServerUnaryReactor *TrackerService::Register(grpc::CallbackServerContext *
   if (status.ok()) status = check_device_key("target.device_key", request->target().device_key());
   if (status.ok()) status = check_target("target.target", request->target().target());
   if (!status.ok()) return finish(context, status);
-  std::string runner_id = tracker_.register_runner(
-      {request->address(), request->target().device_key(), request->target().target()});
+  std::string runner_id =
+      tracker_.register_runner({request->address(), request->target().device_key(), request->target().target()});
   reply->set_runner_id(runner_id);
-  reply->set_heartbeat_interval_ms(
-      static_cast<uint32_t>(tracker_.options().heartbeat_interval.count()));
-  reply->set_heartbeat_timeout_ms(
-      static_cast<uint32_t>(tracker_.options().heartbeat_timeout.count()));
-  reply->set_lease_idle_timeout_ms(
-      static_cast<uint32_t>(tracker_.options().lease_idle_timeout.count()));
+  reply->set_heartbeat_interval_ms(static_cast<uint32_t>(tracker_.options().heartbeat_interval.count()));
+  reply->set_heartbeat_timeout_ms(static_cast<uint32_t>(tracker_.options().heartbeat_timeout.count()));
+  reply->set_lease_idle_timeout_ms(static_cast<uint32_t>(tracker_.options().lease_idle_timeout.count()));
   return finish(context, grpc::Status::OK);
 }
 
@@ -188,12 +179,10 @@ grpc::ServerUnaryReactor *TrackerService::Heartbeat(grpc::CallbackServerContext 
     status = invalid("active_lease is longer than " + std::to_string(kMaxNameLength) + " bytes");
   }
   if (!status.ok()) return finish(context, status);
-  std::optional<std::string> lease =
-      tracker_.heartbeat(request->runner_id(), request->active_lease());
+  std::optional<std::string> lease = tracker_.heartbeat(request->runner_id(), request->active_lease());
   if (!lease) {
-    return finish(context,
-                  grpc::Status(grpc::StatusCode::NOT_FOUND,
-                               "unknown runner " + request->runner_id() + "; register again"));
+    return finish(context, grpc::Status(grpc::StatusCode::NOT_FOUND,
+                                        "unknown runner " + request->runner_id() + "; register again"));
   }
   reply->set_lease_id(*lease);
   return finish(context, grpc::Status::OK);
@@ -204,11 +193,9 @@ grpc::ServerUnaryReactor *TrackerService::Acquire(grpc::CallbackServerContext *c
                                                   kiln::v1::AcquireReply *reply) {
   grpc::Status status = check_token(*context, tracker_.options().token);
   if (status.ok()) status = check_device_key("device_key", request->device_key());
-  if (status.ok() &&
-      (request->priority() < -kMaxAcquirePriority || request->priority() > kMaxAcquirePriority)) {
+  if (status.ok() && (request->priority() < -kMaxAcquirePriority || request->priority() > kMaxAcquirePriority)) {
     status = invalid("priority " + std::to_string(request->priority()) + " is outside [-" +
-                     std::to_string(kMaxAcquirePriority) + ", " +
-                     std::to_string(kMaxAcquirePriority) + "]");
+                     std::to_string(kMaxAcquirePriority) + ", " + std::to_string(kMaxAcquirePriority) + "]");
   }
   const int64_t max_wait_ms = tracker_.options().max_wait.count();
   if (status.ok() && (request->wait_ms() < 0 || request->wait_ms() > max_wait_ms)) {
@@ -218,14 +205,11 @@ grpc::ServerUnaryReactor *TrackerService::Acquire(grpc::CallbackServerContext *c
   if (!status.ok()) return finish(context, status);
 
   // The sooner of the requested wait and the call's own deadline.
-  Tracker::Clock::time_point deadline =
-      Tracker::Clock::now() + std::chrono::milliseconds(request->wait_ms());
-  std::chrono::system_clock::duration call_left =
-      context->deadline() - std::chrono::system_clock::now();
+  Tracker::Clock::time_point deadline = Tracker::Clock::now() + std::chrono::milliseconds(request->wait_ms());
+  std::chrono::system_clock::duration call_left = context->deadline() - std::chrono::system_clock::now();
   if (context->deadline() != std::chrono::system_clock::time_point::max()) {
     deadline =
-        std::min(deadline, Tracker::Clock::now() +
-                               std::chrono::duration_cast<Tracker::Clock::duration>(call_left));
+        std::min(deadline, Tracker::Clock::now() + std::chrono::duration_cast<Tracker::Clock::duration>(call_left));
   }
   auto *reactor = new AcquireReactor(tracker_, reply);
   reactor->start(request->device_key(), request->priority(), deadline);
@@ -239,8 +223,8 @@ grpc::ServerUnaryReactor *TrackerService::Release(grpc::CallbackServerContext *c
   if (status.ok()) status = check_name("lease_id", request->lease_id());
   if (!status.ok()) return finish(context, status);
   if (!tracker_.release(request->lease_id(), request->runner_failed())) {
-    return finish(context, grpc::Status(grpc::StatusCode::NOT_FOUND,
-                                        "unknown or revoked lease " + request->lease_id()));
+    return finish(context,
+                  grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown or revoked lease " + request->lease_id()));
   }
   return finish(context, grpc::Status::OK);
 }

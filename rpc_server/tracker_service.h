@@ -19,20 +19,15 @@ class TrackerService final : public kiln::v1::Tracker::CallbackService {
 
   Tracker &tracker() { return tracker_; }
 
-  grpc::ServerUnaryReactor *Register(grpc::CallbackServerContext *context,
-                                     const kiln::v1::RegisterRequest *request,
+  grpc::ServerUnaryReactor *Register(grpc::CallbackServerContext *context, const kiln::v1::RegisterRequest *request,
                                      kiln::v1::RegisterReply *reply) override;
-  grpc::ServerUnaryReactor *Heartbeat(grpc::CallbackServerContext *context,
-                                      const kiln::v1::HeartbeatRequest *request,
+  grpc::ServerUnaryReactor *Heartbeat(grpc::CallbackServerContext *context, const kiln::v1::HeartbeatRequest *request,
                                       kiln::v1::HeartbeatReply *reply) override;
-  grpc::ServerUnaryReactor *Acquire(grpc::CallbackServerContext *context,
-                                    const kiln::v1::AcquireRequest *request,
+  grpc::ServerUnaryReactor *Acquire(grpc::CallbackServerContext *context, const kiln::v1::AcquireRequest *request,
                                     kiln::v1::AcquireReply *reply) override;
-  grpc::ServerUnaryReactor *Release(grpc::CallbackServerContext *context,
-                                    const kiln::v1::ReleaseRequest *request,
+  grpc::ServerUnaryReactor *Release(grpc::CallbackServerContext *context, const kiln::v1::ReleaseRequest *request,
                                     kiln::v1::ReleaseReply *reply) override;
-  grpc::ServerUnaryReactor *Summary(grpc::CallbackServerContext *context,
-                                    const kiln::v1::SummaryRequest *request,
+  grpc::ServerUnaryReactor *Summary(grpc::CallbackServerContext *context, const kiln::v1::SummaryRequest *request,
                                     kiln::v1::SummaryReply *reply) override;
 
  private:

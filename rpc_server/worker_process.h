@@ -21,7 +21,7 @@ constexpr int kWorkerChannelFd = 3;
 constexpr uint32_t kMaxFrameBytes = 256u << 20;
 
 struct WorkerSpawnOptions {
-  std::vector<std::string> argv;  // argv[0] is the program
+  std::vector<std::string> argv;    // argv[0] is the program
   uint64_t memory_limit_bytes = 0;  // RLIMIT_AS; 0: unlimited
 };
 

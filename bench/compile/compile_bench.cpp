@@ -35,7 +35,8 @@ int main(int argc, char **argv) {
   const int m = 1024, n = 1024, k = 1024;
   codegen::LLVMBuildOptions options;
   options.target = "llvm -mcpu=native";
-  const bench::GemmConfig config = bench::gemm_config(codegen::LLVMTarget::parse(options.target).vector_bits(), m, n, k);
+  const bench::GemmConfig config =
+      bench::gemm_config(codegen::LLVMTarget::parse(options.target).vector_bits(), m, n, k);
 
   std::vector<double> lower_ms, c_ms;
   ir::LoweredFunc f;
@@ -48,9 +49,8 @@ int main(int argc, char **argv) {
     c_ms.push_back(ms_since(tc));
   }
 
-  const std::string lib = (std::filesystem::temp_directory_path() /
-                           ("kiln_compile_bench_" + std::to_string(getpid()) + ".so"))
-                              .string();
+  const std::string lib =
+      (std::filesystem::temp_directory_path() / ("kiln_compile_bench_" + std::to_string(getpid()) + ".so")).string();
   for (const std::string mode : {"jit", "library"}) {
     std::vector<double> codegen, optimize, emit, link, total;
     for (int r = 0; r < repeats; ++r) {

@@ -43,9 +43,7 @@ double cpu_seconds() {
          static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
 }
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 double percentile(std::vector<double> values, double p) {
   if (values.empty()) return 0;
@@ -62,8 +60,8 @@ class Generator {
     int64_t count = std::max<int64_t>(1, options.records / options.records_per_workload);
     for (int64_t i = 0; i < count; ++i) {
       int64_t m = 16 * (1 + i % 64), n = 16 * (1 + (i / 64) % 64), k = 64 * (1 + i / 4096);
-      workloads_.push_back(kiln::db::Workload::make(
-          "dense.x86", {{"M", m}, {"N", n}, {"K", k}, {"dtype", "float32"}}, 2.0 * m * n * k));
+      workloads_.push_back(
+          kiln::db::Workload::make("dense.x86", {{"M", m}, {"N", n}, {"K", k}, {"dtype", "float32"}}, 2.0 * m * n * k));
     }
     targets_.push_back(kiln::db::Target::make("llvm -mcpu=znver4", "x86-znver4"));
     targets_.push_back(kiln::db::Target::make("llvm -mcpu=znver4 -mattr=+avx512f", "x86-znver4"));
@@ -267,16 +265,14 @@ int main(int argc, char **argv) {
     std::printf(
         "db_detail records=%lld insert_cpu_per_s=%.0f best_class_p50_us=%.1f "
         "best_class_p99_us=%.1f topk10_p50_us=%.1f\n",
-        static_cast<long long>(options.records), kiln.insert_cpu_per_s,
-        percentile(kiln.class_us, 0.50), percentile(kiln.class_us, 0.99),
-        percentile(kiln.topk_us, 0.50));
+        static_cast<long long>(options.records), kiln.insert_cpu_per_s, percentile(kiln.class_us, 0.50),
+        percentile(kiln.class_us, 0.99), percentile(kiln.topk_us, 0.50));
     std::printf(
         "db_peer records=%lld sqlite_raw_insert_per_s=%.0f sqlite_raw_insert_cpu_per_s=%.0f "
         "sqlite_raw_best_p50_us=%.1f sqlite_raw_best_p99_us=%.1f insert_ratio=%.2f "
         "best_p99_ratio=%.2f\n",
-        static_cast<long long>(options.records), raw.insert_per_s, raw.insert_cpu_per_s,
-        percentile(raw.best_us, 0.50), percentile(raw.best_us, 0.99),
-        kiln.insert_per_s / raw.insert_per_s,
+        static_cast<long long>(options.records), raw.insert_per_s, raw.insert_cpu_per_s, percentile(raw.best_us, 0.50),
+        percentile(raw.best_us, 0.99), kiln.insert_per_s / raw.insert_per_s,
         percentile(kiln.best_us, 0.99) / percentile(raw.best_us, 0.99));
   } catch (const std::exception &e) {
     std::fprintf(stderr, "kiln_bench_db: %s\n", e.what());

@@ -46,9 +46,7 @@ constexpr char kKey[] = "bench-cpu";
 constexpr char kTarget[] = "llvm -mcpu=native";
 constexpr char kToken[] = "farm-bench-token";
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 struct Trials {
   std::unique_ptr<kiln::ops::Task> task;
@@ -120,8 +118,8 @@ class Farm {
       fs::path file = dir_ / ("runner" + std::to_string(i) + ".address");
       runners_.push_back(std::make_unique<kiln::testing::ChildProcess>(
           std::vector<std::string>{KILN_RUNNER_BINARY, "--tracker", tracker_address_, "--key", kKey, "--target",
-                                   kTarget, "--token-file", (dir_ / "token").string(), "--address-file",
-                                   file.string(), "--build-workers", "1"},
+                                   kTarget, "--token-file", (dir_ / "token").string(), "--address-file", file.string(),
+                                   "--build-workers", "1"},
           (dir_ / ("runner" + std::to_string(i) + ".log")).string()));
       read(file);
     }
@@ -175,8 +173,7 @@ FarmRun farm_seconds(const Farm &farm, const Trials &t, size_t batch, int tuners
       FarmRun sums;
       const size_t first = t.wire.size() * k / tuners, last = t.wire.size() * (k + 1) / tuners;
       for (size_t begin = first; begin < last; begin += batch) {
-        std::vector<kiln::v1::Config> part(t.wire.begin() + begin,
-                                           t.wire.begin() + std::min(last, begin + batch));
+        std::vector<kiln::v1::Config> part(t.wire.begin() + begin, t.wire.begin() + std::min(last, begin + batch));
         for (const auto &r : client.measure(t.workload, target, part, bench_options())) {
           if (r.error() != kiln::v1::OK) continue;
           sums.wall += 1;  // counts successes here

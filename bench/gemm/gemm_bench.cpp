@@ -92,8 +92,8 @@ int main(int argc, char **argv) {
   struct Shape {
     int m, n, k;
   };
-  std::vector<Shape> shapes = {{256, 256, 256},  {512, 512, 512}, {1024, 1024, 1024}, {2048, 2048, 2048},
-                               {1000, 1000, 1000}};
+  std::vector<Shape> shapes = {
+      {256, 256, 256}, {512, 512, 512}, {1024, 1024, 1024}, {2048, 2048, 2048}, {1000, 1000, 1000}};
   for (int m : {1, 16, 64}) {
     for (int k : {512, 2048}) shapes.push_back({m, 1000, k});
   }
@@ -152,8 +152,8 @@ int main(int argc, char **argv) {
         return 1;
       }
       const double gk = flops / tk * 1e-9, gb = flops / tb * 1e-9;
-      std::printf("gemm m=%d n=%d k=%d threads=%d kiln_gflops=%.1f openblas_gflops=%.1f ratio=%.2f\n", sh.m, sh.n,
-                  sh.k, threads, gk, gb, gk / gb);
+      std::printf("gemm m=%d n=%d k=%d threads=%d kiln_gflops=%.1f openblas_gflops=%.1f ratio=%.2f\n", sh.m, sh.n, sh.k,
+                  threads, gk, gb, gk / gb);
       std::fflush(stdout);
     }
   }

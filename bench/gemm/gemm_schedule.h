@@ -17,11 +17,11 @@
 namespace kiln::bench {
 
 struct GemmConfig {
-  int lanes = 16;  // floats per vector register
-  int mr = 8;      // rows of a register tile
-  int nr = 32;     // columns of a register tile (a multiple of lanes)
-  int mb = 64;     // rows of a block (a multiple of mr)
-  int ku = 4;      // unrolling of the reduction
+  int lanes = 16;        // floats per vector register
+  int mr = 8;            // rows of a register tile
+  int nr = 32;           // columns of a register tile (a multiple of lanes)
+  int mb = 64;           // rows of a block (a multiple of mr)
+  int ku = 4;            // unrolling of the reduction
   bool pack_b = true;    // pack B into panels (pays off when many row tiles reuse each panel)
   bool parallel = true;  // run blocks in parallel (not worth waking threads for tiny problems)
 };
@@ -82,7 +82,9 @@ inline ir::LoweredFunc gemm_function(int M, int N, int K, const GemmConfig &c, c
       },
       N == padded ? "C" : "C.padded");
   te::Tensor C = P;
-  if (N != padded) C = te::compute({M, N}, [&](Var i, Var j) { return P(i, j); }, "C");
+  if (N != padded)
+    C = te::compute(
+        {M, N}, [&](Var i, Var j) { return P(i, j); }, "C");
   auto s = te::create_schedule({C});
   auto CC = s->cache_write(P, "local");
 

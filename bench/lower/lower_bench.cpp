@@ -30,7 +30,9 @@ struct Conv {
     auto rc = te::reduce_axis(c, "rc"), ry = te::reduce_axis(k, "ry"), rx = te::reduce_axis(k, "rx");
     Y = te::compute(
         {n, oc, h, w},
-        [&](Var b, Var o, Var y, Var x) { return te::sum(P(b, rc, y + ry, x + rx) * W(o, rc, ry, rx), {rc, ry, rx}); },
+        [&](Var b, Var o, Var y, Var x) {
+          return te::sum(P(b, rc, y + ry, x + rx) * W(o, rc, ry, rx), {rc, ry, rx});
+        },
         "conv");
   }
 };
@@ -42,14 +44,14 @@ double lower_ms(bool scheduled) {
   if (scheduled) {
     auto sy = (*s)[cv.Y];
     IterVar oo, oi, xo, xi, rco, rci, f;
-    sy.split(sy.axis(1), 16, &oo, &oi);                                      // 1 split
-    sy.split(sy.axis(3), 8, &xo, &xi);                                       // 2 split
-    sy.split(sy.reduce_axis(0), 8, &rco, &rci);                              // 3 split
-    sy.reorder({sy.axis(0), oo, sy.axis(2), xo, rco, sy.reduce_axis(1),      // 4 reorder
+    sy.split(sy.axis(1), 16, &oo, &oi);                                  // 1 split
+    sy.split(sy.axis(3), 8, &xo, &xi);                                   // 2 split
+    sy.split(sy.reduce_axis(0), 8, &rco, &rci);                          // 3 split
+    sy.reorder({sy.axis(0), oo, sy.axis(2), xo, rco, sy.reduce_axis(1),  // 4 reorder
                 sy.reduce_axis(2), rci, oi, xi});
-    sy.fuse(sy.axis(0), oo, &f);                                             // 5 fuse
-    sy.parallel(f);                                                          // 6 parallel
-    sy.vectorize(xi);                                                        // 7 vectorize
+    sy.fuse(sy.axis(0), oo, &f);  // 5 fuse
+    sy.parallel(f);               // 6 parallel
+    sy.vectorize(xi);             // 7 vectorize
     sy.unroll(oi);
     (*s)[cv.P].compute_at(sy, xo);
   }

@@ -75,7 +75,9 @@ double measure(const std::function<void()> &f, double give_up_above = 1e30) {
   return best;
 }
 
-deploy::Tensor make(const std::vector<int64_t> &shape) { return deploy::Tensor::empty(shape, deploy::DType::of<float>()); }
+deploy::Tensor make(const std::vector<int64_t> &shape) {
+  return deploy::Tensor::empty(shape, deploy::DType::of<float>());
+}
 
 void fill_random(std::vector<float> &v, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -107,11 +109,10 @@ Json tensor_json(const std::vector<int64_t> &shape) {
 
 Json task_args(const Workload &w) {
   if (w.kind == Workload::Dense) {
-    return Json::object(
-        {{"data", tensor_json({w.M, w.K})}, {"weight", tensor_json({w.Nn, w.K})}, {"prepacked", true}});
+    return Json::object({{"data", tensor_json({w.M, w.K})}, {"weight", tensor_json({w.Nn, w.K})}, {"prepacked", true}});
   }
-  const std::vector<int64_t> kernel =
-      w.kind == Workload::Depthwise ? std::vector<int64_t>{w.C, 1, w.KH, w.KW} : std::vector<int64_t>{w.OC, w.C, w.KH, w.KW};
+  const std::vector<int64_t> kernel = w.kind == Workload::Depthwise ? std::vector<int64_t>{w.C, 1, w.KH, w.KW}
+                                                                    : std::vector<int64_t>{w.OC, w.C, w.KH, w.KW};
   return Json::object({{"data", tensor_json({w.N, w.C, w.H, w.W})},
                        {"kernel", tensor_json(kernel)},
                        {"strides", Json::array_of(std::vector<int64_t>{w.S, w.S})},
@@ -233,8 +234,8 @@ double openblas_seconds(const Workload &wl, const Plain &p) {
   std::vector<float> c(static_cast<size_t>(wl.M * wl.Nn));
   return measure([&] {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(wl.M), static_cast<int>(wl.Nn),
-                static_cast<int>(wl.K), 1.0f, p.x.data(), static_cast<int>(wl.K), p.w.data(), static_cast<int>(wl.K), 0.0f,
-                c.data(), static_cast<int>(wl.Nn));
+                static_cast<int>(wl.K), 1.0f, p.x.data(), static_cast<int>(wl.K), p.w.data(), static_cast<int>(wl.K),
+                0.0f, c.data(), static_cast<int>(wl.Nn));
   });
 }
 
@@ -299,7 +300,8 @@ std::vector<float> kiln_output(const Workload &wl, const KilnArgs &a) {
   const int64_t ob = a.ob;
   for (int64_t oc = 0; oc < wl.OC; ++oc)
     for (int64_t y = 0; y < wl.OH; ++y)
-      for (int64_t x = 0; x < wl.OW; ++x) r[(oc * wl.OH + y) * wl.OW + x] = o[((oc / ob * wl.OH + y) * wl.OW + x) * ob + oc % ob];
+      for (int64_t x = 0; x < wl.OW; ++x)
+        r[(oc * wl.OH + y) * wl.OW + x] = o[((oc / ob * wl.OH + y) * wl.OW + x) * ob + oc % ob];
   return r;
 }
 
@@ -540,9 +542,10 @@ int main(int argc, char **argv) {
     }
     const double g_best = flop / best * 1e-9, g_def = dm.ok ? flop / def_seconds * 1e-9 : 0;
     const double g_peer = flop / peer.seconds * 1e-9;
-    std::printf("sweep op=%s shape=%s configs=%d failed=%d best_gflops=%.2f default_gflops=%.2f peer=onednn "
-                "peer_gflops=%.2f",
-                wl.tmpl.c_str(), wl.shape.c_str(), measured, failed, g_best, g_def, g_peer);
+    std::printf(
+        "sweep op=%s shape=%s configs=%d failed=%d best_gflops=%.2f default_gflops=%.2f peer=onednn "
+        "peer_gflops=%.2f",
+        wl.tmpl.c_str(), wl.shape.c_str(), measured, failed, g_best, g_def, g_peer);
     if (wl.kind == Workload::Dense) {
       std::printf(" weights=prepacked peer_weights=%s onednn_plain_gflops=%.2f openblas_gflops=%.2f", peer.weights,
                   flop / peer.plain_seconds * 1e-9, flop / openblas * 1e-9);
@@ -566,8 +569,9 @@ int main(int argc, char **argv) {
   }
   const double gb = resnet_layers ? std::exp(log_best / resnet_layers) : NAN;
   const double gd = resnet_layers ? std::exp(log_default / resnet_layers) : NAN;
-  std::printf("sweep_summary dense_1024_ratio_best=%.3f resnet18_geomean_ratio_best=%.3f "
-              "resnet18_geomean_ratio_default=%.3f resnet18_layers=%d configs_per_workload=%d\n",
-              dense1024_ratio, gb, gd, resnet_layers, n_configs);
+  std::printf(
+      "sweep_summary dense_1024_ratio_best=%.3f resnet18_geomean_ratio_best=%.3f "
+      "resnet18_geomean_ratio_default=%.3f resnet18_layers=%d configs_per_workload=%d\n",
+      dense1024_ratio, gb, gd, resnet_layers, n_configs);
   return 0;
 }

@@ -47,9 +47,9 @@ void Analyzer::bind(const Var &v, const Expr &value) {
   auto &st = impl_->st;
   const Expr simplified = detail::simplify_expr(st, value);
   const bool substitute = detail::is_cheap(simplified) && simplified.type() == v.type();
-  st.vars[v.get()] = detail::VarInfo{
-      v, detail::intersect(detail::bound_of(st, simplified), detail::everything(v.type())),
-      substitute ? simplified : Expr()};
+  st.vars[v.get()] =
+      detail::VarInfo{v, detail::intersect(detail::bound_of(st, simplified), detail::everything(v.type())),
+                      substitute ? simplified : Expr()};
   // A value that is not substituted still relates v to other variables: v - value == 0.
   if (!substitute && detail::no_overflow_int(v.type()) && v.type().is_scalar() && simplified.type() == v.type()) {
     detail::LinearForm f(v.type());

@@ -15,9 +15,15 @@ Expr fold_int(NodeType op, DataType t, int64_t a, int64_t b) {
   const Int128 x = a, y = b;
   Int128 r = 0;
   switch (op) {
-    case NodeType::Add: r = x + y; break;
-    case NodeType::Sub: r = x - y; break;
-    case NodeType::Mul: r = x * y; break;
+    case NodeType::Add:
+      r = x + y;
+      break;
+    case NodeType::Sub:
+      r = x - y;
+      break;
+    case NodeType::Mul:
+      r = x * y;
+      break;
     case NodeType::Div:
       if (y == 0) return Expr();
       r = x / y;
@@ -36,17 +42,32 @@ Expr fold_int(NodeType op, DataType t, int64_t a, int64_t b) {
       r = x % y;
       if (r != 0 && ((r < 0) != (y < 0))) r += y;
       break;
-    case NodeType::Min: r = x < y ? x : y; break;
-    case NodeType::Max: r = x < y ? y : x; break;
-    case NodeType::EQ: return IntImmNode::make(Bool(), x == y);
-    case NodeType::NE: return IntImmNode::make(Bool(), x != y);
-    case NodeType::LT: return IntImmNode::make(Bool(), x < y);
-    case NodeType::LE: return IntImmNode::make(Bool(), x <= y);
-    case NodeType::GT: return IntImmNode::make(Bool(), x > y);
-    case NodeType::GE: return IntImmNode::make(Bool(), x >= y);
-    case NodeType::And: r = (x != 0) && (y != 0); break;
-    case NodeType::Or: r = (x != 0) || (y != 0); break;
-    default: return Expr();  // not a binary operator
+    case NodeType::Min:
+      r = x < y ? x : y;
+      break;
+    case NodeType::Max:
+      r = x < y ? y : x;
+      break;
+    case NodeType::EQ:
+      return IntImmNode::make(Bool(), x == y);
+    case NodeType::NE:
+      return IntImmNode::make(Bool(), x != y);
+    case NodeType::LT:
+      return IntImmNode::make(Bool(), x < y);
+    case NodeType::LE:
+      return IntImmNode::make(Bool(), x <= y);
+    case NodeType::GT:
+      return IntImmNode::make(Bool(), x > y);
+    case NodeType::GE:
+      return IntImmNode::make(Bool(), x >= y);
+    case NodeType::And:
+      r = (x != 0) && (y != 0);
+      break;
+    case NodeType::Or:
+      r = (x != 0) || (y != 0);
+      break;
+    default:
+      return Expr();  // not a binary operator
   }
   if (r < int_type_min(t) || r > int_type_max(t)) return Expr();
   return IntImmNode::make(t, static_cast<int64_t>(r));
@@ -56,14 +77,21 @@ template <typename F>
 Expr fold_float_arith(NodeType op, DataType t, F x, F y) {
   F r;
   switch (op) {
-    case NodeType::Add: r = x + y; break;
-    case NodeType::Sub: r = x - y; break;
-    case NodeType::Mul: r = x * y; break;
+    case NodeType::Add:
+      r = x + y;
+      break;
+    case NodeType::Sub:
+      r = x - y;
+      break;
+    case NodeType::Mul:
+      r = x * y;
+      break;
     case NodeType::Div:
       if (y == 0) return Expr();
       r = x / y;
       break;
-    default: return Expr();  // the other binary kinds are folded by fold_float or not at all
+    default:
+      return Expr();  // the other binary kinds are folded by fold_float or not at all
   }
   if (!std::isfinite(r)) return Expr();
   return FloatImmNode::make(t, static_cast<double>(r));
@@ -71,17 +99,24 @@ Expr fold_float_arith(NodeType op, DataType t, F x, F y) {
 
 Expr fold_float(NodeType op, DataType t, double x, double y) {
   switch (op) {
-    case NodeType::EQ: return IntImmNode::make(Bool(), x == y);
-    case NodeType::NE: return IntImmNode::make(Bool(), x != y);
-    case NodeType::LT: return IntImmNode::make(Bool(), x < y);
-    case NodeType::LE: return IntImmNode::make(Bool(), x <= y);
-    case NodeType::GT: return IntImmNode::make(Bool(), x > y);
-    case NodeType::GE: return IntImmNode::make(Bool(), x >= y);
+    case NodeType::EQ:
+      return IntImmNode::make(Bool(), x == y);
+    case NodeType::NE:
+      return IntImmNode::make(Bool(), x != y);
+    case NodeType::LT:
+      return IntImmNode::make(Bool(), x < y);
+    case NodeType::LE:
+      return IntImmNode::make(Bool(), x <= y);
+    case NodeType::GT:
+      return IntImmNode::make(Bool(), x > y);
+    case NodeType::GE:
+      return IntImmNode::make(Bool(), x >= y);
     case NodeType::Min:
     case NodeType::Max:
       if (std::isnan(x) || std::isnan(y)) return Expr();
       return FloatImmNode::make(t, (op == NodeType::Min) == (x < y) ? x : y);
-    default: break;  // arithmetic, below
+    default:
+      break;  // arithmetic, below
   }
   if (!std::isfinite(x) || !std::isfinite(y)) return Expr();
   if (t.bits() == 32) return fold_float_arith<float>(op, t, static_cast<float>(x), static_cast<float>(y));

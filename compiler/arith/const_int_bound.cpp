@@ -187,8 +187,9 @@ class BoundEvaluator {
         const auto *op = e.as<RampNode>();
         ConstIntBound b = eval(op->base), s = eval(op->stride);
         const int64_t n = op->lanes - 1;
-        ConstIntBound last = make_bound(sat_add(b.min_value, std::min(sat_mul(s.min_value, n), sat_mul(s.max_value, n))),
-                                        sat_add(b.max_value, std::max(sat_mul(s.min_value, n), sat_mul(s.max_value, n))));
+        ConstIntBound last =
+            make_bound(sat_add(b.min_value, std::min(sat_mul(s.min_value, n), sat_mul(s.max_value, n))),
+                       sat_add(b.max_value, std::max(sat_mul(s.min_value, n), sat_mul(s.max_value, n))));
         return unite(b, last);
       }
       case NodeType::Broadcast:
@@ -202,7 +203,8 @@ class BoundEvaluator {
       }
       case NodeType::Call: {
         const auto *op = e.as<CallNode>();
-        if (op->name == intrinsic::kIfThenElse && op->args.size() == 3) return unite(eval(op->args[1]), eval(op->args[2]));
+        if (op->name == intrinsic::kIfThenElse && op->args.size() == 3)
+          return unite(eval(op->args[1]), eval(op->args[2]));
         return everything(e.type());
       }
       default:

@@ -49,10 +49,14 @@ Expr make_bool(bool v, int lanes) { return v ? const_true(lanes) : const_false(l
 
 Expr make_cmp(NodeType k, const Expr &a, const Expr &b) {
   switch (k) {
-    case NodeType::LT: return LTNode::make(a, b);
-    case NodeType::LE: return LENode::make(a, b);
-    case NodeType::EQ: return EQNode::make(a, b);
-    default: return NENode::make(a, b);  // k is LT, LE, EQ or NE
+    case NodeType::LT:
+      return LTNode::make(a, b);
+    case NodeType::LE:
+      return LENode::make(a, b);
+    case NodeType::EQ:
+      return EQNode::make(a, b);
+    default:
+      return NENode::make(a, b);  // k is LT, LE, EQ or NE
   }
 }
 
@@ -130,11 +134,16 @@ bool represents_all(DataType u, DataType t) {
 std::optional<LinearForm> comparison_form(const Expr &cmp) {
   Expr a, b;
   int64_t shift = 0;
-  if (const auto *op = cmp.as<LTNode>()) a = op->a, b = op->b, shift = 1;
-  else if (const auto *op = cmp.as<LENode>()) a = op->a, b = op->b;
-  else if (const auto *op = cmp.as<GTNode>()) a = op->b, b = op->a, shift = 1;
-  else if (const auto *op = cmp.as<GENode>()) a = op->b, b = op->a;
-  else return std::nullopt;
+  if (const auto *op = cmp.as<LTNode>())
+    a = op->a, b = op->b, shift = 1;
+  else if (const auto *op = cmp.as<LENode>())
+    a = op->a, b = op->b;
+  else if (const auto *op = cmp.as<GTNode>())
+    a = op->b, b = op->a, shift = 1;
+  else if (const auto *op = cmp.as<GENode>())
+    a = op->b, b = op->a;
+  else
+    return std::nullopt;
   if (!no_overflow_int(a.type()) || !a.type().is_scalar()) return std::nullopt;
   LinearForm q(a.type());
   collect_linear(a, 1, &q);
@@ -190,11 +199,11 @@ class RewriteSimplifier : public IRMutator {
     return CastNode::make(t, v);
   }
 
-#define KILN_REWRITE_BINARY(n, rule)                                                     \
-  Expr visit(const n##Node *op, const Expr &self) override {                             \
-    Expr a = mutate(op->a), b = mutate(op->b);                                           \
-    Expr orig = (a.same_as(op->a) && b.same_as(op->b)) ? self : n##Node::make(a, b);     \
-    return rule;                                                                         \
+#define KILN_REWRITE_BINARY(n, rule)                                                 \
+  Expr visit(const n##Node *op, const Expr &self) override {                         \
+    Expr a = mutate(op->a), b = mutate(op->b);                                       \
+    Expr orig = (a.same_as(op->a) && b.same_as(op->b)) ? self : n##Node::make(a, b); \
+    return rule;                                                                     \
   }
   KILN_REWRITE_BINARY(Add, add_rule(a, b, orig))
   KILN_REWRITE_BINARY(Sub, sub_rule(a, b, orig))
@@ -684,8 +693,10 @@ class RewriteSimplifier : public IRMutator {
     nd.negate();
     const auto ge = prove_le0(st_, nd);
     std::optional<bool> eq;
-    if ((le && !*le) || (ge && !*ge)) eq = false;
-    else if (le && *le && ge && *ge) eq = true;
+    if ((le && !*le) || (ge && !*ge))
+      eq = false;
+    else if (le && *le && ge && *ge)
+      eq = true;
     if (!eq) return std::nullopt;
     return k == NodeType::EQ ? *eq : !*eq;
   }

@@ -14,8 +14,8 @@ namespace detail {
 
 struct Constraint {
   std::string name;
-  std::vector<int> knobs;                // positions of the knobs it reads, ascending
-  ConfigSpace::Predicate predicate;      // a predicate constraint, or
+  std::vector<int> knobs;                  // positions of the knobs it reads, ascending
+  ConfigSpace::Predicate predicate;        // a predicate constraint, or
   std::vector<std::pair<int, int>> parts;  // a product limit: (knob position, part)
   int64_t lo = 0, hi = 0;
 
@@ -83,8 +83,8 @@ const std::string &cached_fingerprint(const SpaceData &d) {
 Json definition_of(const SpaceData &d) {
   Json::Array knobs;
   for (const auto &k : d.knobs) {
-    knobs.push_back(Json::object(
-        {{"kind", knob_kind_name(k.kind)}, {"name", k.name}, {"values", Json::array(k.entities)}}));
+    knobs.push_back(
+        Json::object({{"kind", knob_kind_name(k.kind)}, {"name", k.name}, {"values", Json::array(k.entities)}}));
   }
   Json::Array cons;
   for (const auto &c : d.constraints) cons.push_back(c.definition(d.knobs));
@@ -238,7 +238,8 @@ int Config::knob_position(const std::string &knob, const char *want) const {
                         knob_kind_name(knobs[i].kind) + " knob, not a " + want + " knob");
     }
     if (digits_[i] < 0) {
-      throw ConfigError("knob " + knob + " is not set in this partial config (a constraint must list every knob it reads)");
+      throw ConfigError("knob " + knob +
+                        " is not set in this partial config (a constraint must list every knob it reads)");
     }
     return static_cast<int>(i);
   }
@@ -281,13 +282,17 @@ const Json &Config::value(const std::string &knob) const {
 
 std::vector<int64_t> Config::split(const std::string &knob) const {
   int p = knob_position(knob, "split");
-  return data_->knobs[static_cast<size_t>(p)].entities[static_cast<size_t>(digits_[static_cast<size_t>(p)])].as_int_vector();
+  return data_->knobs[static_cast<size_t>(p)]
+      .entities[static_cast<size_t>(digits_[static_cast<size_t>(p)])]
+      .as_int_vector();
 }
 
 std::vector<int> Config::reorder(const std::string &knob) const {
   int p = knob_position(knob, "reorder");
   std::vector<int> r;
-  for (int64_t v : data_->knobs[static_cast<size_t>(p)].entities[static_cast<size_t>(digits_[static_cast<size_t>(p)])].as_int_vector()) {
+  for (int64_t v : data_->knobs[static_cast<size_t>(p)]
+                       .entities[static_cast<size_t>(digits_[static_cast<size_t>(p)])]
+                       .as_int_vector()) {
     r.push_back(static_cast<int>(v));
   }
   return r;
@@ -296,7 +301,8 @@ std::vector<int> Config::reorder(const std::string &knob) const {
 std::vector<Annotation> Config::annotate(const std::string &knob) const {
   int p = knob_position(knob, "annotate");
   std::vector<Annotation> r;
-  for (const auto &s : data_->knobs[static_cast<size_t>(p)].entities[static_cast<size_t>(digits_[static_cast<size_t>(p)])].as_array()) {
+  for (const auto &s :
+       data_->knobs[static_cast<size_t>(p)].entities[static_cast<size_t>(digits_[static_cast<size_t>(p)])].as_array()) {
     const std::string &n = s.as_string();
     r.push_back(n == "unroll" ? Annotation::Unroll : n == "vec" ? Annotation::Vectorize : Annotation::None);
   }
@@ -386,7 +392,8 @@ void ConfigSpace::define_split(const std::string &name, int64_t extent, int part
   if (policy.kind == SplitPolicy::Kind::Candidate) {
     for (const auto &c : policy.candidates) {
       if (static_cast<int>(c.size()) != parts - 1) {
-        throw ConfigError(kiln::detail::concat(where, ": a candidate has ", c.size(), " inner sizes, expected ", parts - 1));
+        throw ConfigError(
+            kiln::detail::concat(where, ": a candidate has ", c.size(), " inner sizes, expected ", parts - 1));
       }
       int64_t prod = 1;
       for (int64_t f : c) {
@@ -462,7 +469,9 @@ void ConfigSpace::define_reorder(const std::string &name, int n, std::vector<std
     std::sort(sorted.begin(), sorted.end());
     bool ok = static_cast<int>(p.size()) == n;
     for (int i = 0; ok && i < n; ++i) ok = sorted[static_cast<size_t>(i)] == i;
-    if (!ok) throw ConfigError(where + ": " + Json::array_of(p).dump() + " is not a permutation of " + std::to_string(n) + " axes");
+    if (!ok)
+      throw ConfigError(where + ": " + Json::array_of(p).dump() + " is not a permutation of " + std::to_string(n) +
+                        " axes");
     Json v = Json::array_of(p);
     if (k.find(v) >= 0) throw ConfigError(where + ": permutation " + v.dump() + " is listed twice");
     k.entities.push_back(v);
@@ -503,7 +512,7 @@ void ConfigSpace::define_choice(const std::string &name, const std::vector<int64
   for (int64_t v : values) {
     if (k.find(Json(v)) >= 0) {
       throw ConfigError(kiln::detail::concat("template ", data_->template_name, ", choice knob ", name, ": value ", v,
-                                       " is listed twice"));
+                                             " is listed twice"));
     }
     k.entities.emplace_back(v);
   }
@@ -602,8 +611,8 @@ const Knob &ConfigSpace::knob(const std::string &name) const {
   for (const auto &k : data_->knobs) {
     if (k.name == name) return k;
   }
-  throw ConfigError("template " + data_->template_name + " has no knob '" + name + "' (knobs: " +
-                    join_names(data_->knobs) + ")");
+  throw ConfigError("template " + data_->template_name + " has no knob '" + name +
+                    "' (knobs: " + join_names(data_->knobs) + ")");
 }
 
 const std::string &ConfigSpace::fingerprint() const { return cached_fingerprint(*data_); }
@@ -613,20 +622,20 @@ std::string ConfigSpace::definition_json() const { return definition_of(*data_).
 void ConfigSpace::validate_digits(const std::vector<int64_t> &digits, const char *what) const {
   if (digits.size() != data_->knobs.size()) {
     throw ConfigError(kiln::detail::concat(what, ": ", digits.size(), " digits for the ", data_->knobs.size(),
-                                     " knobs of template ", data_->template_name));
+                                           " knobs of template ", data_->template_name));
   }
   for (size_t i = 0; i < digits.size(); ++i) {
     if (digits[i] < 0 || digits[i] >= data_->knobs[i].size()) {
       throw ConfigError(kiln::detail::concat(what, ": digit ", digits[i], " of knob ", data_->knobs[i].name,
-                                       " is out of range [0, ", data_->knobs[i].size(), ")"));
+                                             " is out of range [0, ", data_->knobs[i].size(), ")"));
     }
   }
 }
 
 Config ConfigSpace::get(int64_t index) const {
   if (index < 0 || index >= data_->size) {
-    throw ConfigError(kiln::detail::concat("config index ", index, " is out of range [0, ", data_->size, ") of template ",
-                                     data_->template_name));
+    throw ConfigError(kiln::detail::concat("config index ", index, " is out of range [0, ", data_->size,
+                                           ") of template ", data_->template_name));
   }
   std::vector<int64_t> digits(data_->knobs.size());
   for (size_t i = 0; i < digits.size(); ++i) {
@@ -692,8 +701,8 @@ void ConfigSpace::check(const Config &c) const {
   }
   for (const auto &con : data_->constraints) {
     if (!holds(con, c, data_->knobs)) {
-      throw ConfigError("config " + c.to_string() + " of template " + data_->template_name +
-                        " violates constraint " + con.name);
+      throw ConfigError("config " + c.to_string() + " of template " + data_->template_name + " violates constraint " +
+                        con.name);
     }
   }
 }
@@ -851,8 +860,8 @@ Config ConfigSpace::sample(std::mt19937_64 &rng) const {
     throw ConfigError("template " + d.template_name + ": no config satisfies the constraints");
   }
   std::vector<int64_t> digits = draw();
-  const auto &row = d.valid_constrained[static_cast<size_t>(
-      uniform_index(rng, static_cast<int64_t>(d.valid_constrained.size())))];
+  const auto &row =
+      d.valid_constrained[static_cast<size_t>(uniform_index(rng, static_cast<int64_t>(d.valid_constrained.size())))];
   for (size_t i = 0; i < order.size(); ++i) digits[static_cast<size_t>(order[i])] = row[i];
   return Config(data_, std::move(digits));
 }
@@ -903,7 +912,8 @@ Config ConfigSpace::parse_config(std::string_view text) const {
                       "): the template, its version or the workload changed since it was recorded");
   }
   const Json *knobs = j.find("knobs");
-  if (!knobs || !knobs->is_array()) throw ConfigError(where + ": field \"knobs\" must be an array of [knob, value] pairs");
+  if (!knobs || !knobs->is_array())
+    throw ConfigError(where + ": field \"knobs\" must be an array of [knob, value] pairs");
   std::vector<int64_t> digits(data_->knobs.size(), -1);
   for (const auto &pair : knobs->as_array()) {
     if (!pair.is_array() || pair.size() != 2 || !pair[0].is_string()) {
@@ -930,8 +940,8 @@ Config ConfigSpace::parse_config(std::string_view text) const {
   if (const Json *idx = j.find("index")) {
     if (!idx->is_int()) throw ConfigError(where + ": field \"index\" must be an integer");
     if (idx->as_int() != c.index()) {
-      throw ConfigError(kiln::detail::concat(where, ": index ", idx->as_int(), " does not match its knobs (index ", c.index(),
-                                       ")"));
+      throw ConfigError(
+          kiln::detail::concat(where, ": index ", idx->as_int(), " does not match its knobs (index ", c.index(), ")"));
     }
   }
   check(c);

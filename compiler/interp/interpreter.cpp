@@ -60,8 +60,7 @@ class ScopedEntry {
       m.emplace(k, std::move(v));
     }
   }
-  ScopedEntry(ScopedEntry &&o) noexcept
-      : map_(o.map_), key_(o.key_), had_(o.had_), old_(std::move(o.old_)) {
+  ScopedEntry(ScopedEntry &&o) noexcept : map_(o.map_), key_(o.key_), had_(o.had_), old_(std::move(o.old_)) {
     o.map_ = nullptr;
   }
   ScopedEntry(const ScopedEntry &) = delete;
@@ -95,11 +94,21 @@ bool find_barriers(const Stmt &s, std::unordered_set<const ir::IRNode *> &out) {
   if (!s.defined()) return false;
   bool has = false;
   switch (s.node_type()) {
-    case NodeType::LetStmt: has = find_barriers(s.as<ir::LetStmtNode>()->body, out); break;
-    case NodeType::AttrStmt: has = find_barriers(s.as<ir::AttrStmtNode>()->body, out); break;
-    case NodeType::AssertStmt: has = find_barriers(s.as<ir::AssertStmtNode>()->body, out); break;
-    case NodeType::Allocate: has = find_barriers(s.as<ir::AllocateNode>()->body, out); break;
-    case NodeType::For: has = find_barriers(s.as<ir::ForNode>()->body, out); break;
+    case NodeType::LetStmt:
+      has = find_barriers(s.as<ir::LetStmtNode>()->body, out);
+      break;
+    case NodeType::AttrStmt:
+      has = find_barriers(s.as<ir::AttrStmtNode>()->body, out);
+      break;
+    case NodeType::AssertStmt:
+      has = find_barriers(s.as<ir::AssertStmtNode>()->body, out);
+      break;
+    case NodeType::Allocate:
+      has = find_barriers(s.as<ir::AllocateNode>()->body, out);
+      break;
+    case NodeType::For:
+      has = find_barriers(s.as<ir::ForNode>()->body, out);
+      break;
     case NodeType::IfThenElse: {
       const auto *op = s.as<ir::IfThenElseNode>();
       const bool a = find_barriers(op->then_case, out);
@@ -110,10 +119,14 @@ bool find_barriers(const Stmt &s, std::unordered_set<const ir::IRNode *> &out) {
     case NodeType::Block:
       for (const auto &c : s.as<ir::BlockNode>()->stmts) has = find_barriers(c, out) || has;
       break;
-    case NodeType::Evaluate: has = is_sync_threads(s); break;
-    case NodeType::Store: break;
+    case NodeType::Evaluate:
+      has = is_sync_threads(s);
+      break;
+    case NodeType::Store:
+      break;
     case NodeType::ProducerStore:
-    case NodeType::ProducerRealize: break;  // not lowered IR, which exec reports
+    case NodeType::ProducerRealize:
+      break;  // not lowered IR, which exec reports
 #define KILN_EXPR_CASE(n) case NodeType::n:
       KILN_EXPR_NODES(KILN_EXPR_CASE)
 #undef KILN_EXPR_CASE
@@ -163,29 +176,75 @@ Lane read_elem(const Memory &m, int64_t i) {
   switch (m.elem.code()) {
     case DataType::Code::Int:
       switch (m.elem.bits()) {
-        case 8: { int8_t x; std::memcpy(&x, p, 1); v.i = x; break; }
-        case 16: { int16_t x; std::memcpy(&x, p, 2); v.i = x; break; }
-        case 32: { int32_t x; std::memcpy(&x, p, 4); v.i = x; break; }
-        default: std::memcpy(&v.i, p, 8); break;
+        case 8: {
+          int8_t x;
+          std::memcpy(&x, p, 1);
+          v.i = x;
+          break;
+        }
+        case 16: {
+          int16_t x;
+          std::memcpy(&x, p, 2);
+          v.i = x;
+          break;
+        }
+        case 32: {
+          int32_t x;
+          std::memcpy(&x, p, 4);
+          v.i = x;
+          break;
+        }
+        default:
+          std::memcpy(&v.i, p, 8);
+          break;
       }
       break;
     case DataType::Code::UInt:
       switch (m.elem.bits()) {
-        case 1: v.u = *p != 0; break;
-        case 8: v.u = *p; break;
-        case 16: { uint16_t x; std::memcpy(&x, p, 2); v.u = x; break; }
-        case 32: { uint32_t x; std::memcpy(&x, p, 4); v.u = x; break; }
-        default: std::memcpy(&v.u, p, 8); break;
+        case 1:
+          v.u = *p != 0;
+          break;
+        case 8:
+          v.u = *p;
+          break;
+        case 16: {
+          uint16_t x;
+          std::memcpy(&x, p, 2);
+          v.u = x;
+          break;
+        }
+        case 32: {
+          uint32_t x;
+          std::memcpy(&x, p, 4);
+          v.u = x;
+          break;
+        }
+        default:
+          std::memcpy(&v.u, p, 8);
+          break;
       }
       break;
     case DataType::Code::Float:
       switch (m.elem.bits()) {
-        case 16: { uint16_t x; std::memcpy(&x, p, 2); v.f = ir::half_to_float(x); break; }
-        case 32: { float x; std::memcpy(&x, p, 4); v.f = x; break; }
-        default: std::memcpy(&v.f, p, 8); break;
+        case 16: {
+          uint16_t x;
+          std::memcpy(&x, p, 2);
+          v.f = ir::half_to_float(x);
+          break;
+        }
+        case 32: {
+          float x;
+          std::memcpy(&x, p, 4);
+          v.f = x;
+          break;
+        }
+        default:
+          std::memcpy(&v.f, p, 8);
+          break;
       }
       break;
-    case DataType::Code::Handle: throw InternalError("interpreter: load of a handle from buffer " + m.name);
+    case DataType::Code::Handle:
+      throw InternalError("interpreter: load of a handle from buffer " + m.name);
   }
   return v;
 }
@@ -194,9 +253,19 @@ void write_elem(Memory &m, int64_t i, Lane v) {
   uint8_t *p = m.data + i * m.elem.bytes();
   if (m.elem.is_float()) {
     switch (m.elem.bits()) {
-      case 16: { const uint16_t x = ir::float_to_half(static_cast<float>(v.f)); std::memcpy(p, &x, 2); break; }
-      case 32: { const float x = static_cast<float>(v.f); std::memcpy(p, &x, 4); break; }
-      default: std::memcpy(p, &v.f, 8); break;
+      case 16: {
+        const uint16_t x = ir::float_to_half(static_cast<float>(v.f));
+        std::memcpy(p, &x, 2);
+        break;
+      }
+      case 32: {
+        const float x = static_cast<float>(v.f);
+        std::memcpy(p, &x, 4);
+        break;
+      }
+      default:
+        std::memcpy(p, &v.f, 8);
+        break;
     }
   } else if (m.elem.is_bool()) {
     *p = v.u != 0;
@@ -246,8 +315,8 @@ class Interpreter {
   }
 
   [[noreturn]] void out_of_bounds(const char *what, const Memory &m, int64_t index) const {
-    throw RuntimeError(detail::concat("function ", f_.name, ": out-of-bounds ", what, " buffer ", m.name,
-                                      ": index ", index, " is outside [0, ", m.size, ")"));
+    throw RuntimeError(detail::concat("function ", f_.name, ": out-of-bounds ", what, " buffer ", m.name, ": index ",
+                                      index, " is outside [0, ", m.size, ")"));
   }
 
   Value eval_binary(NodeType t, const Expr &a, const Expr &b, const Expr &self);
@@ -304,8 +373,8 @@ Value Interpreter::eval(const Expr &e) {
     case NodeType::FloatImm: {
       const auto *op = e.as<ir::FloatImmNode>();
       // A float16 immediate stands for the half nearest to its value.
-      return Value::make_float(op->type, op->type.is_float16() ? ir::round_to_half(static_cast<float>(op->value))
-                                                               : op->value);
+      return Value::make_float(op->type,
+                               op->type.is_float16() ? ir::round_to_half(static_cast<float>(op->value)) : op->value);
     }
     case NodeType::StringImm:
       throw InternalError("interpreter: a string immediate has no value: " + ir::to_string(e));
@@ -325,10 +394,10 @@ Value Interpreter::eval(const Expr &e) {
         throw RuntimeError(detail::concat("function ", f_.name, ": ", err.what(), " in ", ir::to_string(e)));
       }
     }
-#define KILN_BINARY_CASE(n)                                    \
-  case NodeType::n: {                                          \
+#define KILN_BINARY_CASE(n)                                     \
+  case NodeType::n: {                                           \
     const auto *op = static_cast<const ir::n##Node *>(e.get()); \
-    return eval_binary(NodeType::n, op->a, op->b, e);          \
+    return eval_binary(NodeType::n, op->a, op->b, e);           \
   }
       KILN_BINARY_NODES(KILN_BINARY_CASE)
 #undef KILN_BINARY_CASE
@@ -380,10 +449,13 @@ Value Interpreter::eval(const Expr &e) {
       ScopedEntry<VarMap> bind(ts_->vars, op->var.get(), eval(op->value));
       return eval(op->body);
     }
-    case NodeType::Call: return eval_call(e.as<ir::CallNode>());
-    case NodeType::Load: return eval_load(e.as<ir::LoadNode>());
+    case NodeType::Call:
+      return eval_call(e.as<ir::CallNode>());
+    case NodeType::Load:
+      return eval_load(e.as<ir::LoadNode>());
     case NodeType::ProducerLoad:
-    case NodeType::Reduce: not_lowered(e.node_type());
+    case NodeType::Reduce:
+      not_lowered(e.node_type());
 #define KILN_STMT_CASE(n) case NodeType::n:
       KILN_STMT_NODES(KILN_STMT_CASE)
 #undef KILN_STMT_CASE
@@ -468,13 +540,20 @@ Value Interpreter::eval_arg_field(const ir::CallNode *op) {
     return Value::make_int(ir::Int(64), array[eval(op->args[3]).as_int()]);
   }
   switch (field) {
-    case lower::ArgField::Data: return handle_value(a.data);
-    case lower::ArgField::NDim: return Value::make_int(op->type, a.ndim);
-    case lower::ArgField::Shape: return handle_value(a.shape);
-    case lower::ArgField::Strides: return handle_value(a.strides);
-    case lower::ArgField::DTypeCode: return Value::make_int(op->type, a.dtype_code);
-    case lower::ArgField::DTypeBits: return Value::make_int(op->type, a.dtype_bits);
-    case lower::ArgField::DTypeLanes: return Value::make_int(op->type, a.dtype_lanes);
+    case lower::ArgField::Data:
+      return handle_value(a.data);
+    case lower::ArgField::NDim:
+      return Value::make_int(op->type, a.ndim);
+    case lower::ArgField::Shape:
+      return handle_value(a.shape);
+    case lower::ArgField::Strides:
+      return handle_value(a.strides);
+    case lower::ArgField::DTypeCode:
+      return Value::make_int(op->type, a.dtype_code);
+    case lower::ArgField::DTypeBits:
+      return Value::make_int(op->type, a.dtype_bits);
+    case lower::ArgField::DTypeLanes:
+      return Value::make_int(op->type, a.dtype_lanes);
   }
   throw InternalError(detail::concat("interpreter: arg_field of field ", static_cast<int>(field)));
 }
@@ -482,8 +561,8 @@ Value Interpreter::eval_arg_field(const ir::CallNode *op) {
 Value Interpreter::eval_load(const ir::LoadNode *op) {
   const Memory &m = buffer(op->buffer_var);
   if (op->type.element_of() != m.elem) {
-    throw InternalError(detail::concat("interpreter: load of ", op->type.to_string(), " from buffer ", m.name,
-                                       " of ", m.elem.to_string()));
+    throw InternalError(detail::concat("interpreter: load of ", op->type.to_string(), " from buffer ", m.name, " of ",
+                                       m.elem.to_string()));
   }
   const int lanes = op->type.lanes();
   const Value idx = eval(op->index);
@@ -530,7 +609,9 @@ void Interpreter::exec(const Stmt &s) {
       }
       return;
     }
-    case NodeType::AttrStmt: exec(s.as<ir::AttrStmtNode>()->body); return;
+    case NodeType::AttrStmt:
+      exec(s.as<ir::AttrStmtNode>()->body);
+      return;
     case NodeType::AssertStmt: {
       const auto *op = s.as<ir::AssertStmtNode>();
       const Value c = eval(op->condition);
@@ -538,9 +619,15 @@ void Interpreter::exec(const Stmt &s) {
       exec(op->body);
       return;
     }
-    case NodeType::Store: exec_store(s.as<ir::StoreNode>()); return;
-    case NodeType::Allocate: exec_allocate(s.as<ir::AllocateNode>()); return;
-    case NodeType::For: exec_for(s.as<ir::ForNode>()); return;
+    case NodeType::Store:
+      exec_store(s.as<ir::StoreNode>());
+      return;
+    case NodeType::Allocate:
+      exec_allocate(s.as<ir::AllocateNode>());
+      return;
+    case NodeType::For:
+      exec_for(s.as<ir::ForNode>());
+      return;
     case NodeType::IfThenElse: {
       const auto *op = s.as<ir::IfThenElseNode>();
       if (eval(op->condition).as_bool()) {
@@ -561,7 +648,8 @@ void Interpreter::exec(const Stmt &s) {
       return;
     }
     case NodeType::ProducerStore:
-    case NodeType::ProducerRealize: not_lowered(s.node_type());
+    case NodeType::ProducerRealize:
+      not_lowered(s.node_type());
 #define KILN_EXPR_CASE(n) case NodeType::n:
       KILN_EXPR_NODES(KILN_EXPR_CASE)
 #undef KILN_EXPR_CASE
@@ -573,14 +661,14 @@ void Interpreter::exec(const Stmt &s) {
 void Interpreter::exec_store(const ir::StoreNode *op) {
   auto it = ts_->buffers.find(op->buffer_var.get());
   if (it == ts_->buffers.end()) {
-    throw InternalError(detail::concat("interpreter: buffer ", op->buffer_var.name(), " is not bound in function ",
-                                       f_.name));
+    throw InternalError(
+        detail::concat("interpreter: buffer ", op->buffer_var.name(), " is not bound in function ", f_.name));
   }
   Memory &m = *it->second;
   const DataType vt = op->value.type();
   if (vt.element_of() != m.elem) {
-    throw InternalError(detail::concat("interpreter: store of ", vt.to_string(), " to buffer ", m.name, " of ",
-                                       m.elem.to_string()));
+    throw InternalError(
+        detail::concat("interpreter: store of ", vt.to_string(), " to buffer ", m.name, " of ", m.elem.to_string()));
   }
   const int lanes = vt.lanes();
   const Value v = eval(op->value);
@@ -607,8 +695,8 @@ int64_t Interpreter::allocation_size(const ir::AllocateNode *op) {
                                         " has a negative extent ", x, " (", ir::to_string(e), ")"));
     }
     if (__builtin_mul_overflow(n, x, &n) || n > (int64_t{1} << 32) / op->dtype.bytes()) {
-      throw RuntimeError(detail::concat("function ", f_.name, ": allocation ", op->buffer_var.name(),
-                                        " is too large (over 4 GiB)"));
+      throw RuntimeError(
+          detail::concat("function ", f_.name, ": allocation ", op->buffer_var.name(), " is too large (over 4 GiB)"));
     }
   }
   return n;
@@ -717,8 +805,11 @@ void Interpreter::exec_group(const Stmt &s, std::vector<ThreadState> &threads) {
     case NodeType::Block:
       for (const auto &c : s.as<ir::BlockNode>()->stmts) exec_group(c, threads);
       return;
-    case NodeType::Evaluate: return;  // sync_threads: every thread has arrived
-    case NodeType::AttrStmt: exec_group(s.as<ir::AttrStmtNode>()->body, threads); return;
+    case NodeType::Evaluate:
+      return;  // sync_threads: every thread has arrived
+    case NodeType::AttrStmt:
+      exec_group(s.as<ir::AttrStmtNode>()->body, threads);
+      return;
     case NodeType::AssertStmt: {
       const auto *op = s.as<ir::AssertStmtNode>();
       for (auto &th : threads) {
@@ -830,7 +921,8 @@ void Interpreter::exec_group(const Stmt &s, std::vector<ThreadState> &threads) {
       for (auto &th : threads) binds.emplace_back(th.vars, op->loop_var.get(), Value::make_int(t, min));
       for (int64_t i = 0; i < extent; ++i) {
         step();
-        for (auto &th : threads) th.vars.find(op->loop_var.get())->second[0].u = wrap_int(t, static_cast<uint64_t>(min + i));
+        for (auto &th : threads)
+          th.vars.find(op->loop_var.get())->second[0].u = wrap_int(t, static_cast<uint64_t>(min + i));
         exec_group(op->body, threads);
       }
       return;

@@ -11,8 +11,8 @@ using ir::DataType;
 using ir::NodeType;
 
 Value::Value(DataType t) : type_(t) {
-  KILN_CHECK(t.lanes() >= 1 && t.lanes() <= kMaxLanes, "interpreter: values have 1 to ", kMaxLanes,
-             " lanes, got ", t.to_string());
+  KILN_CHECK(t.lanes() >= 1 && t.lanes() <= kMaxLanes, "interpreter: values have 1 to ", kMaxLanes, " lanes, got ",
+             t.to_string());
   if (t.lanes() > kInline) heap_.resize(t.lanes(), Lane{0});
 }
 
@@ -103,9 +103,12 @@ Value signed_op(NodeType op, const Value &a, const Value &b, uint64_t active) {
   const DataType t = a.type();
   const DataType bt = ir::Bool(t.lanes());
   switch (op) {
-    case NodeType::Add: return map2(t, a, b, active, [t](Lane x, Lane y) { return int_lane(wrap_int(t, x.u + y.u)); });
-    case NodeType::Sub: return map2(t, a, b, active, [t](Lane x, Lane y) { return int_lane(wrap_int(t, x.u - y.u)); });
-    case NodeType::Mul: return map2(t, a, b, active, [t](Lane x, Lane y) { return int_lane(wrap_int(t, x.u * y.u)); });
+    case NodeType::Add:
+      return map2(t, a, b, active, [t](Lane x, Lane y) { return int_lane(wrap_int(t, x.u + y.u)); });
+    case NodeType::Sub:
+      return map2(t, a, b, active, [t](Lane x, Lane y) { return int_lane(wrap_int(t, x.u - y.u)); });
+    case NodeType::Mul:
+      return map2(t, a, b, active, [t](Lane x, Lane y) { return int_lane(wrap_int(t, x.u * y.u)); });
     case NodeType::Div:
       return map2(t, a, b, active, [t](Lane x, Lane y) {
         if (y.i == 0) division_by_zero();
@@ -135,15 +138,24 @@ Value signed_op(NodeType op, const Value &a, const Value &b, uint64_t active) {
         if (r != 0 && ((r < 0) != (y.i < 0))) r += y.i;
         return int_lane(static_cast<uint64_t>(r));
       });
-    case NodeType::Min: return map2(t, a, b, active, [](Lane x, Lane y) { return x.i < y.i ? x : y; });
-    case NodeType::Max: return map2(t, a, b, active, [](Lane x, Lane y) { return x.i > y.i ? x : y; });
-    case NodeType::EQ: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.i == y.i); });
-    case NodeType::NE: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.i != y.i); });
-    case NodeType::LT: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.i < y.i); });
-    case NodeType::LE: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.i <= y.i); });
-    case NodeType::GT: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.i > y.i); });
-    case NodeType::GE: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.i >= y.i); });
-    default: break;  // binary nodes only; And and Or take bools, which are unsigned
+    case NodeType::Min:
+      return map2(t, a, b, active, [](Lane x, Lane y) { return x.i < y.i ? x : y; });
+    case NodeType::Max:
+      return map2(t, a, b, active, [](Lane x, Lane y) { return x.i > y.i ? x : y; });
+    case NodeType::EQ:
+      return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.i == y.i); });
+    case NodeType::NE:
+      return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.i != y.i); });
+    case NodeType::LT:
+      return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.i < y.i); });
+    case NodeType::LE:
+      return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.i <= y.i); });
+    case NodeType::GT:
+      return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.i > y.i); });
+    case NodeType::GE:
+      return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.i >= y.i); });
+    default:
+      break;  // binary nodes only; And and Or take bools, which are unsigned
   }
   throw InternalError(detail::concat("interpreter: ", ir::node_type_name(op), " on ", t.to_string()));
 }
@@ -153,9 +165,12 @@ Value unsigned_op(NodeType op, const Value &a, const Value &b, uint64_t active) 
   const DataType t = a.type();
   const DataType bt = ir::Bool(t.lanes());
   switch (op) {
-    case NodeType::Add: return map2(t, a, b, active, [t](Lane x, Lane y) { return int_lane(wrap_int(t, x.u + y.u)); });
-    case NodeType::Sub: return map2(t, a, b, active, [t](Lane x, Lane y) { return int_lane(wrap_int(t, x.u - y.u)); });
-    case NodeType::Mul: return map2(t, a, b, active, [t](Lane x, Lane y) { return int_lane(wrap_int(t, x.u * y.u)); });
+    case NodeType::Add:
+      return map2(t, a, b, active, [t](Lane x, Lane y) { return int_lane(wrap_int(t, x.u + y.u)); });
+    case NodeType::Sub:
+      return map2(t, a, b, active, [t](Lane x, Lane y) { return int_lane(wrap_int(t, x.u - y.u)); });
+    case NodeType::Mul:
+      return map2(t, a, b, active, [t](Lane x, Lane y) { return int_lane(wrap_int(t, x.u * y.u)); });
     case NodeType::Div:
     case NodeType::FloorDiv:
       return map2(t, a, b, active, [](Lane x, Lane y) {
@@ -168,17 +183,28 @@ Value unsigned_op(NodeType op, const Value &a, const Value &b, uint64_t active) 
         if (y.u == 0) division_by_zero();
         return int_lane(x.u % y.u);
       });
-    case NodeType::Min: return map2(t, a, b, active, [](Lane x, Lane y) { return x.u < y.u ? x : y; });
-    case NodeType::Max: return map2(t, a, b, active, [](Lane x, Lane y) { return x.u > y.u ? x : y; });
-    case NodeType::EQ: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u == y.u); });
-    case NodeType::NE: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u != y.u); });
-    case NodeType::LT: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u < y.u); });
-    case NodeType::LE: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u <= y.u); });
-    case NodeType::GT: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u > y.u); });
-    case NodeType::GE: return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u >= y.u); });
-    case NodeType::And: return map2(t, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u != 0 && y.u != 0); });
-    case NodeType::Or: return map2(t, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u != 0 || y.u != 0); });
-    default: break;  // binary nodes only
+    case NodeType::Min:
+      return map2(t, a, b, active, [](Lane x, Lane y) { return x.u < y.u ? x : y; });
+    case NodeType::Max:
+      return map2(t, a, b, active, [](Lane x, Lane y) { return x.u > y.u ? x : y; });
+    case NodeType::EQ:
+      return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u == y.u); });
+    case NodeType::NE:
+      return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u != y.u); });
+    case NodeType::LT:
+      return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u < y.u); });
+    case NodeType::LE:
+      return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u <= y.u); });
+    case NodeType::GT:
+      return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u > y.u); });
+    case NodeType::GE:
+      return map2(bt, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u >= y.u); });
+    case NodeType::And:
+      return map2(t, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u != 0 && y.u != 0); });
+    case NodeType::Or:
+      return map2(t, a, b, active, [](Lane x, Lane y) { return bool_lane(x.u != 0 || y.u != 0); });
+    default:
+      break;  // binary nodes only
   }
   throw InternalError(detail::concat("interpreter: ", ir::node_type_name(op), " on ", t.to_string()));
 }
@@ -194,31 +220,44 @@ Value float_op(NodeType op, const Value &a, const Value &b, uint64_t active) {
       return float_lane(static_cast<double>(f(static_cast<T>(x.f), static_cast<T>(y.f))));
     });
   };
-  auto compare = [&](auto f) {
-    return map2(bt, a, b, active, [f](Lane x, Lane y) { return bool_lane(f(x.f, y.f)); });
-  };
+  auto compare = [&](auto f) { return map2(bt, a, b, active, [f](Lane x, Lane y) { return bool_lane(f(x.f, y.f)); }); };
   switch (op) {
-    case NodeType::Add: return arith([](T x, T y) -> T { return x + y; });
-    case NodeType::Sub: return arith([](T x, T y) -> T { return x - y; });
-    case NodeType::Mul: return arith([](T x, T y) -> T { return x * y; });
-    case NodeType::Div: return arith([](T x, T y) -> T { return x / y; });
-    case NodeType::Mod: return arith([](T x, T y) -> T { return std::fmod(x, y); });
-    case NodeType::FloorDiv: return arith([](T x, T y) -> T { return std::floor(static_cast<T>(x / y)); });
+    case NodeType::Add:
+      return arith([](T x, T y) -> T { return x + y; });
+    case NodeType::Sub:
+      return arith([](T x, T y) -> T { return x - y; });
+    case NodeType::Mul:
+      return arith([](T x, T y) -> T { return x * y; });
+    case NodeType::Div:
+      return arith([](T x, T y) -> T { return x / y; });
+    case NodeType::Mod:
+      return arith([](T x, T y) -> T { return std::fmod(x, y); });
+    case NodeType::FloorDiv:
+      return arith([](T x, T y) -> T { return std::floor(static_cast<T>(x / y)); });
     case NodeType::FloorMod:
       return arith([](T x, T y) -> T {
         const T q = std::floor(static_cast<T>(x / y));
         const T m = q * y;
         return x - m;
       });
-    case NodeType::Min: return arith([](T x, T y) -> T { return x < y ? x : y; });
-    case NodeType::Max: return arith([](T x, T y) -> T { return x > y ? x : y; });
-    case NodeType::EQ: return compare([](double x, double y) { return x == y; });
-    case NodeType::NE: return compare([](double x, double y) { return x != y; });
-    case NodeType::LT: return compare([](double x, double y) { return x < y; });
-    case NodeType::LE: return compare([](double x, double y) { return x <= y; });
-    case NodeType::GT: return compare([](double x, double y) { return x > y; });
-    case NodeType::GE: return compare([](double x, double y) { return x >= y; });
-    default: break;  // binary nodes only; And and Or take no floats
+    case NodeType::Min:
+      return arith([](T x, T y) -> T { return x < y ? x : y; });
+    case NodeType::Max:
+      return arith([](T x, T y) -> T { return x > y ? x : y; });
+    case NodeType::EQ:
+      return compare([](double x, double y) { return x == y; });
+    case NodeType::NE:
+      return compare([](double x, double y) { return x != y; });
+    case NodeType::LT:
+      return compare([](double x, double y) { return x < y; });
+    case NodeType::LE:
+      return compare([](double x, double y) { return x <= y; });
+    case NodeType::GT:
+      return compare([](double x, double y) { return x > y; });
+    case NodeType::GE:
+      return compare([](double x, double y) { return x >= y; });
+    default:
+      break;  // binary nodes only; And and Or take no floats
   }
   throw InternalError(detail::concat("interpreter: ", ir::node_type_name(op), " on ", t.to_string()));
 }
@@ -279,8 +318,7 @@ double float_to_float(DataType t, double f) {
 Value cast_value(DataType t, const Value &v, uint64_t active) {
   const DataType from = v.type();
   KILN_CHECK(from.lanes() == t.lanes(), "interpreter: cast of ", from.to_string(), " to ", t.to_string());
-  KILN_CHECK(!t.is_handle() && !from.is_handle(), "interpreter: cast of ", from.to_string(), " to ",
-             t.to_string());
+  KILN_CHECK(!t.is_handle() && !from.is_handle(), "interpreter: cast of ", from.to_string(), " to ", t.to_string());
   Value r(t);
   const DataType te = t.element_of();
   for (int l = 0; l < t.lanes(); ++l) {

@@ -30,7 +30,7 @@ class Value {
   Lane &operator[](int l) { return type_.lanes() > kInline ? heap_[l] : inline_[l]; }
   const Lane &operator[](int l) const { return type_.lanes() > kInline ? heap_[l] : inline_[l]; }
 
-  static Value make_int(ir::DataType t, int64_t v);  // wrapped to t, every lane
+  static Value make_int(ir::DataType t, int64_t v);   // wrapped to t, every lane
   static Value make_float(ir::DataType t, double v);  // rounded to t, every lane
 
   // Lane l as a signed 64-bit integer (integer types only) or as a bool (non-zero).

@@ -9,8 +9,8 @@ namespace kiln::ir {
 
 Expr Buffer::offset_of(const std::vector<Expr> &indices) const {
   if (indices.size() != shape.size()) {
-    throw InternalError(detail::concat("buffer ", name, " has ", shape.size(), " dimensions, indexed with ",
-                                       indices.size()));
+    throw InternalError(
+        detail::concat("buffer ", name, " has ", shape.size(), " dimensions, indexed with ", indices.size()));
   }
   Expr off;
   for (size_t i = 0; i < indices.size(); ++i) {

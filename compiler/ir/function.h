@@ -22,7 +22,8 @@ struct Buffer {
   Expr offset_of(const std::vector<Expr> &indices) const;
 };
 
-Buffer make_buffer(const std::string &name, DataType dtype, std::vector<Expr> shape, const std::string &scope = "global");
+Buffer make_buffer(const std::string &name, DataType dtype, std::vector<Expr> shape,
+                   const std::string &scope = "global");
 
 struct LoweredFunc {
   std::string name;

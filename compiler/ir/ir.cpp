@@ -18,11 +18,16 @@ const char *node_type_name(NodeType t) {
 
 const char *for_kind_name(ForKind k) {
   switch (k) {
-    case ForKind::Serial: return "serial";
-    case ForKind::Parallel: return "parallel";
-    case ForKind::Vectorized: return "vectorized";
-    case ForKind::Unrolled: return "unrolled";
-    case ForKind::ThreadBinding: return "thread_binding";
+    case ForKind::Serial:
+      return "serial";
+    case ForKind::Parallel:
+      return "parallel";
+    case ForKind::Vectorized:
+      return "vectorized";
+    case ForKind::Unrolled:
+      return "unrolled";
+    case ForKind::ThreadBinding:
+      return "thread_binding";
   }
   return "?";
 }
@@ -60,9 +65,8 @@ CommReducer make_comm_reducer(std::vector<Var> lhs, std::vector<Var> rhs, std::v
   }
   for (size_t i = 0; i < lhs.size(); ++i) {
     if (result[i].type() != lhs[i].type() || identity[i].type() != lhs[i].type()) {
-      throw ExprError(detail::concat("reducer value ", i, ": result ", result[i].type().to_string(),
-                                     " and identity ", identity[i].type().to_string(), " must have type ",
-                                     lhs[i].type().to_string()));
+      throw ExprError(detail::concat("reducer value ", i, ": result ", result[i].type().to_string(), " and identity ",
+                                     identity[i].type().to_string(), " must have type ", lhs[i].type().to_string()));
     }
   }
   return std::make_shared<CommReducerNode>(
@@ -78,8 +82,8 @@ void check_defined(const Expr &e, const char *what, const char *node) {
 void check_same_type(const Expr &a, const Expr &b, const char *node) {
   check_defined(a, "a", node);
   check_defined(b, "b", node);
-  KILN_CHECK(a.type() == b.type(), node, ": operand types differ: ", a.type().to_string(), " vs ",
-             b.type().to_string(), " in ", a, " and ", b);
+  KILN_CHECK(a.type() == b.type(), node, ": operand types differ: ", a.type().to_string(), " vs ", b.type().to_string(),
+             " in ", a, " and ", b);
 }
 
 }  // namespace
@@ -105,10 +109,10 @@ Expr CastNode::make(DataType t, Expr value) {
   return Expr(std::make_shared<CastNode>(t, std::move(value)));
 }
 
-#define KILN_ARITH_MAKE(n)                                   \
-  Expr n##Node::make(Expr a, Expr b) {                       \
-    check_same_type(a, b, #n);                               \
-    DataType t = a.type();                                   \
+#define KILN_ARITH_MAKE(n)                                                 \
+  Expr n##Node::make(Expr a, Expr b) {                                     \
+    check_same_type(a, b, #n);                                             \
+    DataType t = a.type();                                                 \
     return Expr(std::make_shared<n##Node>(t, std::move(a), std::move(b))); \
   }
 KILN_ARITH_MAKE(Add)
@@ -122,11 +126,11 @@ KILN_ARITH_MAKE(Min)
 KILN_ARITH_MAKE(Max)
 #undef KILN_ARITH_MAKE
 
-#define KILN_CMP_MAKE(n)                                                          \
-  Expr n##Node::make(Expr a, Expr b) {                                            \
-    check_same_type(a, b, #n);                                                    \
-    DataType t = Bool(a.type().lanes());                                          \
-    return Expr(std::make_shared<n##Node>(t, std::move(a), std::move(b)));        \
+#define KILN_CMP_MAKE(n)                                                   \
+  Expr n##Node::make(Expr a, Expr b) {                                     \
+    check_same_type(a, b, #n);                                             \
+    DataType t = Bool(a.type().lanes());                                   \
+    return Expr(std::make_shared<n##Node>(t, std::move(a), std::move(b))); \
   }
 KILN_CMP_MAKE(EQ)
 KILN_CMP_MAKE(NE)
@@ -136,12 +140,12 @@ KILN_CMP_MAKE(GT)
 KILN_CMP_MAKE(GE)
 #undef KILN_CMP_MAKE
 
-#define KILN_LOGIC_MAKE(n)                                                                 \
-  Expr n##Node::make(Expr a, Expr b) {                                                     \
-    check_same_type(a, b, #n);                                                             \
+#define KILN_LOGIC_MAKE(n)                                                                    \
+  Expr n##Node::make(Expr a, Expr b) {                                                        \
+    check_same_type(a, b, #n);                                                                \
     KILN_CHECK(a.type().is_bool(), #n ": operands must be bool, got ", a.type().to_string()); \
-    DataType t = a.type();                                                                 \
-    return Expr(std::make_shared<n##Node>(t, std::move(a), std::move(b)));                 \
+    DataType t = a.type();                                                                    \
+    return Expr(std::make_shared<n##Node>(t, std::move(a), std::move(b)));                    \
   }
 KILN_LOGIC_MAKE(And)
 KILN_LOGIC_MAKE(Or)
@@ -240,8 +244,8 @@ Stmt StoreNode::make(Var buffer_var, Expr value, Expr index, Expr predicate) {
   check_defined(index, "index", "Store");
   KILN_CHECK(value.type().lanes() == index.type().lanes(), "Store: value lanes ", value.type().lanes(),
              " != index lanes ", index.type().lanes());
-  return Stmt(std::make_shared<StoreNode>(std::move(buffer_var), std::move(value), std::move(index),
-                                          std::move(predicate)));
+  return Stmt(
+      std::make_shared<StoreNode>(std::move(buffer_var), std::move(value), std::move(index), std::move(predicate)));
 }
 
 Stmt ProducerStoreNode::make(ProducerRef producer, int value_index, Expr value, std::vector<Expr> indices) {

@@ -62,7 +62,8 @@ namespace kiln::ir {
 
 // The expression nodes with two operands `a` and `b` (a subset of the list above).
 #define KILN_BINARY_NODES(X) \
-  X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(FloorDiv) X(FloorMod) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or)
+  X(Add)                     \
+  X(Sub) X(Mul) X(Div) X(Mod) X(FloorDiv) X(FloorMod) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or)
 
 enum class NodeType : uint8_t {
 #define KILN_ENUM(n) n,
@@ -100,10 +101,10 @@ class Expr {
   Expr() = default;
   explicit Expr(std::shared_ptr<const BaseExprNode> n) : ptr_(std::move(n)) {}
   // Integer literals become int32 immediates, floating literals float32 immediates.
-  Expr(int v);                 // NOLINT(google-explicit-constructor)
-  Expr(int64_t v);             // NOLINT(google-explicit-constructor)
-  Expr(float v);               // NOLINT(google-explicit-constructor)
-  Expr(double v);              // NOLINT(google-explicit-constructor)
+  Expr(int v);      // NOLINT(google-explicit-constructor)
+  Expr(int64_t v);  // NOLINT(google-explicit-constructor)
+  Expr(float v);    // NOLINT(google-explicit-constructor)
+  Expr(double v);   // NOLINT(google-explicit-constructor)
 
   bool defined() const { return ptr_ != nullptr; }
   const BaseExprNode *get() const { return ptr_.get(); }
@@ -254,13 +255,12 @@ struct CastNode : BaseExprNode {
   static Expr make(DataType t, Expr value);
 };
 
-#define KILN_BINARY_NODE(n)                                                           \
-  struct n##Node : BaseExprNode {                                                     \
-    KILN_NODE_HEADER(n)                                                               \
-    n##Node(DataType t, Expr a_, Expr b_)                                             \
-        : BaseExprNode(kNodeType, t), a(std::move(a_)), b(std::move(b_)) {}           \
-    const Expr a, b;                                                                  \
-    static Expr make(Expr a, Expr b);                                                 \
+#define KILN_BINARY_NODE(n)                                                                                   \
+  struct n##Node : BaseExprNode {                                                                             \
+    KILN_NODE_HEADER(n)                                                                                       \
+    n##Node(DataType t, Expr a_, Expr b_) : BaseExprNode(kNodeType, t), a(std::move(a_)), b(std::move(b_)) {} \
+    const Expr a, b;                                                                                          \
+    static Expr make(Expr a, Expr b);                                                                         \
   };
 KILN_BINARY_NODES(KILN_BINARY_NODE)
 #undef KILN_BINARY_NODE
@@ -275,8 +275,7 @@ struct NotNode : BaseExprNode {
 struct SelectNode : BaseExprNode {
   KILN_NODE_HEADER(Select)
   SelectNode(DataType t, Expr c, Expr tv, Expr fv)
-      : BaseExprNode(kNodeType, t), condition(std::move(c)), true_value(std::move(tv)),
-        false_value(std::move(fv)) {}
+      : BaseExprNode(kNodeType, t), condition(std::move(c)), true_value(std::move(tv)), false_value(std::move(fv)) {}
   const Expr condition, true_value, false_value;
   static Expr make(Expr condition, Expr true_value, Expr false_value);
 };
@@ -324,8 +323,7 @@ struct CallNode : BaseExprNode {
 struct LoadNode : BaseExprNode {
   KILN_NODE_HEADER(Load)
   LoadNode(DataType t, Var buf, Expr idx, Expr pred)
-      : BaseExprNode(kNodeType, t), buffer_var(std::move(buf)), index(std::move(idx)),
-        predicate(std::move(pred)) {}
+      : BaseExprNode(kNodeType, t), buffer_var(std::move(buf)), index(std::move(idx)), predicate(std::move(pred)) {}
   const Var buffer_var;
   const Expr index;
   const Expr predicate;  // undefined means all lanes
@@ -348,15 +346,19 @@ struct ProducerLoadNode : BaseExprNode {
 struct ReduceNode : BaseExprNode {
   KILN_NODE_HEADER(Reduce)
   ReduceNode(DataType t, CommReducer c, std::vector<Expr> s, std::vector<IterVar> ax, Expr cond, int vi)
-      : BaseExprNode(kNodeType, t), combiner(std::move(c)), source(std::move(s)), axis(std::move(ax)),
-        condition(std::move(cond)), value_index(vi) {}
+      : BaseExprNode(kNodeType, t),
+        combiner(std::move(c)),
+        source(std::move(s)),
+        axis(std::move(ax)),
+        condition(std::move(cond)),
+        value_index(vi) {}
   const CommReducer combiner;
   const std::vector<Expr> source;
   const std::vector<IterVar> axis;
   const Expr condition;
   const int value_index;
-  static Expr make(CommReducer combiner, std::vector<Expr> source, std::vector<IterVar> axis,
-                   Expr condition, int value_index);
+  static Expr make(CommReducer combiner, std::vector<Expr> source, std::vector<IterVar> axis, Expr condition,
+                   int value_index);
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -374,11 +376,11 @@ struct LetStmtNode : BaseStmtNode {
 
 // Attribute keys used by AttrStmt.
 namespace attr {
-constexpr const char *kThreadExtent = "thread_extent";      // node: IterVar var; value: extent
-constexpr const char *kVirtualThread = "virtual_thread";    // value: extent
-constexpr const char *kRealizeScope = "realize_scope";      // string value: storage scope
-constexpr const char *kStorageScope = "storage_scope";      // buffer var: scope
-constexpr const char *kPragmaPrefix = "pragma_";            // pragma_<name>
+constexpr const char *kThreadExtent = "thread_extent";    // node: IterVar var; value: extent
+constexpr const char *kVirtualThread = "virtual_thread";  // value: extent
+constexpr const char *kRealizeScope = "realize_scope";    // string value: storage scope
+constexpr const char *kStorageScope = "storage_scope";    // buffer var: scope
+constexpr const char *kPragmaPrefix = "pragma_";          // pragma_<name>
 constexpr const char *kAutoUnrollMaxStep = "pragma_auto_unroll_max_step";
 constexpr const char *kDoubleBuffer = "double_buffer_scope";
 constexpr const char *kStorageAlign = "buffer_dim_align";
@@ -411,7 +413,10 @@ struct AssertStmtNode : BaseStmtNode {
 struct StoreNode : BaseStmtNode {
   KILN_NODE_HEADER(Store)
   StoreNode(Var buf, Expr v, Expr i, Expr p)
-      : BaseStmtNode(kNodeType), buffer_var(std::move(buf)), value(std::move(v)), index(std::move(i)),
+      : BaseStmtNode(kNodeType),
+        buffer_var(std::move(buf)),
+        value(std::move(v)),
+        index(std::move(i)),
         predicate(std::move(p)) {}
   const Var buffer_var;
   const Expr value, index;
@@ -422,7 +427,10 @@ struct StoreNode : BaseStmtNode {
 struct ProducerStoreNode : BaseStmtNode {
   KILN_NODE_HEADER(ProducerStore)
   ProducerStoreNode(ProducerRef p, int vi, Expr v, std::vector<Expr> idx)
-      : BaseStmtNode(kNodeType), producer(std::move(p)), value_index(vi), value(std::move(v)),
+      : BaseStmtNode(kNodeType),
+        producer(std::move(p)),
+        value_index(vi),
+        value(std::move(v)),
         indices(std::move(idx)) {}
   const ProducerRef producer;
   const int value_index;
@@ -435,8 +443,12 @@ struct ProducerStoreNode : BaseStmtNode {
 struct AllocateNode : BaseStmtNode {
   KILN_NODE_HEADER(Allocate)
   AllocateNode(Var buf, DataType t, std::vector<Expr> e, std::string s, Stmt b)
-      : BaseStmtNode(kNodeType), buffer_var(std::move(buf)), dtype(t), extents(std::move(e)),
-        scope(std::move(s)), body(std::move(b)) {}
+      : BaseStmtNode(kNodeType),
+        buffer_var(std::move(buf)),
+        dtype(t),
+        extents(std::move(e)),
+        scope(std::move(s)),
+        body(std::move(b)) {}
   const Var buffer_var;
   const DataType dtype;
   const std::vector<Expr> extents;
@@ -451,8 +463,13 @@ const char *for_kind_name(ForKind k);
 struct ForNode : BaseStmtNode {
   KILN_NODE_HEADER(For)
   ForNode(Var v, Expr mn, Expr ext, ForKind k, Stmt b, std::string tag)
-      : BaseStmtNode(kNodeType), loop_var(std::move(v)), min(std::move(mn)), extent(std::move(ext)), kind(k),
-        body(std::move(b)), thread_tag(std::move(tag)) {}
+      : BaseStmtNode(kNodeType),
+        loop_var(std::move(v)),
+        min(std::move(mn)),
+        extent(std::move(ext)),
+        kind(k),
+        body(std::move(b)),
+        thread_tag(std::move(tag)) {}
   const Var loop_var;
   const Expr min, extent;
   const ForKind kind;
@@ -491,7 +508,11 @@ struct EvaluateNode : BaseStmtNode {
 struct ProducerRealizeNode : BaseStmtNode {
   KILN_NODE_HEADER(ProducerRealize)
   ProducerRealizeNode(ProducerRef p, int vi, std::vector<Range> b, std::string s, Stmt body_)
-      : BaseStmtNode(kNodeType), producer(std::move(p)), value_index(vi), bounds(std::move(b)), scope(std::move(s)),
+      : BaseStmtNode(kNodeType),
+        producer(std::move(p)),
+        value_index(vi),
+        bounds(std::move(b)),
+        scope(std::move(s)),
         body(std::move(body_)) {}
   const ProducerRef producer;
   const int value_index;

@@ -48,8 +48,10 @@ class Printer : public IRVisitor {
       if (t.find_first_of(".eni") == std::string::npos) s << ".0";
     }
     os_ << s.str();
-    if (op->type.bits() == 32) os_ << "f";
-    else if (op->type.bits() == 16) os_ << "h";
+    if (op->type.bits() == 32)
+      os_ << "f";
+    else if (op->type.bits() == 16)
+      os_ << "h";
   }
   void visit(const StringImmNode *op) override { os_ << '"' << op->value << '"'; }
   void visit(const VariableNode *op) override { os_ << op->name; }

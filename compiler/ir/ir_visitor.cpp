@@ -8,9 +8,9 @@ namespace kiln::ir {
 void IRVisitor::visit_expr(const Expr &e) {
   if (!e.defined()) return;
   switch (e->node_type) {
-#define KILN_DISPATCH(n)                                  \
-  case NodeType::n:                                       \
-    visit(static_cast<const n##Node *>(e.get()));         \
+#define KILN_DISPATCH(n)                          \
+  case NodeType::n:                               \
+    visit(static_cast<const n##Node *>(e.get())); \
     break;
     KILN_EXPR_NODES(KILN_DISPATCH)
 #undef KILN_DISPATCH
@@ -24,9 +24,9 @@ void IRVisitor::visit_expr(const Expr &e) {
 void IRVisitor::visit_stmt(const Stmt &s) {
   if (!s.defined()) return;
   switch (s->node_type) {
-#define KILN_DISPATCH(n)                                  \
-  case NodeType::n:                                       \
-    visit(static_cast<const n##Node *>(s.get()));         \
+#define KILN_DISPATCH(n)                          \
+  case NodeType::n:                               \
+    visit(static_cast<const n##Node *>(s.get())); \
     break;
     KILN_STMT_NODES(KILN_DISPATCH)
 #undef KILN_DISPATCH
@@ -47,10 +47,10 @@ void IRVisitor::visit(const FloatImmNode *) {}
 void IRVisitor::visit(const StringImmNode *) {}
 void IRVisitor::visit(const VariableNode *) {}
 void IRVisitor::visit(const CastNode *op) { visit_expr(op->value); }
-#define KILN_BINARY_VISIT(n)                   \
-  void IRVisitor::visit(const n##Node *op) {   \
-    visit_expr(op->a);                         \
-    visit_expr(op->b);                         \
+#define KILN_BINARY_VISIT(n)                 \
+  void IRVisitor::visit(const n##Node *op) { \
+    visit_expr(op->a);                       \
+    visit_expr(op->b);                       \
   }
 KILN_BINARY_NODES(KILN_BINARY_VISIT)
 #undef KILN_BINARY_VISIT

@@ -8,14 +8,14 @@
 namespace kiln::ir {
 
 Expr make_const(DataType t, int64_t v) {
-  Expr s = t.is_float() ? FloatImmNode::make(t.element_of(), static_cast<double>(v))
-                        : IntImmNode::make(t.element_of(), v);
+  Expr s =
+      t.is_float() ? FloatImmNode::make(t.element_of(), static_cast<double>(v)) : IntImmNode::make(t.element_of(), v);
   return t.lanes() > 1 ? BroadcastNode::make(s, t.lanes()) : s;
 }
 
 Expr make_const(DataType t, double v) {
-  Expr s = t.is_float() ? FloatImmNode::make(t.element_of(), v)
-                        : IntImmNode::make(t.element_of(), static_cast<int64_t>(v));
+  Expr s =
+      t.is_float() ? FloatImmNode::make(t.element_of(), v) : IntImmNode::make(t.element_of(), static_cast<int64_t>(v));
   return t.lanes() > 1 ? BroadcastNode::make(s, t.lanes()) : s;
 }
 
@@ -83,8 +83,7 @@ Expr cast(DataType t, Expr e) {
     return BroadcastNode::make(cast(t.element_of(), std::move(e)), t.lanes());
   }
   if (e.type().lanes() != t.lanes()) {
-    throw ExprError(detail::concat("cannot cast ", e.type().to_string(), " to ", t.to_string(),
-                                   ": lanes differ"));
+    throw ExprError(detail::concat("cannot cast ", e.type().to_string(), " to ", t.to_string(), ": lanes differ"));
   }
   if (t.is_scalar()) {
     if (const auto *i = e.as<IntImmNode>()) return make_const(t, i->value);
@@ -114,17 +113,15 @@ void match_types(Expr &a, Expr &b, const char *op) {
     } else if (tb.lanes() == 1) {
       b = cast(tb.with_lanes(ta.lanes()), b);
     } else {
-      throw ExprError(detail::concat("operator '", op, "' on vectors of different lanes: ", ta.to_string(), ", ",
-                                     tb.to_string()));
+      throw ExprError(
+          detail::concat("operator '", op, "' on vectors of different lanes: ", ta.to_string(), ", ", tb.to_string()));
     }
     ta = a.type();
     tb = b.type();
     if (ta == tb) return;
   }
   // An immediate adopts the other side's type, unless that would turn a float into an int.
-  auto imm_adopts = [](const Expr &imm, DataType other) {
-    return !(imm.type().is_float() && !other.is_float());
-  };
+  auto imm_adopts = [](const Expr &imm, DataType other) { return !(imm.type().is_float() && !other.is_float()); };
   const bool a_imm = is_imm(a) || (a.as<BroadcastNode>() && is_imm(a.as<BroadcastNode>()->value));
   const bool b_imm = is_imm(b) || (b.as<BroadcastNode>() && is_imm(b.as<BroadcastNode>()->value));
   if (b_imm && imm_adopts(b, ta)) {
@@ -144,7 +141,10 @@ void match_types(Expr &a, Expr &b, const char *op) {
   } else if (tb.bits() < ta.bits()) {
     b = cast(ta, b);
   } else if (ta.is_bool() != tb.is_bool()) {
-    if (ta.is_bool()) a = cast(tb, a); else b = cast(ta, b);
+    if (ta.is_bool())
+      a = cast(tb, a);
+    else
+      b = cast(ta, b);
   } else {
     throw ExprError(detail::concat("operator '", op, "': cannot mix ", ta.to_string(), " and ", tb.to_string(),
                                    " without an explicit cast"));

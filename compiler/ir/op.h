@@ -79,8 +79,8 @@ bool is_math_intrinsic(const std::string &name);
 // Internal intrinsics.
 namespace intrinsic {
 constexpr const char *kIfThenElse = "if_then_else";
-constexpr const char *kLikely = "likely";              // hint: condition is usually true
-constexpr const char *kSyncThreads = "sync_threads";   // GPU barrier within a block
+constexpr const char *kLikely = "likely";             // hint: condition is usually true
+constexpr const char *kSyncThreads = "sync_threads";  // GPU barrier within a block
 }  // namespace intrinsic
 Expr likely(Expr cond);
 

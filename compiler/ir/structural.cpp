@@ -110,18 +110,23 @@ class Equal {
 
   bool expr_node(const Expr &a, const Expr &b) {
     switch (a->node_type) {
-      case NodeType::IntImm: return a.as<IntImmNode>()->value == b.as<IntImmNode>()->value;
+      case NodeType::IntImm:
+        return a.as<IntImmNode>()->value == b.as<IntImmNode>()->value;
       case NodeType::FloatImm:
         return float_bits(a.as<FloatImmNode>()->value) == float_bits(b.as<FloatImmNode>()->value);
-      case NodeType::StringImm: return a.as<StringImmNode>()->value == b.as<StringImmNode>()->value;
-      case NodeType::Variable: return var(a.as<VariableNode>(), b.as<VariableNode>());
-      case NodeType::Cast: return expr(a.as<CastNode>()->value, b.as<CastNode>()->value);
+      case NodeType::StringImm:
+        return a.as<StringImmNode>()->value == b.as<StringImmNode>()->value;
+      case NodeType::Variable:
+        return var(a.as<VariableNode>(), b.as<VariableNode>());
+      case NodeType::Cast:
+        return expr(a.as<CastNode>()->value, b.as<CastNode>()->value);
 #define KILN_BINARY_CASE(n) \
   case NodeType::n:         \
     return binary<n##Node>(a, b);
         KILN_BINARY_NODES(KILN_BINARY_CASE)
 #undef KILN_BINARY_CASE
-      case NodeType::Not: return expr(a.as<NotNode>()->a, b.as<NotNode>()->a);
+      case NodeType::Not:
+        return expr(a.as<NotNode>()->a, b.as<NotNode>()->a);
       case NodeType::Select: {
         const auto *x = a.as<SelectNode>(), *y = b.as<SelectNode>();
         return expr(x->condition, y->condition) && expr(x->true_value, y->true_value) &&
@@ -156,7 +161,8 @@ class Equal {
         const auto *x = a.as<ProducerLoadNode>(), *y = b.as<ProducerLoadNode>();
         return x->producer == y->producer && x->value_index == y->value_index && exprs(x->indices, y->indices);
       }
-      case NodeType::Reduce: return reduce(a.as<ReduceNode>(), b.as<ReduceNode>());
+      case NodeType::Reduce:
+        return reduce(a.as<ReduceNode>(), b.as<ReduceNode>());
 #define KILN_STMT_CASE(n) case NodeType::n:
         KILN_STMT_NODES(KILN_STMT_CASE)
 #undef KILN_STMT_CASE
@@ -214,8 +220,7 @@ class Equal {
       }
       case NodeType::IfThenElse: {
         const auto *x = a.as<IfThenElseNode>(), *y = b.as<IfThenElseNode>();
-        return expr(x->condition, y->condition) && stmt(x->then_case, y->then_case) &&
-               stmt(x->else_case, y->else_case);
+        return expr(x->condition, y->condition) && stmt(x->then_case, y->then_case) && stmt(x->else_case, y->else_case);
       }
       case NodeType::Block: {
         const auto *x = a.as<BlockNode>(), *y = b.as<BlockNode>();
@@ -225,7 +230,8 @@ class Equal {
         }
         return true;
       }
-      case NodeType::Evaluate: return expr(a.as<EvaluateNode>()->value, b.as<EvaluateNode>()->value);
+      case NodeType::Evaluate:
+        return expr(a.as<EvaluateNode>()->value, b.as<EvaluateNode>()->value);
       case NodeType::ProducerRealize: {
         const auto *x = a.as<ProducerRealizeNode>(), *y = b.as<ProducerRealizeNode>();
         if (x->producer != y->producer || x->value_index != y->value_index || x->scope != y->scope ||
@@ -271,19 +277,25 @@ class Hasher {
     if (!e.defined()) return 0x5bd1e995;
     size_t h = mix(static_cast<size_t>(e->node_type), hash_type(e.type()));
     switch (e->node_type) {
-      case NodeType::IntImm: return mix(h, static_cast<size_t>(e.as<IntImmNode>()->value));
-      case NodeType::FloatImm: return mix(h, static_cast<size_t>(float_bits(e.as<FloatImmNode>()->value)));
-      case NodeType::StringImm: return mix(h, hash_string(e.as<StringImmNode>()->value));
-      case NodeType::Variable: return mix(h, var(e.as<VariableNode>()));
-      case NodeType::Cast: return mix(h, expr(e.as<CastNode>()->value));
-#define KILN_BINARY_CASE(n)                    \
-  case NodeType::n: {                          \
-    const auto *x = e.as<n##Node>();           \
+      case NodeType::IntImm:
+        return mix(h, static_cast<size_t>(e.as<IntImmNode>()->value));
+      case NodeType::FloatImm:
+        return mix(h, static_cast<size_t>(float_bits(e.as<FloatImmNode>()->value)));
+      case NodeType::StringImm:
+        return mix(h, hash_string(e.as<StringImmNode>()->value));
+      case NodeType::Variable:
+        return mix(h, var(e.as<VariableNode>()));
+      case NodeType::Cast:
+        return mix(h, expr(e.as<CastNode>()->value));
+#define KILN_BINARY_CASE(n)                     \
+  case NodeType::n: {                           \
+    const auto *x = e.as<n##Node>();            \
     return mix(mix(h, expr(x->a)), expr(x->b)); \
   }
         KILN_BINARY_NODES(KILN_BINARY_CASE)
 #undef KILN_BINARY_CASE
-      case NodeType::Not: return mix(h, expr(e.as<NotNode>()->a));
+      case NodeType::Not:
+        return mix(h, expr(e.as<NotNode>()->a));
       case NodeType::Select: {
         const auto *x = e.as<SelectNode>();
         return mix(mix(mix(h, expr(x->condition)), expr(x->true_value)), expr(x->false_value));
@@ -319,7 +331,8 @@ class Hasher {
         h = mix(mix(h, std::hash<const void *>()(x->producer.get())), static_cast<size_t>(x->value_index));
         return exprs(h, x->indices);
       }
-      case NodeType::Reduce: return reduce(h, e.as<ReduceNode>());
+      case NodeType::Reduce:
+        return reduce(h, e.as<ReduceNode>());
 #define KILN_STMT_CASE(n) case NodeType::n:
         KILN_STMT_NODES(KILN_STMT_CASE)
 #undef KILN_STMT_CASE
@@ -384,7 +397,8 @@ class Hasher {
       case NodeType::Block:
         for (const auto &c : s.as<BlockNode>()->stmts) h = mix(h, stmt(c));
         return h;
-      case NodeType::Evaluate: return mix(h, expr(s.as<EvaluateNode>()->value));
+      case NodeType::Evaluate:
+        return mix(h, expr(s.as<EvaluateNode>()->value));
       case NodeType::ProducerRealize: {
         const auto *x = s.as<ProducerRealizeNode>();
         h = mix(mix(h, std::hash<const void *>()(x->producer.get())), static_cast<size_t>(x->value_index));

@@ -10,7 +10,8 @@ namespace {
 // inside it (loop, let, buffer) gets a new node, so that the copy can sit next to the original.
 class Substituter : public IRMutator {
  public:
-  Substituter(std::unordered_map<const VariableNode *, Expr> vmap, bool fresh) : vmap_(std::move(vmap)), fresh_(fresh) {}
+  Substituter(std::unordered_map<const VariableNode *, Expr> vmap, bool fresh)
+      : vmap_(std::move(vmap)), fresh_(fresh) {}
 
   using IRMutator::mutate;
 

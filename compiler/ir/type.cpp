@@ -12,10 +12,17 @@ std::string DataType::to_string() const {
     s = "bool";
   } else {
     switch (code_) {
-      case Code::Int: s = "int"; break;
-      case Code::UInt: s = "uint"; break;
-      case Code::Float: s = "float"; break;
-      case Code::Handle: return "handle";
+      case Code::Int:
+        s = "int";
+        break;
+      case Code::UInt:
+        s = "uint";
+        break;
+      case Code::Float:
+        s = "float";
+        break;
+      case Code::Handle:
+        return "handle";
     }
     s += std::to_string(bits_);
   }

@@ -32,9 +32,7 @@ class DataType {
   DataType with_lanes(int lanes) const { return DataType(code_, bits_, lanes); }
   DataType with_bits(int bits) const { return DataType(code_, bits, lanes_); }
 
-  bool operator==(const DataType &o) const {
-    return code_ == o.code_ && bits_ == o.bits_ && lanes_ == o.lanes_;
-  }
+  bool operator==(const DataType &o) const { return code_ == o.code_ && bits_ == o.bits_ && lanes_ == o.lanes_; }
   bool operator!=(const DataType &o) const { return !(*this == o); }
 
   // "float32", "int8x16", "bool", "handle".

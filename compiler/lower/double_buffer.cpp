@@ -63,13 +63,15 @@ class DoubleBufferInjector : public IRMutator {
     const auto *alloc = body.as<AllocateNode>();
     const AttrStmtNode *mark = alloc ? alloc->body.as<AttrStmtNode>() : nullptr;
     if (!mark || mark->key != attr::kDoubleBuffer || op->kind == ForKind::Vectorized) {
-      return body.same_as(op->body) ? self : ForNode::make(op->loop_var, op->min, op->extent, op->kind, body, op->thread_tag);
+      return body.same_as(op->body) ? self
+                                    : ForNode::make(op->loop_var, op->min, op->extent, op->kind, body, op->thread_tag);
     }
     const VariableNode *buf = alloc->buffer_var.get();
     const auto *block = mark->body.as<BlockNode>();
     size_t split = 0;
     if (block) {
-      while (split < block->stmts.size() && writes(block->stmts[split], buf) && !reads(block->stmts[split], buf)) ++split;
+      while (split < block->stmts.size() && writes(block->stmts[split], buf) && !reads(block->stmts[split], buf))
+        ++split;
     }
     if (!block || split == 0 || split == block->stmts.size() || alloc->extents.size() != 1 ||
         !as_const_int(alloc->extents[0])) {

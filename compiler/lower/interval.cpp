@@ -60,18 +60,24 @@ class IntervalEvaluator {
       Interval a = eval(op->a), b = eval(op->b);
       Interval r;
       if (a.min.defined() && b.min.defined()) r.min = ir::min(a.min, b.min);
-      if (a.max.defined() && b.max.defined()) r.max = ir::min(a.max, b.max);
-      else if (a.max.defined()) r.max = a.max;
-      else if (b.max.defined()) r.max = b.max;
+      if (a.max.defined() && b.max.defined())
+        r.max = ir::min(a.max, b.max);
+      else if (a.max.defined())
+        r.max = a.max;
+      else if (b.max.defined())
+        r.max = b.max;
       return r;
     }
     if (const auto *op = e.as<MaxNode>()) {
       Interval a = eval(op->a), b = eval(op->b);
       Interval r;
       if (a.max.defined() && b.max.defined()) r.max = ir::max(a.max, b.max);
-      if (a.min.defined() && b.min.defined()) r.min = ir::max(a.min, b.min);
-      else if (a.min.defined()) r.min = a.min;
-      else if (b.min.defined()) r.min = b.min;
+      if (a.min.defined() && b.min.defined())
+        r.min = ir::max(a.min, b.min);
+      else if (a.min.defined())
+        r.min = a.min;
+      else if (b.min.defined())
+        r.min = b.min;
       return r;
     }
     if (const auto *op = e.as<SelectNode>()) {
@@ -87,7 +93,8 @@ class IntervalEvaluator {
       Interval a = eval(op->value);
       // Widening or int-to-float casts are monotonic; anything else is given up.
       DataType from = op->value.type(), to = op->type;
-      bool monotonic = (to.is_float() && !from.is_float()) || (to.is_int() && from.is_int() && to.bits() >= from.bits()) ||
+      bool monotonic = (to.is_float() && !from.is_float()) ||
+                       (to.is_int() && from.is_int() && to.bits() >= from.bits()) ||
                        (to.is_float() && from.is_float() && to.bits() >= from.bits());
       if (is_point(a)) return Interval::point(e);
       if (!monotonic) return Interval::everything();
@@ -134,7 +141,8 @@ class IntervalEvaluator {
   Interval div(const Expr &e, const Expr &ea, const Expr &eb, bool floor) {
     Interval a = eval(ea), b = eval(eb);
     auto mk = [&](const Expr &x, const Expr &y) { return floor ? floordiv(x, y) : truncdiv(x, y); };
-    if (is_point(a) && is_point(b)) return Interval::point(a.min.same_as(ea) && b.min.same_as(eb) ? e : mk(a.min, b.min));
+    if (is_point(a) && is_point(b))
+      return Interval::point(a.min.same_as(ea) && b.min.same_as(eb) ? e : mk(a.min, b.min));
     if (e.type().is_float()) {
       if (auto c = as_const_float(b.min); c && is_point(b) && *c > 0) {
         return {a.min.defined() ? a.min / b.min : Expr(), a.max.defined() ? a.max / b.max : Expr()};

@@ -30,8 +30,7 @@ LowerOptions LowerOptions::from_env() {
 namespace {
 
 // Binds argument tensors to buffers and collects the symbolic sizes.
-void bind_arguments(const te::Schedule &sch, const std::vector<te::Tensor> &args, LoweredFunc *f,
-                    BufferBinds *binds) {
+void bind_arguments(const te::Schedule &sch, const std::vector<te::Tensor> &args, LoweredFunc *f, BufferBinds *binds) {
   std::set<std::string> names;
   std::set<const VariableNode *> size_set;
   std::set<std::pair<const te::OperationNode *, int>> seen;

@@ -33,9 +33,15 @@ class Prologue {
   Stmt wrap(Stmt body) const {
     for (auto it = items_.rbegin(); it != items_.rend(); ++it) {
       switch (it->kind) {
-        case Item::Assert: body = ir::AssertStmtNode::make(it->value, it->message, body); break;
-        case Item::Let: body = ir::LetStmtNode::make(it->var, it->value, body); break;
-        case Item::Run: body = ir::BlockNode::make(it->stmt, body); break;
+        case Item::Assert:
+          body = ir::AssertStmtNode::make(it->value, it->message, body);
+          break;
+        case Item::Let:
+          body = ir::LetStmtNode::make(it->var, it->value, body);
+          break;
+        case Item::Run:
+          body = ir::BlockNode::make(it->stmt, body);
+          break;
       }
     }
     return body;
@@ -236,8 +242,8 @@ PackedFunc make_packed_api(const ir::LoweredFunc &f) {
     if (compact_ok.defined()) {
       Prologue when_compact;
       when_compact.check(compact_ok, an + ": the tensor is compact but the function expects other strides");
-      pro.run(ir::IfThenElseNode::make(is_null(strides), when_compact.wrap(ir::make_nop()),
-                                       given.wrap(ir::make_nop())));
+      pro.run(
+          ir::IfThenElseNode::make(is_null(strides), when_compact.wrap(ir::make_nop()), given.wrap(ir::make_nop())));
     } else if (!given.empty()) {
       pro.run(ir::IfThenElseNode::make(!is_null(strides), given.wrap(ir::make_nop())));
     }

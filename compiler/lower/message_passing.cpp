@@ -17,9 +17,7 @@ const Range &range_of(const BoundMap &b, const IterVar &iv, const te::StageNode 
   return it->second;
 }
 
-Expr ceil_div(const Expr &a, const Expr &b) {
-  return arith::simplify(floordiv(a + b - make_one(a.type()), b));
-}
+Expr ceil_div(const Expr &a, const Expr &b) { return arith::simplify(floordiv(a + b - make_one(a.type()), b)); }
 
 }  // namespace
 

@@ -48,7 +48,8 @@ class StageBuilder {
       if (!v.same_as(iv->var)) root_subst[iv->var.get()] = arith::simplify(v);
     }
     std::vector<Expr> indices;
-    for (const auto &iv : c->axis) indices.push_back(root_subst.count(iv->var.get()) ? root_subst[iv->var.get()] : Expr(iv->var));
+    for (const auto &iv : c->axis)
+      indices.push_back(root_subst.count(iv->var.get()) ? root_subst[iv->var.get()] : Expr(iv->var));
     const auto &body = bodies_.at(stage_.op.get());
     for (size_t p = 0; p < leaves.size(); ++p) {
       const te::IterVarAttr *a = stage_.attr(leaves[p]);
@@ -76,7 +77,8 @@ class StageBuilder {
     if (!c->is_reduction()) {
       std::vector<Stmt> stores;
       for (size_t i = 0; i < body.size(); ++i) {
-        stores.push_back(ProducerStoreNode::make(stage_.op, static_cast<int>(i), substitute(body[i], root_subst), indices));
+        stores.push_back(
+            ProducerStoreNode::make(stage_.op, static_cast<int>(i), substitute(body[i], root_subst), indices));
       }
       return make_nest(0, leaves.size(), guard(data_preds, BlockNode::make(stores)), true);
     }
@@ -162,9 +164,10 @@ class StageBuilder {
       (leaves[q]->iter_type == IterVarType::CommReduce ? reduce_in : data_in).push_back(leaves[q]);
     }
     if (data_in.size() != ic->axis.size() || reduce_in.size() != ic->reduce_axis.size()) {
-      tensorize_error(at, intrin, detail::concat("the intrinsic has ", ic->axis.size(), " data and ",
-                                                 ic->reduce_axis.size(), " reduction axes, the loops inside have ",
-                                                 data_in.size(), " and ", reduce_in.size()));
+      tensorize_error(
+          at, intrin,
+          detail::concat("the intrinsic has ", ic->axis.size(), " data and ", ic->reduce_axis.size(),
+                         " reduction axes, the loops inside have ", data_in.size(), " and ", reduce_in.size()));
     }
     arith::Analyzer an;
     std::unordered_map<const VariableNode *, Expr> to_intrin, to_zero;
@@ -172,9 +175,10 @@ class StageBuilder {
       for (size_t q = 0; q < mine.size(); ++q) {
         const Range &r = bounds_.at(mine[q].get());
         if (!is_zero(r.min) || !an.can_prove_equal(r.extent, theirs[q]->dom.extent)) {
-          tensorize_error(at, intrin, detail::concat("loop ", mine[q]->var.name(), " has extent ", r.extent,
-                                                     " but the intrinsic's axis ", theirs[q]->var.name(), " has ",
-                                                     theirs[q]->dom.extent));
+          tensorize_error(
+              at, intrin,
+              detail::concat("loop ", mine[q]->var.name(), " has extent ", r.extent, " but the intrinsic's axis ",
+                             theirs[q]->var.name(), " has ", theirs[q]->dom.extent));
         }
         to_intrin[mine[q]->var.get()] = theirs[q]->var;
         to_zero[theirs[q]->var.get()] = make_zero(Int(32));
@@ -195,7 +199,8 @@ class StageBuilder {
         begin->push_back(b);
         rel.push_back(an.simplify(e - b));
       }
-      if (rel.size() < rank) tensorize_error(at, intrin, "a region of the intrinsic has more dimensions than the tensor");
+      if (rel.size() < rank)
+        tensorize_error(at, intrin, "a region of the intrinsic has more dimensions than the tensor");
       for (size_t d = 0; d + rank < rel.size(); ++d) {
         if (!is_zero(rel[d])) tensorize_error(at, intrin, "it reads across an outer dimension of a tensor");
       }
@@ -240,20 +245,23 @@ class StageBuilder {
         }
         if (!same_reducer) tensorize_error(at, intrin, "the reductions combine differently");
         if (!structural_equal(src, isrc)) {
-          tensorize_error(at, intrin, "the computation does not match: the stage computes " + to_string(src) +
-                                          ", the intrinsic " + to_string(isrc));
+          tensorize_error(at, intrin,
+                          "the computation does not match: the stage computes " + to_string(src) + ", the intrinsic " +
+                              to_string(isrc));
         }
       } else {
         if (theirs.as<ReduceNode>()) tensorize_error(at, intrin, "the intrinsic is a reduction and the stage is not");
         Expr v = an.simplify(rewrite(substitute(mine, root)));
         Expr iv = an.simplify(theirs);
         if (!structural_equal(v, iv)) {
-          tensorize_error(at, intrin, "the computation does not match: the stage computes " + to_string(v) +
-                                          ", the intrinsic " + to_string(iv));
+          tensorize_error(at, intrin,
+                          "the computation does not match: the stage computes " + to_string(v) + ", the intrinsic " +
+                              to_string(iv));
         }
       }
     }
-    if (inputs_seen.size() != intrin.inputs.size()) tensorize_error(at, intrin, "the stage reads fewer tensors than the intrinsic");
+    if (inputs_seen.size() != intrin.inputs.size())
+      tensorize_error(at, intrin, "the stage reads fewer tensors than the intrinsic");
     // Buffers standing for the regions; storage flattening binds them to the real buffers.
     te::TensorIntrinBuffers bufs;
     struct Bind {

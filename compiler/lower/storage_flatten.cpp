@@ -73,7 +73,10 @@ class Flattener : public IRMutator {
       auto saved = entries_.find(key) != entries_.end() ? std::optional<Entry>(entries_.at(key)) : std::nullopt;
       entries_[key] = e;
       Stmt body = mutate(op->body);
-      if (saved) entries_[key] = *saved; else entries_.erase(key);
+      if (saved)
+        entries_[key] = *saved;
+      else
+        entries_.erase(key);
       return body;
     }
     // An intermediate: allocate its region.
@@ -207,7 +210,8 @@ class Flattener : public IRMutator {
       }
       best = std::min(best, sub_ub(x, subtrahend, add));
     }
-    if (const auto *m = e.as<MinNode>()) best = std::min({best, upper_bound(m->a, depth + 1), upper_bound(m->b, depth + 1)});
+    if (const auto *m = e.as<MinNode>())
+      best = std::min({best, upper_bound(m->a, depth + 1), upper_bound(m->b, depth + 1)});
     return best;
   }
 
@@ -220,7 +224,9 @@ class Flattener : public IRMutator {
     for (size_t d = nd; d-- > 0;) {
       for (const auto &a : st->storage_align) {
         if (static_cast<size_t>(a.axis) == d) {
-          stride = arith::simplify(stride + floormod(make_const(Int(32), int64_t{a.factor + a.offset}) - floormod(stride, a.factor), a.factor));
+          stride = arith::simplify(
+              stride +
+              floormod(make_const(Int(32), int64_t{a.factor + a.offset}) - floormod(stride, a.factor), a.factor));
         }
       }
       buf->strides[d] = stride;

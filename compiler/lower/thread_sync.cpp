@@ -36,7 +36,8 @@ class SharedHoister : public IRMutator {
     mine.swap(lifted_);
     lifted_.swap(saved);
     --depth_;
-    Stmt r = body.same_as(op->body) ? self : ForNode::make(op->loop_var, op->min, op->extent, op->kind, body, op->thread_tag);
+    Stmt r = body.same_as(op->body) ? self
+                                    : ForNode::make(op->loop_var, op->min, op->extent, op->kind, body, op->thread_tag);
     for (auto it = mine.rbegin(); it != mine.rend(); ++it) {
       r = AllocateNode::make((*it)->buffer_var, (*it)->dtype, (*it)->extents, (*it)->scope, r);
     }
@@ -85,7 +86,9 @@ bool intersects(const std::set<const VariableNode *> &a, const std::set<const Va
   return false;
 }
 
-Stmt barrier() { return EvaluateNode::make(CallNode::make(Int(32), intrinsic::kSyncThreads, {}, CallNode::Kind::Intrinsic)); }
+Stmt barrier() {
+  return EvaluateNode::make(CallNode::make(Int(32), intrinsic::kSyncThreads, {}, CallNode::Kind::Intrinsic));
+}
 
 // Inserts barriers in statement sequences inside thread loops: before a statement that reads
 // (or writes) shared memory written (or read) by an earlier one since the last barrier, and at the

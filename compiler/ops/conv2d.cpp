@@ -31,8 +31,8 @@ namespace {
 
 using autotune::Config;
 using autotune::ConfigSpace;
-using contracts::Json;
 using autotune::SplitPolicy;
+using contracts::Json;
 using namespace detail;
 using namespace ir;
 
@@ -46,7 +46,7 @@ struct Conv {
   int64_t sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0, dh = 1, dw = 1, oph = 0, opw = 0;
   int64_t OH = 0, OW = 0;
   int64_t ic_bn = 0, oc_bn = 0;  // fixed blocks of conv2d_nchwc (0: a knob)
-  int64_t c_bn = 0;               // fixed block of depthwise_conv2d_nchwc (0: a knob)
+  int64_t c_bn = 0;              // fixed block of depthwise_conv2d_nchwc (0: a knob)
   DataType out;
   Json epilogue;
 
@@ -101,7 +101,8 @@ Conv parse(const std::string &tmpl, Kind kind, const Json &args) {
   }
   if (c.data.dtype.is_float() != c.kernel.dtype.is_float()) bad_args(tmpl, "mixing float and integer inputs");
   c.out = dtype_arg(tmpl, args, "out_dtype", default_accumulator(c.data.dtype));
-  if (c.out.is_float() != c.data.dtype.is_float()) bad_args(tmpl, "out_dtype must be float for float inputs, int for ints");
+  if (c.out.is_float() != c.data.dtype.is_float())
+    bad_args(tmpl, "out_dtype must be float for float inputs, int for ints");
 
   if (kind == Kind::Transpose) {
     auto op = ints_arg(tmpl, args, "output_padding", 2, {0, 0});
@@ -119,8 +120,8 @@ Conv parse(const std::string &tmpl, Kind kind, const Json &args) {
       if (c.kernel.shape[0] != c.C) bad_args(tmpl, "depthwise kernel must be [C, multiplier, KH, KW]");
       c.multiplier = c.kernel.shape[1];
       if (kind == Kind::DepthwiseNchwc && c.multiplier != 1) {
-        bad_args(tmpl, "the blocked depthwise template takes a channel multiplier of 1, got " +
-                           std::to_string(c.multiplier));
+        bad_args(tmpl,
+                 "the blocked depthwise template takes a channel multiplier of 1, got " + std::to_string(c.multiplier));
       }
       c.OC = c.C * c.multiplier;
     } else {
@@ -241,9 +242,9 @@ Compute nchw_compute(const Conv &c) {
           Expr ch = c.groups == 1 ? Expr(ic->var) : floordiv(oc, i32(ocpg)) * i32(icpg) + ic->var;
           Expr w = transpose ? kernel(ic->var, oc, i32(KH - 1) - kh->var, i32(KW - 1) - kw->var)
                              : kernel(oc, ic->var, kh->var, kw->var);
-          return te::sum(cast(out, src(n, ch, y * i32(sh) + kh->var * i32(dh), x * i32(sw) + kw->var * i32(dw))) *
-                             cast(out, w),
-                         {ic, kh, kw});
+          return te::sum(
+              cast(out, src(n, ch, y * i32(sh) + kh->var * i32(dh), x * i32(sw) + kw->var * i32(dw))) * cast(out, w),
+              {ic, kh, kw});
         },
         transpose ? "conv2d_transpose" : "conv2d", "conv2d");
   }
@@ -357,8 +358,8 @@ Compute nchwc_compute(const Conv &c, const Blocks &b) {
   Compute r;
   const int64_t icc = c.C / b.ic_bn, occ = c.OC / b.oc_bn;
   te::Tensor data = te::placeholder({i32(c.N), i32(icc), i32(c.H), i32(c.W), i32(b.ic_bn)}, c.data.dtype, "data");
-  te::Tensor kernel = te::placeholder({i32(occ), i32(icc), i32(c.KH), i32(c.KW), i32(b.ic_bn), i32(b.oc_bn)},
-                                      c.kernel.dtype, "kernel");
+  te::Tensor kernel =
+      te::placeholder({i32(occ), i32(icc), i32(c.KH), i32(c.KW), i32(b.ic_bn), i32(b.oc_bn)}, c.kernel.dtype, "kernel");
   r.inputs = {data, kernel};
   te::Tensor src = pad(data, {0, 0, c.pt, c.pl, 0}, {0, 0, c.pb, c.pr, 0}, "data.pad");
   if (src != data) r.parts["pad"] = src;
@@ -367,9 +368,9 @@ Compute nchwc_compute(const Conv &c, const Blocks &b) {
   const DataType out = c.out;
   const int64_t sh = c.sh, sw = c.sw, dh = c.dh, dw = c.dw;
   te::Tensor conv = te::compute(
-      {i32(c.N), i32(occ), i32(c.OH), i32(c.OW), i32(b.oc_bn)},
-      te::FCompute([=](const std::vector<Var> &i) {
-        Expr d = src(i[0], ric->var, i[2] * i32(sh) + rkh->var * i32(dh), i[3] * i32(sw) + rkw->var * i32(dw), rib->var);
+      {i32(c.N), i32(occ), i32(c.OH), i32(c.OW), i32(b.oc_bn)}, te::FCompute([=](const std::vector<Var> &i) {
+        Expr d =
+            src(i[0], ric->var, i[2] * i32(sh) + rkh->var * i32(dh), i[3] * i32(sw) + rkw->var * i32(dw), rib->var);
         Expr w = kernel(i[1], ric->var, rkh->var, rkw->var, rib->var, i[4]);
         return te::sum(cast(out, d) * cast(out, w), {ric, rkh, rkw, rib});
       }),
@@ -383,10 +384,8 @@ Compute nchwc_compute(const Conv &c, const Blocks &b) {
 }
 
 void define_nchwc_space(ConfigSpace &s, const Conv &c) {
-  s.define_split("tile_ic", c.C, 2,
-                 c.ic_bn ? SplitPolicy::candidate({{c.ic_bn}}) : SplitPolicy::factors());
-  s.define_split("tile_oc", c.OC, 2,
-                 c.oc_bn ? SplitPolicy::candidate({{c.oc_bn}}) : SplitPolicy::factors());
+  s.define_split("tile_ic", c.C, 2, c.ic_bn ? SplitPolicy::candidate({{c.ic_bn}}) : SplitPolicy::factors());
+  s.define_split("tile_oc", c.OC, 2, c.oc_bn ? SplitPolicy::candidate({{c.oc_bn}}) : SplitPolicy::factors());
   s.define_split("tile_ow", c.OW, 2, SplitPolicy::verbose(64));
   if (c.is_1x1()) {
     s.define_choice("tile_oh", c.OH > 1 ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1});
@@ -512,8 +511,7 @@ Compute depthwise_nchwc_compute(const Conv &c, int64_t cb) {
   const bool bottom = (c.OH - 1) * sh + (c.KH - 1) * dh - pt >= H;
   const bool right = (c.OW - 1) * sw + (c.KW - 1) * dw - pl >= W;
   te::Tensor conv = te::compute(
-      {i32(c.N), i32(cc), i32(c.OH), i32(c.OW), i32(cb)},
-      te::FCompute([=](const std::vector<Var> &i) {
+      {i32(c.N), i32(cc), i32(c.OH), i32(c.OW), i32(cb)}, te::FCompute([=](const std::vector<Var> &i) {
         Expr y = i[2] * i32(sh) + kh->var * i32(dh) - i32(pt), x = i[3] * i32(sw) + kw->var * i32(dw) - i32(pl);
         Expr v = data(i[0], i[1], y, x, i[4]);
         Expr cond;

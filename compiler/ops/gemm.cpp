@@ -28,8 +28,8 @@ namespace {
 
 using autotune::Config;
 using autotune::ConfigSpace;
-using contracts::Json;
 using autotune::SplitPolicy;
+using contracts::Json;
 using namespace detail;
 using namespace ir;
 
@@ -82,7 +82,8 @@ Gemm parse(const std::string &tmpl, Form form, const Json &args) {
   g.prepacked = bool_arg(tmpl, args, "prepacked", false);
   if (g.prepacked && tmpl != "dense_pack.x86") bad_args(tmpl, "only dense_pack takes a prepacked weight");
   g.out = dtype_arg(tmpl, args, "out_dtype", default_accumulator(g.a.dtype));
-  if (g.out.is_float() != g.a.dtype.is_float()) bad_args(tmpl, "out_dtype must be float for float inputs, int for ints");
+  if (g.out.is_float() != g.a.dtype.is_float())
+    bad_args(tmpl, "out_dtype must be float for float inputs, int for ints");
   g.epilogue = canonical_epilogue(args.get_or("epilogue", Json::array()), g.out, "workload " + tmpl);
   return g;
 }
@@ -130,14 +131,12 @@ Compute gemm_compute(const Gemm &g, int64_t pack_bn) {
     shape.insert(shape.end(), {Expr(static_cast<int>(blocks)), Expr(static_cast<int>(g.K)), Expr(bn)});
     const bool padded = g.N % pack_bn != 0;
     const int n_extent = static_cast<int>(g.N);
-    P = te::compute(
-        shape,
-        te::FCompute([=](const std::vector<Var> &i) {
-          Expr n = batch ? i[1] * bn + i[3] : i[0] * bn + i[2];
-          Expr v = batch ? Bt(i[0], n, i[2]) : Bt(n, i[1]);
-          return padded ? if_then_else(n < n_extent, v, make_zero(v.type())) : v;
-        }),
-        std::string(b_key(g.form)) + ".pack", "pack");
+    P = te::compute(shape, te::FCompute([=](const std::vector<Var> &i) {
+                      Expr n = batch ? i[1] * bn + i[3] : i[0] * bn + i[2];
+                      Expr v = batch ? Bt(i[0], n, i[2]) : Bt(n, i[1]);
+                      return padded ? if_then_else(n < n_extent, v, make_zero(v.type())) : v;
+                    }),
+                    std::string(b_key(g.form)) + ".pack", "pack");
     c.parts["pack"] = P;
   }
   const DataType out = g.out;
@@ -154,8 +153,7 @@ Compute gemm_compute(const Gemm &g, int64_t pack_bn) {
   std::vector<Expr> anchor_shape = shape;
   if (padded) anchor_shape.back() = Expr(static_cast<int>(blocks * pack_bn));
   te::Tensor C = te::compute(
-      anchor_shape,
-      te::FCompute([=](const std::vector<Var> &i) {
+      anchor_shape, te::FCompute([=](const std::vector<Var> &i) {
         Expr bb = batch ? (bcast_b ? Expr(0) : Expr(i[0])) : Expr();
         Expr m = i[batch ? 1 : 0], n = i[batch ? 2 : 1];
         Expr av = batch ? A(i[0], m, k->var) : A(m, k->var);
@@ -173,9 +171,8 @@ Compute gemm_compute(const Gemm &g, int64_t pack_bn) {
   c.parts["anchor"] = C;
   if (padded) {
     te::Tensor padded_c = C;
-    C = te::compute(
-        shape, te::FCompute([=](const std::vector<Var> &i) { return padded_c(exprs(i)); }),
-        g.form == Form::Dense ? "dense" : "matmul", "elemwise");
+    C = te::compute(shape, te::FCompute([=](const std::vector<Var> &i) { return padded_c(exprs(i)); }),
+                    g.form == Form::Dense ? "dense" : "matmul", "elemwise");
     c.parts["unpad"] = C;
   }
   ChannelMap ch{g.N, [batch](const std::vector<Var> &i) { return Expr(i[batch ? 2 : 1]); }};

@@ -17,8 +17,8 @@ namespace kiln::ops {
 
 using autotune::Config;
 using autotune::ConfigSpace;
-using contracts::Json;
 using autotune::SplitPolicy;
+using contracts::Json;
 using namespace detail;
 using namespace ir;
 
@@ -130,8 +130,10 @@ struct Reduce {
     std::vector<int64_t> s;
     for (size_t d = 0; d < data.shape.size(); ++d) {
       bool red = std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end();
-      if (!red) s.push_back(data.shape[d]);
-      else if (keepdims) s.push_back(1);
+      if (!red)
+        s.push_back(data.shape[d]);
+      else if (keepdims)
+        s.push_back(1);
     }
     if (s.empty()) s.push_back(1);
     return s;
@@ -153,7 +155,8 @@ Reduce parse_reduce(const std::string &tmpl, const Json &args) {
   if (!a) {
     for (int64_t d = 0; d < rank; ++d) r.axes.push_back(d);
   } else {
-    r.axes = a->is_int() ? std::vector<int64_t>{a->as_int()} : ints_arg(tmpl, args, "axes", a->is_array() ? a->size() : 1, {});
+    r.axes = a->is_int() ? std::vector<int64_t>{a->as_int()}
+                         : ints_arg(tmpl, args, "axes", a->is_array() ? a->size() : 1, {});
   }
   if (r.axes.empty()) bad_args(tmpl, "axes must not be empty");
   for (auto &x : r.axes) {
@@ -178,7 +181,8 @@ Compute reduce_compute(const Reduce &r) {
   c.inputs = {x};
   std::vector<te::IterVar> rax;
   for (int64_t a : r.axes) {
-    rax.push_back(te::reduce_axis(Expr(static_cast<int>(r.data.shape[static_cast<size_t>(a)])), "k" + std::to_string(a)));
+    rax.push_back(
+        te::reduce_axis(Expr(static_cast<int>(r.data.shape[static_cast<size_t>(a)])), "k" + std::to_string(a)));
   }
   std::vector<Expr> shape;
   for (int64_t d : r.out_shape()) shape.push_back(Expr(static_cast<int>(d)));
@@ -201,13 +205,14 @@ Compute reduce_compute(const Reduce &r) {
     if (q.op == "prod") return te::prod(v, rax);
     return te::sum(v, rax);
   };
-  te::Tensor red = te::compute(shape, te::FCompute(body), "reduce_" + (r.op == "mean" ? std::string("sum") : r.op), "reduce");
+  te::Tensor red =
+      te::compute(shape, te::FCompute(body), "reduce_" + (r.op == "mean" ? std::string("sum") : r.op), "reduce");
   c.parts["anchor"] = red;
   te::Tensor res = red;
   if (r.op == "mean") {
     Expr inv = make_const(r.data.dtype, 1.0 / static_cast<double>(r.reduced_size()));
-    res = te::compute(shape, te::FCompute([=](const std::vector<Var> &i) { return red(exprs(i)) * inv; }), "reduce_mean",
-                      "elemwise");
+    res = te::compute(shape, te::FCompute([=](const std::vector<Var> &i) { return red(exprs(i)) * inv; }),
+                      "reduce_mean", "elemwise");
     c.parts["mean"] = res;
   }
   const int64_t ch_axis = shape.size() > 1 ? 1 : 0;
@@ -361,18 +366,16 @@ void register_injective_templates(Registry &r) {
       };
       const std::string op = b.op;
       const TensorArg la = b.lhs, ra = b.rhs;
-      te::Tensor out = te::compute(
-          shape,
-          te::FCompute([=](const std::vector<Var> &i) {
-            Expr x = l(index(la, i)), y = rr(index(ra, i));
-            if (op == "add") return x + y;
-            if (op == "subtract") return x - y;
-            if (op == "multiply") return x * y;
-            if (op == "divide") return x / y;
-            if (op == "maximum") return ir::max(x, y);
-            return ir::min(x, y);
-          }),
-          op, "broadcast");
+      te::Tensor out = te::compute(shape, te::FCompute([=](const std::vector<Var> &i) {
+                                     Expr x = l(index(la, i)), y = rr(index(ra, i));
+                                     if (op == "add") return x + y;
+                                     if (op == "subtract") return x - y;
+                                     if (op == "multiply") return x * y;
+                                     if (op == "divide") return x / y;
+                                     if (op == "maximum") return ir::max(x, y);
+                                     return ir::min(x, y);
+                                   }),
+                                   op, "broadcast");
       c.parts["anchor"] = out;
       ChannelMap ch{b.shape[rank > 1 ? 1 : 0], [rank](const std::vector<Var> &i) { return Expr(i[rank > 1 ? 1 : 0]); }};
       c.epilogue = build_epilogue(out, b.epilogue, ch, &c.inputs);
@@ -429,7 +432,9 @@ void register_injective_templates(Registry &r) {
       return default_block(s, "tile", n, tg.lanes(rd.data.dtype));
     };
     t.compute = [name](const Json &a, const Config &) { return reduce_compute(parse_reduce(name, a)); };
-    t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) { schedule_reduce(s, c, cfg); };
+    t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+      schedule_reduce(s, c, cfg);
+    };
     r.add(std::move(t));
   }
 }

@@ -17,8 +17,8 @@ namespace {
 
 using autotune::Config;
 using autotune::ConfigSpace;
-using contracts::Json;
 using autotune::SplitPolicy;
+using contracts::Json;
 using namespace detail;
 using namespace ir;
 
@@ -85,8 +85,7 @@ Softmax parse_softmax(const std::string &tmpl, const Json &args) {
 }
 
 Json canonical(const Softmax &s) {
-  return Json::object(
-      {{"data", tensor_json(s.data)}, {"axis", s.axis}, {"log", s.log}, {"epilogue", s.epilogue}});
+  return Json::object({{"data", tensor_json(s.data)}, {"axis", s.axis}, {"log", s.log}, {"epilogue", s.epilogue}});
 }
 
 Compute softmax_compute(const Softmax &sm) {
@@ -112,24 +111,22 @@ Compute softmax_compute(const Softmax &sm) {
     return idx;
   };
   te::IterVar k1 = te::reduce_axis(shape[a], "k");
-  te::Tensor mx = te::compute(
-      rshape, te::FCompute([=](const std::vector<Var> &i) { return te::max(x(full(i, k1->var)), {k1}); }),
-      "softmax.max", "softmax");
-  te::Tensor e = te::compute(
-      shape, te::FCompute([=](const std::vector<Var> &i) { return ir::exp(x(exprs(i)) - mx(reduced(i))); }),
-      "softmax.exp", "softmax");
+  te::Tensor mx =
+      te::compute(rshape, te::FCompute([=](const std::vector<Var> &i) { return te::max(x(full(i, k1->var)), {k1}); }),
+                  "softmax.max", "softmax");
+  te::Tensor e =
+      te::compute(shape, te::FCompute([=](const std::vector<Var> &i) { return ir::exp(x(exprs(i)) - mx(reduced(i))); }),
+                  "softmax.exp", "softmax");
   te::IterVar k2 = te::reduce_axis(shape[a], "k");
-  te::Tensor sum = te::compute(
-      rshape, te::FCompute([=](const std::vector<Var> &i) { return te::sum(e(full(i, k2->var)), {k2}); }),
-      "softmax.sum", "softmax");
+  te::Tensor sum =
+      te::compute(rshape, te::FCompute([=](const std::vector<Var> &i) { return te::sum(e(full(i, k2->var)), {k2}); }),
+                  "softmax.sum", "softmax");
   const bool log = sm.log;
-  te::Tensor out = te::compute(
-      shape,
-      te::FCompute([=](const std::vector<Var> &i) {
-        if (log) return x(exprs(i)) - mx(reduced(i)) - ir::log(sum(reduced(i)));
-        return e(exprs(i)) / sum(reduced(i));
-      }),
-      log ? "log_softmax" : "softmax", "softmax");
+  te::Tensor out = te::compute(shape, te::FCompute([=](const std::vector<Var> &i) {
+                                 if (log) return x(exprs(i)) - mx(reduced(i)) - ir::log(sum(reduced(i)));
+                                 return e(exprs(i)) / sum(reduced(i));
+                               }),
+                               log ? "log_softmax" : "softmax", "softmax");
   r.parts["max"] = mx;
   r.parts["exp"] = e;
   r.parts["sum"] = sum;
@@ -240,7 +237,8 @@ LayerNorm parse_layer_norm(const std::string &tmpl, const Json &args) {
   const int64_t rank = static_cast<int64_t>(l.data.shape.size());
   std::vector<int64_t> axes = {-1};
   if (const Json *a = args.find("axes")) {
-    axes = a->is_int() ? std::vector<int64_t>{a->as_int()} : ints_arg(tmpl, args, "axes", a->is_array() ? a->size() : 1, {});
+    axes = a->is_int() ? std::vector<int64_t>{a->as_int()}
+                       : ints_arg(tmpl, args, "axes", a->is_array() ? a->size() : 1, {});
   }
   if (axes.empty()) bad_args(tmpl, "axes must not be empty");
   for (auto &x : axes) {
@@ -319,31 +317,25 @@ Compute layer_norm_compute(const LayerNorm &l) {
     return x(idx);
   };
   std::vector<te::IterVar> ax1 = make_axes("k");
-  te::Tensor s1 = te::compute(
-      pre, te::FCompute([=](const std::vector<Var> &i) { return te::sum(x_at(i, ax1), ax1); }), "layer_norm.sum",
-      "layer_norm");
-  te::Tensor mean = te::compute(
-      pre, te::FCompute([=](const std::vector<Var> &i) { return s1(exprs(i)) * inv_n; }), "layer_norm.mean",
-      "layer_norm");
+  te::Tensor s1 = te::compute(pre, te::FCompute([=](const std::vector<Var> &i) { return te::sum(x_at(i, ax1), ax1); }),
+                              "layer_norm.sum", "layer_norm");
+  te::Tensor mean = te::compute(pre, te::FCompute([=](const std::vector<Var> &i) { return s1(exprs(i)) * inv_n; }),
+                                "layer_norm.mean", "layer_norm");
   std::vector<te::IterVar> ax2 = make_axes("j");
-  te::Tensor s2 = te::compute(
-      pre,
-      te::FCompute([=](const std::vector<Var> &i) {
-        Expr d = x_at(i, ax2) - mean(exprs(i));
-        return te::sum(d * d, ax2);
-      }),
-      "layer_norm.var", "layer_norm");
-  te::Tensor out = te::compute(
-      shape,
-      te::FCompute([=](const std::vector<Var> &i) {
-        std::vector<Expr> rw = row(i, first);
-        std::vector<Expr> ni(i.begin() + static_cast<long>(first), i.end());
-        Expr v = (x(exprs(i)) - mean(rw)) * ir::rsqrt(s2(rw) * inv_n + eps);
-        if (gamma.defined()) v = v * gamma(ni);
-        if (beta.defined()) v = v + beta(ni);
-        return v;
-      }),
-      "layer_norm", "layer_norm");
+  te::Tensor s2 = te::compute(pre, te::FCompute([=](const std::vector<Var> &i) {
+                                Expr d = x_at(i, ax2) - mean(exprs(i));
+                                return te::sum(d * d, ax2);
+                              }),
+                              "layer_norm.var", "layer_norm");
+  te::Tensor out = te::compute(shape, te::FCompute([=](const std::vector<Var> &i) {
+                                 std::vector<Expr> rw = row(i, first);
+                                 std::vector<Expr> ni(i.begin() + static_cast<long>(first), i.end());
+                                 Expr v = (x(exprs(i)) - mean(rw)) * ir::rsqrt(s2(rw) * inv_n + eps);
+                                 if (gamma.defined()) v = v * gamma(ni);
+                                 if (beta.defined()) v = v + beta(ni);
+                                 return v;
+                               }),
+                               "layer_norm", "layer_norm");
   r.parts["sum"] = s1;
   r.parts["mean"] = mean;
   r.parts["var"] = s2;
@@ -390,7 +382,9 @@ Template softmax_template() {
     Softmax s = parse_softmax(name, a);
     return 5.0 * static_cast<double>(s.data.numel()) + epilogue_flop(s.epilogue, static_cast<double>(s.data.numel()));
   };
-  t.define_space = [name](ConfigSpace &s, const Json &a, const Target &) { define_softmax_space(s, parse_softmax(name, a)); };
+  t.define_space = [name](ConfigSpace &s, const Json &a, const Target &) {
+    define_softmax_space(s, parse_softmax(name, a));
+  };
   t.default_config = [name](const ConfigSpace &s, const Json &a, const Target &tg) {
     return default_softmax(s, parse_softmax(name, a), tg);
   };
@@ -400,7 +394,9 @@ Template softmax_template() {
     c.attrs["axis"] = sm.axis;
     return c;
   };
-  t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) { schedule_softmax(s, c, cfg); };
+  t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+    schedule_softmax(s, c, cfg);
+  };
   return t;
 }
 

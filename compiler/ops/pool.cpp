@@ -16,8 +16,8 @@ namespace {
 
 using autotune::Config;
 using autotune::ConfigSpace;
-using contracts::Json;
 using autotune::SplitPolicy;
+using contracts::Json;
 using namespace detail;
 using namespace ir;
 
@@ -52,8 +52,9 @@ Pool parse(const std::string &tmpl, bool global, const Json &args) {
   if (global) {
     check_keys(tmpl, args, {"data", "pool_type", "epilogue"});
   } else {
-    check_keys(tmpl, args, {"data", "pool_type", "kernel", "strides", "padding", "dilation", "ceil_mode",
-                            "count_include_pad", "epilogue"});
+    check_keys(tmpl, args,
+               {"data", "pool_type", "kernel", "strides", "padding", "dilation", "ceil_mode", "count_include_pad",
+                "epilogue"});
   }
   p.data = tensor_arg(tmpl, args, "data", -1);
   if (p.data.shape.size() != 4 && p.data.shape.size() != 5) {
@@ -109,7 +110,8 @@ Pool parse(const std::string &tmpl, bool global, const Json &args) {
 }
 
 Json canonical(const Pool &p) {
-  Json j = Json::object({{"data", tensor_json(p.data)}, {"pool_type", p.is_max ? "max" : "avg"}, {"epilogue", p.epilogue}});
+  Json j =
+      Json::object({{"data", tensor_json(p.data)}, {"pool_type", p.is_max ? "max" : "avg"}, {"epilogue", p.epilogue}});
   if (!p.global) {
     j.set("kernel", Json::array_of(std::vector<int64_t>{p.kh, p.kw}));
     j.set("strides", Json::array_of(std::vector<int64_t>{p.sh, p.sw}));
@@ -164,8 +166,7 @@ Compute pool_compute(const Pool &p) {
   const bool is_max = p.is_max, blocked = p.blocked;
   const int64_t sh = p.sh, sw = p.sw, dh = p.dh, dw = p.dw;
   te::Tensor red = te::compute(
-      shape,
-      te::FCompute([=](const std::vector<Var> &i) {
+      shape, te::FCompute([=](const std::vector<Var> &i) {
         std::vector<Expr> idx = {i[0], i[1], i[2] * i32(sh) + rh->var * i32(dh), i[3] * i32(sw) + rw->var * i32(dw)};
         if (blocked) idx.push_back(i[4]);
         return is_max ? te::max(src(idx), {rh, rw}) : te::sum(src(idx), {rh, rw});
@@ -175,21 +176,20 @@ Compute pool_compute(const Pool &p) {
   te::Tensor res = red;
   if (!is_max) {
     const Pool q = p;
-    res = te::compute(
-        shape,
-        te::FCompute([=](const std::vector<Var> &i) {
-          Expr count;
-          if (q.global) {
-            count = i32(q.H * q.W);
-          } else if (q.count_include_pad) {
-            count = taps(i[2], q.kh, q.sh, q.dh, q.pt, -q.pt, q.H + q.pb) *
-                    taps(i[3], q.kw, q.sw, q.dw, q.pl, -q.pl, q.W + q.pr);
-          } else {
-            count = taps(i[2], q.kh, q.sh, q.dh, q.pt, 0, q.H) * taps(i[3], q.kw, q.sw, q.dw, q.pl, 0, q.W);
-          }
-          return red(exprs(i)) / cast(dt, ir::max(count, Expr(1)));
-        }),
-        "pool_avg", "elemwise");
+    res = te::compute(shape, te::FCompute([=](const std::vector<Var> &i) {
+                        Expr count;
+                        if (q.global) {
+                          count = i32(q.H * q.W);
+                        } else if (q.count_include_pad) {
+                          count = taps(i[2], q.kh, q.sh, q.dh, q.pt, -q.pt, q.H + q.pb) *
+                                  taps(i[3], q.kw, q.sw, q.dw, q.pl, -q.pl, q.W + q.pr);
+                        } else {
+                          count =
+                              taps(i[2], q.kh, q.sh, q.dh, q.pt, 0, q.H) * taps(i[3], q.kw, q.sw, q.dw, q.pl, 0, q.W);
+                        }
+                        return red(exprs(i)) / cast(dt, ir::max(count, Expr(1)));
+                      }),
+                      "pool_avg", "elemwise");
     r.parts["avg"] = res;
   }
   ChannelMap ch{p.C * p.CB, [blocked, cb = p.CB](const std::vector<Var> &i) {
@@ -221,8 +221,7 @@ Config default_pool(const ConfigSpace &s, const Pool &p, const Target &t) {
   // NCHW with a stride reads its columns with gathers: short vector runs over a padded copy
   // measured best there; stride 1 takes long contiguous runs with the padding inlined.
   const bool strided = !p.blocked && p.sw > 1;
-  int64_t owi = p.blocked ? largest_divisor_at_most(p.OW, 8)
-                          : largest_divisor_at_most(p.OW, strided ? 4 : 2 * lanes);
+  int64_t owi = p.blocked ? largest_divisor_at_most(p.OW, 8) : largest_divisor_at_most(p.OW, strided ? 4 : 2 * lanes);
   if (!p.blocked && !strided && owi < lanes / 2 && p.OW >= lanes) owi = lanes;
   std::vector<std::pair<std::string, Json>> v = {
       {"tile_ow", Json::array_of(std::vector<int64_t>{ceil_div(p.OW, owi), owi})},

@@ -60,8 +60,7 @@ struct Template {
   std::function<contracts::Json(const contracts::Json &args)> canonicalize;
   std::function<double(const contracts::Json &args)> flop;
   std::function<void(autotune::ConfigSpace &space, const contracts::Json &args, const Target &target)> define_space;
-  std::function<autotune::Config(const autotune::ConfigSpace &space, const contracts::Json &args,
-                                 const Target &target)>
+  std::function<autotune::Config(const autotune::ConfigSpace &space, const contracts::Json &args, const Target &target)>
       default_config;
   std::function<Compute(const contracts::Json &args, const autotune::Config &cfg)> compute;
   std::function<void(te::Schedule &s, const Compute &c, const autotune::Config &cfg, const Target &target)> schedule;

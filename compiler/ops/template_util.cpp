@@ -158,22 +158,21 @@ te::Tensor pad(const te::Tensor &x, const std::vector<int64_t> &pad_before, cons
     shape.push_back(in_shape[i] + static_cast<int>(pad_before[i] + pad_after[i]));
   }
   if (!value.defined()) value = make_zero(x.dtype());
-  return te::compute(
-      shape,
-      te::FCompute([=](const std::vector<Var> &i) {
-        Expr cond;
-        std::vector<Expr> idx;
-        for (size_t d = 0; d < i.size(); ++d) {
-          Expr e = i[d] - static_cast<int>(pad_before[d]);
-          idx.push_back(e);
-          if (pad_before[d] > 0) cond = cond.defined() ? (cond && (i[d] >= static_cast<int>(pad_before[d])))
-                                                       : (i[d] >= static_cast<int>(pad_before[d]));
-          if (pad_after[d] > 0) cond = cond.defined() ? (cond && (e < in_shape[d])) : (e < in_shape[d]);
-        }
-        if (!cond.defined()) return x(idx);
-        return if_then_else(cond, x(idx), value);
-      }),
-      name, "pad");
+  return te::compute(shape, te::FCompute([=](const std::vector<Var> &i) {
+                       Expr cond;
+                       std::vector<Expr> idx;
+                       for (size_t d = 0; d < i.size(); ++d) {
+                         Expr e = i[d] - static_cast<int>(pad_before[d]);
+                         idx.push_back(e);
+                         if (pad_before[d] > 0)
+                           cond = cond.defined() ? (cond && (i[d] >= static_cast<int>(pad_before[d])))
+                                                 : (i[d] >= static_cast<int>(pad_before[d]));
+                         if (pad_after[d] > 0) cond = cond.defined() ? (cond && (e < in_shape[d])) : (e < in_shape[d]);
+                       }
+                       if (!cond.defined()) return x(idx);
+                       return if_then_else(cond, x(idx), value);
+                     }),
+                     name, "pad");
 }
 
 void inline_epilogue(te::Schedule &s, const Compute &c) {

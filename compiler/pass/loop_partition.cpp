@@ -279,8 +279,10 @@ class LoopPartitioner : public IRMutator {
       if (!split) continue;
       proven.insert(c.get());
       Expr p = cast(op->loop_var.type(), split->point);
-      if (split->upper) upper = upper.defined() ? min(upper, p) : p;
-      else lower = lower.defined() ? max(lower, p) : p;
+      if (split->upper)
+        upper = upper.defined() ? min(upper, p) : p;
+      else
+        lower = lower.defined() ? max(lower, p) : p;
     }
     if (proven.empty()) return std::nullopt;
 

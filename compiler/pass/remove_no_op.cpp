@@ -12,8 +12,8 @@ using namespace ir;
 bool has_side_effect(const Expr &e) {
   bool found = false;
   post_order_visit(e, [&](const IRNode *n) {
-    found = found || (n->node_type == NodeType::Call &&
-                      static_cast<const CallNode *>(n)->kind != CallNode::Kind::PureIntrinsic);
+    found = found ||
+            (n->node_type == NodeType::Call && static_cast<const CallNode *>(n)->kind != CallNode::Kind::PureIntrinsic);
   });
   return found;
 }

@@ -41,7 +41,9 @@ bool can_vectorize(const Stmt &body, const VariableNode *loop_var) {
       case NodeType::ProducerLoad:
       case NodeType::Reduce:
       case NodeType::Ramp:
-      case NodeType::Broadcast: ok = false; break;
+      case NodeType::Broadcast:
+        ok = false;
+        break;
       case NodeType::Store: {
         const auto *s = static_cast<const StoreNode *>(n);
         stores[s->buffer_var.get()].push_back(s->index);
@@ -70,7 +72,8 @@ bool can_vectorize(const Stmt &body, const VariableNode *loop_var) {
       case NodeType::LetStmt:
       case NodeType::IfThenElse:
       case NodeType::Block:
-      case NodeType::Evaluate: break;
+      case NodeType::Evaluate:
+        break;
     }
     // Expression kinds come first in NodeType; no vector may be there before widening.
     if (n->node_type <= NodeType::Reduce && static_cast<const BaseExprNode *>(n)->type.is_vector()) ok = false;
@@ -368,8 +371,10 @@ class Widen : public IRMutator {
   // A statement made only of stores, each restricted to the lanes where pred holds.
   Stmt predicated(const Stmt &s, const Expr &pred) {
     std::vector<Stmt> stmts;
-    if (const auto *b = s.as<BlockNode>()) stmts = b->stmts;
-    else stmts.push_back(s);
+    if (const auto *b = s.as<BlockNode>())
+      stmts = b->stmts;
+    else
+      stmts.push_back(s);
     for (auto &st : stmts) {
       if (is_nop(st)) continue;
       if (!st.as<StoreNode>()) throw Scalarize();

@@ -35,10 +35,10 @@ class Verifier : public IRVisitor {
     if (!defined_.count(op)) fail("variable '", op->name, "' is used outside its definition scope");
   }
 
-#define KILN_VERIFY_BINARY(n)                                       \
-  void visit(const n##Node *op) override {                          \
-    same_types(#n, op->a, op->b);                                   \
-    IRVisitor::visit(op);                                           \
+#define KILN_VERIFY_BINARY(n)              \
+  void visit(const n##Node *op) override { \
+    same_types(#n, op->a, op->b);          \
+    IRVisitor::visit(op);                  \
   }
   KILN_VERIFY_BINARY(Add)
   KILN_VERIFY_BINARY(Sub)

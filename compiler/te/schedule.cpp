@@ -46,9 +46,7 @@ void init_stage(StageNode *s, Operation op) {
 // ---------------------------------------------------------------------------------------------
 // Stage primitives
 
-void Stage::fail(const std::string &what) const {
-  throw ScheduleError("in stage " + node_->op->name + ", " + what);
-}
+void Stage::fail(const std::string &what) const { throw ScheduleError("in stage " + node_->op->name + ", " + what); }
 
 size_t Stage::leaf_position(const IterVar &iv, const char *primitive) const {
   if (!node_) throw ScheduleError(std::string(primitive) + " on an undefined stage");
@@ -136,8 +134,8 @@ Stage &Stage::split_nparts(const IterVar &parent, Expr nparts, IterVar *outer, I
   return *this;
 }
 
-Stage &Stage::tile(const IterVar &x, const IterVar &y, Expr x_factor, Expr y_factor, IterVar *x_outer,
-                   IterVar *y_outer, IterVar *x_inner, IterVar *y_inner) {
+Stage &Stage::tile(const IterVar &x, const IterVar &y, Expr x_factor, Expr y_factor, IterVar *x_outer, IterVar *y_outer,
+                   IterVar *x_inner, IterVar *y_inner) {
   if (x == y) fail("cannot tile axis " + iv_name(x) + " with itself");
   IterVar xo, xi, yo, yi;
   split(x, std::move(x_factor), &xo, &xi);
@@ -516,7 +514,8 @@ Tensor Schedule::cache_read(const Tensor &t, const std::string &scope, const std
   std::vector<StageNode *> reader_stages;
   for (const auto &r : readers) {
     Stage rs = stage_of(r.get());
-    if (!rs.defined()) throw ScheduleError("cache_read of " + t.name() + ": reader " + r->name + " is not in this schedule");
+    if (!rs.defined())
+      throw ScheduleError("cache_read of " + t.name() + ": reader " + r->name + " is not in this schedule");
     bool found = false;
     for (const auto &in : rs->op->input_tensors()) {
       if (in.op() == src->op || in.op() == t.op()) found = true;
@@ -526,9 +525,9 @@ Tensor Schedule::cache_read(const Tensor &t, const std::string &scope, const std
   }
   Tensor source = src->op->output(t.value_index());
   std::vector<Expr> shape = source.shape();
-  Tensor cache = compute(
-      shape, FCompute([&](const std::vector<Var> &i) { return source(std::vector<Expr>(i.begin(), i.end())); }),
-      t.name() + "." + scope);
+  Tensor cache =
+      compute(shape, FCompute([&](const std::vector<Var> &i) { return source(std::vector<Expr>(i.begin(), i.end())); }),
+              t.name() + "." + scope);
   // Insert after the source stage: before the first reader.
   StageNode *first_reader = nullptr;
   for (auto &s : stages_) {
@@ -558,8 +557,9 @@ std::vector<Tensor> Schedule::cache_write(const std::vector<Tensor> &ts, const s
     throw ScheduleError("cache_write of " + ts[0].name() + ": unknown scope '" + scope + "'");
   }
   if (st->leaf_iter_vars.size() != st->root_iter_vars().size() || !st->relations.empty()) {
-    throw ScheduleError("in stage " + st.name() +
-                        ", cannot cache_write: its loops were already transformed (call cache_write before split/fuse)");
+    throw ScheduleError(
+        "in stage " + st.name() +
+        ", cannot cache_write: its loops were already transformed (call cache_write before split/fuse)");
   }
   if (st->attach_type == AttachType::Inline) {
     throw ScheduleError("in stage " + st.name() + ", cannot cache_write an inlined stage");
@@ -674,14 +674,16 @@ Tensor Schedule::rfactor(const Tensor &t, const IterVar &axis, int factor_axis) 
   Stage st = stage_of(t.op().get());
   if (!st.defined()) throw ScheduleError("rfactor: tensor " + t.name() + " is not part of this schedule");
   const auto *c = dynamic_cast<const ComputeOpNode *>(st->op.get());
-  if (!c || !c->is_reduction()) throw ScheduleError("in stage " + st.name() + ", cannot rfactor: it is not a reduction");
+  if (!c || !c->is_reduction())
+    throw ScheduleError("in stage " + st.name() + ", cannot rfactor: it is not a reduction");
   auto &leaves = st->leaf_iter_vars;
   if (!axis.defined() || std::find(leaves.begin(), leaves.end(), axis) == leaves.end()) {
     throw ScheduleError("in stage " + st.name() + ", cannot rfactor axis " + iv_name(axis) +
                         ": it is not a loop of this stage");
   }
   if (axis->iter_type != IterVarType::CommReduce) {
-    throw ScheduleError("in stage " + st.name() + ", cannot rfactor axis " + iv_name(axis) + ": it is not a reduction axis");
+    throw ScheduleError("in stage " + st.name() + ", cannot rfactor axis " + iv_name(axis) +
+                        ": it is not a reduction axis");
   }
   if (factor_axis < 0 || factor_axis > static_cast<int>(c->axis.size())) {
     throw ScheduleError(detail::concat("in stage ", st.name(), ", rfactor: factor_axis ", factor_axis,
@@ -779,7 +781,8 @@ Tensor Schedule::rfactor(const Tensor &t, const IterVar &axis, int factor_axis) 
   for (const auto &cc : conds) cond = cond && cc;
   if (new_reduce.empty()) {
     // Nothing left to reduce: the factored stage is the source itself.
-    for (size_t i = 0; i < c->body.size(); ++i) rf->body.push_back(select(cond, src[i], r0->combiner->identity_element[i]));
+    for (size_t i = 0; i < c->body.size(); ++i)
+      rf->body.push_back(select(cond, src[i], r0->combiner->identity_element[i]));
   } else {
     for (size_t i = 0; i < c->body.size(); ++i) {
       rf->body.push_back(ReduceNode::make(r0->combiner, src, new_reduce, cond, static_cast<int>(i)));

@@ -94,8 +94,8 @@ class Stage {
   // Splits `parent` into (outer, inner) with outer extent `nparts`.
   Stage &split_nparts(const IterVar &parent, Expr nparts, IterVar *outer, IterVar *inner);
   // Splits x and y and reorders to (x_outer, y_outer, x_inner, y_inner).
-  Stage &tile(const IterVar &x, const IterVar &y, Expr x_factor, Expr y_factor, IterVar *x_outer,
-              IterVar *y_outer, IterVar *x_inner, IterVar *y_inner);
+  Stage &tile(const IterVar &x, const IterVar &y, Expr x_factor, Expr y_factor, IterVar *x_outer, IterVar *y_outer,
+              IterVar *x_inner, IterVar *y_inner);
   // Fuses two adjacent loops (outer directly before inner) into one.
   Stage &fuse(const IterVar &outer, const IterVar &inner, IterVar *fused);
   // Fuses a run of adjacent loops, outermost first.
@@ -192,8 +192,8 @@ using FIntrinBody = std::function<ir::Stmt(const TensorIntrinBuffers &)>;
 
 struct TensorIntrinNode {
   std::string name;
-  Operation op;                 // the compute pattern (a compute on placeholders)
-  std::vector<Tensor> inputs;   // the placeholders it reads
+  Operation op;                // the compute pattern (a compute on placeholders)
+  std::vector<Tensor> inputs;  // the placeholders it reads
   FIntrinBody body, reset, update;
 };
 

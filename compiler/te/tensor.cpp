@@ -60,8 +60,8 @@ Expr Tensor::operator()(const std::vector<Expr> &indices) const {
   for (const auto &i : indices) {
     if (!i.defined()) throw ExprError("undefined index in a read of tensor " + name());
     if (!i.type().is_int() && !i.type().is_uint()) {
-      throw ExprError(detail::concat("tensor ", name(), " is read with a non-integer index of type ",
-                                     i.type().to_string()));
+      throw ExprError(
+          detail::concat("tensor ", name(), " is read with a non-integer index of type ", i.type().to_string()));
     }
     idx.push_back(i);
   }
@@ -77,8 +77,7 @@ void check_shape(const std::vector<Expr> &shape, const std::string &name) {
     const auto &e = shape[i];
     if (!e.defined()) throw ExprError(detail::concat("dimension ", i, " of ", name, " is undefined"));
     if (!e.type().is_int() || !e.type().is_scalar()) {
-      throw ExprError(detail::concat("dimension ", i, " of ", name, " must be an integer, got ",
-                                     e.type().to_string()));
+      throw ExprError(detail::concat("dimension ", i, " of ", name, " must be an integer, got ", e.type().to_string()));
     }
     if (auto c = as_const_int(e); c && *c <= 0) {
       throw ExprError(detail::concat("dimension ", i, " of ", name, " must be positive, got ", *c));
@@ -191,25 +190,28 @@ Tensor compute(std::vector<Expr> shape, FCompute f, const std::string &name, con
 }
 
 Tensor compute(std::vector<Expr> shape, std::function<Expr(Var)> f, const std::string &name, const std::string &tag) {
-  if (shape.size() != 1) throw ExprError(detail::concat("compute ", name, ": a 1-index function for a ", shape.size(), "-d shape"));
+  if (shape.size() != 1)
+    throw ExprError(detail::concat("compute ", name, ": a 1-index function for a ", shape.size(), "-d shape"));
   return compute(std::move(shape), FCompute([&](const std::vector<Var> &v) { return f(v[0]); }), name, tag);
 }
 Tensor compute(std::vector<Expr> shape, std::function<Expr(Var, Var)> f, const std::string &name,
                const std::string &tag) {
-  if (shape.size() != 2) throw ExprError(detail::concat("compute ", name, ": a 2-index function for a ", shape.size(), "-d shape"));
+  if (shape.size() != 2)
+    throw ExprError(detail::concat("compute ", name, ": a 2-index function for a ", shape.size(), "-d shape"));
   return compute(std::move(shape), FCompute([&](const std::vector<Var> &v) { return f(v[0], v[1]); }), name, tag);
 }
 Tensor compute(std::vector<Expr> shape, std::function<Expr(Var, Var, Var)> f, const std::string &name,
                const std::string &tag) {
-  if (shape.size() != 3) throw ExprError(detail::concat("compute ", name, ": a 3-index function for a ", shape.size(), "-d shape"));
-  return compute(std::move(shape), FCompute([&](const std::vector<Var> &v) { return f(v[0], v[1], v[2]); }), name,
-                 tag);
+  if (shape.size() != 3)
+    throw ExprError(detail::concat("compute ", name, ": a 3-index function for a ", shape.size(), "-d shape"));
+  return compute(std::move(shape), FCompute([&](const std::vector<Var> &v) { return f(v[0], v[1], v[2]); }), name, tag);
 }
 Tensor compute(std::vector<Expr> shape, std::function<Expr(Var, Var, Var, Var)> f, const std::string &name,
                const std::string &tag) {
-  if (shape.size() != 4) throw ExprError(detail::concat("compute ", name, ": a 4-index function for a ", shape.size(), "-d shape"));
-  return compute(std::move(shape),
-                 FCompute([&](const std::vector<Var> &v) { return f(v[0], v[1], v[2], v[3]); }), name, tag);
+  if (shape.size() != 4)
+    throw ExprError(detail::concat("compute ", name, ": a 4-index function for a ", shape.size(), "-d shape"));
+  return compute(std::move(shape), FCompute([&](const std::vector<Var> &v) { return f(v[0], v[1], v[2], v[3]); }), name,
+                 tag);
 }
 
 std::vector<Tensor> compute_multi(std::vector<Expr> shape, FComputeMulti f, const std::string &name,
@@ -272,13 +274,13 @@ Expr sum(Expr source, std::vector<IterVar> axis, Expr condition) {
 }
 Expr max(Expr source, std::vector<IterVar> axis, Expr condition) {
   return make_reduce(
-      "max", std::move(source), std::move(axis), std::move(condition),
-      [](Expr a, Expr b) { return ir::max(a, b); }, [](DataType t) { return min_value(t); });
+      "max", std::move(source), std::move(axis), std::move(condition), [](Expr a, Expr b) { return ir::max(a, b); },
+      [](DataType t) { return min_value(t); });
 }
 Expr min(Expr source, std::vector<IterVar> axis, Expr condition) {
   return make_reduce(
-      "min", std::move(source), std::move(axis), std::move(condition),
-      [](Expr a, Expr b) { return ir::min(a, b); }, [](DataType t) { return max_value(t); });
+      "min", std::move(source), std::move(axis), std::move(condition), [](Expr a, Expr b) { return ir::min(a, b); },
+      [](DataType t) { return max_value(t); });
 }
 Expr prod(Expr source, std::vector<IterVar> axis, Expr condition) {
   return make_reduce(
@@ -307,8 +309,8 @@ std::vector<Expr> tuple_reduce(FTupleCombine combine, std::vector<Expr> identity
   if (res.size() != source.size()) throw ExprError("tuple_reduce: combiner returns the wrong number of values");
   for (size_t i = 0; i < res.size(); ++i) {
     if (!res[i].defined() || res[i].type() != source[i].type()) {
-      throw ExprError(detail::concat("tuple_reduce: combiner value ", i, " must have type ",
-                                     source[i].type().to_string()));
+      throw ExprError(
+          detail::concat("tuple_reduce: combiner value ", i, " must have type ", source[i].type().to_string()));
     }
   }
   auto c = make_comm_reducer(lhs, rhs, res, identity);

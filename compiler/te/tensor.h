@@ -80,9 +80,7 @@ class Tensor {
   int ndim() const { return static_cast<int>(shape().size()); }
   bool operator==(const Tensor &o) const { return op_ == o.op_ && value_index_ == o.value_index_; }
   bool operator!=(const Tensor &o) const { return !(*this == o); }
-  bool operator<(const Tensor &o) const {
-    return op_ != o.op_ ? op_ < o.op_ : value_index_ < o.value_index_;
-  }
+  bool operator<(const Tensor &o) const { return op_ != o.op_ ? op_ < o.op_ : value_index_ < o.value_index_; }
 
   // An element read: A(i, j). Throws ExprError if the number of indices differs from the rank.
   Expr operator()(const std::vector<Expr> &indices) const;
@@ -104,16 +102,15 @@ Tensor placeholder(std::vector<Expr> shape, DataType dtype = ir::Float(32), cons
 using FCompute = std::function<Expr(const std::vector<Var> &)>;
 using FComputeMulti = std::function<std::vector<Expr>(const std::vector<Var> &)>;
 
-Tensor compute(std::vector<Expr> shape, FCompute f, const std::string &name = "compute",
-               const std::string &tag = "");
+Tensor compute(std::vector<Expr> shape, FCompute f, const std::string &name = "compute", const std::string &tag = "");
 Tensor compute(std::vector<Expr> shape, std::function<Expr(Var)> f, const std::string &name = "compute",
                const std::string &tag = "");
 Tensor compute(std::vector<Expr> shape, std::function<Expr(Var, Var)> f, const std::string &name = "compute",
                const std::string &tag = "");
-Tensor compute(std::vector<Expr> shape, std::function<Expr(Var, Var, Var)> f,
-               const std::string &name = "compute", const std::string &tag = "");
-Tensor compute(std::vector<Expr> shape, std::function<Expr(Var, Var, Var, Var)> f,
-               const std::string &name = "compute", const std::string &tag = "");
+Tensor compute(std::vector<Expr> shape, std::function<Expr(Var, Var, Var)> f, const std::string &name = "compute",
+               const std::string &tag = "");
+Tensor compute(std::vector<Expr> shape, std::function<Expr(Var, Var, Var, Var)> f, const std::string &name = "compute",
+               const std::string &tag = "");
 // Several outputs with one shape, computed in one loop nest.
 std::vector<Tensor> compute_multi(std::vector<Expr> shape, FComputeMulti f, const std::string &name = "compute",
                                   const std::string &tag = "");

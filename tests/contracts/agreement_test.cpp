@@ -26,7 +26,7 @@ using contracts::Json;
 
 // Spellings of one target: option order, spacing, tabs and `--name`.
 const std::vector<std::string> kHaswellSpellings = {
-    "llvm -mcpu=haswell -mattr=+avx2,+fma",    "llvm -mattr=+avx2,+fma -mcpu=haswell",
+    "llvm -mcpu=haswell -mattr=+avx2,+fma",       "llvm -mattr=+avx2,+fma -mcpu=haswell",
     "  llvm   -mcpu=haswell\t-mattr=+avx2,+fma ", "llvm --mcpu=haswell --mattr=+avx2,+fma",
     "llvm\n--mattr=+avx2,+fma\t\t-mcpu=haswell",
 };
@@ -47,8 +47,8 @@ TEST(Agreement, EveryComponentPrintsTheSameCanonicalTarget) {
 }
 
 TEST(Agreement, EveryComponentRefusesTheSameMalformedTargets) {
-  for (const char *bad : {"", "   ", "-mcpu=haswell llvm", "llvm mcpu=haswell", "llvm -mcpu=a -mcpu=b", "llvm --=x",
-                          "llvm -"}) {
+  for (const char *bad :
+       {"", "   ", "-mcpu=haswell llvm", "llvm mcpu=haswell", "llvm -mcpu=a -mcpu=b", "llvm --=x", "llvm -"}) {
     SCOPED_TRACE(bad);
     EXPECT_THROW(contracts::canonical_target(bad), contracts::TargetError);
     EXPECT_THROW(db::canonical_target(bad), db::TuningDbError);

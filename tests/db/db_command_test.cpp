@@ -40,8 +40,7 @@ class DbCommandTest : public testing::TempDirTest {
     db_path_ = path("kiln.db");
     TuningDb db = TuningDb::open(db_path_);
     std::vector<Record> records;
-    for (int i = 0; i < 5; ++i)
-      records.push_back(measured(dense(64), znver4(), i, 0.001 * (5 - i)));
+    for (int i = 0; i < 5; ++i) records.push_back(measured(dense(64), znver4(), i, 0.001 * (5 - i)));
     records.push_back(measured(dense(64), znver4_avx512(), 10, 0.0001));
     records.push_back(measured(dense(64), skylake(), 20, 0.00001));
     records.push_back(failed(dense(64), znver4(), 30));
@@ -79,9 +78,7 @@ class DbCommandTest : public testing::TempDirTest {
   std::string db_path_;
 };
 
-bool contains(const std::string &text, const std::string &needle) {
-  return text.find(needle) != std::string::npos;
-}
+bool contains(const std::string &text, const std::string &needle) { return text.find(needle) != std::string::npos; }
 
 TEST_F(DbCommandTest, WorkloadsListsEachWorkloadAlignedOrAsJson) {
   Result r = kiln({"db", "workloads"});
@@ -117,8 +114,7 @@ TEST_F(DbCommandTest, BestUsesExactTargetThenDeviceClass) {
   EXPECT_TRUE(contains(r.out, "1000.00")) << r.out;  // mean in microseconds
 
   // --json, with --db after the subcommand.
-  Result j = kiln({"db", "best", "--json", "--workload", key(), "--target", "llvm -mcpu=znver4",
-                   "--db", db_path_},
+  Result j = kiln({"db", "best", "--json", "--workload", key(), "--target", "llvm -mcpu=znver4", "--db", db_path_},
                   /*with_db=*/false);
   ASSERT_EQ(j.status, 0) << j.err;
   json best = json::parse(j.out);
@@ -128,17 +124,15 @@ TEST_F(DbCommandTest, BestUsesExactTargetThenDeviceClass) {
 
   // A target string never measured exactly, with its device class: the class's best, never
   // skylake's faster record.
-  r = kiln({"db", "best", "-w", key(), "-t", "llvm -mcpu=znver4 -mattr=+avx2", "-d", "x86-znver4",
-            "--json"});
+  r = kiln({"db", "best", "-w", key(), "-t", "llvm -mcpu=znver4 -mattr=+avx2", "-d", "x86-znver4", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   best = json::parse(r.out);
   EXPECT_EQ(best["match"], "device_class");
   EXPECT_EQ(best["config"]["index"], 10);
 
   // The workload can be named by template and arguments too.
-  r = kiln({"db", "best", "--template", "dense", "--args",
-            R"({"dtype": "float32", "K": 64, "N": 64, "M": 64})", "-t", "llvm -mcpu=skylake",
-            "--json"});
+  r = kiln({"db", "best", "--template", "dense", "--args", R"({"dtype": "float32", "K": 64, "N": 64, "M": 64})", "-t",
+            "llvm -mcpu=skylake", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(json::parse(r.out)["config"]["index"], 20);
 }
@@ -149,8 +143,7 @@ TEST_F(DbCommandTest, TopPrintsRankedRows) {
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 4);
   EXPECT_TRUE(contains(r.out, "RANK")) << r.out;
 
-  r = kiln({"db", "top", "-w", key(), "-t", "llvm -mcpu=znver4", "-k", "10", "--scope", "class",
-            "--json"});
+  r = kiln({"db", "top", "-w", key(), "-t", "llvm -mcpu=znver4", "-k", "10", "--scope", "class", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   json top = json::parse(r.out);
   ASSERT_EQ(top.size(), 6u);
@@ -232,8 +225,7 @@ TEST_F(DbCommandTest, MalformedImportIsAllOrNothingUnlessAskedToSkip) {
     text = s.str();
   }
   size_t second_line = text.find('\n') + 1;
-  std::string broken =
-      text.substr(0, second_line) + "this is not json\n" + text.substr(second_line);
+  std::string broken = text.substr(0, second_line) + "this is not json\n" + text.substr(second_line);
   std::string bad_file = path("broken.jsonl");
   std::ofstream(bad_file) << broken;
 
@@ -327,8 +319,8 @@ TEST_F(DbCommandTest, HelpAndVersionSucceed) {
   EXPECT_TRUE(contains(r.out, "db")) << r.out;
   r = kiln({"db", "--help"}, false);
   EXPECT_EQ(r.status, 0);
-  for (const char *command : {"workloads", "best", "top", "history", "jobs", "stats", "export",
-                              "import", "prune", "check"}) {
+  for (const char *command :
+       {"workloads", "best", "top", "history", "jobs", "stats", "export", "import", "prune", "check"}) {
     EXPECT_TRUE(contains(r.out, command)) << command;
   }
   r = kiln({"--version"}, false);

@@ -86,8 +86,7 @@ int read(const std::string &path, const std::string &stop_file) {
     auto key = std::make_pair(w, t);
     auto it = best_seen.find(key);
     if (it != best_seen.end() && best->mean() > it->second) {
-      std::fprintf(stderr, "best of workload %d on target %d got worse: %g after %g\n", w, t,
-                   best->mean(), it->second);
+      std::fprintf(stderr, "best of workload %d on target %d got worse: %g after %g\n", w, t, best->mean(), it->second);
       return 1;
     }
     best_seen[key] = best->mean();
@@ -102,8 +101,7 @@ int crash(const std::string &path, int run, int64_t batch) {
   std::string runner = "run-" + std::to_string(run);
   for (int64_t b = 0;; ++b) {
     std::vector<Record> records;
-    for (int64_t k = b * batch; k < (b + 1) * batch; ++k)
-      records.push_back(make_record(rng, runner, k));
+    for (int64_t k = b * batch; k < (b + 1) * batch; ++k) records.push_back(make_record(rng, runner, k));
     db.insert(records);
     std::printf("%lld\n", static_cast<long long>(b));
     std::fflush(stdout);
@@ -116,8 +114,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
     if (args.size() == 6 && args[0] == "write") {
-      return write(args[1], std::stoi(args[2]), std::stoll(args[3]), std::stoll(args[4]),
-                   std::stoi(args[5]));
+      return write(args[1], std::stoi(args[2]), std::stoll(args[3]), std::stoll(args[4]), std::stoi(args[5]));
     }
     if (args.size() == 3 && args[0] == "read") return read(args[1], args[2]);
     if (args.size() == 4 && args[0] == "crash") {

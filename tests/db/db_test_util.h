@@ -31,19 +31,15 @@ class TempDirTest : public ::testing::Test {
 };
 
 inline Workload dense(int m, int n = 64, int k = 64) {
-  return Workload::make("dense", {{"M", m}, {"N", n}, {"K", k}, {"dtype", "float32"}},
-                        2.0 * m * n * k);
+  return Workload::make("dense", {{"M", m}, {"N", n}, {"K", k}, {"dtype", "float32"}}, 2.0 * m * n * k);
 }
 
 inline Target znver4() { return Target::make("llvm -mcpu=znver4", "x86-znver4"); }
-inline Target znver4_avx512() {
-  return Target::make("llvm -mcpu=znver4 -mattr=+avx512f", "x86-znver4");
-}
+inline Target znver4_avx512() { return Target::make("llvm -mcpu=znver4 -mattr=+avx512f", "x86-znver4"); }
 inline Target skylake() { return Target::make("llvm -mcpu=skylake", "x86-skylake"); }
 
 // A valid record of `workload` on `target`, config `index`, whose costs all equal `seconds`.
-inline Record measured(const Workload &workload, const Target &target, int64_t index,
-                       double seconds, int repeats = 3) {
+inline Record measured(const Workload &workload, const Target &target, int64_t index, double seconds, int repeats = 3) {
   Record r;
   r.workload = workload;
   r.target = target;

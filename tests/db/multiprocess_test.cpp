@@ -46,8 +46,8 @@ TEST_F(MultiProcessTest, ConcurrentWritersLoseNothingWhileAReaderLooksUpBestConf
   for (int w = 0; w < kWriters; ++w) {
     // Half the writers give SQLite almost no busy timeout, so Kiln's own retries carry them.
     std::string busy_ms = w % 2 ? "1" : "5000";
-    writers.push_back(spawn(kChild, {"write", db_path, std::to_string(w), std::to_string(kRecords),
-                                     std::to_string(kBatch), busy_ms}));
+    writers.push_back(spawn(
+        kChild, {"write", db_path, std::to_string(w), std::to_string(kRecords), std::to_string(kBatch), busy_ms}));
   }
   for (int w = 0; w < kWriters; ++w) EXPECT_EQ(wait_for(writers[w]), 0) << "writer " << w;
   std::ofstream(stop) << "stop\n";
@@ -114,9 +114,8 @@ TEST_F(MultiProcessTest, WriterKilledAtRandomMomentsLosesNoCommittedBatch) {
   EXPECT_TRUE(db.check().ok());
 
   std::map<int, std::set<int64_t>> present;
-  Statement batches =
-      db.database().prepare("SELECT substr(runner, 5), config_index / " + std::to_string(kBatch) +
-                            ", count(*), count(DISTINCT config_index) FROM record GROUP BY 1, 2");
+  Statement batches = db.database().prepare("SELECT substr(runner, 5), config_index / " + std::to_string(kBatch) +
+                                            ", count(*), count(DISTINCT config_index) FROM record GROUP BY 1, 2");
   while (batches.step()) {
     int run = std::stoi(batches.column_text(0));
     int64_t batch = batches.column_int64(1);

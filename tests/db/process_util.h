@@ -19,8 +19,7 @@ struct Child {
 };
 
 // Starts `program` with `args`; with `capture`, its stdout comes back through a pipe.
-inline Child spawn(const std::string &program, const std::vector<std::string> &args,
-                   bool capture = false) {
+inline Child spawn(const std::string &program, const std::vector<std::string> &args, bool capture = false) {
   int fds[2] = {-1, -1};
   if (capture && pipe(fds) != 0) return {};
   pid_t pid = fork();
@@ -56,8 +55,7 @@ inline std::string read_first_line(int fd, std::chrono::milliseconds timeout) {
   std::string text;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (text.find('\n') == std::string::npos) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     pollfd ready{fd, POLLIN, 0};
     if (left.count() <= 0 || poll(&ready, 1, static_cast<int>(left.count())) <= 0) break;
     char buffer[256];

@@ -29,10 +29,9 @@ class RecordJsonTest : public testing::TempDirTest {
     ok.kiln_version = "0.1.0";
     Record bad = failed(dense(64), skylake(), 18, ErrorClass::kInfra);
     bad.kiln_version = "0.1.0";
-    Record other = measured(
-        Workload::make("conv2d",
-                       json::array({json::array({"TENSOR", json::array({1, 3}), "float32"}), 2})),
-        znver4(), 3, 0.002);
+    Record other =
+        measured(Workload::make("conv2d", json::array({json::array({"TENSOR", json::array({1, 3}), "float32"}), 2})),
+                 znver4(), 3, 0.002);
     other.kiln_version = "0.1.0";
     return {ok, bad, other};
   }
@@ -93,8 +92,7 @@ TEST_F(RecordJsonTest, ExportThenImportKeepsEveryRecord) {
   std::ostringstream one_template;
   EXPECT_EQ(copy.export_records(one_template, ExportFormat::kKiln, {"conv2d", "", "", false}), 1);
   std::ostringstream one_workload;
-  EXPECT_EQ(copy.export_records(one_workload, ExportFormat::kKiln, {"", "", dense(64).key, false}),
-            2);
+  EXPECT_EQ(copy.export_records(one_workload, ExportFormat::kKiln, {"", "", dense(64).key, false}), 2);
 }
 
 TEST_F(RecordJsonTest, AutoTvmExportUsesTheV02Layout) {
@@ -147,8 +145,8 @@ std::string kiln_lines(const std::vector<Record> &records) {
 
 TEST_F(RecordJsonTest, BadLineAbortsTheWholeImportByDefault) {
   std::vector<Record> good = sample();
-  std::string text = kiln_lines({good[0]}) + "\n" + "{\"format\":\"kiln-record\",\"version\":1,\n" +
-                     kiln_lines({good[1], good[2]});
+  std::string text =
+      kiln_lines({good[0]}) + "\n" + "{\"format\":\"kiln-record\",\"version\":1,\n" + kiln_lines({good[1], good[2]});
   TuningDb db = TuningDb::open(path("tuning.db"));
   std::istringstream in(text);
   try {
@@ -175,9 +173,8 @@ TEST_F(RecordJsonTest, SkippingBadLinesImportsTheGoodOnesAndNamesTheBad) {
   no_costs["result"]["costs"] = json::array();
   json bad_target = record_to_json(good[0]);
   bad_target["target"]["target"] = "-mcpu=znver4";
-  std::string autotvm =
-      R"({"input":["llvm","dense",[],{}],"config":{"index":1,"code_hash":null,"entity":[]},)"
-      R"("result":[[1e-5],0,1.0,1.0],"version":0.2,"tvm_version":"0.8"})";
+  std::string autotvm = R"({"input":["llvm","dense",[],{}],"config":{"index":1,"code_hash":null,"entity":[]},)"
+                        R"("result":[[1e-5],0,1.0,1.0],"version":0.2,"tvm_version":"0.8"})";
 
   std::string text = kiln_lines({good[0]}) +        // 1
                      wrong_key.dump() + "\n" +      // 2

@@ -26,8 +26,7 @@ int64_t query_int(Database &db, const std::string &sql) {
   return value;
 }
 
-void expect_error(const std::function<void()> &body, TuningDbError::Kind kind,
-                  const std::string &needle) {
+void expect_error(const std::function<void()> &body, TuningDbError::Kind kind, const std::string &needle) {
   try {
     body();
     FAIL() << "expected TuningDbError";
@@ -67,11 +66,9 @@ TEST_F(SchemaTest, NewFileGetsTheCurrentSchema) {
 TEST_F(SchemaTest, MissingFileWithoutCreateIsNotFound) {
   TuningDbOptions options;
   options.create = false;
-  expect_error([&] { TuningDb::open(path("absent.db"), options); }, TuningDbError::Kind::kNotFound,
-               "no tuning log at");
+  expect_error([&] { TuningDb::open(path("absent.db"), options); }, TuningDbError::Kind::kNotFound, "no tuning log at");
   EXPECT_FALSE(fs::exists(path("absent.db")));
-  expect_error([&] { TuningDb::open(dir_.string()); }, TuningDbError::Kind::kNotATuningLog,
-               "is a directory");
+  expect_error([&] { TuningDb::open(dir_.string()); }, TuningDbError::Kind::kNotATuningLog, "is a directory");
 }
 
 // Version 1 of the schema, as an older Kiln wrote it: no flop count, no stored mean.
@@ -112,13 +109,12 @@ void write_version1(const std::string &file) {
   Database db(file);
   db.exec(kVersion1Schema);
   Workload w = testing::dense(64);
-  Statement insert = db.prepare(
-      "INSERT INTO workload (workload_key, template_name, args, created_at) VALUES (?, ?, ?, 0)");
+  Statement insert =
+      db.prepare("INSERT INTO workload (workload_key, template_name, args, created_at) VALUES (?, ?, ?, 0)");
   insert.bind(1, w.key).bind(2, w.template_name).bind(3, w.args);
   insert.run();
   db.exec("INSERT INTO device (device_key) VALUES ('x86-znver4')");
-  db.exec(
-      "INSERT INTO target (target, device_id, model) VALUES ('llvm -mcpu=znver4', 1, 'znver4')");
+  db.exec("INSERT INTO target (target, device_id, model) VALUES ('llvm -mcpu=znver4', 1, 'znver4')");
   db.exec(R"sql(
 INSERT INTO record (workload_id, target_id, device_id, config_index, config, error_class,
                     costs, measured_at) VALUES
@@ -138,8 +134,7 @@ TEST_F(SchemaTest, OlderSchemaIsMigratedAndKeepsItsRecords) {
   Database &raw = db.database();
   EXPECT_EQ(query_int(raw, "PRAGMA user_version"), kSchemaVersion);
   EXPECT_EQ(query_int(raw, "SELECT count(*) FROM record"), 5);
-  EXPECT_EQ(query_int(raw, "SELECT count(*) FROM sqlite_schema WHERE name = 'record_by_device'"),
-            1);
+  EXPECT_EQ(query_int(raw, "SELECT count(*) FROM sqlite_schema WHERE name = 'record_by_device'"), 1);
 
   // The best record is found through the new index, with its mean computed by the migration.
   std::optional<Record> best = db.best(testing::dense(64).key, testing::znver4());
@@ -174,8 +169,7 @@ TEST_F(SchemaTest, FailedMigrationLeavesTheFileAsItWas) {
   EXPECT_THROW(TuningDb::open(file), TuningDbError);
   Database db(file);
   EXPECT_EQ(query_int(db, "PRAGMA user_version"), 1);
-  EXPECT_EQ(query_int(db, "SELECT count(*) FROM pragma_table_info('workload') WHERE name = 'flop'"),
-            0);
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM pragma_table_info('workload') WHERE name = 'flop'"), 0);
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM record"), 5);
 }
 
@@ -202,8 +196,7 @@ TEST_F(SchemaTest, FileThatIsNotADatabaseIsRefused) {
     for (int i = 0; i < 200; ++i) out << "these are not the pages you are looking for\n";
   }
   auto size_before = fs::file_size(file);
-  expect_error([&] { TuningDb::open(file); }, TuningDbError::Kind::kNotATuningLog,
-               "is not a Kiln tuning log");
+  expect_error([&] { TuningDb::open(file); }, TuningDbError::Kind::kNotATuningLog, "is not a Kiln tuning log");
   EXPECT_EQ(fs::file_size(file), size_before);
 }
 
@@ -215,14 +208,12 @@ TEST_F(SchemaTest, ForeignSqliteDatabaseIsRefused) {
     Database db(file, rollback_journal);
     db.exec("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)");
   }
-  expect_error([&] { TuningDb::open(file); }, TuningDbError::Kind::kNotATuningLog,
-               "holding other tables");
+  expect_error([&] { TuningDb::open(file); }, TuningDbError::Kind::kNotATuningLog, "holding other tables");
   {
     Database db(file, rollback_journal);
     db.exec("PRAGMA application_id = 42");
   }
-  expect_error([&] { TuningDb::open(file); }, TuningDbError::Kind::kNotATuningLog,
-               "another application");
+  expect_error([&] { TuningDb::open(file); }, TuningDbError::Kind::kNotATuningLog, "another application");
   // Refused without a change, not even to its journal mode.
   Database db(file, rollback_journal);
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM sqlite_schema"), 1);
@@ -237,8 +228,7 @@ TEST_F(SchemaTest, TruncatedDatabaseIsReportedNotCrashed) {
     TuningDb db = TuningDb::open(file);
     std::vector<Record> records;
     for (int i = 0; i < 3000; ++i) {
-      records.push_back(
-          testing::measured(testing::dense(16 + i % 50), testing::znver4(), i, 1e-3 + i * 1e-7));
+      records.push_back(testing::measured(testing::dense(16 + i % 50), testing::znver4(), i, 1e-3 + i * 1e-7));
     }
     db.insert(records);
   }  // the last connection checkpoints the WAL into the file and removes it
@@ -259,13 +249,11 @@ TEST_F(SchemaTest, TruncatedDatabaseIsReportedNotCrashed) {
       db.top_k(testing::dense(16).key, testing::znver4(), 10);
       db.history({"dense", "x86-znver4"});
     } catch (const TuningDbError &e) {
-      EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(TuningDbError::Kind::kCorrupt))
-          << e.what();
+      EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(TuningDbError::Kind::kCorrupt)) << e.what();
       EXPECT_NE(std::string(e.what()).find("damaged"), std::string::npos) << e.what();
     }
   } catch (const TuningDbError &e) {
-    EXPECT_TRUE(e.kind() == TuningDbError::Kind::kCorrupt ||
-                e.kind() == TuningDbError::Kind::kNotATuningLog)
+    EXPECT_TRUE(e.kind() == TuningDbError::Kind::kCorrupt || e.kind() == TuningDbError::Kind::kNotATuningLog)
         << e.what();
     reported = true;
   }

@@ -79,8 +79,7 @@ TEST_F(TuningDbTest, BestPrefersExactTargetThenDeviceClassNeverAnotherClass) {
 TEST_F(TuningDbTest, TopKIsOrderedFastestFirstWithinScope) {
   Workload w = dense(64);
   std::vector<Record> records;
-  for (int i = 0; i < 30; ++i)
-    records.push_back(measured(w, znver4(), i, 0.001 * ((i * 7) % 30 + 1)));
+  for (int i = 0; i < 30; ++i) records.push_back(measured(w, znver4(), i, 0.001 * ((i * 7) % 30 + 1)));
   records.push_back(measured(w, skylake(), 100, 0.00001));
   records.push_back(failed(w, znver4(), 101));
   db_->insert(records);
@@ -105,8 +104,7 @@ TEST_F(TuningDbTest, TopKIsOrderedFastestFirstWithinScope) {
 
 TEST_F(TuningDbTest, FailedMeasurementsAreKeptButNeverBest) {
   Workload w = dense(64);
-  db_->insert({failed(w, znver4(), 1, ErrorClass::kRunTimeout),
-               failed(w, znver4(), 2, ErrorClass::kWrongAnswer)});
+  db_->insert({failed(w, znver4(), 1, ErrorClass::kRunTimeout), failed(w, znver4(), 2, ErrorClass::kWrongAnswer)});
   EXPECT_FALSE(db_->best(w.key, znver4()));
   Stats stats = db_->stats();
   EXPECT_EQ(stats.records, 2);
@@ -163,8 +161,7 @@ TEST_F(TuningDbTest, StoredRecordsReadBackField_by_field) {
 
 TEST_F(TuningDbTest, BatchInsertIsAllOrNothing) {
   Workload w = dense(64);
-  std::vector<Record> batch = {measured(w, znver4(), 1, 0.001),
-                               measured(dense(99), znver4(), 2, 0.001)};
+  std::vector<Record> batch = {measured(w, znver4(), 1, 0.001), measured(dense(99), znver4(), 2, 0.001)};
   batch.push_back(measured(w, znver4(), 3, 0.001));
   batch.back().job_id = 12345;  // no such job: the whole batch fails in its transaction
   try {
@@ -256,9 +253,8 @@ TEST_F(TuningDbTest, WorkloadsAreListedAndFoundByKeyPrefix) {
 }
 
 TEST_F(TuningDbTest, HistoryIsTheTemplateFamilyOnTheDeviceClass) {
-  db_->insert({measured(dense(64), znver4(), 1, 0.001),
-               measured(dense(128), znver4_avx512(), 2, 0.002), failed(dense(256), znver4(), 3),
-               measured(dense(64), skylake(), 4, 0.001),
+  db_->insert({measured(dense(64), znver4(), 1, 0.001), measured(dense(128), znver4_avx512(), 2, 0.002),
+               failed(dense(256), znver4(), 3), measured(dense(64), skylake(), 4, 0.001),
                measured(Workload::make("conv2d", {{"C", 3}}), znver4(), 5, 0.01)});
   std::vector<Record> all = db_->history({"dense", "x86-znver4"});
   ASSERT_EQ(all.size(), 3u);
@@ -411,8 +407,7 @@ TEST_F(TuningDbTest, LookupsAreIndexSeeks) {
   std::string resume = plan(queries::kJobMeasured);
   EXPECT_NE(resume.find("INDEX record_by_job (job_id=?)"), std::string::npos) << resume;
   std::string duplicate = plan(queries::kDuplicate);
-  EXPECT_NE(duplicate.find("SEARCH record USING INDEX record_by_target"), std::string::npos)
-      << duplicate;
+  EXPECT_NE(duplicate.find("SEARCH record USING INDEX record_by_target"), std::string::npos) << duplicate;
   for (const std::string &p : {exact, by_class, resume, duplicate}) {
     EXPECT_EQ(p.find("SCAN"), std::string::npos) << p;
     EXPECT_EQ(p.find("TEMP B-TREE"), std::string::npos) << p;

@@ -65,8 +65,7 @@ TEST(TargetTest, CanonicalFormSortsOptions) {
   EXPECT_EQ(canonical_target("llvm -mcpu=znver4 -mattr=+avx2,+fma --opt-level=3"),
             "llvm -mattr=+avx2,+fma -mcpu=znver4 -opt-level=3");
   EXPECT_EQ(canonical_target("cuda -arch=sm_90 -libs"), "cuda -arch=sm_90 -libs");
-  EXPECT_EQ(canonical_target(canonical_target("vta -model=1x16 -device=sim")),
-            "vta -device=sim -model=1x16");
+  EXPECT_EQ(canonical_target(canonical_target("vta -model=1x16 -device=sim")), "vta -device=sim -model=1x16");
 
   EXPECT_THROW(canonical_target(""), TuningDbError);
   EXPECT_THROW(canonical_target("-mcpu=znver4"), TuningDbError);
@@ -88,9 +87,8 @@ TEST(TargetTest, MakeChecksTheDeviceKeyAndFindsTheModel) {
 }
 
 TEST(ErrorClassTest, NamesAndCodesAreStable) {
-  const char *names[] = {
-      "OK",           "INSTANTIATION", "COMPILE_HOST", "COMPILE_DEVICE", "RUNTIME_DEVICE",
-      "WRONG_ANSWER", "BUILD_TIMEOUT", "RUN_TIMEOUT",  "UNKNOWN",        "INFRA"};
+  const char *names[] = {"OK",           "INSTANTIATION", "COMPILE_HOST", "COMPILE_DEVICE", "RUNTIME_DEVICE",
+                         "WRONG_ANSWER", "BUILD_TIMEOUT", "RUN_TIMEOUT",  "UNKNOWN",        "INFRA"};
   for (int code = 0; code < kErrorClassCount; ++code) {
     auto error = static_cast<ErrorClass>(code);
     EXPECT_EQ(to_string(error), names[code]);

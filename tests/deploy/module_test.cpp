@@ -69,7 +69,8 @@ TEST(ModuleTest, BadCallsRaiseClearErrors) {
   };
   expect_kernel_error({x}, "expected 2 arguments, got 1");
   expect_kernel_error({x, floats({9}, 0)}, "argument 2 (y) has shape [9], expected [8]");
-  expect_kernel_error({x, Tensor::empty({8}, DType::of<int32_t>())}, "argument 2 (y) has dtype int32, expected float32");
+  expect_kernel_error({x, Tensor::empty({8}, DType::of<int32_t>())},
+                      "argument 2 (y) has dtype int32, expected float32");
   expect_kernel_error({x, Tensor()}, "argument 2 (y) is an undefined tensor");
   expect_kernel_error({floats({9}, 0).view(1, {8}), y}, "argument 1 (x): its data is not 64-byte aligned");
   // Without the checks of call(), the function's own checks answer.

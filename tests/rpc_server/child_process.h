@@ -23,8 +23,7 @@ namespace kiln::testing {
 class ChildProcess {
  public:
   // Starts argv[0] with `argv`, stdout and stderr going to `log_path`.
-  ChildProcess(const std::vector<std::string> &argv, const std::string &log_path)
-      : log_path_(log_path) {
+  ChildProcess(const std::vector<std::string> &argv, const std::string &log_path) : log_path_(log_path) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -83,8 +82,7 @@ class ChildProcess {
 };
 
 // Runs `argv` to completion; returns (exit code, output).
-inline std::pair<int, std::string> run_command(const std::vector<std::string> &argv,
-                                               const std::string &log_path,
+inline std::pair<int, std::string> run_command(const std::vector<std::string> &argv, const std::string &log_path,
                                                std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   { std::ofstream truncate(log_path, std::ios::trunc); }
   ChildProcess child(argv, log_path);

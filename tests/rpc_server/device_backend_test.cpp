@@ -16,7 +16,8 @@ TEST(DeviceBackendTest, CpuBackendCompilesAndRunsAKernelOnDeviceTensors) {
   auto backend = make_device_backend("llvm -mcpu=native");
   EXPECT_EQ(backend->name(), "cpu");
   te::Tensor a = te::placeholder({8}, ir::Float(32), "a");
-  te::Tensor b = te::compute({8}, [&](ir::Var i) { return a(i) * ir::Expr(2.0f) + ir::Expr(1.0f); }, "b");
+  te::Tensor b = te::compute(
+      {8}, [&](ir::Var i) { return a(i) * ir::Expr(2.0f) + ir::Expr(1.0f); }, "b");
   auto schedule = te::create_schedule({b});
   ir::LoweredFunc f = lower::lower(*schedule, {a, b}, "twice_plus_one");
   std::unique_ptr<DeviceKernel> kernel = backend->compile(f, "llvm -mcpu=native");

@@ -130,11 +130,17 @@ class Farm {
     char pattern[] = "/tmp/kiln-farm-test-XXXXXX";
     dir_ = mkdtemp(pattern);
     std::ofstream(dir_ / "token") << kToken << "\n";
-    std::vector<std::string> argv = {KILN_TRACKER_BINARY, "--listen", "127.0.0.1:0",
-                                     "--token-file", (dir_ / "token").string(),
-                                     "--address-file", (dir_ / "tracker.address").string(),
-                                     "--heartbeat-interval-ms", "200",
-                                     "--heartbeat-timeout-ms", "1500"};
+    std::vector<std::string> argv = {KILN_TRACKER_BINARY,
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--token-file",
+                                     (dir_ / "token").string(),
+                                     "--address-file",
+                                     (dir_ / "tracker.address").string(),
+                                     "--heartbeat-interval-ms",
+                                     "200",
+                                     "--heartbeat-timeout-ms",
+                                     "1500"};
     add_tls(argv, /*server=*/true);
     argv.insert(argv.end(), options_.tracker_flags.begin(), options_.tracker_flags.end());
     tracker_ = std::make_unique<ChildProcess>(argv, (dir_ / "tracker.log").string());
@@ -151,21 +157,26 @@ class Farm {
   void start_runner() {
     size_t i = runners_.size();
     fs::path address_file = dir_ / ("runner" + std::to_string(i) + ".address");
-    std::vector<std::string> argv = {options_.runner_binary, "--tracker", tracker_address_,
-                                     "--key", kKey, "--target", kTarget,
-                                     "--token-file", (dir_ / "token").string(),
-                                     "--address-file", address_file.string(),
-                                     "--build-workers", "1"};
+    std::vector<std::string> argv = {options_.runner_binary,
+                                     "--tracker",
+                                     tracker_address_,
+                                     "--key",
+                                     kKey,
+                                     "--target",
+                                     kTarget,
+                                     "--token-file",
+                                     (dir_ / "token").string(),
+                                     "--address-file",
+                                     address_file.string(),
+                                     "--build-workers",
+                                     "1"};
     add_tls(argv, /*server=*/true);
     argv.insert(argv.end(), options_.runner_flags.begin(), options_.runner_flags.end());
-    runners_.push_back(std::make_unique<ChildProcess>(
-        argv, (dir_ / ("runner" + std::to_string(i) + ".log")).string()));
+    runners_.push_back(std::make_unique<ChildProcess>(argv, (dir_ / ("runner" + std::to_string(i) + ".log")).string()));
     runner_addresses_.push_back(read_address(address_file, *runners_.back()));
   }
 
-  Endpoint tracker_endpoint(const std::string &token = kToken) const {
-    return {tracker_address_, token, client_tls()};
-  }
+  Endpoint tracker_endpoint(const std::string &token = kToken) const { return {tracker_address_, token, client_tls()}; }
   TlsFiles client_tls() const {
     TlsFiles tls = options_.tls;
     tls.server_name_override = tls.enabled() ? "localhost" : "";
@@ -193,8 +204,7 @@ class Farm {
       if (summary().free_runners() == n) return true;
       std::this_thread::sleep_for(20ms);
     }
-    ADD_FAILURE() << "the tracker does not show " << n << " free runners; runner logs:\n"
-                  << logs();
+    ADD_FAILURE() << "the tracker does not show " << n << " free runners; runner logs:\n" << logs();
     return false;
   }
   std::string logs() const {
@@ -219,8 +229,8 @@ class Farm {
   void add_tls(std::vector<std::string> &argv, bool server) const {
     if (!options_.tls.enabled()) return;
     (void)server;
-    argv.insert(argv.end(), {"--tls-cert", options_.tls.cert_file, "--tls-key", options_.tls.key_file,
-                             "--tls-ca", options_.tls.ca_file});
+    argv.insert(argv.end(), {"--tls-cert", options_.tls.cert_file, "--tls-key", options_.tls.key_file, "--tls-ca",
+                             options_.tls.ca_file});
   }
 
   Options options_;
@@ -232,9 +242,8 @@ class Farm {
 };
 
 size_t count_ok(const std::vector<kiln::v1::MeasureResult> &results) {
-  return static_cast<size_t>(std::count_if(results.begin(), results.end(), [](const auto &r) {
-    return r.error() == kiln::v1::OK;
-  }));
+  return static_cast<size_t>(
+      std::count_if(results.begin(), results.end(), [](const auto &r) { return r.error() == kiln::v1::OK; }));
 }
 
 std::string describe(const std::vector<kiln::v1::MeasureResult> &results) {
@@ -299,8 +308,7 @@ TEST(FarmServiceTest, ARunnerKilledMidBatchReportsInfraAndItsTrialsSucceedElsewh
   // A first batch completes, so the session is under way; the second is killed in the middle.
   std::vector<kiln::v1::MeasureResult> first = session.measure(wl.workload, target(), wl.configs(2));
   ASSERT_EQ(count_ok(first), 2u) << describe(first);
-  auto pending = std::async(std::launch::async,
-                            [&] { return session.measure(wl.workload, target(), configs); });
+  auto pending = std::async(std::launch::async, [&] { return session.measure(wl.workload, target(), configs); });
   std::this_thread::sleep_for(1500ms);
   farm.runner(victim).signal(SIGKILL);
   ASSERT_EQ(pending.wait_for(20s), std::future_status::ready) << "the client hangs on a dead runner";
@@ -323,8 +331,7 @@ TEST(FarmServiceTest, ARunnerKilledMidBatchReportsInfraAndItsTrialsSucceedElsewh
   EXPECT_NE(results.back().message().find("stream broke"), std::string::npos) << results.back().message();
 
   // The unfinished trials succeed on the other runners; the dead one is never handed out again.
-  std::vector<kiln::v1::MeasureResult> again =
-      farm.client().measure(wl.workload, target(), retry, quick_options());
+  std::vector<kiln::v1::MeasureResult> again = farm.client().measure(wl.workload, target(), retry, quick_options());
   EXPECT_EQ(count_ok(again), retry.size()) << describe(again);
   for (const auto &r : again) EXPECT_NE(r.runner_id(), lease.runner_id());
 
@@ -359,9 +366,8 @@ TEST(FarmServiceTest, AFarmClientRetriesTheTrialsOfARunnerThatDies) {
   free_ones.erase(farm.runner_index(held2.address()));
   ASSERT_EQ(free_ones.size(), 1u);
   size_t victim = *free_ones.begin();
-  auto pending = std::async(std::launch::async, [&] {
-    return farm.client().measure(wl.workload, target(), configs, slow);
-  });
+  auto pending =
+      std::async(std::launch::async, [&] { return farm.client().measure(wl.workload, target(), configs, slow); });
   // Kill the runner once the tracker shows the client's lease (all three runners busy) and a
   // moment more, so that the kill comes in the middle of its batch (9 s or more).
   auto until = std::chrono::steady_clock::now() + 20s;
@@ -393,12 +399,11 @@ TEST(FarmServiceTest, EveryFaultYieldsItsErrorClassAndTheRunnerKeepsServing) {
     // The faulty config between two good ones, in one batch.
     std::vector<kiln::v1::Config> configs = {wl.with_knob("fault", "off"), wl.with_knob("fault", "on"),
                                              wl.with_knob("fault", "off")};
-    std::vector<kiln::v1::MeasureResult> results =
-        client.measure(wl.workload, target(), configs, options);
+    std::vector<kiln::v1::MeasureResult> results = client.measure(wl.workload, target(), configs, options);
     ASSERT_EQ(results.size(), 3u);
     EXPECT_EQ(results[0].error(), kiln::v1::OK) << name << ": " << results[0].message();
-    EXPECT_EQ(results[1].error(), expected) << name << ": " << kiln::v1::ErrorClass_Name(results[1].error())
-                                            << " " << results[1].message();
+    EXPECT_EQ(results[1].error(), expected)
+        << name << ": " << kiln::v1::ErrorClass_Name(results[1].error()) << " " << results[1].message();
     EXPECT_FALSE(results[1].message().empty()) << name;
     EXPECT_EQ(results[2].error(), kiln::v1::OK) << name << ": " << results[2].message();
   }
@@ -465,8 +470,7 @@ TEST(FarmServiceTest, TheProductionRunnerRefusesTheFaultTemplates) {
     ADD_FAILURE() << "kiln-runner measured test.segfault";
   } catch (const FarmError &e) {
     EXPECT_EQ(e.code(), grpc::StatusCode::INVALID_ARGUMENT) << e.what();
-    EXPECT_NE(std::string(e.what()).find("unknown operator template 'test.segfault'"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown operator template 'test.segfault'"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(farm.runner(0).running());
   kiln::v1::InfoReply info = runner_info({farm.runner_address(0), kToken, {}});
@@ -476,10 +480,9 @@ TEST(FarmServiceTest, TheProductionRunnerRefusesTheFaultTemplates) {
   EXPECT_EQ(count_ok(client.measure(wl.workload, target(), wl.configs(2), quick_options())), 2u);
 
   // No flag turns them on.
-  auto [code, out] = testing::run_command(
-      {KILN_RUNNER_BINARY, "--tracker", farm.tracker_address(), "--key", kKey, "--token-file",
-       (farm.dir() / "token").string(), "--enable-test-templates"},
-      (farm.dir() / "flag.log").string());
+  auto [code, out] = testing::run_command({KILN_RUNNER_BINARY, "--tracker", farm.tracker_address(), "--key", kKey,
+                                           "--token-file", (farm.dir() / "token").string(), "--enable-test-templates"},
+                                          (farm.dir() / "flag.log").string());
   EXPECT_EQ(code, 2) << out;
   EXPECT_NE(out.find("--enable-test-templates"), std::string::npos) << out;
 
@@ -498,8 +501,7 @@ TEST(FarmServiceTest, MalformedAndAbsurdRequestsAreInvalidArgumentsAndTheRunnerL
   TestWorkload wl = small_matmul();
   FarmClient client = farm.client(/*max_attempts=*/1);
   auto expect_invalid = [&](const std::string &what, const kiln::v1::Workload &workload,
-                            const std::vector<kiln::v1::Config> &configs,
-                            const kiln::v1::MeasureOptions &options,
+                            const std::vector<kiln::v1::Config> &configs, const kiln::v1::MeasureOptions &options,
                             const kiln::v1::Target &tgt = target()) {
     try {
       client.measure(workload, tgt, configs, options);
@@ -659,44 +661,42 @@ TEST(FarmServiceTest, KilnFarmStatusAndKilnMeasure) {
   EXPECT_NE(out.find("free"), std::string::npos) << out;
 
   std::tie(code, out) = testing::run_command(
-      {KILN_CLI_BINARY, "farm", "status", "--json", "--tracker", farm.tracker_address(), "--token-file",
-       token_file},
+      {KILN_CLI_BINARY, "farm", "status", "--json", "--tracker", farm.tracker_address(), "--token-file", token_file},
       (farm.dir() / "cli.log").string());
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("\"free_runners\": 3"), std::string::npos) << out;
 
   const std::string args = Json::object({{"a", tensor({16, 32})}, {"b", tensor({32, 32})}}).dump();
   std::tie(code, out) = testing::run_command(
-      {KILN_CLI_BINARY, "measure", "--tracker", farm.tracker_address(), "--token-file", token_file,
-       "--template", "matmul.x86", "--args", args, "--target", kTarget, "--device", kKey, "--repeat", "3",
-       "--json"},
+      {KILN_CLI_BINARY, "measure", "--tracker", farm.tracker_address(), "--token-file", token_file, "--template",
+       "matmul.x86", "--args", args, "--target", kTarget, "--device", kKey, "--repeat", "3", "--json"},
       (farm.dir() / "cli.log").string());
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("\"error\": \"OK\""), std::string::npos) << out;
   EXPECT_NE(out.find("\"gflops\""), std::string::npos) << out;
 
   // A result other than OK is printed, and the exit status is 1.
-  std::tie(code, out) = testing::run_command(
-      {KILN_CLI_BINARY, "measure", "--tracker", farm.tracker_address(), "--token-file", token_file,
-       "--template", "matmul.x86", "--args", args, "--target", kTarget, "--device", kKey, "--repeat", "3",
-       "--min-repeat-ms", "100", "--run-timeout-ms", "5"},
-      (farm.dir() / "cli.log").string());
+  std::tie(code, out) = testing::run_command({KILN_CLI_BINARY,   "measure",  "--tracker",        farm.tracker_address(),
+                                              "--token-file",    token_file, "--template",       "matmul.x86",
+                                              "--args",          args,       "--target",         kTarget,
+                                              "--device",        kKey,       "--repeat",         "3",
+                                              "--min-repeat-ms", "100",      "--run-timeout-ms", "5"},
+                                             (farm.dir() / "cli.log").string());
   EXPECT_EQ(code, 1) << out;
   EXPECT_NE(out.find("RUN_TIMEOUT"), std::string::npos) << out;
   EXPECT_EQ(out.find("error:"), std::string::npos) << out;
 
   // No token: a clear error, exit status 1.
-  std::tie(code, out) = testing::run_command(
-      {KILN_CLI_BINARY, "farm", "status", "--tracker", farm.tracker_address(), "--token-file",
-       (farm.dir() / "missing").string()},
-      (farm.dir() / "cli.log").string());
+  std::tie(code, out) = testing::run_command({KILN_CLI_BINARY, "farm", "status", "--tracker", farm.tracker_address(),
+                                              "--token-file", (farm.dir() / "missing").string()},
+                                             (farm.dir() / "cli.log").string());
   EXPECT_EQ(code, 1) << out;
   EXPECT_NE(out.find("kiln farm status: error: cannot read the token file"), std::string::npos) << out;
 
   // No tracker at the address: the farm's error, exit status 1, not an internal error.
-  std::tie(code, out) = testing::run_command(
-      {KILN_CLI_BINARY, "farm", "status", "--tracker", "127.0.0.1:1", "--token-file", token_file},
-      (farm.dir() / "cli.log").string());
+  std::tie(code, out) =
+      testing::run_command({KILN_CLI_BINARY, "farm", "status", "--tracker", "127.0.0.1:1", "--token-file", token_file},
+                           (farm.dir() / "cli.log").string());
   EXPECT_EQ(code, 1) << out;
   EXPECT_NE(out.find("kiln farm status: error: tracker summary: UNAVAILABLE"), std::string::npos) << out;
 }

@@ -120,8 +120,7 @@ struct Results {
 };
 
 Results measure(MeasurePool &pool, const std::vector<Candidate> &batch, const v1::MeasureOptions &options,
-                const std::atomic<bool> *cancel = nullptr,
-                const std::function<void(size_t)> &after_each = nullptr) {
+                const std::atomic<bool> *cancel = nullptr, const std::function<void(size_t)> &after_each = nullptr) {
   Results r;
   r.at.resize(batch.size());
   r.calls.assign(batch.size(), 0);
@@ -426,9 +425,9 @@ TEST(MeasurePool, FaultyAndGoodCandidatesInOneBatch) {
   o.set_build_timeout_ms(3000);
   o.set_run_timeout_ms(2500);
   const std::vector<std::pair<const char *, v1::ErrorClass>> faults = {
-      {"test.segfault", v1::RUNTIME_DEVICE},     {"test.abort", v1::RUNTIME_DEVICE},
-      {"test.infinite_loop", v1::RUN_TIMEOUT},   {"test.huge_alloc", v1::RUNTIME_DEVICE},
-      {"test.wrong_answer", v1::WRONG_ANSWER},   {"test.slow_compile", v1::BUILD_TIMEOUT}};
+      {"test.segfault", v1::RUNTIME_DEVICE},   {"test.abort", v1::RUNTIME_DEVICE},
+      {"test.infinite_loop", v1::RUN_TIMEOUT}, {"test.huge_alloc", v1::RUNTIME_DEVICE},
+      {"test.wrong_answer", v1::WRONG_ANSWER}, {"test.slow_compile", v1::BUILD_TIMEOUT}};
   std::vector<Candidate> batch;
   std::map<size_t, v1::ErrorClass> want;
   for (const auto &[name, error] : faults) {
@@ -584,9 +583,9 @@ TEST(MeasurePool, MalformedOrAbsurdRequestsAreRefusedWithoutResults) {
 
   refused(std::vector<Candidate>(9, good), o, Reason::kOverLimit, "batch has 9 configs");
 
-  ops::Task huge = ops::Task(
-      "dense_pack.x86", Json::object({{"data", tensor({100000, 100000})}, {"weight", tensor({100000, 100000})}}),
-      driver::resolve_target(kTarget));
+  ops::Task huge = ops::Task("dense_pack.x86",
+                             Json::object({{"data", tensor({100000, 100000})}, {"weight", tensor({100000, 100000})}}),
+                             driver::resolve_target(kTarget));
   refused({candidate(huge, to_wire(huge.default_config()))}, o, Reason::kOverLimit, "above the runner's limit");
 
   // Without the extension, the test templates do not exist.
@@ -594,7 +593,8 @@ TEST(MeasurePool, MalformedOrAbsurdRequestsAreRefusedWithoutResults) {
   plain.extension = {};
   MeasurePool plain_pool(plain);
   int calls = 0;
-  std::optional<MeasureRejection> r = plain_pool.measure({good}, o, [&](size_t, const v1::MeasureResult &) { ++calls; });
+  std::optional<MeasureRejection> r =
+      plain_pool.measure({good}, o, [&](size_t, const v1::MeasureResult &) { ++calls; });
   ASSERT_TRUE(r.has_value());
   EXPECT_NE(r->message.find("unknown operator template 'test.wrong_answer'"), std::string::npos) << r->message;
   EXPECT_EQ(calls, 0);

@@ -79,7 +79,8 @@ ops::Template make_template(const FaultTemplate &f) {
     ops::Compute c;
     te::Tensor x = te::placeholder({ir::Expr(n)}, ir::Float(32), "a");
     te::Tensor y = te::placeholder({ir::Expr(n)}, ir::Float(32), "b");
-    te::Tensor out = te::compute({ir::Expr(n)}, [x, y](ir::Var i) { return x(i) + y(i); }, "out");
+    te::Tensor out = te::compute(
+        {ir::Expr(n)}, [x, y](ir::Var i) { return x(i) + y(i); }, "out");
     c.inputs = {x, y};
     c.outputs = {out};
     c.parts["anchor"] = out;

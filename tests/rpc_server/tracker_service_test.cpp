@@ -34,8 +34,7 @@ class Farm {
   explicit Farm(std::chrono::milliseconds heartbeat_timeout = 10s)
       : service_(make_options(heartbeat_timeout)),
         host_(ServiceHost::start("127.0.0.1:0", {&service_})),
-        stub_(v1::Tracker::NewStub(
-            grpc::CreateChannel(host_->address(), grpc::InsecureChannelCredentials()))) {}
+        stub_(v1::Tracker::NewStub(grpc::CreateChannel(host_->address(), grpc::InsecureChannelCredentials()))) {}
 
   ~Farm() {
     shutdown_tracker();
@@ -76,8 +75,7 @@ class Farm {
     return stub_->Heartbeat(context().get(), request, reply ? reply : &ignored);
   }
 
-  grpc::Status acquire(const std::string &device_key, int priority, int64_t wait_ms,
-                       v1::AcquireReply *reply) {
+  grpc::Status acquire(const std::string &device_key, int priority, int64_t wait_ms, v1::AcquireReply *reply) {
     v1::AcquireRequest request;
     request.set_device_key(device_key);
     request.set_priority(priority);
@@ -109,8 +107,7 @@ class Farm {
   }
 
   // Polls Summary until `done` holds for `device_key`'s entry; false after 5 s.
-  bool wait_for(const std::string &device_key,
-                const std::function<bool(const v1::DeviceSummary &)> &done) {
+  bool wait_for(const std::string &device_key, const std::function<bool(const v1::DeviceSummary &)> &done) {
     Clock::time_point give_up = Clock::now() + 5s;
     while (Clock::now() < give_up) {
       if (done(device(device_key))) return true;
@@ -204,8 +201,7 @@ TEST(TrackerServiceTest, WaitersAreServedByPriorityThenInArrivalOrder) {
     std::string name;
     int priority;
   };
-  const std::vector<Waiter> waiters = {
-      {"low-a", 0}, {"low-b", 0}, {"high", 5}, {"low-c", 0}, {"lowest", -1}};
+  const std::vector<Waiter> waiters = {{"low-a", 0}, {"low-b", 0}, {"high", 5}, {"low-c", 0}, {"lowest", -1}};
   std::mutex mutex;
   std::vector<std::pair<std::string, std::string>> granted;  // (waiter, lease id)
   std::vector<std::thread> threads;
@@ -218,8 +214,8 @@ TEST(TrackerServiceTest, WaitersAreServedByPriorityThenInArrivalOrder) {
       granted.emplace_back(waiters[i].name, reply.lease_id());
     });
     // Each waiter is queued before the next one starts, so arrival order is known.
-    ASSERT_TRUE(farm.wait_for(
-        "x86-test", [&](const v1::DeviceSummary &entry) { return entry.queue_length() == i + 1; }));
+    ASSERT_TRUE(
+        farm.wait_for("x86-test", [&](const v1::DeviceSummary &entry) { return entry.queue_length() == i + 1; }));
   }
 
   std::string held = first.lease_id();
@@ -256,8 +252,7 @@ TEST(TrackerServiceTest, AcquireWithNoRunnerEndsAtItsDeadline) {
 
   // Zero wait answers at once.
   start = Clock::now();
-  EXPECT_EQ(farm.acquire("nobody-home", 0, 0, &reply).error_code(),
-            grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(farm.acquire("nobody-home", 0, 0, &reply).error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_LT(Clock::now() - start, 1s);
 
   // The call's own deadline ends a long wait too, and the request leaves the queue.
@@ -268,8 +263,7 @@ TEST(TrackerServiceTest, AcquireWithNoRunnerEndsAtItsDeadline) {
   status = farm.stub().Acquire(Farm::context(kToken, 300ms).get(), request, &reply);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_LT(Clock::now() - start, 2s);
-  EXPECT_TRUE(farm.wait_for(
-      "nobody-home", [](const v1::DeviceSummary &entry) { return entry.queue_length() == 0; }));
+  EXPECT_TRUE(farm.wait_for("nobody-home", [](const v1::DeviceSummary &entry) { return entry.queue_length() == 0; }));
 }
 
 TEST(TrackerServiceTest, ACancelledAcquireLeavesTheQueue) {
@@ -282,13 +276,11 @@ TEST(TrackerServiceTest, ACancelledAcquireLeavesTheQueue) {
     v1::AcquireReply reply;
     return farm.stub().Acquire(context.get(), request, &reply);
   });
-  ASSERT_TRUE(farm.wait_for(
-      "nobody-home", [](const v1::DeviceSummary &entry) { return entry.queue_length() == 1; }));
+  ASSERT_TRUE(farm.wait_for("nobody-home", [](const v1::DeviceSummary &entry) { return entry.queue_length() == 1; }));
   context->TryCancel();
   ASSERT_EQ(waiter.wait_for(5s), std::future_status::ready);
   EXPECT_EQ(waiter.get().error_code(), grpc::StatusCode::CANCELLED);
-  EXPECT_TRUE(farm.wait_for(
-      "nobody-home", [](const v1::DeviceSummary &entry) { return entry.queue_length() == 0; }));
+  EXPECT_TRUE(farm.wait_for("nobody-home", [](const v1::DeviceSummary &entry) { return entry.queue_length() == 0; }));
 
   // A runner registered afterwards stays free: nobody is waiting for it.
   farm.register_runner("127.0.0.1:9001", "nobody-home");
@@ -307,14 +299,12 @@ TEST(TrackerServiceTest, SilentRunnerIsDroppedAndItsLeaseRevoked) {
   ASSERT_EQ(on_alive.runner_id(), alive);
 
   // A waiter queues behind both leases.
-  std::future<std::pair<grpc::Status, v1::AcquireReply>> waiter =
-      std::async(std::launch::async, [&] {
-        v1::AcquireReply reply;
-        grpc::Status status = farm.acquire("x86-test", 0, 10000, &reply);
-        return std::make_pair(status, reply);
-      });
-  ASSERT_TRUE(farm.wait_for(
-      "x86-test", [](const v1::DeviceSummary &entry) { return entry.queue_length() == 1; }));
+  std::future<std::pair<grpc::Status, v1::AcquireReply>> waiter = std::async(std::launch::async, [&] {
+    v1::AcquireReply reply;
+    grpc::Status status = farm.acquire("x86-test", 0, 10000, &reply);
+    return std::make_pair(status, reply);
+  });
+  ASSERT_TRUE(farm.wait_for("x86-test", [](const v1::DeviceSummary &entry) { return entry.queue_length() == 1; }));
 
   // Within a few heartbeat timeouts the silent runner is gone; the live one stays.
   Clock::time_point start = Clock::now();
@@ -338,11 +328,9 @@ TEST(TrackerServiceTest, SilentRunnerIsDroppedAndItsLeaseRevoked) {
 TEST(TrackerServiceTest, AcquireTimesOutWhenTheOnlyRunnerFallsSilent) {
   Farm farm(300ms);
   farm.register_runner("127.0.0.1:9001", "x86-test");
-  ASSERT_TRUE(farm.wait_for(
-      "x86-test", [](const v1::DeviceSummary &entry) { return entry.free_runners() == 0; }));
+  ASSERT_TRUE(farm.wait_for("x86-test", [](const v1::DeviceSummary &entry) { return entry.free_runners() == 0; }));
   v1::AcquireReply reply;
-  EXPECT_EQ(farm.acquire("x86-test", 0, 300, &reply).error_code(),
-            grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(farm.acquire("x86-test", 0, 300, &reply).error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
 }
 
 TEST(TrackerServiceTest, EveryMethodNeedsTheToken) {
@@ -355,36 +343,26 @@ TEST(TrackerServiceTest, EveryMethodNeedsTheToken) {
     register_request.mutable_target()->set_device_key("x86-test");
     register_request.mutable_target()->set_target("llvm");
     v1::RegisterReply register_reply;
-    EXPECT_EQ(farm.stub()
-                  .Register(Farm::context(token).get(), register_request, &register_reply)
-                  .error_code(),
+    EXPECT_EQ(farm.stub().Register(Farm::context(token).get(), register_request, &register_reply).error_code(),
               grpc::StatusCode::UNAUTHENTICATED);
     v1::HeartbeatRequest heartbeat_request;
     heartbeat_request.set_runner_id(runner);
     v1::HeartbeatReply heartbeat_reply;
-    EXPECT_EQ(farm.stub()
-                  .Heartbeat(Farm::context(token).get(), heartbeat_request, &heartbeat_reply)
-                  .error_code(),
+    EXPECT_EQ(farm.stub().Heartbeat(Farm::context(token).get(), heartbeat_request, &heartbeat_reply).error_code(),
               grpc::StatusCode::UNAUTHENTICATED);
     v1::AcquireRequest acquire_request;
     acquire_request.set_device_key("x86-test");
     acquire_request.set_wait_ms(1000);
     v1::AcquireReply acquire_reply;
-    EXPECT_EQ(farm.stub()
-                  .Acquire(Farm::context(token).get(), acquire_request, &acquire_reply)
-                  .error_code(),
+    EXPECT_EQ(farm.stub().Acquire(Farm::context(token).get(), acquire_request, &acquire_reply).error_code(),
               grpc::StatusCode::UNAUTHENTICATED);
     v1::ReleaseRequest release_request;
     release_request.set_lease_id("lease-0");
     v1::ReleaseReply release_reply;
-    EXPECT_EQ(farm.stub()
-                  .Release(Farm::context(token).get(), release_request, &release_reply)
-                  .error_code(),
+    EXPECT_EQ(farm.stub().Release(Farm::context(token).get(), release_request, &release_reply).error_code(),
               grpc::StatusCode::UNAUTHENTICATED);
     v1::SummaryReply summary_reply;
-    EXPECT_EQ(farm.stub()
-                  .Summary(Farm::context(token).get(), v1::SummaryRequest(), &summary_reply)
-                  .error_code(),
+    EXPECT_EQ(farm.stub().Summary(Farm::context(token).get(), v1::SummaryRequest(), &summary_reply).error_code(),
               grpc::StatusCode::UNAUTHENTICATED);
   }
   // Nothing was registered or leased by the refused calls.
@@ -415,8 +393,7 @@ TEST(TrackerServiceTest, AbsurdRequestsAreInvalidArguments) {
             invalid);  // no address
   request.set_address("127.0.0.1:9191");
   request.mutable_target()->clear_device_key();
-  EXPECT_EQ(farm.stub().Register(Farm::context().get(), request, &register_reply).error_code(),
-            invalid);
+  EXPECT_EQ(farm.stub().Register(Farm::context().get(), request, &register_reply).error_code(), invalid);
   // The device-key rule and the target grammar of contracts/target.h.
   request.mutable_target()->set_device_key("x86 test");
   grpc::Status spaced = farm.stub().Register(Farm::context().get(), request, &register_reply);
@@ -452,8 +429,7 @@ TEST(TrackerServiceTest, SummaryCountsRunnersAndWaitersPerDeviceKey) {
       return farm.acquire("cuda-a", 0, 10000, &reply);
     }));
   }
-  ASSERT_TRUE(farm.wait_for(
-      "cuda-a", [](const v1::DeviceSummary &entry) { return entry.queue_length() == 2; }));
+  ASSERT_TRUE(farm.wait_for("cuda-a", [](const v1::DeviceSummary &entry) { return entry.queue_length() == 2; }));
 
   v1::SummaryReply summary = farm.summary();
   ASSERT_EQ(summary.devices_size(), 2);
@@ -468,9 +444,8 @@ TEST(TrackerServiceTest, SummaryCountsRunnersAndWaitersPerDeviceKey) {
 
   // A runner for the waiting key serves one waiter; the other keeps waiting.
   farm.register_runner("127.0.0.1:9004", "cuda-a");
-  ASSERT_TRUE(farm.wait_for("cuda-a", [](const v1::DeviceSummary &entry) {
-    return entry.queue_length() == 1 && entry.busy_runners() == 1;
-  }));
+  ASSERT_TRUE(farm.wait_for(
+      "cuda-a", [](const v1::DeviceSummary &entry) { return entry.queue_length() == 1 && entry.busy_runners() == 1; }));
 
   // Shutting the tracker down answers the last waiter at once.
   farm.shutdown_tracker();
@@ -480,8 +455,7 @@ TEST(TrackerServiceTest, SummaryCountsRunnersAndWaitersPerDeviceKey) {
     codes.push_back(waiter.get().error_code());
   }
   std::sort(codes.begin(), codes.end());
-  EXPECT_EQ(codes,
-            (std::vector<grpc::StatusCode>{grpc::StatusCode::OK, grpc::StatusCode::UNAVAILABLE}));
+  EXPECT_EQ(codes, (std::vector<grpc::StatusCode>{grpc::StatusCode::OK, grpc::StatusCode::UNAVAILABLE}));
 }
 
 TEST(TrackerServiceTest, ServesTheStandardHealthCheckWithoutToken) {

@@ -72,8 +72,8 @@ TEST(TrackerTest, ServesHigherPriorityFirstAndArrivalOrderWithinAPriority) {
     ASSERT_EQ(held.status, AcquireStatus::kGranted);
     EXPECT_TRUE(tracker.release(held.lease.lease_id));
   }
-  EXPECT_EQ(outcomes.labels(), (std::vector<std::string>{"holder", "high", "low-first",
-                                                         "low-second", "low-third", "negative"}));
+  EXPECT_EQ(outcomes.labels(),
+            (std::vector<std::string>{"holder", "high", "low-first", "low-second", "low-third", "negative"}));
 }
 
 TEST(TrackerTest, ZeroWaitTakesOnlyAFreeRunner) {
@@ -134,14 +134,12 @@ TEST(TrackerTest, DeadlineIsMetByTheTrackerThread) {
   Tracker tracker(options());
   std::promise<AcquireOutcome> done;
   Clock::time_point start = Clock::now();
-  tracker.acquire("x86", 0, start + 200ms,
-                  [&done](AcquireOutcome outcome) { done.set_value(std::move(outcome)); });
+  tracker.acquire("x86", 0, start + 200ms, [&done](AcquireOutcome outcome) { done.set_value(std::move(outcome)); });
   std::future<AcquireOutcome> outcome = done.get_future();
   ASSERT_EQ(outcome.wait_for(5s), std::future_status::ready);
   EXPECT_EQ(outcome.get().status, AcquireStatus::kDeadlineExceeded);
   EXPECT_GE(Clock::now() - start, 200ms);
 }
-
 
 // Waits up to `limit` for `condition`, polling.
 template <typename Condition>

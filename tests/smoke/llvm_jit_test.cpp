@@ -15,8 +15,7 @@ namespace kiln::codegen {
 namespace {
 
 // A module with `int32_t name(int32_t a, int32_t b) { return a * b + a; }`.
-std::pair<std::unique_ptr<llvm::Module>, std::unique_ptr<llvm::LLVMContext>> make_mul_add(
-    const std::string &name) {
+std::pair<std::unique_ptr<llvm::Module>, std::unique_ptr<llvm::LLVMContext>> make_mul_add(const std::string &name) {
   auto context = std::make_unique<llvm::LLVMContext>();
   auto module = std::make_unique<llvm::Module>("mul_add_module", *context);
   llvm::IRBuilder<> b(*context);

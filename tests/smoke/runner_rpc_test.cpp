@@ -44,8 +44,7 @@ TEST(RunnerRpcTest, AnswersInfoOnLoopback) {
 TEST(RunnerRpcTest, ReportsTheCpuFeaturesItWasGiven) {
   RunnerService service({"x86-test", "llvm", {"avx2", "fma"}});
   std::unique_ptr<ServiceHost> host = ServiceHost::start("127.0.0.1:0", {&service});
-  auto stub = kiln::v1::Runner::NewStub(
-      grpc::CreateChannel(host->address(), grpc::InsecureChannelCredentials()));
+  auto stub = kiln::v1::Runner::NewStub(grpc::CreateChannel(host->address(), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   kiln::v1::InfoReply reply;
@@ -58,8 +57,7 @@ TEST(RunnerRpcTest, ReportsTheCpuFeaturesItWasGiven) {
 TEST(RunnerRpcTest, MeasureIsDeclaredButNotServedYet) {
   RunnerService service({"x86-test", "llvm"});
   std::unique_ptr<ServiceHost> host = ServiceHost::start("127.0.0.1:0", {&service});
-  auto stub = kiln::v1::Runner::NewStub(
-      grpc::CreateChannel(host->address(), grpc::InsecureChannelCredentials()));
+  auto stub = kiln::v1::Runner::NewStub(grpc::CreateChannel(host->address(), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   auto stream = stub->Measure(&context);
@@ -77,8 +75,7 @@ TEST(RunnerRpcTest, ShutdownIsCleanAndRefusesLaterCalls) {
   host->shutdown();  // a second shutdown is harmless
   host.reset();
 
-  auto stub =
-      kiln::v1::Runner::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto stub = kiln::v1::Runner::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
   kiln::v1::InfoReply reply;

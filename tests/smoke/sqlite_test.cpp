@@ -45,8 +45,7 @@ TEST_F(SqliteTest, OpensInWalModeAndRoundTripsARow) {
         "CREATE TABLE record (id INTEGER PRIMARY KEY, workload TEXT NOT NULL, "
         "cost REAL, config BLOB, note TEXT)");
     Transaction tx(db);
-    Statement insert =
-        db.prepare("INSERT INTO record (workload, cost, config, note) VALUES (?, ?, ?, ?)");
+    Statement insert = db.prepare("INSERT INTO record (workload, cost, config, note) VALUES (?, ?, ?, ?)");
     const unsigned char config[] = {1, 0, 255};
     insert.bind(1, "conv2d:abc123").bind(2, 1.25e-3).bind_blob(3, config, sizeof config);
     insert.bind_null(4);
@@ -86,8 +85,7 @@ TEST_F(SqliteTest, ErrorsCarrySqlitesMessage) {
     db.prepare("SELECT * FROM missing_table");
     FAIL() << "expected DbError";
   } catch (const DbError &e) {
-    EXPECT_NE(std::string(e.what()).find("no such table: missing_table"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("no such table: missing_table"), std::string::npos) << e.what();
   }
 
   db.exec("CREATE TABLE parent (id INTEGER PRIMARY KEY)");

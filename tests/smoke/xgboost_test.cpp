@@ -23,8 +23,12 @@ std::vector<int> order_of(const std::vector<float> &scores) {
 }
 
 const XgbParams kParams = {
-    {"objective", "rank:pairwise"}, {"max_depth", "4"}, {"eta", "0.3"},
-    {"nthread", "1"},               {"seed", "7"},      {"verbosity", "0"},
+    {"objective", "rank:pairwise"},
+    {"max_depth", "4"},
+    {"eta", "0.3"},
+    {"nthread", "1"},
+    {"seed", "7"},
+    {"verbosity", "0"},
 };
 
 struct RankingSet {
@@ -60,8 +64,7 @@ RankingSet make_training_set() {
 
 TEST(XgbBoosterTest, RankPairwisePredictsTheRightOrder) {
   RankingSet set = make_training_set();
-  XgbBooster booster =
-      XgbBooster::train({set.features.data(), set.rows, 3}, set.labels, set.groups, kParams, 60);
+  XgbBooster booster = XgbBooster::train({set.features.data(), set.rows, 3}, set.labels, set.groups, kParams, 60);
   EXPECT_EQ(booster.num_features(), 3u);
 
   // Five unseen candidates with well-separated quality, given in scrambled order.
@@ -84,20 +87,13 @@ TEST(XgbBoosterTest, RankPairwisePredictsTheRightOrder) {
 TEST(XgbBoosterTest, ErrorsBecomeExceptions) {
   RankingSet set = make_training_set();
   XgbParams bad = {{"objective", "rank:no_such_objective"}};
-  EXPECT_THROW(
-      XgbBooster::train({set.features.data(), set.rows, 3}, set.labels, set.groups, bad, 1),
-      XgbError);
-  EXPECT_THROW(
-      XgbBooster::train({set.features.data(), set.rows, 3}, set.labels, set.groups, bad, 1),
-      kiln::UserError);
+  EXPECT_THROW(XgbBooster::train({set.features.data(), set.rows, 3}, set.labels, set.groups, bad, 1), XgbError);
+  EXPECT_THROW(XgbBooster::train({set.features.data(), set.rows, 3}, set.labels, set.groups, bad, 1), kiln::UserError);
 
   std::vector<unsigned> wrong_groups = {3, 4};
-  EXPECT_THROW(XgbBooster::train({set.features.data(), set.rows, 3}, set.labels, wrong_groups,
-                                 kParams, 1),
-               XgbError);
+  EXPECT_THROW(XgbBooster::train({set.features.data(), set.rows, 3}, set.labels, wrong_groups, kParams, 1), XgbError);
 
-  XgbBooster booster =
-      XgbBooster::train({set.features.data(), set.rows, 3}, set.labels, set.groups, kParams, 2);
+  XgbBooster booster = XgbBooster::train({set.features.data(), set.rows, 3}, set.labels, set.groups, kParams, 2);
   std::vector<float> two_columns(4);
   EXPECT_THROW(booster.predict({two_columns.data(), 2, 2}), XgbError);
 }

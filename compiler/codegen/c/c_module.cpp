@@ -1,5 +1,7 @@
 #include "compiler/codegen/c/c_module.h"
 
+#include "compiler/codegen/common/system_tool.h"
+
 #include <stdlib.h>
 
 #include <cstdlib>
@@ -11,29 +13,7 @@
 
 namespace kiln::codegen {
 
-namespace {
-
-// One shell word.
-std::string shell_quote(const std::string &s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
-std::string read_file(const std::string &path) {
-  std::ifstream in(path);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 CModule::CModule(const ir::LoweredFunc &f, const std::string &compiler) : name_(f.name), source_(codegen_c(f)) {
   std::string pattern = (std::filesystem::temp_directory_path() / "kiln_c_XXXXXX").string();
@@ -48,12 +28,11 @@ CModule::CModule(const ir::LoweredFunc &f, const std::string &compiler) : name_(
       out << source_;
       if (!out) throw UserError("C back end: cannot write " + src);
     }
-    const std::string cmd = shell_quote(compiler) + " -O2 -std=c99 -fwrapv -shared -fPIC -o " + shell_quote(lib) +
-                            " " + shell_quote(src) + " -lm > " + shell_quote(log) + " 2>&1";
-    const int status = std::system(cmd.c_str());
-    if (status != 0) {
-      throw UserError(detail::concat("C back end: compiling function ", f.name, " with ", compiler,
-                                     " failed (status ", status, "):\n", read_file(log)));
+    const ToolRun run =
+        run_system_tool({compiler, "-O2", "-std=c99", "-fwrapv", "-shared", "-fPIC", "-o", lib, src, "-lm"}, log);
+    if (run.status != 0) {
+      throw UserError(detail::concat("C back end: compiling function ", f.name, " with ", compiler, " failed (status ",
+                                     run.status, "):\n", run.output));
     }
     try {
       module_ = deploy::Module::load(lib);

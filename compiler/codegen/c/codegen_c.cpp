@@ -1,5 +1,7 @@
 #include "compiler/codegen/c/codegen_c.h"
 
+#include "compiler/codegen/c/c_abi_text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -44,17 +46,98 @@ std::string sanitize(const std::string &name) {
 
 // Identifiers a variable may not take: C keywords, the standard names the generated code uses.
 const std::unordered_set<std::string> &reserved_names() {
-  static const std::unordered_set<std::string> names = {
-      "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
-      "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short",
-      "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile",
-      "while", "bool", "true", "false", "NULL", "INFINITY", "NAN", "size_t", "int8_t", "int16_t", "int32_t",
-      "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "INT64_C", "UINT64_C", "malloc", "free",
-      "memcpy", "memset", "exp", "expf", "log", "logf", "sqrt", "sqrtf", "tanh", "tanhf", "erf", "erff", "pow",
-      "powf", "fabs", "fabsf", "floor", "floorf", "ceil", "ceilf", "round", "roundf", "fma", "fmaf", "fmod",
-      "fmodf", "main", "uintptr_t", "KilnArg", "KilnPackedFunc", "KilnParallelBody", "KilnRuntimeApi",
-      "KilnParamInfo", "KilnFunctionInfo", "KilnModuleInfo", "kKilnOk", "kKilnErrorArgument", "kKilnErrorAssert",
-      "kKilnErrorAlloc"};
+  static const std::unordered_set<std::string> names = {"auto",
+                                                        "break",
+                                                        "case",
+                                                        "char",
+                                                        "const",
+                                                        "continue",
+                                                        "default",
+                                                        "do",
+                                                        "double",
+                                                        "else",
+                                                        "enum",
+                                                        "extern",
+                                                        "float",
+                                                        "for",
+                                                        "goto",
+                                                        "if",
+                                                        "inline",
+                                                        "int",
+                                                        "long",
+                                                        "register",
+                                                        "restrict",
+                                                        "return",
+                                                        "short",
+                                                        "signed",
+                                                        "sizeof",
+                                                        "static",
+                                                        "struct",
+                                                        "switch",
+                                                        "typedef",
+                                                        "union",
+                                                        "unsigned",
+                                                        "void",
+                                                        "volatile",
+                                                        "while",
+                                                        "bool",
+                                                        "true",
+                                                        "false",
+                                                        "NULL",
+                                                        "INFINITY",
+                                                        "NAN",
+                                                        "size_t",
+                                                        "int8_t",
+                                                        "int16_t",
+                                                        "int32_t",
+                                                        "int64_t",
+                                                        "uint8_t",
+                                                        "uint16_t",
+                                                        "uint32_t",
+                                                        "uint64_t",
+                                                        "INT64_C",
+                                                        "UINT64_C",
+                                                        "malloc",
+                                                        "free",
+                                                        "memcpy",
+                                                        "memset",
+                                                        "exp",
+                                                        "expf",
+                                                        "log",
+                                                        "logf",
+                                                        "sqrt",
+                                                        "sqrtf",
+                                                        "tanh",
+                                                        "tanhf",
+                                                        "erf",
+                                                        "erff",
+                                                        "pow",
+                                                        "powf",
+                                                        "fabs",
+                                                        "fabsf",
+                                                        "floor",
+                                                        "floorf",
+                                                        "ceil",
+                                                        "ceilf",
+                                                        "round",
+                                                        "roundf",
+                                                        "fma",
+                                                        "fmaf",
+                                                        "fmod",
+                                                        "fmodf",
+                                                        "main",
+                                                        "uintptr_t",
+                                                        "KilnArg",
+                                                        "KilnPackedFunc",
+                                                        "KilnParallelBody",
+                                                        "KilnRuntimeApi",
+                                                        "KilnParamInfo",
+                                                        "KilnFunctionInfo",
+                                                        "KilnModuleInfo",
+                                                        "kKilnOk",
+                                                        "kKilnErrorArgument",
+                                                        "kKilnErrorAssert",
+                                                        "kKilnErrorAlloc"};
   return names;
 }
 
@@ -244,7 +327,8 @@ const std::vector<Helper> &all_helpers() {
       }
     }
     h.push_back({"floormod_f32",
-                 "static inline float kiln_floormod_f32(float a, float b) { return a - floorf(a / b) * b; }\n", {}});
+                 "static inline float kiln_floormod_f32(float a, float b) { return a - floorf(a / b) * b; }\n",
+                 {}});
     h.push_back({"floormod_f64",
                  "static inline double kiln_floormod_f64(double a, double b) { return a - floor(a / b) * b; }\n",
                  {}});
@@ -262,10 +346,10 @@ const std::vector<Helper> &all_helpers() {
                      {}});
       }
     }
-    h.push_back({"sigmoid_f32", "static inline float kiln_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }\n",
-                 {}});
-    h.push_back({"sigmoid_f64", "static inline double kiln_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }\n",
-                 {}});
+    h.push_back(
+        {"sigmoid_f32", "static inline float kiln_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }\n", {}});
+    h.push_back(
+        {"sigmoid_f64", "static inline double kiln_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }\n", {}});
     h.push_back({"rsqrt_f32", "static inline float kiln_rsqrt_f32(float x) { return 1.0f / sqrtf(x); }\n", {}});
     h.push_back({"rsqrt_f64", "static inline double kiln_rsqrt_f64(double x) { return 1.0 / sqrt(x); }\n", {}});
     return h;
@@ -279,52 +363,6 @@ const char *arg_field_name(int field) {
   KILN_CHECK(field >= 0 && field < 7, "C back end: arg_field of field ", field);
   return names[field];
 }
-
-// The structs and status codes of deploy/c_abi.h, field for field.
-const char *const kAbiDeclarations = R"(typedef struct KilnArg {
-  void *data;
-  int32_t ndim;
-  const int64_t *shape;
-  const int64_t *strides;
-  uint8_t dtype_code;
-  uint8_t dtype_bits;
-  uint16_t dtype_lanes;
-} KilnArg;
-typedef int32_t (*KilnPackedFunc)(const KilnArg *args, int32_t num_args);
-typedef int32_t (*KilnParallelBody)(int64_t begin, int64_t end, void *closure);
-typedef struct KilnRuntimeApi {
-  int32_t abi_version;
-  int32_t (*parallel_for)(KilnParallelBody body, int64_t n, void *closure);
-} KilnRuntimeApi;
-typedef struct KilnParamInfo {
-  const char *name;
-  int32_t ndim;
-  uint8_t dtype_code;
-  uint8_t dtype_bits;
-  uint16_t dtype_lanes;
-  const int64_t *shape;
-} KilnParamInfo;
-typedef struct KilnFunctionInfo {
-  const char *name;
-  const char *signature;
-  KilnPackedFunc func;
-  int32_t num_params;
-  const KilnParamInfo *params;
-} KilnFunctionInfo;
-typedef struct KilnModuleInfo {
-  int32_t abi_version;
-  int32_t num_functions;
-  const KilnFunctionInfo *const *functions;
-  const char *(*last_error)(void);
-  const KilnRuntimeApi **runtime_api;
-  const char *target;
-} KilnModuleInfo;
-enum { kKilnOk = 0, kKilnErrorArgument = 1, kKilnErrorAssert = 2, kKilnErrorAlloc = 3 };
-)";
-static_assert(sizeof(KilnArg) == 40 && sizeof(KilnParamInfo) == 24 && sizeof(KilnFunctionInfo) == 40 &&
-                  sizeof(KilnModuleInfo) == 40 && sizeof(KilnRuntimeApi) == 16 && kKilnErrorArgument == 1 &&
-                  kKilnErrorAssert == 2 && kKilnErrorAlloc == 3,
-              "deploy/c_abi.h changed: update the C back end's copy of its declarations");
 
 }  // namespace
 
@@ -381,24 +419,29 @@ std::string CodeGenC::expr(const Expr &e) {
     throw InternalError("C back end: vector expression outside a lane loop: " + ir::to_string(e));
   }
   switch (e.node_type()) {
-    case NodeType::IntImm: return int_literal(t, e.as<ir::IntImmNode>()->value);
-    case NodeType::FloatImm: return float_literal(t, e.as<ir::FloatImmNode>()->value);
-    case NodeType::StringImm: return c_string_literal(e.as<ir::StringImmNode>()->value);
+    case NodeType::IntImm:
+      return int_literal(t, e.as<ir::IntImmNode>()->value);
+    case NodeType::FloatImm:
+      return float_literal(t, e.as<ir::FloatImmNode>()->value);
+    case NodeType::StringImm:
+      return c_string_literal(e.as<ir::StringImmNode>()->value);
     case NodeType::Variable: {
       const Binding &b = lookup(ir::Var(e));
       if (!b.lane_array) return b.text;
       KILN_CHECK(!lane_.empty(), "C back end: vector variable outside a lane loop");
       return b.text + "[" + lane_ + "]";
     }
-    case NodeType::Cast: return cast(t, e.as<ir::CastNode>()->value);
-#define KILN_BINARY_CASE(n)                                    \
-  case NodeType::n: {                                          \
+    case NodeType::Cast:
+      return cast(t, e.as<ir::CastNode>()->value);
+#define KILN_BINARY_CASE(n)                                     \
+  case NodeType::n: {                                           \
     const auto *op = static_cast<const ir::n##Node *>(e.get()); \
-    return binary(NodeType::n, op->a, op->b, op->a.type());    \
+    return binary(NodeType::n, op->a, op->b, op->a.type());     \
   }
       KILN_BINARY_NODES(KILN_BINARY_CASE)
 #undef KILN_BINARY_CASE
-    case NodeType::Not: return "(!" + expr(e.as<ir::NotNode>()->a) + ")";
+    case NodeType::Not:
+      return "(!" + expr(e.as<ir::NotNode>()->a) + ")";
     case NodeType::Select: {
       const auto *op = e.as<ir::SelectNode>();
       const std::string c = expr(op->condition);
@@ -418,7 +461,8 @@ std::string CodeGenC::expr(const Expr &e) {
       const DataType et = op->base.type();
       return is_narrow_int(et) ? "((" + type_name(et) + ")(" + s + "))" : "(" + s + ")";
     }
-    case NodeType::Broadcast: return expr(e.as<ir::BroadcastNode>()->value);
+    case NodeType::Broadcast:
+      return expr(e.as<ir::BroadcastNode>()->value);
     case NodeType::Let: {
       const auto *op = e.as<ir::LetNode>();
       if (conditional_ > 0) {
@@ -434,8 +478,10 @@ std::string CodeGenC::expr(const Expr &e) {
       pop(op->var);
       return body;
     }
-    case NodeType::Call: return call(e.as<ir::CallNode>());
-    case NodeType::Load: return load(e.as<ir::LoadNode>());
+    case NodeType::Call:
+      return call(e.as<ir::CallNode>());
+    case NodeType::Load:
+      return load(e.as<ir::LoadNode>());
     case NodeType::ProducerLoad:
     case NodeType::Reduce:
       throw InternalError(detail::concat("C back end: ", ir::node_type_name(e.node_type()),
@@ -457,10 +503,14 @@ std::string CodeGenC::binary(NodeType op, const Expr &ea, const Expr &eb, DataTy
   };
   const std::string sfx = type_suffix(t);
   switch (op) {
-    case NodeType::Add: return wrapped("+");
-    case NodeType::Sub: return wrapped("-");
-    case NodeType::Mul: return wrapped("*");
-    case NodeType::Div: return wrapped("/");
+    case NodeType::Add:
+      return wrapped("+");
+    case NodeType::Sub:
+      return wrapped("-");
+    case NodeType::Mul:
+      return wrapped("*");
+    case NodeType::Div:
+      return wrapped("/");
     case NodeType::Mod:
       if (t.is_float()) return math_function("fmod", t) + "(" + strip_parens(a) + ", " + strip_parens(b) + ")";
       return wrapped("%");
@@ -471,17 +521,28 @@ std::string CodeGenC::binary(NodeType op, const Expr &ea, const Expr &eb, DataTy
     case NodeType::FloorMod:
       if (t.is_int() || t.is_float()) return helper_call("floormod_" + sfx, {a, b});
       return wrapped("%");
-    case NodeType::Min: return helper_call("min_" + sfx, {a, b});
-    case NodeType::Max: return helper_call("max_" + sfx, {a, b});
-    case NodeType::EQ: return infix("==");
-    case NodeType::NE: return infix("!=");
-    case NodeType::LT: return infix("<");
-    case NodeType::LE: return infix("<=");
-    case NodeType::GT: return infix(">");
-    case NodeType::GE: return infix(">=");
-    case NodeType::And: return infix("&&");
-    case NodeType::Or: return infix("||");
-    default: break;  // only the binary nodes reach here
+    case NodeType::Min:
+      return helper_call("min_" + sfx, {a, b});
+    case NodeType::Max:
+      return helper_call("max_" + sfx, {a, b});
+    case NodeType::EQ:
+      return infix("==");
+    case NodeType::NE:
+      return infix("!=");
+    case NodeType::LT:
+      return infix("<");
+    case NodeType::LE:
+      return infix("<=");
+    case NodeType::GT:
+      return infix(">");
+    case NodeType::GE:
+      return infix(">=");
+    case NodeType::And:
+      return infix("&&");
+    case NodeType::Or:
+      return infix("||");
+    default:
+      break;  // only the binary nodes reach here
   }
   throw InternalError(detail::concat("C back end: binary ", ir::node_type_name(op)));
 }
@@ -629,9 +690,15 @@ void CodeGenC::stmt(const Stmt &s) {
       stmt(op->body);
       return;
     }
-    case NodeType::Store: store(s.as<ir::StoreNode>()); return;
-    case NodeType::Allocate: allocate(s.as<ir::AllocateNode>()); return;
-    case NodeType::For: loop(s.as<ir::ForNode>()); return;
+    case NodeType::Store:
+      store(s.as<ir::StoreNode>());
+      return;
+    case NodeType::Allocate:
+      allocate(s.as<ir::AllocateNode>());
+      return;
+    case NodeType::For:
+      loop(s.as<ir::ForNode>());
+      return;
     case NodeType::IfThenElse: {
       const auto *op = s.as<ir::IfThenElseNode>();
       line("if (" + strip_parens(expr(op->condition)) + ") {");
@@ -766,11 +833,17 @@ void CodeGenC::allocate(const ir::AllocateNode *op) {
 
 void CodeGenC::loop(const ir::ForNode *op) {
   switch (op->kind) {
-    case ir::ForKind::ThreadBinding: thread_loop(op); return;
-    case ir::ForKind::Serial: serial_loop(op, ""); return;
+    case ir::ForKind::ThreadBinding:
+      thread_loop(op);
+      return;
+    case ir::ForKind::Serial:
+      serial_loop(op, "");
+      return;
     case ir::ForKind::Parallel:
     case ir::ForKind::Vectorized:
-    case ir::ForKind::Unrolled: serial_loop(op, std::string("  // ") + ir::for_kind_name(op->kind)); return;
+    case ir::ForKind::Unrolled:
+      serial_loop(op, std::string("  // ") + ir::for_kind_name(op->kind));
+      return;
   }
   throw InternalError(detail::concat("C back end: loop kind ", static_cast<int>(op->kind)));
 }
@@ -858,7 +931,7 @@ std::string CodeGenC::preamble() {
   return detail::concat("// Kiln C back end: function ", f_.name, ".\n",
                         "#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n"
                         "#include <stdlib.h>\n#include <string.h>\n\n",
-                        kAbiDeclarations, "\nstatic const char *kiln_error = \"\";\n\n");
+                        kCAbiHeaderText, "\nstatic const char *kiln_error = \"\";\n\n");
 }
 
 std::string CodeGenC::functions() {
@@ -917,13 +990,9 @@ std::string CodeGenC::pointer_param(DataType elem, const std::string &name) {
 
 std::string CodeGenC::type_name(DataType t) { return c_type(t); }
 
-std::string CodeGenC::storage_type_name(DataType t) {
-  return t.is_float16() ? "uint16_t" : type_name(t.element_of());
-}
+std::string CodeGenC::storage_type_name(DataType t) { return t.is_float16() ? "uint16_t" : type_name(t.element_of()); }
 
-std::string CodeGenC::math_function(const std::string &name, DataType t) {
-  return t.bits() == 64 ? name : name + "f";
-}
+std::string CodeGenC::math_function(const std::string &name, DataType t) { return t.bits() == 64 ? name : name + "f"; }
 
 std::string CodeGenC::intrinsic_call(const ir::CallNode *op) {
   if (op->name == ir::intrinsic::kSyncThreads) {

@@ -132,9 +132,9 @@ class CodeGenC {
   std::unordered_set<std::string> used_names_;
   std::unordered_map<const ir::VariableNode *, std::vector<Binding>> bound_;
   std::set<std::string> helpers_;
-  std::string lane_;       // the lane variable while printing per-lane code, else empty
-  std::string lane_name_;  // the name lane loops use, taken on first use
-  int conditional_ = 0;    // > 0 inside a branch of if_then_else, where a Let is inlined, not hoisted
+  std::string lane_;               // the lane variable while printing per-lane code, else empty
+  std::string lane_name_;          // the name lane loops use, taken on first use
+  int conditional_ = 0;            // > 0 inside a branch of if_then_else, where a Let is inlined, not hoisted
   std::vector<std::string> heap_;  // malloc'd buffers live here, innermost last
   std::string kernel_;             // the kernel function, written where the entry calls it
 };

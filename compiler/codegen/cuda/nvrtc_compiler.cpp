@@ -20,8 +20,7 @@ void check(nvrtcResult rc, const std::string &what) {
 class Program {
  public:
   Program(const std::string &source, const std::string &name) {
-    check(nvrtcCreateProgram(&program_, source.c_str(), name.c_str(), 0, nullptr, nullptr),
-          "creating program " + name);
+    check(nvrtcCreateProgram(&program_, source.c_str(), name.c_str(), 0, nullptr, nullptr), "creating program " + name);
   }
   Program(const Program &) = delete;
   Program &operator=(const Program &) = delete;
@@ -60,13 +59,10 @@ std::string compile_cuda_to_ptx(const std::string &source, const std::string &pr
   option_ptrs.reserve(options.size());
   for (const std::string &option : options) option_ptrs.push_back(option.c_str());
 
-  nvrtcResult rc = nvrtcCompileProgram(program.get(), static_cast<int>(option_ptrs.size()),
-                                       option_ptrs.data());
+  nvrtcResult rc = nvrtcCompileProgram(program.get(), static_cast<int>(option_ptrs.size()), option_ptrs.data());
   if (rc != NVRTC_SUCCESS) {
     std::string log = program.log();
-    throw NvrtcError("nvrtc: compiling " + program_name + " failed (" + nvrtcGetErrorString(rc) +
-                         "):\n" + log,
-                     log);
+    throw NvrtcError("nvrtc: compiling " + program_name + " failed (" + nvrtcGetErrorString(rc) + "):\n" + log, log);
   }
   size_t size = 0;
   check(nvrtcGetPTXSize(program.get(), &size), "reading the PTX size of " + program_name);
@@ -85,9 +81,7 @@ std::string nvrtc_version() { return {}; }
 
 std::string compile_cuda_to_ptx(const std::string & /*source*/, const std::string &program_name,
                                 const std::vector<std::string> & /*options*/) {
-  throw NvrtcError("nvrtc: cannot compile " + program_name +
-                       ": this build of Kiln has no CUDA toolkit (NVRTC)",
-                   "");
+  throw NvrtcError("nvrtc: cannot compile " + program_name + ": this build of Kiln has no CUDA toolkit (NVRTC)", "");
 }
 
 #endif  // KILN_HAVE_CUDA

@@ -14,8 +14,7 @@ namespace kiln::codegen {
 // Kiln has no NVRTC: either way the caller's request cannot be served as asked.
 class NvrtcError : public UserError {
  public:
-  NvrtcError(const std::string &message, std::string log)
-      : UserError(message), log_(std::move(log)) {}
+  NvrtcError(const std::string &message, std::string log) : UserError(message), log_(std::move(log)) {}
   const std::string &log() const { return log_; }
 
  private:

@@ -114,10 +114,13 @@ class CodeGenLLVM {
   llvm::Type *reg_type(DataType t);
   llvm::Type *mem_type(DataType t);
   llvm::Type *like(llvm::Type *scalar, llvm::Type *shape) {
-    if (auto *v = llvm::dyn_cast<llvm::FixedVectorType>(shape)) return llvm::FixedVectorType::get(scalar, v->getNumElements());
+    if (auto *v = llvm::dyn_cast<llvm::FixedVectorType>(shape))
+      return llvm::FixedVectorType::get(scalar, v->getNumElements());
     return scalar;
   }
-  llvm::Constant *int_const(llvm::Type *t, int64_t v) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(v), true); }
+  llvm::Constant *int_const(llvm::Type *t, int64_t v) {
+    return llvm::ConstantInt::get(t, static_cast<uint64_t>(v), true);
+  }
   llvm::Constant *string_ptr(const std::string &s);
   void declare_abi();
 
@@ -158,7 +161,9 @@ class CodeGenLLVM {
     }
     return v;
   }
-  llvm::Value *to_i64(llvm::Value *v, bool is_signed) { return b_.CreateIntCast(v, like(i64_, v->getType()), is_signed); }
+  llvm::Value *to_i64(llvm::Value *v, bool is_signed) {
+    return b_.CreateIntCast(v, like(i64_, v->getType()), is_signed);
+  }
   // An index of a load or store, as int64. Signed arithmetic inside it may not overflow (an index
   // that wraps around is out of bounds anyway), which lets LLVM fold it into addressing.
   llvm::Value *index(const Expr &e) {
@@ -167,9 +172,7 @@ class CodeGenLLVM {
     --index_depth_;
     return to_i64(v, e.type().is_int());
   }
-  llvm::Value *all_lanes(llvm::Value *v) {
-    return v->getType()->isVectorTy() ? b_.CreateAndReduce(v) : v;
-  }
+  llvm::Value *all_lanes(llvm::Value *v) { return v->getType()->isVectorTy() ? b_.CreateAndReduce(v) : v; }
 
   // float16: storage <-> float registers
   llvm::Value *from_memory(llvm::Value *v, DataType elem);
@@ -190,7 +193,8 @@ class CodeGenLLVM {
   void let_stmt(const ir::LetStmtNode *op);
   void loop(const ir::ForNode *op);
   void parallel_loop(const ir::ForNode *op);
-  void serial_loop(llvm::Value *begin, llvm::Value *end, bool is_signed, const std::function<void(llvm::Value *)> &body);
+  void serial_loop(llvm::Value *begin, llvm::Value *end, bool is_signed,
+                   const std::function<void(llvm::Value *)> &body);
   void if_stmt(const ir::IfThenElseNode *op);
 
   // Branches on `ok`; where it is false, records `message` and returns `code` from the function.
@@ -290,8 +294,8 @@ llvm::Constant *CodeGenLLVM::string_ptr(const std::string &s) {
 
 void CodeGenLLVM::declare_abi() {
   // Field for field the structs of deploy/c_abi.h.
-  arg_type_ = llvm::StructType::create(
-      ctx_, {i8p_, i32_, i64_->getPointerTo(), i64_->getPointerTo(), i8_, i8_, i16_}, "KilnArg");
+  arg_type_ = llvm::StructType::create(ctx_, {i8p_, i32_, i64_->getPointerTo(), i64_->getPointerTo(), i8_, i8_, i16_},
+                                       "KilnArg");
   body_type_ = llvm::FunctionType::get(i32_, {i64_, i64_, i8p_}, false);
   entry_type_ = llvm::FunctionType::get(i32_, {arg_type_->getPointerTo(), i32_}, false);
   auto *parallel_for_type = llvm::FunctionType::get(i32_, {body_type_->getPointerTo(), i64_, i8p_}, false);
@@ -301,24 +305,24 @@ void CodeGenLLVM::declare_abi() {
   function_info_type_ = llvm::StructType::create(
       ctx_, {i8p_, i8p_, entry_type_->getPointerTo(), i32_, param_info_type_->getPointerTo()}, "KilnFunctionInfo");
   auto *error_fn_type = llvm::FunctionType::get(i8p_, {}, false);
-  module_info_type_ = llvm::StructType::create(
-      ctx_,
-      {i32_, i32_, function_info_type_->getPointerTo()->getPointerTo(), error_fn_type->getPointerTo(),
-       api_type_->getPointerTo()->getPointerTo(), i8p_},
-      "KilnModuleInfo");
+  module_info_type_ =
+      llvm::StructType::create(ctx_,
+                               {i32_, i32_, function_info_type_->getPointerTo()->getPointerTo(),
+                                error_fn_type->getPointerTo(), api_type_->getPointerTo()->getPointerTo(), i8p_},
+                               "KilnModuleInfo");
   static_assert(sizeof(KilnArg) == 40 && sizeof(KilnParamInfo) == 24 && sizeof(KilnFunctionInfo) == 40 &&
                     sizeof(KilnModuleInfo) == 40 && sizeof(KilnRuntimeApi) == 16,
                 "deploy/c_abi.h changed: update the LLVM back end's copy of its structs");
 
-  runtime_api_ = new llvm::GlobalVariable(mod_, api_type_->getPointerTo(), false, llvm::GlobalValue::InternalLinkage,
-                                          llvm::ConstantPointerNull::get(api_type_->getPointerTo()),
-                                          "kiln_runtime_api");
+  runtime_api_ =
+      new llvm::GlobalVariable(mod_, api_type_->getPointerTo(), false, llvm::GlobalValue::InternalLinkage,
+                               llvm::ConstantPointerNull::get(api_type_->getPointerTo()), "kiln_runtime_api");
   runtime_api_->setAlignment(llvm::Align(8));
   last_error_ = new llvm::GlobalVariable(mod_, i8p_, false, llvm::GlobalValue::InternalLinkage, string_ptr(""),
                                          "kiln_last_error");
   last_error_->setAlignment(llvm::Align(8));
-  last_error_fn_ = llvm::Function::Create(error_fn_type, llvm::GlobalValue::InternalLinkage, "kiln_module_last_error",
-                                          mod_);
+  last_error_fn_ =
+      llvm::Function::Create(error_fn_type, llvm::GlobalValue::InternalLinkage, "kiln_module_last_error", mod_);
   last_error_fn_->addFnAttr(llvm::Attribute::NoUnwind);
   b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", last_error_fn_));
   llvm::LoadInst *msg = b_.CreateAlignedLoad(i8p_, last_error_, llvm::Align(8));
@@ -371,7 +375,8 @@ ModSet CodeGenLLVM::modset(const Expr &e) {
   const ModSet unknown{1, 0};
   auto mul = [](int64_t a, int64_t b, int64_t *out) { return !__builtin_mul_overflow(a, b, out); };
   switch (e.node_type()) {
-    case NodeType::IntImm: return {0, e.as<ir::IntImmNode>()->value};
+    case NodeType::IntImm:
+      return {0, e.as<ir::IntImmNode>()->value};
     case NodeType::Variable: {
       auto it = mods_.find(e.as<VariableNode>());
       return it != mods_.end() && !it->second.empty() ? it->second.back() : unknown;
@@ -424,7 +429,8 @@ ModSet CodeGenLLVM::modset(const Expr &e) {
       mods_[op->var.get()].pop_back();
       return r;
     }
-    default: return unknown;  // what other nodes compute is not tracked
+    default:
+      return unknown;  // what other nodes compute is not tracked
   }
 }
 
@@ -486,9 +492,9 @@ llvm::Value *CodeGenLLVM::float_to_half_bits(llvm::Value *f) {
   // Normal halves: round the 13 dropped bits to nearest, ties to even (a carry may reach infinity).
   llvm::Value *half = b_.CreateOr(b_.CreateShl(e, c(10)), b_.CreateLShr(mant, c(13)));
   llvm::Value *rem = b_.CreateAnd(mant, c(0x1fff));
-  llvm::Value *up = b_.CreateOr(b_.CreateICmpUGT(rem, c(0x1000)),
-                                b_.CreateAnd(b_.CreateICmpEQ(rem, c(0x1000)),
-                                             b_.CreateICmpNE(b_.CreateAnd(half, c(1)), c(0))));
+  llvm::Value *up =
+      b_.CreateOr(b_.CreateICmpUGT(rem, c(0x1000)),
+                  b_.CreateAnd(b_.CreateICmpEQ(rem, c(0x1000)), b_.CreateICmpNE(b_.CreateAnd(half, c(1)), c(0))));
   llvm::Value *normal = b_.CreateOr(sign, b_.CreateAdd(half, b_.CreateZExt(up, t32)));
   // Subnormal halves: shift the mantissa with its implicit bit right by 14 - e (14 to 24).
   llvm::Value *in_range = b_.CreateAnd(b_.CreateICmpSLE(e, c(0)), b_.CreateICmpSGE(e, c(-10)));
@@ -497,9 +503,9 @@ llvm::Value *CodeGenLLVM::float_to_half_bits(llvm::Value *f) {
   llvm::Value *hs = b_.CreateLShr(m, shift);
   llvm::Value *srem = b_.CreateAnd(m, b_.CreateSub(b_.CreateShl(c(1), shift), c(1)));
   llvm::Value *mid = b_.CreateShl(c(1), b_.CreateSub(shift, c(1)));
-  llvm::Value *sup = b_.CreateOr(b_.CreateICmpUGT(srem, mid),
-                                 b_.CreateAnd(b_.CreateICmpEQ(srem, mid),
-                                              b_.CreateICmpNE(b_.CreateAnd(hs, c(1)), c(0))));
+  llvm::Value *sup =
+      b_.CreateOr(b_.CreateICmpUGT(srem, mid),
+                  b_.CreateAnd(b_.CreateICmpEQ(srem, mid), b_.CreateICmpNE(b_.CreateAnd(hs, c(1)), c(0))));
   llvm::Value *subnormal = b_.CreateOr(sign, b_.CreateAdd(hs, b_.CreateZExt(sup, t32)));
   llvm::Value *r = b_.CreateSelect(b_.CreateICmpSGE(e, c(-10)), subnormal, sign);
   r = b_.CreateSelect(b_.CreateICmpSGT(e, c(0)), normal, r);
@@ -540,15 +546,19 @@ llvm::Value *CodeGenLLVM::to_memory(llvm::Value *v, DataType elem) {
 llvm::Value *CodeGenLLVM::expr(const Expr &e) {
   const DataType t = e.type();
   switch (e.node_type()) {
-    case NodeType::IntImm: return int_const(reg_type(t), e.as<ir::IntImmNode>()->value);
+    case NodeType::IntImm:
+      return int_const(reg_type(t), e.as<ir::IntImmNode>()->value);
     case NodeType::FloatImm: {
       double v = e.as<ir::FloatImmNode>()->value;
       if (t.bits() != 64) v = t.is_float16() ? ir::round_to_half(static_cast<float>(v)) : static_cast<float>(v);
       return llvm::ConstantFP::get(reg_type(t), v);
     }
-    case NodeType::StringImm: return string_ptr(e.as<ir::StringImmNode>()->value);
-    case NodeType::Variable: return lookup_var(e.as<VariableNode>());
-    case NodeType::Cast: return cast(t, e.as<ir::CastNode>()->value);
+    case NodeType::StringImm:
+      return string_ptr(e.as<ir::StringImmNode>()->value);
+    case NodeType::Variable:
+      return lookup_var(e.as<VariableNode>());
+    case NodeType::Cast:
+      return cast(t, e.as<ir::CastNode>()->value);
 #define KILN_BINARY_CASE(n)                                     \
   case NodeType::n: {                                           \
     const auto *op = static_cast<const ir::n##Node *>(e.get()); \
@@ -556,7 +566,8 @@ llvm::Value *CodeGenLLVM::expr(const Expr &e) {
   }
       KILN_BINARY_NODES(KILN_BINARY_CASE)
 #undef KILN_BINARY_CASE
-    case NodeType::Not: return b_.CreateNot(expr(e.as<ir::NotNode>()->a));
+    case NodeType::Not:
+      return b_.CreateNot(expr(e.as<ir::NotNode>()->a));
     case NodeType::Select: {
       const auto *op = e.as<ir::SelectNode>();
       llvm::Value *c = expr(op->condition);
@@ -564,7 +575,8 @@ llvm::Value *CodeGenLLVM::expr(const Expr &e) {
       llvm::Value *b = expr(op->false_value);
       return b_.CreateSelect(c, a, b);
     }
-    case NodeType::Ramp: return ramp(e.as<ir::RampNode>());
+    case NodeType::Ramp:
+      return ramp(e.as<ir::RampNode>());
     case NodeType::Broadcast: {
       const auto *op = e.as<ir::BroadcastNode>();
       return b_.CreateVectorSplat(static_cast<unsigned>(op->lanes), expr(op->value));
@@ -579,8 +591,10 @@ llvm::Value *CodeGenLLVM::expr(const Expr &e) {
       pop_var(op->var);
       return r;
     }
-    case NodeType::Call: return call(e.as<ir::CallNode>());
-    case NodeType::Load: return load(e.as<ir::LoadNode>());
+    case NodeType::Call:
+      return call(e.as<ir::CallNode>());
+    case NodeType::Load:
+      return load(e.as<ir::LoadNode>());
     case NodeType::ProducerLoad:
     case NodeType::Reduce:
       throw InternalError(detail::concat("LLVM back end: ", ir::node_type_name(e.node_type()),
@@ -599,47 +613,77 @@ llvm::Value *CodeGenLLVM::binary(NodeType op, const Expr &ea, const Expr &eb) {
   llvm::Value *b = expr(eb);
   if (t.is_float()) {
     switch (op) {
-      case NodeType::Add: return contract(b_.CreateFAdd(a, b));
-      case NodeType::Sub: return contract(b_.CreateFSub(a, b));
-      case NodeType::Mul: return contract(b_.CreateFMul(a, b));
-      case NodeType::Div: return b_.CreateFDiv(a, b);
-      case NodeType::Mod: return b_.CreateFRem(a, b);
-      case NodeType::FloorDiv: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, b_.CreateFDiv(a, b));
+      case NodeType::Add:
+        return contract(b_.CreateFAdd(a, b));
+      case NodeType::Sub:
+        return contract(b_.CreateFSub(a, b));
+      case NodeType::Mul:
+        return contract(b_.CreateFMul(a, b));
+      case NodeType::Div:
+        return b_.CreateFDiv(a, b);
+      case NodeType::Mod:
+        return b_.CreateFRem(a, b);
+      case NodeType::FloorDiv:
+        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, b_.CreateFDiv(a, b));
       case NodeType::FloorMod: {
         llvm::Value *q = b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, b_.CreateFDiv(a, b));
         return b_.CreateFSub(a, b_.CreateFMul(q, b));
       }
-      case NodeType::Min: return b_.CreateSelect(b_.CreateFCmpOLT(a, b), a, b);
-      case NodeType::Max: return b_.CreateSelect(b_.CreateFCmpOGT(a, b), a, b);
-      case NodeType::EQ: return b_.CreateFCmpOEQ(a, b);
-      case NodeType::NE: return b_.CreateFCmpUNE(a, b);
-      case NodeType::LT: return b_.CreateFCmpOLT(a, b);
-      case NodeType::LE: return b_.CreateFCmpOLE(a, b);
-      case NodeType::GT: return b_.CreateFCmpOGT(a, b);
-      case NodeType::GE: return b_.CreateFCmpOGE(a, b);
-      default: break;  // only the binary nodes reach here; And and Or take no floats
+      case NodeType::Min:
+        return b_.CreateSelect(b_.CreateFCmpOLT(a, b), a, b);
+      case NodeType::Max:
+        return b_.CreateSelect(b_.CreateFCmpOGT(a, b), a, b);
+      case NodeType::EQ:
+        return b_.CreateFCmpOEQ(a, b);
+      case NodeType::NE:
+        return b_.CreateFCmpUNE(a, b);
+      case NodeType::LT:
+        return b_.CreateFCmpOLT(a, b);
+      case NodeType::LE:
+        return b_.CreateFCmpOLE(a, b);
+      case NodeType::GT:
+        return b_.CreateFCmpOGT(a, b);
+      case NodeType::GE:
+        return b_.CreateFCmpOGE(a, b);
+      default:
+        break;  // only the binary nodes reach here; And and Or take no floats
     }
   } else {
     const bool s = t.is_int();
     switch (op) {
-      case NodeType::Add: return b_.CreateAdd(a, b, "", false, s && index_depth_ > 0);
-      case NodeType::Sub: return b_.CreateSub(a, b, "", false, s && index_depth_ > 0);
-      case NodeType::Mul: return b_.CreateMul(a, b, "", false, s && index_depth_ > 0);
+      case NodeType::Add:
+        return b_.CreateAdd(a, b, "", false, s && index_depth_ > 0);
+      case NodeType::Sub:
+        return b_.CreateSub(a, b, "", false, s && index_depth_ > 0);
+      case NodeType::Mul:
+        return b_.CreateMul(a, b, "", false, s && index_depth_ > 0);
       case NodeType::Div:
       case NodeType::Mod:
       case NodeType::FloorDiv:
-      case NodeType::FloorMod: return int_div(op, a, b, t);
-      case NodeType::Min: return b_.CreateSelect(s ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b), a, b);
-      case NodeType::Max: return b_.CreateSelect(s ? b_.CreateICmpSGT(a, b) : b_.CreateICmpUGT(a, b), a, b);
-      case NodeType::EQ: return b_.CreateICmpEQ(a, b);
-      case NodeType::NE: return b_.CreateICmpNE(a, b);
-      case NodeType::LT: return s ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b);
-      case NodeType::LE: return s ? b_.CreateICmpSLE(a, b) : b_.CreateICmpULE(a, b);
-      case NodeType::GT: return s ? b_.CreateICmpSGT(a, b) : b_.CreateICmpUGT(a, b);
-      case NodeType::GE: return s ? b_.CreateICmpSGE(a, b) : b_.CreateICmpUGE(a, b);
-      case NodeType::And: return b_.CreateAnd(a, b);
-      case NodeType::Or: return b_.CreateOr(a, b);
-      default: break;  // only the binary nodes reach here
+      case NodeType::FloorMod:
+        return int_div(op, a, b, t);
+      case NodeType::Min:
+        return b_.CreateSelect(s ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b), a, b);
+      case NodeType::Max:
+        return b_.CreateSelect(s ? b_.CreateICmpSGT(a, b) : b_.CreateICmpUGT(a, b), a, b);
+      case NodeType::EQ:
+        return b_.CreateICmpEQ(a, b);
+      case NodeType::NE:
+        return b_.CreateICmpNE(a, b);
+      case NodeType::LT:
+        return s ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b);
+      case NodeType::LE:
+        return s ? b_.CreateICmpSLE(a, b) : b_.CreateICmpULE(a, b);
+      case NodeType::GT:
+        return s ? b_.CreateICmpSGT(a, b) : b_.CreateICmpUGT(a, b);
+      case NodeType::GE:
+        return s ? b_.CreateICmpSGE(a, b) : b_.CreateICmpUGE(a, b);
+      case NodeType::And:
+        return b_.CreateAnd(a, b);
+      case NodeType::Or:
+        return b_.CreateOr(a, b);
+      default:
+        break;  // only the binary nodes reach here
     }
   }
   throw InternalError(detail::concat("LLVM back end: ", ir::node_type_name(op), " on ", t.to_string()));
@@ -681,8 +725,7 @@ llvm::Value *CodeGenLLVM::int_div(NodeType op, llvm::Value *a, llvm::Value *b, D
   llvm::Value *d = b_.CreateSelect(bad, int_const(ty, 1), b);
   llvm::Value *r = b_.CreateSRem(a, d);  // 0 when b is -1
   if (op == NodeType::Mod) return r;
-  llvm::Value *adjust =
-      b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpSLT(b_.CreateXor(r, b), zero));
+  llvm::Value *adjust = b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpSLT(b_.CreateXor(r, b), zero));
   if (op == NodeType::FloorMod) return b_.CreateAdd(r, b_.CreateSelect(adjust, b, zero));
   llvm::Value *q = b_.CreateSDiv(a, d);
   if (op == NodeType::FloorDiv) q = b_.CreateSub(q, b_.CreateZExt(adjust, ty));
@@ -693,8 +736,7 @@ llvm::Value *CodeGenLLVM::cast(DataType to, const Expr &value) {
   const DataType from = value.type();
   llvm::Value *v = expr(value);
   if (from == to) return v;
-  KILN_CHECK(!to.is_handle() && !from.is_handle(), "LLVM back end: cast of ", from.to_string(), " to ",
-             to.to_string());
+  KILN_CHECK(!to.is_handle() && !from.is_handle(), "LLVM back end: cast of ", from.to_string(), " to ", to.to_string());
   llvm::Type *dst = reg_type(to);
   if (to.is_bool()) {
     if (from.is_float()) return b_.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));
@@ -782,8 +824,8 @@ llvm::Value *CodeGenLLVM::approx_exp(llvm::Value *x) {
   llvm::Value *n = b_.CreateSIToFP(ni, x->getType());
   llvm::Value *r = b_.CreateFSub(xc, b_.CreateFMul(n, fconst(x, 0.693359375)));
   r = b_.CreateFSub(r, b_.CreateFMul(n, fconst(x, -2.12194440e-4)));
-  llvm::Value *y = horner(r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1,
-                              5.0000001201E-1});
+  llvm::Value *y =
+      horner(r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1});
   y = b_.CreateFAdd(b_.CreateFAdd(b_.CreateFMul(y, b_.CreateFMul(r, r)), r), fconst(x, 1.0));
   llvm::Value *n1 = b_.CreateAShr(ni, int_const(it, 1));
   llvm::Value *n2 = b_.CreateSub(ni, n1);
@@ -826,8 +868,8 @@ llvm::Value *CodeGenLLVM::approx_log(llvm::Value *x) {
 llvm::Value *CodeGenLLVM::approx_tanh(llvm::Value *x) {
   llvm::Value *a = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   llvm::Value *z = b_.CreateFMul(x, x);
-  llvm::Value *p = horner(z, {-5.70498872745E-3, 2.06390887954E-2, -5.37397155531E-2, 1.33314422036E-1,
-                              -3.33332819422E-1});
+  llvm::Value *p =
+      horner(z, {-5.70498872745E-3, 2.06390887954E-2, -5.37397155531E-2, 1.33314422036E-1, -3.33332819422E-1});
   llvm::Value *small = b_.CreateFAdd(b_.CreateFMul(b_.CreateFMul(p, z), x), x);
   llvm::Value *e = approx_exp(b_.CreateFAdd(a, a));
   llvm::Value *big = b_.CreateFSub(fconst(x, 1.0), b_.CreateFDiv(fconst(x, 2.0), b_.CreateFAdd(e, fconst(x, 1.0))));
@@ -840,15 +882,15 @@ llvm::Value *CodeGenLLVM::approx_tanh(llvm::Value *x) {
 llvm::Value *CodeGenLLVM::approx_erf(llvm::Value *x) {
   llvm::Value *a = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   llvm::Value *z = b_.CreateFMul(x, x);
-  llvm::Value *small = b_.CreateFMul(x, horner(z, {7.875875062685488e-05, -0.000801686428716587, 0.005189087423433974,
-                                                   -0.026854212010626412, 0.11283594715160218, -0.37612626666720334,
-                                                   1.1283791658483509}));
+  llvm::Value *small = b_.CreateFMul(
+      x, horner(z, {7.875875062685488e-05, -0.000801686428716587, 0.005189087423433974, -0.026854212010626412,
+                    0.11283594715160218, -0.37612626666720334, 1.1283791658483509}));
   llvm::Value *ac = b_.CreateSelect(b_.CreateFCmpOGT(a, fconst(x, 1.0)), a, fconst(x, 1.0));
   llvm::Value *t = b_.CreateFDiv(fconst(x, 1.0), ac);
   t = b_.CreateSelect(b_.CreateFCmpOLT(t, fconst(x, 0.25)), fconst(x, 0.25), t);
-  llvm::Value *q = horner(t, {0.02503254318653564, -0.14789844462513763, 0.3608618604048329, -0.42983374861601875,
-                              0.14547734763553957, 0.2825897937336853, -0.3948595879487394, 0.024847521258800558,
-                              0.5612146379895168, 0.00015165568581170205});
+  llvm::Value *q = horner(
+      t, {0.02503254318653564, -0.14789844462513763, 0.3608618604048329, -0.42983374861601875, 0.14547734763553957,
+          0.2825897937336853, -0.3948595879487394, 0.024847521258800558, 0.5612146379895168, 0.00015165568581170205});
   llvm::Value *erfc = b_.CreateFMul(approx_exp(b_.CreateFNeg(b_.CreateFMul(a, a))), q);
   llvm::Value *big = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, b_.CreateFSub(fconst(x, 1.0), erfc), x);
   llvm::Value *r = b_.CreateSelect(b_.CreateFCmpOLT(a, fconst(x, 1.0)), small, big);
@@ -872,13 +914,14 @@ llvm::Value *CodeGenLLVM::math(const std::string &name, const std::vector<llvm::
     }
   }
   static const std::map<std::string, llvm::Intrinsic::ID> unary = {
-      {"exp", llvm::Intrinsic::exp},     {"log", llvm::Intrinsic::log},   {"sqrt", llvm::Intrinsic::sqrt},
-      {"fabs", llvm::Intrinsic::fabs},   {"floor", llvm::Intrinsic::floor}, {"ceil", llvm::Intrinsic::ceil},
+      {"exp", llvm::Intrinsic::exp},    {"log", llvm::Intrinsic::log},     {"sqrt", llvm::Intrinsic::sqrt},
+      {"fabs", llvm::Intrinsic::fabs},  {"floor", llvm::Intrinsic::floor}, {"ceil", llvm::Intrinsic::ceil},
       {"round", llvm::Intrinsic::round}};
   if (auto it = unary.find(name); it != unary.end() && args.size() == 1) return b_.CreateUnaryIntrinsic(it->second, x);
   if (name == "pow" && args.size() == 2) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, args[1]);
   if (name == "fma" && args.size() == 3) return b_.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {x, args[1], args[2]});
-  if (name == "rsqrt" && args.size() == 1) return b_.CreateFDiv(one(), b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
+  if (name == "rsqrt" && args.size() == 1)
+    return b_.CreateFDiv(one(), b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x));
   if (name == "sigmoid" && args.size() == 1) {
     llvm::Value *e = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(x));
     return b_.CreateFDiv(one(), b_.CreateFAdd(one(), e));
@@ -1071,7 +1114,9 @@ void CodeGenLLVM::check_status(llvm::Value *status) {
 
 void CodeGenLLVM::stmt(const Stmt &s) {
   switch (s.node_type()) {
-    case NodeType::LetStmt: let_stmt(s.as<ir::LetStmtNode>()); return;
+    case NodeType::LetStmt:
+      let_stmt(s.as<ir::LetStmtNode>());
+      return;
     case NodeType::AttrStmt: {
       const auto *op = s.as<ir::AttrStmtNode>();
       if (op->key == lower::kKernelBody) {
@@ -1087,10 +1132,18 @@ void CodeGenLLVM::stmt(const Stmt &s) {
       stmt(op->body);
       return;
     }
-    case NodeType::Store: store(s.as<ir::StoreNode>()); return;
-    case NodeType::Allocate: allocate(s.as<ir::AllocateNode>()); return;
-    case NodeType::For: loop(s.as<ir::ForNode>()); return;
-    case NodeType::IfThenElse: if_stmt(s.as<ir::IfThenElseNode>()); return;
+    case NodeType::Store:
+      store(s.as<ir::StoreNode>());
+      return;
+    case NodeType::Allocate:
+      allocate(s.as<ir::AllocateNode>());
+      return;
+    case NodeType::For:
+      loop(s.as<ir::ForNode>());
+      return;
+    case NodeType::IfThenElse:
+      if_stmt(s.as<ir::IfThenElseNode>());
+      return;
     case NodeType::Block:
       for (const auto &c : s.as<ir::BlockNode>()->stmts) stmt(c);
       return;
@@ -1224,8 +1277,7 @@ void CodeGenLLVM::allocate(const ir::AllocateNode *op) {
     ok = b_.CreateAnd(ok, b_.CreateICmpSGE(x, int_const(i64_, 0)));
     // Saturate instead of overflowing; the size check below then fails.
     llvm::Value *prod = b_.CreateIntrinsic(llvm::Intrinsic::smul_with_overflow, {i64_}, {n, x});
-    n = b_.CreateSelect(b_.CreateExtractValue(prod, 1), int_const(i64_, kMaxHeapBytes),
-                        b_.CreateExtractValue(prod, 0));
+    n = b_.CreateSelect(b_.CreateExtractValue(prod, 1), int_const(i64_, kMaxHeapBytes), b_.CreateExtractValue(prod, 0));
   }
   check(ok, what + " has a negative extent", kKilnErrorAlloc);
   check(b_.CreateICmpSLE(n, int_const(i64_, kMaxHeapBytes / elem_bytes)), what + " is too large", kKilnErrorAlloc);
@@ -1299,10 +1351,17 @@ void CodeGenLLVM::parallel_loop(const ir::ForNode *op) {
   };
   ir::post_order_visit(op->body, [&](const ir::IRNode *n) {
     switch (n->node_type) {
-      case NodeType::Variable: use(static_cast<const VariableNode *>(n)); break;
-      case NodeType::Load: use(static_cast<const ir::LoadNode *>(n)->buffer_var.get()); break;
-      case NodeType::Store: use(static_cast<const ir::StoreNode *>(n)->buffer_var.get()); break;
-      default: break;  // the nodes that name no variable or buffer
+      case NodeType::Variable:
+        use(static_cast<const VariableNode *>(n));
+        break;
+      case NodeType::Load:
+        use(static_cast<const ir::LoadNode *>(n)->buffer_var.get());
+        break;
+      case NodeType::Store:
+        use(static_cast<const ir::StoreNode *>(n)->buffer_var.get());
+        break;
+      default:
+        break;  // the nodes that name no variable or buffer
     }
   });
   std::vector<llvm::Type *> fields = {min->getType()};
@@ -1324,8 +1383,8 @@ void CodeGenLLVM::parallel_loop(const ir::ForNode *op) {
   const llvm::IRBuilderBase::InsertPoint saved_ip = b_.saveIP();
   FunctionState *parent = state_;
   FunctionState child;
-  child.fn = new_function(body_type_, llvm::GlobalValue::InternalLinkage,
-                          detail::concat(name_, "__parallel_", outlined_++));
+  child.fn =
+      new_function(body_type_, llvm::GlobalValue::InternalLinkage, detail::concat(name_, "__parallel_", outlined_++));
   begin_function(&child);
   {
     llvm::Function *fn = child.fn;
@@ -1343,8 +1402,8 @@ void CodeGenLLVM::parallel_loop(const ir::ForNode *op) {
     }
     ++parallel_depth_;
     serial_loop(fn->getArg(0), fn->getArg(1), true, [&](llvm::Value *i) {
-      llvm::Value *iv = b_.CreateAdd(inner_min, b_.CreateIntCast(i, inner_min->getType(), is_signed),
-                                     op->loop_var.name());
+      llvm::Value *iv =
+          b_.CreateAdd(inner_min, b_.CreateIntCast(i, inner_min->getType(), is_signed), op->loop_var.name());
       push_var(op->loop_var, iv);
       stmt(op->body);
       pop_var(op->loop_var);
@@ -1518,9 +1577,9 @@ void CodeGenLLVM::emit_info(const lower::PackedFunc &packed, llvm::Function *ent
                                         llvm::ConstantArray::get(arr_type, params), name_ + ".params");
     params_ptr = llvm::ConstantExpr::getBitCast(gv, param_info_type_->getPointerTo());
   }
-  llvm::Constant *info = llvm::ConstantStruct::get(
-      function_info_type_, {string_ptr(f.name), string_ptr(packed.signature), entry,
-                            b_.getInt32(static_cast<uint32_t>(f.params.size())), params_ptr});
+  llvm::Constant *info =
+      llvm::ConstantStruct::get(function_info_type_, {string_ptr(f.name), string_ptr(packed.signature), entry,
+                                                      b_.getInt32(static_cast<uint32_t>(f.params.size())), params_ptr});
   auto *gv = new llvm::GlobalVariable(mod_, function_info_type_, true, llvm::GlobalValue::PrivateLinkage, info,
                                       name_ + ".info");
   function_infos_.push_back(gv);
@@ -1528,8 +1587,7 @@ void CodeGenLLVM::emit_info(const lower::PackedFunc &packed, llvm::Function *ent
 
 void CodeGenLLVM::add_function(const ir::LoweredFunc &f) {
   ir::post_order_visit(f.body, [&](const ir::IRNode *n) {
-    if (n->node_type == NodeType::Call &&
-        static_cast<const ir::CallNode *>(n)->name == ir::intrinsic::kSyncThreads) {
+    if (n->node_type == NodeType::Call && static_cast<const ir::CallNode *>(n)->name == ir::intrinsic::kSyncThreads) {
       throw UserError(detail::concat("function ", f.name,
                                      ": the LLVM back end cannot run thread loops with barriers; use CUDA "
                                      "(or the interpreter)"));
@@ -1591,10 +1649,9 @@ void CodeGenLLVM::finish() {
   auto *table = new llvm::GlobalVariable(mod_, arr_type, true, llvm::GlobalValue::PrivateLinkage,
                                          llvm::ConstantArray::get(arr_type, function_infos_), "kiln_functions");
   llvm::Constant *info = llvm::ConstantStruct::get(
-      module_info_type_,
-      {b_.getInt32(KILN_ABI_VERSION), b_.getInt32(static_cast<uint32_t>(function_infos_.size())),
-       llvm::ConstantExpr::getBitCast(table, info_ptr_type->getPointerTo()), last_error_fn_, runtime_api_,
-       string_ptr(target_.str)});
+      module_info_type_, {b_.getInt32(KILN_ABI_VERSION), b_.getInt32(static_cast<uint32_t>(function_infos_.size())),
+                          llvm::ConstantExpr::getBitCast(table, info_ptr_type->getPointerTo()), last_error_fn_,
+                          runtime_api_, string_ptr(target_.str)});
   new llvm::GlobalVariable(mod_, module_info_type_, true, llvm::GlobalValue::ExternalLinkage, info,
                            KILN_MODULE_INFO_SYMBOL);
 }

@@ -42,11 +42,9 @@ LLVMJit::LLVMJit() : impl_(std::make_unique<Impl>()) {
   impl_->jit = std::move(*jit);
 
   const llvm::DataLayout &layout = impl_->jit->getDataLayout();
-  auto process_symbols =
-      llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(layout.getGlobalPrefix());
+  auto process_symbols = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(layout.getGlobalPrefix());
   if (!process_symbols) {
-    throw LLVMJitError("llvm jit: cannot search the process for symbols: " +
-                       to_message(process_symbols.takeError()));
+    throw LLVMJitError("llvm jit: cannot search the process for symbols: " + to_message(process_symbols.takeError()));
   }
   impl_->jit->getMainJITDylib().addGenerator(std::move(*process_symbols));
 }
@@ -55,22 +53,17 @@ LLVMJit::~LLVMJit() = default;
 
 std::string LLVMJit::target_triple() const { return impl_->jit->getTargetTriple().str(); }
 
-std::string LLVMJit::data_layout() const {
-  return impl_->jit->getDataLayout().getStringRepresentation();
-}
+std::string LLVMJit::data_layout() const { return impl_->jit->getDataLayout().getStringRepresentation(); }
 
-void LLVMJit::add_module(std::unique_ptr<llvm::Module> module,
-                         std::unique_ptr<llvm::LLVMContext> context) {
+void LLVMJit::add_module(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context) {
   if (!module || !context) throw LLVMJitError("llvm jit: add_module needs a module and a context");
   if (&module->getContext() != context.get()) {
-    throw LLVMJitError("llvm jit: module " + module->getName().str() +
-                       " was not built in the context passed with it");
+    throw LLVMJitError("llvm jit: module " + module->getName().str() + " was not built in the context passed with it");
   }
   std::string problems;
   llvm::raw_string_ostream problem_stream(problems);
   if (llvm::verifyModule(*module, &problem_stream)) {
-    throw LLVMJitError("llvm jit: module " + module->getName().str() + " is invalid: " +
-                       problem_stream.str());
+    throw LLVMJitError("llvm jit: module " + module->getName().str() + " is invalid: " + problem_stream.str());
   }
   if (module->getDataLayout().isDefault()) module->setDataLayout(impl_->jit->getDataLayout());
   if (module->getTargetTriple().empty()) {

@@ -1,7 +1,7 @@
 #pragma once
 // LLVMJit: compiles LLVM modules in process for the host CPU (ORC LLJIT), or links object files
-// compiled for it, and hands out the addresses of their functions. LLVM's headers stay out of this one, so that code using the JIT
-// does not see LLVM; only the code that builds modules does.
+// compiled for it, and hands out the addresses of their functions. LLVM's headers stay out of this one, so that code
+// using the JIT does not see LLVM; only the code that builds modules does.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -38,8 +38,7 @@ class LLVMJit {
   // Verifies `module` and takes it, with the context it was built in, for compilation. A module
   // without a data layout or triple gets the host's. Throws LLVMJitError if the module is invalid,
   // belongs to another context or defines a symbol that is already defined.
-  void add_module(std::unique_ptr<llvm::Module> module,
-                  std::unique_ptr<llvm::LLVMContext> context);
+  void add_module(std::unique_ptr<llvm::Module> module, std::unique_ptr<llvm::LLVMContext> context);
 
   // Takes a relocatable object file for the host (the bytes of an ELF .o, as the LLVM back end
   // emits it) and links it in when one of its symbols is first looked up. Throws LLVMJitError if

@@ -1,5 +1,7 @@
 #include "compiler/codegen/llvm/llvm_module.h"
 
+#include "compiler/codegen/common/system_tool.h"
+
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/IR/LLVMContext.h>
@@ -123,29 +125,10 @@ Compiled compile(const std::vector<ir::LoweredFunc> &funcs, const LLVMBuildOptio
   return out;
 }
 
-std::string shell_quote(const std::string &s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
 void write_file(const std::string &path, const std::string &bytes) {
   std::ofstream out(path, std::ios::binary);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!out) throw UserError("LLVM back end: cannot write " + path);
-}
-
-std::string read_file(const std::string &path) {
-  std::ifstream in(path);
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
 }
 
 // A temporary directory, removed with everything in it.
@@ -205,9 +188,7 @@ LLVMModule::~LLVMModule() = default;
 
 const deploy::Module &LLVMModule::module() const { return impl_->module; }
 
-KilnPackedFunc LLVMModule::function(const std::string &name) const {
-  return impl_->module.get_function(name);
-}
+KilnPackedFunc LLVMModule::function(const std::string &name) const { return impl_->module.get_function(name); }
 
 void LLVMModule::call(const std::string &name, const std::vector<deploy::Tensor> &args) const {
   impl_->module.call(name, args);
@@ -240,19 +221,16 @@ LLVMCompileTimes export_library(const std::vector<ir::LoweredFunc> &funcs, const
   const std::string object = dir.path() + "/kiln_module.o";
   const std::string log = dir.path() + "/link.log";
   write_file(object, c.object);
-  const std::string cmd = shell_quote(cc) + " -shared -o " + shell_quote(path) + " " + shell_quote(object) +
-                          " -lm > " + shell_quote(log) + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  if (status != 0) {
-    throw UserError(detail::concat("LLVM back end: linking ", path, " with ", cc, " failed (status ", status,
-                                   "):\n", read_file(log)));
+  const ToolRun run = run_system_tool({cc, "-shared", "-o", path, object, "-lm"}, log);
+  if (run.status != 0) {
+    throw UserError(detail::concat("LLVM back end: linking ", path, " with ", cc, " failed (status ", run.status,
+                                   "):\n", run.output));
   }
   c.times.link_ms = ms_since(t);
   return c.times;
 }
 
-std::string emit_llvm_ir(const std::vector<ir::LoweredFunc> &funcs, const LLVMBuildOptions &options,
-                         bool optimized) {
+std::string emit_llvm_ir(const std::vector<ir::LoweredFunc> &funcs, const LLVMBuildOptions &options, bool optimized) {
   return compile(funcs, options, optimized ? Stop::AfterOptimize : Stop::BeforeOptimize).llvm_ir;
 }
 

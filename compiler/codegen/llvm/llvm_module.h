@@ -22,15 +22,15 @@ namespace kiln::codegen {
 
 struct LLVMBuildOptions {
   std::string target = "llvm -mcpu=native";  // see LLVMTarget
-  int opt_level = 3;                          // 0 to 3, for LLVM's pipeline and code generator
-  bool fp_contract = true;                    // see LLVMCodegenOptions
-  bool approx_math = false;                   // see LLVMCodegenOptions
+  int opt_level = 3;                         // 0 to 3, for LLVM's pipeline and code generator
+  bool fp_contract = true;                   // see LLVMCodegenOptions
+  bool approx_math = false;                  // see LLVMCodegenOptions
   // Let LLVM unroll loops on its own as well. Off by default: the schedule decides unrolling,
   // and LLVM's full unrolling of small nests turns them into blocks so large that its SLP
   // vectorizer and load elimination take seconds.
   bool llvm_unroll = false;
-  bool keep_llvm_ir = false;                  // keep the optimised LLVM IR as text
-  bool keep_assembly = false;                 // keep the assembly (a second run of the code generator)
+  bool keep_llvm_ir = false;   // keep the optimised LLVM IR as text
+  bool keep_assembly = false;  // keep the assembly (a second run of the code generator)
 };
 
 // Wall-clock milliseconds of each step of one compilation.

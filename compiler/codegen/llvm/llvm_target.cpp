@@ -31,9 +31,8 @@ const std::vector<NewerCpu> &newer_cpus() {
   static const std::vector<NewerCpu> cpus = {
       {"znver4",
        "znver3",
-       {"+avx512f", "+avx512cd", "+avx512bw", "+avx512dq", "+avx512vl", "+avx512ifma", "+avx512vbmi",
-        "+avx512vbmi2", "+avx512vnni", "+avx512bitalg", "+avx512vpopcntdq", "+avx512bf16", "+gfni", "+vaes",
-        "+vpclmulqdq"}},
+       {"+avx512f", "+avx512cd", "+avx512bw", "+avx512dq", "+avx512vl", "+avx512ifma", "+avx512vbmi", "+avx512vbmi2",
+        "+avx512vnni", "+avx512bitalg", "+avx512vpopcntdq", "+avx512bf16", "+gfni", "+vaes", "+vpclmulqdq"}},
   };
   return cpus;
 }
@@ -72,8 +71,7 @@ const llvm::Target *lookup(const std::string &triple, const std::string &what) {
 
 std::unique_ptr<llvm::MCSubtargetInfo> subtarget(const LLVMTarget &t) {
   const llvm::Target *target = lookup(t.triple, t.str);
-  return std::unique_ptr<llvm::MCSubtargetInfo>(
-      target->createMCSubtargetInfo(t.triple, t.cpu, t.feature_string()));
+  return std::unique_ptr<llvm::MCSubtargetInfo>(target->createMCSubtargetInfo(t.triple, t.cpu, t.feature_string()));
 }
 
 }  // namespace
@@ -186,11 +184,14 @@ std::unique_ptr<llvm::TargetMachine> create_target_machine(const LLVMTarget &tar
   const llvm::Target *t = lookup(target.triple, target.str);
   llvm::TargetOptions options;
   llvm::CodeGenOpt::Level level = llvm::CodeGenOpt::Aggressive;
-  if (opt_level <= 0) level = llvm::CodeGenOpt::None;
-  else if (opt_level == 1) level = llvm::CodeGenOpt::Less;
-  else if (opt_level == 2) level = llvm::CodeGenOpt::Default;
-  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
-      target.triple, target.cpu, target.feature_string(), options, llvm::Reloc::PIC_, llvm::None, level));
+  if (opt_level <= 0)
+    level = llvm::CodeGenOpt::None;
+  else if (opt_level == 1)
+    level = llvm::CodeGenOpt::Less;
+  else if (opt_level == 2)
+    level = llvm::CodeGenOpt::Default;
+  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(target.triple, target.cpu, target.feature_string(),
+                                                                 options, llvm::Reloc::PIC_, llvm::None, level));
   if (!tm) throw UserError("target \"" + target.str + "\": LLVM cannot create a target machine");
   return tm;
 }

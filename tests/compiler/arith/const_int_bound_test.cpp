@@ -15,11 +15,11 @@ using namespace ir;
 constexpr int64_t kNegInf = ConstIntBound::kNegInf;
 constexpr int64_t kPosInf = ConstIntBound::kPosInf;
 
-#define EXPECT_BOUND(ana, e, lo, hi)                                                   \
-  do {                                                                                 \
-    ConstIntBound b_ = (ana).const_int_bound(e);                                       \
-    EXPECT_EQ(b_.min_value, (lo)) << to_string(e);                                    \
-    EXPECT_EQ(b_.max_value, (hi)) << to_string(e);                                    \
+#define EXPECT_BOUND(ana, e, lo, hi)               \
+  do {                                             \
+    ConstIntBound b_ = (ana).const_int_bound(e);   \
+    EXPECT_EQ(b_.min_value, (lo)) << to_string(e); \
+    EXPECT_EQ(b_.max_value, (hi)) << to_string(e); \
   } while (0)
 
 class ConstIntBoundTest : public ::testing::Test {

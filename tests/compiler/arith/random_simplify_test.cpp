@@ -25,19 +25,32 @@ class ExprGenerator {
   Expr int_expr(int depth) {
     if (depth == 0 || pick(10) < 3) return leaf();
     switch (pick(13)) {
-      case 0: return int_expr(depth - 1) + int_expr(depth - 1);
-      case 1: return int_expr(depth - 1) - int_expr(depth - 1);
-      case 2: return int_expr(depth - 1) * constant(-4, 4);
-      case 3: return int_expr(depth - 1) * int_expr(depth - 1);
-      case 4: return floordiv(int_expr(depth - 1), divisor());
-      case 5: return floormod(int_expr(depth - 1), divisor());
-      case 6: return truncdiv(int_expr(depth - 1), divisor());
-      case 7: return truncmod(int_expr(depth - 1), divisor());
-      case 8: return min(int_expr(depth - 1), int_expr(depth - 1));
-      case 9: return max(int_expr(depth - 1), int_expr(depth - 1));
-      case 10: return select(bool_expr(depth - 1), int_expr(depth - 1), int_expr(depth - 1));
-      case 11: return int_expr(depth - 1) * 8 + int_expr(depth - 1);
-      default: return floordiv(int_expr(depth - 1) * 4 + leaf(), Expr(4));
+      case 0:
+        return int_expr(depth - 1) + int_expr(depth - 1);
+      case 1:
+        return int_expr(depth - 1) - int_expr(depth - 1);
+      case 2:
+        return int_expr(depth - 1) * constant(-4, 4);
+      case 3:
+        return int_expr(depth - 1) * int_expr(depth - 1);
+      case 4:
+        return floordiv(int_expr(depth - 1), divisor());
+      case 5:
+        return floormod(int_expr(depth - 1), divisor());
+      case 6:
+        return truncdiv(int_expr(depth - 1), divisor());
+      case 7:
+        return truncmod(int_expr(depth - 1), divisor());
+      case 8:
+        return min(int_expr(depth - 1), int_expr(depth - 1));
+      case 9:
+        return max(int_expr(depth - 1), int_expr(depth - 1));
+      case 10:
+        return select(bool_expr(depth - 1), int_expr(depth - 1), int_expr(depth - 1));
+      case 11:
+        return int_expr(depth - 1) * 8 + int_expr(depth - 1);
+      default:
+        return floordiv(int_expr(depth - 1) * 4 + leaf(), Expr(4));
     }
   }
 
@@ -45,15 +58,24 @@ class ExprGenerator {
     const int k = depth == 0 ? pick(6) : pick(9);
     Expr a = int_expr(std::max(depth - 1, 0)), b = int_expr(std::max(depth - 1, 0));
     switch (k) {
-      case 0: return a < b;
-      case 1: return a <= b;
-      case 2: return a > b;
-      case 3: return a >= b;
-      case 4: return a == b;
-      case 5: return a != b;
-      case 6: return bool_expr(depth - 1) && bool_expr(depth - 1);
-      case 7: return bool_expr(depth - 1) || bool_expr(depth - 1);
-      default: return !bool_expr(depth - 1);
+      case 0:
+        return a < b;
+      case 1:
+        return a <= b;
+      case 2:
+        return a > b;
+      case 3:
+        return a >= b;
+      case 4:
+        return a == b;
+      case 5:
+        return a != b;
+      case 6:
+        return bool_expr(depth - 1) && bool_expr(depth - 1);
+      case 7:
+        return bool_expr(depth - 1) || bool_expr(depth - 1);
+      default:
+        return !bool_expr(depth - 1);
     }
   }
 
@@ -127,8 +149,9 @@ TEST(RandomSimplifyTest, SimplifiedExpressionsEvaluateTheSame) {
     for (int v = 0; v < 3; ++v) {
       box.lo[v] = std::uniform_int_distribution<int>(-6, 4)(box_rng);
       box.hi[v] = box.lo[v] + std::uniform_int_distribution<int>(0, 7)(box_rng);
-      if (bounded) ana.bind(vars[static_cast<size_t>(v)], Range(Expr(static_cast<int>(box.lo[v])),
-                                                             Expr(static_cast<int>(box.hi[v] - box.lo[v] + 1))));
+      if (bounded)
+        ana.bind(vars[static_cast<size_t>(v)],
+                 Range(Expr(static_cast<int>(box.lo[v])), Expr(static_cast<int>(box.hi[v] - box.lo[v] + 1))));
     }
     Expr s = ana.simplify(e);
     const bool proved = boolean && ana.can_prove(e);
@@ -142,9 +165,9 @@ TEST(RandomSimplifyTest, SimplifiedExpressionsEvaluateTheSame) {
         reported = true;
         ++failures;
         ADD_FAILURE() << "seed " << kSeed << " iteration " << iter << (bounded ? " (bounded)" : " (unbounded)")
-                      << "\n  input:      " << to_string(e) << "\n  simplified: " << to_string(s)
-                      << "\n  at " << describe(vars, point) << ": expected " << (want ? *want : -999999)
-                      << ", got " << (got ? *got : -999999) << (proved ? " (can_prove said true)" : "");
+                      << "\n  input:      " << to_string(e) << "\n  simplified: " << to_string(s) << "\n  at "
+                      << describe(vars, point) << ": expected " << (want ? *want : -999999) << ", got "
+                      << (got ? *got : -999999) << (proved ? " (can_prove said true)" : "");
       }
     });
   }
@@ -200,8 +223,9 @@ TEST(RandomSimplifyTest, StatementsUnderLoopsAndConditionsEvaluateTheSame) {
         reported = true;
         ++failures;
         ADD_FAILURE() << "seed " << kSeed + 3 << " iteration " << iter << "\n  input:\n"
-                      << to_string(body) << "  simplified:\n" << to_string(s) << "  at " << describe(vars, point)
-                      << ": expected " << (want ? *want : -999999) << ", got " << got;
+                      << to_string(body) << "  simplified:\n"
+                      << to_string(s) << "  at " << describe(vars, point) << ": expected " << (want ? *want : -999999)
+                      << ", got " << got;
       }
     });
   }
@@ -218,8 +242,8 @@ TEST(RandomSimplifyTest, SimplifyIsIdempotent) {
     if (!structural_equal(once, twice)) {
       ++differing;
       if (differing <= 3) {
-        ADD_FAILURE() << "seed " << kSeed + 7 << " iteration " << iter << ": " << to_string(e) << "\n  once:  "
-                      << to_string(once) << "\n  twice: " << to_string(twice);
+        ADD_FAILURE() << "seed " << kSeed + 7 << " iteration " << iter << ": " << to_string(e)
+                      << "\n  once:  " << to_string(once) << "\n  twice: " << to_string(twice);
       }
     }
   }

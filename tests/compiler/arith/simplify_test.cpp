@@ -487,8 +487,7 @@ TEST_F(SimplifyTest, IndexExpressionIsFast) {
   auto start = std::chrono::steady_clock::now();
   Expr s;
   for (int r = 0; r < reps; ++r) s = ana.simplify(e);
-  const double us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / reps;
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / reps;
   EXPECT_LT(us, 1000.0) << "simplify took " << us << " us per call: " << s;
   EXPECT_TRUE(ana.can_prove_equal(s, index + h * 4 + 3));
 }

@@ -21,8 +21,7 @@ std::vector<std::vector<int64_t>> values(const Knob &k) {
 TEST(SplitKnob, Policies) {
   ConfigSpace s("t", 1);
   s.define_split("f", 12, 2);
-  EXPECT_EQ(values(s.knob("f")),
-            (std::vector<std::vector<int64_t>>{{12, 1}, {6, 2}, {4, 3}, {3, 4}, {2, 6}, {1, 12}}));
+  EXPECT_EQ(values(s.knob("f")), (std::vector<std::vector<int64_t>>{{12, 1}, {6, 2}, {4, 3}, {3, 4}, {2, 6}, {1, 12}}));
   // Ordered factorizations of 2^3 * 3 into 3 parts: C(5,2) * C(3,2) = 30.
   s.define_split("f3", 24, 3);
   EXPECT_EQ(s.knob("f3").size(), 30);
@@ -31,14 +30,14 @@ TEST(SplitKnob, Policies) {
   s.define_split("p", 10, 2, SplitPolicy::power2());
   EXPECT_EQ(values(s.knob("p")), (std::vector<std::vector<int64_t>>{{10, 1}, {5, 2}, {3, 4}, {2, 8}}));
   s.define_split("v", 12, 2, SplitPolicy::verbose(8));
-  EXPECT_EQ(values(s.knob("v")),
-            (std::vector<std::vector<int64_t>>{{12, 1}, {6, 2}, {4, 3}, {3, 4}, {2, 6}, {2, 8}}));
+  EXPECT_EQ(values(s.knob("v")), (std::vector<std::vector<int64_t>>{{12, 1}, {6, 2}, {4, 3}, {3, 4}, {2, 6}, {2, 8}}));
   s.define_split("c", 100, 3, SplitPolicy::candidate({{4, 16}, {2, 8}, {200, 1}}));
   EXPECT_EQ(values(s.knob("c")), (std::vector<std::vector<int64_t>>{{2, 4, 16}, {7, 2, 8}}));
   s.define_split("filtered", 16, 2, SplitPolicy::factors(), [](const std::vector<int64_t> &v) { return v[1] >= 4; });
   EXPECT_EQ(values(s.knob("filtered")), (std::vector<std::vector<int64_t>>{{4, 4}, {2, 8}, {1, 16}}));
-  EXPECT_THROW(s.define_split("empty", 16, 2, SplitPolicy::factors(), [](const std::vector<int64_t> &) { return false; }),
-               ConfigError);
+  EXPECT_THROW(
+      s.define_split("empty", 16, 2, SplitPolicy::factors(), [](const std::vector<int64_t> &) { return false; }),
+      ConfigError);
   EXPECT_THROW(s.define_split("f", 4, 2), ConfigError);  // duplicate name
   EXPECT_THROW(s.define_split("bad", 0, 2), ConfigError);
 }
@@ -48,8 +47,8 @@ TEST(OtherKnobs, ReorderAnnotateChoice) {
   s.define_reorder("r", 3, ConfigSpace::all_permutations(3));
   EXPECT_EQ(s.knob("r").size(), 6);
   EXPECT_THROW(s.define_reorder("r2", 3, {{0, 1, 1}}), ConfigError);
-  s.define_annotate("a", {{Annotation::None, Annotation::Unroll},
-                          {Annotation::None, Annotation::Unroll, Annotation::Vectorize}});
+  s.define_annotate(
+      "a", {{Annotation::None, Annotation::Unroll}, {Annotation::None, Annotation::Unroll, Annotation::Vectorize}});
   EXPECT_EQ(s.knob("a").size(), 6);
   EXPECT_EQ(s.knob("a").entities[5].dump(), "[\"unroll\",\"vec\"]");
   s.define_choice("n", std::vector<int64_t>{0, 512, 1500});
@@ -69,8 +68,8 @@ TEST(OtherKnobs, ReorderAnnotateChoice) {
 
 TEST(Index, MixedRadixRoundTripsWithTheFirstKnobLeastSignificant) {
   ConfigSpace s("t", 1);
-  s.define_split("x", 8, 2);               // 4 values
-  s.define_choice("u", {0, 1, 2});         // 3 values
+  s.define_split("x", 8, 2);                   // 4 values
+  s.define_choice("u", {0, 1, 2});             // 3 values
   s.define_reorder("r", 2, {{0, 1}, {1, 0}});  // 2 values
   ASSERT_EQ(s.size(), 24);
   for (int64_t i = 0; i < s.size(); ++i) {
@@ -175,7 +174,8 @@ TEST(Sampling, RareValidConfigsAreStillFound) {
   s.define_choice("a", v);
   s.define_choice("b", v);
   s.define_choice("c", {0, 1});
-  s.add_constraint("one", {"a", "b"}, [](const Config &c) { return c.choice_int("a") == 7 && c.choice_int("b") == 42; });
+  s.add_constraint("one", {"a", "b"},
+                   [](const Config &c) { return c.choice_int("a") == 7 && c.choice_int("b") == 42; });
   EXPECT_EQ(s.count_valid(), 2);
   std::mt19937_64 rng(1);
   std::set<int64_t> seen;
@@ -211,11 +211,12 @@ TEST(Fingerprint, StableAndSensitiveToTheDefinition) {
   s.define_split("tile_y", 6, 2);
   s.define_choice("unroll", {0, 1});
   s.add_product_limit("regs", {{"tile_x", 1}, {"tile_y", -1}}, 1, 8);
-  EXPECT_EQ(s.definition_json(),
-            "{\"constraints\":[{\"hi\":8,\"kind\":\"product_limit\",\"lo\":1,\"name\":\"regs\",\"parts\":[[\"tile_x\",1],"
-            "[\"tile_y\",-1]]}],\"knobs\":[{\"kind\":\"split\",\"name\":\"tile_x\",\"values\":[[8,1],[4,2],[2,4],[1,8]]},"
-            "{\"kind\":\"split\",\"name\":\"tile_y\",\"values\":[[6,1],[3,2],[2,3],[1,6]]},{\"kind\":\"choice\",\"name\":"
-            "\"unroll\",\"values\":[0,1]}],\"template\":\"toy\",\"version\":3}");
+  EXPECT_EQ(
+      s.definition_json(),
+      "{\"constraints\":[{\"hi\":8,\"kind\":\"product_limit\",\"lo\":1,\"name\":\"regs\",\"parts\":[[\"tile_x\",1],"
+      "[\"tile_y\",-1]]}],\"knobs\":[{\"kind\":\"split\",\"name\":\"tile_x\",\"values\":[[8,1],[4,2],[2,4],[1,8]]},"
+      "{\"kind\":\"split\",\"name\":\"tile_y\",\"values\":[[6,1],[3,2],[2,3],[1,6]]},{\"kind\":\"choice\",\"name\":"
+      "\"unroll\",\"values\":[0,1]}],\"template\":\"toy\",\"version\":3}");
   // The same value on every platform.
   EXPECT_EQ(s.fingerprint(), "41baf555498fa66f7c5dbd7f3ba89a8409dcea9dfbef014704273cbc2d0a291d");
 
@@ -240,8 +241,8 @@ TEST(ConfigJson, CanonicalAndValidated) {
   s.define_choice("layout", std::vector<std::string>{"a", "b"});
   Config c = s.from_values({{"tile_x", Json::array_of(std::vector<int64_t>{2, 4})}, {"unroll", 1}, {"layout", "b"}});
   const std::string fp = s.fingerprint();
-  EXPECT_EQ(c.to_json(), "{\"index\":14,\"knobs\":[[\"tile_x\",[2,4]],[\"unroll\",1],[\"layout\",\"b\"]],\"space\":\"" +
-                             fp + "\"}");
+  EXPECT_EQ(c.to_json(),
+            "{\"index\":14,\"knobs\":[[\"tile_x\",[2,4]],[\"unroll\",1],[\"layout\",\"b\"]],\"space\":\"" + fp + "\"}");
   EXPECT_EQ(s.parse_config(c.to_json()), c);
   // Key order and whitespace do not matter on input; the index is optional.
   EXPECT_EQ(s.parse_config(" { \"space\": \"" + fp +
@@ -266,8 +267,9 @@ TEST(ConfigJson, CanonicalAndValidated) {
                      "\"}")
                 .find("unknown knob 'vec'"),
             std::string::npos);
-  EXPECT_NE(error_of("{\"knobs\":[[\"tile_x\",[2,4]],[\"unroll\",1]],\"space\":\"" + fp + "\"}").find("layout is missing"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("{\"knobs\":[[\"tile_x\",[2,4]],[\"unroll\",1]],\"space\":\"" + fp + "\"}").find("layout is missing"),
+      std::string::npos);
   EXPECT_NE(error_of("{\"knobs\":[[\"tile_x\",[3,3]],[\"unroll\",1],[\"layout\",\"b\"]],\"space\":\"" + fp + "\"}")
                 .find("is not a value of knob tile_x"),
             std::string::npos);
@@ -276,10 +278,11 @@ TEST(ConfigJson, CanonicalAndValidated) {
             std::string::npos);
   EXPECT_NE(error_of("{\"index\":3," + knobs + ",\"space\":\"" + fp + "\"}").find("does not match"), std::string::npos);
   EXPECT_NE(error_of("{\"extra\":1," + knobs + ",\"space\":\"" + fp + "\"}").find("unknown field"), std::string::npos);
-  EXPECT_NE(error_of("{\"knobs\":[[\"tile_x\",[2,4]],[\"tile_x\",[2,4]],[\"unroll\",1],[\"layout\",\"b\"]],\"space\":\"" +
-                     fp + "\"}")
-                .find("twice"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("{\"knobs\":[[\"tile_x\",[2,4]],[\"tile_x\",[2,4]],[\"unroll\",1],[\"layout\",\"b\"]],\"space\":\"" +
+               fp + "\"}")
+          .find("twice"),
+      std::string::npos);
 }
 
 TEST(ConfigSpace, ConfigsKeepTheirDefinition) {
@@ -297,7 +300,8 @@ TEST(ConfigSpace, ConfigsKeepTheirDefinition) {
 
 TEST(Apply, SplitReorderAnnotateOnAStage) {
   auto A = te::placeholder({24, 10}, ir::Float(32), "A");
-  auto B = te::compute({24, 10}, [&](ir::Var i, ir::Var j) { return A(i, j) + 1.0f; }, "B");
+  auto B = te::compute(
+      {24, 10}, [&](ir::Var i, ir::Var j) { return A(i, j) + 1.0f; }, "B");
   auto s = te::create_schedule({B});
   te::Stage st = (*s)[B];
   auto loops = apply_split(st, st.axis(0), {2, 3, 4});

@@ -107,10 +107,9 @@ TEST(CodegenCTest, NamesAreSanitisedAndDistinctVariablesStayDistinct) {
   Buffer A = ir::make_buffer("A", Int(32), {n});
   Buffer O = ir::make_buffer("my-out", Int(32), {n, n});
   Var i1("i"), i2("i"), kw("int");
-  Stmt body = loop(i1, n,
-                   loop(i2, n,
-                        ir::LetStmtNode::make(kw, load(A, i1) * 10 + load(A, i2),
-                                              store(O, kw, O.offset_of({i1, i2})))));
+  Stmt body =
+      loop(i1, n,
+           loop(i2, n, ir::LetStmtNode::make(kw, load(A, i1) * 10 + load(A, i2), store(O, kw, O.offset_of({i1, i2})))));
   auto f = make_func("my kernel", {A, O}, {n}, body);
   const std::string src = codegen::codegen_c(f);
   EXPECT_NE(src.find("static int32_t kiln_kernel(int32_t* restrict A, int32_t* restrict my_out, int32_t n_0)"),
@@ -156,8 +155,7 @@ TEST(CodegenCTest, LiteralsOfEveryTypeSurviveTheRoundTrip) {
   const uint8_t init[2] = {0, 1};
   bools.copy_from(init, 2);
   auto r = test::run_both(f, {filled<float>({6}, 7.0f), filled<double>({2}, 7.0), filled<int64_t>({2}, 7),
-                              filled<uint64_t>({1}, 7), filled<int32_t>({1}, 7), filled<int8_t>({1}, 7),
-                              bools});
+                              filled<uint64_t>({1}, 7), filled<int32_t>({1}, 7), filled<int8_t>({1}, 7), bools});
   test::for_both(r, [&](const std::vector<Tensor> &out, const std::string &) {
     const auto fv = values<float>(out[0]);
     EXPECT_EQ(fv[0], inf);
@@ -176,8 +174,8 @@ TEST(CodegenCTest, LiteralsOfEveryTypeSurviveTheRoundTrip) {
 }
 
 TEST(CodegenCTest, CompilerErrorsAreUserErrorsCarryingTheCompilerOutput) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("kiln_fake_cc_" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kiln_fake_cc_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string fake = (dir / "fake-cc").string();
   {

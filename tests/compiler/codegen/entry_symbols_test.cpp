@@ -33,7 +33,8 @@ ir::LoweredFunc scaled_difference(const std::string &name) {
   ir::Var n = te::var("n");
   auto A = te::placeholder({n}, ir::Float(32), "A");
   auto B = te::placeholder({n}, ir::Float(32), "B");
-  auto C = te::compute({n}, [&](ir::Var i) { return A(i) * 3.0f - B(i); }, "C");
+  auto C = te::compute(
+      {n}, [&](ir::Var i) { return A(i) * 3.0f - B(i); }, "C");
   auto s = te::create_schedule({C});
   return lower::lower(*s, {A, B, C}, name);
 }

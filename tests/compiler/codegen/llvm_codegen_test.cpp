@@ -96,7 +96,8 @@ TEST(LLVMCodegenTest, VectorAddOverSymbolicSize) {
 TEST(LLVMCodegenTest, VectorizedLoopEmitsVectorInstructions) {
   auto A = te::placeholder({256}, Float(32), "A");
   auto B = te::placeholder({256}, Float(32), "B");
-  auto C = te::compute({256}, [&](Var i) { return A(i) + B(i); }, "C");
+  auto C = te::compute(
+      {256}, [&](Var i) { return A(i) + B(i); }, "C");
   auto s = te::create_schedule({C});
   ir::IterVar o, i;
   (*s)[C].split((*s)[C].axis(0), 16, &o, &i);
@@ -179,8 +180,8 @@ void check_int_division(DataType t) {
   Stmt vector = loop(vi, na, ir::BlockNode::make(vstores));
   auto f = make_func("divmod", {A, Bv, O}, {}, ir::BlockNode::make(scalar, vector));
   const std::vector<T> &av = as, &bv = bs;
-  auto r = run_interp_and_llvm(f, {make_tensor<T>({na}, av), make_tensor<T>({nb}, bv),
-                                   filled<T>({4, 3 + nb, na, nb}, T(0))});
+  auto r = run_interp_and_llvm(
+      f, {make_tensor<T>({na}, av), make_tensor<T>({nb}, bv), filled<T>({4, 3 + nb, na, nb}, T(0))});
   expect_same(r);
 }
 
@@ -221,8 +222,8 @@ TEST(LLVMCodegenTest, UnsignedArithmeticAndWrapping) {
 }
 
 TEST(LLVMCodegenTest, CastsBetweenEveryType) {
-  const std::vector<DataType> types = {Int(8), Int(16), Int(32), Int(64), UInt(8), UInt(16), UInt(32), UInt(64),
-                                       Float(16), Float(32), Float(64), ir::Bool()};
+  const std::vector<DataType> types = {Int(8),   Int(16),  Int(32),   Int(64),   UInt(8),   UInt(16),
+                                       UInt(32), UInt(64), Float(16), Float(32), Float(64), ir::Bool()};
   // Values every type holds: small non-negative integers and halves, so that no cast is out of
   // range (the interpreter rejects those).
   const std::vector<double> xs = {0, 1, 2.5, 3.75, 7, 100.5, 0.1};
@@ -367,7 +368,8 @@ TEST(LLVMCodegenTest, PredicatedAndStridedVectorAccesses) {
   Expr pred = idx < bcast(n, 8);
   Stmt body = ir::BlockNode::make({
       // A tail by predication: masked loads and stores.
-      loop(i, ir::floordiv(n + 7, 8), store(B, load(A, idx, pred) * bcast(Expr(2.0f), 8) + bcast(Expr(1.0f), 8), idx, pred)),
+      loop(i, ir::floordiv(n + 7, 8),
+           store(B, load(A, idx, pred) * bcast(Expr(2.0f), 8) + bcast(Expr(1.0f), 8), idx, pred)),
       // A gather with stride 2 and one through a computed index.
       store(G, load(A, ramp(0, 2, 8)) + load(A, ir::floormod(ramp(5, 3, 8), bcast(Expr(7), 8))), ramp(0, 1, 8)),
       // A scatter with stride 2, and a predicated scatter.
@@ -376,7 +378,8 @@ TEST(LLVMCodegenTest, PredicatedAndStridedVectorAccesses) {
       // An overlapping vector store reads every lane before writing any.
       store(D, load(D, ramp(0, 1, 8)), ramp(1, 1, 8)),
       // A vector variable, a broadcast load.
-      ir::LetStmtNode::make(v, ramp(0, 1, 8) * bcast(3, 8), store(E, ir::cast(Float(32, 8), v) + load(A, bcast(Expr(2), 8)), ramp(0, 1, 8))),
+      ir::LetStmtNode::make(v, ramp(0, 1, 8) * bcast(3, 8),
+                            store(E, ir::cast(Float(32, 8), v) + load(A, bcast(Expr(2), 8)), ramp(0, 1, 8))),
       // A predicated scalar store and load.
       store(P, load(A, Expr(1), ir::const_true()), 0, ir::const_true()),
       store(P, Expr(5.0f), 1, n < 0),
@@ -384,9 +387,9 @@ TEST(LLVMCodegenTest, PredicatedAndStridedVectorAccesses) {
   auto f = make_func("vec", {A, B, G, S, D, E, P}, {n}, body);
   std::vector<float> a(21);
   for (int x = 0; x < 21; ++x) a[x] = 1.5f * x - 4;
-  auto r = run_interp_and_llvm(f, {make_tensor<float>({21}, a), filled<float>({21}, 0.0f), filled<float>({8}, 0.0f),
-                                   filled<float>({16}, 0.0f), make_tensor<float>({9}, {0, 1, 2, 3, 4, 5, 6, 7, 8}),
-                                   filled<float>({8}, 0.0f), filled<float>({8}, 0.0f)});
+  auto r = run_interp_and_llvm(
+      f, {make_tensor<float>({21}, a), filled<float>({21}, 0.0f), filled<float>({8}, 0.0f), filled<float>({16}, 0.0f),
+          make_tensor<float>({9}, {0, 1, 2, 3, 4, 5, 6, 7, 8}), filled<float>({8}, 0.0f), filled<float>({8}, 0.0f)});
   expect_same(r);
   const std::string ir_text = codegen::emit_llvm_ir({f}, native_options(), false);
   EXPECT_NE(ir_text.find("@llvm.masked.load.v8f32"), std::string::npos);
@@ -404,17 +407,17 @@ TEST(LLVMCodegenTest, IfThenElseGuardsItsReads) {
   Buffer V = ir::make_buffer("V", Float(32), {24});
   Var i("i"), v("v");
   Expr idx = ramp(v * 8, 1, 8);
-  Expr inner = ir::if_then_else(idx < bcast(n + 2, 8),
-                                ir::if_then_else(idx < bcast(n, 8), load(A, idx), bcast(Expr(-2.0f), 8)),
-                                bcast(Expr(-1.0f), 8));
+  Expr inner =
+      ir::if_then_else(idx < bcast(n + 2, 8), ir::if_then_else(idx < bcast(n, 8), load(A, idx), bcast(Expr(-2.0f), 8)),
+                       bcast(Expr(-1.0f), 8));
   Stmt body = ir::BlockNode::make({
       loop(i, n + 4, store(B, ir::if_then_else(i < n, load(A, i), Expr(-1.0f)), i)),
       loop(v, 3, store(V, inner, idx)),
   });
   auto f = make_func("guard", {A, B, V}, {n}, body);
   // A exactly n long (its last element at the end of a page would expose a stray read).
-  auto r = run_interp_and_llvm(f, {make_tensor<float>({5}, {1, 2, 3, 4, 5}), filled<float>({9}, 0.0f),
-                                   filled<float>({24}, 0.0f)});
+  auto r = run_interp_and_llvm(
+      f, {make_tensor<float>({5}, {1, 2, 3, 4, 5}), filled<float>({9}, 0.0f), filled<float>({24}, 0.0f)});
   expect_same(r);
   const auto vv = values<float>(r.llvm[2]);
   EXPECT_EQ(vv[4], 5.0f);
@@ -432,12 +435,13 @@ TEST(LLVMCodegenTest, ComparisonsMinMaxSelectAndBooleans) {
     Buffer VO = ir::make_buffer("VO", t, {n});
     Var i("i");
     Expr a = load(A, i), b = load(B, i);
-    std::vector<Expr> bools = {a == b, a != b, a < b, a <= b, a > b, a >= b, !(a < b) && (a != b || a == b)};
+    std::vector<Expr> bools = {a == b, a != b, a<b, a <= b, a> b, a >= b, !(a < b) && (a != b || a == b)};
     std::vector<Stmt> stores = {store(O, ir::min(a, b), O.offset_of({0, i})),
                                 store(O, ir::max(a, b), O.offset_of({1, i})),
                                 store(O, ir::select(a < b, a + b, a - b), O.offset_of({2, i})),
                                 store(O, ir::select(load(Bo, Bo.offset_of({2, i})), a, b), O.offset_of({3, i}))};
-    for (size_t k = 0; k < bools.size(); ++k) stores.push_back(store(Bo, bools[k], Bo.offset_of({static_cast<int>(k), i})));
+    for (size_t k = 0; k < bools.size(); ++k)
+      stores.push_back(store(Bo, bools[k], Bo.offset_of({static_cast<int>(k), i})));
     Expr va = load(A, ramp(0, 1, n)), vb = load(B, ramp(0, 1, n));
     Stmt vec = store(VO, ir::select(va >= vb || va == vb, ir::max(va, vb), ir::min(va, vb)), ramp(0, 1, n));
     auto f = make_func("cmp", {A, B, O, Bo, VO}, {}, ir::BlockNode::make(loop(i, n, ir::BlockNode::make(stores)), vec));
@@ -446,8 +450,9 @@ TEST(LLVMCodegenTest, ComparisonsMinMaxSelectAndBooleans) {
     for (int k = 0; k < n; ++k) {
       Buffer S = ir::make_buffer("S", Int(32), {2});
       Buffer D = ir::make_buffer("D", t, {2});
-      auto conv = make_func("conv", {S, D}, {}, ir::BlockNode::make(store(D, ir::cast(t, load(S, 0)), 0),
-                                                                     store(D, ir::cast(t, load(S, 1)), 1)));
+      auto conv =
+          make_func("conv", {S, D}, {},
+                    ir::BlockNode::make(store(D, ir::cast(t, load(S, 0)), 0), store(D, ir::cast(t, load(S, 1)), 1)));
       Tensor s = make_tensor<int32_t>({2}, {av[k], bv[k]});
       Tensor d = zeros({2}, t);
       interp::run(conv, {s, d});
@@ -473,9 +478,9 @@ void check_math(DataType t, double tol, int lanes) {
   Var i("i");
   Expr idx = lanes == 1 ? Expr(i) : ramp(i * lanes, 1, lanes);
   Expr x = load(X, idx), y = load(Y, idx), z = load(Z, idx);
-  std::vector<Expr> calls = {ir::exp(x),   ir::log(x),     ir::sqrt(x), ir::rsqrt(x), ir::tanh(x),
-                             ir::sigmoid(x), ir::erf(x),   ir::fabs(x), ir::floor(x), ir::ceil(x),
-                             ir::round(x), ir::pow(x, y), ir::fma(x, y, z)};
+  std::vector<Expr> calls = {ir::exp(x),     ir::log(x),    ir::sqrt(x),     ir::rsqrt(x), ir::tanh(x),
+                             ir::sigmoid(x), ir::erf(x),    ir::fabs(x),     ir::floor(x), ir::ceil(x),
+                             ir::round(x),   ir::pow(x, y), ir::fma(x, y, z)};
   std::vector<Stmt> stores;
   for (size_t c = 0; c < calls.size(); ++c) {
     Expr base = static_cast<int>(c) * len;
@@ -520,10 +525,23 @@ int64_t ulp_distance(float a, float b) {
 // 2 ULP of the correctly rounded value everywhere: subnormals, the limits of the range,
 // infinities and NaN included.
 TEST(LLVMCodegenTest, ApproximateMathIsVectorCodeWithinTwoUlps) {
-  std::vector<float> xs = {0.0f, -0.0f, 1.0f, -1.0f, 0.625f, -0.625f, 88.7228f, 88.73f, -87.34f, -103.9f, -104.0f,
-                           std::numeric_limits<float>::min(), std::numeric_limits<float>::denorm_min(),
-                           std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
-                           std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+  std::vector<float> xs = {0.0f,
+                           -0.0f,
+                           1.0f,
+                           -1.0f,
+                           0.625f,
+                           -0.625f,
+                           88.7228f,
+                           88.73f,
+                           -87.34f,
+                           -103.9f,
+                           -104.0f,
+                           std::numeric_limits<float>::min(),
+                           std::numeric_limits<float>::denorm_min(),
+                           std::numeric_limits<float>::max(),
+                           -std::numeric_limits<float>::max(),
+                           std::numeric_limits<float>::infinity(),
+                           -std::numeric_limits<float>::infinity(),
                            std::numeric_limits<float>::quiet_NaN()};
   for (int i = 0; i < 60000; ++i) xs.push_back(-20.0f + 40.0f * static_cast<float>(i) / 60000.0f);  // dense
   for (int e = -149; e < 128; ++e) {  // every binade, both signs
@@ -565,10 +583,10 @@ TEST(LLVMCodegenTest, ApproximateMathIsVectorCodeWithinTwoUlps) {
   EXPECT_NE(codegen::emit_llvm_ir({f}, native_options(), false).find("@tanhf"), std::string::npos);
 
   for (const LLVMBuildOptions &target : {o, [&] {
-         LLVMBuildOptions g = generic_options();
-         g.approx_math = true;
-         return g;
-       }()}) {
+                                           LLVMBuildOptions g = generic_options();
+                                           g.approx_math = true;
+                                           return g;
+                                         }()}) {
     SCOPED_TRACE(target.target);
     LLVMModule m(f, target);
     Tensor out = filled<float>({static_cast<int64_t>(names.size()), n}, 0.0f);
@@ -585,7 +603,8 @@ TEST(LLVMCodegenTest, ApproximateMathIsVectorCodeWithinTwoUlps) {
         if (names[c] == "tanh") want = std::tanh(x);
         if (names[c] == "sigmoid") want = 1.0 / (1.0 + std::exp(-x));
         if (names[c] == "erf") want = std::erf(x);
-        const int64_t d = ulp_distance(got[c * static_cast<size_t>(n) + static_cast<size_t>(k)], static_cast<float>(want));
+        const int64_t d =
+            ulp_distance(got[c * static_cast<size_t>(n) + static_cast<size_t>(k)], static_cast<float>(want));
         if (d > worst) {
           worst = d;
           worst_x = xs[static_cast<size_t>(k)];
@@ -611,12 +630,13 @@ TEST(LLVMCodegenTest, AllocationsOnStackAndHeapAndLets) {
                                                   ir::ForNode::make(j, 2, n - 2, ForKind::Serial, store(O, lt, j))})),
       ir::AllocateNode::make(
           Small.data, Float(32), {16}, "local",
-          ir::AllocateNode::make(Large.data, Float(32), {100000}, "global",
-                                 loop(k, 4,
-                                      ir::BlockNode::make({loop(m, 16, store(Small, ir::cast(Float(32), k * 16 + m), m)),
-                                                           store(Large, load(Small, ramp(0, 1, 16)), ramp(k * 16, 1, 16)),
-                                                           store(P, load(Large, ramp(k * 16, 1, 16)) * bcast(Expr(2.0f), 16),
-                                                                 ramp(k * 16, 1, 16))})))));
+          ir::AllocateNode::make(
+              Large.data, Float(32), {100000}, "global",
+              loop(k, 4,
+                   ir::BlockNode::make(
+                       {loop(m, 16, store(Small, ir::cast(Float(32), k * 16 + m), m)),
+                        store(Large, load(Small, ramp(0, 1, 16)), ramp(k * 16, 1, 16)),
+                        store(P, load(Large, ramp(k * 16, 1, 16)) * bcast(Expr(2.0f), 16), ramp(k * 16, 1, 16))})))));
   auto f = make_func("lets", {O, P}, {n}, body);
   auto r = run_interp_and_llvm(f, {filled<int32_t>({70000}, -99), filled<float>({64}, 0.0f)});
   expect_same(r);
@@ -633,9 +653,9 @@ TEST(LLVMCodegenTest, AssertFailureReturnsAnErrorAndFreesMemory) {
   Buffer T = test::alloc_buffer("tmp", Float(32), "global");
   Stmt body = ir::AllocateNode::make(
       T.data, Float(32), {n * 20000}, "global",
-      ir::AssertStmtNode::make(n > 4, "n must be greater than 4",
-                               loop(i, n, ir::BlockNode::make({store(T, load(A, i) * 2.0f, i * 20000),
-                                                               store(A, load(T, i * 20000), i)}))));
+      ir::AssertStmtNode::make(
+          n > 4, "n must be greater than 4",
+          loop(i, n, ir::BlockNode::make({store(T, load(A, i) * 2.0f, i * 20000), store(A, load(T, i * 20000), i)}))));
   auto f = make_func("checked", {A}, {n}, body);
   LLVMModule m(f, native_options());
   Tensor small = filled<float>({3}, 1.0f);
@@ -659,14 +679,16 @@ TEST(LLVMCodegenTest, AssertFailureReturnsAnErrorAndFreesMemory) {
 TEST(LLVMCodegenTest, ThreadLoopsRunSeriallyAndBarriersAreRejected) {
   Buffer A = ir::make_buffer("A", Int(32), {4, 8});
   Var bx("bx"), tx("tx");
-  Stmt body = loop(bx, 4, loop(tx, 8, store(A, bx * 10 + tx, A.offset_of({bx, tx})), ForKind::ThreadBinding, "threadIdx.x"),
-                   ForKind::ThreadBinding, "blockIdx.x");
+  Stmt body =
+      loop(bx, 4, loop(tx, 8, store(A, bx * 10 + tx, A.offset_of({bx, tx})), ForKind::ThreadBinding, "threadIdx.x"),
+           ForKind::ThreadBinding, "blockIdx.x");
   auto f = make_func("threads", {A}, {}, body);
   expect_same(run_interp_and_llvm(f, {filled<int32_t>({4, 8}, 0)}));
 
   Stmt sync = ir::EvaluateNode::make(
       ir::CallNode::make(Int(32), ir::intrinsic::kSyncThreads, {}, ir::CallNode::Kind::Intrinsic));
-  auto g = make_func("barrier", {A}, {}, loop(tx, 8, ir::BlockNode::make(sync, store(A, tx, tx)), ForKind::ThreadBinding, "threadIdx.x"));
+  auto g = make_func("barrier", {A}, {},
+                     loop(tx, 8, ir::BlockNode::make(sync, store(A, tx, tx)), ForKind::ThreadBinding, "threadIdx.x"));
   test::expect_error<UserError>([&] { LLVMModule m(g, native_options()); }, {"barrier", "barriers"});
 }
 
@@ -700,8 +722,9 @@ TEST(LLVMCodegenTest, FailureInsideAParallelLoopIsReported) {
   Stmt body = ir::AllocateNode::make(
       T.data, Int(32), {n * 10000}, "global",
       loop(i, n,
-           ir::AssertStmtNode::make(load(A, i) >= 0, "A must not be negative",
-                                    ir::BlockNode::make(store(T, load(A, i), i * 10000), store(A, load(T, i * 10000) + 1, i))),
+           ir::AssertStmtNode::make(
+               load(A, i) >= 0, "A must not be negative",
+               ir::BlockNode::make(store(T, load(A, i), i * 10000), store(A, load(T, i * 10000) + 1, i))),
            ForKind::Parallel));
   auto f = make_func("par_check", {A}, {n}, body);
   LLVMModule m(f, native_options());
@@ -718,11 +741,13 @@ TEST(LLVMCodegenTest, ModularAlignmentThroughLets) {
   Buffer B = ir::make_buffer("B", Float(32), {256});
   Var i("i"), base("base"), off("off");
   // base = i * 32 (a multiple of 32); off = base + 16: aligned to 64 bytes; off + 8: only 32.
-  Stmt body = loop(i, 8, ir::LetStmtNode::make(
-                             base, i * 32,
-                             ir::LetStmtNode::make(off, base + 16,
-                                                   ir::BlockNode::make(store(B, load(A, ramp(off, 1, 16)), ramp(off, 1, 16)),
-                                                                       store(B, load(A, ramp(base, 1, 8)), ramp(base + 8, 1, 8))))));
+  Stmt body =
+      loop(i, 8,
+           ir::LetStmtNode::make(
+               base, i * 32,
+               ir::LetStmtNode::make(off, base + 16,
+                                     ir::BlockNode::make(store(B, load(A, ramp(off, 1, 16)), ramp(off, 1, 16)),
+                                                         store(B, load(A, ramp(base, 1, 8)), ramp(base + 8, 1, 8))))));
   auto f = make_func("lets_align", {A, B}, {}, body);
   const std::string raw = codegen::emit_llvm_ir({f}, native_options(), false);
   EXPECT_TRUE(std::regex_search(raw, std::regex(R"(load <16 x float>, <16 x float>\* %\S+, align 64)"))) << raw;

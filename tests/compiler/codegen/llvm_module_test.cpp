@@ -281,8 +281,8 @@ TEST(LLVMTargetTest, BadTargetStringsAreUserErrors) {
 
 TEST(LLVMTargetTest, CrossTargetsExportButDoNotRunHere) {
   const LLVMTarget host = LLVMTarget::host();
-  const std::string cross = host.triple.rfind("aarch64", 0) == 0 ? "llvm -mtriple=x86_64-linux-gnu"
-                                                                  : "llvm -mtriple=aarch64-linux-gnu";
+  const std::string cross =
+      host.triple.rfind("aarch64", 0) == 0 ? "llvm -mtriple=x86_64-linux-gnu" : "llvm -mtriple=aarch64-linux-gnu";
   LLVMBuildOptions o;
   o.target = cross;
   EXPECT_FALSE(LLVMTarget::parse(cross).runs_on_host());
@@ -292,8 +292,11 @@ TEST(LLVMTargetTest, CrossTargetsExportButDoNotRunHere) {
   std::ifstream in(dir.file("row_add.o"), std::ios::binary);
   char header[20] = {};
   in.read(header, sizeof header);
-  EXPECT_EQ(std::string(header, 4), "\x7f" "ELF");
-  const uint16_t machine = static_cast<uint16_t>(static_cast<uint8_t>(header[18]) | (static_cast<uint8_t>(header[19]) << 8));
+  EXPECT_EQ(std::string(header, 4),
+            "\x7f"
+            "ELF");
+  const uint16_t machine =
+      static_cast<uint16_t>(static_cast<uint8_t>(header[18]) | (static_cast<uint8_t>(header[19]) << 8));
   EXPECT_EQ(machine, cross.find("aarch64") != std::string::npos ? 183 : 62);
   EXPECT_FALSE(codegen::emit_assembly({row_add()}, o).empty());
 }
@@ -321,7 +324,8 @@ TEST(LLVMModuleTest, FourThreadsCompileAndRunAtOnce) {
           for (const auto &a : in) got.push_back(testing::clone(a));
           m.call(f.name, got);
           for (size_t i = 0; i < got.size(); ++i) {
-            if (testing::max_diff(expect[i], got[i]) > op.tolerance) failures[static_cast<size_t>(t)] += op.name + " differs; ";
+            if (testing::max_diff(expect[i], got[i]) > op.tolerance)
+              failures[static_cast<size_t>(t)] += op.name + " differs; ";
           }
         }
       } catch (const std::exception &e) {
@@ -373,8 +377,8 @@ TEST(LLVMLibraryTest, LoadsAndRunsInThisProcess) {
   TempDir dir;
   const std::string lib = dir.file("librow.so");
   ir::LoweredFunc f = row_add();
-  ir::LoweredFunc g = test::make_func("scale", {ir::make_buffer("X", Int(32), {8})}, {},
-                                      loop(Var("i"), 8, ir::EvaluateNode::make(0)));
+  ir::LoweredFunc g =
+      test::make_func("scale", {ir::make_buffer("X", Int(32), {8})}, {}, loop(Var("i"), 8, ir::EvaluateNode::make(0)));
   {
     Var i("i");
     Buffer X = g.params[0];

@@ -106,8 +106,9 @@ TEST(GpuSimTest, LocalMemoryIsPerThreadAcrossABarrier) {
       loc.data, Float(32), {1}, "local",
       ir::BlockNode::make({store(loc, load(A, tx) * 2.0f, 0), store(sh, load(A, tx), tx), sync_threads(),
                            store(B, load(loc, 0) + load(sh, Expr(n - 1) - tx), tx)}));
-  auto f = make_func("local", {A, B}, {},
-                     ir::AllocateNode::make(sh.data, Float(32), {n}, "shared", thread_loop(tx, n, body, "threadIdx.x")));
+  auto f =
+      make_func("local", {A, B}, {},
+                ir::AllocateNode::make(sh.data, Float(32), {n}, "shared", thread_loop(tx, n, body, "threadIdx.x")));
   const auto a = iota(n, 1.0f);
   Tensor Bt = filled<float>({n}, 0.0f);
   interp::run(f, {make_tensor<float>({n}, a), Bt});
@@ -127,10 +128,10 @@ TEST(GpuSimTest, TwoDimensionalBlockTransposeThroughSharedTile) {
   Expr r = ir::floordiv(l, ty_n), c = ir::floormod(l, ty_n);
   Stmt body = ir::BlockNode::make({store(tile, load(A, ty * tx_n + tx), ty * tx_n + tx), sync_threads(),
                                    store(B, load(tile, c * tx_n + r), r * ty_n + c)});
-  auto f = make_func("transpose", {A, B}, {},
-                     ir::AllocateNode::make(tile.data, Float(32), {ty_n * tx_n}, "shared",
-                                            thread_loop(ty, ty_n, thread_loop(tx, tx_n, body, "threadIdx.x"),
-                                                        "threadIdx.y")));
+  auto f = make_func(
+      "transpose", {A, B}, {},
+      ir::AllocateNode::make(tile.data, Float(32), {ty_n * tx_n}, "shared",
+                             thread_loop(ty, ty_n, thread_loop(tx, tx_n, body, "threadIdx.x"), "threadIdx.y")));
   const auto a = iota(ty_n * tx_n, 1.0f);
   Tensor Bt = filled<float>({tx_n, ty_n}, 0.0f);
   interp::run(f, {make_tensor<float>({ty_n, tx_n}, a), Bt});
@@ -154,8 +155,9 @@ TEST(GpuSimTest, BarriersInsideALoopWithUniformBounds) {
   Stmt body = ir::AllocateNode::make(
       acc.data, Float(32), {1}, "local",
       ir::BlockNode::make({store(acc, Expr(0.0f), 0), loop(k, chunks, round), store(B, load(acc, 0), tx)}));
-  auto f = make_func("rounds", {A, B}, {},
-                     ir::AllocateNode::make(sh.data, Float(32), {n}, "shared", thread_loop(tx, n, body, "threadIdx.x")));
+  auto f =
+      make_func("rounds", {A, B}, {},
+                ir::AllocateNode::make(sh.data, Float(32), {n}, "shared", thread_loop(tx, n, body, "threadIdx.x")));
   const auto a = iota(chunks * n, 0.25f);
   Tensor Bt = filled<float>({n}, 0.0f);
   interp::run(f, {make_tensor<float>({chunks * n}, a), Bt});
@@ -170,11 +172,11 @@ TEST(GpuSimTest, BarriersInsideALoopWithUniformBounds) {
 TEST(GpuSimTest, BarrierReachedByOnlySomeThreadsIsAnError) {
   Buffer A = ir::make_buffer("A", Float(32), {8});
   Var tx("tx"), k("k");
-  auto in_if = make_func("diverge", {A}, {},
-                         thread_loop(tx, 8,
-                                     ir::BlockNode::make({store(A, Expr(1.0f), tx),
-                                                          ir::IfThenElseNode::make(tx < 4, sync_threads())}),
-                                     "threadIdx.x"));
+  auto in_if = make_func(
+      "diverge", {A}, {},
+      thread_loop(tx, 8,
+                  ir::BlockNode::make({store(A, Expr(1.0f), tx), ir::IfThenElseNode::make(tx < 4, sync_threads())}),
+                  "threadIdx.x"));
   expect_error<RuntimeError>([&] { interp::run(in_if, {filled<float>({8}, 0.0f)}); },
                              {"divergent barrier", "(tx < 4)", "threadIdx.x=0", "threadIdx.x=4"});
   auto in_loop = make_func("diverge_loop", {A}, {}, thread_loop(tx, 8, loop(k, tx, sync_threads()), "threadIdx.x"));
@@ -189,9 +191,9 @@ TEST(GpuSimTest, ThreadLoopsWithoutBarriersRunInTheCBackEndToo) {
   Var bx("bx"), tx("tx"), vt("vt");
   Expr i = (bx * 2 + vt) * threads + tx;
   Stmt body = ir::IfThenElseNode::make(ir::likely(i < n), store(B, load(A, i) * 3.0f, i));
-  Stmt kernel = loop(bx, 2, thread_loop(tx, threads, loop(vt, 2, body, ForKind::ThreadBinding, "vthread"),
-                                        "threadIdx.x"),
-                     ForKind::ThreadBinding, "blockIdx.x");
+  Stmt kernel =
+      loop(bx, 2, thread_loop(tx, threads, loop(vt, 2, body, ForKind::ThreadBinding, "vthread"), "threadIdx.x"),
+           ForKind::ThreadBinding, "blockIdx.x");
   auto f = make_func("scale", {A, B}, {}, kernel);
   const auto a = iota(n, 1.0f);
   auto r = test::run_both(f, {make_tensor<float>({n}, a), filled<float>({n}, 0.0f)});

@@ -70,10 +70,9 @@ TEST(InterpreterTest, MatmulWithLocalAccumulator) {
   Var i("i"), j("j"), k("k");
   Buffer accb = test::alloc_buffer("acc", Float(32));
   Stmt update = store(accb, load(accb, 0) + load(A, A.offset_of({i, k})) * load(B, B.offset_of({k, j})), 0);
-  Stmt body = ir::AllocateNode::make(
-      accb.data, Float(32), {1}, "local",
-      ir::BlockNode::make({store(accb, Expr(0.0f), 0), loop(k, K, update),
-                           store(C, load(accb, 0), C.offset_of({i, j}))}));
+  Stmt body = ir::AllocateNode::make(accb.data, Float(32), {1}, "local",
+                                     ir::BlockNode::make({store(accb, Expr(0.0f), 0), loop(k, K, update),
+                                                          store(C, load(accb, 0), C.offset_of({i, j}))}));
   auto f = make_func("matmul", {A, B, C}, {M, K, N}, loop(i, M, loop(j, N, body)));
 
   const int m = 5, n = 7, kk = 9;
@@ -97,8 +96,8 @@ template <typename T>
 void check_div_mod(ir::DataType t) {
   SCOPED_TRACE(t.to_string());
   const T lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
-  std::vector<std::pair<T, T>> pairs = {{7, 2}, {-7, 2}, {7, -2}, {-7, -2}, {0, 3},  {-1, 5},
-                                        {1, -5}, {6, 3}, {-6, 3}, {6, -3}, {lo, 3}, {hi, -7}};
+  std::vector<std::pair<T, T>> pairs = {{7, 2},  {-7, 2}, {7, -2}, {-7, -2}, {0, 3},  {-1, 5},
+                                        {1, -5}, {6, 3},  {-6, 3}, {6, -3},  {lo, 3}, {hi, -7}};
   // INT_MIN / -1 traps in C for int32 and int64; int8 promotes to int and wraps on the way back.
   if (sizeof(T) == 1) pairs.push_back({lo, -1});
   const int64_t len = static_cast<int64_t>(pairs.size());
@@ -146,17 +145,16 @@ TEST(InterpreterTest, IntegerArithmeticWrapsToItsWidth) {
   Buffer S16 = ir::make_buffer("S16", ir::Int(16), {1}), I32 = ir::make_buffer("I32", Int(32), {1});
   Buffer U32 = ir::make_buffer("U32", ir::UInt(32), {1});
   Stmt body = ir::BlockNode::make({
-      store(A8, load(A8, 0) + load(A8, 1), 0),          // 100 + 100
-      store(U8, load(U8, 0) + load(U8, 1), 0),          // 200 + 100
-      store(S16, load(S16, 0) * load(S16, 0), 0),       // 300 * 300
-      store(I32, load(I32, 0) + Expr(1), 0),            // INT32_MAX + 1
+      store(A8, load(A8, 0) + load(A8, 1), 0),                                 // 100 + 100
+      store(U8, load(U8, 0) + load(U8, 1), 0),                                 // 200 + 100
+      store(S16, load(S16, 0) * load(S16, 0), 0),                              // 300 * 300
+      store(I32, load(I32, 0) + Expr(1), 0),                                   // INT32_MAX + 1
       store(U32, load(U32, 0) - ir::make_const(ir::UInt(32), int64_t{1}), 0),  // 0 - 1
   });
   auto f = make_func("wrap", {A8, U8, S16, I32, U32}, {}, body);
-  auto r = run_both(f, {make_tensor<int8_t>({2}, {100, 100}), make_tensor<uint8_t>({2}, {200, 100}),
-                        make_tensor<int16_t>({1}, {300}),
-                        make_tensor<int32_t>({1}, {std::numeric_limits<int32_t>::max()}),
-                        make_tensor<uint32_t>({1}, {0})});
+  auto r = run_both(
+      f, {make_tensor<int8_t>({2}, {100, 100}), make_tensor<uint8_t>({2}, {200, 100}), make_tensor<int16_t>({1}, {300}),
+          make_tensor<int32_t>({1}, {std::numeric_limits<int32_t>::max()}), make_tensor<uint32_t>({1}, {0})});
   for_both(r, [&](const std::vector<Tensor> &out, const std::string &) {
     EXPECT_EQ(values<int8_t>(out[0])[0], -56);
     EXPECT_EQ(values<uint8_t>(out[1])[0], 44);
@@ -212,9 +210,9 @@ TEST(InterpreterTest, Float16StoresRoundToNearestEven) {
       loop(k, n, store(H3, load(H, k) * ir::make_const(Float(16), 3.0), k)),
   });
   auto f = make_func("half", {X, H, Y, H3, Z}, {n}, body);
-  auto r = run_both(f, {make_tensor<float>({len}, xs), test::half_tensor({len}, std::vector<uint16_t>(len)),
-                        filled<float>({len}, 0.0f), test::half_tensor({len}, std::vector<uint16_t>(len)),
-                        filled<float>({1}, 0.0f)});
+  auto r = run_both(
+      f, {make_tensor<float>({len}, xs), test::half_tensor({len}, std::vector<uint16_t>(len)),
+          filled<float>({len}, 0.0f), test::half_tensor({len}, std::vector<uint16_t>(len)), filled<float>({1}, 0.0f)});
   for_both(r, [&](const std::vector<Tensor> &out, const std::string &) {
     const auto y = values<float>(out[2]);
     const auto h3 = values<uint16_t>(out[3]);
@@ -231,8 +229,8 @@ TEST(InterpreterTest, Float16StoresRoundToNearestEven) {
       // Decode the stored bits of H3 independently.
       const uint16_t bits = h3[x];
       const int e = (bits >> 10) & 0x1f, mant = bits & 0x3ff;
-      double v = e == 0x1f ? (mant ? NAN : INFINITY)
-                           : (e == 0 ? std::ldexp(mant, -24) : std::ldexp(1024 + mant, e - 25));
+      double v =
+          e == 0x1f ? (mant ? NAN : INFINITY) : (e == 0 ? std::ldexp(mant, -24) : std::ldexp(1024 + mant, e - 25));
       if (bits & 0x8000) v = -v;
       EXPECT_EQ(static_cast<float>(v), reference_half(want * 3.0f));
     }
@@ -284,8 +282,11 @@ TEST(InterpreterTest, SelectEvaluatesBothValuesSoAnOutOfBoundsReadIsReported) {
   Buffer B = ir::make_buffer("B", Float(32), {n + 1});
   Var i("i");
   auto f = make_func("bad_guard", {A, B}, {n}, loop(i, n + 1, store(B, ir::select(i < n, load(A, i), Expr(0.0f)), i)));
-  expect_error<RuntimeError>([&] { interp::run(f, {filled<float>({3}, 1.0f), filled<float>({4}, 0.0f)}); },
-                             {"out-of-bounds load from buffer A", "index 3", "[0, 3)"});
+  expect_error<RuntimeError>(
+      [&] {
+        interp::run(f, {filled<float>({3}, 1.0f), filled<float>({4}, 0.0f)});
+      },
+      {"out-of-bounds load from buffer A", "index 3", "[0, 3)"});
 }
 
 TEST(InterpreterTest, VectorRampBroadcastLoadStoreWithPredicate) {
@@ -327,16 +328,16 @@ TEST(InterpreterTest, VectorRampBroadcastLoadStoreWithPredicate) {
 template <typename T>
 void check_math(ir::DataType t, double tol) {
   SCOPED_TRACE(t.to_string());
-  const std::vector<std::string> names = {"exp",  "log",  "sqrt",  "rsqrt", "tanh",  "sigmoid", "erf",
-                                          "fabs", "floor", "ceil", "round", "pow",   "fma"};
+  const std::vector<std::string> names = {"exp",  "log",   "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
+                                          "fabs", "floor", "ceil", "round", "pow",  "fma"};
   const int len = 9;
   Buffer X = ir::make_buffer("X", t, {len}), Y = ir::make_buffer("Y", t, {len}), Z = ir::make_buffer("Z", t, {len});
   Buffer O = ir::make_buffer("O", t, {static_cast<int>(names.size()), len});
   Var i("i");
   Expr x = load(X, i), y = load(Y, i), z = load(Z, i);
-  std::vector<Expr> calls = {ir::exp(x),   ir::log(x),   ir::sqrt(x), ir::rsqrt(x), ir::tanh(x),
-                             ir::sigmoid(x), ir::erf(x), ir::fabs(x), ir::floor(x), ir::ceil(x),
-                             ir::round(x), ir::pow(x, y), ir::fma(x, y, z)};
+  std::vector<Expr> calls = {ir::exp(x),     ir::log(x),    ir::sqrt(x),     ir::rsqrt(x), ir::tanh(x),
+                             ir::sigmoid(x), ir::erf(x),    ir::fabs(x),     ir::floor(x), ir::ceil(x),
+                             ir::round(x),   ir::pow(x, y), ir::fma(x, y, z)};
   std::vector<Stmt> stores;
   for (size_t c = 0; c < calls.size(); ++c) stores.push_back(store(O, calls[c], O.offset_of({static_cast<int>(c), i})));
   auto f = make_func("math", {X, Y, Z, O}, {}, loop(i, len, ir::BlockNode::make(stores)));
@@ -388,9 +389,9 @@ TEST(InterpreterTest, AssertFailureRaisesInTheInterpreterAndReturnsAnAssertStatu
   // A large allocation lives on the heap in C: the failure path frees it.
   Stmt body = ir::AllocateNode::make(
       T.data, Float(32), {n * 20000}, "global",
-      ir::AssertStmtNode::make(n > 4, "n must be greater than 4",
-                               loop(i, n, ir::BlockNode::make({store(T, load(A, i) * 2.0f, i * 20000),
-                                                               store(A, load(T, i * 20000), i)}))));
+      ir::AssertStmtNode::make(
+          n > 4, "n must be greater than 4",
+          loop(i, n, ir::BlockNode::make({store(T, load(A, i) * 2.0f, i * 20000), store(A, load(T, i * 20000), i)}))));
   auto f = make_func("checked", {A}, {n}, body);
   expect_error<RuntimeError>([&] { interp::run(f, {filled<float>({3}, 1.0f)}); }, {"n must be greater than 4"});
   codegen::CModule m(f, KILN_C_COMPILER);
@@ -409,10 +410,10 @@ TEST(InterpreterTest, LetAndLoopsWithNonZeroMinAndHeapAllocations) {
   Var i("i"), j("j"), x("x");
   Buffer Big = test::alloc_buffer("big", Int(32), "global");
   Expr lt = ir::LetNode::make(x, load(Big, j) * 2, ir::max(x + x, Expr(7)) - ir::min(x, Expr(3)));
-  Stmt body = ir::AllocateNode::make(
-      Big.data, Int(32), {n}, "global",
-      ir::BlockNode::make({loop(i, n, store(Big, i - 2, i)),
-                           ir::ForNode::make(j, 2, n - 2, ForKind::Serial, store(O, lt, j))}));
+  Stmt body =
+      ir::AllocateNode::make(Big.data, Int(32), {n}, "global",
+                             ir::BlockNode::make({loop(i, n, store(Big, i - 2, i)),
+                                                  ir::ForNode::make(j, 2, n - 2, ForKind::Serial, store(O, lt, j))}));
   auto f = make_func("lets", {O}, {n}, body);
   const int64_t len = 70000;  // 280 KB: malloc in C
   auto r = run_both(f, {filled<int32_t>({len}, -99)});
@@ -453,10 +454,16 @@ TEST(InterpreterTest, ArgumentErrorsNameTheArgument) {
   Buffer P = ir::make_buffer("P", Float(32), {n + 1});
   Var i("i");
   auto g = make_func("shapes", {W, P}, {n}, loop(i, n, store(P, load(W, i), i)));
-  expect_error<RuntimeError>([&] { interp::run(g, {filled<float>({5, 8}, 0.0f), filled<float>({9}, 0.0f)}); },
-                             {"shapes: argument 1 (W): dimension 0 must be 4"});
-  expect_error<RuntimeError>([&] { interp::run(g, {filled<float>({4, 8}, 0.0f), filled<float>({8}, 0.0f)}); },
-                             {"shapes: argument 2 (P): dimension 0 must be (n + 1)"});
+  expect_error<RuntimeError>(
+      [&] {
+        interp::run(g, {filled<float>({5, 8}, 0.0f), filled<float>({9}, 0.0f)});
+      },
+      {"shapes: argument 1 (W): dimension 0 must be 4"});
+  expect_error<RuntimeError>(
+      [&] {
+        interp::run(g, {filled<float>({4, 8}, 0.0f), filled<float>({8}, 0.0f)});
+      },
+      {"shapes: argument 2 (P): dimension 0 must be (n + 1)"});
   // A size that is no whole dimension of an argument cannot be given by any call.
   Buffer Q = ir::make_buffer("Q", Float(32), {n + 1});
   auto h = make_func("underived", {Q}, {n}, loop(i, n, store(Q, Expr(0.0f), i)));
@@ -470,14 +477,20 @@ TEST(InterpreterTest, OutOfBoundsAccessesAreReported) {
   Buffer B = ir::make_buffer("B", Float(32), {n + 1});
   Var i("i");
   auto read = make_func("read", {A, B}, {n}, loop(i, n + 1, store(B, load(A, i), i)));
-  expect_error<RuntimeError>([&] { interp::run(read, {filled<float>({4}, 0.0f), filled<float>({5}, 0.0f)}); },
-                             {"function read: out-of-bounds load from buffer A: index 4 is outside [0, 4)"});
+  expect_error<RuntimeError>(
+      [&] {
+        interp::run(read, {filled<float>({4}, 0.0f), filled<float>({5}, 0.0f)});
+      },
+      {"function read: out-of-bounds load from buffer A: index 4 is outside [0, 4)"});
   auto write = make_func("write", {A, B}, {n}, loop(i, n, store(A, load(B, i), i - 1)));
-  expect_error<RuntimeError>([&] { interp::run(write, {filled<float>({4}, 0.0f), filled<float>({5}, 0.0f)}); },
-                             {"out-of-bounds store to buffer A: index -1"});
+  expect_error<RuntimeError>(
+      [&] {
+        interp::run(write, {filled<float>({4}, 0.0f), filled<float>({5}, 0.0f)});
+      },
+      {"out-of-bounds store to buffer A: index -1"});
   Buffer T = test::alloc_buffer("t", Float(32));
-  auto local = make_func("local", {A}, {n},
-                         ir::AllocateNode::make(T.data, Float(32), {4}, "local", store(T, Expr(1.0f), n)));
+  auto local =
+      make_func("local", {A}, {n}, ir::AllocateNode::make(T.data, Float(32), {4}, "local", store(T, Expr(1.0f), n)));
   expect_error<RuntimeError>([&] { interp::run(local, {filled<float>({4}, 0.0f)}); },
                              {"out-of-bounds store to buffer t: index 4 is outside [0, 4)"});
   // A vector store: lanes are checked before any is written.
@@ -500,13 +513,18 @@ TEST(InterpreterTest, StepLimitStopsRunawayLoops) {
 TEST(InterpreterTest, IntegerDivisionByZeroAndBadCastsAreErrors) {
   Buffer A = ir::make_buffer("A", Int(32), {2});
   auto div = make_func("div", {A}, {}, store(A, load(A, 0) / load(A, 1), 0));
-  expect_error<RuntimeError>([&] { interp::run(div, {make_tensor<int32_t>({2}, {7, 0})}); },
-                             {"integer division by zero", "with operands 7 and 0"});
+  expect_error<RuntimeError>(
+      [&] {
+        interp::run(div, {make_tensor<int32_t>({2}, {7, 0})});
+      },
+      {"integer division by zero", "with operands 7 and 0"});
   Buffer F = ir::make_buffer("F", Float(32), {1});
   Buffer I = ir::make_buffer("I", Int(8), {1});
   auto cast = make_func("cast", {F, I}, {}, store(I, ir::cast(Int(8), load(F, 0)), 0));
   expect_error<RuntimeError>(
-      [&] { interp::run(cast, {make_tensor<float>({1}, {300.0f}), filled<int8_t>({1}, 0)}); },
+      [&] {
+        interp::run(cast, {make_tensor<float>({1}, {300.0f}), filled<int8_t>({1}, 0)});
+      },
       {"cast of 300 (float32) to int8 is out of range"});
   Tensor ok = filled<int8_t>({1}, 0);
   interp::run(cast, {make_tensor<float>({1}, {-127.9f}), ok});
@@ -517,11 +535,12 @@ TEST(InterpreterTest, UnwrittenAllocationsArePoisoned) {
   Buffer A = ir::make_buffer("A", Float(32), {1});
   Buffer B = ir::make_buffer("B", Int(32), {1});
   Buffer T = test::alloc_buffer("t", Float(32)), U = test::alloc_buffer("u", Int(32));
-  auto f = make_func("poison", {A, B}, {},
-                     ir::AllocateNode::make(T.data, Float(32), {2}, "local",
-                                            ir::AllocateNode::make(U.data, Int(32), {2}, "local",
-                                                                   ir::BlockNode::make({store(A, load(T, 1), 0),
-                                                                                        store(B, load(U, 1), 0)}))));
+  auto f =
+      make_func("poison", {A, B}, {},
+                ir::AllocateNode::make(
+                    T.data, Float(32), {2}, "local",
+                    ir::AllocateNode::make(U.data, Int(32), {2}, "local",
+                                           ir::BlockNode::make({store(A, load(T, 1), 0), store(B, load(U, 1), 0)}))));
   Tensor a = filled<float>({1}, 0.0f), b = filled<int32_t>({1}, 0);
   interp::run(f, {a, b});
   EXPECT_TRUE(std::isnan(values<float>(a)[0]));

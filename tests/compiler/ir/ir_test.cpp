@@ -20,8 +20,8 @@ TEST(DataType, PrintsAndParses) {
   EXPECT_EQ(Int(8, 16).to_string(), "int8x16");
   EXPECT_EQ(Bool().to_string(), "bool");
   EXPECT_EQ(UInt(64).to_string(), "uint64");
-  for (const char *s : {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
-                        "uint32", "uint64", "bool", "float32x8", "int8x64"}) {
+  for (const char *s : {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                        "uint64", "bool", "float32x8", "int8x64"}) {
     EXPECT_EQ(DataType::parse(s).to_string(), s);
   }
   EXPECT_THROW(DataType::parse("float7"), ExprError);
@@ -64,7 +64,8 @@ TEST(Expr, BadOperandsRaiseExprError) {
 
 TEST(Expr, Intrinsics) {
   Var x("x", Float(32));
-  for (Expr e : {exp(x), log(x), sqrt(x), rsqrt(x), tanh(x), sigmoid(x), erf(x), fabs(x), floor(x), ceil(x), round(x)}) {
+  for (Expr e :
+       {exp(x), log(x), sqrt(x), rsqrt(x), tanh(x), sigmoid(x), erf(x), fabs(x), floor(x), ceil(x), round(x)}) {
     const auto *c = e.as<CallNode>();
     ASSERT_NE(c, nullptr);
     EXPECT_TRUE(is_math_intrinsic(c->name));
@@ -90,9 +91,9 @@ TEST(Expr, Constants) {
 TEST(Printer, ReadableText) {
   Var i("i"), n("n");
   Var buf("A", Handle());
-  Stmt s = ForNode::make(i, 0, n, ForKind::Parallel,
-                         IfThenElseNode::make(likely(i < 10),
-                                              StoreNode::make(buf, LoadNode::make(Float(32), buf, i) * 2.0f, i)));
+  Stmt s = ForNode::make(
+      i, 0, n, ForKind::Parallel,
+      IfThenElseNode::make(likely(i < 10), StoreNode::make(buf, LoadNode::make(Float(32), buf, i) * 2.0f, i)));
   EXPECT_EQ(to_string(s),
             "for (i, 0, n) parallel {\n"
             "  if (likely((i < 10))) {\n"
@@ -121,8 +122,7 @@ TEST(Producer, NodesReferToProducersThroughTheInterface) {
   EXPECT_EQ(v.type(), Float(32));
   EXPECT_EQ(k.type(), Int(32));
   EXPECT_THROW(ProducerLoadNode::make(p, 2, {i}), InternalError);
-  Stmt s = ProducerRealizeNode::make(p, 1, {Range(0, 8)}, "global",
-                                     ProducerStoreNode::make(p, 1, k + 1, {i}));
+  Stmt s = ProducerRealizeNode::make(p, 1, {Range(0, 8)}, "global", ProducerStoreNode::make(p, 1, k + 1, {i}));
   EXPECT_EQ(to_string(s), "realize argmax.v1([0, 8]) {\n  argmax.v1(i) = (argmax.v1(i) + 1)\n}\n");
   // Producers are compared by identity.
   auto q = std::make_shared<TwoOutputs>();
@@ -133,7 +133,9 @@ TEST(Producer, NodesReferToProducersThroughTheInterface) {
 
 TEST(Structural, EqualityMapsBoundVariables) {
   Var i("i"), j("j"), buf("A", Handle());
-  auto loop = [&](Var v) { return ForNode::make(v, 0, 8, ForKind::Serial, StoreNode::make(buf, cast(Float(32), v), v)); };
+  auto loop = [&](Var v) {
+    return ForNode::make(v, 0, 8, ForKind::Serial, StoreNode::make(buf, cast(Float(32), v), v));
+  };
   EXPECT_TRUE(structural_equal(loop(i), loop(j)));
   EXPECT_EQ(structural_hash(loop(i)), structural_hash(loop(j)));
   Var x("x"), y("y");
@@ -211,7 +213,8 @@ TEST(Tensor, ComputeAndReduce) {
   Var n = te::var("n");
   auto A = te::placeholder({n, 16}, Float(32), "A");
   auto k = te::reduce_axis(16, "k");
-  auto S = te::compute({n}, [&](Var i) { return te::sum(A(i, k), {k}); }, "S");
+  auto S = te::compute(
+      {n}, [&](Var i) { return te::sum(A(i, k), {k}); }, "S");
   EXPECT_EQ(S.ndim(), 1);
   EXPECT_EQ(S.dtype(), Float(32));
   auto inputs = S.op()->input_tensors();
@@ -224,23 +227,27 @@ TEST(Tensor, ComputeAndReduce) {
 
 TEST(Tensor, MistakesRaiseExprError) {
   auto A = te::placeholder({4, 4}, Float(32), "A");
-  EXPECT_THROW(A(1), ExprError);                                         // wrong rank
-  EXPECT_THROW(A(Var("f", Float(32)), 0), ExprError);                    // float index
-  EXPECT_THROW(te::placeholder({0, 4}, Float(32), "Z"), ExprError);      // empty dimension
+  EXPECT_THROW(A(1), ExprError);                                     // wrong rank
+  EXPECT_THROW(A(Var("f", Float(32)), 0), ExprError);                // float index
+  EXPECT_THROW(te::placeholder({0, 4}, Float(32), "Z"), ExprError);  // empty dimension
   EXPECT_THROW(te::placeholder({Var("x", Float(32))}, Float(32)), ExprError);
   auto k = te::reduce_axis(4, "k");
-  EXPECT_THROW(te::compute({4}, [&](Var i) { return te::sum(A(i, k), {k}) + 1.0f; }, "bad"), ExprError);
+  EXPECT_THROW(te::compute(
+                   {4}, [&](Var i) { return te::sum(A(i, k), {k}) + 1.0f; }, "bad"),
+               ExprError);
   EXPECT_THROW(te::sum(A(0, 0), {}), ExprError);
   EXPECT_THROW(te::reduce_axis(0, "k0"), ExprError);
-  EXPECT_THROW(te::compute({4, 4}, [&](Var i) { return A(i, i); }, "arity"), ExprError);
+  EXPECT_THROW(te::compute(
+                   {4, 4}, [&](Var i) { return A(i, i); }, "arity"),
+               ExprError);
 }
 
 TEST(Tensor, CustomAndTupleReducers) {
   auto A = te::placeholder({8, 8}, Float(32), "A");
   auto k = te::reduce_axis(8, "k");
-  te::Reducer absmax([](Expr a, Expr b) { return max(fabs(a), fabs(b)); },
-                     [](DataType t) { return make_zero(t); });
-  auto M = te::compute({8}, [&](Var i) { return absmax(A(i, k), {k}); }, "M");
+  te::Reducer absmax([](Expr a, Expr b) { return max(fabs(a), fabs(b)); }, [](DataType t) { return make_zero(t); });
+  auto M = te::compute(
+      {8}, [&](Var i) { return absmax(A(i, k), {k}); }, "M");
   EXPECT_NE(M.op()->input_tensors().size(), 0u);
   auto k2 = te::reduce_axis(8, "k2");
   auto outs = te::compute_multi(

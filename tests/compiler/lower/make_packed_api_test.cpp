@@ -148,8 +148,7 @@ TEST(MakePackedApiTest, CompiledBackEndsRejectTheSameCallsWithTheSameMessages) {
       {[](RawCall &r) { r.shapes[2][0] = 2; },
        "row_add: argument 3 (C): dimension 0 must be n (dimension 0 of argument 1 (A))"},
       {[](RawCall &r) { r.shapes[1][0] = 5; }, "row_add: argument 2 (B): dimension 0 must be 4"},
-      {[&](RawCall &r) { r.args[2].strides = transposed; },
-       "row_add: argument 3 (C): stride of dimension 0 must be 4"},
+      {[&](RawCall &r) { r.args[2].strides = transposed; }, "row_add: argument 3 (C): stride of dimension 0 must be 4"},
       {[&](RawCall &r) { r.args[2].strides = compact; }, ""},
       {[](RawCall &r) { r.args[2].strides = nullptr; }, ""},
   };
@@ -176,14 +175,26 @@ TEST(MakePackedApiTest, TheInterpreterRaisesTheSameMessages) {
   const ir::LoweredFunc f = row_add();
   const Tensor a = filled<float>({3, 4}, 1.0f), b = filled<float>({4}, 2.0f), c = filled<float>({3, 4}, 0.0f);
   expect_error<RuntimeError>([&] { interp::run(f, {a, b}); }, {"row_add: expected 3 arguments (A, B, C)"});
-  expect_error<RuntimeError>([&] { interp::run(f, {a, Tensor(), c}); },
-                             {"row_add: argument 2 (B): the data pointer is null"});
-  expect_error<RuntimeError>([&] { interp::run(f, {a, filled<int32_t>({4}, 1), c}); },
-                             {"row_add: argument 2 (B): expected dtype float32"});
-  expect_error<RuntimeError>([&] { interp::run(f, {a, b, filled<float>({2, 4}, 0.0f)}); },
-                             {"row_add: argument 3 (C): dimension 0 must be n (dimension 0 of argument 1 (A))"});
-  expect_error<RuntimeError>([&] { interp::run(f, {a, filled<float>({5}, 0.0f), c}); },
-                             {"row_add: argument 2 (B): dimension 0 must be 4"});
+  expect_error<RuntimeError>(
+      [&] {
+        interp::run(f, {a, Tensor(), c});
+      },
+      {"row_add: argument 2 (B): the data pointer is null"});
+  expect_error<RuntimeError>(
+      [&] {
+        interp::run(f, {a, filled<int32_t>({4}, 1), c});
+      },
+      {"row_add: argument 2 (B): expected dtype float32"});
+  expect_error<RuntimeError>(
+      [&] {
+        interp::run(f, {a, b, filled<float>({2, 4}, 0.0f)});
+      },
+      {"row_add: argument 3 (C): dimension 0 must be n (dimension 0 of argument 1 (A))"});
+  expect_error<RuntimeError>(
+      [&] {
+        interp::run(f, {a, filled<float>({5}, 0.0f), c});
+      },
+      {"row_add: argument 2 (B): dimension 0 must be 4"});
   interp::run(f, {a, b, c});
   EXPECT_EQ(values<float>(c), std::vector<float>(12, 3.0f));
 }

@@ -142,7 +142,8 @@ void check_nchwc_configs(const ops::Task &task, const std::vector<int64_t> &data
     double worst = 0;
     testing::for_each_index(ref.shape, [&](const std::vector<int64_t> &i) {
       double g = got_b.at({i[0], i[1] / ob, i[2], i[3], i[1] % ob});
-      worst = std::max(worst, std::isnan(g) ? INFINITY : std::fabs(g - ref.at(i)) / std::max(1.0, std::fabs(ref.at(i))));
+      worst =
+          std::max(worst, std::isnan(g) ? INFINITY : std::fabs(g - ref.at(i)) / std::max(1.0, std::fabs(ref.at(i))));
     });
     EXPECT_LE(worst, tol);
   }
@@ -246,9 +247,9 @@ TEST(Conv2d, NchwcFixedBlocksAndSpaceSizes) {
   struct Layer {
     int64_t c, oc, hw, k, s, p, size;
   };
-  for (const Layer &l : {Layer{3, 64, 224, 7, 2, 3, 308}, Layer{64, 64, 56, 3, 1, 1, 980},
-                         Layer{128, 128, 28, 3, 1, 1, 1024}, Layer{256, 256, 14, 3, 1, 1, 972},
-                         Layer{512, 512, 7, 3, 1, 1, 800}}) {
+  for (const Layer &l :
+       {Layer{3, 64, 224, 7, 2, 3, 308}, Layer{64, 64, 56, 3, 1, 1, 980}, Layer{128, 128, 28, 3, 1, 1, 1024},
+        Layer{256, 256, 14, 3, 1, 1, 972}, Layer{512, 512, 7, 3, 1, 1, 800}}) {
     ConvParams p;
     p.sh = p.sw = l.s;
     p.pt = p.pl = p.pb = p.pr = l.p;
@@ -333,7 +334,8 @@ void check_depthwise_nchwc(const ops::Task &task, const std::vector<int64_t> &da
     double worst = 0;
     testing::for_each_index(ref.shape, [&](const std::vector<int64_t> &i) {
       double g = got_b.at({i[0], i[1] / cb, i[2], i[3], i[1] % cb});
-      worst = std::max(worst, std::isnan(g) ? INFINITY : std::fabs(g - ref.at(i)) / std::max(1.0, std::fabs(ref.at(i))));
+      worst =
+          std::max(worst, std::isnan(g) ? INFINITY : std::fabs(g - ref.at(i)) / std::max(1.0, std::fabs(ref.at(i))));
     });
     EXPECT_LE(worst, 1e-5);
   }

@@ -71,7 +71,9 @@ TEST(Gemm, DensePackPrepackedWeights) {
     auto in = testing::make_inputs(c, 16);
     Host packed = testing::to_host(in[1]);
     Host w({24, 12});
-    testing::for_each_index(w.shape, [&](const std::vector<int64_t> &i) { w.at(i) = packed.at({i[0] / bn, i[1], i[0] % bn}); });
+    testing::for_each_index(w.shape, [&](const std::vector<int64_t> &i) {
+      w.at(i) = packed.at({i[0] / bn, i[1], i[0] % bn});
+    });
     Host want = naive_gemm(testing::to_host(in[0]), w, true);
     EXPECT_LE(testing::rel_error(want, testing::run_config(task, cfg, in)[0]), 1e-5);
   }
@@ -115,15 +117,15 @@ TEST(Gemm, DenseInt8AccumulatesInInt32AndRequantizes) {
   Json e = Json::array({ops::epilogue::bias_add(), ops::epilogue::requantize(0.05, 3, "int8")});
   for (const char *name : {"dense_pack.x86", "dense_nopack.x86"}) {
     for (const Json &epi : {Json::array(), e}) {
-      ops::Task task(name,
-                     Json::object({{"data", tensor({8, 24}, "uint8")},
-                                   {"weight", tensor({32, 24}, "int8")},
-                                   {"epilogue", epi}}),
-                     kTarget);
+      ops::Task task(
+          name,
+          Json::object({{"data", tensor({8, 24}, "uint8")}, {"weight", tensor({32, 24}, "int8")}, {"epilogue", epi}}),
+          kTarget);
       EXPECT_EQ(task.workload().args["out_dtype"].as_string(), "int32");
       testing::check_against_reference(
           task, testing::test_configs(task, 2, 15),
-          [&](const std::vector<Host> &in) { return last_axis_epilogue(naive_gemm(in[0], in[1], true), epi, in); }, 0.0);
+          [&](const std::vector<Host> &in) { return last_axis_epilogue(naive_gemm(in[0], in[1], true), epi, in); },
+          0.0);
     }
   }
 }
@@ -135,7 +137,9 @@ TEST(Gemm, SpaceSizesMatchAutoTvm) {
     return Json::object({{"data", tensor({m, k})}, {"weight", tensor({n, k})}});
   };
   // 1000 is a multiple of AVX2's 8 lanes: tile_x holds the divisors of N, as in AutoTVM.
-  EXPECT_EQ(ops::Task("dense_pack.x86", dense(1, 1000, 512), driver::resolve_target("llvm -mcpu=haswell")).space().size(), 1000);
+  EXPECT_EQ(
+      ops::Task("dense_pack.x86", dense(1, 1000, 512), driver::resolve_target("llvm -mcpu=haswell")).space().size(),
+      1000);
   EXPECT_EQ(ops::Task("dense_nopack.x86", dense(1, 1000, 512), kTarget).space().size(), 160);
   EXPECT_EQ(ops::Task("dense_pack.x86", dense(128, 768, 768), kTarget).space().size(), 437400);
   // It is not one of AVX-512's 16 lanes: tile_x also holds the power-of-two tiles of padded
@@ -176,7 +180,9 @@ TEST(Gemm, DensePackPaddedWeightBlocks) {
     Host blocks = testing::to_host(in[1]);
     ASSERT_EQ(blocks.shape, (std::vector<int64_t>{(40 + bn - 1) / bn, 24, bn}));
     Host w({40, 24});
-    testing::for_each_index(w.shape, [&](const std::vector<int64_t> &i) { w.at(i) = blocks.at({i[0] / bn, i[1], i[0] % bn}); });
+    testing::for_each_index(w.shape, [&](const std::vector<int64_t> &i) {
+      w.at(i) = blocks.at({i[0] / bn, i[1], i[0] % bn});
+    });
     std::vector<Host> host = {testing::to_host(in[0]), w, testing::to_host(in[2])};
     Host want = last_axis_epilogue(naive_gemm(host[0], w, true), epi, host);
     EXPECT_LE(testing::rel_error(want, testing::run_config(packed, cfg, in)[0]), 1e-5);
@@ -190,8 +196,9 @@ TEST(Gemm, BatchMatmulPaddedWeightBlocks) {
                                          {"tile_x", Json::array_of(std::vector<int64_t>{2, 1, 16})},
                                          {"tile_k", Json::array_of(std::vector<int64_t>{2, 4})},
                                          {"tile_inner", Json::array_of(std::vector<int64_t>{3, 1})}});
-    testing::check_against_reference(task, {pad, task.default_config()},
-                                     [&](const std::vector<Host> &in) { return naive_gemm(in[0], in[1], true); }, 1e-5);
+    testing::check_against_reference(
+        task, {pad, task.default_config()}, [&](const std::vector<Host> &in) { return naive_gemm(in[0], in[1], true); },
+        1e-5);
   }
 }
 

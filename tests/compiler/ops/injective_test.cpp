@@ -18,8 +18,8 @@ using testing::tensor;
 const ops::Target kTarget = driver::resolve_target("llvm -mcpu=znver4");
 
 TEST(Injective, ElemwiseChain) {
-  Json ops_chain = Json::array({ops::epilogue::bias_add(), ops::epilogue::sigmoid(), ops::epilogue::multiply(),
-                                ops::epilogue::clip(0.1, 0.7)});
+  Json ops_chain = Json::array(
+      {ops::epilogue::bias_add(), ops::epilogue::sigmoid(), ops::epilogue::multiply(), ops::epilogue::clip(0.1, 0.7)});
   ops::Task task("elemwise.x86", Json::object({{"data", tensor({3, 5, 7, 11})}, {"epilogue", ops_chain}}), kTarget);
   testing::check_against_reference(
       task, testing::test_configs(task, 3, 101),
@@ -39,14 +39,17 @@ TEST(Injective, BroadcastBinaryOps) {
                         Case{{6, 40}, {6, 1}, "maximum"}, Case{{1}, {3, 20}, "subtract"}}) {
     Json epi = Json::array({ops::epilogue::relu()});
     ops::Task task("broadcast.x86",
-                   Json::object({{"lhs", tensor(k.l)}, {"rhs", tensor(k.r)}, {"op", k.op}, {"epilogue", epi}}), kTarget);
+                   Json::object({{"lhs", tensor(k.l)}, {"rhs", tensor(k.r)}, {"op", k.op}, {"epilogue", epi}}),
+                   kTarget);
     testing::check_against_reference(
         task, testing::test_configs(task, 2, 102),
         [&](const std::vector<Host> &in) {
           const size_t rank = std::max(k.l.size(), k.r.size());
           std::vector<int64_t> shape;
           for (size_t i = 0; i < rank; ++i) {
-            auto dim = [&](const std::vector<int64_t> &s) { return i < rank - s.size() ? 1 : s[i - (rank - s.size())]; };
+            auto dim = [&](const std::vector<int64_t> &s) {
+              return i < rank - s.size() ? 1 : s[i - (rank - s.size())];
+            };
             shape.push_back(std::max(dim(k.l), dim(k.r)));
           }
           Host out(shape);
@@ -73,15 +76,14 @@ TEST(Injective, Reductions) {
     bool keepdims;
     const char *op;
   };
-  for (const Case &k : {Case{{4, 6, 50}, {2}, false, "sum"}, Case{{4, 6, 50}, {0, 1}, true, "max"},
-                        Case{{5, 9, 8}, {1, 2}, false, "mean"}, Case{{3, 37}, {0, 1}, false, "min"},
-                        Case{{6, 7}, {1}, true, "prod"}}) {
-    ops::Task task("reduce.x86",
-                   Json::object({{"data", tensor(k.shape)},
-                                 {"axes", Json::array_of(k.axes)},
-                                 {"keepdims", k.keepdims},
-                                 {"op", k.op}}),
-                   kTarget);
+  for (const Case &k :
+       {Case{{4, 6, 50}, {2}, false, "sum"}, Case{{4, 6, 50}, {0, 1}, true, "max"},
+        Case{{5, 9, 8}, {1, 2}, false, "mean"}, Case{{3, 37}, {0, 1}, false, "min"}, Case{{6, 7}, {1}, true, "prod"}}) {
+    ops::Task task(
+        "reduce.x86",
+        Json::object(
+            {{"data", tensor(k.shape)}, {"axes", Json::array_of(k.axes)}, {"keepdims", k.keepdims}, {"op", k.op}}),
+        kTarget);
     const std::string op = k.op;
     testing::check_against_reference(
         task, testing::test_configs(task, 2, 103),
@@ -89,8 +91,10 @@ TEST(Injective, Reductions) {
           std::vector<int64_t> oshape;
           for (size_t d = 0; d < k.shape.size(); ++d) {
             bool red = std::find(k.axes.begin(), k.axes.end(), static_cast<int64_t>(d)) != k.axes.end();
-            if (!red) oshape.push_back(k.shape[d]);
-            else if (k.keepdims) oshape.push_back(1);
+            if (!red)
+              oshape.push_back(k.shape[d]);
+            else if (k.keepdims)
+              oshape.push_back(1);
           }
           if (oshape.empty()) oshape.push_back(1);
           double init = op == "max" ? -INFINITY : op == "min" ? INFINITY : op == "prod" ? 1.0 : 0.0;
@@ -101,8 +105,10 @@ TEST(Injective, Reductions) {
             std::vector<int64_t> o;
             for (size_t d = 0; d < k.shape.size(); ++d) {
               bool red = std::find(k.axes.begin(), k.axes.end(), static_cast<int64_t>(d)) != k.axes.end();
-              if (!red) o.push_back(i[d]);
-              else if (k.keepdims) o.push_back(0);
+              if (!red)
+                o.push_back(i[d]);
+              else if (k.keepdims)
+                o.push_back(0);
             }
             if (o.empty()) o.push_back(0);
             double v = in[0].at(i);
@@ -120,8 +126,10 @@ TEST(Injective, Reductions) {
 
 TEST(Injective, GenericScheduleOnAHandWrittenChain) {
   auto A = te::placeholder({7, 45}, ir::Float(32), "A");
-  auto B = te::compute({7, 45}, [&](ir::Var i, ir::Var j) { return A(i, j) * 2.0f; }, "B");
-  auto C = te::compute({7, 45}, [&](ir::Var i, ir::Var j) { return B(i, j) + A(i, j); }, "C");
+  auto B = te::compute(
+      {7, 45}, [&](ir::Var i, ir::Var j) { return A(i, j) * 2.0f; }, "B");
+  auto C = te::compute(
+      {7, 45}, [&](ir::Var i, ir::Var j) { return B(i, j) + A(i, j); }, "C");
   auto s = te::create_schedule({C});
   ops::schedule_injective(*s, C, kTarget);
   auto f = testing::check_against_unscheduled(*s, {A, C}, {{7, 45}, {7, 45}}, 0.0);

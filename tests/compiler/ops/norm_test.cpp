@@ -64,8 +64,9 @@ TEST(Norm, SoftmaxRowsWithEpilogueAndOneDimension) {
       },
       2e-5);
   ops::Task one("softmax.x86", Json::object({{"data", tensor({29})}}), kTarget);
-  testing::check_against_reference(one, testing::test_configs(one, 2, 86),
-                                   [&](const std::vector<Host> &in) { return naive_softmax(in[0], 0, false); }, 2e-5);
+  testing::check_against_reference(
+      one, testing::test_configs(one, 2, 86),
+      [&](const std::vector<Host> &in) { return naive_softmax(in[0], 0, false); }, 2e-5);
 }
 
 Host naive_layer_norm(const Host &x, int64_t first, double eps, const Host *gamma, const Host *beta) {
@@ -105,8 +106,8 @@ TEST(Norm, LayerNormTrailingAxes) {
     std::vector<int64_t> axes;
     bool scale, center;
   };
-  for (const Case &k : {Case{{4, 24}, {-1}, true, true}, Case{{2, 3, 5, 6}, {2, 3}, true, false},
-                        Case{{30}, {0}, false, true}}) {
+  for (const Case &k :
+       {Case{{4, 24}, {-1}, true, true}, Case{{2, 3, 5, 6}, {2, 3}, true, false}, Case{{30}, {0}, false, true}}) {
     Json args = Json::object({{"data", tensor(k.shape)},
                               {"axes", Json::array_of(k.axes)},
                               {"epsilon", 1e-3},

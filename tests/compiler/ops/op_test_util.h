@@ -74,13 +74,20 @@ inline double get_elem(const deploy::Tensor &t, int64_t i) {
 inline void set_elem(deploy::Tensor &t, int64_t i, double v) {
   auto dt = t.dtype();
   void *p = t.data();
-  if (dt.code == deploy::DType::Float && dt.bits == 32) static_cast<float *>(p)[i] = static_cast<float>(v);
-  else if (dt.code == deploy::DType::Float && dt.bits == 64) static_cast<double *>(p)[i] = v;
-  else if (dt.code == deploy::DType::Int && dt.bits == 32) static_cast<int32_t *>(p)[i] = static_cast<int32_t>(v);
-  else if (dt.code == deploy::DType::Int && dt.bits == 8) static_cast<int8_t *>(p)[i] = static_cast<int8_t>(v);
-  else if (dt.code == deploy::DType::UInt && dt.bits == 8) static_cast<uint8_t *>(p)[i] = static_cast<uint8_t>(v);
-  else if (dt.code == deploy::DType::Int && dt.bits == 64) static_cast<int64_t *>(p)[i] = static_cast<int64_t>(v);
-  else ADD_FAILURE() << "unsupported dtype in test";
+  if (dt.code == deploy::DType::Float && dt.bits == 32)
+    static_cast<float *>(p)[i] = static_cast<float>(v);
+  else if (dt.code == deploy::DType::Float && dt.bits == 64)
+    static_cast<double *>(p)[i] = v;
+  else if (dt.code == deploy::DType::Int && dt.bits == 32)
+    static_cast<int32_t *>(p)[i] = static_cast<int32_t>(v);
+  else if (dt.code == deploy::DType::Int && dt.bits == 8)
+    static_cast<int8_t *>(p)[i] = static_cast<int8_t>(v);
+  else if (dt.code == deploy::DType::UInt && dt.bits == 8)
+    static_cast<uint8_t *>(p)[i] = static_cast<uint8_t>(v);
+  else if (dt.code == deploy::DType::Int && dt.bits == 64)
+    static_cast<int64_t *>(p)[i] = static_cast<int64_t>(v);
+  else
+    ADD_FAILURE() << "unsupported dtype in test";
 }
 
 inline Host to_host(const deploy::Tensor &t) {
@@ -97,10 +104,14 @@ inline void fill(deploy::Tensor &t, uint64_t seed) {
   for (int64_t i = 0; i < t.numel(); ++i) {
     uint64_t r = rng();
     double v;
-    if (dt.code == deploy::DType::Float) v = static_cast<double>(r % 1024) / 256.0 - 2.0;
-    else if (dt.code == deploy::DType::UInt) v = static_cast<double>(r % 16);
-    else if (dt.bits == 8) v = static_cast<double>(static_cast<int64_t>(r % 16) - 8);
-    else v = static_cast<double>(static_cast<int64_t>(r % 128) - 64);
+    if (dt.code == deploy::DType::Float)
+      v = static_cast<double>(r % 1024) / 256.0 - 2.0;
+    else if (dt.code == deploy::DType::UInt)
+      v = static_cast<double>(r % 16);
+    else if (dt.bits == 8)
+      v = static_cast<double>(static_cast<int64_t>(r % 16) - 8);
+    else
+      v = static_cast<double>(static_cast<int64_t>(r % 128) - 64);
     set_elem(t, i, v);
   }
 }
@@ -149,7 +160,8 @@ inline double rel_error(const Host &want, const deploy::Tensor &got) {
 }
 
 // Iterates over every index of `shape` in row-major order.
-inline void for_each_index(const std::vector<int64_t> &shape, const std::function<void(const std::vector<int64_t> &)> &f) {
+inline void for_each_index(const std::vector<int64_t> &shape,
+                           const std::function<void(const std::vector<int64_t> &)> &f) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   std::vector<int64_t> idx(shape.size(), 0);
@@ -179,12 +191,18 @@ inline Host apply_epilogue(Host x, const contracts::Json &list, const std::vecto
       continue;
     }
     for (auto &v : x.data) {
-      if (op == "relu") v = std::max(v, 0.0);
-      else if (op == "clip") v = std::min(std::max(v, d["min"].as_double()), d["max"].as_double());
-      else if (op == "scale") v = v * d["value"].as_double();
-      else if (op == "sigmoid") v = 1.0 / (1.0 + std::exp(-v));
-      else if (op == "tanh") v = std::tanh(v);
-      else if (op == "cast") v = v;
+      if (op == "relu")
+        v = std::max(v, 0.0);
+      else if (op == "clip")
+        v = std::min(std::max(v, d["min"].as_double()), d["max"].as_double());
+      else if (op == "scale")
+        v = v * d["value"].as_double();
+      else if (op == "sigmoid")
+        v = 1.0 / (1.0 + std::exp(-v));
+      else if (op == "tanh")
+        v = std::tanh(v);
+      else if (op == "cast")
+        v = v;
       else if (op == "requantize") {
         std::string t = d["out_dtype"].as_string();
         double lo = t == "uint8" ? 0 : t == "int8" ? -128 : -2147483648.0;

@@ -79,8 +79,9 @@ void check_pool(const std::vector<int64_t> &shape, const PoolParams &p, const Js
   testing::check_against_reference(
       task, testing::test_configs(task, 2, seed),
       [&](const std::vector<Host> &in) {
-        return testing::apply_epilogue(naive_pool(in[0], p), epi, std::vector<Host>(in.begin() + 1, in.end()),
-                                       [&](const std::vector<int64_t> &i) { return blocked ? i[1] * cb + i[4] : i[1]; });
+        return testing::apply_epilogue(
+            naive_pool(in[0], p), epi, std::vector<Host>(in.begin() + 1, in.end()),
+            [&](const std::vector<int64_t> &i) { return blocked ? i[1] * cb + i[4] : i[1]; });
       },
       1e-5);
 }

@@ -73,8 +73,9 @@ TEST(Registry, EquivalentArgumentsGiveTheSameKey) {
 
 TEST(Registry, BadWorkloadsAreUserErrors) {
   EXPECT_THROW(ops::Task("dense_pack.x86", Json::object({{"data", tensor({4, 8})}}), kTarget), ops::OpError);
-  EXPECT_THROW(ops::Task("dense_pack.x86", Json::object({{"data", tensor({4, 8})}, {"weight", tensor({4, 9})}}), kTarget),
-               ops::OpError);
+  EXPECT_THROW(
+      ops::Task("dense_pack.x86", Json::object({{"data", tensor({4, 8})}, {"weight", tensor({4, 9})}}), kTarget),
+      ops::OpError);
   EXPECT_THROW(ops::Task("dense_pack.x86",
                          Json::object({{"data", tensor({4, 8})},
                                        {"weight", tensor({4, 8})},
@@ -161,16 +162,21 @@ TEST(Registry, ManyConfigsOfEveryTemplateLower) {
       {"matmul.x86", Json::object({{"a", tensor({6, 20})}, {"b", tensor({20, 12})}})},
       {"batch_matmul.x86", Json::object({{"a", tensor({2, 6, 8})}, {"b", tensor({2, 12, 8})}})},
       {"conv2d_nchw.x86",
-       Json::object({{"data", tensor({1, 4, 7, 9})}, {"kernel", tensor({8, 4, 3, 3})}, {"padding", 1}, {"epilogue", relu}})},
+       Json::object(
+           {{"data", tensor({1, 4, 7, 9})}, {"kernel", tensor({8, 4, 3, 3})}, {"padding", 1}, {"epilogue", relu}})},
       {"conv2d_nchwc.x86",
-       Json::object({{"data", tensor({1, 8, 7, 9})}, {"kernel", tensor({8, 8, 3, 3})}, {"padding", 1}, {"epilogue", relu}})},
+       Json::object(
+           {{"data", tensor({1, 8, 7, 9})}, {"kernel", tensor({8, 8, 3, 3})}, {"padding", 1}, {"epilogue", relu}})},
       {"conv2d_nchwc.x86", Json::object({{"data", tensor({1, 8, 5, 5})}, {"kernel", tensor({16, 8, 1, 1})}})},
       {"depthwise_conv2d_nchw.x86",
-       Json::object({{"data", tensor({1, 4, 9, 9})}, {"kernel", tensor({4, 1, 3, 3})}, {"strides", 2}, {"padding", 1}})},
+       Json::object(
+           {{"data", tensor({1, 4, 9, 9})}, {"kernel", tensor({4, 1, 3, 3})}, {"strides", 2}, {"padding", 1}})},
       {"depthwise_conv2d_nchwc.x86",
-       Json::object({{"data", tensor({1, 8, 9, 7})}, {"kernel", tensor({8, 1, 3, 3})}, {"padding", 1}, {"epilogue", relu}})},
+       Json::object(
+           {{"data", tensor({1, 8, 9, 7})}, {"kernel", tensor({8, 1, 3, 3})}, {"padding", 1}, {"epilogue", relu}})},
       {"conv2d_transpose_nchw.x86",
-       Json::object({{"data", tensor({1, 4, 4, 4})}, {"kernel", tensor({4, 4, 3, 3})}, {"strides", 2}, {"padding", 1}})},
+       Json::object(
+           {{"data", tensor({1, 4, 4, 4})}, {"kernel", tensor({4, 4, 3, 3})}, {"strides", 2}, {"padding", 1}})},
       {"pool2d.x86", Json::object({{"data", tensor({1, 4, 9, 9})},
                                    {"kernel", Json::array_of(std::vector<int64_t>{3, 3})},
                                    {"padding", 1},

@@ -23,7 +23,9 @@ inline Stmt loop(const Var &v, Expr min, Expr extent, Stmt body, ForKind kind = 
   return ForNode::make(v, std::move(min), std::move(extent), kind, std::move(body));
 }
 inline Stmt block(std::vector<Stmt> stmts) { return BlockNode::make(std::move(stmts)); }
-inline Expr ramp(Expr base, Expr stride, int lanes) { return RampNode::make(std::move(base), std::move(stride), lanes); }
+inline Expr ramp(Expr base, Expr stride, int lanes) {
+  return RampNode::make(std::move(base), std::move(stride), lanes);
+}
 inline Expr bcast(Expr value, int lanes) { return BroadcastNode::make(std::move(value), lanes); }
 
 }  // namespace kiln::ir::testing

@@ -62,8 +62,8 @@ struct SplitTail {
 TEST(LoopPartition, ConstantBoundSplitsOuterLoopIntoMainAndTail) {
   SplitTail t;
   Var n20("n");
-  Stmt s = loop(t.xo, 0, 3, loop(t.xi, 0, 8, IfThenElseNode::make(likely(t.idx < 20),
-                                                                  store(t.b, load(t.a, t.idx) + 1.0f, t.idx))));
+  Stmt s = loop(t.xo, 0, 3,
+                loop(t.xi, 0, 8, IfThenElseNode::make(likely(t.idx < 20), store(t.b, load(t.a, t.idx) + 1.0f, t.idx))));
   Stmt out = loop_partition(s);
   auto loops = top_loops(out);
   ASSERT_EQ(loops.size(), 2u) << out;
@@ -201,8 +201,8 @@ TEST(LoopPartition, SymbolicSplitOfAVectorizedLoopIsLeftAlone) {
 
 TEST(LoopPartition, ThreadBindingIsNotSplitButItsInnerLoopIs) {
   SplitTail t;
-  Stmt s = ForNode::make(t.xo, 0, floordiv(t.n + 7, 8), ForKind::ThreadBinding, loop(t.xi, 0, 8, t.guarded),
-                         "blockIdx.x");
+  Stmt s =
+      ForNode::make(t.xo, 0, floordiv(t.n + 7, 8), ForKind::ThreadBinding, loop(t.xi, 0, 8, t.guarded), "blockIdx.x");
   Stmt out = loop_partition(s);
   const auto *f = out.as<ForNode>();
   ASSERT_NE(f, nullptr) << out;

@@ -89,8 +89,8 @@ TEST(RemoveNoOp, AttrAroundNothingIsRemoved) {
 
 TEST(RemoveNoOp, UntouchedIrIsReturnedAsIs) {
   Var a = buffer_var("A"), b = buffer_var("B"), i("i"), n("n"), x("x", Float(32));
-  Stmt s = loop(i, 0, n,
-                IfThenElseNode::make(i < 3, LetStmtNode::make(x, load(a, i), store(b, x, i)), store(b, 0.0f, i)));
+  Stmt s =
+      loop(i, 0, n, IfThenElseNode::make(i < 3, LetStmtNode::make(x, load(a, i), store(b, x, i)), store(b, 0.0f, i)));
   EXPECT_TRUE(remove_no_op(s).same_as(s));
 }
 

@@ -20,8 +20,7 @@ int allocations(const Stmt &s) {
 
 // A[i] -> T1 -> T2 -> T3 -> B, each stage one loop over 16 elements.
 struct Chain {
-  Var a = buffer_var("A"), b = buffer_var("B"), t1 = buffer_var("T1"), t2 = buffer_var("T2"),
-      t3 = buffer_var("T3");
+  Var a = buffer_var("A"), b = buffer_var("B"), t1 = buffer_var("T1"), t2 = buffer_var("T2"), t3 = buffer_var("T3");
   Var i0{"i"}, i1{"i"}, i2{"i"}, i3{"i"};
   Stmt s0 = loop(i0, 0, 16, store(t1, load(a, i0) + 1.0f, i0));
   Stmt s1 = loop(i1, 0, 16, store(t2, load(t1, i1) * 2.0f, i1));
@@ -92,8 +91,8 @@ TEST(StorageRewrite, OverlappingLifetimesDoNotShare) {
 
 TEST(StorageRewrite, SharedScopeIsLeftAlone) {
   Chain c;
-  Stmt s = c.alloc(c.t1, c.alloc(c.t2, c.alloc(c.t3, block({c.s0, c.s1, c.s2, c.s3}), 16, "shared"), 16, "shared"),
-                   16, "shared");
+  Stmt s = c.alloc(c.t1, c.alloc(c.t2, c.alloc(c.t3, block({c.s0, c.s1, c.s2, c.s3}), 16, "shared"), 16, "shared"), 16,
+                   "shared");
   EXPECT_TRUE(storage_rewrite(s).same_as(s));
 }
 
@@ -107,8 +106,9 @@ TEST(StorageRewrite, BufferPassedToACallKeepsItsMemory) {
 TEST(StorageRewrite, AccessesInsideOneLoopAreOneLifetime) {
   Chain c;
   Var i("i");
-  Stmt fused = loop(i, 0, 16, block({store(c.t1, load(c.a, i), i), store(c.t2, load(c.t1, i), i),
-                                     store(c.t3, load(c.t2, i), i), store(c.b, load(c.t3, i), i)}));
+  Stmt fused = loop(i, 0, 16,
+                    block({store(c.t1, load(c.a, i), i), store(c.t2, load(c.t1, i), i), store(c.t3, load(c.t2, i), i),
+                           store(c.b, load(c.t3, i), i)}));
   Stmt s = c.alloc(c.t1, c.alloc(c.t2, c.alloc(c.t3, fused)));
   EXPECT_TRUE(storage_rewrite(s).same_as(s));
 }

@@ -21,8 +21,8 @@ int count(const Stmt &s, NodeType t) {
 TEST(UnrollLoops, ConstantExtentBecomesCopiesWithTheIndexSubstituted) {
   Var a = buffer_var("A"), b = buffer_var("B"), i("i");
   Stmt s = loop(i, 0, 3, store(b, load(a, i) * 2.0f, i), ForKind::Unrolled);
-  Stmt expected = block({store(b, load(a, 0) * 2.0f, 0), store(b, load(a, 1) * 2.0f, 1),
-                         store(b, load(a, 2) * 2.0f, 2)});
+  Stmt expected =
+      block({store(b, load(a, 0) * 2.0f, 0), store(b, load(a, 1) * 2.0f, 1), store(b, load(a, 2) * 2.0f, 2)});
   EXPECT_TRUE(ir_equal(unroll_loops(s), expected));
 }
 
@@ -91,10 +91,9 @@ TEST(UnrollLoops, AutoUnrollLeavesNonSerialAndSymbolicLoops) {
 
 TEST(UnrollLoops, DefinitionsInsideCopiesGetFreshVariables) {
   Var a = buffer_var("A"), b = buffer_var("B"), t = buffer_var("T"), i("i"), x("x", Float(32)), k("k");
-  Stmt body = AllocateNode::make(
-      t, Float(32), {4}, "local",
-      block({loop(k, 0, 4, store(t, load(a, i * 4 + k), k)),
-             LetStmtNode::make(x, load(t, 0) + load(t, 3), store(b, x, i))}));
+  Stmt body = AllocateNode::make(t, Float(32), {4}, "local",
+                                 block({loop(k, 0, 4, store(t, load(a, i * 4 + k), k)),
+                                        LetStmtNode::make(x, load(t, 0) + load(t, 3), store(b, x, i))}));
   Stmt out = unroll_loops(loop(i, 0, 2, body, ForKind::Unrolled));
   const auto *blk = out.as<BlockNode>();
   ASSERT_NE(blk, nullptr);

@@ -161,9 +161,9 @@ TEST(VectorizeLoops, TailGuardBecomesPredicatedStoreAndLoad) {
 
 TEST(VectorizeLoops, IfElseOfStoresPredicatesBothSides) {
   Var a = buffer_var("A"), b = buffer_var("B"), i("i");
-  Stmt s = loop(i, 0, 8,
-                IfThenElseNode::make(load(a, i) > 0.0f, store(b, load(a, i), i), store(b, 0.0f - load(a, i), i)),
-                ForKind::Vectorized);
+  Stmt s =
+      loop(i, 0, 8, IfThenElseNode::make(load(a, i) > 0.0f, store(b, load(a, i), i), store(b, 0.0f - load(a, i), i)),
+           ForKind::Vectorized);
   Stmt out = vectorize_loops(s);
   const auto *blk = out.as<BlockNode>();
   ASSERT_NE(blk, nullptr) << out;
@@ -181,8 +181,8 @@ TEST(VectorizeLoops, LaneDependentIfAroundNonStoresIsScalarized) {
 
 TEST(VectorizeLoops, GuardedIntegerDivisionIsScalarized) {
   Var a = buffer_var("A", Int(32)), d = buffer_var("D", Int(32)), i("i");
-  Stmt s = loop(i, 0, 4, IfThenElseNode::make(load(d, i) != 0, store(a, load(a, i) / load(d, i), i)),
-                ForKind::Vectorized);
+  Stmt s =
+      loop(i, 0, 4, IfThenElseNode::make(load(d, i) != 0, store(a, load(a, i) / load(d, i), i)), ForKind::Vectorized);
   expect_scalarized(s);
 }
 

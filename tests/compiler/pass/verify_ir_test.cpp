@@ -74,8 +74,8 @@ TEST(VerifyIR, StoreToUndefinedBuffer) {
 TEST(VerifyIR, LoadFromBufferAfterItsAllocation) {
   Fixture f;
   Var t = buffer_var("T");
-  Stmt body = block({AllocateNode::make(t, Float(32), {4}, "local", store(t, 0.0f, 0)),
-                     store(f.b.data, load(t, 0), 0)});
+  Stmt body =
+      block({AllocateNode::make(t, Float(32), {4}, "local", store(t, 0.0f, 0)), store(f.b.data, load(t, 0), 0)});
   std::string err = verify_error(f.func(body));
   EXPECT_NE(err.find("load from undefined buffer 'T'"), std::string::npos) << err;
 }
@@ -104,8 +104,8 @@ TEST(VerifyIR, MismatchedLanes) {
 
 TEST(VerifyIR, LoopWithVectorBounds) {
   Fixture f;
-  Stmt bad = Stmt(std::make_shared<ForNode>(f.i, ramp(0, 1, 4), Expr(4), ForKind::Serial, store(f.b.data, 0.0f, 0),
-                                            ""));
+  Stmt bad =
+      Stmt(std::make_shared<ForNode>(f.i, ramp(0, 1, 4), Expr(4), ForKind::Serial, store(f.b.data, 0.0f, 0), ""));
   std::string err = verify_error(f.func(bad));
   EXPECT_NE(err.find("loop over 'i' has vector bounds"), std::string::npos) << err;
 }
@@ -121,9 +121,9 @@ TEST(VerifyIR, NestedThreadBindingsOfOneTagMustAgree) {
             std::string::npos)
       << err;
   EXPECT_EQ(verify_error(f.func(bind(tx, 64, bind(ty, 64, store(f.b.data, 0.0f, tx + ty))))), "");
-  EXPECT_EQ(verify_error(f.func(block({bind(tx, 64, store(f.b.data, 0.0f, tx)),
-                                       bind(ty, 32, store(f.b.data, 0.0f, ty))}))),
-            "");
+  EXPECT_EQ(
+      verify_error(f.func(block({bind(tx, 64, store(f.b.data, 0.0f, tx)), bind(ty, 32, store(f.b.data, 0.0f, ty))}))),
+      "");
 }
 
 TEST(VerifyIR, VariableRedefinedInsideItsOwnScope) {

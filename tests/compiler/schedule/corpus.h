@@ -12,8 +12,8 @@ namespace kiln::testing {
 
 struct CorpusOp {
   std::string name;
-  std::vector<te::Tensor> args;                // inputs then outputs
-  std::vector<std::vector<int64_t>> shapes;    // concrete shape of each arg
+  std::vector<te::Tensor> args;              // inputs then outputs
+  std::vector<std::vector<int64_t>> shapes;  // concrete shape of each arg
   double tolerance;
 };
 
@@ -34,7 +34,8 @@ inline CorpusOp corpus_matmul() {
   auto A = te::placeholder({12, 10}, Float(32), "A");
   auto B = te::placeholder({10, 14}, Float(32), "B");
   auto k = te::reduce_axis(10, "k");
-  auto C = te::compute({12, 14}, [&](Var i, Var j) { return te::sum(A(i, k) * B(k, j), {k}); }, "C");
+  auto C = te::compute(
+      {12, 14}, [&](Var i, Var j) { return te::sum(A(i, k) * B(k, j), {k}); }, "C");
   return make_op("matmul", {A, B, C}, 1e-4);
 }
 
@@ -70,7 +71,9 @@ inline CorpusOp corpus_depthwise() {
   auto ry = te::reduce_axis(k, "ry"), rx = te::reduce_axis(k, "rx");
   auto Y = te::compute(
       {1, c, h - k + 1, w - k + 1},
-      [&](Var b, Var ch, Var y, Var x) { return te::sum(X(b, ch, y + ry, x + rx) * W(ch, 0, ry, rx), {ry, rx}); },
+      [&](Var b, Var ch, Var y, Var x) {
+        return te::sum(X(b, ch, y + ry, x + rx) * W(ch, 0, ry, rx), {ry, rx});
+      },
       "dwconv");
   return make_op("depthwise_conv2d", {X, W, Y}, 1e-4);
 }
@@ -80,7 +83,10 @@ inline CorpusOp corpus_maxpool() {
   auto X = te::placeholder({2, 3, 9, 9}, Float(32), "X");
   auto ry = te::reduce_axis(3, "ry"), rx = te::reduce_axis(3, "rx");
   auto Y = te::compute(
-      {2, 3, 4, 4}, [&](Var b, Var c, Var y, Var x) { return te::max(X(b, c, y * 2 + ry, x * 2 + rx), {ry, rx}); },
+      {2, 3, 4, 4},
+      [&](Var b, Var c, Var y, Var x) {
+        return te::max(X(b, c, y * 2 + ry, x * 2 + rx), {ry, rx});
+      },
       "maxpool");
   return make_op("max_pool", {X, Y}, 0.0);
 }
@@ -90,9 +96,13 @@ inline CorpusOp corpus_avgpool() {
   auto X = te::placeholder({2, 3, 8, 8}, Float(32), "X");
   auto ry = te::reduce_axis(2, "ry"), rx = te::reduce_axis(2, "rx");
   auto S = te::compute(
-      {2, 3, 4, 4}, [&](Var b, Var c, Var y, Var x) { return te::sum(X(b, c, y * 2 + ry, x * 2 + rx), {ry, rx}); },
+      {2, 3, 4, 4},
+      [&](Var b, Var c, Var y, Var x) {
+        return te::sum(X(b, c, y * 2 + ry, x * 2 + rx), {ry, rx});
+      },
       "poolsum");
-  auto Y = te::compute({2, 3, 4, 4}, [&](Var b, Var c, Var y, Var x) { return S(b, c, y, x) * 0.25f; }, "avgpool");
+  auto Y = te::compute(
+      {2, 3, 4, 4}, [&](Var b, Var c, Var y, Var x) { return S(b, c, y, x) * 0.25f; }, "avgpool");
   return make_op("avg_pool", {X, Y}, 1e-5);
 }
 
@@ -101,18 +111,23 @@ inline CorpusOp corpus_softmax() {
   const int m = 6, n = 13;
   auto X = te::placeholder({m, n}, Float(32), "X");
   auto k1 = te::reduce_axis(n, "k1");
-  auto M = te::compute({m}, [&](Var i) { return te::max(X(i, k1), {k1}); }, "rowmax");
-  auto E = te::compute({m, n}, [&](Var i, Var j) { return exp(X(i, j) - M(i)); }, "exp");
+  auto M = te::compute(
+      {m}, [&](Var i) { return te::max(X(i, k1), {k1}); }, "rowmax");
+  auto E = te::compute(
+      {m, n}, [&](Var i, Var j) { return exp(X(i, j) - M(i)); }, "exp");
   auto k2 = te::reduce_axis(n, "k2");
-  auto S = te::compute({m}, [&](Var i) { return te::sum(E(i, k2), {k2}); }, "expsum");
-  auto Y = te::compute({m, n}, [&](Var i, Var j) { return E(i, j) / S(i); }, "softmax");
+  auto S = te::compute(
+      {m}, [&](Var i) { return te::sum(E(i, k2), {k2}); }, "expsum");
+  auto Y = te::compute(
+      {m, n}, [&](Var i, Var j) { return E(i, j) / S(i); }, "softmax");
   return make_op("softmax", {X, Y}, 1e-5);
 }
 
 inline CorpusOp corpus_transpose() {
   using namespace ir;
   auto X = te::placeholder({5, 7, 3}, Float(32), "X");
-  auto Y = te::compute({3, 5, 7}, [&](Var a, Var b, Var c) { return X(b, c, a); }, "transpose");
+  auto Y = te::compute(
+      {3, 5, 7}, [&](Var a, Var b, Var c) { return X(b, c, a); }, "transpose");
   return make_op("transpose", {X, Y}, 0.0);
 }
 
@@ -121,9 +136,12 @@ inline CorpusOp corpus_bias_relu() {
   auto X = te::placeholder({4, 6, 10}, Float(32), "X");
   auto Bv = te::placeholder({6}, Float(32), "bias");
   auto R = te::placeholder({4, 6, 10}, Float(32), "residual");
-  auto A = te::compute({4, 6, 10}, [&](Var n, Var c, Var w) { return X(n, c, w) + Bv(c); }, "add_bias");
-  auto Y = te::compute({4, 6, 10}, [&](Var n, Var c, Var w) { return max(A(n, c, w), 0.0f); }, "relu");
-  auto Z = te::compute({4, 6, 10}, [&](Var n, Var c, Var w) { return Y(n, c, w) + R(n, c, w); }, "residual_add");
+  auto A = te::compute(
+      {4, 6, 10}, [&](Var n, Var c, Var w) { return X(n, c, w) + Bv(c); }, "add_bias");
+  auto Y = te::compute(
+      {4, 6, 10}, [&](Var n, Var c, Var w) { return max(A(n, c, w), 0.0f); }, "relu");
+  auto Z = te::compute(
+      {4, 6, 10}, [&](Var n, Var c, Var w) { return Y(n, c, w) + R(n, c, w); }, "residual_add");
   return make_op("bias_relu_residual", {X, Bv, R, Z}, 0.0);
 }
 
@@ -133,15 +151,17 @@ inline CorpusOp corpus_custom_reduce() {
   auto k = te::reduce_axis(11, "k");
   // Sum of squares minus one per element, as a user-defined commutative reducer over int32.
   te::Reducer sumsq([](Expr a, Expr b) { return a + b; }, [](DataType t) { return make_zero(t); });
-  auto Y = te::compute({9}, [&](Var i) { return sumsq(X(i, k) * X(i, k) - 1, {k}); }, "sumsq");
+  auto Y = te::compute(
+      {9}, [&](Var i) { return sumsq(X(i, k) * X(i, k) - 1, {k}); }, "sumsq");
   auto k2 = te::reduce_axis(11, "k2");
   te::Reducer absmax([](Expr a, Expr b) { return max(a, b); }, [](DataType t) { return min_value(t); });
-  auto Z = te::compute({9}, [&](Var i) { return absmax(abs(X(i, k2)) + Y(i), {k2}); }, "absmax");
+  auto Z = te::compute(
+      {9}, [&](Var i) { return absmax(abs(X(i, k2)) + Y(i), {k2}); }, "absmax");
   return make_op("custom_reduce", {X, Z}, 0.0);
 }
 
 inline std::vector<std::function<CorpusOp()>> corpus() {
-  return {corpus_matmul, corpus_conv2d,    corpus_depthwise, corpus_maxpool,      corpus_avgpool,
+  return {corpus_matmul,  corpus_conv2d,    corpus_depthwise, corpus_maxpool,      corpus_avgpool,
           corpus_softmax, corpus_transpose, corpus_bias_relu, corpus_custom_reduce};
 }
 

@@ -17,10 +17,13 @@ struct Fixture {
   std::unique_ptr<te::Schedule> s;
   Fixture() {
     A = te::placeholder({16, 16}, Float(32), "A");
-    B = te::compute({16, 16}, [&](Var i, Var j) { return A(i, j) * 2.0f; }, "B");
+    B = te::compute(
+        {16, 16}, [&](Var i, Var j) { return A(i, j) * 2.0f; }, "B");
     auto k = te::reduce_axis(16, "k");
-    C = te::compute({16}, [&](Var i) { return te::sum(B(i, k), {k}); }, "C");
-    D = te::compute({16, 16}, [&](Var i, Var j) { return A(i, j) + 1.0f; }, "D");
+    C = te::compute(
+        {16}, [&](Var i) { return te::sum(B(i, k), {k}); }, "C");
+    D = te::compute(
+        {16, 16}, [&](Var i, Var j) { return A(i, j) + 1.0f; }, "D");
     s = te::create_schedule(std::vector<te::Tensor>{C, D});
   }
   te::Stage operator[](const te::Tensor &t) { return (*s)[t]; }
@@ -64,8 +67,12 @@ TEST(ScheduleErrors, SplitAnAxisThatWasFused) {
 }
 
 TEST(ScheduleErrors, SplitByZero) {
-  expect_schedule_error([](Fixture &f) { IterVar o, i; f[f.B].split(f[f.B].axis(0), 0, &o, &i); },
-                        {"stage B", "axis i", "positive"});
+  expect_schedule_error(
+      [](Fixture &f) {
+        IterVar o, i;
+        f[f.B].split(f[f.B].axis(0), 0, &o, &i);
+      },
+      {"stage B", "axis i", "positive"});
 }
 
 TEST(ScheduleErrors, AxisOfAnotherStage) {
@@ -95,8 +102,11 @@ TEST(ScheduleErrors, FuseDataWithReduceAxis) {
 }
 
 TEST(ScheduleErrors, ReorderListsAxisTwice) {
-  expect_schedule_error([](Fixture &f) { f[f.B].reorder({f[f.B].axis(0), f[f.B].axis(0)}); },
-                        {"stage B", "axis i", "twice"});
+  expect_schedule_error(
+      [](Fixture &f) {
+        f[f.B].reorder({f[f.B].axis(0), f[f.B].axis(0)});
+      },
+      {"stage B", "axis i", "twice"});
 }
 
 TEST(ScheduleErrors, ComputeAtNonConsumer) {
@@ -118,8 +128,10 @@ TEST(ScheduleErrors, InlineAReduction) {
       [](Fixture &) {
         auto A = te::placeholder({8, 8}, Float(32), "A");
         auto k = te::reduce_axis(8, "k");
-        auto R = te::compute({8}, [&](Var i) { return te::sum(A(i, k), {k}); }, "R");
-        auto Y = te::compute({8}, [&](Var i) { return R(i) + 1.0f; }, "Y");
+        auto R = te::compute(
+            {8}, [&](Var i) { return te::sum(A(i, k), {k}); }, "R");
+        auto Y = te::compute(
+            {8}, [&](Var i) { return R(i) + 1.0f; }, "Y");
         auto s = te::create_schedule({Y});
         (*s)[R].compute_inline();
       },
@@ -151,7 +163,8 @@ TEST(ScheduleErrors, BindTwoAxesToOneThread) {
 }
 
 TEST(ScheduleErrors, BindToUnknownTag) {
-  expect_schedule_error([](Fixture &f) { f[f.D].bind(f[f.D].axis(0), "warpIdx.x"); }, {"stage D", "axis i", "warpIdx.x"});
+  expect_schedule_error([](Fixture &f) { f[f.D].bind(f[f.D].axis(0), "warpIdx.x"); },
+                        {"stage D", "axis i", "warpIdx.x"});
 }
 
 TEST(ScheduleErrors, VectorizeReductionAxis) {
@@ -174,7 +187,8 @@ TEST(ScheduleErrors, UnrollAParallelAxis) {
 }
 
 TEST(ScheduleErrors, RfactorDataAxis) {
-  expect_schedule_error([](Fixture &f) { f.s->rfactor(f.C, f[f.C].axis(0)); }, {"stage C", "axis i", "not a reduction axis"});
+  expect_schedule_error([](Fixture &f) { f.s->rfactor(f.C, f[f.C].axis(0)); },
+                        {"stage C", "axis i", "not a reduction axis"});
 }
 
 TEST(ScheduleErrors, CacheWriteAfterSplit) {
@@ -213,8 +227,10 @@ TEST(ScheduleErrors, ThreadExtentsDisagree) {
   expect_schedule_error(
       [](Fixture &) {
         auto A = te::placeholder({64}, Float(32), "A");
-        auto B = te::compute({64}, [&](Var i) { return A(i) + 1.0f; }, "B");
-        auto C = te::compute({64}, [&](Var i) { return B(i) * 2.0f; }, "C");
+        auto B = te::compute(
+            {64}, [&](Var i) { return A(i) + 1.0f; }, "B");
+        auto C = te::compute(
+            {64}, [&](Var i) { return B(i) * 2.0f; }, "C");
         auto s = te::create_schedule({C});
         IterVar bo, bi, co, ci;
         (*s)[C].split((*s)[C].axis(0), 8, &co, &ci);
@@ -244,9 +260,12 @@ TEST(ScheduleErrors, ReaderOutsideTheAttachPoint) {
       [](Fixture &) {
         auto A = te::placeholder({8, 8}, Float(32), "A");
         auto k = te::reduce_axis(8, "k");
-        auto M = te::compute({8}, [&](Var i) { return te::max(A(i, k), {k}); }, "M");
-        auto E = te::compute({8, 8}, [&](Var i, Var j) { return A(i, j) - M(i); }, "E");
-        auto O = te::compute({8, 8}, [&](Var i, Var j) { return E(i, j) * 2.0f; }, "O");
+        auto M = te::compute(
+            {8}, [&](Var i) { return te::max(A(i, k), {k}); }, "M");
+        auto E = te::compute(
+            {8, 8}, [&](Var i, Var j) { return A(i, j) - M(i); }, "E");
+        auto O = te::compute(
+            {8, 8}, [&](Var i, Var j) { return E(i, j) * 2.0f; }, "O");
         auto s = te::create_schedule({O});
         (*s)[M].compute_at((*s)[O], (*s)[O].axis(0));  // E, which reads M, stays at the root
         lower::lower(*s, {A, O}, "f");
@@ -258,9 +277,12 @@ TEST(ComputeAt, AttachmentsInAnyOrder) {
   // M is attached before E, the stage that reads it, is attached: accepted, and correct.
   auto A = te::placeholder({8, 8}, Float(32), "A");
   auto k = te::reduce_axis(8, "k");
-  auto M = te::compute({8}, [&](Var i) { return te::max(A(i, k), {k}); }, "M");
-  auto E = te::compute({8, 8}, [&](Var i, Var j) { return A(i, j) - M(i); }, "E");
-  auto O = te::compute({8, 8}, [&](Var i, Var j) { return E(i, j) * 2.0f; }, "O");
+  auto M = te::compute(
+      {8}, [&](Var i) { return te::max(A(i, k), {k}); }, "M");
+  auto E = te::compute(
+      {8, 8}, [&](Var i, Var j) { return A(i, j) - M(i); }, "E");
+  auto O = te::compute(
+      {8, 8}, [&](Var i, Var j) { return E(i, j) * 2.0f; }, "O");
   auto s = te::create_schedule({O});
   (*s)[M].compute_at((*s)[O], (*s)[O].axis(0));
   (*s)[E].compute_at((*s)[O], (*s)[O].axis(0));

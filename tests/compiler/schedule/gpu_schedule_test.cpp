@@ -32,7 +32,8 @@ struct Matmul {
     A = te::placeholder({m, k}, Float(32), "A");
     B = te::placeholder({k, n}, Float(32), "B");
     auto r = te::reduce_axis(k, "k");
-    C = te::compute({m, n}, [&](Var i, Var j) { return te::sum(A(i, r) * B(r, j), {r}); }, "C");
+    C = te::compute(
+        {m, n}, [&](Var i, Var j) { return te::sum(A(i, r) * B(r, j), {r}); }, "C");
   }
 };
 

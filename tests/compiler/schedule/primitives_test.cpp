@@ -17,7 +17,8 @@ TEST(Primitives, SplitWithSymbolicLength) {
   Var n = te::var("n");
   auto A = te::placeholder({n}, Float(32), "A");
   auto B = te::placeholder({n}, Float(32), "B");
-  auto C = te::compute({n}, [&](Var i) { return A(i) + B(i); }, "C");
+  auto C = te::compute(
+      {n}, [&](Var i) { return A(i) + B(i); }, "C");
   auto s = te::create_schedule({C});
   IterVar xo, xi;
   (*s)[C].split((*s)[C].axis(0), 32, &xo, &xi);
@@ -50,7 +51,8 @@ using testing::check_against_unscheduled;
 
 TEST(Primitives, TileFuseReorderOnCopy) {
   auto A = te::placeholder({20, 12}, Float(32), "A");
-  auto B = te::compute({20, 12}, [&](Var i, Var j) { return A(i, j); }, "B");
+  auto B = te::compute(
+      {20, 12}, [&](Var i, Var j) { return A(i, j); }, "B");
   auto s = te::create_schedule({B});
   auto st = (*s)[B];
   IterVar xo, yo, xi, yi, f;
@@ -65,8 +67,10 @@ TEST(Primitives, TileFuseReorderOnCopy) {
 TEST(Primitives, ComputeAtAndInline) {
   Var n = te::var("n");
   auto A = te::placeholder({n}, Float(32), "A");
-  auto B = te::compute({n}, [&](Var i) { return A(i) * 2.0f; }, "B");
-  auto C = te::compute({n}, [&](Var i) { return B(i) + 1.0f; }, "C");
+  auto B = te::compute(
+      {n}, [&](Var i) { return A(i) * 2.0f; }, "B");
+  auto C = te::compute(
+      {n}, [&](Var i) { return B(i) + 1.0f; }, "C");
   {
     auto s = te::create_schedule({C});
     IterVar xo, xi;
@@ -88,7 +92,8 @@ TEST(Primitives, ComputeAtAndInline) {
 
 te::Tensor matmul(const te::Tensor &A, const te::Tensor &B, const Expr &k_extent) {
   auto k = te::reduce_axis(k_extent, "k");
-  return te::compute({A.shape()[0], B.shape()[1]}, [&](Var i, Var j) { return te::sum(A(i, k) * B(k, j), {k}); }, "C");
+  return te::compute(
+      {A.shape()[0], B.shape()[1]}, [&](Var i, Var j) { return te::sum(A(i, k) * B(k, j), {k}); }, "C");
 }
 
 TEST(Primitives, CacheReadAndCacheWriteOnMatmul) {
@@ -114,7 +119,8 @@ TEST(Primitives, CacheReadAndCacheWriteOnMatmul) {
 TEST(Primitives, RfactorOfSum) {
   auto A = te::placeholder({8, 64}, Float(32), "A");
   auto k = te::reduce_axis(64, "k");
-  auto S = te::compute({8}, [&](Var i) { return te::sum(A(i, k), {k}); }, "S");
+  auto S = te::compute(
+      {8}, [&](Var i) { return te::sum(A(i, k), {k}); }, "S");
   auto s = te::create_schedule({S});
   IterVar ko, ki;
   (*s)[S].split(k, 16, &ko, &ki);
@@ -127,7 +133,8 @@ TEST(Primitives, RfactorOfSum) {
 
 TEST(Primitives, AnnotationsKeepValues) {
   auto A = te::placeholder({37, 19}, Float(32), "A");
-  auto B = te::compute({37, 19}, [&](Var i, Var j) { return A(i, j) * A(i, j) + 1.0f; }, "B");
+  auto B = te::compute(
+      {37, 19}, [&](Var i, Var j) { return A(i, j) * A(i, j) + 1.0f; }, "B");
   auto s = te::create_schedule({B});
   auto st = (*s)[B];
   IterVar jo, ji;
@@ -143,7 +150,8 @@ TEST(Primitives, AnnotationsKeepValues) {
 
 TEST(Primitives, GpuBindingRunsInTheInterpreter) {
   auto A = te::placeholder({100}, Float(32), "A");
-  auto B = te::compute({100}, [&](Var i) { return A(i) + 3.0f; }, "B");
+  auto B = te::compute(
+      {100}, [&](Var i) { return A(i) + 3.0f; }, "B");
   auto s = te::create_schedule({B});
   IterVar bx, tx;
   (*s)[B].split((*s)[B].axis(0), 32, &bx, &tx);
@@ -157,8 +165,10 @@ TEST(Primitives, GpuBindingRunsInTheInterpreter) {
 
 TEST(Primitives, StorageAlignAndPragma) {
   auto A = te::placeholder({16, 16}, Float(32), "A");
-  auto B = te::compute({16, 16}, [&](Var i, Var j) { return A(i, j) * 2.0f; }, "B");
-  auto C = te::compute({16, 16}, [&](Var i, Var j) { return B(j, i) + 1.0f; }, "C");
+  auto B = te::compute(
+      {16, 16}, [&](Var i, Var j) { return A(i, j) * 2.0f; }, "B");
+  auto C = te::compute(
+      {16, 16}, [&](Var i, Var j) { return B(j, i) + 1.0f; }, "C");
   auto s = te::create_schedule({C});
   (*s)[B].storage_align((*s)[B].axis(0), 32, 1);
   (*s)[C].pragma((*s)[C].axis(0), "auto_unroll_max_step", 16);
@@ -194,7 +204,10 @@ TEST(Primitives, MultiOutputComputeAndTupleReduction) {
       },
       "argmax");
   auto both = te::compute_multi(
-      {m, n}, [&](const std::vector<Var> &i) { return std::vector<Expr>{X(i[0], i[1]) * 2.0f, -X(i[0], i[1])}; },
+      {m, n},
+      [&](const std::vector<Var> &i) {
+        return std::vector<Expr>{X(i[0], i[1]) * 2.0f, -X(i[0], i[1])};
+      },
       "pair");
   auto s1 = te::create_schedule({am[0].op()});
   IterVar ko, ki;

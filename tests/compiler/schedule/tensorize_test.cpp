@@ -33,7 +33,8 @@ te::TensorIntrin gemv_intrin() {
   auto a = te::placeholder({4, 8}, Float(32), "a");
   auto b = te::placeholder({8}, Float(32), "b");
   auto k = te::reduce_axis(8, "k");
-  auto c = te::compute({4}, [&](Var i) { return te::sum(a(i, k) * b(k), {k}); }, "c");
+  auto c = te::compute(
+      {4}, [&](Var i) { return te::sum(a(i, k) * b(k), {k}); }, "c");
   return te::decl_tensor_intrin(
       "gemv4x8", c, [](const TensorIntrinBuffers &bf) { return gemv_body(bf, 0); },
       [](const TensorIntrinBuffers &bf) { return gemv_body(bf, 1); },
@@ -44,7 +45,8 @@ TEST(Tensorize, WholeReductionInsideTheIntrinsic) {
   auto A = te::placeholder({16, 8}, Float(32), "A");
   auto B = te::placeholder({8}, Float(32), "B");
   auto k = te::reduce_axis(8, "k");
-  auto C = te::compute({16}, [&](Var i) { return te::sum(A(i, k) * B(k), {k}); }, "C");
+  auto C = te::compute(
+      {16}, [&](Var i) { return te::sum(A(i, k) * B(k), {k}); }, "C");
   auto s = te::create_schedule({C});
   IterVar io, ii;
   (*s)[C].split((*s)[C].axis(0), 4, &io, &ii);
@@ -61,7 +63,8 @@ TEST(Tensorize, ResetAndUpdateWhenReductionLoopsAreOutside) {
   auto A = te::placeholder({16, 24}, Float(32), "A");
   auto B = te::placeholder({24}, Float(32), "B");
   auto k = te::reduce_axis(24, "k");
-  auto C = te::compute({16}, [&](Var i) { return te::sum(A(i, k) * B(k), {k}); }, "C");
+  auto C = te::compute(
+      {16}, [&](Var i) { return te::sum(A(i, k) * B(k), {k}); }, "C");
   auto s = te::create_schedule({C});
   auto st = (*s)[C];
   IterVar io, ii, ko, ki;
@@ -77,7 +80,8 @@ TEST(Tensorize, MismatchingPatternIsAScheduleError) {
   auto B = te::placeholder({8}, Float(32), "B");
   auto k = te::reduce_axis(8, "k");
   // A + B instead of A * B.
-  auto C = te::compute({16}, [&](Var i) { return te::sum(A(i, k) + B(k), {k}); }, "C");
+  auto C = te::compute(
+      {16}, [&](Var i) { return te::sum(A(i, k) + B(k), {k}); }, "C");
   auto s = te::create_schedule({C});
   IterVar io, ii;
   (*s)[C].split((*s)[C].axis(0), 4, &io, &ii);
@@ -97,7 +101,8 @@ TEST(Tensorize, WrongExtentIsAScheduleError) {
   auto A = te::placeholder({16, 8}, Float(32), "A");
   auto B = te::placeholder({8}, Float(32), "B");
   auto k = te::reduce_axis(8, "k");
-  auto C = te::compute({16}, [&](Var i) { return te::sum(A(i, k) * B(k), {k}); }, "C");
+  auto C = te::compute(
+      {16}, [&](Var i) { return te::sum(A(i, k) * B(k), {k}); }, "C");
   auto s = te::create_schedule({C});
   IterVar io, ii;
   (*s)[C].split((*s)[C].axis(0), 8, &io, &ii);
