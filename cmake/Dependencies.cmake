@@ -9,7 +9,7 @@ function(kiln_missing_dependency what package)
     "(scripts/bootstrap.sh installs every build dependency).")
 endfunction()
 
-# --- LLVM 14: code generation and the JIT -------------------------------------------------------
+# LLVM 14: code generation and the JIT
 # Debian builds LLVM as one shared library (libLLVM-14.so), which links much faster than the
 # component archives; the component archives are the fallback for an LLVM built without it.
 find_package(LLVM 14 CONFIG HINTS /usr/lib/llvm-14/lib/cmake/llvm)
@@ -30,7 +30,7 @@ else()
   set(KILN_LLVM_LINKAGE "component libraries")
 endif()
 
-# --- protobuf and gRPC: the service contracts in proto/ ------------------------------------------
+# protobuf and gRPC: the service contracts in proto/
 find_package(Protobuf)
 if(NOT Protobuf_FOUND OR NOT Protobuf_PROTOC_EXECUTABLE)
   kiln_missing_dependency("protobuf (library and protoc)" "libprotobuf-dev protobuf-compiler")
@@ -43,7 +43,7 @@ if(NOT TARGET gRPC::grpc_cpp_plugin)
   kiln_missing_dependency("grpc_cpp_plugin" protobuf-compiler-grpc)
 endif()
 
-# --- XGBoost: the cost model ----------------------------------------------------------------------
+# XGBoost: the cost model
 # Debian's XGBoost CMake config also requires the command-line tool (/usr/bin/xgboost), so the
 # C API library and header are located directly.
 find_path(KILN_XGBOOST_INCLUDE_DIR xgboost/c_api.h)
@@ -56,13 +56,13 @@ set_target_properties(kiln::xgboost PROPERTIES
   IMPORTED_LOCATION "${KILN_XGBOOST_LIBRARY}"
   INTERFACE_INCLUDE_DIRECTORIES "${KILN_XGBOOST_INCLUDE_DIR}")
 
-# --- SQLite: the tuning log ----------------------------------------------------------------------
+# SQLite: the tuning log
 find_package(SQLite3)
 if(NOT SQLite3_FOUND)
   kiln_missing_dependency("SQLite 3" libsqlite3-dev)
 endif()
 
-# --- Small libraries for the tools and services ---------------------------------------------------
+# Small libraries for the tools and services
 find_package(CLI11 CONFIG)
 if(NOT CLI11_FOUND)
   kiln_missing_dependency("CLI11" libcli11-dev)
@@ -80,7 +80,7 @@ if(NOT spdlog_FOUND)
   kiln_missing_dependency("spdlog" libspdlog-dev)
 endif()
 
-# --- Peers measured by the benchmarks: OpenBLAS and oneDNN ----------------------------------------
+# Peers measured by the benchmarks: OpenBLAS and oneDNN
 # Debian's OpenBLAS config sets variables only (for the variant selected by update-alternatives).
 find_package(OpenBLAS CONFIG QUIET)
 if(OpenBLAS_FOUND)
@@ -108,7 +108,7 @@ if(NOT dnnl_FOUND)
   kiln_missing_dependency("oneDNN" "libdnnl-dev ocl-icd-opencl-dev opencl-c-headers")
 endif()
 
-# --- Tests and benchmarks -------------------------------------------------------------------------
+# Tests and benchmarks
 if(KILN_BUILD_TESTS)
   find_package(GTest CONFIG)
   if(NOT GTest_FOUND OR NOT TARGET GTest::gmock)
@@ -122,7 +122,7 @@ if(KILN_BUILD_BENCH)
   endif()
 endif()
 
-# --- CUDA (optional): NVRTC for the CUDA code generator -------------------------------------------
+# CUDA (optional): NVRTC for the CUDA code generator
 # Kiln builds and passes its tests without CUDA. With the toolkit present, kiln::cuda carries the
 # toolkit headers (NVRTC and the driver API), libnvrtc and the KILN_HAVE_CUDA=1 definition. The
 # driver library itself is not linked here: NVRTC compiles without a GPU or a driver.
