@@ -38,9 +38,7 @@ struct ConfigRecord {
   // The knobs as a Json array of [knob, value] pairs.
   Json knobs_value() const;
 
-  bool operator==(const ConfigRecord &o) const {
-    return index == o.index && space == o.space && knobs == o.knobs;
-  }
+  bool operator==(const ConfigRecord &o) const { return index == o.index && space == o.space && knobs == o.knobs; }
   bool operator!=(const ConfigRecord &o) const { return !(*this == o); }
 };
 

@@ -1,7 +1,7 @@
 #pragma once
 // The one conversion between Kiln's vocabulary (contracts::Workload, contracts::Target,
-// contracts::ConfigRecord and autotune::Config through it) and its wire form (kiln.v1.Workload, kiln.v1.Target, kiln.v1.Config), as
-// tuners send it to runners and runners to their workers.
+// contracts::ConfigRecord, and autotune::Config through it) and its wire form (kiln.v1.Workload,
+// kiln.v1.Target, kiln.v1.Config), as tuners send it to runners and runners to their workers.
 #include "compiler/autotune/config_space.h"
 #include "contracts/config.h"
 #include "contracts/target.h"

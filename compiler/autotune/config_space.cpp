@@ -922,8 +922,8 @@ Config ConfigSpace::parse_config(std::string_view text) const {
   if (idx && !idx->is_int()) throw ConfigError(where + ": field \"index\" must be an integer");
   contracts::ConfigRecord record;
   try {
-    record = contracts::ConfigRecord::make(idx ? idx->as_int() : 0, space->as_string(),
-                                           contracts::knobs_from_value(*knobs));
+    record =
+        contracts::ConfigRecord::make(idx ? idx->as_int() : 0, space->as_string(), contracts::knobs_from_value(*knobs));
   } catch (const contracts::ConfigRecordError &e) {
     throw ConfigError(where + ": " + e.what());
   }

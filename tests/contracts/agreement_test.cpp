@@ -135,8 +135,7 @@ TEST(Agreement, EveryComponentCarriesTheSameConfig) {
   {
     db::TuningDb log = db::TuningDb::open((dir / "tuning.db").string());
     std::mt19937_64 rng(7);
-    std::vector<autotune::Config> configs = {task.default_config(), task.space().sample(rng),
-                                             task.space().sample(rng)};
+    std::vector<autotune::Config> configs = {task.default_config(), task.space().sample(rng), task.space().sample(rng)};
     for (const autotune::Config &config : configs) {
       SCOPED_TRACE(config.to_string());
       const contracts::ConfigRecord compiler = config.record();

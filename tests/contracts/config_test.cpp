@@ -22,10 +22,12 @@ std::string error_of(const std::string &knobs_text) {
 
 TEST(ConfigRecord, KnobsHaveOneCanonicalTextInKnobOrder) {
   const ConfigRecord r = ConfigRecord::make(
-      12, "ab12", {{"tile_y", Json::array({7, 8})}, {"order", "ijk"}, {"f", 1.0}, {"m", Json::object({{"b", 1}, {"a", 2}})}});
+      12, "ab12",
+      {{"tile_y", Json::array({7, 8})}, {"order", "ijk"}, {"f", 1.0}, {"m", Json::object({{"b", 1}, {"a", 2}})}});
   EXPECT_EQ(r.knobs_json(), R"([["tile_y",[7,8]],["order","ijk"],["f",1.0],["m",{"a":2,"b":1}]])");
-  EXPECT_EQ(ConfigRecord::parse(12, "ab12", " [ [\"tile_y\", [7, 8]],\n[\"order\",\"ijk\"], [\"f\", 1.0], "
-                                            "[\"m\", {\"b\": 1, \"a\": 2}] ] "),
+  EXPECT_EQ(ConfigRecord::parse(12, "ab12",
+                                " [ [\"tile_y\", [7, 8]],\n[\"order\",\"ijk\"], [\"f\", 1.0], "
+                                "[\"m\", {\"b\": 1, \"a\": 2}] ] "),
             r);
 }
 
@@ -59,9 +61,7 @@ TEST(ConfigRecord, ANegativeIndexIsRefused) {
   }
 }
 
-TEST(ConfigRecord, ErrorsAreUserErrors) {
-  EXPECT_THROW(ConfigRecord::parse(0, "s", "{"), UserError);
-}
+TEST(ConfigRecord, ErrorsAreUserErrors) { EXPECT_THROW(ConfigRecord::parse(0, "s", "{"), UserError); }
 
 }  // namespace
 }  // namespace kiln::contracts
