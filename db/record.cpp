@@ -14,26 +14,16 @@ double Record::mean() const {
   return sum / static_cast<double>(costs.size());
 }
 
-nlohmann::json knobs_to_json(const Config &config) {
-  nlohmann::json knobs = nlohmann::json::array();
-  for (const auto &[name, value] : config.knobs) knobs.push_back(nlohmann::json::array({name, value}));
-  return knobs;
-}
-
-std::vector<std::pair<std::string, nlohmann::json>> knobs_from_json(const nlohmann::json &knobs) {
-  if (!knobs.is_array()) {
+std::vector<contracts::KnobValue> knobs_from_text(std::string_view text) {
+  size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || text[first] != '[') {
     throw TuningDbError(TuningDbError::Kind::kBadInput, "config knobs must be an array of [knob, value] pairs");
   }
-  std::vector<std::pair<std::string, nlohmann::json>> result;
-  result.reserve(knobs.size());
-  for (const auto &pair : knobs) {
-    if (!pair.is_array() || pair.size() != 2 || !pair[0].is_string()) {
-      throw TuningDbError(TuningDbError::Kind::kBadInput,
-                          "config knob " + pair.dump() + " is not a [\"name\", value] pair");
-    }
-    result.emplace_back(pair[0].get<std::string>(), pair[1]);
+  try {
+    return contracts::parse_knobs(text);
+  } catch (const contracts::ConfigRecordError &e) {
+    throw TuningDbError(TuningDbError::Kind::kBadInput, e.what());
   }
-  return result;
 }
 
 }  // namespace kiln::db

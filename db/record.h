@@ -2,26 +2,23 @@
 // Config and Record: one measurement of one config of one workload on one target, as stored in
 // the tuning log. Failed measurements are records too (error != kOk); they are training data and
 // tell a resumed job what not to measure again.
+#include "contracts/config.h"
 #include "db/error_class.h"
 #include "db/target.h"
 #include "db/workload.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace kiln::db {
 
-// One point of a template's config space.
-struct Config {
-  int64_t index = 0;  // the config's mixed-radix index in its space
-  std::string space;  // fingerprint of the config space (changes when the template does)
-  std::vector<std::pair<std::string, nlohmann::json>> knobs;  // (knob, value), in knob order
-};
+// One point of a template's config space: its index, the space fingerprint (which changes when
+// the template does) and its knobs, stored as their canonical text.
+using Config = contracts::ConfigRecord;
 
 struct Record {
   int64_t id = 0;  // assigned by the database
@@ -42,9 +39,8 @@ struct Record {
   double mean() const;
 };
 
-// The config knobs as stored: a JSON array of [knob, value] pairs.
-nlohmann::json knobs_to_json(const Config &config);
-// The inverse of knobs_to_json. Throws TuningDbError (kBadInput) for anything else.
-std::vector<std::pair<std::string, nlohmann::json>> knobs_from_json(const nlohmann::json &knobs);
+// The knobs of a stored config: the canonical text [[knob, value], ...] and nothing else. Throws
+// TuningDbError (kBadInput) saying what is wrong.
+std::vector<contracts::KnobValue> knobs_from_text(std::string_view text);
 
 }  // namespace kiln::db

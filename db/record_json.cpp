@@ -59,7 +59,7 @@ ordered_json record_to_json(const Record &record) {
       {"target", record.target.target}, {"device", record.target.device_key}, {"model", record.target.model}};
   line["config"] = {{"index", record.config.index},
                     {"space", record.config.space},
-                    {"knobs", ordered_json(knobs_to_json(record.config))}};
+                    {"knobs", ordered_json::parse(record.config.knobs_json())}};
   ordered_json result;
   result["error"] = std::string(to_string(record.error));
   result["message"] = record.error_message;
@@ -108,7 +108,9 @@ Record record_from_json(const json &line) {
   if (!index.is_number_integer()) bad("field \"config.index\" must be an integer");
   record.config.index = index.get<int64_t>();
   record.config.space = string_field(config, "space", "config.", false);
-  record.config.knobs = knobs_from_json(member(config, "knobs", "config."));
+  const json &knobs = member(config, "knobs", "config.");
+  if (!knobs.is_array()) bad("config knobs must be an array of [knob, value] pairs");
+  record.config.knobs = knobs_from_text(knobs.dump());
 
   const json &result = object_member(line, "result");
   std::string error = string_field(result, "error", "result.");
@@ -148,7 +150,7 @@ ordered_json record_to_autotvm_json(const Record &record) {
   // option) is the type that accepts any value. The space fingerprint plays code_hash's role.
   ordered_json entity = ordered_json::array();
   for (const auto &[name, value] : record.config.knobs) {
-    entity.push_back(ordered_json::array({name, "ot", ordered_json(value)}));
+    entity.push_back(ordered_json::array({name, "ot", ordered_json::parse(value.dump())}));
   }
   ordered_json config;
   config["index"] = record.config.index;

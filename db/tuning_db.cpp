@@ -89,8 +89,7 @@ Record record_from_row(Statement &row) {
   if (!row.column_is_null(8)) record.job_id = row.column_int64(8);
   record.config.index = row.column_int64(9);
   record.config.space = row.column_text(10);
-  json knobs = json::parse(row.column_view(11), nullptr, false);
-  if (!knobs.is_discarded()) record.config.knobs = knobs_from_json(knobs);
+  record.config.knobs = knobs_from_text(row.column_view(11));
   record.error = error_class_from_code(static_cast<int>(row.column_int64(12))).value_or(ErrorClass::kUnknown);
   record.error_message = row.column_text(13);
   record.costs = parse_costs(row.column_view(14));
@@ -149,6 +148,7 @@ void validate(const Record &record, const std::string &where, Checked &checked) 
     }
     checked.targets.insert(record.target.target);
   }
+  if (record.config.index < 0) bad_input(where + ": config index must be >= 0");
   if (!error_class_from_code(static_cast<int>(record.error))) {
     bad_input(where + ": error class " + std::to_string(static_cast<int>(record.error)) + " does not exist");
   }
@@ -169,21 +169,6 @@ void validate(const Record &record, const std::string &where, Checked &checked) 
 }
 
 std::string costs_json(const std::vector<double> &costs) { return json(costs).dump(); }
-
-// The same text as knobs_to_json(config).dump(), without building the array first.
-std::string knobs_text(const Config &config) {
-  std::string text = "[";
-  for (size_t i = 0; i < config.knobs.size(); ++i) {
-    if (i > 0) text += ',';
-    text += '[';
-    text += json(config.knobs[i].first).dump();
-    text += ',';
-    text += config.knobs[i].second.dump();
-    text += ']';
-  }
-  text += ']';
-  return text;
-}
 
 }  // namespace
 
@@ -386,7 +371,11 @@ struct TuningDb::Impl {
       insert->bind_null(4);
     }
     insert->bind(5, r.config.index).bind(6, r.config.space);
-    insert->bind(7, knobs_text(r.config));
+    try {
+      insert->bind(7, r.config.knobs_json());
+    } catch (const contracts::ConfigRecordError &e) {
+      bad_input(e.what());
+    }
     insert->bind(8, static_cast<int>(r.error)).bind(9, r.error_message);
     insert->bind(10, costs_json(r.costs));
     if (mean) {

@@ -31,6 +31,7 @@
 #include "deploy/tensor.h"
 #include "deploy/thread_pool.h"
 #include "kiln/v1/worker.pb.h"
+#include "rpc_server/wire.h"
 #include "rpc_server/device_backend.h"
 #include "rpc_server/measure_extension.h"
 #include "rpc_server/time_evaluator.h"
@@ -207,25 +208,10 @@ std::string compare_output(const deploy::Tensor &got, const deploy::Tensor &want
 
 // --- configs ---
 
-// The form ConfigSpace::parse_config reads, from the wire's knobs, fingerprint and index.
-std::string config_json(const v1::Config &c) {
-  Json knobs;
-  try {
-    knobs = Json::parse(c.knobs_json());
-  } catch (const contracts::JsonError &e) {
-    throw Failure{v1::INSTANTIATION, std::string("config knobs are not valid JSON: ") + e.what()};
-  }
-  Json pairs = Json::array();
-  if (knobs.is_object()) {
-    for (const auto &[name, value] : knobs.as_object()) pairs.push_back(Json::array({Json(name), value}));
-  } else if (knobs.is_array()) {
-    pairs = knobs;
-  } else {
-    throw Failure{v1::INSTANTIATION, "config knobs must be a JSON object {\"knob\": value, ...}"};
-  }
-  Json j = Json::object({{"knobs", pairs}, {"space", Json(c.space_fingerprint())}});
-  if (c.index() != 0) j.set("index", Json(static_cast<int64_t>(c.index())));
-  return j.dump();
+// The config a wire config denotes in `task`'s space. An index of 0 is the wire's unset value and
+// is not compared with the knobs.
+autotune::Config task_config(const ops::Task &task, const v1::Config &c) {
+  return task.space().from_record(config_from_proto(c), c.index() != 0);
 }
 
 // --- the worker ---
@@ -372,7 +358,7 @@ class Worker {
       autotune::Config cfg;
       ops::Compute compute;
       try {
-        cfg = task.parse_config(config_json(req.config()));
+        cfg = task_config(task, req.config());
         compute = task.compute(cfg);
       } catch (const UserError &e) {
         throw Failure{v1::INSTANTIATION, e.what()};

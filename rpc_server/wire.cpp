@@ -1,6 +1,8 @@
 #include "rpc_server/wire.h"
 
-#include "contracts/json.h"
+#include <cstdint>
+#include <limits>
+#include <string>
 
 namespace kiln::rpc {
 
@@ -19,12 +21,22 @@ kiln::v1::Target target_to_proto(const contracts::Target &target, const std::str
   return out;
 }
 
-kiln::v1::Config config_to_proto(const autotune::Config &config) {
+kiln::v1::Config config_to_proto(const contracts::ConfigRecord &config) {
   kiln::v1::Config out;
-  out.set_knobs_json(contracts::Json::parse(config.to_json()).at("knobs").dump());
-  out.set_index(static_cast<uint64_t>(config.index()));
-  out.set_space_fingerprint(config.fingerprint());
+  out.set_knobs_json(config.knobs_json());
+  out.set_index(static_cast<uint64_t>(config.index));
+  out.set_space_fingerprint(config.space);
   return out;
 }
+
+contracts::ConfigRecord config_from_proto(const kiln::v1::Config &config) {
+  if (config.index() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    throw contracts::ConfigRecordError("config index " + std::to_string(config.index()) + " is above 2^63 - 1");
+  }
+  return contracts::ConfigRecord::parse(static_cast<int64_t>(config.index()), config.space_fingerprint(),
+                                        config.knobs_json());
+}
+
+kiln::v1::Config config_to_proto(const autotune::Config &config) { return config_to_proto(config.record()); }
 
 }  // namespace kiln::rpc

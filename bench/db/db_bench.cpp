@@ -77,8 +77,8 @@ class Generator {
     r.target = targets_[static_cast<size_t>((round / tasks) % 2)];
     r.config.index = static_cast<int64_t>(rng_() % 1000000);
     r.config.space = "3f9a0c2d";
-    r.config.knobs = {{"tile_m", {1, static_cast<int>(rng_() % 64)}},
-                      {"tile_n", {1, static_cast<int>(rng_() % 64)}},
+    r.config.knobs = {{"tile_m", kiln::contracts::Json::array({1, static_cast<int>(rng_() % 64)})},
+                      {"tile_n", kiln::contracts::Json::array({1, static_cast<int>(rng_() % 64)})},
                       {"unroll", static_cast<int>(rng_() % 2)}};
     if (rng_() % 10 == 0) {
       r.error = kiln::db::ErrorClass::kCompileHost;
@@ -184,7 +184,7 @@ Figures bench_raw(const Options &options, const std::string &path) {
     for (const Record &r : batch) {
       insert.bind(1, r.workload.key).bind(2, r.workload.template_name).bind(3, r.workload.args);
       insert.bind(4, r.target.target).bind(5, r.target.device_key).bind(6, r.config.index);
-      insert.bind(7, r.config.space).bind(8, kiln::db::knobs_to_json(r.config).dump());
+      insert.bind(7, r.config.space).bind(8, r.config.knobs_json());
       insert.bind(9, static_cast<int>(r.error)).bind(10, r.error_message);
       insert.bind(11, nlohmann::json(r.costs).dump());
       if (r.valid()) {

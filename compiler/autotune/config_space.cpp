@@ -327,11 +327,20 @@ bool Config::choice_bool(const std::string &knob) const { return choice_int(knob
 
 std::string Config::to_json() const {
   if (!data_) throw ConfigError("to_json of an undefined config");
-  Json::Array knobs;
+  contracts::ConfigRecord r = record();
+  return Json::object({{"index", r.index}, {"knobs", r.knobs_value()}, {"space", r.space}}).dump();
+}
+
+contracts::ConfigRecord Config::record() const {
+  if (!data_) throw ConfigError("record of an undefined config");
+  contracts::ConfigRecord r;
+  r.index = index();
+  r.space = fingerprint();
+  r.knobs.reserve(digits_.size());
   for (size_t i = 0; i < digits_.size(); ++i) {
-    knobs.push_back(Json::array({data_->knobs[i].name, data_->knobs[i].entities[static_cast<size_t>(digits_[i])]}));
+    r.knobs.emplace_back(data_->knobs[i].name, data_->knobs[i].entities[static_cast<size_t>(digits_[i])]);
   }
-  return Json::object({{"index", index()}, {"knobs", Json::array(knobs)}, {"space", fingerprint()}}).dump();
+  return r;
 }
 
 std::string Config::to_string() const {
@@ -906,29 +915,39 @@ Config ConfigSpace::parse_config(std::string_view text) const {
   }
   const Json *space = j.find("space");
   if (!space || !space->is_string()) throw ConfigError(where + ": field \"space\" (the space fingerprint) is missing");
-  if (space->as_string() != fingerprint()) {
-    throw ConfigError(where + ": it was made for another config space (fingerprint " +
-                      space->as_string().substr(0, 16) + ", this space " + fingerprint().substr(0, 16) +
-                      "): the template, its version or the workload changed since it was recorded");
-  }
   const Json *knobs = j.find("knobs");
   if (!knobs || !knobs->is_array())
     throw ConfigError(where + ": field \"knobs\" must be an array of [knob, value] pairs");
+  const Json *idx = j.find("index");
+  if (idx && !idx->is_int()) throw ConfigError(where + ": field \"index\" must be an integer");
+  contracts::ConfigRecord record;
+  try {
+    record =
+        contracts::ConfigRecord::make(idx ? idx->as_int() : 0, space->as_string(), contracts::knobs_from_value(*knobs));
+  } catch (const contracts::ConfigRecordError &e) {
+    throw ConfigError(where + ": " + e.what());
+  }
+  return from_record(record, idx != nullptr);
+}
+
+Config ConfigSpace::from_record(const contracts::ConfigRecord &record, bool check_index) const {
+  const std::string where = "config for template " + data_->template_name;
+  if (record.space != fingerprint()) {
+    throw ConfigError(where + ": it was made for another config space (fingerprint " + record.space.substr(0, 16) +
+                      ", this space " + fingerprint().substr(0, 16) +
+                      "): the template, its version or the workload changed since it was recorded");
+  }
   std::vector<int64_t> digits(data_->knobs.size(), -1);
-  for (const auto &pair : knobs->as_array()) {
-    if (!pair.is_array() || pair.size() != 2 || !pair[0].is_string()) {
-      throw ConfigError(where + ": knob entry " + pair.dump() + " is not a [knob, value] pair");
-    }
-    const std::string &name = pair[0].as_string();
+  for (const auto &[name, value] : record.knobs) {
     size_t i = 0;
     while (i < data_->knobs.size() && data_->knobs[i].name != name) ++i;
     if (i == data_->knobs.size()) {
       throw ConfigError(where + ": unknown knob '" + name + "' (knobs: " + join_names(data_->knobs) + ")");
     }
     if (digits[i] >= 0) throw ConfigError(where + ": knob " + name + " is given twice");
-    int64_t d = data_->knobs[i].find(pair[1]);
+    int64_t d = data_->knobs[i].find(value);
     if (d < 0) {
-      throw ConfigError(where + ": " + pair[1].dump() + " is not a value of knob " + name + " (" +
+      throw ConfigError(where + ": " + value.dump() + " is not a value of knob " + name + " (" +
                         data_->knobs[i].description + ", " + std::to_string(data_->knobs[i].size()) + " values)");
     }
     digits[i] = d;
@@ -937,12 +956,9 @@ Config ConfigSpace::parse_config(std::string_view text) const {
     if (digits[i] < 0) throw ConfigError(where + ": knob " + data_->knobs[i].name + " is missing");
   }
   Config c(data_, std::move(digits));
-  if (const Json *idx = j.find("index")) {
-    if (!idx->is_int()) throw ConfigError(where + ": field \"index\" must be an integer");
-    if (idx->as_int() != c.index()) {
-      throw ConfigError(
-          kiln::detail::concat(where, ": index ", idx->as_int(), " does not match its knobs (index ", c.index(), ")"));
-    }
+  if (check_index && record.index != c.index()) {
+    throw ConfigError(
+        kiln::detail::concat(where, ": index ", record.index, " does not match its knobs (index ", c.index(), ")"));
   }
   check(c);
   return c;

@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "contracts/config.h"
 #include "contracts/json.h"
 
 namespace kiln::autotune {
@@ -126,6 +127,9 @@ class Config {
   // The canonical JSON of the config: {"index":i,"knobs":[[name,value],...],"space":fingerprint}
   // with the knobs in definition order (the tuning database's config form).
   std::string to_json() const;
+  // The config as every component exchanges it: index, space fingerprint and knobs in definition
+  // order. Throws ConfigError for an undefined or partial config.
+  contracts::ConfigRecord record() const;
   // "tile_x=[4,4,8] unroll_kw=1" for messages and logs.
   std::string to_string() const;
 
@@ -219,6 +223,9 @@ class ConfigSpace {
   // fingerprint must match, every knob must be given once with one of its values, the index (when
   // given) must agree, constraints must hold. Throws ConfigError saying what is wrong.
   Config parse_config(std::string_view json) const;
+  // The config a record denotes, validated as parse_config does; with check_index false the
+  // record's index is not compared (a wire config that leaves it unset). Throws ConfigError.
+  Config from_record(const contracts::ConfigRecord &record, bool check_index = true) const;
 
   // Readable listing of the knobs and their sizes.
   std::string to_string() const;

@@ -1,19 +1,26 @@
 // The components agree on the contracts: for the same inputs the compiler (ops, the LLVM back end,
 // the driver), the tuning log, the wire form and the runner compute the same workload key and the
-// same canonical target, whatever the spelling, and a runner accepts every spelling of its own
-// target. This executable is also the measurement pool's worker (--measure-worker).
+// same canonical target, whatever the spelling, carry the same config, and a runner accepts every
+// spelling of its own target. This executable is also the measurement pool's worker (--measure-worker).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "compiler/codegen/llvm/llvm_target.h"
 #include "compiler/driver/target.h"
 #include "compiler/ops/registry.h"
+#include "contracts/config.h"
 #include "contracts/target.h"
 #include "contracts/workload.h"
 #include "db/error.h"
+#include "db/record_json.h"
 #include "db/target.h"
+#include "db/tuning_db.h"
 #include "db/workload.h"
 #include "rpc_server/measure_pool.h"
 #include "rpc_server/measure_worker.h"
@@ -114,6 +121,62 @@ TEST(Agreement, EveryComponentComputesTheSameWorkloadKey) {
     const ops::Task runner(wire.template_name(), Json::parse(wire.args_json()), driver::resolve_target(target.str()));
     EXPECT_EQ(runner.key(), wire.key());
   }
+}
+
+// A config of a real task travels from the compiler to the tuning log (stored in a database and
+// read back, and through its JSON lines) and to the wire with the same index, fingerprint and
+// canonical knobs text, and each form turns back into the compiler's config.
+TEST(Agreement, EveryComponentCarriesTheSameConfig) {
+  const ops::Task task("dense_pack.x86", Json::object({{"data", tensor({8, 64})}, {"weight", tensor({32, 64})}}),
+                       driver::resolve_target(kHaswellCanonical));
+  std::string pattern = (std::filesystem::temp_directory_path() / "kiln_agreement_XXXXXX").string();
+  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+  const std::filesystem::path dir = pattern;
+  {
+    db::TuningDb log = db::TuningDb::open((dir / "tuning.db").string());
+    std::mt19937_64 rng(7);
+    std::vector<autotune::Config> configs = {task.default_config(), task.space().sample(rng), task.space().sample(rng)};
+    for (const autotune::Config &config : configs) {
+      SCOPED_TRACE(config.to_string());
+      const contracts::ConfigRecord compiler = config.record();
+      EXPECT_EQ(compiler.index, config.index());
+      EXPECT_EQ(compiler.space, task.space().fingerprint());
+      ASSERT_EQ(compiler.knobs.size(), task.space().knobs().size());
+      const std::string knobs = compiler.knobs_json();
+      EXPECT_EQ(Json::parse(config.to_json()).at("knobs").dump(), knobs);
+
+      // The tuning log: a record stored and read back, and its JSON line.
+      db::Record record;
+      record.workload = db::Workload::parse(task.templ().name, task.workload().args_json, task.flop());
+      record.target = db::Target::make(kHaswellCanonical, "x86-haswell");
+      record.config = compiler;
+      record.costs = {1e-5};
+      const int64_t id = log.insert(record);
+      std::vector<db::Record> stored;
+      log.for_each_record({}, [&](const db::Record &r) { stored.push_back(r); });
+      auto it = std::find_if(stored.begin(), stored.end(), [&](const db::Record &r) { return r.id == id; });
+      ASSERT_NE(it, stored.end());
+      EXPECT_EQ(it->config, compiler);
+      EXPECT_EQ(it->config.knobs_json(), knobs);
+      EXPECT_EQ(task.space().from_record(it->config), config);
+      const nlohmann::json line = nlohmann::json::parse(db::record_to_json(*it).dump());
+      EXPECT_EQ(line["config"]["knobs"].dump(), knobs);
+      const db::Record reread = db::record_from_json(line);
+      EXPECT_EQ(reread.config, compiler);
+      EXPECT_EQ(task.space().from_record(reread.config), config);
+
+      // The wire form, and the runner's reading of it.
+      const kiln::v1::Config wire = rpc::config_to_proto(config);
+      EXPECT_EQ(wire.knobs_json(), knobs);
+      EXPECT_EQ(wire.index(), static_cast<uint64_t>(config.index()));
+      EXPECT_EQ(wire.space_fingerprint(), config.fingerprint());
+      EXPECT_EQ(rpc::config_from_proto(wire), compiler);
+      EXPECT_EQ(task.space().from_record(rpc::config_from_proto(wire)), config);
+      EXPECT_EQ(task.parse_config(config.to_json()), config);
+    }
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
 }
 
 // A pool whose runner was started with one spelling of its target measures candidates that name

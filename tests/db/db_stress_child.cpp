@@ -44,7 +44,7 @@ Record make_record(std::mt19937_64 &rng, const std::string &runner, int64_t inde
   r.target = target(static_cast<int>(index / kWorkloads));
   r.config.index = index;
   r.config.space = "stress";
-  r.config.knobs = {{"tile", {1, static_cast<int>(index % 32)}}};
+  r.config.knobs = {{"tile", kiln::contracts::Json::array({1, static_cast<int>(index % 32)})}};
   if (rng() % 8 == 0) {
     r.error = kiln::db::ErrorClass::kRuntimeDevice;
     r.error_message = "stress failure";

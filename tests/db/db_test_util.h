@@ -45,7 +45,7 @@ inline Record measured(const Workload &workload, const Target &target, int64_t i
   r.target = target;
   r.config.index = index;
   r.config.space = "space-v1";
-  r.config.knobs = {{"tile_x", {1, static_cast<int>(index % 16 + 1)}}, {"unroll", index % 2}};
+  r.config.knobs = {{"tile_x", contracts::Json::array({1, static_cast<int>(index % 16 + 1)})}, {"unroll", index % 2}};
   r.costs.assign(static_cast<size_t>(repeats), seconds);
   r.wall_s = 0.5;
   r.runner = "runner-test";

@@ -25,7 +25,7 @@ class RecordJsonTest : public testing::TempDirTest {
   std::vector<Record> sample() {
     Record ok = measured(dense(64), znver4(), 17, 0.0);
     ok.costs = {1.21e-5, 1.19e-5, 1.2e-5};
-    ok.config.knobs = {{"tile_m", {1, 8}}, {"unroll", 1}, {"order", "ikj"}};
+    ok.config.knobs = {{"tile_m", contracts::Json::array({1, 8})}, {"unroll", 1}, {"order", "ikj"}};
     ok.kiln_version = "0.1.0";
     Record bad = failed(dense(64), skylake(), 18, ErrorClass::kInfra);
     bad.kiln_version = "0.1.0";

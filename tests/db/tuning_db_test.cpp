@@ -122,7 +122,7 @@ TEST_F(TuningDbTest, FailedMeasurementsAreKeptButNeverBest) {
 TEST_F(TuningDbTest, StoredRecordsReadBackField_by_field) {
   Record r = measured(dense(64), znver4(), 1234, 0.0);
   r.costs = {1.5e-5, 1.25e-5, 2e-5};
-  r.config.knobs = {{"tile", {1, 8, 4}}, {"order", "ijk"}, {"vectorize", true}, {"f", 0.25}};
+  r.config.knobs = {{"tile", contracts::Json::array({1, 8, 4})}, {"order", "ijk"}, {"vectorize", true}, {"f", 0.25}};
   r.wall_s = 1.75;
   r.runner = "runner-07@farm";
   r.kiln_version = "9.9.9";
