@@ -2,22 +2,11 @@
 
 #include <dlfcn.h>
 
-#include <algorithm>
-
 #include "deploy/thread_pool.h"
 
 namespace kiln::deploy {
 
 namespace {
-
-std::string shape_to_string(const std::vector<int64_t> &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (i) s += ", ";
-    s += shape[i] < 0 ? std::string("?") : std::to_string(shape[i]);
-  }
-  return s + "]";
-}
 
 // Closes a dlopen()ed library when the last module that uses it goes away.
 struct Library {
@@ -133,35 +122,16 @@ int32_t Module::call_status(const std::string &name, const std::vector<Tensor> &
 }
 
 void Module::call(const std::string &name, const std::vector<Tensor> &args) const {
-  const FunctionInfo *f = find(name);
-  if (!f) get_function(name);  // throws, listing the functions
-  auto fail = [&](const std::string &what) {
-    throw KernelError(kKilnErrorArgument, name + ": " + what + "; signature " + f->signature);
-  };
-  if (args.size() != f->params.size()) {
-    fail("expected " + std::to_string(f->params.size()) + " arguments, got " + std::to_string(args.size()));
-  }
-  for (size_t i = 0; i < args.size(); ++i) {
-    const ParamInfo &p = f->params[i];
-    const Tensor &t = args[i];
-    const std::string arg = "argument " + std::to_string(i + 1) + " (" + p.name + ")";
-    if (!t.defined()) fail(arg + " is an undefined tensor");
-    if (t.dtype() != p.dtype) fail(arg + " has dtype " + t.dtype().to_string() + ", expected " + p.dtype.to_string());
-    if (t.shape().size() != p.shape.size()) {
-      fail(arg + " has " + std::to_string(t.ndim()) + " dimensions, expected " + std::to_string(p.shape.size()));
-    }
-    for (size_t d = 0; d < p.shape.size(); ++d) {
-      if (p.shape[d] >= 0 && t.shape()[d] != p.shape[d]) {
-        fail(arg + " has shape " + shape_to_string(t.shape()) + ", expected " + shape_to_string(p.shape));
-      }
-    }
-    if (reinterpret_cast<uintptr_t>(t.data()) % kTensorAlignment != 0) {
-      fail(arg + ": its data is not " + std::to_string(kTensorAlignment) + "-byte aligned (a view at offset " +
-           std::to_string(t.offset()) + ")");
-    }
-  }
   const int32_t rc = call_status(name, args);
-  if (rc != 0) throw KernelError(rc, last_error());
+  if (rc != 0) throw kernel_error(name, rc);
+}
+
+KernelError Module::kernel_error(const std::string &name, int32_t status) const {
+  std::string message = last_error();
+  if (status == kKilnErrorArgument) {
+    if (const FunctionInfo *f = find(name)) message += "; signature " + f->signature;
+  }
+  return KernelError(status, message);
 }
 
 std::string Module::last_error() const {

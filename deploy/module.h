@@ -66,16 +66,19 @@ class Module {
   // The target the module was compiled for.
   std::string target() const;
 
-  // Calls `name` with `args` (inputs and outputs in the order of its parameters). Before the
-  // call the arguments are checked against the signature, so that a mistake is reported with
-  // the values involved; the compiled entry point checks them again. Throws KernelError with the
-  // function's message when it returns a nonzero status, ModuleError for an unknown name.
+  // Calls `name` with `args` (inputs and outputs in the order of its parameters). The compiled
+  // entry point checks the arguments (count, null data, alignment, rank, dtype, extents,
+  // strides). Throws kernel_error() when it returns a nonzero status, ModuleError for an unknown
+  // name.
   void call(const std::string &name, const std::vector<Tensor> &args) const;
   // The same without the exceptions: the status (0 on success); see last_error().
   int32_t call_status(const std::string &name, const std::vector<Tensor> &args) const;
 
   // The message of the latest failure of a call into this module.
   std::string last_error() const;
+  // The error for `status`, a nonzero status that `name` just returned: last_error(), followed by
+  // "; signature " and the function's signature when the arguments were rejected.
+  KernelError kernel_error(const std::string &name, int32_t status) const;
 
  private:
   struct State;

@@ -23,19 +23,21 @@ class CpuKernel final : public DeviceKernel {
     codegen::LLVMBuildOptions options;
     options.target = target;
     module_ = std::make_unique<codegen::LLVMModule>(f, options);
-    fn_ = module_->function(f.name);
+    name_ = f.name;
+    fn_ = module_->function(name_);
   }
 
   std::function<void()> bind(const std::vector<deploy::Tensor> &args) override {
     auto packed = std::make_shared<std::vector<KilnArg>>(deploy::to_kiln_args(args));
     return [this, packed] {
       const int32_t status = fn_(packed->data(), static_cast<int32_t>(packed->size()));
-      if (status != 0) throw deploy::KernelError(status, module_->last_error());
+      if (status != 0) throw module_->module().kernel_error(name_, status);
     };
   }
 
  private:
   std::unique_ptr<codegen::LLVMModule> module_;
+  std::string name_;
   KilnPackedFunc fn_ = nullptr;
 };
 

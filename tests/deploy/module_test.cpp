@@ -58,24 +58,31 @@ TEST(ModuleTest, BadCallsRaiseClearErrors) {
   } catch (const ModuleError &e) {
     EXPECT_NE(std::string(e.what()).find("no function scale3 (functions: scale2)"), std::string::npos) << e.what();
   }
-  auto expect_kernel_error = [&](const std::vector<Tensor> &args, const std::string &part) {
+  // The function's own checks answer; call() adds the signature to an argument error.
+  auto expect_kernel_error = [&](const std::vector<Tensor> &args, int32_t code, const std::string &message) {
     try {
       m.call("scale2", args);
-      ADD_FAILURE() << "expected KernelError containing " << part;
+      ADD_FAILURE() << "expected KernelError: " << message;
     } catch (const KernelError &e) {
-      EXPECT_EQ(e.code(), kKilnErrorArgument);
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+      EXPECT_EQ(e.code(), code);
+      EXPECT_EQ(std::string(e.what()), message);
     }
   };
-  expect_kernel_error({x}, "expected 2 arguments, got 1");
-  expect_kernel_error({x, floats({9}, 0)}, "argument 2 (y) has shape [9], expected [8]");
-  expect_kernel_error({x, Tensor::empty({8}, DType::of<int32_t>())},
-                      "argument 2 (y) has dtype int32, expected float32");
-  expect_kernel_error({x, Tensor()}, "argument 2 (y) is an undefined tensor");
-  expect_kernel_error({floats({9}, 0).view(1, {8}), y}, "argument 1 (x): its data is not 64-byte aligned");
-  // Without the checks of call(), the function's own checks answer.
+  const std::string signature = "; signature scale2(x: float32[8], y: float32[8])";
+  expect_kernel_error({x}, kKilnErrorArgument, "scale2: expected 2 arguments (x, y)" + signature);
+  expect_kernel_error({x, floats({9}, 0)}, kKilnErrorArgument,
+                      "scale2: argument 2 (y): dimension 0 must be 8" + signature);
+  expect_kernel_error({x, Tensor::empty({8}, DType::of<int32_t>())}, kKilnErrorArgument,
+                      "scale2: argument 2 (y): expected dtype float32" + signature);
+  expect_kernel_error({x, Tensor()}, kKilnErrorArgument,
+                      "scale2: argument 2 (y): the data pointer is null" + signature);
+  expect_kernel_error({floats({9}, 0).view(1, {8}), y}, kKilnErrorArgument,
+                      "scale2: argument 1 (x): the data pointer is not 64-byte aligned" + signature);
+  // A failure of the kernel itself is not about the signature.
+  expect_kernel_error({floats({8}, -1.0f), y}, kKilnErrorAssert, "scale2: x[0] must not be negative");
   EXPECT_EQ(m.call_status("scale2", {x}), kKilnErrorArgument);
-  EXPECT_EQ(m.last_error(), "scale2: expected 2 arguments");
+  EXPECT_EQ(m.last_error(), "scale2: expected 2 arguments (x, y)");
+  EXPECT_EQ(m.kernel_error("scale2", kKilnErrorArgument).what(), "scale2: expected 2 arguments (x, y)" + signature);
 }
 
 TEST(ModuleTest, LoadErrors) {

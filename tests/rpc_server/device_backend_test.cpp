@@ -34,6 +34,27 @@ TEST(DeviceBackendTest, CpuBackendCompilesAndRunsAKernelOnDeviceTensors) {
   EXPECT_EQ(reference_target("llvm -mcpu=native"), "llvm -mcpu=native");
 }
 
+TEST(DeviceBackendTest, CpuKernelReportsABadArgumentWithTheSignature) {
+  auto backend = make_device_backend("llvm -mcpu=native");
+  te::Tensor a = te::placeholder({8}, ir::Float(32), "a");
+  te::Tensor b = te::compute(
+      {8}, [&](ir::Var i) { return a(i) + ir::Expr(1.0f); }, "b");
+  auto schedule = te::create_schedule({b});
+  ir::LoweredFunc f = lower::lower(*schedule, {a, b}, "plus_one");
+  std::unique_ptr<DeviceKernel> kernel = backend->compile(f, "llvm -mcpu=native");
+  std::vector<deploy::Tensor> args = {deploy::Tensor::empty({8}, deploy::DType::of<float>()),
+                                      deploy::Tensor::empty({8}, deploy::DType::of<int32_t>())};
+  std::function<void()> call = kernel->bind(args);
+  try {
+    call();
+    ADD_FAILURE() << "the kernel ran with an int32 output";
+  } catch (const deploy::KernelError &e) {
+    EXPECT_EQ(e.code(), kKilnErrorArgument);
+    EXPECT_EQ(std::string(e.what()),
+              "plus_one: argument 2 (b): expected dtype float32; signature plus_one(a: float32[8], b: float32[8])");
+  }
+}
+
 TEST(DeviceBackendTest, ATargetWithoutABackEndIsAClearError) {
   try {
     make_device_backend("cuda -arch=sm_90");
