@@ -17,6 +17,7 @@
 #include "deploy/module.h"
 #include "tests/compiler/codegen/llvm_harness.h"
 #include "tests/compiler/interp/both_backends.h"
+#include "tests/temp_dir.h"
 
 namespace kiln {
 namespace {
@@ -54,22 +55,7 @@ struct Inputs {
   }
 };
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "kiln_symbols_test_XXXXXX").string();
-    EXPECT_NE(mkdtemp(pattern.data()), nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string &name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 TEST(EntrySymbolsTest, TheInterpreterRunsThem) {
   const Inputs in;

@@ -16,6 +16,7 @@
 #include "tests/compiler/codegen/llvm_harness.h"
 #include "tests/compiler/schedule/corpus.h"
 #include "tests/compiler/schedule/harness.h"
+#include "tests/temp_dir.h"
 
 namespace kiln {
 namespace {
@@ -48,23 +49,7 @@ ir::LoweredFunc row_add() {
                    loop(i, n, loop(j, 4, store(C, load(A, A.offset_of({i, j})) + load(B, j), C.offset_of({i, j})))));
 }
 
-// A temporary directory for files a test writes.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "kiln_llvm_test_XXXXXX").string();
-    EXPECT_NE(mkdtemp(pattern.data()), nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string &name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 // ---------------------------------------------------------------------------------------------
 // The entry point checks its arguments.
