@@ -16,6 +16,17 @@
 
 namespace kiln::test {
 
+// C[i, j] = A[i, j] + B[j] over symbolic rows n and 4 columns.
+inline ir::LoweredFunc row_add() {
+  ir::Var n("n");
+  ir::Buffer A = ir::make_buffer("A", ir::Float(32), {n, 4});
+  ir::Buffer B = ir::make_buffer("B", ir::Float(32), {4});
+  ir::Buffer C = ir::make_buffer("C", ir::Float(32), {n, 4});
+  ir::Var i("i"), j("j");
+  return make_func("row_add", {A, B, C}, {n},
+                   loop(i, n, loop(j, 4, store(C, load(A, A.offset_of({i, j})) + load(B, j), C.offset_of({i, j})))));
+}
+
 // The target the tests compile for: the host CPU with all its features.
 inline codegen::LLVMBuildOptions native_options() {
   codegen::LLVMBuildOptions o;

@@ -35,19 +35,9 @@ using test::loop;
 using test::make_func;
 using test::make_tensor;
 using test::native_options;
+using test::row_add;
 using test::store;
 using test::values;
-
-// C[i, j] = A[i, j] + B[j] over symbolic rows n and 4 columns.
-ir::LoweredFunc row_add() {
-  Var n("n");
-  Buffer A = ir::make_buffer("A", Float(32), {n, 4});
-  Buffer B = ir::make_buffer("B", Float(32), {4});
-  Buffer C = ir::make_buffer("C", Float(32), {n, 4});
-  Var i("i"), j("j");
-  return make_func("row_add", {A, B, C}, {n},
-                   loop(i, n, loop(j, 4, store(C, load(A, A.offset_of({i, j})) + load(B, j), C.offset_of({i, j})))));
-}
 
 using test::TempDir;
 

@@ -27,6 +27,7 @@ using test::filled;
 using test::load;
 using test::loop;
 using test::make_func;
+using test::row_add;
 using test::store;
 using test::values;
 
@@ -89,17 +90,6 @@ TEST(MakePackedApiTest, ASizeNoArgumentGivesIsAnExprError) {
   auto f = make_func("underived", {A}, {n}, loop(i, n, store(A, ir::Expr(0.0f), i)));
   expect_error<ExprError>([&] { lower::make_packed_api(f); },
                           {"function underived: size n is not a whole dimension of any argument"});
-}
-
-// C[i, j] = A[i, j] + B[j] over symbolic rows n and 4 columns.
-ir::LoweredFunc row_add() {
-  Var n("n");
-  Buffer A = ir::make_buffer("A", Float(32), {n, 4});
-  Buffer B = ir::make_buffer("B", Float(32), {4});
-  Buffer C = ir::make_buffer("C", Float(32), {n, 4});
-  Var i("i"), j("j");
-  return make_func("row_add", {A, B, C}, {n},
-                   loop(i, n, loop(j, 4, store(C, load(A, A.offset_of({i, j})) + load(B, j), C.offset_of({i, j})))));
 }
 
 // The arguments of one raw call: tensors with their shapes held separately, so a case can break
