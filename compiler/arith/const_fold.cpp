@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "contracts/error.h"
+
 namespace kiln::arith::detail {
 
 namespace {
@@ -10,6 +12,35 @@ namespace {
 using namespace ir;
 
 using Int128 = __int128;
+
+// The bool immediate of comparison `op` on two constants of one type.
+template <typename T>
+Expr compare(NodeType op, T x, T y) {
+  bool r = false;
+  switch (op) {
+    case NodeType::EQ:
+      r = x == y;
+      break;
+    case NodeType::NE:
+      r = x != y;
+      break;
+    case NodeType::LT:
+      r = x < y;
+      break;
+    case NodeType::LE:
+      r = x <= y;
+      break;
+    case NodeType::GT:
+      r = x > y;
+      break;
+    case NodeType::GE:
+      r = x >= y;
+      break;
+    default:  // only the comparison kinds reach here
+      KILN_CHECK(false, "compare: ", node_type_name(op), " is not a comparison");
+  }
+  return IntImmNode::make(Bool(), r);
+}
 
 Expr fold_int(NodeType op, DataType t, int64_t a, int64_t b) {
   const Int128 x = a, y = b;
@@ -49,17 +80,12 @@ Expr fold_int(NodeType op, DataType t, int64_t a, int64_t b) {
       r = x < y ? y : x;
       break;
     case NodeType::EQ:
-      return IntImmNode::make(Bool(), x == y);
     case NodeType::NE:
-      return IntImmNode::make(Bool(), x != y);
     case NodeType::LT:
-      return IntImmNode::make(Bool(), x < y);
     case NodeType::LE:
-      return IntImmNode::make(Bool(), x <= y);
     case NodeType::GT:
-      return IntImmNode::make(Bool(), x > y);
     case NodeType::GE:
-      return IntImmNode::make(Bool(), x >= y);
+      return compare(op, x, y);
     case NodeType::And:
       r = (x != 0) && (y != 0);
       break;
@@ -100,17 +126,12 @@ Expr fold_float_arith(NodeType op, DataType t, F x, F y) {
 Expr fold_float(NodeType op, DataType t, double x, double y) {
   switch (op) {
     case NodeType::EQ:
-      return IntImmNode::make(Bool(), x == y);
     case NodeType::NE:
-      return IntImmNode::make(Bool(), x != y);
     case NodeType::LT:
-      return IntImmNode::make(Bool(), x < y);
     case NodeType::LE:
-      return IntImmNode::make(Bool(), x <= y);
     case NodeType::GT:
-      return IntImmNode::make(Bool(), x > y);
     case NodeType::GE:
-      return IntImmNode::make(Bool(), x >= y);
+      return compare(op, x, y);
     case NodeType::Min:
     case NodeType::Max:
       if (std::isnan(x) || std::isnan(y)) return Expr();
