@@ -110,12 +110,17 @@ Instance Task::instantiate(const autotune::Config &cfg) const {
 }
 
 ir::LoweredFunc Task::lower(const autotune::Config &cfg, const std::string &name) const {
+  return lower(cfg, name, lower::LowerOptions::from_env());
+}
+
+ir::LoweredFunc Task::lower(const autotune::Config &cfg, const std::string &name,
+                            const lower::LowerOptions &options) const {
   std::string fn = name;
   if (fn.empty()) {
     for (char c : template_->name) fn.push_back(std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
   }
   Instance inst = instantiate(cfg);
-  return lower::lower(*inst.schedule, inst.compute.args(), fn);
+  return lower::lower(*inst.schedule, inst.compute.args(), fn, options);
 }
 
 }  // namespace kiln::ops

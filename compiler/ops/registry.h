@@ -23,6 +23,7 @@
 #include "contracts/json.h"
 #include "contracts/workload.h"
 #include "compiler/ir/function.h"
+#include "compiler/lower/lower.h"
 #include "compiler/ops/target.h"
 #include "compiler/te/schedule.h"
 
@@ -113,6 +114,9 @@ class Task {
   Instance instantiate(const autotune::Config &cfg) const;
   // instantiate() then lower(); `name` defaults to the template name made a C identifier.
   ir::LoweredFunc lower(const autotune::Config &cfg, const std::string &name = "") const;
+  // The same with explicit lowering options (the cost model lowers without unrolling or
+  // vectorizing, so that the loop nest keeps its annotations).
+  ir::LoweredFunc lower(const autotune::Config &cfg, const std::string &name, const lower::LowerOptions &options) const;
 
  private:
   std::shared_ptr<const Template> template_;
