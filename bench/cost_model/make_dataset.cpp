@@ -8,6 +8,12 @@
 //
 //   cost_model_dataset --db PATH [--configs N] [--workloads SUBSTR,...] [--seed S]
 //                      [--threads T] [--target "llvm -mcpu=native"] [--batch B]
+//   cost_model_dataset --db PATH --export-csv OUT [--configs N] [--workloads SUBSTR,...]
+//
+// The second form writes a compact sample of the log for the unit tests
+// (tests/cost_model/data/): per selected workload, a line
+//   #workload <label> <template> <space fingerprint> <canonical args JSON>
+// then up to N lines "<config index>,<GFLOP/s>" (0 for a failure), every record in log order.
 //
 // One progress line per batch:
 //   dataset workload= measured= of= failed= best_gflops= elapsed_s=
@@ -44,6 +50,7 @@ struct Options {
   int threads = 1;
   std::string target = "llvm -mcpu=native";
   size_t batch = 32;
+  std::string export_csv;
 };
 
 [[noreturn]] void usage(const std::string &problem) {
@@ -78,6 +85,8 @@ Options parse_options(int argc, char **argv) {
       o.threads = std::stoi(value);
     } else if (flag == "--target") {
       o.target = value;
+    } else if (flag == "--export-csv") {
+      o.export_csv = value;
     } else if (flag == "--batch") {
       o.batch = static_cast<size_t>(std::stoul(value));
     } else {
@@ -100,7 +109,41 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+int export_csv(const Options &o) {
+  const ops::Target target = driver::resolve_target(o.target);
+  db::TuningDbOptions dbo;
+  dbo.create = false;
+  db::TuningDb log = db::TuningDb::open(o.db, dbo);
+  FILE *out = std::fopen(o.export_csv.c_str(), "w");
+  if (!out) {
+    std::fprintf(stderr, "cost_model_dataset: cannot write %s\n", o.export_csv.c_str());
+    return 1;
+  }
+  for (const bench::CostModelWorkload &w : bench::cost_model_workloads()) {
+    if (!selected(w, o.filters)) continue;
+    const ops::Task task(w.template_name, w.args, target);
+    std::fprintf(out, "#workload %s %s %s %s\n", w.label.c_str(), w.template_name.c_str(),
+                 task.space().fingerprint().c_str(), task.workload().args_json.c_str());
+    db::ExportFilter filter;
+    filter.workload_key = task.key();
+    int64_t n = 0;
+    log.for_each_record(filter, [&](const db::Record &r) {
+      if (n >= o.configs || r.error == db::ErrorClass::kInfra) return;
+      if (r.config.space != task.space().fingerprint()) {
+        throw UserError(w.label + ": the log's configs belong to another space than " + o.target +
+                        " gives; export with the target they were measured on");
+      }
+      ++n;
+      std::fprintf(out, "%lld,%.2f\n", static_cast<long long>(r.config.index),
+                   r.valid() ? task.flop() / r.mean() / 1e9 : 0.0);
+    });
+  }
+  std::fclose(out);
+  return 0;
+}
+
 int run(const Options &o) {
+  if (!o.export_csv.empty()) return export_csv(o);
   const ops::Target target = driver::resolve_target(o.target);
   const std::string target_text = target.target.str();
   db::TuningDb log = db::TuningDb::open(o.db);
