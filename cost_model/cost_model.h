@@ -6,6 +6,7 @@
 //
 // Scores only rank: a higher score means a candidate predicted to be faster. They are comparable
 // within one predict() call of one model, not across models or refits.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -49,7 +50,10 @@ struct Samples {
   std::vector<std::string> workloads;
 
   size_t rows() const { return throughput.size(); }
-  // Appends a row; `workload` is looked up in (or appended to) `workloads`.
+  // Appends a row; `workload` is looked up in (or appended to) `workloads`, and `group` gets the
+  // row's index into it (rows added before without group indices are taken as of the first
+  // workload). Throws CostModelError for a row check() would refuse, naming it by the index it
+  // would get ("sample 12: throughput is NaN"), and leaves the set as it was.
   void add(const std::vector<float> &row, double flops_per_s, const std::string &workload);
   // Throws CostModelError naming the first problem: rows of the wrong length, a NaN or infinite
   // feature, a NaN, infinite or negative throughput, a group index out of range, sizes that
@@ -72,8 +76,12 @@ struct XgbOptions {
   double eta = 0.3;
   double lambda = 1;
   double alpha = 0;
-  // Boosting rounds: at most max_rounds, stopping after early_stopping_rounds rounds without a
-  // better recall@k on the training set (k = recall_k, or the row count when smaller).
+  // Boosting rounds: at most max_rounds, stopping after early_stopping_rounds rounds (0: never)
+  // without a better recall on the training set, and keeping the rounds that scored best. The
+  // recall is that of each workload's top k (k = recall_k, or the workload's row count when
+  // smaller) averaged over recall@1..k, TVM's "a-recall@k", then over the workloads: recall@k
+  // alone is 1 for any ranking once k reaches the row count, as in every fit of a task's first
+  // plans, and would always keep one round.
   int max_rounds = 8000;
   int early_stopping_rounds = 20;
   int recall_k = 64;
@@ -100,7 +108,8 @@ class CostModel {
   virtual std::vector<float> predict(const FeatureSpec &spec, const std::vector<float> &features) const = 0;
 };
 
-// The baseline: uniform random scores (seeded), whatever it was fit on.
+// The baseline: uniform random scores (seeded), whatever it was fit on. Each predict() call draws
+// new scores; a sequence of calls from one thread is the same for the same seed.
 class RandomModel : public CostModel {
  public:
   explicit RandomModel(uint64_t seed = 0);
@@ -109,7 +118,8 @@ class RandomModel : public CostModel {
   std::vector<float> predict(const FeatureSpec &spec, const std::vector<float> &features) const override;
 
  private:
-  mutable uint64_t state_;
+  uint64_t seed_;
+  mutable std::atomic<uint64_t> calls_{0};  // predict() calls so far: each draws its own stream
 };
 
 // XGBoost, trained on labels = throughput / the best throughput of the row's workload (failures
@@ -132,7 +142,10 @@ class XgbCostModel : public CostModel {
   std::vector<float> predict(const FeatureSpec &spec, const std::vector<float> &features) const override;
 
   // The prior of transfer learning; it must have been fit (or loaded) on the same feature spec.
-  // Throws CostModelError otherwise.
+  // Throws CostModelError otherwise, and for a half-life that is not positive or a cutoff outside
+  // [0, 1]. A null prior removes the prior. The prior's weight follows this model's own training
+  // rows, so a prior set after a fit (for example on a loaded model that was trained with it)
+  // counts from then on with the weight that fit's row count gives.
   void set_prior(std::shared_ptr<const XgbCostModel> prior, double half_life = 64, double cutoff = 0.05);
   // The weight of the prior's margin now: 1 before the first fit, then 2^(-n / half_life), 0 once
   // below the cutoff or when there is no prior.
@@ -168,7 +181,9 @@ class XgbCostModel : public CostModel {
 // is constant.
 double spearman(const std::vector<double> &a, const std::vector<double> &b);
 // The fraction of the true top-k rows (by `truth`, higher is better) found among the top-k rows by
-// `predicted`; k is capped at the row count.
+// `predicted`; k is capped at the row count. Rows tied at the k-th place, in either vector, count
+// in part (the expected recall over random tie-breaks), so a constant `predicted` scores k/n.
+// 0 when there are no rows or k is 0.
 double recall_at_k(const std::vector<double> &truth, const std::vector<double> &predicted, size_t k);
 
 }  // namespace kiln::cost_model

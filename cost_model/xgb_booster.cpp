@@ -37,26 +37,42 @@ class DMatrix {
 
 XgbBooster XgbBooster::train(const DenseMatrix &features, const std::vector<float> &labels,
                              const std::vector<unsigned> &group_sizes, const XgbParams &params, int rounds) {
-  if (labels.size() != features.rows) {
-    throw XgbError("xgboost: " + std::to_string(labels.size()) + " labels for " + std::to_string(features.rows) +
-                   " rows");
+  XgbTrainingSet set{features, labels, group_sizes, {}};
+  return train(set, params, rounds);
+}
+
+XgbBooster XgbBooster::train(const XgbTrainingSet &set, const XgbParams &params, int max_rounds,
+                             const XgbRoundCallback &after_round) {
+  const size_t rows = set.features.rows;
+  if (set.labels.size() != rows) {
+    throw XgbError("xgboost: " + std::to_string(set.labels.size()) + " labels for " + std::to_string(rows) + " rows");
   }
-  if (!group_sizes.empty()) {
-    size_t total = std::accumulate(group_sizes.begin(), group_sizes.end(), size_t{0});
-    if (total != features.rows) {
+  if (!set.group_sizes.empty()) {
+    size_t total = std::accumulate(set.group_sizes.begin(), set.group_sizes.end(), size_t{0});
+    if (total != rows) {
       throw XgbError("xgboost: group sizes add up to " + std::to_string(total) + ", not to the " +
-                     std::to_string(features.rows) + " rows");
+                     std::to_string(rows) + " rows");
     }
   }
-  if (rounds < 1) throw XgbError("xgboost: training needs at least one round");
+  if (!set.base_margin.empty() && set.base_margin.size() != rows) {
+    throw XgbError("xgboost: " + std::to_string(set.base_margin.size()) + " base margins for " + std::to_string(rows) +
+                   " rows");
+  }
+  if (max_rounds < 1) throw XgbError("xgboost: training needs at least one round");
 
-  DMatrix train_set(features);
-  check(XGDMatrixSetFloatInfo(train_set.get(), "label", labels.data(), labels.size()), "setting labels");
-  if (!group_sizes.empty()) {
-    check(XGDMatrixSetUIntInfo(train_set.get(), "group", group_sizes.data(), group_sizes.size()),
+  DMatrix train_set(set.features);
+  check(XGDMatrixSetFloatInfo(train_set.get(), "label", set.labels.data(), set.labels.size()), "setting labels");
+  if (!set.group_sizes.empty()) {
+    check(XGDMatrixSetUIntInfo(train_set.get(), "group", set.group_sizes.data(), set.group_sizes.size()),
           "setting query groups");
   }
+  if (!set.base_margin.empty()) {
+    check(XGDMatrixSetFloatInfo(train_set.get(), "base_margin", set.base_margin.data(), set.base_margin.size()),
+          "setting the base margin");
+  }
 
+  // The training set is in the booster's cache list, so XGBoost keeps its predictions up to date
+  // round by round and the margins after_round sees cost no prediction over all trees.
   DMatrixHandle cache[] = {train_set.get()};
   BoosterHandle handle = nullptr;
   check(XGBoosterCreate(cache, 1, &handle), "creating the booster");
@@ -64,8 +80,13 @@ XgbBooster XgbBooster::train(const DenseMatrix &features, const std::vector<floa
   for (const auto &[name, value] : params) {
     check(XGBoosterSetParam(handle, name.c_str(), value.c_str()), ("setting parameter " + name + "=" + value).c_str());
   }
-  for (int i = 0; i < rounds; ++i) {
+  std::vector<float> margins;
+  for (int i = 0; i < max_rounds; ++i) {
     check(XGBoosterUpdateOneIter(handle, i, train_set.get()), "training");
+    if (after_round) {
+      margins = booster.predict_with(train_set.get(), true);
+      if (!after_round(i + 1, margins)) break;
+    }
   }
   return booster;
 }
@@ -94,20 +115,68 @@ XgbBooster::~XgbBooster() {
 }
 
 std::vector<float> XgbBooster::predict(const DenseMatrix &features) const {
+  check_columns(features);
+  DMatrix matrix(features);
+  return predict_with(matrix.get(), false);
+}
+
+std::vector<float> XgbBooster::predict_margin(const DenseMatrix &features,
+                                              const std::vector<float> &base_margin) const {
+  check_columns(features);
+  if (!base_margin.empty() && base_margin.size() != features.rows) {
+    throw XgbError("xgboost: " + std::to_string(base_margin.size()) + " base margins for " +
+                   std::to_string(features.rows) + " rows");
+  }
+  DMatrix matrix(features);
+  if (!base_margin.empty()) {
+    check(XGDMatrixSetFloatInfo(matrix.get(), "base_margin", base_margin.data(), base_margin.size()),
+          "setting the base margin");
+  }
+  return predict_with(matrix.get(), true);
+}
+
+void XgbBooster::check_columns(const DenseMatrix &features) const {
   if (features.cols != num_features()) {
     throw XgbError("xgboost: model has " + std::to_string(num_features()) + " features, matrix has " +
                    std::to_string(features.cols));
   }
-  DMatrix matrix(features);
-  const char *config = R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0,)"
-                       R"( "strict_shape": false})";
+}
+
+std::vector<float> XgbBooster::predict_with(void *dmatrix, bool margin) const {
+  const char *config = margin ? R"({"type": 1, "training": false, "iteration_begin": 0, "iteration_end": 0,)"
+                                R"( "strict_shape": false})"
+                              : R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0,)"
+                                R"( "strict_shape": false})";
   const bst_ulong *shape = nullptr;
   bst_ulong dims = 0;
   const float *result = nullptr;
-  check(XGBoosterPredictFromDMatrix(handle_, matrix.get(), config, &shape, &dims, &result), "predicting");
+  check(XGBoosterPredictFromDMatrix(handle_, dmatrix, config, &shape, &dims, &result), "predicting");
   size_t count = 1;
   for (bst_ulong i = 0; i < dims; ++i) count *= shape[i];
+  // The result lives in XGBoost's per-thread buffer until the next call: copy it now.
   return std::vector<float>(result, result + count);
+}
+
+XgbBooster XgbBooster::slice(int rounds) const {
+  int total = this->rounds();
+  if (rounds < 1 || rounds > total) {
+    throw XgbError("xgboost: cannot keep " + std::to_string(rounds) + " of " + std::to_string(total) + " rounds");
+  }
+  BoosterHandle out = nullptr;
+  int rc = XGBoosterSlice(handle_, 0, rounds, 1, &out);
+  if (rc == -2) throw XgbError("xgboost: cannot keep " + std::to_string(rounds) + " rounds: out of bounds");
+  check(rc, "slicing the model");
+  return XgbBooster(out);
+}
+
+int XgbBooster::rounds() const {
+  int n = 0;
+  check(XGBoosterBoostedRounds(handle_, &n), "counting the boosting rounds");
+  return n;
+}
+
+void XgbBooster::set_param(const std::string &name, const std::string &value) {
+  check(XGBoosterSetParam(handle_, name.c_str(), value.c_str()), ("setting parameter " + name + "=" + value).c_str());
 }
 
 std::vector<char> XgbBooster::save() const {
