@@ -374,7 +374,11 @@ class Walker : public IRVisitor {
     std::map<const VariableNode *, size_t> slot_of;
     for (const Access &a : accesses) {
       auto [it, fresh] = slot_of.emplace(a.buffer, bufs.size());
-      if (fresh) bufs.push_back(Buf{&a});
+      if (fresh) {
+        Buf b;
+        b.first = &a;
+        bufs.push_back(b);
+      }
       Buf &b = bufs[it->second];
       (a.write ? b.write : b.read) = true;
       b.count += 1;

@@ -55,9 +55,7 @@ struct Options {
   std::string target = "llvm -mcpu=native";
 };
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // One workload's measured configs with both kinds of features.
 struct Data {
@@ -137,8 +135,8 @@ std::vector<size_t> all_rows(const Data &d) {
 }
 
 // A model fit on every row of `others` (same feature kind).
-std::shared_ptr<XgbCostModel> fit_on(const std::vector<const Data *> &others, const std::string &kind,
-                                     const Options &o, uint64_t seed) {
+std::shared_ptr<XgbCostModel> fit_on(const std::vector<const Data *> &others, const std::string &kind, const Options &o,
+                                     uint64_t seed) {
   cost_model::XgbOptions x;
   x.objective = o.objective;
   x.threads = o.threads;
@@ -292,7 +290,8 @@ int run(const Options &o) {
         bool same_length = true;
         for (const Data *e : others) same_length = same_length && spec_of(*e, kind) == spec_of(d, kind);
         if (!same_length) {
-          std::printf("cm_lowo workload=%s features=%s skipped=feature_length_differs\n", d.label.c_str(), kind.c_str());
+          std::printf("cm_lowo workload=%s features=%s skipped=feature_length_differs\n", d.label.c_str(),
+                      kind.c_str());
           continue;
         }
         q = evaluate(*fit_on(others, kind, o, 1), d, kind, all_rows(d));

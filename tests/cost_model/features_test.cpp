@@ -7,13 +7,18 @@
 #include <cstdlib>
 #include <iostream>
 #include <random>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "compiler/driver/target.h"
+#include "compiler/lower/lower.h"
 #include "compiler/ops/registry.h"
+#include "compiler/te/tensor.h"
 #include "cost_model/features.h"
+#include "tests/compiler/ops/example_workloads.h"
 
 namespace kiln::cost_model {
 namespace {
@@ -70,34 +75,80 @@ TEST(IrFeatures, DeterministicAndFinite) {
   }
 }
 
-// Configs that differ only in one knob (a tile size, the loop order, an annotation) give
-// different vectors, and the features that differ are the ones that knob changes.
+// Configs that differ only in one knob give different vectors, for every knob of the space: tile
+// sizes (splits) and choices (e.g. conv2d_nchwc's unroll_kw, an annotation).
 TEST(IrFeatures, SchedulesThatDifferInOneKnobDiffer) {
   for (const ops::Task &task : {dense_task(), conv_task()}) {
     SCOPED_TRACE(task.templ().name);
     IrFeatureExtractor x;
     std::mt19937_64 rng(11);
-    std::set<autotune::KnobKind> kinds_seen;
-    int pairs = 0, differing = 0;
-    for (int i = 0; i < 60; ++i) {
+    std::map<std::string, int> pairs, differing;
+    for (int i = 0; i < 200; ++i) {
       const autotune::Config c = task.space().sample(rng);
       const std::optional<autotune::Config> n = task.space().neighbour(c, rng);
       if (!n) continue;
-      // The knob that differs.
-      std::string knob;
       for (const autotune::Knob &k : task.space().knobs()) {
-        if (c.value(k.name) != n->value(k.name)) knob = k.name;
-      }
-      const autotune::Knob &k = task.space().knob(knob);
-      // A knob can be a no-op for some configs (e.g. the order of loops of extent 1); count them.
-      ++pairs;
-      if (x.extract(task, c) != x.extract(task, *n)) {
-        ++differing;
-        kinds_seen.insert(k.kind);
+        if (c.value(k.name) == n->value(k.name)) continue;
+        ++pairs[k.name];
+        if (x.extract(task, c) != x.extract(task, *n)) ++differing[k.name];
       }
     }
-    EXPECT_GE(differing, pairs * 8 / 10) << differing << " of " << pairs << " neighbours differ";
-    EXPECT_TRUE(kinds_seen.count(autotune::KnobKind::Split));
+    for (const autotune::Knob &k : task.space().knobs()) {
+      // A knob can be a no-op for some configs (the order of loops of extent 1), never for most.
+      if (k.size() < 2) continue;
+      EXPECT_GT(pairs[k.name], 0) << k.name;
+      EXPECT_GE(differing[k.name], pairs[k.name] * 7 / 10)
+          << k.name << ": " << differing[k.name] << " of " << pairs[k.name] << " neighbours differ";
+    }
+  }
+}
+
+// A matmul scheduled by hand: tiles, then one variation each of loop order, vectorize, unroll,
+// parallel and GPU thread binding. Every variation changes the vector, and in the features that
+// say what changed.
+ir::LoweredFunc hand_matmul(const std::string &variation) {
+  auto A = te::placeholder({64, 48}, ir::Float(32), "A");
+  auto B = te::placeholder({48, 32}, ir::Float(32), "B");
+  auto k = te::reduce_axis(48, "k");
+  auto C = te::compute(
+      {64, 32}, [&](ir::Var i, ir::Var j) { return te::sum(A(i, k) * B(k, j), {k}); }, "C");
+  auto s = te::create_schedule({C});
+  te::Stage st = (*s)[C];
+  ir::IterVar io, jo, ii, ji;
+  st.tile(st.axis(0), st.axis(1), 8, 16, &io, &jo, &ii, &ji);
+  const ir::IterVar kk = st.reduce_axis(0);
+  if (variation == "order") {
+    st.reorder({io, jo, ii, kk, ji});
+  } else {
+    st.reorder({io, jo, kk, ii, ji});
+  }
+  if (variation == "vectorize") st.vectorize(ji);
+  if (variation == "unroll") st.unroll(ii);
+  if (variation == "parallel") st.parallel(io);
+  if (variation == "gpu") {
+    st.bind(io, "blockIdx.x");
+    st.bind(ii, "threadIdx.x");
+  }
+  lower::LowerOptions o;
+  o.partition_loops = o.unroll = o.vectorize = o.reuse_storage = false;
+  return lower::lower(*s, {A, B, C}, "mm", o);
+}
+
+TEST(IrFeatures, LoopOrderAndEveryAnnotationChangeTheVector) {
+  IrFeatureExtractor x;
+  const std::vector<float> base = x.extract_lowered(hand_matmul("base"), 2.0 * 64 * 32 * 48);
+  EXPECT_EQ(base, x.extract_lowered(hand_matmul("base"), 2.0 * 64 * 32 * 48));
+  const std::map<std::string, std::string> says = {{"order", "store0.buf0.reuse_iters"},
+                                                   {"vectorize", "store0.loop0.vectorized"},
+                                                   {"unroll", "store0.loop1.unrolled"},
+                                                   {"parallel", "store0.loop4.parallel"},
+                                                   {"gpu", "store0.loop4.blockIdx"}};
+  for (const auto &[variation, feature] : says) {
+    SCOPED_TRACE(variation);
+    const std::vector<float> f = x.extract_lowered(hand_matmul(variation), 2.0 * 64 * 32 * 48);
+    ASSERT_EQ(f.size(), base.size());
+    EXPECT_NE(f, base);
+    EXPECT_NE(f[index_of(feature)], base[index_of(feature)]) << IrFeatureExtractor::describe(f);
   }
 }
 
@@ -124,17 +175,26 @@ TEST(IrFeatures, DescribeTheLoopNest) {
   EXPECT_EQ(f[index_of("store0.buf0.written")], 1.f);
 }
 
+// Every template of the operator library, on AVX-512, AVX2 and SSE targets, for the default and
+// random configs: one length, finite values.
 TEST(IrFeatures, SameLengthOnEveryTemplateAndTarget) {
   IrFeatureExtractor x;
-  int templates = 0;
+  std::set<std::string> templates;
   for (const std::string target : {"llvm -mcpu=skylake-avx512", "llvm -mcpu=haswell", "llvm -mcpu=x86-64"}) {
-    for (const ops::Task &task : {dense_task(target), conv_task(target)}) {
-      const std::vector<float> f = x.extract(task, task.default_config());
-      EXPECT_EQ(f.size(), IrFeatureExtractor::kLength) << task.templ().name << " on " << target;
-      ++templates;
+    for (const testing::ExampleWorkload &w : testing::example_workloads()) {
+      const ops::Task task(w.template_name, w.args, driver::resolve_target(target));
+      std::mt19937_64 rng(9);
+      std::vector<autotune::Config> configs = {task.default_config()};
+      for (int i = 0; i < 5; ++i) configs.push_back(task.space().sample(rng));
+      for (const autotune::Config &c : configs) {
+        const std::vector<float> f = x.extract(task, c);
+        ASSERT_EQ(f.size(), IrFeatureExtractor::kLength) << w.template_name << " on " << target;
+        for (float v : f) ASSERT_TRUE(std::isfinite(v)) << w.template_name << " " << c.to_string();
+      }
+      templates.insert(w.template_name);
     }
   }
-  EXPECT_EQ(templates, 6);
+  EXPECT_EQ(templates.size(), ops::Registry::builtin().names().size());
 }
 
 TEST(FeatureBatch, ParallelExtractionMatchesSerial) {

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 
 #include "contracts/sha256.h"
 #include "compiler/ops/epilogue.h"
+#include "tests/compiler/ops/example_workloads.h"
 #include "tests/compiler/ops/op_test_util.h"
 
 namespace kiln {
@@ -151,45 +153,13 @@ TEST(Registry, IllegalConfigsRaiseScheduleError) {
 // Lowers an evenly spaced selection of the valid configs of each template (and the default):
 // every one must lower, or fail with ScheduleError; never another error or a crash.
 TEST(Registry, ManyConfigsOfEveryTemplateLower) {
-  struct W {
-    const char *name;
-    Json args;
-  };
-  Json relu = Json::array({ops::epilogue::bias_add(), ops::epilogue::relu()});
-  std::vector<W> ws = {
-      {"dense_pack.x86", Json::object({{"data", tensor({6, 20})}, {"weight", tensor({12, 20})}, {"epilogue", relu}})},
-      {"dense_nopack.x86", Json::object({{"data", tensor({6, 20})}, {"weight", tensor({12, 20})}, {"epilogue", relu}})},
-      {"matmul.x86", Json::object({{"a", tensor({6, 20})}, {"b", tensor({20, 12})}})},
-      {"batch_matmul.x86", Json::object({{"a", tensor({2, 6, 8})}, {"b", tensor({2, 12, 8})}})},
-      {"conv2d_nchw.x86",
-       Json::object(
-           {{"data", tensor({1, 4, 7, 9})}, {"kernel", tensor({8, 4, 3, 3})}, {"padding", 1}, {"epilogue", relu}})},
-      {"conv2d_nchwc.x86",
-       Json::object(
-           {{"data", tensor({1, 8, 7, 9})}, {"kernel", tensor({8, 8, 3, 3})}, {"padding", 1}, {"epilogue", relu}})},
-      {"conv2d_nchwc.x86", Json::object({{"data", tensor({1, 8, 5, 5})}, {"kernel", tensor({16, 8, 1, 1})}})},
-      {"depthwise_conv2d_nchw.x86",
-       Json::object(
-           {{"data", tensor({1, 4, 9, 9})}, {"kernel", tensor({4, 1, 3, 3})}, {"strides", 2}, {"padding", 1}})},
-      {"depthwise_conv2d_nchwc.x86",
-       Json::object(
-           {{"data", tensor({1, 8, 9, 7})}, {"kernel", tensor({8, 1, 3, 3})}, {"padding", 1}, {"epilogue", relu}})},
-      {"conv2d_transpose_nchw.x86",
-       Json::object(
-           {{"data", tensor({1, 4, 4, 4})}, {"kernel", tensor({4, 4, 3, 3})}, {"strides", 2}, {"padding", 1}})},
-      {"pool2d.x86", Json::object({{"data", tensor({1, 4, 9, 9})},
-                                   {"kernel", Json::array_of(std::vector<int64_t>{3, 3})},
-                                   {"padding", 1},
-                                   {"pool_type", "avg"}})},
-      {"global_pool2d.x86", Json::object({{"data", tensor({1, 8, 5, 5})}, {"pool_type", "max"}})},
-      {"softmax.x86", Json::object({{"data", tensor({4, 37})}})},
-      {"layer_norm.x86", Json::object({{"data", tensor({4, 40})}})},
-      {"elemwise.x86", Json::object({{"data", tensor({3, 50})}, {"epilogue", relu}})},
-      {"broadcast.x86", Json::object({{"lhs", tensor({3, 50})}, {"rhs", tensor({50})}})},
-      {"reduce.x86", Json::object({{"data", tensor({3, 50})}, {"axes", 1}})},
-  };
-  for (const auto &w : ws) {
-    ops::Task task(w.name, w.args, kTarget);
+  std::set<std::string> covered;
+  for (const testing::ExampleWorkload &w : testing::example_workloads()) covered.insert(w.template_name);
+  const std::vector<std::string> names = ops::Registry::builtin().names();
+  EXPECT_EQ(covered, std::set<std::string>(names.begin(), names.end()))
+      << "example_workloads() must hold every builtin template";
+  for (const testing::ExampleWorkload &w : testing::example_workloads()) {
+    ops::Task task(w.template_name, w.args, kTarget);
     const int64_t n = task.space().count_valid();
     const int64_t step = std::max<int64_t>(1, n / 40);
     std::vector<Config> configs = {task.default_config()};
@@ -205,10 +175,10 @@ TEST(Registry, ManyConfigsOfEveryTemplateLower) {
       } catch (const ScheduleError &) {
         ++schedule_errors;
       } catch (const std::exception &e) {
-        ADD_FAILURE() << w.name << " " << c.to_string() << ": " << e.what();
+        ADD_FAILURE() << w.template_name << " " << c.to_string() << ": " << e.what();
       }
     }
-    EXPECT_EQ(schedule_errors, 0) << w.name;
+    EXPECT_EQ(schedule_errors, 0) << w.template_name;
   }
 }
 
