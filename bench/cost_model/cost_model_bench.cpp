@@ -3,6 +3,7 @@
 // AutoTVM's knob features (the config's entity values) and random scores, in the same run.
 //
 //   cost_model_bench --db PATH [--folds K] [--threads T] [--objective rank|reg] [--seeds N]
+//                    [--svg PATH]   (draws the cm_tune curves)
 //
 // Lines (one per case, key=value):
 //   cm_throughput workload= candidates= lower_per_s= extract_per_s= knob_per_s= predict_per_s=
@@ -25,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <stdexcept>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -53,7 +55,62 @@ struct Options {
   int seeds = 3;
   cost_model::Objective objective = cost_model::Objective::kRank;
   std::string target = "llvm -mcpu=native";
+  std::string svg;  // where to draw the tuning-replay curves
 };
+
+// The replay curves of one workload: best fraction after each trial, per strategy.
+struct Curves {
+  std::string label;
+  std::map<std::string, std::vector<double>> by_strategy;
+};
+
+// Small multiples, one panel per workload: best throughput found / best in the dataset against
+// trials, one line per strategy.
+void write_svg(const std::string &path, const std::vector<Curves> &all) {
+  FILE *f = std::fopen(path.c_str(), "w");
+  if (!f) throw std::runtime_error("cannot write " + path);
+  const int pw = 300, ph = 220, cols = 3, margin = 40;
+  const int rows = static_cast<int>((all.size() + cols - 1) / cols);
+  const int width = cols * pw, height = rows * ph + 40;
+  const std::map<std::string, std::string> color = {
+      {"transfer", "#1b7837"}, {"xgb", "#2166ac"}, {"random", "#b2182b"}};
+  std::fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' font-family='sans-serif'>\n", width,
+               height);
+  std::fprintf(f, "<rect width='100%%' height='100%%' fill='white'/>\n");
+  std::fprintf(f,
+               "<text x='10' y='20' font-size='14'>Model-guided tuning replayed on measured configs: best found / best "
+               "known vs trials (lo 0.7)</text>\n");
+  int legend_x = 10;
+  for (const auto &[name, c] : color) {
+    std::fprintf(f, "<rect x='%d' y='28' width='12' height='4' fill='%s'/><text x='%d' y='34' font-size='11'>%s</text>\n",
+                 legend_x + 560, c.c_str(), legend_x + 576, name.c_str());
+    legend_x += 90;
+  }
+  for (size_t p = 0; p < all.size(); ++p) {
+    const int ox = static_cast<int>(p % cols) * pw, oy = 40 + static_cast<int>(p / cols) * ph;
+    const int x0 = ox + margin, y0 = oy + ph - margin, w = pw - margin - 10, h = ph - margin - 25;
+    std::fprintf(f, "<text x='%d' y='%d' font-size='12'>%s</text>\n", x0, oy + 15, all[p].label.c_str());
+    std::fprintf(f, "<rect x='%d' y='%d' width='%d' height='%d' fill='none' stroke='#999'/>\n", x0, y0 - h, w, h);
+    size_t trials = 1;
+    for (const auto &[name, v] : all[p].by_strategy) trials = std::max(trials, v.size());
+    for (double yv : {0.7, 0.8, 0.9, 1.0}) {
+      const double y = y0 - (yv - 0.7) / 0.3 * h;
+      std::fprintf(f, "<text x='%d' y='%.1f' font-size='9' text-anchor='end'>%.1f</text>\n", x0 - 3, y + 3, yv);
+    }
+    std::fprintf(f, "<text x='%d' y='%d' font-size='9' text-anchor='end'>%zu trials</text>\n", x0 + w, y0 + 12, trials);
+    for (const auto &[name, v] : all[p].by_strategy) {
+      std::fprintf(f, "<polyline fill='none' stroke-width='1.5' stroke='%s' points='", color.at(name).c_str());
+      for (size_t t = 0; t < v.size(); ++t) {
+        const double x = x0 + static_cast<double>(t + 1) / static_cast<double>(trials) * w;
+        const double y = y0 - (std::max(0.7, v[t]) - 0.7) / 0.3 * h;
+        std::fprintf(f, "%.1f,%.1f ", x, y);
+      }
+      std::fprintf(f, "'/>\n");
+    }
+  }
+  std::fprintf(f, "</svg>\n");
+  std::fclose(f);
+}
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -257,6 +314,7 @@ int run(const Options &o) {
   }
 
   std::map<std::string, std::vector<double>> within, unseen, within_recall, unseen_recall;
+  std::vector<Curves> curves;
   for (const Data &d : data) {
     for (const std::string kind : {"ir", "knob", "random"}) {
       const Quality q = cross_validate(d, kind, o);
@@ -306,12 +364,14 @@ int run(const Options &o) {
     // Tuning replay with and without transfer.
     const size_t trials = std::min<size_t>(256, d.rows());
     const std::shared_ptr<const XgbCostModel> prior = fit_on(others, "ir", o, 7);
+    curves.push_back({d.label, {}});
     for (const std::string strategy : {"transfer", "xgb", "random"}) {
       std::vector<double> mean(trials, 0);
       for (int seed = 0; seed < o.seeds; ++seed) {
         const std::vector<double> c = replay(d, strategy, prior, o, static_cast<uint64_t>(seed + 1), trials);
         for (size_t t = 0; t < trials; ++t) mean[t] += c[std::min(t, c.size() - 1)] / o.seeds;
       }
+      curves.back().by_strategy[strategy] = mean;
       std::printf("cm_tune workload=%s strategy=%s", d.label.c_str(), strategy.c_str());
       for (size_t t : {16, 32, 64, 128, 192, 256}) {
         if (t <= trials) std::printf(" best_frac@%zu=%.3f", t, mean[t - 1]);
@@ -321,6 +381,7 @@ int run(const Options &o) {
     }
   }
 
+  if (!o.svg.empty()) write_svg(o.svg, curves);
   auto avg = [](const std::vector<double> &v) {
     return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
   };
@@ -338,7 +399,7 @@ int run(const Options &o) {
 [[noreturn]] void usage(const std::string &problem) {
   std::fprintf(stderr,
                "cost_model_bench: %s\nusage: cost_model_bench --db PATH [--folds K] [--threads T] "
-               "[--objective rank|reg] [--seeds N] [--target TARGET]\n",
+               "[--objective rank|reg] [--seeds N] [--target TARGET] [--svg PATH]\n",
                problem.c_str());
   std::exit(2);
 }
@@ -361,6 +422,8 @@ int main(int argc, char **argv) {
       o.seeds = std::stoi(value);
     } else if (flag == "--target") {
       o.target = value;
+    } else if (flag == "--svg") {
+      o.svg = value;
     } else if (flag == "--objective") {
       if (value != "rank" && value != "reg") usage("--objective is rank or reg");
       o.objective = value == "rank" ? cost_model::Objective::kRank : cost_model::Objective::kRegression;

@@ -1,6 +1,7 @@
 #pragma once
-// The workloads of the cost-model benchmark: two dense_pack shapes, three conv2d_nchwc layers of
-// ResNet-style networks and one MobileNet-style depthwise layer, all float32 on the host CPU.
+// The workloads of the cost-model benchmark: three dense_pack shapes (a square one, a small batch
+// of a classifier, a transformer's feed-forward layer), three conv2d_nchwc layers of ResNet-style
+// networks and two MobileNet-style depthwise layers, all float32 on the host CPU.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,10 +42,12 @@ inline std::vector<CostModelWorkload> cost_model_workloads() {
   return {
       dense_workload("dense_1024", 1024, 1024, 1024),
       dense_workload("dense_16x1000x2048", 16, 1000, 2048),
+      dense_workload("dense_128x3072x768", 128, 3072, 768),
       conv_workload("conv_64_56_3x3", 64, 56, 64, 3, 1, 1),
       conv_workload("conv_128_28_3x3_s2", 128, 28, 256, 3, 2, 1),
       conv_workload("conv_256_14_1x1_s2", 256, 14, 512, 1, 2, 0),
       conv_workload("dwconv_32_112", 32, 112, 32, 3, 1, 1, /*depthwise=*/true),
+      conv_workload("dwconv_128_56_s2", 128, 56, 128, 3, 2, 1, /*depthwise=*/true),
   };
 }
 
