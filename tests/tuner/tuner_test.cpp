@@ -1,0 +1,479 @@
+// Search strategies and tuning jobs against a synthetic measurer (a known cost function of the
+// config, so that results are exact and fast), and one real job with the local measurer: no
+// config measured twice, constraints respected, budgets and early stopping honoured, model-based
+// search beating random on a space with structure, the scheduler favouring the task with
+// headroom, failing tasks ending alone, and jobs resumed after a pause and after SIGKILL.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "compiler/driver/target.h"
+#include "compiler/ops/registry.h"
+#include "rpc_server/measure_worker.h"
+#include "tests/temp_dir.h"
+#include "tuner/measurer.h"
+#include "tuner/search.h"
+#include "tuner/tuner.h"
+
+namespace kiln::tuner {
+namespace {
+
+using autotune::Config;
+using contracts::Json;
+
+constexpr const char *kTarget = "llvm -mcpu=skylake-avx512";
+constexpr const char *kDevice = "test-cpu";
+
+Json tensor(const std::vector<int64_t> &shape) {
+  return Json::object({{"shape", Json::array_of(shape)}, {"dtype", "float32"}});
+}
+Json dense_args(int64_t m, int64_t n, int64_t k) {
+  return Json::object({{"data", tensor({m, k})}, {"weight", tensor({n, k})}});
+}
+Json matmul_args(int64_t n) { return Json::object({{"a", tensor({n, n})}, {"b", tensor({n, n})}}); }
+
+// A cost with structure: a smooth function of the log2 of every split's innermost factor (each
+// split has its own preferred size) with an interaction between the first two, in seconds.
+double synthetic_seconds(const ops::Task &task, const Config &c) {
+  double cost = 1;
+  int k = 0;
+  std::vector<double> inner;
+  for (const autotune::Knob &knob : task.space().knobs()) {
+    if (knob.kind != autotune::KnobKind::Split) continue;
+    const std::vector<int64_t> parts = c.split(knob.name);
+    const double x = std::log2(static_cast<double>(parts.back()));
+    inner.push_back(x);
+    const double want = 1.0 + (k % 3);
+    cost += 0.25 * (x - want) * (x - want);
+    ++k;
+  }
+  if (inner.size() >= 2) cost += 0.1 * std::fabs(inner[0] - inner[1]);
+  return 1e-3 * cost;
+}
+
+class SyntheticMeasurer : public Measurer {
+ public:
+  using Fn = std::function<MeasureOutcome(const ops::Task &, const Config &)>;
+  explicit SyntheticMeasurer(Fn fn = {}) : fn_(std::move(fn)) {}
+  std::string name() const override { return "synthetic"; }
+  std::vector<MeasureOutcome> measure(const ops::Task &task, const std::string &,
+                                      const std::vector<Config> &configs) override {
+    std::vector<MeasureOutcome> out;
+    for (const Config &c : configs) {
+      ++calls[task.key()][c.index()];
+      if (fn_) {
+        out.push_back(fn_(task, c));
+      } else {
+        MeasureOutcome o;
+        o.costs = {synthetic_seconds(task, c)};
+        out.push_back(o);
+      }
+    }
+    if (delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    return out;
+  }
+  std::map<std::string, std::map<int64_t, int>> calls;
+  int delay_ms = 0;
+
+ private:
+  Fn fn_;
+};
+
+ops::Task make_task(const std::string &tmpl, const Json &args) {
+  return ops::Task(tmpl, args, driver::resolve_target(kTarget));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Strategies
+
+TEST(Search, EveryStrategyExhaustsASmallSpaceWithoutRepeatsOrInvalidConfigs) {
+  const ops::Task task = make_task("matmul.x86", matmul_args(8));
+  const int64_t valid = task.space().count_valid();
+  ASSERT_GT(valid, 4);
+  ASSERT_LT(valid, 3000);
+  for (const std::string &name : strategy_names()) {
+    SCOPED_TRACE(name);
+    SearchOptions o;
+    o.seed = 3;
+    o.plan_size = 16;
+    o.population = 16;
+    std::unique_ptr<SearchStrategy> s = make_strategy(name, task, o);
+    std::set<int64_t> seen;
+    for (int round = 0; round < 10000 && !s->exhausted(); ++round) {
+      const std::vector<Config> batch = s->next_batch(7);
+      ASSERT_FALSE(batch.empty()) << "no proposal before the space is exhausted";
+      std::vector<Trial> trials;
+      for (const Config &c : batch) {
+        EXPECT_TRUE(task.space().is_valid(c));
+        EXPECT_TRUE(seen.insert(c.index()).second) << "proposed twice: " << c.to_string();
+        trials.push_back({c, true, 1e-3 / synthetic_seconds(task, c)});
+      }
+      s->update(trials);
+    }
+    EXPECT_EQ(static_cast<int64_t>(seen.size()), valid);
+    EXPECT_TRUE(s->next_batch(5).empty());
+  }
+}
+
+TEST(Search, ConfigsToldBeforeAreNeverProposed) {
+  const ops::Task task = make_task("dense_pack.x86", dense_args(64, 64, 64));
+  std::mt19937_64 rng(1);
+  std::vector<Trial> told;
+  std::set<int64_t> told_index;
+  for (int i = 0; i < 200; ++i) {
+    const Config c = task.space().sample(rng);
+    if (told_index.insert(c.index()).second) told.push_back({c, true, 1.0 / synthetic_seconds(task, c)});
+  }
+  for (const std::string &name : strategy_names()) {
+    SCOPED_TRACE(name);
+    std::unique_ptr<SearchStrategy> s = make_strategy(name, task, {});
+    s->update(told);
+    for (int round = 0; round < 5; ++round) {
+      for (const Config &c : s->next_batch(32)) EXPECT_FALSE(told_index.count(c.index())) << c.to_string();
+    }
+  }
+}
+
+// Trials until a strategy has measured a config within 5 % of the best of the space.
+int64_t trials_to_95(const std::string &name, const ops::Task &task, double best_s, uint64_t seed, int64_t cap) {
+  SearchOptions o;
+  o.seed = seed;
+  o.xgb.seed = seed;
+  std::unique_ptr<SearchStrategy> s = make_strategy(name, task, o);
+  int64_t n = 0;
+  while (n < cap) {
+    const std::vector<Config> batch = s->next_batch(16);
+    if (batch.empty()) break;
+    std::vector<Trial> trials;
+    for (const Config &c : batch) {
+      ++n;
+      const double sec = synthetic_seconds(task, c);
+      if (sec <= best_s / 0.95) return n;
+      trials.push_back({c, true, 1e-3 / sec});
+    }
+    s->update(trials);
+  }
+  return cap;
+}
+
+TEST(Search, ModelBasedNeedsFewerTrialsThanRandomOnASpaceWithStructure) {
+  const ops::Task task = make_task("dense_pack.x86", dense_args(256, 256, 256));
+  double best = 1e30;
+  task.space().for_each_valid([&](const Config &c) {
+    best = std::min(best, synthetic_seconds(task, c));
+    return true;
+  });
+  std::vector<int64_t> xgb, random;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    xgb.push_back(trials_to_95("xgb", task, best, seed, 2000));
+    random.push_back(trials_to_95("random", task, best, seed, 2000));
+  }
+  std::sort(xgb.begin(), xgb.end());
+  std::sort(random.begin(), random.end());
+  std::cout << "trials to 95% of the best (median of 3): xgb " << xgb[1] << ", random " << random[1] << " of "
+            << task.space().count_valid() << " valid configs\n";
+  EXPECT_LT(xgb[1] * 2, random[1]);
+}
+
+TEST(Search, UnknownStrategyIsAUserError) {
+  const ops::Task task = make_task("matmul.x86", matmul_args(8));
+  try {
+    make_strategy("annealing", task, {});
+    FAIL() << "no error";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("random, grid, genetic and xgb"), std::string::npos) << e.what();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Jobs
+
+struct JobFixture : ::testing::Test {
+  test::TempDir dir;
+  std::string path() const { return dir.path() + "/tuning.db"; }
+};
+
+std::vector<db::Record> job_records(db::TuningDb &log, int64_t job) {
+  std::vector<db::Record> out;
+  log.for_each_record({}, [&](const db::Record &r) {
+    if (r.job_id && *r.job_id == job) out.push_back(r);
+  });
+  return out;
+}
+
+TEST_F(JobFixture, AJobRecordsEveryTrialWithinItsBudget) {
+  db::TuningDb log = db::TuningDb::open(path());
+  SyntheticMeasurer m;
+  Tuner tuner(log, m, kTarget, kDevice);
+  TuneOptions o;
+  o.strategy = "random";
+  o.trials = 100;
+  o.batch_size = 8;
+  const int64_t job = tuner.create_job("two dense layers",
+                                       {{"dense_pack.x86", dense_args(64, 64, 64), 2, "a"},
+                                        {"dense_pack.x86", dense_args(32, 128, 64), 1, "b"}},
+                                       o);
+  int calls = 0;
+  const JobStatus st = tuner.run(job, [&](const JobStatus &) { ++calls; });
+  EXPECT_EQ(st.state, "done");
+  EXPECT_EQ(st.trials_done, 100);
+  EXPECT_GT(calls, 10);
+  const std::vector<db::Record> records = job_records(log, job);
+  EXPECT_EQ(records.size(), 100u);
+  EXPECT_EQ(log.job(job)->trials_done, 100);
+  EXPECT_EQ(log.job(job)->state, db::JobState::kDone);
+  // Both tasks measured, each its default config, nothing twice.
+  for (const auto &[key, per] : m.calls) {
+    for (const auto &[index, n] : per) EXPECT_EQ(n, 1) << key << " config " << index;
+  }
+  ASSERT_EQ(st.tasks.size(), 2u);
+  for (const TaskStatus &t : st.tasks) {
+    EXPECT_TRUE(t.default_s.has_value()) << t.name;
+    EXPECT_TRUE(t.best_s.has_value()) << t.name;
+    EXPECT_GE(t.speedup(), 1.0) << t.name;
+  }
+  EXPECT_NE(format_status(st).find("GFLOPS"), std::string::npos);
+}
+
+TEST_F(JobFixture, APausedJobResumesWithTheRestOfItsBudget) {
+  db::TuningDb log = db::TuningDb::open(path());
+  SyntheticMeasurer m;
+  Tuner tuner(log, m, kTarget, kDevice);
+  TuneOptions o;
+  o.strategy = "xgb";
+  o.trials = 160;
+  o.batch_size = 16;
+  const int64_t job = tuner.create_job("dense", {{"dense_pack.x86", dense_args(128, 64, 64), 1, ""}}, o);
+  std::atomic<bool> cancel{false};
+  const JobStatus first = tuner.run(
+      job, [&](const JobStatus &s) { cancel = s.trials_done >= 64; }, &cancel);
+  EXPECT_EQ(first.state, "paused");
+  EXPECT_EQ(log.job(job)->state, db::JobState::kPaused);
+  EXPECT_EQ(first.trials_done, 64);
+
+  SyntheticMeasurer m2;
+  Tuner again(log, m2, kTarget, kDevice);
+  const JobStatus second = again.run(job);
+  EXPECT_EQ(second.state, "done");
+  EXPECT_EQ(second.trials_done, 160);
+  EXPECT_EQ(job_records(log, job).size(), 160u);
+  // The second run measured only configs the first did not.
+  for (const auto &[key, per] : m2.calls) {
+    for (const auto &[index, n] : per) EXPECT_EQ(m.calls[key].count(index), 0u) << "measured again: " << index;
+  }
+  EXPECT_EQ(second.tasks[0].trials, 160);
+}
+
+TEST_F(JobFixture, AJobKilledWithSigkillResumesLosingAtMostTheBatchInFlight) {
+  int64_t job = 0;
+  {
+    db::TuningDb log = db::TuningDb::open(path());
+    SyntheticMeasurer m;
+    Tuner tuner(log, m, kTarget, kDevice);
+    TuneOptions o;
+    o.strategy = "random";
+    o.trials = 200;
+    o.batch_size = 10;
+    job = tuner.create_job("killed", {{"dense_pack.x86", dense_args(64, 64, 64), 1, ""}}, o);
+  }
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    db::TuningDb log = db::TuningDb::open(path());
+    SyntheticMeasurer m;
+    m.delay_ms = 40;
+    Tuner tuner(log, m, kTarget, kDevice);
+    tuner.run(job);
+    _exit(0);
+  }
+  // Kill it in the middle.
+  for (int i = 0; i < 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    db::TuningDb log = db::TuningDb::open(path());
+    if (log.job(job)->trials_done >= 60) break;
+  }
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+
+  db::TuningDb log = db::TuningDb::open(path());
+  const int64_t kept = static_cast<int64_t>(job_records(log, job).size());
+  EXPECT_GE(kept, 60);
+  EXPECT_LT(kept, 200);
+  EXPECT_EQ(kept % 10, 0) << "a batch is committed whole or not at all";
+  SyntheticMeasurer m;
+  Tuner tuner(log, m, kTarget, kDevice);
+  const JobStatus st = tuner.run(job);
+  EXPECT_EQ(st.state, "done");
+  EXPECT_EQ(st.trials_done, 200);
+  const std::vector<db::Record> records = job_records(log, job);
+  EXPECT_EQ(records.size(), 200u);
+  std::set<int64_t> configs;
+  for (const db::Record &r : records) configs.insert(r.config.index);
+  EXPECT_EQ(configs.size(), 200u) << "a config measured twice";
+}
+
+TEST_F(JobFixture, ATaskWhoseEveryConfigFailsEndsAloneWithItsErrors) {
+  db::TuningDb log = db::TuningDb::open(path());
+  const ops::Task bad = make_task("dense_pack.x86", dense_args(32, 32, 32));
+  SyntheticMeasurer m([&](const ops::Task &task, const Config &c) {
+    MeasureOutcome o;
+    if (task.key() == bad.key()) {
+      o.error = db::ErrorClass::kCompileHost;
+      o.message = "compiler crashed";
+    } else {
+      o.costs = {synthetic_seconds(task, c)};
+    }
+    return o;
+  });
+  Tuner tuner(log, m, kTarget, kDevice);
+  TuneOptions o;
+  o.strategy = "random";
+  o.trials = 150;
+  o.batch_size = 8;
+  const int64_t job = tuner.create_job("one broken", {{"dense_pack.x86", dense_args(32, 32, 32), 1, "broken"},
+                                                      {"dense_pack.x86", dense_args(64, 64, 64), 1, "fine"}},
+                                       o);
+  const JobStatus st = tuner.run(job);
+  EXPECT_EQ(st.state, "done");
+  EXPECT_EQ(st.trials_done, 150);
+  EXPECT_NE(st.tasks[0].done.find("no valid config"), std::string::npos) << st.tasks[0].done;
+  EXPECT_NE(st.tasks[0].done.find("COMPILE_HOST"), std::string::npos) << st.tasks[0].done;
+  EXPECT_LE(st.tasks[0].trials, 40);
+  EXPECT_GE(st.tasks[1].trials, 110);
+}
+
+TEST_F(JobFixture, TheSchedulerGivesMoreTrialsToTheTaskWithHeadroom) {
+  db::TuningDb log = db::TuningDb::open(path());
+  const ops::Task flat = make_task("dense_pack.x86", dense_args(64, 32, 32));
+  // "flat": every config costs the same (nothing to gain); the other has structure.
+  SyntheticMeasurer m([&](const ops::Task &task, const Config &c) {
+    MeasureOutcome o;
+    o.costs = {task.key() == flat.key() ? 1e-3 : synthetic_seconds(task, c) * 4};
+    return o;
+  });
+  Tuner tuner(log, m, kTarget, kDevice);
+  TuneOptions o;
+  o.strategy = "random";
+  o.trials = 240;
+  o.batch_size = 8;
+  const int64_t job = tuner.create_job("headroom", {{"dense_pack.x86", dense_args(64, 32, 32), 1, "flat"},
+                                                    {"dense_pack.x86", dense_args(128, 128, 128), 1, "structured"}},
+                                       o);
+  const JobStatus st = tuner.run(job);
+  EXPECT_GT(st.tasks[1].trials, 2 * st.tasks[0].trials)
+      << "flat " << st.tasks[0].trials << ", structured " << st.tasks[1].trials;
+}
+
+TEST_F(JobFixture, EarlyStoppingAndPerTaskBudgets) {
+  db::TuningDb log = db::TuningDb::open(path());
+  SyntheticMeasurer m([&](const ops::Task &, const Config &) {
+    MeasureOutcome o;
+    o.costs = {1e-3};
+    return o;
+  });
+  Tuner tuner(log, m, kTarget, kDevice);
+  TuneOptions o;
+  o.strategy = "random";
+  o.trials = 1000;
+  o.batch_size = 10;
+  o.early_stopping = 50;
+  const int64_t job = tuner.create_job("flat", {{"dense_pack.x86", dense_args(64, 64, 64), 1, ""}}, o);
+  const JobStatus st = tuner.run(job);
+  EXPECT_EQ(st.state, "done");
+  EXPECT_LE(st.trials_done, 60);
+  EXPECT_NE(st.tasks[0].done.find("no improvement in 50 trials"), std::string::npos) << st.tasks[0].done;
+
+  o.early_stopping = 0;
+  o.trials_per_task = 30;
+  const int64_t job2 = tuner.create_job("capped", {{"dense_pack.x86", dense_args(64, 64, 64), 1, ""}}, o);
+  EXPECT_EQ(tuner.run(job2).trials_done, 30);
+}
+
+TEST_F(JobFixture, BadJobsAreRefusedBeforeAnythingIsCreated) {
+  db::TuningDb log = db::TuningDb::open(path());
+  SyntheticMeasurer m;
+  Tuner tuner(log, m, kTarget, kDevice);
+  TuneOptions o;
+  auto refused = [&](const std::vector<TuneTask> &tasks, const TuneOptions &opts, const std::string &want) {
+    try {
+      tuner.create_job("bad", tasks, opts);
+      ADD_FAILURE() << "accepted; wanted an error with: " << want;
+    } catch (const TuneError &e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  const std::vector<TuneTask> good = {{"dense_pack.x86", dense_args(16, 16, 16), 1, ""}};
+  refused({{"conv3d.x86", Json::object(), 1, ""}}, o, "conv3d.x86");
+  refused({{"dense_pack.x86", Json::object({{"data", tensor({4, 8})}}), 1, ""}}, o, "dense_pack.x86");
+  refused({}, o, "at least one task");
+  TuneOptions zero = o;
+  zero.trials = 0;
+  refused(good, zero, "between 1 and");
+  TuneOptions huge = o;
+  huge.trials = 1000000000000;
+  refused(good, huge, "between 1 and");
+  TuneOptions unknown = o;
+  unknown.strategy = "annealing";
+  refused(good, unknown, "unknown search strategy");
+  refused({{"dense_pack.x86", dense_args(16, 16, 16), -1, ""}}, o, "weight");
+  EXPECT_TRUE(log.jobs().empty());
+
+  EXPECT_THROW(tuner.run(12345), TuneError);
+  const int64_t job = tuner.create_job("ok", good, o);
+  Tuner other(log, m, "llvm -mcpu=haswell", kDevice);
+  try {
+    other.run(job);
+    ADD_FAILURE() << "a job of another target ran";
+  } catch (const TuneError &e) {
+    EXPECT_NE(std::string(e.what()).find("haswell"), std::string::npos) << e.what();
+  }
+}
+
+// A real job: the local measurer compiles and times matmul configs on this machine.
+TEST_F(JobFixture, ARealJobWithTheLocalMeasurerRecordsEveryResult) {
+  db::TuningDb log = db::TuningDb::open(path());
+  LocalMeasurerOptions lo;
+  lo.measure.set_threads(1);
+  lo.measure.set_repeat(2);
+  lo.build_workers = 1;
+  LocalMeasurer m("llvm -mcpu=native", lo);
+  Tuner tuner(log, m, "llvm -mcpu=native", "local-cpu");
+  TuneOptions o;
+  o.strategy = "xgb";
+  o.trials = 24;
+  o.batch_size = 8;
+  const int64_t job = tuner.create_job("matmul", {{"matmul.x86", matmul_args(64), 1, ""}}, o);
+  const JobStatus st = tuner.run(job);
+  EXPECT_EQ(st.state, "done");
+  const std::vector<db::Record> records = job_records(log, job);
+  EXPECT_EQ(records.size(), 24u);
+  int valid = 0;
+  for (const db::Record &r : records) valid += r.valid() ? 1 : 0;
+  EXPECT_GE(valid, 20);
+  ASSERT_TRUE(st.tasks[0].best_s.has_value());
+  EXPECT_GT(st.tasks[0].best_gflops(), 0.1);
+}
+
+}  // namespace
+}  // namespace kiln::tuner
+
+int main(int argc, char **argv) {
+  if (argc > 1 && std::string(argv[1]) == "--measure-worker") return kiln::rpc::measure_worker_main();
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

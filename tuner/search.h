@@ -1,0 +1,108 @@
+#pragma once
+// Search strategies: which configs of a task to measure next. One interface, SearchStrategy:
+// next_batch(n) proposes up to n valid configs that were never proposed or told before, update()
+// tells it what they measured. Strategies (make_strategy):
+//   random   uniform among the valid configs, without replacement
+//   grid     the valid configs in index order
+//   genetic  TVM's GATuner: a population, elites kept, children by crossover of fitness-weighted
+//            parents and per-knob mutation
+//   xgb      model-based: the XGBoost cost model on IR features (cost_model/), refit from all of
+//            the task's trials every plan; a plan is the best unvisited configs the model finds,
+//            by scoring every valid config when the space is small and otherwise with parallel
+//            simulated-annealing chains that persist across refits; the plan is picked for
+//            diversity among the top candidates and its last 5 % are random (epsilon-greedy).
+//            An optional prior (transfer learning from the tuning log) ranks the first plan.
+// Constraints of the space are never violated: every proposal comes from the space's valid
+// configs. A config is never proposed twice, nor one told through update() (a resumed job tells
+// the strategy what the log already holds before asking for more).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "compiler/autotune/config_space.h"
+#include "compiler/ops/registry.h"
+#include "cost_model/cost_model.h"
+
+namespace kiln::tuner {
+
+// A measured config as a strategy sees it.
+struct Trial {
+  autotune::Config config;
+  bool valid = false;  // measured without error
+  double gflops = 0;   // when valid: the task's FLOPs / mean seconds / 1e9
+};
+
+struct SearchOptions {
+  uint64_t seed = 0;
+
+  // genetic
+  size_t population = 64;
+  size_t elites = 3;
+  double mutation_prob = 0.1;
+
+  // xgb
+  size_t plan_size = 64;
+  double epsilon = 0.05;  // the random share of each plan
+  // Spaces with at most this many valid configs are scored exhaustively (their features are
+  // extracted once and cached); larger ones are searched by annealing.
+  int64_t exhaustive_limit = 2048;
+  size_t sa_chains = 64;
+  int sa_iterations = 40;     // per plan; the chains persist across plans
+  int sa_early_stop = 8;      // iterations without a change of the top candidates
+  double diversity = 2.0;     // the plan is picked among the top diversity * plan_size candidates
+  cost_model::XgbOptions xgb;
+  std::shared_ptr<const cost_model::XgbCostModel> prior;  // transfer learning; may be null
+  int feature_threads = 0;                                 // 0: one per core
+};
+
+class SearchStrategy {
+ public:
+  SearchStrategy(const ops::Task &task, SearchOptions options);
+  virtual ~SearchStrategy();
+  SearchStrategy(const SearchStrategy &) = delete;
+  SearchStrategy &operator=(const SearchStrategy &) = delete;
+
+  virtual std::string name() const = 0;
+
+  // Up to `n` valid configs never proposed nor told before; fewer (possibly none) once the
+  // space runs out.
+  std::vector<autotune::Config> next_batch(size_t n);
+  // What measured configs gave (those of next_batch, or records of the log on resume).
+  void update(const std::vector<Trial> &trials);
+
+  bool visited(const autotune::Config &config) const;
+  size_t visited_count() const { return visited_.size(); }
+  // Every valid config has been proposed or told.
+  bool exhausted() const;
+  // The fastest valid trial told so far.
+  std::optional<Trial> best() const;
+  const std::vector<Trial> &trials() const { return trials_; }
+
+ protected:
+  // Up to n valid configs for which visited() is false; the base marks them visited.
+  virtual std::vector<autotune::Config> propose(size_t n) = 0;
+  virtual void on_update(const std::vector<Trial> &trials) { (void)trials; }
+  // Up to n valid, unvisited configs drawn uniformly (excluding `also_excluded`).
+  std::vector<autotune::Config> random_unvisited(size_t n, const std::unordered_set<int64_t> &also_excluded = {});
+
+  const ops::Task &task_;
+  SearchOptions options_;
+  std::mt19937_64 rng_;
+
+ private:
+  std::unordered_set<int64_t> visited_;
+  std::vector<Trial> trials_;
+  int64_t valid_count_ = -1;
+};
+
+// "random", "grid", "genetic" or "xgb"; throws UserError naming the known strategies otherwise.
+std::unique_ptr<SearchStrategy> make_strategy(const std::string &name, const ops::Task &task,
+                                              SearchOptions options = {});
+std::vector<std::string> strategy_names();
+
+}  // namespace kiln::tuner

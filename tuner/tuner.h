@@ -1,0 +1,126 @@
+#pragma once
+// Tuning jobs: find the fastest config of each task of a job with as few measurements as
+// possible, record every measurement in the tuning log, and survive a crash without losing work.
+//
+// A job is created in the tuning log before anything is measured (db::Job; its spec holds the
+// tasks and options, so that any process can resume it). run() then loops: the task scheduler
+// picks a task, its search strategy proposes a batch, the measurer measures it, and the results
+// are inserted in one transaction with the job's id. INFRA results are measured again (up to
+// max_infra_retries) and never recorded. Resuming (run() on a job with records) rebuilds every
+// task's visited set and model from the job's records and goes on with the rest of the budget; a
+// crash loses at most the batch in flight.
+//
+// Task scheduler: one batch per task in turn (warm-up), then the batch goes to the task with the
+// largest expected gain of the objective sum(weight_i * latency_i): weight_i times the larger of
+// its recent improvement per trial (backward) and its best latency over its trial count (an
+// optimistic forward estimate), MetaSchedule's gradient rule. A task leaves the rotation when
+// its space is exhausted, its per-task budget is spent, it has not improved for
+// `early_stopping` trials, or nothing of it is valid after a warm-up (its errors summarised).
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "contracts/json.h"
+#include "db/tuning_db.h"
+#include "tuner/measurer.h"
+#include "tuner/search.h"
+
+namespace kiln::tuner {
+
+// A job's spec, options or state the tuner refuses: an unknown template, bad arguments, a budget
+// of 0 or beyond the limit, an unknown job, a job of another target.
+class TuneError : public UserError {
+ public:
+  using UserError::UserError;
+};
+
+struct TuneTask {
+  std::string template_name;
+  contracts::Json args;
+  double weight = 1;  // how many times the workload occurs in the model
+  std::string name;   // for progress lines; empty: the template name
+};
+
+struct TuneOptions {
+  std::string strategy = "xgb";
+  int64_t trials = 1000;          // measurements in all, failures included (1 .. 10,000,000)
+  int64_t trials_per_task = 0;    // 0: no cap of its own
+  int64_t early_stopping = 0;     // per task: trials without improvement; 0: off
+  double time_budget_s = 0;       // wall time of one run(); 0: none
+  int64_t batch_size = 16;        // configs per measurement batch
+  bool transfer = true;           // a prior from the log's history of each template (XGB only)
+  int64_t transfer_min_records = 100;
+  bool skip_logged = false;       // never measure a config the log holds for the same workload
+                                  // and target, from any job
+  int max_infra_retries = 3;
+  uint64_t seed = 0;
+  SearchOptions search;           // seed and prior are set per task
+
+  contracts::Json to_json() const;
+  static TuneOptions from_json(const contracts::Json &j);
+};
+
+struct TaskStatus {
+  std::string name;
+  std::string workload_key;
+  double weight = 1;
+  double flop = 0;
+  int64_t trials = 0;
+  int64_t valid = 0;
+  std::optional<double> best_s;     // fastest mean seconds
+  std::optional<double> default_s;  // the template's default config
+  int64_t last_improvement = 0;     // trials when best_s last improved
+  std::string done;                 // why the task left the rotation, empty while it is in it
+  std::map<std::string, int64_t> errors;  // error class name -> count
+
+  double best_gflops() const { return best_s ? flop / *best_s / 1e9 : 0; }
+  // default_s / best_s, when both exist.
+  double speedup() const { return best_s && default_s ? *default_s / *best_s : 0; }
+};
+
+struct JobStatus {
+  int64_t job_id = 0;
+  std::string state;  // "running", "done", "paused" (cancelled, resumable), "failed"
+  int64_t trials_done = 0;
+  int64_t trials_total = 0;
+  double elapsed_s = 0;
+  double eta_s = 0;  // from the rate of this run
+  std::string message;
+  std::vector<TaskStatus> tasks;
+  // sum(weight * best seconds) over tasks with a valid config: the objective.
+  double objective_s() const;
+};
+
+class Tuner {
+ public:
+  // Tasks are built for `target` (a target string; canonicalised) and measured on devices of class
+  // `device_key`.
+  Tuner(db::TuningDb &log, Measurer &measurer, const std::string &target, const std::string &device_key);
+
+  // Checks the tasks and options (each task built, each space with a valid config, budgets in
+  // range) and creates the job in the log. Throws TuneError naming what is wrong, before
+  // anything is created.
+  int64_t create_job(const std::string &name, const std::vector<TuneTask> &tasks, const TuneOptions &options);
+
+  // Runs (or resumes) a job until its budget is spent, every task is done, the time budget runs
+  // out, or *cancel becomes true (the job is then paused and can be resumed). `progress` is called
+  // after every batch. Throws TuneError for an unknown job or one of another target or device
+  // class; measurer errors (MeasureError) fail the job with their message and are rethrown.
+  JobStatus run(int64_t job_id, const std::function<void(const JobStatus &)> &progress = {},
+                const std::atomic<bool> *cancel = nullptr);
+
+ private:
+  db::TuningDb &log_;
+  Measurer &measurer_;
+  std::string target_;
+  std::string device_key_;
+};
+
+// One line per task, for terminals and logs.
+std::string format_status(const JobStatus &status);
+
+}  // namespace kiln::tuner
