@@ -11,12 +11,13 @@ namespace kiln::tuner {
 struct LocalMeasurer::Impl {
   std::string target;  // canonical
   LocalMeasurerOptions options;
-  std::unique_ptr<rpc::MeasurePool> pool;
   std::atomic<bool> cancel{false};
   std::mutex mutex;  // one measure() at a time
   // Seconds of every build and run of each position of the batch in progress, from the pool's
   // trace (written on the thread that runs measure()).
   std::vector<double> busy_s;
+  // Last, so that it is gone (its workers killed) before what its trace writes to.
+  std::unique_ptr<rpc::MeasurePool> pool;
 };
 
 LocalMeasurer::LocalMeasurer(const std::string &target, LocalMeasurerOptions options)
