@@ -58,11 +58,15 @@ struct MeasureOutcome {
   double mean() const;
 };
 
-// The one conversion of a wire result.
+// The one conversion of a wire result. An error code no Kiln uses is UNKNOWN naming the code; an OK
+// result without timings (or with a negative or non-finite one) is UNKNOWN too, since the log keeps
+// no valid record without costs.
 MeasureOutcome outcome_from_proto(const kiln::v1::MeasureResult &result);
 
 // The record the tuning log keeps for one measured config of `task` on the device class
-// `device_key` (the target is the task's). The one place a measurement becomes a record.
+// `device_key` (the target is the task's). The one place a measurement becomes a record. Like
+// outcome_from_proto, it turns an OK outcome without usable costs into UNKNOWN, and drops the costs
+// of a failure.
 db::Record make_record(const ops::Task &task, const std::string &device_key, const autotune::Config &config,
                        const MeasureOutcome &outcome, std::optional<int64_t> job_id = std::nullopt);
 
@@ -72,7 +76,8 @@ class Measurer {
   // "local", "farm" or "replay".
   virtual std::string name() const = 0;
   // Measures `configs` of `task` (on the task's target) on a device of class `device_key`. One
-  // outcome per config, in order. Throws MeasureError for a request refused as a whole.
+  // outcome per config, in order. Throws MeasureError for a request refused as a whole. A config
+  // of another space (or an undefined one) is an INSTANTIATION outcome, not an error.
   virtual std::vector<MeasureOutcome> measure(const ops::Task &task, const std::string &device_key,
                                               const std::vector<autotune::Config> &configs) = 0;
   // Asks a measure() running on another thread to stop soon: what it has not measured comes back
@@ -136,10 +141,12 @@ class ReplayMeasurer : public Measurer {
 
   std::string name() const override { return "replay"; }
   // A config the table does not hold comes back UNKNOWN "not in the replay table" (and counts in
-  // misses()).
+  // misses()); a config of another space than the task's is INSTANTIATION.
   std::vector<MeasureOutcome> measure(const ops::Task &task, const std::string &device_key,
                                       const std::vector<autotune::Config> &configs) override;
 
+  // By the rules of from_log: a valid outcome answers over a failure, a faster valid one over a
+  // slower one, a later failure over an earlier one; INFRA (and OK without costs) is ignored.
   void add(const std::string &workload_key, int64_t config_index, MeasureOutcome outcome);
   size_t size() const { return table_.size(); }
   // The configs of a workload the table holds (index order), for strategies' tests and benchmarks.

@@ -36,6 +36,7 @@
 #include "db/tuning_db.h"
 #include "rpc_server/measure_pool.h"
 #include "rpc_server/wire.h"
+#include "tuner/measurer.h"
 
 namespace {
 
@@ -166,7 +167,6 @@ int run(const Options &o) {
   for (const bench::CostModelWorkload &w : bench::cost_model_workloads()) {
     if (!selected(w, o.filters)) continue;
     const ops::Task task(w.template_name, w.args, target);
-    const db::Workload stored = db::Workload::parse(task.templ().name, task.workload().args_json, task.flop());
 
     // The configs already in the log for this workload, so that a second run resumes.
     std::set<int64_t> measured;
@@ -206,17 +206,7 @@ int run(const Options &o) {
       std::vector<db::Record> records(batch.size());
       std::optional<rpc::MeasureRejection> rejected =
           pool.measure(batch, measure, [&](size_t i, const kiln::v1::MeasureResult &r) {
-            db::Record &rec = records[i];
-            rec.workload = stored;
-            rec.target = db::Target::make(target_text, "cpu-local");
-            rec.config = todo[start + i].record();
-            rec.error = db::error_class_from_code(r.error()).value_or(db::ErrorClass::kUnknown);
-            rec.error_message = r.message();
-            rec.costs.assign(r.seconds().begin(), r.seconds().end());
-            rec.wall_s = r.compile_seconds();
-            for (double s : rec.costs) rec.wall_s += s;
-            rec.runner = r.runner_id();
-            rec.kiln_version = r.kiln_version();
+            records[i] = tuner::make_record(task, "cpu-local", todo[start + i], tuner::outcome_from_proto(r));
           });
       if (rejected) {
         std::fprintf(stderr, "cost_model_dataset: %s: the batch was refused: %s\n", w.label.c_str(),

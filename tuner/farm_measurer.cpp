@@ -1,0 +1,72 @@
+// FarmMeasurer: the device farm through rpc::FarmClient.
+#include "contracts/target.h"
+#include "rpc_server/farm_client.h"
+#include "rpc_server/wire.h"
+#include "tuner/measurer.h"
+
+namespace kiln::tuner {
+
+struct FarmMeasurer::Impl {
+  Impl(const rpc::FarmClientOptions &farm, kiln::v1::MeasureOptions measure)
+      : farm(farm), client(farm), options(std::move(measure)) {}
+  rpc::FarmClientOptions farm;
+  rpc::FarmClient client;
+  kiln::v1::MeasureOptions options;
+};
+
+FarmMeasurer::FarmMeasurer(const rpc::FarmClientOptions &farm, kiln::v1::MeasureOptions options)
+    : impl_(std::make_unique<Impl>(farm, std::move(options))) {}
+
+FarmMeasurer::~FarmMeasurer() = default;
+
+std::vector<MeasureOutcome> FarmMeasurer::measure(const ops::Task &task, const std::string &device_key,
+                                                  const std::vector<autotune::Config> &configs) {
+  try {
+    contracts::check_device_key(device_key);
+  } catch (const contracts::TargetError &e) {
+    throw MeasureError(std::string("farm measurer: ") + e.what());
+  }
+
+  std::vector<MeasureOutcome> outcomes(configs.size());
+  std::vector<kiln::v1::Config> wire;
+  std::vector<size_t> position;  // of each wire config among `configs`
+  for (size_t i = 0; i < configs.size(); ++i) {
+    try {
+      wire.push_back(rpc::config_to_proto(configs[i]));
+    } catch (const UserError &e) {
+      // An undefined or partial config: nothing a runner could build.
+      outcomes[i].error = db::ErrorClass::kInstantiation;
+      outcomes[i].message = configs[i].defined()
+                                ? e.what()
+                                : "an undefined config: no config of " + task.workload().template_name + "'s space";
+      continue;
+    }
+    position.push_back(i);
+  }
+  if (wire.empty()) return outcomes;
+
+  std::vector<kiln::v1::MeasureResult> results;
+  try {
+    results = impl_->client.measure(rpc::workload_to_proto(task.workload()),
+                                    rpc::target_to_proto(task.target().target, device_key), wire, impl_->options);
+  } catch (const rpc::FarmError &e) {
+    const std::string tracker = impl_->farm.tracker.address;
+    switch (e.code()) {
+      case grpc::StatusCode::DEADLINE_EXCEEDED:
+        throw MeasureError("no runner for device key '" + device_key + "' became free within " +
+                           std::to_string(impl_->farm.acquire_wait.count()) +
+                           " ms (is one registered with the tracker at " + tracker + "?): " + e.what());
+      case grpc::StatusCode::UNAVAILABLE:
+        throw MeasureError("the farm at " + tracker + " cannot be reached: " + e.what());
+      default:
+        throw MeasureError("the farm refused to measure " + task.workload().template_name + " on device key '" +
+                           device_key + "': " + e.what());
+    }
+  }
+  KILN_CHECK(results.size() == wire.size(), "the farm returned ", results.size(), " results for ", wire.size(),
+             " configs");
+  for (size_t k = 0; k < results.size(); ++k) outcomes[position[k]] = outcome_from_proto(results[k]);
+  return outcomes;
+}
+
+}  // namespace kiln::tuner

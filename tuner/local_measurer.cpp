@@ -1,0 +1,98 @@
+// LocalMeasurer: the runner's measurement pool driven in this process.
+#include <mutex>
+
+#include "contracts/target.h"
+#include "rpc_server/measure_pool.h"
+#include "rpc_server/wire.h"
+#include "tuner/measurer.h"
+
+namespace kiln::tuner {
+
+struct LocalMeasurer::Impl {
+  std::string target;  // canonical
+  LocalMeasurerOptions options;
+  std::atomic<bool> cancel{false};
+  std::mutex mutex;  // one measure() at a time
+  // Seconds of every build and run of each position of the batch in progress, from the pool's
+  // trace (written on the thread that runs measure()).
+  std::vector<double> busy_s;
+  // Last, so that it is gone (its workers killed) before what its trace writes to.
+  std::unique_ptr<rpc::MeasurePool> pool;
+};
+
+LocalMeasurer::LocalMeasurer(const std::string &target, LocalMeasurerOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  try {
+    impl_->target = contracts::canonical_target(target);
+  } catch (const contracts::TargetError &e) {
+    throw MeasureError(std::string("local measurer: ") + e.what());
+  }
+  impl_->options = std::move(options);
+  rpc::MeasurePoolOptions pool;
+  pool.worker_command = impl_->options.worker_command;
+  pool.build_workers = impl_->options.build_workers;
+  pool.memory_limit_bytes = impl_->options.memory_limit_bytes;
+  pool.target = impl_->target;
+  pool.runner_id = impl_->options.runner_id;
+  Impl *impl = impl_.get();
+  pool.trace = [impl](const rpc::MeasureTraceEvent &event) {
+    if (event.position < impl->busy_s.size()) impl->busy_s[event.position] += event.end - event.start;
+  };
+  try {
+    impl_->pool = std::make_unique<rpc::MeasurePool>(std::move(pool));
+  } catch (const UserError &e) {
+    throw MeasureError("local measurer for '" + impl_->target + "': " + e.what());
+  }
+}
+
+LocalMeasurer::~LocalMeasurer() = default;
+
+std::vector<MeasureOutcome> LocalMeasurer::measure(const ops::Task &task, const std::string &device_key,
+                                                   const std::vector<autotune::Config> &configs) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->cancel.store(false);
+  if (!contracts::same_target(task.target().str(), impl_->target)) {
+    throw MeasureError("the local measurer compiles for '" + impl_->target + "', but the task " +
+                       task.workload().template_name + " is for '" + task.target().str() + "'");
+  }
+
+  std::vector<MeasureOutcome> outcomes(configs.size());
+  std::vector<rpc::Candidate> batch;
+  std::vector<size_t> position;  // of each candidate among `configs`
+  const kiln::v1::Workload workload = rpc::workload_to_proto(task.workload());
+  const kiln::v1::Target target = rpc::target_to_proto(task.target().target, device_key);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    rpc::Candidate candidate;
+    try {
+      candidate.config = rpc::config_to_proto(configs[i]);
+    } catch (const UserError &e) {
+      // An undefined or partial config: nothing a worker could build.
+      outcomes[i].error = db::ErrorClass::kInstantiation;
+      outcomes[i].message = configs[i].defined()
+                                ? e.what()
+                                : "an undefined config: no config of " + task.workload().template_name + "'s space";
+      continue;
+    }
+    candidate.workload = workload;
+    candidate.target = target;
+    batch.push_back(std::move(candidate));
+    position.push_back(i);
+  }
+  if (batch.empty()) return outcomes;
+
+  impl_->busy_s.assign(batch.size(), 0.0);
+  std::optional<rpc::MeasureRejection> rejection = impl_->pool->measure(
+      batch, impl_->options.measure,
+      [&](size_t k, const kiln::v1::MeasureResult &result) { outcomes[position[k]] = outcome_from_proto(result); },
+      &impl_->cancel);
+  if (rejection) throw MeasureError(rejection->message);
+  // The pool saw each build and run from start to end: a better wall time than the result's.
+  for (size_t k = 0; k < batch.size(); ++k) {
+    if (impl_->busy_s[k] > 0) outcomes[position[k]].wall_s = impl_->busy_s[k];
+  }
+  return outcomes;
+}
+
+void LocalMeasurer::cancel() { impl_->cancel.store(true); }
+
+}  // namespace kiln::tuner
