@@ -361,8 +361,7 @@ class XgbStrategy : public SearchStrategy {
       for (size_t i = 0; i < chains_.size(); ++i) {
         changed = offer(next[i], s[i]) || changed;
         const double delta = s[i] - current[i];
-        if (std::isfinite(s[i]) &&
-            (delta >= 0 || u(rng_) < std::exp(std::min(0.0, delta / (temperature + 1e-5))))) {
+        if (std::isfinite(s[i]) && (delta >= 0 || u(rng_) < std::exp(std::min(0.0, delta / (temperature + 1e-5))))) {
           chains_[i] = next[i];
           current[i] = s[i];
         }

@@ -52,12 +52,12 @@ struct SearchOptions {
   // extracted once and cached); larger ones are searched by annealing.
   int64_t exhaustive_limit = 2048;
   size_t sa_chains = 64;
-  int sa_iterations = 40;     // per plan; the chains persist across plans
-  int sa_early_stop = 8;      // iterations without a change of the top candidates
-  double diversity = 2.0;     // the plan is picked among the top diversity * plan_size candidates
+  int sa_iterations = 40;  // per plan; the chains persist across plans
+  int sa_early_stop = 8;   // iterations without a change of the top candidates
+  double diversity = 2.0;  // the plan is picked among the top diversity * plan_size candidates
   cost_model::XgbOptions xgb;
   std::shared_ptr<const cost_model::XgbCostModel> prior;  // transfer learning; may be null
-  int feature_threads = 0;                                 // 0: one per core
+  int feature_threads = 0;                                // 0: one per core
 };
 
 class SearchStrategy {

@@ -24,9 +24,7 @@ namespace {
 constexpr int kSpecVersion = 1;
 constexpr int64_t kMaxTrials = 10000000;
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 void check_options(const TuneOptions &o) {
   auto names = strategy_names();
@@ -54,8 +52,8 @@ Json spec_json(const std::string &target, const std::string &device_key, const s
                const TuneOptions &options) {
   Json list = Json::array();
   for (const TuneTask &t : tasks) {
-    list.push_back(Json::object(
-        {{"template", t.template_name}, {"args", t.args}, {"weight", t.weight}, {"name", t.name}}));
+    list.push_back(
+        Json::object({{"template", t.template_name}, {"args", t.args}, {"weight", t.weight}, {"name", t.name}}));
   }
   return Json::object({{"version", kSpecVersion},
                        {"target", target},
@@ -346,8 +344,8 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
 
       // Measure; INFRA results again, up to the retry limit.
       std::vector<MeasureOutcome> outcomes = measurer_.measure(*t.task, device_key_, batch);
-      KILN_CHECK(outcomes.size() == batch.size(), "measurer returned ", outcomes.size(), " results for ",
-                 batch.size(), " configs");
+      KILN_CHECK(outcomes.size() == batch.size(), "measurer returned ", outcomes.size(), " results for ", batch.size(),
+                 " configs");
       for (int retry = 0; retry < options.max_infra_retries; ++retry) {
         std::vector<size_t> again;
         for (size_t i = 0; i < outcomes.size(); ++i) {
@@ -382,7 +380,8 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
 
       // Does the task leave the rotation?
       if (t.strategy->exhausted()) finish_task(t, "space exhausted");
-      if (options.trials_per_task > 0 && t.status.trials >= options.trials_per_task) finish_task(t, "task budget spent");
+      if (options.trials_per_task > 0 && t.status.trials >= options.trials_per_task)
+        finish_task(t, "task budget spent");
       if (options.early_stopping > 0 && t.status.best_s &&
           t.status.trials - t.status.last_improvement >= options.early_stopping) {
         finish_task(t, "no improvement in " + std::to_string(options.early_stopping) + " trials");
@@ -421,15 +420,14 @@ std::string format_status(const JobStatus &status) {
   std::ostringstream out;
   char line[512];
   std::snprintf(line, sizeof line, "job %lld %s: %lld/%lld trials, %.0f s elapsed, eta %.0f s\n",
-                static_cast<long long>(status.job_id), status.state.c_str(),
-                static_cast<long long>(status.trials_done), static_cast<long long>(status.trials_total),
-                status.elapsed_s, status.eta_s);
+                static_cast<long long>(status.job_id), status.state.c_str(), static_cast<long long>(status.trials_done),
+                static_cast<long long>(status.trials_total), status.elapsed_s, status.eta_s);
   out << line;
   for (const TaskStatus &t : status.tasks) {
     std::snprintf(line, sizeof line, "  %-28s trials %5lld valid %5lld best %9.3f ms %8.1f GFLOPS speedup %5.2fx%s%s\n",
                   t.name.c_str(), static_cast<long long>(t.trials), static_cast<long long>(t.valid),
-                  t.best_s ? *t.best_s * 1e3 : 0.0, t.best_gflops(), t.speedup(), t.done.empty() ? "" : "  done: ",
-                  t.done.c_str());
+                  t.best_s ? *t.best_s * 1e3 : 0.0, t.best_gflops(), t.speedup(),
+                  t.done.empty() ? "" : "  done: ", t.done.c_str());
     out << line;
   }
   return out.str();

@@ -47,18 +47,18 @@ struct TuneTask {
 
 struct TuneOptions {
   std::string strategy = "xgb";
-  int64_t trials = 1000;          // measurements in all, failures included (1 .. 10,000,000)
-  int64_t trials_per_task = 0;    // 0: no cap of its own
-  int64_t early_stopping = 0;     // per task: trials without improvement; 0: off
-  double time_budget_s = 0;       // wall time of one run(); 0: none
-  int64_t batch_size = 16;        // configs per measurement batch
-  bool transfer = true;           // a prior from the log's history of each template (XGB only)
+  int64_t trials = 1000;        // measurements in all, failures included (1 .. 10,000,000)
+  int64_t trials_per_task = 0;  // 0: no cap of its own
+  int64_t early_stopping = 0;   // per task: trials without improvement; 0: off
+  double time_budget_s = 0;     // wall time of one run(); 0: none
+  int64_t batch_size = 16;      // configs per measurement batch
+  bool transfer = true;         // a prior from the log's history of each template (XGB only)
   int64_t transfer_min_records = 100;
-  bool skip_logged = false;       // never measure a config the log holds for the same workload
-                                  // and target, from any job
+  bool skip_logged = false;  // never measure a config the log holds for the same workload
+                             // and target, from any job
   int max_infra_retries = 3;
   uint64_t seed = 0;
-  SearchOptions search;           // seed and prior are set per task
+  SearchOptions search;  // seed and prior are set per task
 
   contracts::Json to_json() const;
   static TuneOptions from_json(const contracts::Json &j);
@@ -71,10 +71,10 @@ struct TaskStatus {
   double flop = 0;
   int64_t trials = 0;
   int64_t valid = 0;
-  std::optional<double> best_s;     // fastest mean seconds
-  std::optional<double> default_s;  // the template's default config
-  int64_t last_improvement = 0;     // trials when best_s last improved
-  std::string done;                 // why the task left the rotation, empty while it is in it
+  std::optional<double> best_s;           // fastest mean seconds
+  std::optional<double> default_s;        // the template's default config
+  int64_t last_improvement = 0;           // trials when best_s last improved
+  std::string done;                       // why the task left the rotation, empty while it is in it
   std::map<std::string, int64_t> errors;  // error class name -> count
 
   double best_gflops() const { return best_s ? flop / *best_s / 1e9 : 0; }
