@@ -4,14 +4,20 @@
 #include "cli/command.h"
 #include "cli/db_command.h"
 #include "cli/farm_command.h"
+#include "cli/tune_command.h"
 
 #include <CLI/CLI.hpp>
+#include <cstring>
+
+#include "rpc_server/measure_worker.h"
 
 #ifndef KILN_VERSION
 #error "KILN_VERSION must be defined by the build"
 #endif
 
 int main(int argc, char **argv) {
+  // `kiln tune` measures in worker processes that run this executable again.
+  if (argc > 1 && std::strcmp(argv[1], "--measure-worker") == 0) return kiln::rpc::measure_worker_main();
   CLI::App app{"Kiln: a deep-learning compiler with an auto-tuning service.", "kiln"};
   app.set_version_flag("--version", std::string("kiln ") + KILN_VERSION);
   app.require_subcommand(1);
@@ -19,6 +25,8 @@ int main(int argc, char **argv) {
 
   kiln::cli::add_db_command(app);
   kiln::cli::add_farm_commands(app);
+  kiln::cli::add_tune_command(app);
+  kiln::cli::add_jobs_command(app);
 
   return kiln::cli::run(app, argc, argv);
 }

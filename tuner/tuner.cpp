@@ -192,6 +192,10 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
     throw TuneError("job " + std::to_string(job_id) + " tunes for '" + spec.at("target").as_string() + "' on " +
                     spec.at("device_key").as_string() + ", not for '" + target_ + "' on " + device_key_);
   }
+  if (job->state == db::JobState::kDone || job->state == db::JobState::kCancelled) {
+    throw TuneError("job " + std::to_string(job_id) + " is " + std::string(db::to_string(job->state)) +
+                    "; only a pending, running, paused or failed job can be run");
+  }
   const TuneOptions options = TuneOptions::from_json(spec.at("options"));
   const ops::Target target = driver::resolve_target(target_);
   const db::Target stored_target = db::Target::make(target_, device_key_);
@@ -397,6 +401,14 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
 
       snapshot();
       if (progress) progress(status);
+
+      // Another process (`kiln jobs pause|cancel`) may have stopped the job through the log.
+      const std::optional<db::Job> now = log_.job(job_id);
+      if (now && (now->state == db::JobState::kPaused || now->state == db::JobState::kCancelled)) {
+        status.state = now->state == db::JobState::kPaused ? "paused" : "cancelled";
+        status.message = now->message.empty() ? "stopped through the tuning log" : now->message;
+        break;
+      }
     }
   } catch (const std::exception &e) {
     snapshot();
@@ -411,7 +423,9 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
     status.state = "done";
     if (status.message.empty()) status.message = "trial budget spent";
   }
-  const db::JobState state = status.state == "paused" ? db::JobState::kPaused : db::JobState::kDone;
+  const db::JobState state = status.state == "paused"      ? db::JobState::kPaused
+                             : status.state == "cancelled" ? db::JobState::kCancelled
+                                                           : db::JobState::kDone;
   log_.update_job(job_id, state, status.message);
   return status;
 }

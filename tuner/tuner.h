@@ -84,7 +84,9 @@ struct TaskStatus {
 
 struct JobStatus {
   int64_t job_id = 0;
-  std::string state;  // "running", "done", "paused" (cancelled, resumable), "failed"
+  // "running", "done", "paused" (resumable: cancelled by the caller or paused through the log),
+  // "cancelled" (through the log), "failed"
+  std::string state;
   int64_t trials_done = 0;
   int64_t trials_total = 0;
   double elapsed_s = 0;
@@ -107,9 +109,10 @@ class Tuner {
   int64_t create_job(const std::string &name, const std::vector<TuneTask> &tasks, const TuneOptions &options);
 
   // Runs (or resumes) a job until its budget is spent, every task is done, the time budget runs
-  // out, or *cancel becomes true (the job is then paused and can be resumed). `progress` is called
-  // after every batch. Throws TuneError for an unknown job or one of another target or device
-  // class; measurer errors (MeasureError) fail the job with their message and are rethrown.
+  // out, or *cancel becomes true (the job is then paused and can be resumed), or another process
+  // pauses or cancels the job in the log (checked after every batch). `progress` is called after
+  // every batch. A done or cancelled job is refused (TuneError). Throws TuneError for an unknown job or one of another
+  // target or device class; measurer errors (MeasureError) fail the job with their message and are rethrown.
   JobStatus run(int64_t job_id, const std::function<void(const JobStatus &)> &progress = {},
                 const std::atomic<bool> *cancel = nullptr);
 
