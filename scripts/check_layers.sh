@@ -28,6 +28,8 @@ declare -A allowed=(
   [db]="contracts"
   [cost_model]="contracts deploy compiler"
   [rpc_server]="contracts deploy compiler kiln/v1"
+  [tuner]="contracts deploy compiler cost_model db rpc_server kiln/v1"
+  [cli]="contracts deploy compiler cost_model db rpc_server tuner kiln/v1"
 )
 
 status=0
