@@ -48,6 +48,7 @@ struct TuneCommandOptions {
   int64_t trials_per_task = 0;
   uint32_t threads = 0;
   bool no_transfer = false;
+  bool skip_measured = false;
   bool json = false;
   int64_t resume = 0;
   std::string name;
@@ -247,6 +248,7 @@ void tune_command(const TuneCommandOptions &o) {
     options.early_stopping = o.early_stopping;
     options.trials_per_task = o.trials_per_task;
     options.transfer = !o.no_transfer;
+    options.skip_logged = o.skip_measured;
     options.seed = o.seed;
     const std::string name = !o.name.empty()            ? o.name
                              : !o.preset.empty()        ? o.preset
@@ -321,6 +323,8 @@ void add_tune_command(CLI::App &app) {
   c->add_option("--seed", o->seed, "seed of the search")->capture_default_str();
   c->add_option("--name", o->name, "the job's name in `kiln jobs list`");
   c->add_flag("--no-transfer", o->no_transfer, "do not learn from the log's records of other workloads");
+  c->add_flag("--skip-measured", o->skip_measured,
+              "never measure a config the log already holds for the same workload and target (from any job)");
   c->add_option("--resume", o->resume, "go on with a paused or interrupted job");
   c->add_flag("--json", o->json, "one JSON event per batch, for scripts");
   c->footer(

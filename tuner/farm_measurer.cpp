@@ -69,4 +69,20 @@ std::vector<MeasureOutcome> FarmMeasurer::measure(const ops::Task &task, const s
   return outcomes;
 }
 
+void FarmMeasurer::check(const std::string &, const std::string &device_key) {
+  kiln::v1::SummaryReply summary;
+  try {
+    summary = impl_->client.tracker().summary();
+  } catch (const UserError &e) {
+    throw MeasureError(std::string("the farm's tracker cannot be asked for runners: ") + e.what());
+  }
+  std::string keys;
+  for (const auto &device : summary.devices()) {
+    if (device.device_key() == device_key) return;
+    keys += (keys.empty() ? "" : ", ") + device.device_key();
+  }
+  throw MeasureError("the farm has no runner for device key '" + device_key + "'" +
+                     (keys.empty() ? std::string(" (no runner is registered)") : " (it has: " + keys + ")"));
+}
+
 }  // namespace kiln::tuner

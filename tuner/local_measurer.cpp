@@ -47,6 +47,12 @@ LocalMeasurer::LocalMeasurer(const std::string &target, LocalMeasurerOptions opt
 
 LocalMeasurer::~LocalMeasurer() = default;
 
+void LocalMeasurer::check(const std::string &target, const std::string &) {
+  if (!contracts::same_target(target, impl_->target)) {
+    throw MeasureError("the local measurer compiles for '" + impl_->target + "', not for '" + target + "'");
+  }
+}
+
 std::vector<MeasureOutcome> LocalMeasurer::measure(const ops::Task &task, const std::string &device_key,
                                                    const std::vector<autotune::Config> &configs) {
   std::lock_guard<std::mutex> lock(impl_->mutex);

@@ -80,6 +80,13 @@ class Measurer {
   // of another space (or an undefined one) is an INSTANTIATION outcome, not an error.
   virtual std::vector<MeasureOutcome> measure(const ops::Task &task, const std::string &device_key,
                                               const std::vector<autotune::Config> &configs) = 0;
+  // Throws MeasureError when this measurer cannot measure tasks for `target` on devices of class
+  // `device_key` at all (another target than a local measurer's; a device class the farm has no
+  // runner for), so that a job fails before anything runs. The default accepts everything.
+  virtual void check(const std::string &target, const std::string &device_key) {
+    (void)target;
+    (void)device_key;
+  }
   // Asks a measure() running on another thread to stop soon: what it has not measured comes back
   // INFRA "cancelled". Safe to call from a signal-handling thread; a no-op when idle.
   virtual void cancel() {}
@@ -109,6 +116,7 @@ class LocalMeasurer : public Measurer {
   LocalMeasurer(const std::string &target, LocalMeasurerOptions options = {});
   ~LocalMeasurer() override;
   std::string name() const override { return "local"; }
+  void check(const std::string &target, const std::string &device_key) override;
   std::vector<MeasureOutcome> measure(const ops::Task &task, const std::string &device_key,
                                       const std::vector<autotune::Config> &configs) override;
   void cancel() override;
@@ -123,6 +131,7 @@ class FarmMeasurer : public Measurer {
   FarmMeasurer(const rpc::FarmClientOptions &farm, kiln::v1::MeasureOptions options = default_measure_options());
   ~FarmMeasurer() override;
   std::string name() const override { return "farm"; }
+  void check(const std::string &target, const std::string &device_key) override;
   std::vector<MeasureOutcome> measure(const ops::Task &task, const std::string &device_key,
                                       const std::vector<autotune::Config> &configs) override;
 

@@ -159,6 +159,11 @@ Tuner::Tuner(db::TuningDb &log, Measurer &measurer, const std::string &target, c
 int64_t Tuner::create_job(const std::string &name, const std::vector<TuneTask> &tasks, const TuneOptions &options) {
   check_options(options);
   if (tasks.empty()) throw TuneError("a tuning job needs at least one task");
+  try {
+    measurer_.check(target_, device_key_);
+  } catch (const MeasureError &e) {
+    throw TuneError(e.what());
+  }
   const ops::Target target = driver::resolve_target(target_);
   std::set<std::string> keys;
   for (size_t i = 0; i < tasks.size(); ++i) {

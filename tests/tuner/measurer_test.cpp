@@ -473,6 +473,22 @@ TEST(FarmMeasurer, NoRunnerForTheDeviceKeyIsAMeasureErrorSayingSo) {
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 5.0);
 }
 
+// check(), what a job calls before it starts: a key with a runner passes, another is refused
+// naming the keys the farm has.
+TEST(FarmMeasurer, CheckRefusesADeviceKeyWithoutRunnersBeforeMeasuring) {
+  InProcessFarm farm;
+  FarmMeasurer measurer(farm.client(300ms), quick_options());
+  EXPECT_NO_THROW(measurer.check("llvm -mcpu=native", kDeviceKey));
+  try {
+    measurer.check("llvm -mcpu=native", "no-such-device");
+    FAIL() << "accepted a device key without runners";
+  } catch (const MeasureError &e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("no runner for device key 'no-such-device'"), std::string::npos) << message;
+    EXPECT_NE(message.find(kDeviceKey), std::string::npos) << message;
+  }
+}
+
 TEST(FarmMeasurer, ARequestTheRunnerRejectsIsAMeasureError) {
   InProcessFarm farm;
   FarmMeasurer measurer(farm.client(), quick_options());

@@ -455,6 +455,22 @@ TEST_F(JobFixture, BadJobsAreRefusedBeforeAnythingIsCreated) {
   }
 }
 
+// A measurer that cannot serve the job's target fails the job before anything is created.
+TEST_F(JobFixture, AJobForATargetTheMeasurerDoesNotServeIsRefusedUpFront) {
+  db::TuningDb log = db::TuningDb::open(path());
+  LocalMeasurerOptions lo;
+  lo.build_workers = 1;
+  LocalMeasurer m("llvm -mcpu=native", lo);
+  Tuner tuner(log, m, "llvm -mcpu=haswell", kDevice);
+  try {
+    tuner.create_job("elsewhere", {{"matmul.x86", matmul_args(16), 1, ""}}, TuneOptions());
+    ADD_FAILURE() << "accepted";
+  } catch (const TuneError &e) {
+    EXPECT_NE(std::string(e.what()).find("compiles for 'llvm -mcpu=native'"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(log.jobs().empty());
+}
+
 // A real job: the local measurer compiles and times matmul configs on this machine.
 TEST_F(JobFixture, ARealJobWithTheLocalMeasurerRecordsEveryResult) {
   db::TuningDb log = db::TuningDb::open(path());
