@@ -13,6 +13,10 @@ struct LocalMeasurer::Impl {
   LocalMeasurerOptions options;
   std::atomic<bool> cancel{false};
   std::mutex mutex;  // one measure() at a time
+  // Who the batch in flight is measured for (a Share, or the measurer itself), so that a shared
+  // measurer's cancel() stops only its own batch.
+  std::mutex owner_mutex;
+  const void *owner = nullptr;
   // Seconds of every build and run of each position of the batch in progress, from the pool's
   // trace (written on the thread that runs measure()).
   std::vector<double> busy_s;
@@ -55,8 +59,25 @@ void LocalMeasurer::check(const std::string &target, const std::string &) {
 
 std::vector<MeasureOutcome> LocalMeasurer::measure(const ops::Task &task, const std::string &device_key,
                                                    const std::vector<autotune::Config> &configs) {
+  return measure_with(task, device_key, configs, impl_->options.measure, this);
+}
+
+std::vector<MeasureOutcome> LocalMeasurer::measure_with(const ops::Task &task, const std::string &device_key,
+                                                        const std::vector<autotune::Config> &configs,
+                                                        const kiln::v1::MeasureOptions &options, const void *owner) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->cancel.store(false);
+  {
+    std::lock_guard<std::mutex> owner_lock(impl_->owner_mutex);
+    impl_->owner = owner;
+    impl_->cancel.store(false);
+  }
+  struct Release {
+    Impl &impl;
+    ~Release() {
+      std::lock_guard<std::mutex> owner_lock(impl.owner_mutex);
+      impl.owner = nullptr;
+    }
+  } release{*impl_};
   if (!contracts::same_target(task.target().str(), impl_->target)) {
     throw MeasureError("the local measurer compiles for '" + impl_->target + "', but the task " +
                        task.workload().template_name + " is for '" + task.target().str() + "'");
@@ -88,7 +109,7 @@ std::vector<MeasureOutcome> LocalMeasurer::measure(const ops::Task &task, const 
 
   impl_->busy_s.assign(batch.size(), 0.0);
   std::optional<rpc::MeasureRejection> rejection = impl_->pool->measure(
-      batch, impl_->options.measure,
+      batch, options,
       [&](size_t k, const kiln::v1::MeasureResult &result) { outcomes[position[k]] = outcome_from_proto(result); },
       &impl_->cancel);
   if (rejection) throw MeasureError(rejection->message);
@@ -100,5 +121,31 @@ std::vector<MeasureOutcome> LocalMeasurer::measure(const ops::Task &task, const 
 }
 
 void LocalMeasurer::cancel() { impl_->cancel.store(true); }
+
+class LocalMeasurer::Share : public Measurer {
+ public:
+  Share(std::shared_ptr<LocalMeasurer> local, kiln::v1::MeasureOptions options)
+      : local_(std::move(local)), options_(std::move(options)) {}
+  std::string name() const override { return "local"; }
+  void check(const std::string &target, const std::string &device_key) override { local_->check(target, device_key); }
+  std::vector<MeasureOutcome> measure(const ops::Task &task, const std::string &device_key,
+                                      const std::vector<autotune::Config> &configs) override {
+    return local_->measure_with(task, device_key, configs, options_, this);
+  }
+  void cancel() override {
+    Impl &impl = *local_->impl_;
+    std::lock_guard<std::mutex> lock(impl.owner_mutex);
+    if (impl.owner == this) impl.cancel.store(true);
+  }
+
+ private:
+  std::shared_ptr<LocalMeasurer> local_;
+  kiln::v1::MeasureOptions options_;
+};
+
+std::unique_ptr<Measurer> LocalMeasurer::share(std::shared_ptr<LocalMeasurer> local, kiln::v1::MeasureOptions options) {
+  KILN_CHECK(local != nullptr, "LocalMeasurer::share needs a measurer");
+  return std::make_unique<Share>(std::move(local), std::move(options));
+}
 
 }  // namespace kiln::tuner

@@ -121,8 +121,17 @@ class LocalMeasurer : public Measurer {
                                       const std::vector<autotune::Config> &configs) override;
   void cancel() override;
 
+  // A measurer for one of several jobs that share `local`: their batches take turns on its one
+  // pool (so that timings do not disturb each other), each measured with `options` instead of the
+  // pool's own. Its cancel() stops only its own batch in flight.
+  static std::unique_ptr<Measurer> share(std::shared_ptr<LocalMeasurer> local, kiln::v1::MeasureOptions options);
+
  private:
+  class Share;
   struct Impl;
+  std::vector<MeasureOutcome> measure_with(const ops::Task &task, const std::string &device_key,
+                                           const std::vector<autotune::Config> &configs,
+                                           const kiln::v1::MeasureOptions &options, const void *owner);
   std::unique_ptr<Impl> impl_;
 };
 

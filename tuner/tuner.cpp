@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <google/protobuf/util/json_util.h>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -23,6 +24,7 @@ namespace {
 
 constexpr int kSpecVersion = 1;
 constexpr int64_t kMaxTrials = 10000000;
+constexpr int kMaxPriority = 1000;
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -45,6 +47,10 @@ void check_options(const TuneOptions &o) {
     throw TuneError("the batch size must be between 1 and 4096, not " + std::to_string(o.batch_size));
   }
   if (o.max_infra_retries < 0 || o.max_infra_retries > 100) throw TuneError("max_infra_retries must be 0..100");
+  if (o.priority < -kMaxPriority || o.priority > kMaxPriority) {
+    throw TuneError("the priority must be between -" + std::to_string(kMaxPriority) + " and " +
+                    std::to_string(kMaxPriority) + ", not " + std::to_string(o.priority));
+  }
 }
 
 // A job's spec in the log: what run() needs to restart it in any process.
@@ -96,6 +102,34 @@ Trial trial_of(const ops::Task &task, const Config &config, const MeasureOutcome
   return t;
 }
 
+// The tasks of a job's spec, built for `target`, without their strategies.
+std::vector<TaskState> spec_tasks(const Json &spec, const ops::Target &target) {
+  std::vector<TaskState> tasks;
+  for (const Json &tj : spec.at("tasks").as_array()) {
+    TaskState t;
+    t.spec.template_name = tj.at("template").as_string();
+    t.spec.args = tj.at("args");
+    t.spec.weight = tj.at("weight").as_double();
+    t.spec.name = tj.get_or("name", "").as_string();
+    t.task = std::make_unique<ops::Task>(t.spec.template_name, t.spec.args, target);
+    t.status.name = t.spec.name.empty() ? t.spec.template_name : t.spec.name;
+    t.status.workload_key = t.task->key();
+    t.status.weight = t.spec.weight;
+    t.status.flop = t.task->flop();
+    tasks.push_back(std::move(t));
+  }
+  return tasks;
+}
+
+// The config of a record of `task`, or nullopt for a config of another version of the space.
+std::optional<Config> record_config(const ops::Task &task, const db::Record &r) {
+  try {
+    return task.space().from_record(r.config);
+  } catch (const UserError &) {
+    return std::nullopt;
+  }
+}
+
 // The expected gain of giving task t another batch (see tuner.h).
 double expected_gain(const TaskState &t) {
   const TaskStatus &s = t.status;
@@ -112,18 +146,25 @@ double expected_gain(const TaskState &t) {
 }  // namespace
 
 Json TuneOptions::to_json() const {
-  return Json::object({{"strategy", strategy},
-                       {"trials", trials},
-                       {"trials_per_task", trials_per_task},
-                       {"early_stopping", early_stopping},
-                       {"time_budget_s", time_budget_s},
-                       {"batch_size", batch_size},
-                       {"transfer", transfer},
-                       {"transfer_min_records", transfer_min_records},
-                       {"skip_logged", skip_logged},
-                       {"max_infra_retries", max_infra_retries},
-                       {"seed", std::to_string(seed)},
-                       {"plan_size", static_cast<int64_t>(search.plan_size)}});
+  Json j = Json::object({{"strategy", strategy},
+                         {"trials", trials},
+                         {"trials_per_task", trials_per_task},
+                         {"early_stopping", early_stopping},
+                         {"time_budget_s", time_budget_s},
+                         {"batch_size", batch_size},
+                         {"transfer", transfer},
+                         {"transfer_min_records", transfer_min_records},
+                         {"skip_logged", skip_logged},
+                         {"max_infra_retries", max_infra_retries},
+                         {"seed", std::to_string(seed)},
+                         {"priority", priority},
+                         {"plan_size", static_cast<int64_t>(search.plan_size)}});
+  if (measure) {
+    std::string text;
+    KILN_CHECK(google::protobuf::util::MessageToJsonString(*measure, &text).ok(), "measure options as JSON");
+    j.set("measure", Json::parse(text));
+  }
+  return j;
 }
 
 TuneOptions TuneOptions::from_json(const Json &j) {
@@ -139,6 +180,14 @@ TuneOptions TuneOptions::from_json(const Json &j) {
   o.skip_logged = j.get_or("skip_logged", o.skip_logged).as_bool();
   o.max_infra_retries = static_cast<int>(j.get_or("max_infra_retries", o.max_infra_retries).as_int());
   o.seed = std::stoull(j.get_or("seed", "0").as_string());
+  o.priority = static_cast<int>(j.get_or("priority", 0).as_int());
+  if (const Json *measure = j.find("measure")) {
+    kiln::v1::MeasureOptions m;
+    if (!google::protobuf::util::JsonStringToMessage(measure->dump(), &m).ok()) {
+      throw TuneError("the job's measure options are not readable: " + measure->dump());
+    }
+    o.measure = m;
+  }
   o.search.plan_size = static_cast<size_t>(j.get_or("plan_size", static_cast<int64_t>(o.search.plan_size)).as_int());
   return o;
 }
@@ -212,20 +261,7 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
   const double t0 = now_s();
 
   // Tasks, their strategies, and what the job (or the log) already measured.
-  std::vector<TaskState> tasks;
-  for (const Json &tj : spec.at("tasks").as_array()) {
-    TaskState t;
-    t.spec.template_name = tj.at("template").as_string();
-    t.spec.args = tj.at("args");
-    t.spec.weight = tj.at("weight").as_double();
-    t.spec.name = tj.get_or("name", "").as_string();
-    t.task = std::make_unique<ops::Task>(t.spec.template_name, t.spec.args, target);
-    t.status.name = t.spec.name.empty() ? t.spec.template_name : t.spec.name;
-    t.status.workload_key = t.task->key();
-    t.status.weight = t.spec.weight;
-    t.status.flop = t.task->flop();
-    tasks.push_back(std::move(t));
-  }
+  std::vector<TaskState> tasks = spec_tasks(spec, target);
 
   int64_t done_before = 0;
   for (TaskState &t : tasks) {
@@ -262,12 +298,9 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
       if (r.error == db::ErrorClass::kInfra) return;
       const bool own = r.job_id && *r.job_id == job_id;
       if (!own && !(options.skip_logged && contracts::same_target(r.target.target, target_))) return;
-      Config c;
-      try {
-        c = t.task->space().from_record(r.config);
-      } catch (const UserError &) {
-        return;  // a config of another version of the space
-      }
+      const std::optional<Config> parsed = record_config(*t.task, r);
+      if (!parsed) return;
+      const Config &c = *parsed;
       MeasureOutcome o;
       o.error = r.error;
       o.costs = r.costs;
@@ -432,6 +465,40 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
                              : status.state == "cancelled" ? db::JobState::kCancelled
                                                            : db::JobState::kDone;
   log_.update_job(job_id, state, status.message);
+  return status;
+}
+
+JobStatus logged_status(db::TuningDb &log, int64_t job_id) {
+  const std::optional<db::Job> job = log.job(job_id);
+  if (!job) throw TuneError("there is no tuning job " + std::to_string(job_id) + " in " + log.path());
+  JobStatus status;
+  status.job_id = job_id;
+  status.state = std::string(db::to_string(job->state));
+  status.trials_done = job->trials_done;
+  status.trials_total = job->trials_total;
+  status.message = job->message;
+  std::vector<TaskState> tasks;
+  try {
+    const Json spec = Json::parse(job->spec.dump());
+    if (spec.get_or("version", 0).as_int() != kSpecVersion) return status;
+    tasks = spec_tasks(spec, driver::resolve_target(spec.at("target").as_string()));
+  } catch (const UserError &) {
+    return status;  // a spec of another tuner, or a template this build does not have
+  }
+  for (TaskState &t : tasks) {
+    db::ExportFilter filter;
+    filter.workload_key = t.task->key();
+    log.for_each_record(filter, [&](const db::Record &r) {
+      if (!r.job_id || *r.job_id != job_id || r.error == db::ErrorClass::kInfra) return;
+      const std::optional<Config> c = record_config(*t.task, r);
+      if (!c) return;
+      MeasureOutcome o;
+      o.error = r.error;
+      o.costs = r.costs;
+      account(t, *c, o);
+    });
+    status.tasks.push_back(t.status);
+  }
   return status;
 }
 

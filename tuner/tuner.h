@@ -58,6 +58,13 @@ struct TuneOptions {
                              // and target, from any job
   int max_infra_retries = 3;
   uint64_t seed = 0;
+  // Higher runs first when a service queues jobs (-1000 .. 1000); kept with the job so that a
+  // restarted service queues it the same way. The tuner itself does not use it.
+  int priority = 0;
+  // How candidates are timed, kept with the job so that a resumed job is measured the same way.
+  // The tuner does not read it: whoever makes the job's measurer does (the tuning service).
+  // Unset: the measurer's own options.
+  std::optional<kiln::v1::MeasureOptions> measure;
   SearchOptions search;  // seed and prior are set per task
 
   contracts::Json to_json() const;
@@ -85,7 +92,8 @@ struct TaskStatus {
 struct JobStatus {
   int64_t job_id = 0;
   // "running", "done", "paused" (resumable: cancelled by the caller or paused through the log),
-  // "cancelled" (through the log), "failed"
+  // "cancelled" (through the log), "failed"; a service that queues jobs adds "pending" (queued)
+  // and "waiting" (for its measurer to become usable again).
   std::string state;
   int64_t trials_done = 0;
   int64_t trials_total = 0;
@@ -122,6 +130,13 @@ class Tuner {
   std::string target_;
   std::string device_key_;
 };
+
+// A job as the tuning log shows it, for a job that is not running in this process: its state,
+// trials and message, and each task's progress (trials, valid, best and default latency, errors)
+// from the job's records. elapsed_s and eta_s are 0, and tasks' `done` is empty (the log does not
+// keep why a task left the rotation). A spec this tuner cannot read (another version, a template
+// it does not know) gives no tasks. Throws TuneError for an unknown job.
+JobStatus logged_status(db::TuningDb &log, int64_t job_id);
 
 // One line per task, for terminals and logs.
 std::string format_status(const JobStatus &status);

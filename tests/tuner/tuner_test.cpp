@@ -257,6 +257,81 @@ TEST_F(JobFixture, AJobRecordsEveryTrialWithinItsBudget) {
   EXPECT_NE(format_status(st).find("GFLOPS"), std::string::npos);
 }
 
+TEST_F(JobFixture, TheLogShowsAStoppedJobAsItsRunLeftIt) {
+  db::TuningDb log = db::TuningDb::open(path());
+  SyntheticMeasurer m([&](const ops::Task &task, const Config &c) {
+    MeasureOutcome o;
+    if (c.index() % 5 == 0) {
+      o.error = db::ErrorClass::kRunTimeout;
+    } else {
+      o.costs = {synthetic_seconds(task, c)};
+    }
+    return o;
+  });
+  Tuner tuner(log, m, kTarget, kDevice);
+  TuneOptions o;
+  o.strategy = "random";
+  o.trials = 60;
+  o.batch_size = 8;
+  const int64_t job = tuner.create_job(
+      "two", {{"dense_pack.x86", dense_args(64, 64, 64), 2, "a"}, {"dense_pack.x86", dense_args(32, 64, 64), 1, ""}},
+      o);
+  const JobStatus ran = tuner.run(job);
+  const JobStatus logged = logged_status(log, job);
+  EXPECT_EQ(logged.state, "done");
+  EXPECT_EQ(logged.trials_done, 60);
+  EXPECT_EQ(logged.trials_total, 60);
+  EXPECT_EQ(logged.message, ran.message);
+  ASSERT_EQ(logged.tasks.size(), 2u);
+  EXPECT_EQ(logged.tasks[1].name, "dense_pack.x86");
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(logged.tasks[i].name, ran.tasks[i].name);
+    EXPECT_EQ(logged.tasks[i].workload_key, ran.tasks[i].workload_key);
+    EXPECT_EQ(logged.tasks[i].weight, ran.tasks[i].weight);
+    EXPECT_EQ(logged.tasks[i].trials, ran.tasks[i].trials);
+    EXPECT_EQ(logged.tasks[i].valid, ran.tasks[i].valid);
+    EXPECT_EQ(logged.tasks[i].best_s, ran.tasks[i].best_s);
+    EXPECT_EQ(logged.tasks[i].default_s, ran.tasks[i].default_s);
+    EXPECT_EQ(logged.tasks[i].errors, ran.tasks[i].errors);
+  }
+  EXPECT_THROW(logged_status(log, 999), TuneError);
+}
+
+TEST(TuneOptionsJson, PriorityAndMeasureOptionsSurviveTheLog) {
+  TuneOptions o;
+  o.priority = -7;
+  kiln::v1::MeasureOptions m;
+  m.set_threads(1);
+  m.set_repeat(5);
+  m.set_min_repeat_ms(0);
+  m.set_check_correctness(false);
+  o.measure = m;
+  const TuneOptions back = TuneOptions::from_json(Json::parse(o.to_json().dump()));
+  EXPECT_EQ(back.priority, -7);
+  ASSERT_TRUE(back.measure.has_value());
+  EXPECT_EQ(back.measure->threads(), 1u);
+  EXPECT_EQ(back.measure->repeat(), 5u);
+  EXPECT_TRUE(back.measure->has_min_repeat_ms());
+  EXPECT_EQ(back.measure->min_repeat_ms(), 0u);
+  EXPECT_TRUE(back.measure->has_check_correctness());
+  EXPECT_FALSE(back.measure->check_correctness());
+  EXPECT_FALSE(TuneOptions::from_json(Json::parse(TuneOptions().to_json().dump())).measure.has_value());
+
+  // The priority is checked with the rest of the options.
+  TuneOptions bad;
+  bad.priority = 5000;
+  test::TempDir dir;
+  db::TuningDb log = db::TuningDb::open(dir.path() + "/t.db");
+  SyntheticMeasurer sm;
+  Tuner tuner(log, sm, kTarget, kDevice);
+  try {
+    tuner.create_job("bad", {{"dense_pack.x86", dense_args(16, 16, 16), 1, ""}}, bad);
+    ADD_FAILURE() << "accepted";
+  } catch (const TuneError &e) {
+    EXPECT_NE(std::string(e.what()).find("priority"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(JobFixture, APausedJobResumesWithTheRestOfItsBudget) {
   db::TuningDb log = db::TuningDb::open(path());
   SyntheticMeasurer m;
@@ -469,6 +544,30 @@ TEST_F(JobFixture, AJobForATargetTheMeasurerDoesNotServeIsRefusedUpFront) {
     EXPECT_NE(std::string(e.what()).find("compiles for 'llvm -mcpu=native'"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(log.jobs().empty());
+}
+
+// Two jobs share one local measurer: each with its own options, and a cancel stops only the batch
+// of the job that asked.
+TEST_F(JobFixture, JobsSharingALocalMeasurerEachUseTheirOwnOptions) {
+  LocalMeasurerOptions lo;
+  lo.build_workers = 1;
+  auto local = std::make_shared<LocalMeasurer>("llvm -mcpu=native", lo);
+  kiln::v1::MeasureOptions one = default_measure_options(), two = default_measure_options();
+  one.set_threads(1);
+  one.set_repeat(2);
+  two.set_threads(1);
+  two.set_repeat(4);
+  std::unique_ptr<Measurer> a = LocalMeasurer::share(local, one), b = LocalMeasurer::share(local, two);
+  const ops::Task task = ops::Task("matmul.x86", matmul_args(16), driver::resolve_target("llvm -mcpu=native"));
+  b->cancel();  // idle: nothing to stop, and no effect on a's next batch
+  const std::vector<MeasureOutcome> ra = a->measure(task, "local-cpu", {task.default_config()});
+  const std::vector<MeasureOutcome> rb = b->measure(task, "local-cpu", {task.default_config()});
+  ASSERT_TRUE(ra[0].valid()) << ra[0].message;
+  ASSERT_TRUE(rb[0].valid()) << rb[0].message;
+  EXPECT_EQ(ra[0].costs.size(), 2u);
+  EXPECT_EQ(rb[0].costs.size(), 4u);
+  EXPECT_NO_THROW(a->check("llvm -mcpu=native", "local-cpu"));
+  EXPECT_THROW(a->check("llvm -mcpu=haswell", "local-cpu"), MeasureError);
 }
 
 // A real job: the local measurer compiles and times matmul configs on this machine.
