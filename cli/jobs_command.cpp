@@ -1,20 +1,28 @@
-// `kiln jobs list|show|pause|cancel` on a tuning log, and `kiln db curve`. A job running in
-// another process (`kiln tune`) sees a pause or cancel written to the log after its current
-// batch; `kiln tune --resume JOB` goes on with a paused one.
+// `kiln jobs list|show|watch|pause|resume|cancel` on a tuning log or, with --daemon, in the tuning
+// service; and `kiln db curve`. On a log: a job running in another process (`kiln tune`) sees a
+// pause or cancel written to the log after its current batch; `resume` goes on with a job
+// embedded in this process, as `kiln tune --resume JOB` does; `watch` follows the log.
 #include <fmt/format.h>
+#include <google/protobuf/util/json_util.h>
 
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
+#include "cli/daemon_client.h"
+#include "cli/job_view.h"
 #include "cli/table.h"
 #include "cli/tune_command.h"
 #include "contracts/error.h"
 #include "db/tuning_db.h"
 #include "rpc_server/signals.h"
 #include "tuner/curves.h"
+#include "tuner/job_wire.h"
+#include "tuner/tuner.h"
 
 namespace kiln::cli {
 
@@ -25,6 +33,7 @@ struct JobsOptions {
   bool json = false;
   int64_t job = 0;
   std::string output;
+  DaemonOptions daemon;
 };
 
 db::TuningDb open_existing(const std::string &path) {
@@ -135,6 +144,130 @@ void set_state(const JobsOptions &o, db::JobState state, const char *verb) {
   std::cout << "\n";
 }
 
+// Follows a job of the log until it is neither running nor pending (a tuning service may have it
+// queued); Ctrl-C stops.
+void watch_job(const JobsOptions &o) {
+  db::TuningDb log = open_existing(o.db);
+  find_job(log, o.job);
+  LiveView view(std::cout, o.json);
+  tuner::JobStatus status;
+  for (;;) {
+    status = tuner::logged_status(log, o.job);
+    const bool live = status.state == "running" || status.state == "pending";
+    view.update(status, !live);
+    if (!live) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  if (o.json) return;
+  std::cout << "\n";
+  print_summary(std::cout, status);
+  print_end(std::cout, status, fmt::format("kiln jobs --db {} resume {}", o.db, o.job));
+}
+
+void resume_job(const JobsOptions &o) {
+  {
+    db::TuningDb log = open_existing(o.db);
+    find_job(log, o.job);
+  }
+  resume_embedded(o.db, o.job, o.json);
+}
+
+// --- In the tuning service ----------------------------------------------------------------------
+
+std::string info_json(const tuner::JobReport &report) {
+  kiln::v1::JobInfo info;
+  tuner::report_to_proto(report, &info);
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  std::string text;
+  google::protobuf::util::MessageToJsonString(info, &text, options);
+  return text;
+}
+
+void daemon_list(const JobsOptions &o) {
+  TunerClient client(o.daemon);
+  const std::vector<tuner::JobReport> jobs = client.list();
+  if (o.json) {
+    std::cout << "[";
+    for (size_t i = 0; i < jobs.size(); ++i) std::cout << (i ? "," : "") << info_json(jobs[i]);
+    std::cout << "]\n";
+    return;
+  }
+  Table t({"id", "name", "state", "priority", "trials", "message"});
+  for (const tuner::JobReport &j : jobs) {
+    t.add_row({std::to_string(j.status.job_id), abbreviate(j.name, 30), j.status.state, std::to_string(j.priority),
+               fmt::format("{}/{}", j.status.trials_done, j.status.trials_total), abbreviate(j.status.message, 50)});
+  }
+  if (t.empty()) {
+    std::cout << "no jobs in the tuning service at " << o.daemon.address << "\n";
+  } else {
+    t.print(std::cout);
+  }
+}
+
+void print_report(const tuner::JobReport &j) {
+  print_fields(std::cout, {{"job", std::to_string(j.status.job_id)},
+                           {"name", j.name},
+                           {"state", j.status.state},
+                           {"priority", std::to_string(j.priority)},
+                           {"trials", fmt::format("{}/{}", j.status.trials_done, j.status.trials_total)},
+                           {"target", j.target},
+                           {"device key", j.device_key},
+                           {"elapsed", duration(j.status.elapsed_s)},
+                           {"eta", j.status.eta_s > 0 ? duration(j.status.eta_s) : "-"},
+                           {"message", j.status.message}});
+}
+
+void daemon_show(const JobsOptions &o) {
+  TunerClient client(o.daemon);
+  const tuner::JobReport j = client.get(o.job);
+  if (o.json) {
+    std::cout << info_json(j) << "\n";
+    return;
+  }
+  print_report(j);
+  std::cout << "\n";
+  print_summary(std::cout, j.status);
+}
+
+void daemon_watch(const JobsOptions &o) {
+  rpc::block_shutdown_signals();
+  TunerClient client(o.daemon);
+  LiveView view(std::cout, o.json);
+  const std::optional<tuner::JobReport> end = follow_job(client, o.job, view);
+  if (o.json) return;
+  if (!end) {
+    std::cout << fmt::format("\nstopped following job {}; it goes on in the tuning service at {}\n", o.job,
+                             o.daemon.address);
+    return;
+  }
+  std::cout << "\n";
+  print_summary(std::cout, end->status);
+  print_end(std::cout, end->status, fmt::format("kiln jobs --daemon {} resume {}", o.daemon.address, o.job));
+}
+
+void daemon_change(const JobsOptions &o, const char *verb) {
+  TunerClient client(o.daemon);
+  const std::string what = verb;
+  const tuner::JobReport j = what == "pause"    ? client.pause(o.job)
+                             : what == "resume" ? client.resume(o.job)
+                                                : client.cancel(o.job);
+  if (o.json) {
+    std::cout << info_json(j) << "\n";
+    return;
+  }
+  std::cout << fmt::format("job {} {}{}{}\n", j.status.job_id, j.status.state, j.status.message.empty() ? "" : ": ",
+                           j.status.message);
+  const std::string daemon = "kiln jobs --daemon " + o.daemon.address;
+  if (j.status.state == "paused" || what == "pause") {
+    std::cout << fmt::format("resume with: {} resume {}\n", daemon, j.status.job_id);
+  } else if (what == "resume") {
+    std::cout << fmt::format("follow it with: {} watch {}\n", daemon, j.status.job_id);
+  }
+}
+
 void curve(const JobsOptions &o) {
   db::TuningDb log = open_existing(o.db);
   const db::Job j = find_job(log, o.job);
@@ -152,17 +285,33 @@ void add_jobs_command(CLI::App &app) {
   jobs->require_subcommand(1);
   jobs->add_option("--db", o->db, "the tuning log")->capture_default_str();
   jobs->add_flag("--json", o->json, "machine-readable JSON output");
+  add_daemon_options(jobs, o->daemon);
+  jobs->footer(
+      "Without --daemon the commands work on the tuning log (--db); with --daemon ADDR, on the jobs of the\n"
+      "tuning service (kilnd) at ADDR.");
+  auto daemon = [o] { return !o->daemon.address.empty(); };
 
-  jobs->add_subcommand("list", "Every job: state, trials, last message.")->callback([o] { list_jobs(*o); });
+  jobs->add_subcommand("list", "Every job: state, trials, last message.")->callback([o, daemon] {
+    daemon() ? daemon_list(*o) : list_jobs(*o);
+  });
   CLI::App *show = jobs->add_subcommand("show", "One job: its spec and each task's progress.");
   show->add_option("job", o->job, "the job id")->required();
-  show->callback([o] { show_job(*o); });
+  show->callback([o, daemon] { daemon() ? daemon_show(*o) : show_job(*o); });
+  CLI::App *watch = jobs->add_subcommand("watch", "Follow a job until it stops (Ctrl-C stops following).");
+  watch->add_option("job", o->job, "the job id")->required();
+  watch->callback([o, daemon] { daemon() ? daemon_watch(*o) : watch_job(*o); });
   CLI::App *pause = jobs->add_subcommand("pause", "Pause a job (a running one stops after its current batch).");
   pause->add_option("job", o->job, "the job id")->required();
-  pause->callback([o] { set_state(*o, db::JobState::kPaused, "paused"); });
+  pause->callback(
+      [o, daemon] { daemon() ? daemon_change(*o, "pause") : set_state(*o, db::JobState::kPaused, "paused"); });
+  CLI::App *resume = jobs->add_subcommand(
+      "resume", "Go on with a paused or failed job: queued in the service, or run here as `kiln tune --resume` does.");
+  resume->add_option("job", o->job, "the job id")->required();
+  resume->callback([o, daemon] { daemon() ? daemon_change(*o, "resume") : resume_job(*o); });
   CLI::App *cancel = jobs->add_subcommand("cancel", "Cancel a job for good (its records stay).");
   cancel->add_option("job", o->job, "the job id")->required();
-  cancel->callback([o] { set_state(*o, db::JobState::kCancelled, "cancelled"); });
+  cancel->callback(
+      [o, daemon] { daemon() ? daemon_change(*o, "cancel") : set_state(*o, db::JobState::kCancelled, "cancelled"); });
 
   // `kiln db curve`: with the tuning log's other commands.
   CLI::App *db = app.get_subcommand("db");

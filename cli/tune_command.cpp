@@ -18,7 +18,8 @@
 #include <vector>
 
 #include "cli/command.h"
-#include "cli/table.h"
+#include "cli/daemon_client.h"
+#include "cli/job_view.h"
 #include "contracts/error.h"
 #include "contracts/json.h"
 #include "contracts/target.h"
@@ -53,6 +54,10 @@ struct TuneCommandOptions {
   int64_t resume = 0;
   std::string name;
   uint64_t seed = 0;
+  int priority = 0;
+  // Whether --target and --device-key were given: a daemon uses its own when they were not.
+  bool target_given = false, device_key_given = false;
+  DaemonOptions daemon;
 };
 
 // "90", "90s", "10m", "2h" -> seconds.
@@ -71,13 +76,6 @@ double parse_duration(const std::string &text) {
     throw UserError("--time-budget: '" + text + "' is not a duration such as 90s, 10m or 2h");
   }
   return value * scale;
-}
-
-std::string duration(double s) {
-  if (!(s >= 0) || !std::isfinite(s)) return "-";
-  if (s < 60) return fmt::format("{:.0f}s", s);
-  if (s < 3600) return fmt::format("{}m{:02d}s", static_cast<int>(s / 60), static_cast<int>(s) % 60);
-  return fmt::format("{}h{:02d}m", static_cast<int>(s / 3600), static_cast<int>(s / 60) % 60);
 }
 
 std::vector<tuner::TuneTask> read_tasks(const TuneCommandOptions &o) {
@@ -111,152 +109,65 @@ std::vector<tuner::TuneTask> read_tasks(const TuneCommandOptions &o) {
   return tasks;
 }
 
-// What the user sees while a job runs: lines redrawn in place on a terminal, a plain line per
-// batch otherwise, JSON events with --json.
-class LiveView {
- public:
-  LiveView(std::ostream &out, bool json) : out_(out), json_(json), tty_(!json && isatty(STDOUT_FILENO)) {}
-
-  void update(const tuner::JobStatus &s, bool final = false) {
-    if (json_) {
-      nlohmann::ordered_json e = {{"event", final ? "end" : "progress"},
-                                  {"job", s.job_id},
-                                  {"state", s.state},
-                                  {"trials_done", s.trials_done},
-                                  {"trials_total", s.trials_total},
-                                  {"elapsed_s", s.elapsed_s},
-                                  {"eta_s", s.eta_s}};
-      nlohmann::ordered_json tasks = nlohmann::ordered_json::array();
-      for (const tuner::TaskStatus &t : s.tasks) {
-        tasks.push_back({{"name", t.name},
-                         {"workload", t.workload_key},
-                         {"trials", t.trials},
-                         {"valid", t.valid},
-                         {"best_s", t.best_s ? nlohmann::json(*t.best_s) : nlohmann::json()},
-                         {"default_s", t.default_s ? nlohmann::json(*t.default_s) : nlohmann::json()},
-                         {"best_gflops", t.best_gflops()},
-                         {"speedup", t.speedup()},
-                         {"done", t.done},
-                         {"errors", t.errors}});
-      }
-      e["tasks"] = tasks;
-      out_ << e.dump() << "\n" << std::flush;
-      return;
-    }
-    const auto now = std::chrono::steady_clock::now();
-    if (!tty_) {
-      // One line per batch: the job and the task that moved.
-      const tuner::TaskStatus *moved = nullptr;
-      for (size_t i = 0; i < s.tasks.size(); ++i) {
-        if (s.tasks[i].trials != (i < last_trials_.size() ? last_trials_[i] : 0)) moved = &s.tasks[i];
-      }
-      last_trials_.clear();
-      for (const tuner::TaskStatus &t : s.tasks) last_trials_.push_back(t.trials);
-      if (moved && !final) {
-        out_ << fmt::format("trial {}/{}  {}: {} trials, best {:.1f} GFLOPS ({:.2f}x the default)  eta {}\n",
-                            s.trials_done, s.trials_total, moved->name, moved->trials, moved->best_gflops(),
-                            moved->speedup(), duration(s.eta_s))
-             << std::flush;
-      }
-      return;
-    }
-    if (!final && now - last_draw_ < std::chrono::milliseconds(250)) return;
-    last_draw_ = now;
-    std::string text;
-    text += fmt::format("job {}  {}/{} trials  {} elapsed  eta {}\n", s.job_id, s.trials_done, s.trials_total,
-                        duration(s.elapsed_s), duration(s.eta_s));
-    size_t width = 8;
-    for (const tuner::TaskStatus &t : s.tasks) width = std::max(width, t.name.size());
-    const int64_t per_task = std::max<int64_t>(1, s.trials_total / std::max<int64_t>(1, s.tasks.size()));
-    for (const tuner::TaskStatus &t : s.tasks) {
-      const int filled = static_cast<int>(std::min<int64_t>(20, t.trials * 20 / per_task));
-      text +=
-          fmt::format("  {:<{}} [{}{}] {:5} trials {:8.1f} GFLOPS {:6.2f}x  {}\n", t.name, width,
-                      std::string(static_cast<size_t>(filled), '#'), std::string(static_cast<size_t>(20 - filled), '.'),
-                      t.trials, t.best_gflops(), t.speedup(), t.done);
-    }
-    // Back over the previous drawing, then draw again.
-    if (lines_ > 0) out_ << "\x1b[" << lines_ << "A";
-    std::istringstream in(text);
-    std::string line;
-    lines_ = 0;
-    while (std::getline(in, line)) {
-      out_ << "\x1b[2K" << line << "\n";
-      ++lines_;
-    }
-    out_ << std::flush;
+// The job `kiln tune` asks for, the same whether it runs embedded or in the tuning service.
+tuner::JobSubmission make_submission(const TuneCommandOptions &o) {
+  tuner::JobSubmission sub;
+  sub.tasks = read_tasks(o);
+  tuner::TuneOptions &options = sub.options;
+  options.strategy = o.strategy == "ga" ? "genetic" : o.strategy;
+  options.trials = o.trials >= 0 ? o.trials : 64 * static_cast<int64_t>(sub.tasks.size());
+  options.time_budget_s = parse_duration(o.time_budget);
+  options.batch_size = o.batch;
+  options.early_stopping = o.early_stopping;
+  options.trials_per_task = o.trials_per_task;
+  options.transfer = !o.no_transfer;
+  options.skip_logged = o.skip_measured;
+  options.seed = o.seed;
+  options.priority = o.priority;
+  if (o.threads > 0) {
+    kiln::v1::MeasureOptions measure;
+    measure.set_threads(o.threads);
+    options.measure = measure;
   }
-
- private:
-  std::ostream &out_;
-  bool json_, tty_;
-  int lines_ = 0;
-  std::vector<int64_t> last_trials_;
-  std::chrono::steady_clock::time_point last_draw_{};
-};
-
-void print_summary(std::ostream &out, const tuner::JobStatus &s) {
-  Table table({"task", "weight", "trials", "default ms", "best ms", "speedup", "GFLOPS", "done"});
-  double total_default = 0, total_best = 0;
-  bool complete = true;
-  for (const tuner::TaskStatus &t : s.tasks) {
-    auto ms = [](const std::optional<double> &v) { return v ? fmt::format("{:.3f}", *v * 1e3) : std::string("-"); };
-    table.add_row({t.name, fmt::format("{:g}", t.weight), std::to_string(t.trials), ms(t.default_s), ms(t.best_s),
-                   t.speedup() > 0 ? fmt::format("{:.2f}x", t.speedup()) : "-",
-                   t.best_s ? fmt::format("{:.1f}", t.best_gflops()) : "-", t.done.empty() ? "-" : t.done});
-    if (t.default_s && t.best_s) {
-      total_default += t.weight * *t.default_s;
-      total_best += t.weight * *t.best_s;
-    } else {
-      complete = false;
-    }
-  }
-  table.print(out);
-  if (total_best > 0) {
-    out << fmt::format("weighted total: default {:.3f} ms, tuned {:.3f} ms, speedup {:.2f}x{}\n", total_default * 1e3,
-                       total_best * 1e3, total_default / total_best,
-                       complete ? "" : " (tasks without a valid default or best left out)");
-  }
+  sub.name = !o.name.empty()            ? o.name
+             : !o.preset.empty()        ? o.preset
+             : !o.template_name.empty() ? o.template_name
+                                        : o.workloads_file;
+  sub.target = o.target;
+  sub.device_key = o.device_key;
+  return sub;
 }
 
-void tune_command(const TuneCommandOptions &o) {
+void tune_embedded(const TuneCommandOptions &o) {
   // Ctrl-C (or SIGTERM) pauses the job: blocked in every thread from here on and taken by the
   // watcher below, which cancels the batch in flight; what was measured stays.
   rpc::block_shutdown_signals();
   db::TuningDb log = db::TuningDb::open(o.db);
   std::string target = o.target, device_key = o.device_key;
   int64_t job = o.resume;
+  tuner::LocalMeasurerOptions lo;
   if (job > 0) {
     const std::optional<db::Job> existing = log.job(job);
     if (!existing) throw UserError("there is no job " + std::to_string(job) + " in " + o.db);
     target = existing->spec.value("target", target);
     device_key = existing->spec.value("device_key", device_key);
+    // Measured as the job asks (--threads given when it was created), unless told otherwise now.
+    if (existing->spec.contains("options")) {
+      const tuner::TuneOptions stored =
+          tuner::TuneOptions::from_json(contracts::Json::parse(existing->spec.at("options").dump()));
+      if (stored.measure) lo.measure.MergeFrom(*stored.measure);
+    }
   }
-
-  tuner::LocalMeasurerOptions lo;
   if (o.threads > 0) lo.measure.set_threads(o.threads);
   tuner::LocalMeasurer measurer(target, lo);
   tuner::Tuner tuner(log, measurer, target, device_key);
 
   if (job == 0) {
-    const std::vector<tuner::TuneTask> tasks = read_tasks(o);
-    tuner::TuneOptions options;
-    options.strategy = o.strategy == "ga" ? "genetic" : o.strategy;
-    options.trials = o.trials >= 0 ? o.trials : 64 * static_cast<int64_t>(tasks.size());
-    options.time_budget_s = parse_duration(o.time_budget);
-    options.batch_size = o.batch;
-    options.early_stopping = o.early_stopping;
-    options.trials_per_task = o.trials_per_task;
-    options.transfer = !o.no_transfer;
-    options.skip_logged = o.skip_measured;
-    options.seed = o.seed;
-    const std::string name = !o.name.empty()            ? o.name
-                             : !o.preset.empty()        ? o.preset
-                             : !o.template_name.empty() ? o.template_name
-                                                        : o.workloads_file;
-    job = tuner.create_job(name, tasks, options);
-    if (!o.json)
-      std::cerr << fmt::format("job {} in {}: {} tasks, {} trials\n", job, o.db, tasks.size(), options.trials);
+    const tuner::JobSubmission sub = make_submission(o);
+    job = tuner.create_job(sub.name, sub.tasks, sub.options);
+    if (!o.json) {
+      std::cerr << fmt::format("job {} in {}: {} tasks, {} trials\n", job, o.db, sub.tasks.size(), sub.options.trials);
+    }
   }
 
   std::atomic<bool> cancel{false}, finished{false};
@@ -286,21 +197,72 @@ void tune_command(const TuneCommandOptions &o) {
   if (o.json) return;
   std::cout << "\n";
   print_summary(std::cout, status);
-  if (status.state == "paused") {
-    std::cout << fmt::format("job {} paused after {} of {} trials; resume with: kiln tune --resume {} --db {}\n", job,
-                             status.trials_done, status.trials_total, job, o.db);
+  print_end(std::cout, status, fmt::format("kiln tune --resume {} --db {}", job, o.db));
+}
+
+// The same job submitted to the tuning service and followed with the same view; Ctrl-C stops
+// following, and the job goes on in the service.
+void tune_in_daemon(const TuneCommandOptions &o) {
+  // Before any thread starts (gRPC's too), so that Ctrl-C reaches the waiter of follow_job.
+  rpc::block_shutdown_signals();
+  TunerClient client(o.daemon);
+  tuner::JobReport report;
+  if (o.resume > 0) {
+    report = client.resume(o.resume);
   } else {
-    std::cout << fmt::format("job {} {}: {} ({} trials in {})\n", job, status.state, status.message, status.trials_done,
-                             duration(status.elapsed_s));
+    tuner::JobSubmission sub = make_submission(o);
+    if (!o.target_given) sub.target.clear();
+    if (!o.device_key_given) sub.device_key.clear();
+    report = client.submit(sub);
+  }
+  const int64_t job = report.status.job_id;
+  if (!o.json) {
+    std::cerr << fmt::format("job {} {} the tuning service at {}: {} tasks, {} trials, {} on {}\n", job,
+                             o.resume > 0 ? "resumed in" : "submitted to", client.address(), report.status.tasks.size(),
+                             report.status.trials_total, report.target, report.device_key);
+  }
+  LiveView view(std::cout, o.json);
+  const std::optional<tuner::JobReport> end = follow_job(client, job, view);
+  const std::string daemon = "kiln jobs --daemon " + client.address();
+  if (!end) {
+    if (!o.json) {
+      std::cout << fmt::format(
+          "\nstopped following job {}; it goes on in the tuning service at {}.\n"
+          "  watch it:  {} watch {}\n  pause it:  {} pause {}\n",
+          job, client.address(), daemon, job, daemon, job);
+    }
+    return;
+  }
+  if (o.json) return;
+  std::cout << "\n";
+  print_summary(std::cout, end->status);
+  print_end(std::cout, end->status, fmt::format("{} resume {}", daemon, job));
+  if (end->status.state == "failed") throw UserError(fmt::format("job {} failed: {}", job, end->status.message));
+}
+
+void tune_command(const TuneCommandOptions &o) {
+  if (o.daemon.address.empty()) {
+    tune_embedded(o);
+  } else {
+    tune_in_daemon(o);
   }
 }
 
 }  // namespace
 
+void resume_embedded(const std::string &db, int64_t job, bool json) {
+  TuneCommandOptions o;
+  o.db = db;
+  o.resume = job;
+  o.json = json;
+  tune_embedded(o);
+}
+
 void add_tune_command(CLI::App &app) {
   auto o = std::make_shared<TuneCommandOptions>();
-  CLI::App *c = app.add_subcommand(
-      "tune", "Tune operators on this machine: a job in the tuning log, measured in a local sandbox.");
+  CLI::App *c = app.add_subcommand("tune",
+                                   "Tune operators: a job in the tuning log, measured on this machine in a local "
+                                   "sandbox, or submitted to the tuning service (--daemon).");
   c->add_option("--template", o->template_name, "an operator template, e.g. dense_pack.x86 (see `kiln templates`)");
   c->add_option("--args", o->args, "the template's arguments as JSON");
   c->add_option("--weight", o->weight, "how often the workload occurs (with --template)")->capture_default_str();
@@ -326,14 +288,22 @@ void add_tune_command(CLI::App &app) {
   c->add_flag("--skip-measured", o->skip_measured,
               "never measure a config the log already holds for the same workload and target (from any job)");
   c->add_option("--resume", o->resume, "go on with a paused or interrupted job");
+  c->add_option("--priority", o->priority, "with --daemon: higher runs first (-1000 to 1000)")->capture_default_str();
+  add_daemon_options(c, o->daemon);
   c->add_flag("--json", o->json, "one JSON event per batch, for scripts");
   c->footer(
       "Examples:\n"
       "  kiln tune --preset resnet18 --trials 600\n"
       "  kiln tune --template dense_pack.x86 --args "
       "'{\"data\":{\"shape\":[64,512]},\"weight\":{\"shape\":[1000,512]}}'\n"
-      "Ctrl-C pauses the job; `kiln tune --resume JOB` goes on.");
-  c->callback([o] { tune_command(*o); });
+      "  kiln tune --daemon 127.0.0.1:9290 --token-file kiln.token --preset bert-base\n"
+      "Ctrl-C pauses the job; `kiln tune --resume JOB` goes on. With --daemon, Ctrl-C stops following the\n"
+      "job, which goes on in the service.");
+  c->callback([o, c] {
+    o->target_given = c->count("--target") > 0;
+    o->device_key_given = c->count("--device-key") > 0;
+    tune_command(*o);
+  });
 }
 
 }  // namespace kiln::cli
