@@ -76,11 +76,11 @@ JobSubmission submission_from_proto(const kiln::v1::JobSpec &spec, const Submiss
   out.device_key = spec.device_key();
   TuneOptions &o = out.options;
   if (!spec.strategy().empty()) o.strategy = spec.strategy() == "ga" ? "genetic" : spec.strategy();
-  o.trials = spec.trials() != 0 ? spec.trials() : kTrialsPerTask * static_cast<int64_t>(out.tasks.size());
+  o.trials = spec.has_trials() ? spec.trials() : kTrialsPerTask * static_cast<int64_t>(out.tasks.size());
   o.time_budget_s = spec.time_budget_s();
   o.early_stopping = spec.early_stopping();
   o.trials_per_task = spec.trials_per_task();
-  if (spec.batch_size() != 0) o.batch_size = spec.batch_size();
+  if (spec.has_batch_size()) o.batch_size = spec.batch_size();
   o.transfer = !spec.no_transfer();
   o.skip_logged = spec.skip_logged();
   o.priority = spec.priority();

@@ -17,8 +17,8 @@ struct SubmissionLimits {
   size_t max_args_json_bytes = 65536;  // one task's arguments
 };
 
-// The submission a JobSpec asks for, with the defaults tuner.proto gives its zero fields (64
-// trials per task, batch 16, xgb, weight 1, the preset's name or the first task's for a job without
+// The submission a JobSpec asks for, with the defaults tuner.proto gives its zero or absent
+// fields (64 trials per task, batch 16, xgb, weight 1, the preset's name or the first task's for a job without
 // one). A preset is expanded to its tasks. Throws TuneError naming the field for a spec beyond the
 // limits or that cannot be read: both or neither of tasks and preset, an unknown preset, arguments
 // that are not a JSON object. The options themselves (budgets, strategy, priority) are checked by

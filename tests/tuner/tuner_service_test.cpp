@@ -469,6 +469,8 @@ TEST(TunerService, BadSpecsAreInvalidArgumentsWithTheTunersMessage) {
   };
   const std::vector<Case> cases = {
       {[](v1::JobSpec &j) { j.set_trials(-5); }, "between 1 and"},
+      {[](v1::JobSpec &j) { j.set_trials(0); }, "between 1 and"},
+      {[](v1::JobSpec &j) { j.set_batch_size(0); }, "batch size"},
       {[](v1::JobSpec &j) { j.set_trials(100000000); }, "between 1 and"},
       {[](v1::JobSpec &j) { j.set_strategy("annealing"); }, "unknown search strategy"},
       {[](v1::JobSpec &j) { j.set_priority(5000); }, "priority"},
