@@ -125,6 +125,46 @@ TEST_F(TuneCommandTest, CtrlCPausesAndResumeFinishes) {
   EXPECT_EQ(log.stats().records, 150);
 }
 
+TEST_F(TuneCommandTest, JobsResumeAndWatchWorkOnTheLocalLog) {
+  pt::Child child = pt::spawn(KILN_CLI,
+                              {"tune", "--db", db(), "--template", "matmul.x86", "--args", kMatmul, "--trials", "40",
+                               "--batch", "4", "--threads", "1", "--strategy", "random"},
+                              /*capture=*/true);
+  for (int i = 0; i < 300; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    try {
+      db::TuningDb log = db::TuningDb::open(db());
+      const std::optional<db::Job> j = log.job(1);
+      if (j && j->trials_done >= 4) break;
+    } catch (const std::exception &) {
+    }
+  }
+  kill(child.pid, SIGINT);
+  pt::read_all(child.stdout_fd);
+  ASSERT_EQ(pt::wait_for(child), 0);
+
+  // Resumed embedded, as `kiln tune --resume` does.
+  Result r = kiln({"jobs", "--db", db(), "resume", "1"});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_TRUE(has(r.out, "job 1 done")) << r.out;
+  {
+    db::TuningDb log = db::TuningDb::open(db());
+    EXPECT_EQ(log.job(1)->trials_done, 40);
+    EXPECT_EQ(log.job(1)->state, db::JobState::kDone);
+  }
+  // Watching a stopped job shows where it ended.
+  r = kiln({"jobs", "--db", db(), "watch", "1"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "weighted total")) << r.out;
+  EXPECT_TRUE(has(r.out, "job 1 done")) << r.out;
+  r = kiln({"jobs", "--db", db(), "resume", "1"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.err, "is done")) << r.err;
+  r = kiln({"jobs", "--db", db(), "watch", "5"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(has(r.err, "no job 5")) << r.err;
+}
+
 TEST_F(TuneCommandTest, JobsAreListedShownPausedAndCancelled) {
   ASSERT_EQ(kiln({"tune", "--db", db(), "--template", "matmul.x86", "--args", kMatmul, "--trials", "8", "--batch", "4",
                   "--threads", "1", "--name", "small matmul"})
