@@ -11,6 +11,7 @@
 
 #include "contracts/json.h"
 #include "contracts/target.h"
+#include "rpc_server/measure_pool.h"
 
 namespace kiln::tuner {
 
@@ -205,6 +206,10 @@ JobReport JobManager::submit(const JobSubmission &submission) {
     throw TuneError(e.what());
   }
   request.measure = job_measure_options(submission.options.measure);
+  // Options beyond what any runner accepts would fail every batch; refuse them now.
+  if (std::optional<rpc::MeasureRejection> over = rpc::check_options(request.measure, rpc::MeasureLimits())) {
+    throw TuneError("measure options: " + over->message);
+  }
   request.priority = submission.options.priority;
   std::unique_ptr<Measurer> measurer;
   try {

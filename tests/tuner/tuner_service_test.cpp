@@ -493,6 +493,7 @@ TEST(TunerService, BadSpecsAreInvalidArgumentsWithTheTunersMessage) {
        "at most 1000 tasks"},
       {[](v1::JobSpec &j) { j.set_device_key("Not A Key!"); }, "device key"},
       {[](v1::JobSpec &j) { *j.add_tasks() = dense_task(64, "again"); }, "same workload"},
+      {[](v1::JobSpec &j) { j.mutable_measure()->set_repeat(100000); }, "measure options: "},
   };
   for (const Case &c : cases) {
     v1::JobSpec bad = spec("bad", 16);
