@@ -222,12 +222,11 @@ JobReport JobManager::submit(const JobSubmission &submission) {
     name =
         submission.tasks.front().name.empty() ? submission.tasks.front().template_name : submission.tasks.front().name;
   }
-  int64_t job_id = 0;
-  {
-    std::lock_guard<std::mutex> db_lock(db_mutex_);
-    Tuner tuner(log_, *measurer, request.target, request.device_key);
-    job_id = tuner.create_job(name, submission.tasks, submission.options);
-  }
+  // A connection of its own: building a thousand tasks takes a while, and the manager's
+  // connection serves every other call meanwhile.
+  db::TuningDb log = db::TuningDb::open(options_.log_path);
+  Tuner tuner(log, *measurer, request.target, request.device_key);
+  const int64_t job_id = tuner.create_job(name, submission.tasks, submission.options);
   std::lock_guard<std::mutex> lock(mutex_);
   Entry &e = entry_locked(job_id);
   say(fmt::format("job {} submitted: {} ({} tasks, {} trials, {} on {})", job_id, name, submission.tasks.size(),
