@@ -126,8 +126,9 @@ void print_summary(std::ostream &out, const tuner::JobStatus &s) {
 
 void print_end(std::ostream &out, const tuner::JobStatus &s, const std::string &resume_command) {
   if (s.state == "paused") {
-    out << fmt::format("job {} paused after {} of {} trials; resume with: {}\n", s.job_id, s.trials_done,
-                       s.trials_total, resume_command);
+    out << fmt::format("job {} paused after {} of {} trials{}{}{}; resume with: {}\n", s.job_id, s.trials_done,
+                       s.trials_total, s.message.empty() ? "" : " (", s.message, s.message.empty() ? "" : ")",
+                       resume_command);
   } else {
     out << fmt::format("job {} {}: {} ({} trials in {})\n", s.job_id, s.state, s.message, s.trials_done,
                        duration(s.elapsed_s));

@@ -104,15 +104,19 @@ JobManager::Entry &JobManager::entry_from_job_locked(const db::Job &job) {
   auto e = std::make_unique<Entry>();
   e->id = job.id;
   e->name = job.name;
-  e->target = job.spec.value("target", options_.target);
-  e->device_key = job.spec.value("device_key", options_.device_key);
+  e->target = options_.target;
+  e->device_key = options_.device_key;
   try {
-    if (job.spec.contains("options")) {
-      const TuneOptions o = TuneOptions::from_json(Json::parse(job.spec.at("options").dump()));
-      e->priority = o.priority;
-      e->measure = o.measure;
+    if (job.spec.is_object()) {
+      e->target = job.spec.value("target", e->target);
+      e->device_key = job.spec.value("device_key", e->device_key);
+      if (job.spec.contains("options")) {
+        const TuneOptions o = TuneOptions::from_json(Json::parse(job.spec.at("options").dump()));
+        e->priority = o.priority;
+        e->measure = o.measure;
+      }
     }
-  } catch (const UserError &) {
+  } catch (const std::exception &) {
     // A spec of another tuner: the defaults, and Tuner::run says what is wrong.
   }
   Entry &out = *e;
