@@ -174,7 +174,7 @@ void workloads_command(const DbOptions &options, const std::string &template_nam
       ordered_json j;
       j["key"] = s.workload.key;
       j["template"] = s.workload.template_name;
-      j["args"] = ordered_json::parse(s.workload.args);
+      j["args"] = ordered_json(db::parse_json(s.workload.args));
       j["flop"] = s.workload.flop;
       j["records"] = s.records;
       j["valid"] = s.valid;

@@ -1,5 +1,6 @@
 #include "db/record_json.h"
 
+#include "contracts/json.h"
 #include "db/error.h"
 
 #include <cmath>
@@ -47,13 +48,24 @@ double number_field(const json &object, const char *name, const char *where, boo
 
 }  // namespace
 
+json parse_json(std::string_view text) {
+  try {
+    contracts::check_json_depth(text);
+  } catch (const contracts::JsonError &e) {
+    bad(e.what());
+  }
+  json parsed = json::parse(text, nullptr, false);
+  if (parsed.is_discarded()) bad("not valid JSON");
+  return parsed;
+}
+
 ordered_json record_to_json(const Record &record) {
   ordered_json line;
   line["format"] = "kiln-record";
   line["version"] = kRecordFormatVersion;
   line["workload"] = {{"key", record.workload.key},
                       {"template", record.workload.template_name},
-                      {"args", ordered_json(json::parse(record.workload.args))},
+                      {"args", ordered_json(parse_json(record.workload.args))},
                       {"flop", record.workload.flop}};
   line["target"] = {
       {"target", record.target.target}, {"device", record.target.device_key}, {"model", record.target.model}};
@@ -135,7 +147,7 @@ Record record_from_json(const json &line) {
 ordered_json record_to_autotvm_json(const Record &record) {
   // AutoTVM's input is [target, task name, args, kwargs]. Kiln's arguments are one JSON value: an
   // array becomes args, an object becomes kwargs, anything else a one-element args list.
-  json args = json::parse(record.workload.args);
+  json args = parse_json(record.workload.args);
   ordered_json task_args = ordered_json::array();
   ordered_json task_kwargs = ordered_json::object();
   if (args.is_array()) {

@@ -5,10 +5,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
+#include <string_view>
+
 namespace kiln::db {
 
 // The version of Kiln's JSON-lines record format that this Kiln writes and reads.
 constexpr int kRecordFormatVersion = 1;
+// The longest line import reads, in bytes; a longer one is a bad line.
+constexpr size_t kMaxRecordLineBytes = size_t{1} << 20;
+
+// JSON text as the tuning log reads it (an import line, stored arguments): nested at most
+// contracts::kJsonMaxDepth deep, which is checked before nlohmann's parser and writer (both of
+// which would recurse once per level) see it. Throws TuningDbError (kBadInput): "not valid JSON",
+// or "JSON nested deeper than 256 levels at byte N".
+nlohmann::json parse_json(std::string_view text);
 
 // One line of Kiln's format (without the newline). The job id is local to a database and is not
 // written.

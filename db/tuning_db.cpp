@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <istream>
 #include <map>
@@ -104,8 +105,11 @@ Job job_from_row(Statement &row) {
   Job job;
   job.id = row.column_int64(0);
   job.name = row.column_text(1);
-  job.spec = json::parse(row.column_text(2), nullptr, false);
-  if (job.spec.is_discarded()) job.spec = json::object();
+  try {
+    job.spec = parse_json(row.column_view(2));
+  } catch (const TuningDbError &) {
+    job.spec = json::object();
+  }
   job.state = parse_job_state(row.column_text(3)).value_or(JobState::kFailed);
   job.trials_total = row.column_int64(4);
   job.trials_done = row.column_int64(5);
@@ -169,6 +173,54 @@ void validate(const Record &record, const std::string &where, Checked &checked) 
 }
 
 std::string costs_json(const std::vector<double> &costs) { return json(costs).dump(); }
+
+// Reads lines of at most `limit` bytes in blocks. Of a longer line only its length is noted: it is
+// skipped up to its end, so one huge line cannot take the memory a whole-line read would.
+class LineReader {
+ public:
+  enum class Status { kLine, kTooLong, kEnd };
+
+  LineReader(std::istream &in, size_t limit) : in_(in), limit_(limit), buffer_(size_t{1} << 16) {}
+
+  // The next line, without its '\n'.
+  Status next(std::string &line) {
+    line.clear();
+    bool started = false, too_long = false;
+    for (;;) {
+      if (pos_ == end_ && !fill()) {
+        if (!started) return Status::kEnd;
+        return too_long ? Status::kTooLong : Status::kLine;
+      }
+      started = true;
+      const char *begin = buffer_.data() + pos_;
+      const char *newline = static_cast<const char *>(std::memchr(begin, '\n', end_ - pos_));
+      size_t length = newline ? static_cast<size_t>(newline - begin) : end_ - pos_;
+      if (!too_long && line.size() + length > limit_) {
+        too_long = true;
+        line.clear();
+      }
+      if (!too_long) line.append(begin, length);
+      pos_ += length;
+      if (newline) {
+        ++pos_;
+        return too_long ? Status::kTooLong : Status::kLine;
+      }
+    }
+  }
+
+ private:
+  bool fill() {
+    in_.read(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    pos_ = 0;
+    end_ = static_cast<size_t>(in_.gcount());
+    return end_ > 0;
+  }
+
+  std::istream &in_;
+  size_t limit_;
+  std::vector<char> buffer_;
+  size_t pos_ = 0, end_ = 0;
+};
 
 }  // namespace
 
@@ -836,10 +888,14 @@ CheckReport TuningDb::check() {
         std::string key = workloads.column_text(0);
         std::string name = workloads.column_text(1);
         std::string args = workloads.column_text(2);
-        json parsed = json::parse(args, nullptr, false);
-        if (parsed.is_discarded()) {
-          problem("workload " + key + ": arguments are not JSON");
-        } else if (canonical_json(parsed) != args) {
+        json parsed;
+        try {
+          parsed = parse_json(args);
+        } catch (const TuningDbError &e) {
+          problem("workload " + key + ": arguments are not JSON (" + e.what() + ")");
+          continue;
+        }
+        if (canonical_json(parsed) != args) {
           problem("workload " + key + ": arguments are not in canonical form");
         } else if (contracts::workload_key(name, args) != key) {
           problem("workload " + key + ": key does not match its template and arguments");
@@ -893,17 +949,19 @@ ImportResult TuningDb::import_records(std::istream &in, const ImportOptions &opt
 
   ImportResult result;
   Impl::BatchIds ids;
+  LineReader reader(in, kMaxRecordLineBytes);
   std::string line;
   int64_t number = 0;
   try {
-    while (std::getline(in, line)) {
+    for (LineReader::Status status; (status = reader.next(line)) != LineReader::Status::kEnd;) {
       ++number;
       if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (line.find_first_not_of(" \t") == std::string::npos) continue;
+      if (status == LineReader::Status::kLine && line.find_first_not_of(" \t") == std::string::npos) continue;
       try {
-        json parsed = json::parse(line, nullptr, false);
-        if (parsed.is_discarded()) bad_input("not valid JSON");
-        Record record = record_from_json(parsed);
+        if (status == LineReader::Status::kTooLong) {
+          bad_input("longer than the limit of " + std::to_string(kMaxRecordLineBytes) + " bytes (1 MiB)");
+        }
+        Record record = record_from_json(parse_json(line));
         Checked checked;
         validate(record, "record", checked);
         if (impl_->insert_one(record, ids, /*skip_duplicate=*/true) == 0) {

@@ -245,6 +245,31 @@ TEST_F(DbCommandTest, MalformedImportIsAllOrNothingUnlessAskedToSkip) {
   EXPECT_TRUE(contains(r.err, "line 2: skipped: not valid JSON")) << r.err;
 }
 
+// A record whose arguments nest 100,000 deep (a 200 KB line) is a bad line with a message, not a
+// crash of the parser's recursion; the rest of a --skip-bad-lines import goes in.
+TEST_F(DbCommandTest, DeeplyNestedImportLineIsRefusedWithAMessage) {
+  std::string exported = path("records.jsonl");
+  ASSERT_EQ(kiln({"db", "export", "-o", exported}).status, 0);
+  std::ifstream in(exported);
+  std::string first, rest, line;
+  std::getline(in, first);
+  while (std::getline(in, line)) rest += line + "\n";
+  size_t args = first.find("\"args\":") + 7;
+  std::string deep = first.substr(0, args) + std::string(100000, '[') + std::string(100000, ']') +
+                     first.substr(first.find(",\"flop\""));
+  std::string file = path("deep.jsonl");
+  std::ofstream(file) << first << "\n" << deep << "\n" << rest;
+
+  std::string target = path("target.db");
+  Result r = kiln({"db", "--db", target, "import", file}, false);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "line 2: JSON nested deeper than 256 levels at byte")) << r.err;
+  r = kiln({"db", "--db", target, "import", file, "--skip-bad-lines"}, false);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "line 2: skipped: JSON nested deeper than 256 levels at byte")) << r.err;
+  EXPECT_TRUE(contains(r.out, "imported 9 records")) << r.out;
+}
+
 TEST_F(DbCommandTest, PruneKeepsTheBest) {
   Result r = kiln({"db", "prune", "--keep", "1", "--dry-run", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;

@@ -2,6 +2,7 @@
 // AutoTVM's layout is what TVM's tools expect, and bad input is reported by line number with the
 // good lines imported or none, as the caller chose.
 #include "db/record_json.h"
+#include "contracts/json.h"
 #include "db/error.h"
 #include "db/tuning_db.h"
 #include "tests/db/db_test_util.h"
@@ -208,6 +209,49 @@ TEST_F(RecordJsonTest, SkippingBadLinesImportsTheGoodOnesAndNamesTheBad) {
   }
   EXPECT_EQ(db.stats().records, 3);
   EXPECT_TRUE(db.check().ok());
+}
+
+// A line nested 100,000 deep (which would exhaust the parser's stack) and a line longer than 1 MiB
+// are bad lines like any other: named by number, skipped on request, the rest imported.
+TEST_F(RecordJsonTest, DeepAndLongLinesAreBadLines) {
+  std::vector<Record> good = sample();
+  std::string deep = kiln_lines({good[0]});
+  size_t args = deep.find("\"args\":") + 7;
+  size_t args_end = deep.find(",\"flop\"");
+  deep = deep.substr(0, args) + std::string(100000, '[') + std::string(100000, ']') + deep.substr(args_end);
+  json huge = record_to_json(good[1]);
+  huge["result"]["message"] = std::string(kMaxRecordLineBytes, 'x');
+  std::string text = kiln_lines({good[0]}) + deep + huge.dump() + "\n" + kiln_lines({good[1], good[2]});
+
+  TuningDb db = TuningDb::open(path("tuning.db"));
+  std::istringstream all_or_nothing(text);
+  try {
+    db.import_records(all_or_nothing);
+    FAIL() << "expected TuningDbError";
+  } catch (const TuningDbError &e) {
+    EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(TuningDbError::Kind::kBadInput));
+    // The line and its workload are two levels: the 255th bracket of the arguments is one too many.
+    EXPECT_NE(std::string(e.what()).find("line 2: JSON nested deeper than 256 levels at byte " +
+                                         std::to_string(args + contracts::kJsonMaxDepth - 1)),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(db.stats().records, 0);
+
+  std::istringstream in(text);
+  ImportResult result = db.import_records(in, {true});
+  EXPECT_EQ(result.imported, 3);
+  ASSERT_EQ(result.bad_lines.size(), 2u);
+  EXPECT_EQ(result.bad_lines[0].line, 2);
+  EXPECT_NE(result.bad_lines[0].message.find("JSON nested deeper than 256 levels"), std::string::npos)
+      << result.bad_lines[0].message;
+  EXPECT_EQ(result.bad_lines[1].line, 3);
+  EXPECT_NE(result.bad_lines[1].message.find("longer than the limit of 1048576 bytes"), std::string::npos)
+      << result.bad_lines[1].message;
+  EXPECT_EQ(db.stats().records, 3);
+
+  // Stored arguments are read with the same limit: a log written before it is reported, not a crash.
+  EXPECT_THROW(parse_json(std::string(300, '[') + std::string(300, ']')), TuningDbError);
 }
 
 TEST_F(RecordJsonTest, MissingFieldsAreNamed) {
