@@ -46,6 +46,25 @@ double number_field(const json &object, const char *name, const char *where, boo
   return it->get<double>();
 }
 
+// A record read from a log written before insert checked its numbers may hold one JSON cannot
+// (nlohmann would write inf and nan as null), or be valid without a cost (its mean would be null).
+// Refuses it, naming the record and the field, rather than write a line import would misread.
+void check_writable(const Record &record) {
+  auto refuse = [&](const std::string &what) {
+    throw TuningDbError(TuningDbError::Kind::kCorrupt, "record " + std::to_string(record.id) +
+                                                           " cannot be written as JSON: " + what +
+                                                           "; `kiln db check` lists such records");
+  };
+  auto finite = [&](double value, const char *field) {
+    if (!std::isfinite(value)) refuse(std::string("field \"") + field + "\" is not a finite number");
+  };
+  finite(record.workload.flop, "workload.flop");
+  for (double cost : record.costs) finite(cost, "result.costs");
+  if (record.valid() && record.costs.empty()) refuse("it is valid (OK) but has no costs");
+  finite(record.wall_s, "result.wall");
+  finite(record.timestamp, "timestamp");
+}
+
 }  // namespace
 
 json parse_json(std::string_view text) {
@@ -60,6 +79,7 @@ json parse_json(std::string_view text) {
 }
 
 ordered_json record_to_json(const Record &record) {
+  check_writable(record);
   ordered_json line;
   line["format"] = "kiln-record";
   line["version"] = kRecordFormatVersion;
@@ -76,7 +96,7 @@ ordered_json record_to_json(const Record &record) {
   result["error"] = std::string(to_string(record.error));
   result["message"] = record.error_message;
   result["costs"] = record.costs;
-  result["mean"] = record.valid() ? ordered_json(record.mean()) : ordered_json();
+  if (record.valid()) result["mean"] = record.mean();
   result["wall"] = record.wall_s;
   line["result"] = std::move(result);
   line["runner"] = record.runner;
@@ -95,7 +115,8 @@ Record record_from_json(const json &line) {
   }
   const json &version = member(line, "version", "");
   if (!version.is_number_integer()) bad("field \"version\" must be an integer");
-  if (version.get<int64_t>() > kRecordFormatVersion) {
+  if (version.is_number_unsigned() ? version.get<uint64_t>() > kRecordFormatVersion
+                                   : version.get<int64_t>() > kRecordFormatVersion) {
     bad("record format version " + version.dump() + " was written by a newer Kiln; this Kiln reads version " +
         std::to_string(kRecordFormatVersion));
   }
@@ -118,6 +139,9 @@ Record record_from_json(const json &line) {
   const json &config = object_member(line, "config");
   const json &index = member(config, "index", "config.");
   if (!index.is_number_integer()) bad("field \"config.index\" must be an integer");
+  if (index.is_number_unsigned() && index.get<uint64_t>() > static_cast<uint64_t>(kMaxConfigIndex)) {
+    bad("field \"config.index\" " + index.dump() + " is out of range (0 .. 2^53)");
+  }
   record.config.index = index.get<int64_t>();
   record.config.space = string_field(config, "space", "config.", false);
   const json &knobs = member(config, "knobs", "config.");
@@ -145,6 +169,7 @@ Record record_from_json(const json &line) {
 }
 
 ordered_json record_to_autotvm_json(const Record &record) {
+  check_writable(record);
   // AutoTVM's input is [target, task name, args, kwargs]. Kiln's arguments are one JSON value: an
   // array becomes args, an object becomes kwargs, anything else a one-element args list.
   json args = parse_json(record.workload.args);

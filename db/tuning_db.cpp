@@ -130,45 +130,72 @@ struct Checked {
   std::unordered_set<std::string> targets;
 };
 
+// How validate() names a record's fields: as the members of Record (insert) or as the fields of a
+// JSON line (import, db/FORMAT.md).
+struct FieldNames {
+  const char *index, *costs, *wall, *timestamp;
+};
+constexpr FieldNames kMemberNames{"config.index", "costs", "wall_s", "timestamp"};
+constexpr FieldNames kLineNames{"field \"config.index\"", "field \"result.costs\"", "field \"result.wall\"",
+                                "field \"timestamp\""};
+
+// A number as a message shows it: shortest round-trip form, "inf" and "nan" spelled out.
+std::string number_text(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  char buffer[32];
+  auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return error == std::errc() ? std::string(buffer, end) : std::to_string(value);
+}
+
 // Checks what the schema cannot: the workload key matches its content, the target is canonical,
-// timings make sense. `where` names the record in messages.
-void validate(const Record &record, const std::string &where, Checked &checked) {
+// numbers lie in their ranges (db/record.h). `where` names the record in messages, `names` its
+// fields.
+void validate(const Record &record, const std::string &where, Checked &checked,
+              const FieldNames &names = kMemberNames) {
+  const std::string at = where.empty() ? "" : where + ": ";
   const Workload &w = record.workload;
-  if (w.template_name.empty()) bad_input(where + ": workload template name is empty");
+  if (w.template_name.empty()) bad_input(at + "workload template name is empty");
   auto seen = checked.workloads.find(w.key);
   if (seen == checked.workloads.end() || seen->second->template_name != w.template_name ||
       seen->second->args != w.args) {
     if (w.key != contracts::workload_key(w.template_name, w.args)) {
-      bad_input(where + ": workload key \"" + w.key + "\" does not match template " + w.template_name +
+      bad_input(at + "workload key \"" + w.key + "\" does not match template " + w.template_name +
                 " and its arguments (build workloads with Workload::make)");
     }
     checked.workloads[w.key] = &w;
   }
-  if (!std::isfinite(w.flop) || w.flop < 0) bad_input(where + ": flop count must be finite, >= 0");
-  if (record.target.device_key.empty()) bad_input(where + ": target has no device key");
+  if (!std::isfinite(w.flop) || w.flop < 0) bad_input(at + "flop count must be finite, >= 0");
+  if (record.target.device_key.empty()) bad_input(at + "target has no device key");
   if (!checked.targets.count(record.target.target)) {
     if (canonical_target(record.target.target) != record.target.target) {
-      bad_input(where + ": target \"" + record.target.target + "\" is not canonical (build targets with Target::make)");
+      bad_input(at + "target \"" + record.target.target + "\" is not canonical (build targets with Target::make)");
     }
     checked.targets.insert(record.target.target);
   }
-  if (record.config.index < 0) bad_input(where + ": config index must be >= 0");
+  if (record.config.index < 0 || record.config.index > kMaxConfigIndex) {
+    bad_input(at + names.index + " " + std::to_string(record.config.index) + " is out of range (0 .. 2^53)");
+  }
   if (!error_class_from_code(static_cast<int>(record.error))) {
-    bad_input(where + ": error class " + std::to_string(static_cast<int>(record.error)) + " does not exist");
+    bad_input(at + "error class " + std::to_string(static_cast<int>(record.error)) + " does not exist");
   }
   for (double cost : record.costs) {
-    if (!std::isfinite(cost) || cost < 0) {
-      bad_input(where + ": costs must be finite numbers of seconds >= 0");
+    if (!std::isfinite(cost) || cost <= 0 || cost >= kMaxCostSeconds) {
+      bad_input(at + names.costs + " holds " + number_text(cost) +
+                ": costs must be finite numbers of seconds, > 0 and below 1e6");
     }
   }
   if (record.valid() && record.costs.empty()) {
-    bad_input(where + ": a valid (OK) measurement needs at least one cost");
+    bad_input(at + names.costs + " is empty: a valid (OK) measurement needs at least one cost");
   }
   if (!std::isfinite(record.wall_s) || record.wall_s < 0) {
-    bad_input(where + ": wall cost must be finite and >= 0");
+    bad_input(at + names.wall + " " + number_text(record.wall_s) + ": the wall cost must be finite and >= 0");
   }
-  if (!std::isfinite(record.timestamp) || record.timestamp < 0) {
-    bad_input(where + ": timestamp must be finite and >= 0");
+  // 0 stands for "now"; anything else must be a time Kiln could have measured at.
+  if (record.timestamp != 0 &&
+      !(record.timestamp >= kEarliestTimestamp && record.timestamp <= unix_now() + kTimestampLeewaySeconds)) {
+    bad_input(at + names.timestamp + " " + number_text(record.timestamp) +
+              " is out of range: Unix seconds from 2000-01-01 to a day from now (0: now)");
   }
 }
 
@@ -883,6 +910,37 @@ CheckReport TuningDb::check() {
         problem(std::to_string(devices.column_int64(0)) + " records whose device class differs from their target's");
       }
       devices.reset();
+
+      // Numbers outside the ranges insert keeps them in (db/record.h): rows of a log written before
+      // the checks, or by another tool.
+      auto out_of_range = [&](const std::string &condition, const std::string &what) {
+        Statement q = impl_->db.prepare("SELECT id FROM record WHERE " + condition + " ORDER BY id");
+        int64_t n = 0;
+        std::string ids;
+        while (q.step()) {
+          if (++n <= 10) ids += (n > 1 ? ", " : "") + std::to_string(q.column_int64(0));
+        }
+        if (n > 10) ids += ", ...";
+        if (n > 0) problem(std::to_string(n) + " records " + what + " (record ids " + ids + ")");
+      };
+      out_of_range(
+          "typeof(config_index) != 'integer' OR config_index < 0 OR config_index > " + std::to_string(kMaxConfigIndex),
+          "with a config index outside 0 .. 2^53");
+      out_of_range("NOT (measured_at >= " + number_text(kEarliestTimestamp) +
+                       " AND measured_at <= " + number_text(unix_now() + kTimestampLeewaySeconds) + ")",
+                   "with a timestamp outside 2000-01-01 .. a day from now");
+      out_of_range(
+          "CASE WHEN json_valid(costs) AND json_type(costs) = 'array' THEN EXISTS (SELECT 1 FROM "
+          "json_each(record.costs) c WHERE c.type NOT IN ('integer', 'real') OR c.value <= 0 OR "
+          "c.value >= " +
+              number_text(kMaxCostSeconds) + ") ELSE 1 END",
+          "with costs that are not finite numbers of seconds, > 0 and below 1e6");
+      out_of_range("error_class = 0 AND json_valid(costs) AND json_array_length(costs) = 0",
+                   "that are valid (OK) but have no costs");
+      out_of_range("NOT (wall_s >= 0 AND wall_s < 9e999)", "with a wall cost that is not a finite number >= 0");
+      Statement flop = impl_->db.prepare("SELECT workload_key FROM workload WHERE NOT (flop >= 0 AND flop < 9e999)");
+      while (flop.step()) problem("workload " + flop.column_text(0) + ": flop count is not a finite number >= 0");
+
       Statement workloads = impl_->db.prepare("SELECT workload_key, template_name, args FROM workload");
       while (workloads.step()) {
         std::string key = workloads.column_text(0);
@@ -963,7 +1021,7 @@ ImportResult TuningDb::import_records(std::istream &in, const ImportOptions &opt
         }
         Record record = record_from_json(parse_json(line));
         Checked checked;
-        validate(record, "record", checked);
+        validate(record, "", checked, kLineNames);
         if (impl_->insert_one(record, ids, /*skip_duplicate=*/true) == 0) {
           ++result.duplicates;
         } else {

@@ -134,8 +134,10 @@ class TuningDb {
   // --- Records ---------------------------------------------------------------------------------
   // Inserts the records in one transaction: all of them or none. Workloads, targets and device
   // classes are registered on first use. Returns the new record ids, in order. Throws
-  // kBadInput (naming the record) for an invalid record: a valid one needs at least one cost,
-  // costs must be finite and >= 0, the job must exist.
+  // kBadInput (naming the record and the field) for an invalid record: numbers outside their
+  // ranges (db/record.h: config index 0 .. 2^53, costs finite, > 0 and below 1e6 s, a valid record
+  // with at least one, wall cost finite and >= 0, timestamp 0 or from 2000 to a day from now), a
+  // job that does not exist.
   std::vector<int64_t> insert(const std::vector<Record> &records);
   int64_t insert(const Record &record);
 
@@ -176,7 +178,8 @@ class TuningDb {
   Stats stats();
   PruneResult prune(const PruneOptions &options);
   // SQLite's integrity and foreign-key checks plus Kiln's own invariants (workload keys match
-  // their content, valid records have a mean, failed ones do not).
+  // their content, valid records have a mean, failed ones do not, numbers lie in the ranges insert
+  // keeps them in).
   CheckReport check();
   // Rebuilds the file to give space freed by prune() back to the file system.
   void vacuum();

@@ -270,6 +270,37 @@ TEST_F(DbCommandTest, DeeplyNestedImportLineIsRefusedWithAMessage) {
   EXPECT_TRUE(contains(r.out, "imported 9 records")) << r.out;
 }
 
+// Rows of a log written before insert checked the ranges: `kiln db check` lists them, export stops
+// at one rather than write a null for a number, and leaves no file behind.
+TEST_F(DbCommandTest, CheckReportsOutOfRangeRowsAndExportWritesNoNull) {
+  {
+    Database raw(db_path_);
+    raw.exec(
+        "INSERT INTO record (workload_id, target_id, device_id, config_index, config, error_class, costs, mean_s, "
+        "wall_s, measured_at) VALUES (1, 1, 1, -1, '[]', 2, '[]', NULL, 0, 1700000000), "
+        "(1, 1, 1, 3, '[]', 0, '[null]', 0.001, 9e999, 5)");
+  }
+  Result r = kiln({"db", "check"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.out, "1 records with a config index outside 0 .. 2^53 (record ids 10)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "1 records with a timestamp outside 2000-01-01 .. a day from now (record ids 11)"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "with costs that are not finite numbers of seconds, > 0 and below 1e6 (record ids 11)"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "with a wall cost that is not a finite number >= 0 (record ids 11)")) << r.out;
+  EXPECT_TRUE(contains(r.err, "4 problems found")) << r.err;
+
+  std::string exported = path("records.jsonl");
+  r = kiln({"db", "export", "-o", exported});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "record 11 cannot be written as JSON")) << r.err;
+  EXPECT_FALSE(fs::exists(exported));
+  EXPECT_FALSE(fs::exists(exported + ".partial"));
+  r = kiln({"db", "export"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_FALSE(contains(r.out, "null")) << r.out;
+}
+
 TEST_F(DbCommandTest, PruneKeepsTheBest) {
   Result r = kiln({"db", "prune", "--keep", "1", "--dry-run", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
