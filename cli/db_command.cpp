@@ -1,5 +1,6 @@
 #include "cli/db_command.h"
 
+#include "cli/progress.h"
 #include "cli/table.h"
 #include "contracts/error.h"
 #include "db/error.h"
@@ -379,8 +380,10 @@ void export_command(const DbOptions &options, const std::string &output, const s
   TuningDb tuning_db = open_db(options);
   db::ExportFormat export_format = format == "autotvm" ? db::ExportFormat::kAutoTvm : db::ExportFormat::kKiln;
   int64_t count = 0;
+  Progress progress("exporting");
+  auto show = [&progress](int64_t records) { progress.update(records); };
   if (output == "-") {
-    count = tuning_db.export_records(std::cout, export_format, filter);
+    count = tuning_db.export_records(std::cout, export_format, filter, show);
     std::cerr << "exported " << count << " records\n";
     return;
   }
@@ -390,7 +393,7 @@ void export_command(const DbOptions &options, const std::string &output, const s
     std::ofstream out(partial, std::ios::binary | std::ios::trunc);
     if (!out) throw UserError("cannot write " + partial);
     try {
-      count = tuning_db.export_records(out, export_format, filter);
+      count = tuning_db.export_records(out, export_format, filter, show);
     } catch (...) {
       out.close();
       std::remove(partial.c_str());
@@ -423,7 +426,11 @@ void import_command(const DbOptions &options, const std::string &input, bool ski
   TuningDb tuning_db = open_db(options, /*create=*/true);
   db::ImportResult result;
   try {
-    result = tuning_db.import_records(*in, {skip_bad_lines});
+    Progress progress("importing");
+    db::ImportOptions import_options;
+    import_options.skip_bad_lines = skip_bad_lines;
+    import_options.progress = [&progress](int64_t lines) { progress.update(lines); };
+    result = tuning_db.import_records(*in, import_options);
   } catch (const TuningDbError &e) {
     if (e.kind() != TuningDbError::Kind::kBadInput) throw;
     throw UserError(input + ": " + e.what() + " (--skip-bad-lines imports the good lines and reports the bad ones)");

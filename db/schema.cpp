@@ -23,7 +23,9 @@ namespace {
 //
 // "Best valid config for (workload, target)" seeks record_by_target at (workload, target, OK) and
 // reads the first entry in mean order; the device-class fallback does the same on
-// record_by_device; top-k reads k entries. Resume reads record_by_job.
+// record_by_device; top-k reads k entries. Resume reads record_by_job. Import's duplicate check
+// seeks record_by_config at (workload, target, config, time): on record_by_target every failed
+// record of a workload shares one key (their mean is NULL), which made importing them quadratic.
 constexpr const char *kCreateSchema = R"sql(
 CREATE TABLE error_class (
   code INTEGER PRIMARY KEY,
@@ -85,6 +87,7 @@ CREATE INDEX record_by_target ON record(workload_id, target_id, error_class, mea
 CREATE INDEX record_by_device ON record(workload_id, device_id, error_class, mean_s);
 CREATE INDEX record_by_job ON record(job_id, workload_id, config_index)
   WHERE job_id IS NOT NULL;
+CREATE INDEX record_by_config ON record(workload_id, target_id, config_index, measured_at);
 )sql";
 
 // Migrations, each taking the schema from version `from` to `from + 1`.
@@ -108,6 +111,10 @@ UPDATE record SET error_class = 8, error_msg = 'no timings recorded'
 DROP INDEX IF EXISTS record_by_target;
 CREATE INDEX record_by_target ON record(workload_id, target_id, error_class, mean_s);
 CREATE INDEX record_by_device ON record(workload_id, device_id, error_class, mean_s);
+)sql"},
+    // Version 3 indexes records by config, for import's duplicate check.
+    {2, R"sql(
+CREATE INDEX record_by_config ON record(workload_id, target_id, config_index, measured_at);
 )sql"},
 };
 

@@ -9,7 +9,7 @@ class Database;
 
 // The schema version this Kiln writes (PRAGMA user_version). Older files are migrated when they
 // are opened; newer ones are refused.
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 // PRAGMA application_id of a Kiln tuning log: "KILN" in ASCII.
 constexpr int64_t kApplicationId = 0x4b494c4e;
 

@@ -973,7 +973,8 @@ void TuningDb::vacuum() {
 
 // --- exchange ------------------------------------------------------------------------------------
 
-int64_t TuningDb::export_records(std::ostream &out, ExportFormat format, const ExportFilter &filter) {
+int64_t TuningDb::export_records(std::ostream &out, ExportFormat format, const ExportFilter &filter,
+                                 const std::function<void(int64_t records)> &progress) {
   int64_t count = 0;
   for_each_record(filter, [&](const Record &record) {
     if (format == ExportFormat::kKiln) {
@@ -981,7 +982,7 @@ int64_t TuningDb::export_records(std::ostream &out, ExportFormat format, const E
     } else {
       out << record_to_autotvm_json(record).dump() << '\n';
     }
-    ++count;
+    if (++count % 1000 == 0 && progress) progress(count);
   });
   out.flush();
   if (!out) {
@@ -1012,7 +1013,7 @@ ImportResult TuningDb::import_records(std::istream &in, const ImportOptions &opt
   int64_t number = 0;
   try {
     for (LineReader::Status status; (status = reader.next(line)) != LineReader::Status::kEnd;) {
-      ++number;
+      if (++number % 1000 == 0 && options.progress) options.progress(number);
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (status == LineReader::Status::kLine && line.find_first_not_of(" \t") == std::string::npos) continue;
       try {

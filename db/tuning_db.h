@@ -106,6 +106,8 @@ struct ImportOptions {
   // false: the first bad line aborts the import and nothing is imported.
   // true: bad lines are reported and skipped, the good ones imported.
   bool skip_bad_lines = false;
+  // Called every 1,000 lines with the number of lines read so far, for a progress display.
+  std::function<void(int64_t lines)> progress;
 };
 
 struct ImportResult {
@@ -185,8 +187,10 @@ class TuningDb {
   void vacuum();
 
   // --- Exchange --------------------------------------------------------------------------------
-  // Writes one JSON object per line; returns the number of records written.
-  int64_t export_records(std::ostream &out, ExportFormat format, const ExportFilter &filter = {});
+  // Writes one JSON object per line; returns the number of records written. `progress`, when
+  // given, is called every 1,000 records with the number written so far.
+  int64_t export_records(std::ostream &out, ExportFormat format, const ExportFilter &filter = {},
+                         const std::function<void(int64_t records)> &progress = {});
   // Reads Kiln JSON lines (db/FORMAT.md) in one transaction.
   ImportResult import_records(std::istream &in, const ImportOptions &options = {});
 

@@ -191,7 +191,7 @@ TEST_F(RecordJsonTest, SkippingBadLinesImportsTheGoodOnesAndNamesTheBad) {
                      kiln_lines({good[2]});         // 11
   TuningDb db = TuningDb::open(path("tuning.db"));
   std::istringstream in(text);
-  ImportResult result = db.import_records(in, {true});
+  ImportResult result = db.import_records(in, {true, {}});
   EXPECT_EQ(result.imported, 3);
   ASSERT_EQ(result.bad_lines.size(), 7u);
   std::vector<std::pair<int64_t, std::string>> expected = {
@@ -240,7 +240,7 @@ TEST_F(RecordJsonTest, DeepAndLongLinesAreBadLines) {
   EXPECT_EQ(db.stats().records, 0);
 
   std::istringstream in(text);
-  ImportResult result = db.import_records(in, {true});
+  ImportResult result = db.import_records(in, {true, {}});
   EXPECT_EQ(result.imported, 3);
   ASSERT_EQ(result.bad_lines.size(), 2u);
   EXPECT_EQ(result.bad_lines[0].line, 2);
@@ -268,7 +268,7 @@ TEST_F(RecordJsonTest, OutOfRangeFieldsAreNamed) {
     }
     TuningDb db = TuningDb::open(path("tuning.db"));
     std::istringstream in(copy.dump() + "\n");
-    ImportResult result = db.import_records(in, {true});
+    ImportResult result = db.import_records(in, {true, {}});
     if (result.bad_lines.empty()) return std::string("accepted");
     return result.bad_lines[0].message;
   };
@@ -291,6 +291,27 @@ TEST_F(RecordJsonTest, OutOfRangeFieldsAreNamed) {
   expect_message("timestamp", "", json(4e9), "field \"timestamp\" 4e+09 is out of range");
   expect_message("timestamp", "", json(0), "accepted");
   expect_message("version", "", json(18446744073709551615ull), "newer Kiln");
+}
+
+// Long imports and exports report their progress every 1,000 lines, for the command's display.
+TEST_F(RecordJsonTest, ImportAndExportReportProgress) {
+  std::vector<Record> records;
+  for (int i = 0; i < 2500; ++i) records.push_back(measured(dense(64), znver4(), i, 0.001));
+  std::vector<int64_t> seen;
+  std::ostringstream out;
+  {
+    TuningDb source = TuningDb::open(path("source.db"));
+    source.insert(records);
+    EXPECT_EQ(source.export_records(out, ExportFormat::kKiln, {}, [&](int64_t n) { seen.push_back(n); }), 2500);
+  }
+  EXPECT_EQ(seen, (std::vector<int64_t>{1000, 2000}));
+  seen.clear();
+  TuningDb copy = TuningDb::open(path("copy.db"));
+  std::istringstream in(out.str());
+  ImportOptions options;
+  options.progress = [&](int64_t n) { seen.push_back(n); };
+  EXPECT_EQ(copy.import_records(in, options).imported, 2500);
+  EXPECT_EQ(seen, (std::vector<int64_t>{1000, 2000}));
 }
 
 TEST_F(RecordJsonTest, MissingFieldsAreNamed) {

@@ -135,6 +135,7 @@ TEST_F(SchemaTest, OlderSchemaIsMigratedAndKeepsItsRecords) {
   EXPECT_EQ(query_int(raw, "PRAGMA user_version"), kSchemaVersion);
   EXPECT_EQ(query_int(raw, "SELECT count(*) FROM record"), 5);
   EXPECT_EQ(query_int(raw, "SELECT count(*) FROM sqlite_schema WHERE name = 'record_by_device'"), 1);
+  EXPECT_EQ(query_int(raw, "SELECT count(*) FROM sqlite_schema WHERE name = 'record_by_config'"), 1);
 
   // The best record is found through the new index, with its mean computed by the migration.
   std::optional<Record> best = db.best(testing::dense(64).key, testing::znver4());
@@ -173,6 +174,44 @@ TEST_F(SchemaTest, FailedMigrationLeavesTheFileAsItWas) {
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM record"), 5);
 }
 
+// A version-2 file: the current schema without the index of import's duplicate check.
+void write_version2(const std::string &file) {
+  {
+    TuningDb db = TuningDb::open(file);
+    db.insert({testing::measured(testing::dense(64), testing::znver4(), 1, 0.001),
+               testing::failed(testing::dense(64), testing::znver4(), 2)});
+  }
+  Database db(file);
+  db.exec("DROP INDEX record_by_config");
+  db.exec("PRAGMA user_version = 2");
+}
+
+TEST_F(SchemaTest, Version2GetsTheConfigIndexInOneTransaction) {
+  std::string file = path("v2.db");
+  write_version2(file);
+  {
+    TuningDb db = TuningDb::open(file);
+    Database &raw = db.database();
+    EXPECT_EQ(query_int(raw, "PRAGMA user_version"), kSchemaVersion);
+    EXPECT_EQ(query_int(raw, "SELECT count(*) FROM sqlite_schema WHERE name = 'record_by_config'"), 1);
+    EXPECT_EQ(db.stats().records, 2);
+    EXPECT_TRUE(db.check().ok());
+  }
+
+  // A migration that fails half-way (here: the index name is taken) leaves the file as it was.
+  std::string taken = path("v2-taken.db");
+  write_version2(taken);
+  {
+    Database db(taken);
+    db.exec("CREATE TABLE record_by_config (x)");
+  }
+  EXPECT_THROW(TuningDb::open(taken), TuningDbError);
+  Database db(taken);
+  EXPECT_EQ(query_int(db, "PRAGMA user_version"), 2);
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'record_by_config'"), 0);
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM record"), 2);
+}
+
 TEST_F(SchemaTest, NewerSchemaIsRefusedAndLeftUntouched) {
   std::string file = path("newer.db");
   {
@@ -182,7 +221,7 @@ TEST_F(SchemaTest, NewerSchemaIsRefusedAndLeftUntouched) {
   }
   auto size_before = fs::file_size(file);
   expect_error([&] { TuningDb::open(file); }, TuningDbError::Kind::kSchemaTooNew,
-               "newer Kiln (tuning-log schema version 7; this Kiln reads versions up to 2)");
+               "newer Kiln (tuning-log schema version 7; this Kiln reads versions up to 3)");
   Database raw(file);
   EXPECT_EQ(query_int(raw, "PRAGMA user_version"), 7);
   EXPECT_EQ(query_int(raw, "SELECT count(*) FROM record"), 1);
