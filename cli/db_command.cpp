@@ -10,10 +10,16 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -375,6 +381,50 @@ void stats_command(const DbOptions &options) {
   print_fields(std::cout, fields);
 }
 
+// Where `kiln db export -o PATH` writes the records.
+struct ExportTarget {
+  std::string path;
+  // Written in place: a FIFO, a terminal, a device such as /dev/null or /dev/stdout. Renaming a
+  // file over one of them would replace the node (as root, /dev/null itself).
+  bool in_place = false;
+};
+
+// A regular file, or a path where nothing is yet, is written beside itself as PATH.partial and
+// renamed over it, so a failed export leaves it as it was. A symbolic link is followed to what it
+// names (so the link stays a link), however many links lead there, and that is written.
+ExportTarget export_target(const std::string &output) {
+  namespace fs = std::filesystem;
+  struct stat st {};
+  if (::stat(output.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) throw UserError("cannot export to " + output + ": it is a directory");
+    if (!S_ISREG(st.st_mode)) return {output, true};
+    std::error_code ec;
+    fs::path file = fs::canonical(output, ec);
+    if (ec) throw UserError("cannot export to " + output + ": " + ec.message());
+    return {file.string(), false};
+  }
+  // Nothing there, or links that end where nothing is yet: the file is made where the last link
+  // points.
+  fs::path at = output;
+  for (int links = 0; links < 40; ++links) {
+    std::error_code ec;
+    if (!fs::is_symlink(at, ec)) return {at.string(), false};
+    fs::path next = fs::read_symlink(at, ec);
+    if (ec) throw UserError("cannot export to " + output + ": " + ec.message());
+    at = next.is_absolute() ? next : at.parent_path() / next;
+  }
+  throw UserError("cannot export to " + output + ": too many levels of symbolic links");
+}
+
+// Whether `path` is the file standard output writes to, as /dev/stdout is: written through
+// standard output itself, so that a shell's `>>` appends.
+bool is_standard_output(const std::string &path) {
+  struct stat file {
+  }, out{};
+  return ::stat(path.c_str(), &file) == 0 && ::fstat(STDOUT_FILENO, &out) == 0 && file.st_dev == out.st_dev &&
+         file.st_ino == out.st_ino;
+}
+
 void export_command(const DbOptions &options, const std::string &output, const std::string &format,
                     const db::ExportFilter &filter) {
   TuningDb tuning_db = open_db(options);
@@ -382,27 +432,38 @@ void export_command(const DbOptions &options, const std::string &output, const s
   int64_t count = 0;
   Progress progress("exporting");
   auto show = [&progress](int64_t records) { progress.update(records); };
-  if (output == "-") {
+  if (output == "-" || is_standard_output(output)) {
     count = tuning_db.export_records(std::cout, export_format, filter, show);
-    std::cerr << "exported " << count << " records\n";
+    std::cerr << "exported " << count << " records" << (output == "-" ? "" : " to " + output) << '\n';
     return;
   }
-  // Written next to the destination and renamed over it, so a failed export leaves no half file.
-  std::string partial = output + ".partial";
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    if (!out) throw UserError("cannot write " + partial);
-    try {
-      count = tuning_db.export_records(out, export_format, filter, show);
-    } catch (...) {
-      out.close();
-      std::remove(partial.c_str());
-      throw;
+  ExportTarget target = export_target(output);
+  if (target.in_place) {
+    std::ofstream out(target.path, std::ios::binary);
+    if (!out) throw UserError("cannot write " + output + ": " + std::strerror(errno));
+    count = tuning_db.export_records(out, export_format, filter, show);
+  } else {
+    std::string partial = target.path + ".partial";
+    {
+      std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+      if (!out) throw UserError("cannot write " + partial + ": " + std::strerror(errno));
+      try {
+        count = tuning_db.export_records(out, export_format, filter, show);
+      } catch (...) {
+        out.close();
+        std::remove(partial.c_str());
+        throw;
+      }
     }
-  }
-  if (std::rename(partial.c_str(), output.c_str()) != 0) {
-    std::remove(partial.c_str());
-    throw UserError("cannot write " + output);
+    // A file replaced keeps its permissions.
+    std::error_code ec;
+    auto permissions = std::filesystem::status(target.path, ec).permissions();
+    if (!ec) std::filesystem::permissions(partial, permissions, ec);
+    if (std::rename(partial.c_str(), target.path.c_str()) != 0) {
+      int error = errno;
+      std::remove(partial.c_str());
+      throw UserError("cannot write " + target.path + ": " + std::strerror(error));
+    }
   }
   if (options.json) {
     ordered_json j;

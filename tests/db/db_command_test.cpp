@@ -8,8 +8,15 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #ifndef KILN_CLI
 #error "KILN_CLI must name the kiln executable"
@@ -299,6 +306,99 @@ TEST_F(DbCommandTest, CheckReportsOutOfRangeRowsAndExportWritesNoNull) {
   r = kiln({"db", "export"});
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_FALSE(contains(r.out, "null")) << r.out;
+}
+
+size_t line_count(const std::string &text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+std::string read_file(const std::string &file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// export -o writes through a symbolic link (which stays a link, also when it names a file not yet
+// there) and replaces a regular file only by renaming a complete one over it.
+TEST_F(DbCommandTest, ExportWritesThroughSymbolicLinks) {
+  std::string real = path("real.jsonl");
+  std::ofstream(real) << "old\n";
+  fs::permissions(real, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  fs::create_symlink("real.jsonl", path("link.jsonl"));
+  fs::create_symlink(path("link.jsonl"), path("link-to-link.jsonl"));
+  Result r = kiln({"db", "export", "-o", path("link-to-link.jsonl")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(path("link.jsonl")));
+  EXPECT_TRUE(fs::is_symlink(path("link-to-link.jsonl")));
+  EXPECT_EQ(line_count(read_file(real)), 9u);
+  EXPECT_EQ(fs::status(real).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  EXPECT_FALSE(fs::exists(real + ".partial"));
+
+  fs::create_directory(path("sub"));
+  fs::create_symlink("sub/new.jsonl", path("dangling.jsonl"));
+  r = kiln({"db", "export", "-o", path("dangling.jsonl")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(path("dangling.jsonl")));
+  EXPECT_EQ(line_count(read_file(path("sub/new.jsonl"))), 9u);
+
+  r = kiln({"db", "export", "-o", path("sub")});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.err, "is a directory")) << r.err;
+}
+
+// export -o to a FIFO, a device or /dev/stdout writes into it: the node stays what it was.
+TEST_F(DbCommandTest, ExportWritesIntoFifosAndDevices) {
+  std::string fifo = path("records.fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] {
+    // Opened without blocking so that the test ends even if the export never opens the FIFO.
+    int fd = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (fd >= 0 && std::chrono::steady_clock::now() < deadline) {
+      pollfd ready{fd, POLLIN, 0};
+      poll(&ready, 1, 100);
+      char buffer[4096];
+      ssize_t n = read(fd, buffer, sizeof buffer);
+      if (n > 0) received.append(buffer, static_cast<size_t>(n));
+      if (n == 0 && !received.empty()) break;  // the writer closed it
+      if (n <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (fd >= 0) close(fd);
+  });
+  Result r = kiln({"db", "export", "-o", fifo});
+  reader.join();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(line_count(received), 9u) << received;
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_FALSE(fs::exists(fifo + ".partial"));
+
+  // A character device. As root, a null device of the test's own (renaming over /dev/null would
+  // replace the machine's); otherwise /dev/null itself, which no one else can rename over.
+  std::string device = "/dev/null";
+  if (geteuid() == 0) {
+    device = path("null");
+    ASSERT_EQ(mknod(device.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << std::strerror(errno);
+  }
+  r = kiln({"db", "export", "-o", device});
+  EXPECT_EQ(r.status, 0) << r.err;
+  struct stat st {};
+  ASSERT_EQ(stat(device.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << device << " is no longer a character device";
+
+  // Standard output named by a path, as /dev/stdout names it: the records on standard output, the
+  // summary on standard error. As root, a link of the test's own to /proc/self/fd/1 (which a
+  // rename would replace, not /dev/stdout); otherwise /dev/stdout itself.
+  std::string standard_output = "/dev/stdout";
+  if (geteuid() == 0) {
+    standard_output = path("stdout");
+    fs::create_symlink("/proc/self/fd/1", standard_output);
+  }
+  r = kiln({"db", "export", "-o", standard_output});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(line_count(r.out), 9u) << r.out;
+  EXPECT_TRUE(contains(r.err, "exported 9 records to " + standard_output)) << r.err;
+  EXPECT_TRUE(fs::is_symlink(standard_output));
 }
 
 TEST_F(DbCommandTest, PruneKeepsTheBest) {
