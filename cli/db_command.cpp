@@ -515,22 +515,72 @@ void import_command(const DbOptions &options, const std::string &input, bool ski
   }
 }
 
-void prune_command(const DbOptions &options, const db::PruneOptions &prune, bool vacuum) {
+// On a terminal, shows what would go and asks; elsewhere (a script, a pipe) does not ask.
+bool confirm_prune(TuningDb &tuning_db, db::PruneOptions prune) {
+  if (isatty(STDIN_FILENO) != 1 || isatty(STDERR_FILENO) != 1) return true;
+  prune.dry_run = true;
+  db::PruneResult would = tuning_db.prune(prune);
+  if (would.deleted_valid + would.deleted_failed == 0) return true;
+  std::cerr << fmt::format(
+      "would delete {} valid and {} failed records from {} ({} bytes), leaving {}. Delete them? [y/N] ",
+      would.deleted_valid, would.deleted_failed, tuning_db.path(), would.freed_bytes, would.kept);
+  std::string answer;
+  std::getline(std::cin, answer);
+  return answer == "y" || answer == "Y" || answer == "yes";
+}
+
+void prune_command(const DbOptions &options, db::PruneOptions prune, const std::string &workload, bool vacuum,
+                   bool yes) {
+  if (workload.empty() && prune.template_name.empty() && prune.device_key.empty() && !prune.all) {
+    throw UserError(
+        "say what to prune: --template NAME, --device KEY or --workload KEY (together: the records of all of them), "
+        "or --all for every record; nothing was deleted");
+  }
   TuningDb tuning_db = open_db(options);
+  if (!workload.empty()) {
+    LookupOptions lookup;
+    lookup.workload = workload;
+    prune.workload_key = resolve_workload(tuning_db, lookup).key;
+  }
+  if (!prune.dry_run && !yes && !confirm_prune(tuning_db, prune)) {
+    std::cout << "nothing deleted\n";
+    return;
+  }
   db::PruneResult result = tuning_db.prune(prune);
-  if (vacuum && !prune.dry_run) tuning_db.vacuum();
+  std::optional<std::pair<int64_t, int64_t>> shrank;  // file bytes before and after VACUUM
+  if (vacuum && !prune.dry_run) {
+    int64_t before = tuning_db.stats().file_bytes;
+    tuning_db.vacuum();
+    shrank.emplace(before, tuning_db.stats().file_bytes);
+  }
   if (options.json) {
     ordered_json j;
     j["dry_run"] = prune.dry_run;
     j["deleted_valid"] = result.deleted_valid;
     j["deleted_failed"] = result.deleted_failed;
     j["kept"] = result.kept;
+    j["freed_bytes"] = result.freed_bytes;
+    j["free_bytes"] = result.free_bytes;
+    if (shrank) {
+      j["file_bytes_before"] = shrank->first;
+      j["file_bytes_after"] = shrank->second;
+    }
     std::cout << j.dump(2) << '\n';
     return;
   }
-  std::cout << fmt::format("{} {} valid and {} failed records; {} records {}\n",
+  std::string freed;
+  if (prune.dry_run) {
+    freed = fmt::format("; would free {} bytes", result.freed_bytes);
+  } else if (shrank) {
+    freed = fmt::format("; freed {} bytes, the file shrank from {} to {} bytes", result.freed_bytes, shrank->first,
+                        shrank->second);
+  } else {
+    freed = fmt::format("; freed {} bytes, {} bytes free in the file (--vacuum gives them back to the file system)",
+                        result.freed_bytes, result.free_bytes);
+  }
+  std::cout << fmt::format("{} {} valid and {} failed records; {} records {}{}\n",
                            prune.dry_run ? "would delete" : "deleted", result.deleted_valid, result.deleted_failed,
-                           result.kept, prune.dry_run ? "would remain" : "remain");
+                           result.kept, prune.dry_run ? "would remain" : "remain", freed);
 }
 
 void check_command(const DbOptions &options) {
@@ -642,17 +692,29 @@ void add_db_command(CLI::App &kiln) {
   }
   {
     auto *command = db->add_subcommand("prune",
-                                       "Keep the fastest N valid records per workload and target; records of "
-                                       "unfinished jobs are kept.");
+                                       "Keep the fastest N valid records per workload and target of a template, "
+                                       "device class or workload (or --all); records of unfinished jobs are kept. "
+                                       "On a terminal it asks first.");
     auto prune = std::make_shared<db::PruneOptions>();
+    auto workload = std::make_shared<std::string>();
     auto vacuum = std::make_shared<bool>(false);
+    auto yes = std::make_shared<bool>(false);
+    auto *template_name = command->add_option("--template", prune->template_name, "prune this template's records");
+    auto *device = command->add_option("-d,--device", prune->device_key, "prune this device class's records");
+    auto *workload_option =
+        command->add_option("-w,--workload", *workload, "prune this workload's records (key or unique key prefix)");
+    command->add_flag("--all", prune->all, "prune every record")
+        ->excludes(template_name)
+        ->excludes(device)
+        ->excludes(workload_option);
     command->add_option("--keep", prune->keep, "valid records kept per workload and target")
         ->check(CLI::NonNegativeNumber)
         ->capture_default_str();
     command->add_flag("--keep-failed", prune->keep_failed, "keep failed measurements");
     command->add_flag("--dry-run", prune->dry_run, "only count what would be deleted");
     command->add_flag("--vacuum", *vacuum, "give the freed space back to the file system");
-    command->callback([=] { prune_command(*options, *prune, *vacuum); });
+    command->add_flag("-y,--yes", *yes, "do not ask on a terminal");
+    command->callback([=] { prune_command(*options, *prune, *workload, *vacuum, *yes); });
   }
   {
     auto *command =

@@ -845,28 +845,77 @@ Stats TuningDb::stats() {
 
 PruneResult TuningDb::prune(const PruneOptions &options) {
   if (options.keep < 0) bad_input("prune: the number of records to keep must be >= 0");
+  bool scoped = !options.template_name.empty() || !options.device_key.empty() || !options.workload_key.empty();
+  if (!scoped && !options.all) {
+    bad_input("prune: name what to prune (a template, a device class or a workload), or all records");
+  }
+  if (scoped && options.all) bad_input("prune: all records, or a template, device class or workload, not both");
+  // The scope as a condition on a record row, and its parameters in order.
+  std::string scope = "1";
+  std::vector<std::string> params;
+  if (!options.template_name.empty()) {
+    scope += " AND workload_id IN (SELECT id FROM workload WHERE template_name = ?)";
+    params.push_back(options.template_name);
+  }
+  if (!options.device_key.empty()) {
+    scope += " AND device_id = (SELECT id FROM device WHERE device_key = ?)";
+    params.push_back(options.device_key);
+  }
+  if (!options.workload_key.empty()) {
+    scope += " AND workload_id = (SELECT id FROM workload WHERE workload_key = ?)";
+    params.push_back(options.workload_key);
+  }
   constexpr const char *kUnfinishedJob =
       "(job_id IS NULL OR job_id NOT IN "
       "(SELECT id FROM job WHERE state IN ('pending', 'running', 'paused')))";
+  auto known = [&](const char *sql, const std::string &value, const std::string &what) {
+    if (value.empty()) return;
+    Statement q = impl_->db.prepare(sql);
+    q.bind(1, value);
+    if (!q.step()) bad_input("prune: no " + what + " in " + impl_->path);
+    q.reset();
+  };
   return impl_->write(
       "pruning",
       [&] {
-        PruneResult result;
-        {
-          Statement del =
-              impl_->db.prepare(std::string("DELETE FROM record WHERE id IN (SELECT id FROM (SELECT id, "
-                                            "row_number() OVER (PARTITION BY workload_id, target_id "
-                                            "ORDER BY mean_s, id) AS rank FROM record WHERE error_class = 0) "
-                                            "WHERE rank > ?) AND ") +
-                                kUnfinishedJob);
-          del.bind(1, options.keep);
+        known("SELECT 1 FROM workload WHERE template_name = ?", options.template_name,
+              "workload of template \"" + options.template_name + "\"");
+        known("SELECT 1 FROM device WHERE device_key = ?", options.device_key,
+              "device class \"" + options.device_key + "\"");
+        known("SELECT 1 FROM workload WHERE workload_key = ?", options.workload_key,
+              "workload " + options.workload_key);
+        // Runs a DELETE whose parameters are the scope's, then `last` if given.
+        auto run = [&](const std::string &sql, std::optional<int64_t> last) {
+          Statement del = impl_->db.prepare(sql);
+          int index = 1;
+          for (const std::string &p : params) del.bind(index++, p);
+          if (last) del.bind(index, *last);
           del.run();
-          result.deleted_valid = impl_->db.changes();
-        }
+          return impl_->db.changes();
+        };
+        auto pragma_value = [&](const char *name) {
+          Statement q = impl_->db.prepare(std::string("PRAGMA ") + name);
+          int64_t value = q.step() ? q.column_int64(0) : 0;
+          q.reset();
+          return value;
+        };
+        auto free_pages = [&] { return pragma_value("freelist_count"); };
+        PruneResult result;
+        int64_t free_before = free_pages();
+        result.deleted_valid = run(
+            std::string("DELETE FROM record WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY "
+                        "workload_id, target_id ORDER BY mean_s, id) AS rank FROM record WHERE error_class = 0 "
+                        "AND ") +
+                scope + ") WHERE rank > ?) AND " + kUnfinishedJob,
+            options.keep);
         if (!options.keep_failed) {
-          impl_->db.exec(std::string("DELETE FROM record WHERE error_class != 0 AND ") + kUnfinishedJob);
-          result.deleted_failed = impl_->db.changes();
+          result.deleted_failed =
+              run(std::string("DELETE FROM record WHERE error_class != 0 AND ") + scope + " AND " + kUnfinishedJob,
+                  std::nullopt);
         }
+        int64_t free_after = free_pages(), page_size = pragma_value("page_size");
+        result.freed_bytes = (free_after - free_before) * page_size;
+        result.free_bytes = free_after * page_size;
         Use q(impl_->statement("SELECT count(*) FROM record"));
         result.kept = q->step() ? q->column_int64(0) : 0;
         return result;

@@ -75,6 +75,13 @@ struct PruneOptions {
   int64_t keep = 1;          // valid records kept per (workload, target), the fastest
   bool keep_failed = false;  // keep failed records (otherwise they are deleted)
   bool dry_run = false;      // count what would go, delete nothing
+  // What is pruned: the records of this template, device class and workload (those given, all of
+  // them together), or with `all` every record. prune() refuses options that name neither, so
+  // that no call empties the log by accident.
+  std::string template_name;
+  std::string device_key;
+  std::string workload_key;
+  bool all = false;
 };
 
 // Records of unfinished jobs (pending, running, paused) are never pruned: they are the jobs'
@@ -82,7 +89,9 @@ struct PruneOptions {
 struct PruneResult {
   int64_t deleted_valid = 0;
   int64_t deleted_failed = 0;
-  int64_t kept = 0;
+  int64_t kept = 0;         // records left in the whole log
+  int64_t freed_bytes = 0;  // whole pages the deleted records took, now free inside the file
+  int64_t free_bytes = 0;   // every free page of the file afterwards: what vacuum() gives back
 };
 
 struct CheckReport {
@@ -178,6 +187,8 @@ class TuningDb {
 
   // --- Maintenance -----------------------------------------------------------------------------
   Stats stats();
+  // Throws kBadInput for options without a scope, or a template, device class or workload the
+  // log does not know. vacuum() gives the freed bytes back to the file system.
   PruneResult prune(const PruneOptions &options);
   // SQLite's integrity and foreign-key checks plus Kiln's own invariants (workload keys match
   // their content, valid records have a mean, failed ones do not, numbers lie in the ranges insert

@@ -9,10 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include <poll.h>
+#include <pty.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -78,6 +80,42 @@ class DbCommandTest : public testing::TempDirTest {
     std::stringstream err;
     err << in.rdbuf();
     result.err = err.str();
+    return result;
+  }
+
+  // Runs `kiln` with `args` (and the database) on a terminal of its own, typing `answer` once the
+  // output shows `prompt`. Result.out is everything the terminal showed.
+  Result kiln_on_terminal(std::vector<std::string> args, const std::string &prompt, const std::string &answer) {
+    args.insert(args.begin() + 1, "--db");
+    args.insert(args.begin() + 2, db_path_);
+    std::vector<char *> argv;
+    std::string program = KILN_CLI;
+    argv.push_back(program.data());
+    for (auto &a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int terminal = -1;
+    pid_t pid = forkpty(&terminal, nullptr, nullptr, nullptr);
+    if (pid == 0) {
+      execv(program.c_str(), argv.data());
+      _exit(127);
+    }
+    Result result;
+    if (pid < 0) return result;
+    bool answered = false;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd ready{terminal, POLLIN, 0};
+      if (poll(&ready, 1, 100) <= 0) continue;
+      char buffer[4096];
+      ssize_t n = read(terminal, buffer, sizeof buffer);
+      if (n <= 0) break;  // the command ended and closed the terminal
+      result.out.append(buffer, static_cast<size_t>(n));
+      if (!answered && result.out.find(prompt) != std::string::npos) {
+        answered = write(terminal, answer.data(), answer.size()) == static_cast<ssize_t>(answer.size());
+      }
+    }
+    close(terminal);
+    result.status = testing::wait_for({pid, -1});
     return result;
   }
 
@@ -402,14 +440,65 @@ TEST_F(DbCommandTest, ExportWritesIntoFifosAndDevices) {
 }
 
 TEST_F(DbCommandTest, PruneKeepsTheBest) {
-  Result r = kiln({"db", "prune", "--keep", "1", "--dry-run", "--json"});
+  Result r = kiln({"db", "prune", "--all", "--keep", "1", "--dry-run", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   json dry = json::parse(r.out);
   EXPECT_EQ(dry["deleted_valid"], 4);
   EXPECT_EQ(dry["deleted_failed"], 1);
-  r = kiln({"db", "prune", "--keep", "1", "--vacuum"});
+  r = kiln({"db", "prune", "--all", "--keep", "1", "--vacuum"});
   ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "deleted 4 valid and 1 failed records; 4 records remain; freed ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "the file shrank from")) << r.out;
+}
+
+// On a terminal, prune shows what would go and deletes only when the answer is yes.
+TEST_F(DbCommandTest, PruneOnATerminalAsksFirst) {
+  auto records = [&] { return json::parse(kiln({"db", "stats", "--json"}).out)["records"].get<int>(); };
+  Result r = kiln_on_terminal({"db", "prune", "--all"}, "[y/N]", "n\n");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(contains(r.out, "would delete 4 valid and 1 failed records from " + db_path_)) << r.out;
+  EXPECT_TRUE(contains(r.out, "Delete them? [y/N]")) << r.out;
+  EXPECT_TRUE(contains(r.out, "nothing deleted")) << r.out;
+  EXPECT_EQ(records(), 9);
+
+  r = kiln_on_terminal({"db", "prune", "--all"}, "[y/N]", "y\n");
+  EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_TRUE(contains(r.out, "deleted 4 valid and 1 failed records; 4 records remain")) << r.out;
+  EXPECT_EQ(records(), 4);
+
+  r = kiln_on_terminal({"db", "prune", "--all", "--keep", "0", "--yes"}, "[y/N]", "n\n");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_FALSE(contains(r.out, "[y/N]")) << r.out;
+  EXPECT_EQ(records(), 0);
+}
+
+// A bare `kiln db prune` deletes nothing and names the options that say what to prune; a scope
+// prunes only its records.
+TEST_F(DbCommandTest, PruneNeedsAScope) {
+  Result r = kiln({"db", "prune"});
+  EXPECT_EQ(r.status, 1);
+  for (const char *option : {"--template", "--device", "--workload", "--all"}) {
+    EXPECT_TRUE(contains(r.err, option)) << r.err;
+  }
+  EXPECT_TRUE(contains(r.err, "nothing was deleted")) << r.err;
+  r = kiln({"db", "stats", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["records"], 9);
+
+  EXPECT_EQ(kiln({"db", "prune", "--all", "--template", "dense"}).status, 2);
+  r = kiln({"db", "prune", "--template", "danse"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.err, "no workload of template \"danse\"")) << r.err;
+
+  r = kiln({"db", "prune", "-w", key().substr(0, 12), "-d", "x86-znver4", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json pruned = json::parse(r.out);
+  EXPECT_EQ(pruned["deleted_valid"], 4);  // of dense(64)'s five valid records on znver4, one remains
+  EXPECT_EQ(pruned["deleted_failed"], 1);
+  EXPECT_GE(pruned["freed_bytes"].get<int64_t>(), 0);  // whole pages only: five small records may free none
+  EXPECT_GE(pruned["free_bytes"].get<int64_t>(), pruned["freed_bytes"].get<int64_t>());
+  r = kiln({"db", "stats", "--json"});
+  EXPECT_EQ(json::parse(r.out)["records"], 4);
 }
 
 TEST_F(DbCommandTest, BadInputGivesAClearErrorAndANonZeroStatus) {
@@ -438,7 +527,7 @@ TEST_F(DbCommandTest, BadInputGivesAClearErrorAndANonZeroStatus) {
   EXPECT_EQ(kiln({"db", "best", "-w", key()}).status, 2);  // --target is required
   EXPECT_EQ(kiln({"db", "no-such-command"}).status, 2);
   EXPECT_EQ(kiln({"db", "top", "-w", key(), "-t", "llvm", "--scope", "nearby"}).status, 2);
-  EXPECT_EQ(kiln({"db", "prune", "--keep", "-3"}).status, 2);
+  EXPECT_EQ(kiln({"db", "prune", "--all", "--keep", "-3"}).status, 2);
   EXPECT_EQ(kiln({"db"}).status, 2);
 
   // Files that are not tuning logs.

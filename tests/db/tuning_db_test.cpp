@@ -384,12 +384,12 @@ TEST_F(TuningDbTest, PruneKeepsTheBestNPerWorkloadAndTargetAndUnfinishedJobs) {
   broken.job_id = running;
   db_->insert({slow, broken});
 
-  PruneResult dry = db_->prune({2, false, true});
+  PruneResult dry = db_->prune({2, false, true, {}, {}, {}, true});
   EXPECT_EQ(dry.deleted_valid, 16);
   EXPECT_EQ(dry.deleted_failed, 1);
   EXPECT_EQ(db_->stats().records, 23);  // nothing deleted
 
-  PruneResult result = db_->prune({2, false, false});
+  PruneResult result = db_->prune({2, false, false, {}, {}, {}, true});
   EXPECT_EQ(result.deleted_valid, 16);
   EXPECT_EQ(result.deleted_failed, 1);
   EXPECT_EQ(result.kept, 6);
@@ -403,13 +403,71 @@ TEST_F(TuningDbTest, PruneKeepsTheBestNPerWorkloadAndTargetAndUnfinishedJobs) {
 
   // Once the job is done its records are pruned like any other.
   db_->update_job(running, JobState::kDone);
-  result = db_->prune({1, true, false});
+  result = db_->prune({1, true, false, {}, {}, {}, true});
   EXPECT_EQ(result.deleted_valid, 3);
   EXPECT_EQ(result.deleted_failed, 0);
   EXPECT_EQ(db_->stats().records, 3);  // one best per target plus the kept failure
   db_->vacuum();
   EXPECT_TRUE(db_->check().ok());
-  EXPECT_THROW(db_->prune({-1, false, false}), TuningDbError);
+  EXPECT_THROW(db_->prune({-1, false, false, {}, {}, {}, true}), TuningDbError);
+}
+
+// Prune needs a scope, never empties the log by default, touches only the records in scope and
+// says how many bytes it freed.
+TEST_F(TuningDbTest, PruneNeedsAScopeAndKeepsToIt) {
+  std::vector<Record> records;
+  for (int i = 0; i < 300; ++i) {
+    records.push_back(measured(dense(64), znver4(), i, 0.001 * (i + 1)));
+    records.push_back(measured(dense(128), skylake(), i, 0.001 * (i + 1)));
+    records.push_back(measured(Workload::make("conv2d", {{"C", 3}}), znver4(), i, 0.001 * (i + 1)));
+  }
+  db_->insert(records);
+  auto refused = [&](const PruneOptions &options, const std::string &needle) {
+    try {
+      db_->prune(options);
+      return std::string("pruned");
+    } catch (const TuningDbError &e) {
+      EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(TuningDbError::Kind::kBadInput));
+      return std::string(e.what()).find(needle) != std::string::npos ? std::string("refused") : e.what();
+    }
+  };
+  EXPECT_EQ(refused({}, "name what to prune"), "refused");
+  PruneOptions both;
+  both.all = true;
+  both.template_name = "dense";
+  EXPECT_EQ(refused(both, "not both"), "refused");
+  PruneOptions unknown;
+  unknown.template_name = "danse";
+  EXPECT_EQ(refused(unknown, "no workload of template \"danse\""), "refused");
+  unknown = {};
+  unknown.device_key = "x86-zen9";
+  EXPECT_EQ(refused(unknown, "no device class \"x86-zen9\""), "refused");
+  EXPECT_EQ(db_->stats().records, 900);
+
+  PruneOptions dense_on_znver4;
+  dense_on_znver4.template_name = "dense";
+  dense_on_znver4.device_key = "x86-znver4";
+  dense_on_znver4.dry_run = true;
+  PruneResult dry = db_->prune(dense_on_znver4);
+  EXPECT_EQ(dry.deleted_valid, 299);
+  EXPECT_GT(dry.freed_bytes, 0);
+  EXPECT_EQ(db_->stats().records, 900);
+  dense_on_znver4.dry_run = false;
+  PruneResult result = db_->prune(dense_on_znver4);
+  EXPECT_EQ(result.deleted_valid, 299);
+  EXPECT_EQ(result.freed_bytes, dry.freed_bytes);
+  EXPECT_GE(result.free_bytes, result.freed_bytes);
+  EXPECT_EQ(result.kept, 601);
+  EXPECT_EQ(db_->history({"dense", "x86-skylake"}).size(), 300u);
+  EXPECT_EQ(db_->history({"conv2d", "x86-znver4"}).size(), 300u);
+
+  PruneOptions one_workload;
+  one_workload.workload_key = dense(128).key;
+  EXPECT_EQ(db_->prune(one_workload).deleted_valid, 299);
+  EXPECT_EQ(db_->history({"conv2d", "x86-znver4"}).size(), 300u);
+  int64_t bytes = db_->stats().file_bytes;
+  db_->vacuum();
+  EXPECT_LT(db_->stats().file_bytes, bytes);
 }
 
 TEST_F(TuningDbTest, CheckFindsWhatSqliteCannot) {
