@@ -51,9 +51,14 @@ struct LookupOptions {
   std::string device;
 };
 
-TuningDb open_db(const DbOptions &options, bool create = false) {
+// What a command does with the tuning log. Only a command that writes may create one; one that
+// reads opens it read-only, so it works on a log it cannot write and never changes it.
+enum class Access { kRead, kWrite, kCreate };
+
+TuningDb open_db(const DbOptions &options, Access access) {
   db::TuningDbOptions open_options;
-  open_options.create = create;
+  open_options.create = access == Access::kCreate;
+  open_options.read_only = access == Access::kRead;
   return TuningDb::open(options.path, open_options);
 }
 
@@ -173,7 +178,7 @@ ordered_json record_json(const Record &record, const db::Target &query) {
 // --- subcommands ---
 
 void workloads_command(const DbOptions &options, const std::string &template_name, int64_t limit) {
-  TuningDb tuning_db = open_db(options);
+  TuningDb tuning_db = open_db(options, Access::kRead);
   std::vector<db::WorkloadSummary> summaries = tuning_db.workloads(template_name, limit);
   if (options.json) {
     ordered_json out = ordered_json::array();
@@ -202,7 +207,7 @@ void workloads_command(const DbOptions &options, const std::string &template_nam
 }
 
 void best_command(const DbOptions &options, const LookupOptions &lookup, const std::string &scope) {
-  TuningDb tuning_db = open_db(options);
+  TuningDb tuning_db = open_db(options, Access::kRead);
   db::Workload workload = resolve_workload(tuning_db, lookup);
   db::Target target = resolve_target(tuning_db, lookup);
   std::optional<Record> best = tuning_db.best(workload.key, target, parse_scope(scope));
@@ -233,7 +238,7 @@ void best_command(const DbOptions &options, const LookupOptions &lookup, const s
 
 void top_command(const DbOptions &options, const LookupOptions &lookup, int64_t k, const std::string &scope) {
   if (k <= 0) throw UserError("-k must be at least 1");
-  TuningDb tuning_db = open_db(options);
+  TuningDb tuning_db = open_db(options, Access::kRead);
   db::Workload workload = resolve_workload(tuning_db, lookup);
   db::Target target = resolve_target(tuning_db, lookup);
   std::vector<Record> top = tuning_db.top_k(workload.key, target, k, parse_scope(scope));
@@ -258,7 +263,7 @@ void top_command(const DbOptions &options, const LookupOptions &lookup, int64_t 
 }
 
 void history_command(const DbOptions &options, const db::HistoryQuery &query) {
-  TuningDb tuning_db = open_db(options);
+  TuningDb tuning_db = open_db(options, Access::kRead);
   std::vector<Record> records = tuning_db.history(query);
   if (options.json) {
     ordered_json out = ordered_json::array();
@@ -294,7 +299,7 @@ ordered_json job_json(const db::Job &job) {
 }
 
 void jobs_command(const DbOptions &options, std::optional<int64_t> id) {
-  TuningDb tuning_db = open_db(options);
+  TuningDb tuning_db = open_db(options, Access::kRead);
   if (id) {
     db::JobProgress progress = tuning_db.job_progress(*id);
     if (options.json) {
@@ -339,7 +344,7 @@ void jobs_command(const DbOptions &options, std::optional<int64_t> id) {
 }
 
 void stats_command(const DbOptions &options) {
-  TuningDb tuning_db = open_db(options);
+  TuningDb tuning_db = open_db(options, Access::kRead);
   db::Stats s = tuning_db.stats();
   if (options.json) {
     ordered_json j;
@@ -427,7 +432,7 @@ bool is_standard_output(const std::string &path) {
 
 void export_command(const DbOptions &options, const std::string &output, const std::string &format,
                     const db::ExportFilter &filter) {
-  TuningDb tuning_db = open_db(options);
+  TuningDb tuning_db = open_db(options, Access::kRead);
   db::ExportFormat export_format = format == "autotvm" ? db::ExportFormat::kAutoTvm : db::ExportFormat::kKiln;
   int64_t count = 0;
   Progress progress("exporting");
@@ -484,18 +489,34 @@ void import_command(const DbOptions &options, const std::string &input, bool ski
     if (!file) throw UserError("cannot read " + input);
     in = &file;
   }
-  TuningDb tuning_db = open_db(options, /*create=*/true);
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  bool existed = fs::exists(options.path, ec);
+  std::optional<TuningDb> tuning_db = open_db(options, Access::kCreate);
+  // A failed import into a new path leaves no empty log behind.
+  auto discard_new_log = [&] {
+    if (!tuning_db->created() || existed) return;
+    fs::path file = fs::canonical(options.path, ec);
+    tuning_db.reset();
+    if (ec) return;
+    for (const char *suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(file.string() + suffix, ec);
+  };
   db::ImportResult result;
   try {
     Progress progress("importing");
     db::ImportOptions import_options;
     import_options.skip_bad_lines = skip_bad_lines;
     import_options.progress = [&progress](int64_t lines) { progress.update(lines); };
-    result = tuning_db.import_records(*in, import_options);
+    result = tuning_db->import_records(*in, import_options);
   } catch (const TuningDbError &e) {
+    discard_new_log();
     if (e.kind() != TuningDbError::Kind::kBadInput) throw;
     throw UserError(input + ": " + e.what() + " (--skip-bad-lines imports the good lines and reports the bad ones)");
+  } catch (...) {
+    discard_new_log();
+    throw;
   }
+  if (tuning_db->created()) std::cerr << "created new tuning log " << tuning_db->path() << '\n';
   for (const auto &bad : result.bad_lines) {
     std::cerr << input << ": line " << bad.line << ": skipped: " << bad.message << '\n';
   }
@@ -511,7 +532,7 @@ void import_command(const DbOptions &options, const std::string &input, bool ski
     std::cout << fmt::format(
         "imported {} records into {} ({} already present, {} bad lines "
         "skipped)\n",
-        result.imported, tuning_db.path(), result.duplicates, result.bad_lines.size());
+        result.imported, tuning_db->path(), result.duplicates, result.bad_lines.size());
   }
 }
 
@@ -536,7 +557,7 @@ void prune_command(const DbOptions &options, db::PruneOptions prune, const std::
         "say what to prune: --template NAME, --device KEY or --workload KEY (together: the records of all of them), "
         "or --all for every record; nothing was deleted");
   }
-  TuningDb tuning_db = open_db(options);
+  TuningDb tuning_db = open_db(options, Access::kWrite);
   if (!workload.empty()) {
     LookupOptions lookup;
     lookup.workload = workload;
@@ -584,7 +605,7 @@ void prune_command(const DbOptions &options, db::PruneOptions prune, const std::
 }
 
 void check_command(const DbOptions &options) {
-  TuningDb tuning_db = open_db(options);
+  TuningDb tuning_db = open_db(options, Access::kRead);
   db::CheckReport report = tuning_db.check();
   if (options.json) {
     ordered_json j;

@@ -8,7 +8,10 @@
 #include "db/sqlite_db.h"
 #include "db/version.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -251,17 +254,54 @@ class LineReader {
 
 }  // namespace
 
+// Why `path` cannot be written, as far as access() tells, or "" when it can.
+std::string why_unwritable(const std::string &path) {
+  namespace fs = std::filesystem;
+  if (::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), W_OK) != 0) {
+    return std::string("the file is read-only (") + std::strerror(errno) + ")";
+  }
+  fs::path directory = fs::path(path).parent_path();
+  if (directory.empty()) directory = ".";
+  if (::access(directory.c_str(), W_OK) != 0) {
+    return "its directory " + directory.string() + " is read-only (" + std::strerror(errno) + "), and SQLite keeps " +
+           fs::path(path).filename().string() + "-wal and -shm there";
+  }
+  return "";
+}
+
+// The TuningDbError for a failure of the machine (`e.is_environment()`) while doing `what` (empty:
+// while opening).
+TuningDbError environment_error(const DbError &e, const std::string &path, const std::string &what) {
+  std::string at = path + ": " + (what.empty() ? "" : what + ": ");
+  if (e.is_read_only() || e.is_cannot_open()) {
+    std::string why = why_unwritable(path);
+    if (!why.empty()) return TuningDbError(Kind::kReadOnly, at + "cannot write it: " + why);
+    if (e.is_read_only()) {
+      return TuningDbError(Kind::kReadOnly, at + "cannot write it (a read-only file system, or opened read-only)");
+    }
+  }
+  return TuningDbError(Kind::kStorage, at + e.environment_reason() + " (" + e.what() + ")");
+}
+
 // --- Impl ----------------------------------------------------------------------------------------
 
 struct TuningDb::Impl {
   Database db;
   std::string path;
   TuningDbOptions options;
+  bool created = false;  // this open() created the schema
   std::unordered_map<std::string, Statement> statements;
   std::minstd_rand rng{std::random_device{}()};
 
   Impl(Database database, std::string file, const TuningDbOptions &opts)
       : db(std::move(database)), path(std::move(file)), options(opts) {}
+
+  // Refuses a write on a log opened for reading.
+  void require_writable(const std::string &what) const {
+    if (options.read_only) {
+      throw TuningDbError(Kind::kReadOnly, path + ": " + what + ": the tuning log was opened read-only");
+    }
+  }
 
   Statement &statement(const std::string &sql) {
     auto it = statements.find(sql);
@@ -269,17 +309,21 @@ struct TuningDb::Impl {
     return it->second;
   }
 
-  TuningDbError translate(const DbError &e, const std::string &what) const {
+  // Throws what a failed SQLite call means: a TuningDbError for what the user can act on (a damaged
+  // file, a lock held too long, the machine's failures), the DbError itself, with the file and
+  // the operation added, for a bug in Kiln.
+  [[noreturn]] void raise(const DbError &e, const std::string &what) const {
     if (e.is_corrupt()) {
-      return TuningDbError(Kind::kCorrupt, path + ": " + what + ": the database file is damaged (" + e.what() +
-                                               "); `kiln db check` reports what is wrong");
+      throw TuningDbError(Kind::kCorrupt, path + ": " + what + ": the database file is damaged (" + e.what() +
+                                              "); `kiln db check` reports what is wrong");
     }
     if (e.is_busy()) {
-      return TuningDbError(Kind::kBusy, path + ": " + what + ": still locked by other connections after " +
-                                            std::to_string(options.retry_deadline.count()) + " ms of retries (" +
-                                            e.what() + ")");
+      throw TuningDbError(Kind::kBusy, path + ": " + what + ": still locked by other connections after " +
+                                           std::to_string(options.retry_deadline.count()) + " ms of retries (" +
+                                           e.what() + ")");
     }
-    return TuningDbError(Kind::kSqlite, path + ": " + what + ": " + e.what());
+    if (e.is_environment()) throw environment_error(e, path, what);
+    throw DbError(path + ": " + what + ": " + e.what(), e.code());
   }
 
   // Waits a randomised, growing time before the next attempt; false once the deadline is near.
@@ -298,6 +342,7 @@ struct TuningDb::Impl {
   // the retry deadline, so `body` must only touch the database and its own locals.
   template <class F>
   auto write(const std::string &what, F &&body, bool commit = true) -> decltype(body()) {
+    require_writable(what);
     auto deadline = std::chrono::steady_clock::now() + options.retry_deadline;
     for (int attempt = 0;; ++attempt) {
       try {
@@ -312,7 +357,7 @@ struct TuningDb::Impl {
           return result;
         }
       } catch (const DbError &e) {
-        if (!e.is_busy() || !back_off(deadline, attempt)) throw translate(e, what);
+        if (!e.is_busy() || !back_off(deadline, attempt)) raise(e, what);
       }
     }
   }
@@ -326,7 +371,7 @@ struct TuningDb::Impl {
       try {
         return body();
       } catch (const DbError &e) {
-        if (!e.is_busy() || !back_off(deadline, attempt)) throw translate(e, what);
+        if (!e.is_busy() || !back_off(deadline, attempt)) raise(e, what);
       }
     }
   }
@@ -533,55 +578,166 @@ TuningDb::~TuningDb() = default;
 const std::string &TuningDb::path() const { return impl_->path; }
 Database &TuningDb::database() { return impl_->db; }
 
+namespace {
+
+// What a failed SQLite call while opening `path` means (see Impl::raise); busy is retried first.
+[[noreturn]] void opening_failed(const DbError &e, const std::string &path) {
+  if (e.is_not_a_database()) {
+    throw TuningDbError(Kind::kNotATuningLog, path + " is not a Kiln tuning log (SQLite: file is not a database)");
+  }
+  if (e.is_corrupt()) {
+    throw TuningDbError(Kind::kCorrupt, path + " is damaged and cannot be opened (" + std::string(e.what()) + ")");
+  }
+  if (e.is_busy()) {
+    throw TuningDbError(Kind::kBusy, path + ": opening: still locked by other connections (" + e.what() + ")");
+  }
+  if (e.is_environment()) throw environment_error(e, path, "");
+  throw DbError("opening " + path + ": " + e.what(), e.code());
+}
+
+// Runs `body` until it does not fail with SQLITE_BUSY or the deadline passes.
+template <class F>
+auto retrying(const std::string &path, std::chrono::milliseconds deadline_after, F &&body) -> decltype(body()) {
+  auto deadline = std::chrono::steady_clock::now() + deadline_after;
+  std::minstd_rand rng{std::random_device{}()};
+  for (int attempt = 0;; ++attempt) {
+    try {
+      return body();
+    } catch (const DbError &e) {
+      if (e.is_busy() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(
+            std::uniform_int_distribution<int>(1, std::min(1 << std::min(attempt, 7), 100))(rng)));
+        continue;
+      }
+      opening_failed(e, path);
+    }
+  }
+}
+
+// Reads what every reader reads first, so that a file it cannot read fails here: the header
+// (through the WAL index of a WAL file) and the schema.
+void probe(Database &db, const std::string &path) {
+  check_openable(db, path);
+  Statement schema = db.prepare("SELECT count(*) FROM sqlite_schema");
+  schema.step();
+  schema.reset();
+}
+
+// Opens `path` for reading only. A reader of a WAL file needs its WAL index (PATH-shm), which it
+// creates when it is missing; in a directory it cannot write it cannot, and SQLite reports that as
+// a write to a read-only database. There the file is read as immutable (no locks, no index): no
+// writer can be at work in a directory no one can write, but a WAL that still holds changes would
+// be ignored, so that case is refused.
+Database open_for_reading(const std::string &path, const TuningDbOptions &options) {
+  OpenOptions read;
+  read.busy_timeout = options.busy_timeout;
+  read.read_only = true;
+  try {
+    Database db(path, read);
+    probe(db, path);
+    return db;
+  } catch (const DbError &e) {
+    if (!e.is_read_only() && !e.is_cannot_open()) throw;
+  }
+  std::string why = why_unwritable(path);
+  if (why.empty()) {
+    // It can be written after all: the WAL needs recovering after a crash, which only a writer
+    // may do. A connection that could write does it, and this one writes nothing else.
+    OpenOptions write;
+    write.busy_timeout = options.busy_timeout;
+    write.create = false;
+    write.wal = false;
+    Database db(path, write);
+    probe(db, path);
+    return db;
+  }
+  std::error_code ec;
+  auto wal_bytes = std::filesystem::file_size(path + "-wal", ec);
+  if (!ec && wal_bytes > 0) {
+    throw TuningDbError(Kind::kReadOnly, "cannot read " + path + ": " + why + "; its last changes are still in " +
+                                             path + "-wal, which only a process that may write there can read");
+  }
+  read.immutable = true;
+  Database db(path, read);
+  probe(db, path);
+  return db;
+}
+
+}  // namespace
+
 TuningDb TuningDb::open(const std::string &path, const TuningDbOptions &options) {
   namespace fs = std::filesystem;
   bool in_memory = path == ":memory:";
+  bool create = options.create && !options.read_only;
   std::error_code ec;
   if (!in_memory) {
     if (path.empty()) throw TuningDbError(Kind::kNotFound, "no tuning-log path given");
     if (fs::is_directory(path, ec)) {
       throw TuningDbError(Kind::kNotATuningLog, path + " is a directory, not a Kiln tuning log");
     }
-    if (!options.create && !fs::exists(path, ec)) {
-      throw TuningDbError(Kind::kNotFound, "no tuning log at " + path);
+    bool exists = fs::exists(path, ec);
+    if (!exists && !create) throw TuningDbError(Kind::kNotFound, "no tuning log at " + path);
+    if (exists && !create && fs::file_size(path, ec) == 0 && !ec) {
+      throw TuningDbError(Kind::kNotATuningLog, path +
+                                                    " is empty (0 bytes), not a Kiln tuning log; a command that "
+                                                    "writes to it, such as `kiln db import`, makes it one");
     }
+  }
+
+  if (options.read_only && !in_memory) {
+    Database db = retrying(path, options.retry_deadline, [&] { return open_for_reading(path, options); });
+    if (is_empty_database(db)) {
+      throw TuningDbError(Kind::kNotATuningLog, path + " is an empty SQLite database, not a Kiln tuning log");
+    }
+    int version = schema_version(db);
+    if (version < kMinReadableSchemaVersion) {
+      // Too old to read as it is: migrated by a writer first, where the file may be written.
+      std::string why = why_unwritable(path);
+      if (!why.empty()) {
+        throw TuningDbError(Kind::kReadOnly, "cannot read " + path + ": its tuning-log schema version " +
+                                                 std::to_string(version) + " must first be migrated to " +
+                                                 std::to_string(kSchemaVersion) + ", which needs writing it, but " +
+                                                 why);
+      }
+      TuningDbOptions writer = options;
+      writer.read_only = false;
+      writer.create = false;
+      open(path, writer);
+      return open(path, options);
+    }
+    retrying(path, options.retry_deadline, [&] {
+      db.exec("PRAGMA cache_size = -65536");  // 64 MiB of page cache
+      db.exec("PRAGMA temp_store = MEMORY");
+    });
+    return TuningDb(std::make_unique<Impl>(std::move(db), path, options));
   }
 
   OpenOptions open_options;
   open_options.busy_timeout = options.busy_timeout;
-  open_options.create = options.create;
+  open_options.create = create;
   open_options.wal = false;  // not before check_openable(): a refused file is left as it was
-  auto deadline = std::chrono::steady_clock::now() + options.retry_deadline;
-  std::minstd_rand rng{std::random_device{}()};
-  for (int attempt = 0;; ++attempt) {
-    try {
-      Database db(path, open_options);
-      check_openable(db, path);
-      db.enable_wal();
-      db.exec(options.durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
-      db.exec("PRAGMA cache_size = -65536");  // 64 MiB of page cache
-      db.exec("PRAGMA temp_store = MEMORY");
-      prepare_schema(db, path);
-      return TuningDb(std::make_unique<Impl>(std::move(db), path, options));
-    } catch (const DbError &e) {
-      if (e.is_not_a_database()) {
-        throw TuningDbError(Kind::kNotATuningLog, path + " is not a Kiln tuning log (SQLite: file is not a database)");
-      }
-      if (e.is_corrupt()) {
-        throw TuningDbError(Kind::kCorrupt, path + " is damaged and cannot be opened (" + e.what() + ")");
-      }
-      if (e.is_busy() && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(
-            std::uniform_int_distribution<int>(1, std::min(1 << std::min(attempt, 7), 100))(rng)));
-        continue;
-      }
-      if (e.is_busy()) {
-        throw TuningDbError(Kind::kBusy, path + ": opening: still locked by other connections (" + e.what() + ")");
-      }
-      throw TuningDbError(Kind::kSqlite, "opening " + path + ": " + e.what());
+  return retrying(path, options.retry_deadline, [&] {
+    Database db(path, open_options);
+    if (db.read_only()) {
+      // SQLite opens a write-protected file for reading instead; this caller means to write.
+      std::string why = why_unwritable(path);
+      throw TuningDbError(Kind::kReadOnly,
+                          path + ": cannot write it: " + (why.empty() ? "the file is write-protected" : why));
     }
-  }
+    check_openable(db, path);
+    db.enable_wal();
+    db.exec(options.durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
+    db.exec("PRAGMA cache_size = -65536");  // 64 MiB of page cache
+    db.exec("PRAGMA temp_store = MEMORY");
+    bool created = prepare_schema(db, path);
+    auto impl = std::make_unique<Impl>(std::move(db), path, options);
+    impl->created = created;
+    return TuningDb(std::move(impl));
+  });
 }
+
+bool TuningDb::created() const { return impl_->created; }
+bool TuningDb::read_only() const { return impl_->options.read_only; }
 
 std::vector<int64_t> TuningDb::insert(const std::vector<Record> &records) {
   Checked checked;
@@ -635,7 +791,7 @@ void TuningDb::for_each_record(const ExportFilter &filter, const std::function<v
   try {
     impl_->for_each(filter, 0, visit);
   } catch (const DbError &e) {
-    throw impl_->translate(e, "reading records");
+    impl_->raise(e, "reading records");
   }
 }
 
@@ -941,8 +1097,9 @@ CheckReport TuningDb::check() {
         problem("foreign key: " + foreign.column_text(0) + " row " + std::to_string(foreign.column_int64(1)) +
                 " refers to a missing " + foreign.column_text(2) + " row");
       }
+      // A reader reads an older readable version as it is; the next writer migrates it.
       int version = schema_version(impl_->db);
-      if (version != kSchemaVersion) {
+      if (version < kMinReadableSchemaVersion || version > kSchemaVersion) {
         problem("schema version " + std::to_string(version) + ", expected " + std::to_string(kSchemaVersion));
       }
       Statement mean = impl_->db.prepare("SELECT count(*) FROM record WHERE (error_class = 0) != (mean_s IS NOT NULL)");
@@ -1017,6 +1174,7 @@ CheckReport TuningDb::check() {
 }
 
 void TuningDb::vacuum() {
+  impl_->require_writable("vacuuming");
   impl_->read("vacuuming", [&] { impl_->db.exec("VACUUM"); });
 }
 
@@ -1035,12 +1193,14 @@ int64_t TuningDb::export_records(std::ostream &out, ExportFormat format, const E
   });
   out.flush();
   if (!out) {
-    throw TuningDbError(Kind::kSqlite, "exporting from " + impl_->path + ": write failed");
+    throw TuningDbError(Kind::kStorage,
+                        "exporting from " + impl_->path + ": writing the records failed (the disk may be full)");
   }
   return count;
 }
 
 ImportResult TuningDb::import_records(std::istream &in, const ImportOptions &options) {
+  impl_->require_writable("importing records");
   // The stream cannot be read twice, so only taking the write lock is retried; once it is held no
   // other connection can make this one wait.
   auto deadline = std::chrono::steady_clock::now() + impl_->options.retry_deadline;
@@ -1050,7 +1210,7 @@ ImportResult TuningDb::import_records(std::istream &in, const ImportOptions &opt
       transaction.emplace(impl_->db);
     } catch (const DbError &e) {
       if (!e.is_busy() || !impl_->back_off(deadline, attempt)) {
-        throw impl_->translate(e, "importing records");
+        impl_->raise(e, "importing records");
       }
     }
   }
@@ -1092,7 +1252,7 @@ ImportResult TuningDb::import_records(std::istream &in, const ImportOptions &opt
     }
     transaction->commit();
   } catch (const DbError &e) {
-    throw impl_->translate(e, "importing records (line " + std::to_string(number) + ")");
+    impl_->raise(e, "importing records (line " + std::to_string(number) + ")");
   }
   return result;
 }

@@ -4,7 +4,8 @@
 // lets a tuning job resume. One SQLite file in WAL mode; several processes may read and write it
 // at once. A TuningDb object is one connection: use one per thread.
 //
-// Every failure arrives as TuningDbError (db/error.h).
+// Every failure the user can act on arrives as TuningDbError (db/error.h); a bug in Kiln (a misuse
+// of SQLite, a constraint it should never violate) as DbError (db/sqlite_db.h), an InternalError.
 #include "db/job.h"
 #include "db/record.h"
 #include "db/schema.h"
@@ -24,8 +25,14 @@ namespace kiln::db {
 class Database;
 
 struct TuningDbOptions {
-  // Create the file (and its schema) when it does not exist.
+  // Create the file (and its schema) when it does not exist or is empty (0 bytes). Without it, a
+  // missing file is kNotFound and an empty one kNotATuningLog, and nothing is created.
   bool create = true;
+  // Open for reading only: nothing is written (no schema created, no journal mode set), and every
+  // write throws kReadOnly. Works on a file, or in a directory, that cannot be written. A file of
+  // schema version kMinReadableSchemaVersion or later is read as it is; an older one is migrated
+  // first where it may be written. `create` does not apply.
+  bool read_only = false;
   // How long one SQLite call waits for another connection's lock.
   std::chrono::milliseconds busy_timeout{5000};
   // How long an operation keeps retrying (with a randomised back-off) while other connections
@@ -133,7 +140,7 @@ class TuningDb {
  public:
   // Opens (or creates) the tuning log at `path`, migrating an older schema in one transaction.
   // Throws TuningDbError: kNotFound (missing file and !create), kNotATuningLog, kCorrupt,
-  // kSchemaTooNew.
+  // kSchemaTooNew, kReadOnly (a writer on a file or directory it cannot write), kStorage.
   static TuningDb open(const std::string &path, const TuningDbOptions &options = {});
 
   TuningDb(TuningDb &&) noexcept;
@@ -141,6 +148,10 @@ class TuningDb {
   ~TuningDb();
 
   const std::string &path() const;
+  // Whether open() created the schema: the file was new (or empty).
+  bool created() const;
+  // Whether it was opened read-only (TuningDbOptions::read_only).
+  bool read_only() const;
 
   // --- Records ---------------------------------------------------------------------------------
   // Inserts the records in one transaction: all of them or none. Workloads, targets and device

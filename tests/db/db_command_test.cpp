@@ -59,8 +59,9 @@ class DbCommandTest : public testing::TempDirTest {
     db.update_job(job, JobState::kRunning, "halfway");
   }
 
-  // Runs `kiln` with `args`; the database is passed with --db unless `with_db` is false.
-  Result kiln(std::vector<std::string> args, bool with_db = true) {
+  // Runs `kiln` with `args`; the database is passed with --db unless `with_db` is false. With
+  // `unprivileged`, as a user without root's power to write read-only files (spawn()).
+  Result kiln(std::vector<std::string> args, bool with_db = true, bool unprivileged = false) {
     if (with_db) {
       args.insert(args.begin() + 1, "--db");
       args.insert(args.begin() + 2, db_path_);
@@ -69,7 +70,7 @@ class DbCommandTest : public testing::TempDirTest {
     int err_fd = open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int saved = dup(STDERR_FILENO);
     dup2(err_fd, STDERR_FILENO);  // the child inherits it
-    testing::Child child = testing::spawn(KILN_CLI, args, /*capture=*/true);
+    testing::Child child = testing::spawn(KILN_CLI, args, /*capture=*/true, unprivileged);
     dup2(saved, STDERR_FILENO);
     close(saved);
     close(err_fd);
@@ -280,14 +281,135 @@ TEST_F(DbCommandTest, MalformedImportIsAllOrNothingUnlessAskedToSkip) {
   EXPECT_TRUE(contains(r.err, "line 2: not valid JSON")) << r.err;
   EXPECT_TRUE(contains(r.err, "nothing was imported")) << r.err;
   EXPECT_TRUE(contains(r.err, "--skip-bad-lines")) << r.err;
-  r = kiln({"db", "--db", target, "stats", "--json"}, false);
-  ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(json::parse(r.out)["records"], 0);
+  EXPECT_FALSE(contains(r.err, "created new tuning log")) << r.err;
+  // The failed import into a new path left no log behind.
+  for (const char *suffix : {"", "-wal", "-shm"}) EXPECT_FALSE(fs::exists(target + suffix)) << suffix;
 
   r = kiln({"db", "--db", target, "import", bad_file, "--skip-bad-lines"}, false);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "imported 9 records")) << r.out;
   EXPECT_TRUE(contains(r.err, "line 2: skipped: not valid JSON")) << r.err;
+  EXPECT_TRUE(contains(r.err, "created new tuning log " + target)) << r.err;
+
+  // A failed import into an existing log leaves it as it was.
+  r = kiln({"db", "--db", target, "import", bad_file}, false);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_FALSE(contains(r.err, "created new tuning log")) << r.err;
+  r = kiln({"db", "--db", target, "stats", "--json"}, false);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["records"], 9);
+}
+
+// A tuning log the user cannot write (a read-only file, or a read-only directory where SQLite
+// cannot create the WAL index): the commands that read work, the ones that write say it is
+// read-only, and nothing is created beside it.
+TEST_F(DbCommandTest, ReadOnlyLogIsReadByReadCommands) {
+  auto perms = [](const std::string &p, fs::perms bits) { fs::permissions(p, bits); };
+  const fs::perms kReadable = fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read;
+  const fs::perms kListable = kReadable | fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec;
+  perms(dir_.string(), kListable | fs::perms::owner_write);
+  std::string exported = path("records.jsonl");
+  ASSERT_EQ(kiln({"db", "export", "-o", exported}).status, 0);
+  perms(exported, kReadable);
+
+  for (bool directory : {false, true}) {
+    SCOPED_TRACE(directory ? "read-only directory" : "read-only file");
+    std::string folder = path(directory ? "read-only-directory" : "read-only-file");
+    fs::create_directory(folder);
+    std::string log = folder + "/kiln.db";
+    fs::copy_file(db_path_, log);
+    // As root the commands run as nobody: the folder (or the log) is given to it where it may write.
+    if (geteuid() == 0) {
+      ASSERT_EQ(chown((directory ? log : folder).c_str(), testing::kUnprivilegedUser, testing::kUnprivilegedUser), 0);
+    }
+    perms(log, directory ? kReadable | fs::perms::owner_write : kReadable);
+    perms(folder, directory ? kListable : kListable | fs::perms::owner_write);
+
+    for (const std::vector<std::string> &command :
+         std::vector<std::vector<std::string>>{{"stats"},
+                                               {"workloads"},
+                                               {"check"},
+                                               {"export"},
+                                               {"history", "--template", "dense", "-d", "x86-znver4"},
+                                               {"best", "-w", key(), "-t", "llvm -mcpu=znver4"},
+                                               {"top", "-w", key(), "-t", "llvm -mcpu=znver4"},
+                                               {"jobs"}}) {
+      std::vector<std::string> args = {"db", "--db", log};
+      args.insert(args.end(), command.begin(), command.end());
+      Result r = kiln(args, false, /*unprivileged=*/true);
+      EXPECT_EQ(r.status, 0) << command[0] << ": " << r.err;
+    }
+    Result r = kiln({"db", "--db", log, "import", exported}, false, true);
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_TRUE(
+        contains(r.err, "kiln db import: error: " + log + ": cannot write it: " +
+                            (directory ? "its directory " + folder + " is read-only" : "the file is read-only")))
+        << r.err;
+    r = kiln({"db", "--db", log, "prune", "--all"}, false, true);
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_TRUE(contains(r.err, "cannot write it")) << r.err;
+    if (directory) {
+      EXPECT_FALSE(fs::exists(log + "-wal"));
+      EXPECT_FALSE(fs::exists(log + "-shm"));
+    }
+    perms(folder, fs::perms::owner_all);
+  }
+}
+
+// A SQLite failure that is Kiln's own (here a constraint it should never meet) is an internal
+// error, exit status 2; the machine's failures are the user's, exit status 1.
+TEST_F(DbCommandTest, SqliteFailuresOfKilnAreInternalErrors) {
+  std::string exported = path("records.jsonl");
+  ASSERT_EQ(kiln({"db", "export", "-o", exported}).status, 0);
+  std::string copy = path("copy.db");
+  fs::copy_file(db_path_, copy);
+  {
+    Database raw(copy);
+    raw.exec("DELETE FROM record");
+    raw.exec("CREATE TRIGGER refuse BEFORE INSERT ON record BEGIN SELECT RAISE(ABORT, 'refused by a trigger'); END");
+  }
+  Result r = kiln({"db", "--db", copy, "import", exported}, false);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(contains(r.err, "kiln db import: internal error: ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "refused by a trigger")) << r.err;
+  EXPECT_TRUE(fs::exists(copy));
+}
+
+// Only a command that writes creates a tuning log; one that reads says there is none, creates
+// nothing, and does not turn an empty file into a log.
+TEST_F(DbCommandTest, ReadCommandsCreateNothing) {
+  std::string missing = path("missing.db");
+  for (const std::vector<std::string> &command :
+       std::vector<std::vector<std::string>>{{"stats"},
+                                             {"workloads"},
+                                             {"export"},
+                                             {"check"},
+                                             {"jobs"},
+                                             {"history", "--template", "dense", "-d", "x"},
+                                             {"best", "-w", "ab", "-t", "llvm", "-d", "x"},
+                                             {"prune", "--all"}}) {
+    std::vector<std::string> args = {"db", "--db", missing};
+    args.insert(args.end(), command.begin(), command.end());
+    Result r = kiln(args, false);
+    EXPECT_EQ(r.status, 1) << command[0] << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, "no tuning log at " + missing)) << command[0] << ": " << r.err;
+    EXPECT_FALSE(fs::exists(missing)) << command[0];
+  }
+  std::string empty = path("empty.db");
+  std::ofstream{empty};
+  for (const char *command : {"stats", "check", "prune"}) {
+    std::vector<std::string> args = {"db", "--db", empty, command};
+    if (std::string(command) == "prune") args.push_back("--all");
+    Result r = kiln(args, false);
+    EXPECT_EQ(r.status, 1) << command;
+    EXPECT_TRUE(contains(r.err, empty + " is empty (0 bytes), not a Kiln tuning log")) << r.err;
+    EXPECT_EQ(fs::file_size(empty), 0u) << command;
+  }
+  std::string exported = path("records.jsonl");
+  ASSERT_EQ(kiln({"db", "export", "-o", exported}).status, 0);
+  Result r = kiln({"db", "--db", empty, "import", exported}, false);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "created new tuning log " + empty)) << r.err;
 }
 
 // A record whose arguments nest 100,000 deep (a 200 KB line) is a bad line with a message, not a

@@ -533,6 +533,37 @@ TEST_F(TuningDbTest, CheckFindsOutOfRangeRowsOfAnOldLogAndExportWritesNoNull) {
   EXPECT_TRUE(db_->check().ok());
 }
 
+// A failure of the machine (here a full disk) is a TuningDbError the user can act on; a SQLite
+// failure that is Kiln's own (here a constraint it should never meet) is an internal error.
+TEST_F(TuningDbTest, MachineFailuresAreUserErrorsAndKilnsOwnAreInternal) {
+  db_->insert(measured(dense(64), znver4(), 1, 0.001));
+  Database &raw = db_->database();
+  int64_t pages = count("PRAGMA page_count");
+  raw.exec("PRAGMA max_page_count = " + std::to_string(pages + 2));
+  std::vector<Record> many;
+  for (int i = 0; i < 3000; ++i) many.push_back(measured(dense(64 + i), znver4(), i, 0.001));
+  try {
+    db_->insert(many);
+    FAIL() << "inserted past the end of the disk";
+  } catch (const TuningDbError &e) {
+    EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(TuningDbError::Kind::kStorage)) << e.what();
+    EXPECT_NE(std::string(e.what()).find("inserting 3000 records: the disk is full"), std::string::npos) << e.what();
+  }
+  raw.exec("PRAGMA max_page_count = 1073741823");
+  EXPECT_EQ(db_->stats().records, 1);
+
+  raw.exec("CREATE TRIGGER refuse BEFORE INSERT ON record BEGIN SELECT RAISE(ABORT, 'refused by a trigger'); END");
+  try {
+    db_->insert(measured(dense(64), znver4(), 2, 0.001));
+    FAIL() << "inserted";
+  } catch (const UserError &e) {
+    FAIL() << "a constraint Kiln should never meet is not the user's error: " << e.what();
+  } catch (const InternalError &e) {
+    EXPECT_NE(std::string(e.what()).find("refused by a trigger"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(path("tuning.db")), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(TuningDbTest, StatsCountEverything) {
   int64_t job = db_->create_job("j", {}, 0);
   Record r = measured(dense(64), znver4(), 1, 0.001);
