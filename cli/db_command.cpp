@@ -439,6 +439,7 @@ void export_command(const DbOptions &options, const std::string &output, const s
   auto show = [&progress](int64_t records) { progress.update(records); };
   if (output == "-" || is_standard_output(output)) {
     count = tuning_db.export_records(std::cout, export_format, filter, show);
+    progress.finish();
     std::cerr << "exported " << count << " records" << (output == "-" ? "" : " to " + output) << '\n';
     return;
   }
@@ -470,6 +471,7 @@ void export_command(const DbOptions &options, const std::string &output, const s
       throw UserError("cannot write " + target.path + ": " + std::strerror(error));
     }
   }
+  progress.finish();
   if (options.json) {
     ordered_json j;
     j["exported"] = count;

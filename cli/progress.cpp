@@ -13,8 +13,11 @@ Progress::Progress(std::string verb)
       start_(std::chrono::steady_clock::now()),
       last_(start_) {}
 
-Progress::~Progress() {
+Progress::~Progress() { finish(); }
+
+void Progress::finish() {
   if (shown_) std::fputs("\r\033[K", stderr);
+  shown_ = false;
 }
 
 void Progress::update(int64_t done) {

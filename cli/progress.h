@@ -18,6 +18,8 @@ class Progress {
 
   // `done` records so far; redraws the line when a second has passed since the last time.
   void update(int64_t done);
+  // Clears the line, before the command prints its result; the destructor does it too.
+  void finish();
 
  private:
   std::string verb_;
