@@ -26,6 +26,8 @@ using Config = contracts::ConfigRecord;
 constexpr int64_t kMaxConfigIndex = int64_t{1} << 53;
 // Costs: finite, > 0 and below this many seconds. A valid (OK) record has at least one.
 constexpr double kMaxCostSeconds = 1e6;
+// Whether one cost (seconds) lies in its range; for a measurer to check its timings the same way.
+inline bool cost_in_range(double seconds) { return seconds > 0 && seconds < kMaxCostSeconds; }
 // Timestamps: from 2000-01-01 to a day from now (clocks drift); 0 on insert means now.
 constexpr double kEarliestTimestamp = 946684800;  // 2000-01-01T00:00:00Z
 constexpr double kTimestampLeewaySeconds = 86400;

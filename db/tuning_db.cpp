@@ -183,7 +183,7 @@ void validate(const Record &record, const std::string &where, Checked &checked,
     bad_input(at + "error class " + std::to_string(static_cast<int>(record.error)) + " does not exist");
   }
   for (double cost : record.costs) {
-    if (!std::isfinite(cost) || cost <= 0 || cost >= kMaxCostSeconds) {
+    if (!cost_in_range(cost)) {
       bad_input(at + names.costs + " holds " + number_text(cost) +
                 ": costs must be finite numbers of seconds, > 0 and below 1e6");
     }
