@@ -424,8 +424,8 @@ ExportTarget export_target(const std::string &output) {
 // Whether `path` is the file standard output writes to, as /dev/stdout is: written through
 // standard output itself, so that a shell's `>>` appends.
 bool is_standard_output(const std::string &path) {
-  struct stat file {
-  }, out{};
+  struct stat file = {};
+  struct stat out = {};
   return ::stat(path.c_str(), &file) == 0 && ::fstat(STDOUT_FILENO, &out) == 0 && file.st_dev == out.st_dev &&
          file.st_ino == out.st_ino;
 }
