@@ -27,6 +27,15 @@ struct JobsOptions {
   std::string output;
 };
 
+// The log of a command that only reads it (list, show, curve): opened read-only, never created.
+db::TuningDb open_reading(const std::string &path) {
+  db::TuningDbOptions o;
+  o.create = false;
+  o.read_only = true;
+  return db::TuningDb::open(path, o);
+}
+
+// The log of a command that changes a job's state: never created.
 db::TuningDb open_existing(const std::string &path) {
   db::TuningDbOptions o;
   o.create = false;
@@ -48,7 +57,7 @@ std::string when(double unix_s) {
 }
 
 void list_jobs(const JobsOptions &o) {
-  db::TuningDb log = open_existing(o.db);
+  db::TuningDb log = open_reading(o.db);
   const std::vector<db::Job> jobs = log.jobs();
   if (o.json) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -78,7 +87,7 @@ void list_jobs(const JobsOptions &o) {
 }
 
 void show_job(const JobsOptions &o) {
-  db::TuningDb log = open_existing(o.db);
+  db::TuningDb log = open_reading(o.db);
   const db::Job j = find_job(log, o.job);
   const std::vector<tuner::Curve> curves = tuner::job_curves(log, o.job);
   if (o.json) {
@@ -136,7 +145,7 @@ void set_state(const JobsOptions &o, db::JobState state, const char *verb) {
 }
 
 void curve(const JobsOptions &o) {
-  db::TuningDb log = open_existing(o.db);
+  db::TuningDb log = open_reading(o.db);
   const db::Job j = find_job(log, o.job);
   const std::string svg = tuner::curves_svg(
       tuner::job_curves(log, o.job), fmt::format("Tuning job {} ({}): best GFLOPS against trials", j.id, j.name));
