@@ -1,5 +1,6 @@
 #include "cli/db_command.h"
 
+#include "cli/progress.h"
 #include "cli/table.h"
 #include "contracts/error.h"
 #include "db/error.h"
@@ -9,10 +10,16 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -44,9 +51,14 @@ struct LookupOptions {
   std::string device;
 };
 
-TuningDb open_db(const DbOptions &options, bool create = false) {
+// What a command does with the tuning log. Only a command that writes may create one; one that
+// reads opens it read-only, so it works on a log it cannot write and never changes it.
+enum class Access { kRead, kWrite, kCreate };
+
+TuningDb open_db(const DbOptions &options, Access access) {
   db::TuningDbOptions open_options;
-  open_options.create = create;
+  open_options.create = access == Access::kCreate;
+  open_options.read_only = access == Access::kRead;
   return TuningDb::open(options.path, open_options);
 }
 
@@ -166,7 +178,7 @@ ordered_json record_json(const Record &record, const db::Target &query) {
 // --- subcommands ---
 
 void workloads_command(const DbOptions &options, const std::string &template_name, int64_t limit) {
-  TuningDb tuning_db = open_db(options);
+  TuningDb tuning_db = open_db(options, Access::kRead);
   std::vector<db::WorkloadSummary> summaries = tuning_db.workloads(template_name, limit);
   if (options.json) {
     ordered_json out = ordered_json::array();
@@ -174,7 +186,7 @@ void workloads_command(const DbOptions &options, const std::string &template_nam
       ordered_json j;
       j["key"] = s.workload.key;
       j["template"] = s.workload.template_name;
-      j["args"] = ordered_json::parse(s.workload.args);
+      j["args"] = ordered_json(db::parse_json(s.workload.args));
       j["flop"] = s.workload.flop;
       j["records"] = s.records;
       j["valid"] = s.valid;
@@ -195,7 +207,7 @@ void workloads_command(const DbOptions &options, const std::string &template_nam
 }
 
 void best_command(const DbOptions &options, const LookupOptions &lookup, const std::string &scope) {
-  TuningDb tuning_db = open_db(options);
+  TuningDb tuning_db = open_db(options, Access::kRead);
   db::Workload workload = resolve_workload(tuning_db, lookup);
   db::Target target = resolve_target(tuning_db, lookup);
   std::optional<Record> best = tuning_db.best(workload.key, target, parse_scope(scope));
@@ -226,7 +238,7 @@ void best_command(const DbOptions &options, const LookupOptions &lookup, const s
 
 void top_command(const DbOptions &options, const LookupOptions &lookup, int64_t k, const std::string &scope) {
   if (k <= 0) throw UserError("-k must be at least 1");
-  TuningDb tuning_db = open_db(options);
+  TuningDb tuning_db = open_db(options, Access::kRead);
   db::Workload workload = resolve_workload(tuning_db, lookup);
   db::Target target = resolve_target(tuning_db, lookup);
   std::vector<Record> top = tuning_db.top_k(workload.key, target, k, parse_scope(scope));
@@ -251,7 +263,7 @@ void top_command(const DbOptions &options, const LookupOptions &lookup, int64_t 
 }
 
 void history_command(const DbOptions &options, const db::HistoryQuery &query) {
-  TuningDb tuning_db = open_db(options);
+  TuningDb tuning_db = open_db(options, Access::kRead);
   std::vector<Record> records = tuning_db.history(query);
   if (options.json) {
     ordered_json out = ordered_json::array();
@@ -287,7 +299,7 @@ ordered_json job_json(const db::Job &job) {
 }
 
 void jobs_command(const DbOptions &options, std::optional<int64_t> id) {
-  TuningDb tuning_db = open_db(options);
+  TuningDb tuning_db = open_db(options, Access::kRead);
   if (id) {
     db::JobProgress progress = tuning_db.job_progress(*id);
     if (options.json) {
@@ -332,7 +344,7 @@ void jobs_command(const DbOptions &options, std::optional<int64_t> id) {
 }
 
 void stats_command(const DbOptions &options) {
-  TuningDb tuning_db = open_db(options);
+  TuningDb tuning_db = open_db(options, Access::kRead);
   db::Stats s = tuning_db.stats();
   if (options.json) {
     ordered_json j;
@@ -374,33 +386,92 @@ void stats_command(const DbOptions &options) {
   print_fields(std::cout, fields);
 }
 
+// Where `kiln db export -o PATH` writes the records.
+struct ExportTarget {
+  std::string path;
+  // Written in place: a FIFO, a terminal, a device such as /dev/null or /dev/stdout. Renaming a
+  // file over one of them would replace the node (as root, /dev/null itself).
+  bool in_place = false;
+};
+
+// A regular file, or a path where nothing is yet, is written beside itself as PATH.partial and
+// renamed over it, so a failed export leaves it as it was. A symbolic link is followed to what it
+// names (so the link stays a link), however many links lead there, and that is written.
+ExportTarget export_target(const std::string &output) {
+  namespace fs = std::filesystem;
+  struct stat st {};
+  if (::stat(output.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) throw UserError("cannot export to " + output + ": it is a directory");
+    if (!S_ISREG(st.st_mode)) return {output, true};
+    std::error_code ec;
+    fs::path file = fs::canonical(output, ec);
+    if (ec) throw UserError("cannot export to " + output + ": " + ec.message());
+    return {file.string(), false};
+  }
+  // Nothing there, or links that end where nothing is yet: the file is made where the last link
+  // points.
+  fs::path at = output;
+  for (int links = 0; links < 40; ++links) {
+    std::error_code ec;
+    if (!fs::is_symlink(at, ec)) return {at.string(), false};
+    fs::path next = fs::read_symlink(at, ec);
+    if (ec) throw UserError("cannot export to " + output + ": " + ec.message());
+    at = next.is_absolute() ? next : at.parent_path() / next;
+  }
+  throw UserError("cannot export to " + output + ": too many levels of symbolic links");
+}
+
+// Whether `path` is the file standard output writes to, as /dev/stdout is: written through
+// standard output itself, so that a shell's `>>` appends.
+bool is_standard_output(const std::string &path) {
+  struct stat file = {};
+  struct stat out = {};
+  return ::stat(path.c_str(), &file) == 0 && ::fstat(STDOUT_FILENO, &out) == 0 && file.st_dev == out.st_dev &&
+         file.st_ino == out.st_ino;
+}
+
 void export_command(const DbOptions &options, const std::string &output, const std::string &format,
                     const db::ExportFilter &filter) {
-  TuningDb tuning_db = open_db(options);
+  TuningDb tuning_db = open_db(options, Access::kRead);
   db::ExportFormat export_format = format == "autotvm" ? db::ExportFormat::kAutoTvm : db::ExportFormat::kKiln;
   int64_t count = 0;
-  if (output == "-") {
-    count = tuning_db.export_records(std::cout, export_format, filter);
-    std::cerr << "exported " << count << " records\n";
+  Progress progress("exporting");
+  auto show = [&progress](int64_t records) { progress.update(records); };
+  if (output == "-" || is_standard_output(output)) {
+    count = tuning_db.export_records(std::cout, export_format, filter, show);
+    progress.finish();
+    std::cerr << "exported " << count << " records" << (output == "-" ? "" : " to " + output) << '\n';
     return;
   }
-  // Written next to the destination and renamed over it, so a failed export leaves no half file.
-  std::string partial = output + ".partial";
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    if (!out) throw UserError("cannot write " + partial);
-    try {
-      count = tuning_db.export_records(out, export_format, filter);
-    } catch (...) {
-      out.close();
+  ExportTarget target = export_target(output);
+  if (target.in_place) {
+    std::ofstream out(target.path, std::ios::binary);
+    if (!out) throw UserError("cannot write " + output + ": " + std::strerror(errno));
+    count = tuning_db.export_records(out, export_format, filter, show);
+  } else {
+    std::string partial = target.path + ".partial";
+    {
+      std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+      if (!out) throw UserError("cannot write " + partial + ": " + std::strerror(errno));
+      try {
+        count = tuning_db.export_records(out, export_format, filter, show);
+      } catch (...) {
+        out.close();
+        std::remove(partial.c_str());
+        throw;
+      }
+    }
+    // A file replaced keeps its permissions.
+    std::error_code ec;
+    auto permissions = std::filesystem::status(target.path, ec).permissions();
+    if (!ec) std::filesystem::permissions(partial, permissions, ec);
+    if (std::rename(partial.c_str(), target.path.c_str()) != 0) {
+      int error = errno;
       std::remove(partial.c_str());
-      throw;
+      throw UserError("cannot write " + target.path + ": " + std::strerror(error));
     }
   }
-  if (std::rename(partial.c_str(), output.c_str()) != 0) {
-    std::remove(partial.c_str());
-    throw UserError("cannot write " + output);
-  }
+  progress.finish();
   if (options.json) {
     ordered_json j;
     j["exported"] = count;
@@ -420,14 +491,34 @@ void import_command(const DbOptions &options, const std::string &input, bool ski
     if (!file) throw UserError("cannot read " + input);
     in = &file;
   }
-  TuningDb tuning_db = open_db(options, /*create=*/true);
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  bool existed = fs::exists(options.path, ec);
+  std::optional<TuningDb> tuning_db = open_db(options, Access::kCreate);
+  // A failed import into a new path leaves no empty log behind.
+  auto discard_new_log = [&] {
+    if (!tuning_db->created() || existed) return;
+    fs::path file = fs::canonical(options.path, ec);
+    tuning_db.reset();
+    if (ec) return;
+    for (const char *suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(file.string() + suffix, ec);
+  };
   db::ImportResult result;
   try {
-    result = tuning_db.import_records(*in, {skip_bad_lines});
+    Progress progress("importing");
+    db::ImportOptions import_options;
+    import_options.skip_bad_lines = skip_bad_lines;
+    import_options.progress = [&progress](int64_t lines) { progress.update(lines); };
+    result = tuning_db->import_records(*in, import_options);
   } catch (const TuningDbError &e) {
+    discard_new_log();
     if (e.kind() != TuningDbError::Kind::kBadInput) throw;
     throw UserError(input + ": " + e.what() + " (--skip-bad-lines imports the good lines and reports the bad ones)");
+  } catch (...) {
+    discard_new_log();
+    throw;
   }
+  if (tuning_db->created()) std::cerr << "created new tuning log " << tuning_db->path() << '\n';
   for (const auto &bad : result.bad_lines) {
     std::cerr << input << ": line " << bad.line << ": skipped: " << bad.message << '\n';
   }
@@ -443,30 +534,80 @@ void import_command(const DbOptions &options, const std::string &input, bool ski
     std::cout << fmt::format(
         "imported {} records into {} ({} already present, {} bad lines "
         "skipped)\n",
-        result.imported, tuning_db.path(), result.duplicates, result.bad_lines.size());
+        result.imported, tuning_db->path(), result.duplicates, result.bad_lines.size());
   }
 }
 
-void prune_command(const DbOptions &options, const db::PruneOptions &prune, bool vacuum) {
-  TuningDb tuning_db = open_db(options);
+// On a terminal, shows what would go and asks; elsewhere (a script, a pipe) does not ask.
+bool confirm_prune(TuningDb &tuning_db, db::PruneOptions prune) {
+  if (isatty(STDIN_FILENO) != 1 || isatty(STDERR_FILENO) != 1) return true;
+  prune.dry_run = true;
+  db::PruneResult would = tuning_db.prune(prune);
+  if (would.deleted_valid + would.deleted_failed == 0) return true;
+  std::cerr << fmt::format(
+      "would delete {} valid and {} failed records from {} ({} bytes), leaving {}. Delete them? [y/N] ",
+      would.deleted_valid, would.deleted_failed, tuning_db.path(), would.freed_bytes, would.kept);
+  std::string answer;
+  std::getline(std::cin, answer);
+  return answer == "y" || answer == "Y" || answer == "yes";
+}
+
+void prune_command(const DbOptions &options, db::PruneOptions prune, const std::string &workload, bool vacuum,
+                   bool yes) {
+  if (workload.empty() && prune.template_name.empty() && prune.device_key.empty() && !prune.all) {
+    throw UserError(
+        "say what to prune: --template NAME, --device KEY or --workload KEY (together: the records of all of them), "
+        "or --all for every record; nothing was deleted");
+  }
+  TuningDb tuning_db = open_db(options, Access::kWrite);
+  if (!workload.empty()) {
+    LookupOptions lookup;
+    lookup.workload = workload;
+    prune.workload_key = resolve_workload(tuning_db, lookup).key;
+  }
+  if (!prune.dry_run && !yes && !confirm_prune(tuning_db, prune)) {
+    std::cout << "nothing deleted\n";
+    return;
+  }
   db::PruneResult result = tuning_db.prune(prune);
-  if (vacuum && !prune.dry_run) tuning_db.vacuum();
+  std::optional<std::pair<int64_t, int64_t>> shrank;  // file bytes before and after VACUUM
+  if (vacuum && !prune.dry_run) {
+    int64_t before = tuning_db.stats().file_bytes;
+    tuning_db.vacuum();
+    shrank.emplace(before, tuning_db.stats().file_bytes);
+  }
   if (options.json) {
     ordered_json j;
     j["dry_run"] = prune.dry_run;
     j["deleted_valid"] = result.deleted_valid;
     j["deleted_failed"] = result.deleted_failed;
     j["kept"] = result.kept;
+    j["freed_bytes"] = result.freed_bytes;
+    j["free_bytes"] = result.free_bytes;
+    if (shrank) {
+      j["file_bytes_before"] = shrank->first;
+      j["file_bytes_after"] = shrank->second;
+    }
     std::cout << j.dump(2) << '\n';
     return;
   }
-  std::cout << fmt::format("{} {} valid and {} failed records; {} records {}\n",
+  std::string freed;
+  if (prune.dry_run) {
+    freed = fmt::format("; would free {} bytes", result.freed_bytes);
+  } else if (shrank) {
+    freed = fmt::format("; freed {} bytes, the file shrank from {} to {} bytes", result.freed_bytes, shrank->first,
+                        shrank->second);
+  } else {
+    freed = fmt::format("; freed {} bytes, {} bytes free in the file (--vacuum gives them back to the file system)",
+                        result.freed_bytes, result.free_bytes);
+  }
+  std::cout << fmt::format("{} {} valid and {} failed records; {} records {}{}\n",
                            prune.dry_run ? "would delete" : "deleted", result.deleted_valid, result.deleted_failed,
-                           result.kept, prune.dry_run ? "would remain" : "remain");
+                           result.kept, prune.dry_run ? "would remain" : "remain", freed);
 }
 
 void check_command(const DbOptions &options) {
-  TuningDb tuning_db = open_db(options);
+  TuningDb tuning_db = open_db(options, Access::kRead);
   db::CheckReport report = tuning_db.check();
   if (options.json) {
     ordered_json j;
@@ -574,17 +715,29 @@ void add_db_command(CLI::App &kiln) {
   }
   {
     auto *command = db->add_subcommand("prune",
-                                       "Keep the fastest N valid records per workload and target; records of "
-                                       "unfinished jobs are kept.");
+                                       "Keep the fastest N valid records per workload and target of a template, "
+                                       "device class or workload (or --all); records of unfinished jobs are kept. "
+                                       "On a terminal it asks first.");
     auto prune = std::make_shared<db::PruneOptions>();
+    auto workload = std::make_shared<std::string>();
     auto vacuum = std::make_shared<bool>(false);
+    auto yes = std::make_shared<bool>(false);
+    auto *template_name = command->add_option("--template", prune->template_name, "prune this template's records");
+    auto *device = command->add_option("-d,--device", prune->device_key, "prune this device class's records");
+    auto *workload_option =
+        command->add_option("-w,--workload", *workload, "prune this workload's records (key or unique key prefix)");
+    command->add_flag("--all", prune->all, "prune every record")
+        ->excludes(template_name)
+        ->excludes(device)
+        ->excludes(workload_option);
     command->add_option("--keep", prune->keep, "valid records kept per workload and target")
         ->check(CLI::NonNegativeNumber)
         ->capture_default_str();
     command->add_flag("--keep-failed", prune->keep_failed, "keep failed measurements");
     command->add_flag("--dry-run", prune->dry_run, "only count what would be deleted");
     command->add_flag("--vacuum", *vacuum, "give the freed space back to the file system");
-    command->callback([=] { prune_command(*options, *prune, *vacuum); });
+    command->add_flag("-y,--yes", *yes, "do not ask on a terminal");
+    command->callback([=] { prune_command(*options, *prune, *workload, *vacuum, *yes); });
   }
   {
     auto *command =

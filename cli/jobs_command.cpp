@@ -36,6 +36,15 @@ struct JobsOptions {
   DaemonOptions daemon;
 };
 
+// The log of a command that only reads it (list, show, curve): opened read-only, never created.
+db::TuningDb open_reading(const std::string &path) {
+  db::TuningDbOptions o;
+  o.create = false;
+  o.read_only = true;
+  return db::TuningDb::open(path, o);
+}
+
+// The log of a command that changes a job's state: never created.
 db::TuningDb open_existing(const std::string &path) {
   db::TuningDbOptions o;
   o.create = false;
@@ -57,7 +66,7 @@ std::string when(double unix_s) {
 }
 
 void list_jobs(const JobsOptions &o) {
-  db::TuningDb log = open_existing(o.db);
+  db::TuningDb log = open_reading(o.db);
   const std::vector<db::Job> jobs = log.jobs();
   if (o.json) {
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -87,7 +96,7 @@ void list_jobs(const JobsOptions &o) {
 }
 
 void show_job(const JobsOptions &o) {
-  db::TuningDb log = open_existing(o.db);
+  db::TuningDb log = open_reading(o.db);
   const db::Job j = find_job(log, o.job);
   const std::vector<tuner::Curve> curves = tuner::job_curves(log, o.job);
   if (o.json) {
@@ -269,7 +278,7 @@ void daemon_change(const JobsOptions &o, const char *verb) {
 }
 
 void curve(const JobsOptions &o) {
-  db::TuningDb log = open_existing(o.db);
+  db::TuningDb log = open_reading(o.db);
   const db::Job j = find_job(log, o.job);
   const std::string svg = tuner::curves_svg(
       tuner::job_curves(log, o.job), fmt::format("Tuning job {} ({}): best GFLOPS against trials", j.id, j.name));

@@ -142,7 +142,10 @@ void tune_embedded(const TuneCommandOptions &o) {
   // Ctrl-C (or SIGTERM) pauses the job: blocked in every thread from here on and taken by the
   // watcher below, which cancels the batch in flight; what was measured stays.
   rpc::block_shutdown_signals();
-  db::TuningDb log = db::TuningDb::open(o.db);
+  db::TuningDbOptions db_options;
+  db_options.create = o.resume == 0;  // a new job may start a log; resuming needs one
+  db::TuningDb log = db::TuningDb::open(o.db, db_options);
+  if (log.created() && !o.json) std::cerr << "created new tuning log " << log.path() << "\n";
   std::string target = o.target, device_key = o.device_key;
   int64_t job = o.resume;
   tuner::LocalMeasurerOptions lo;

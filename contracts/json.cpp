@@ -13,9 +13,14 @@ namespace {
   throw JsonError(std::string("expected a JSON ") + want + ", got " + Json::type_name(got));
 }
 
+[[noreturn]] void too_deep_to_write() {
+  throw JsonError("cannot write JSON nested deeper than " + std::to_string(kJsonMaxDepth) + " levels");
+}
+
 // nlohmann's writer is the one the tuning database uses for its canonical JSON, so converting to
-// it keeps the two byte-for-byte identical.
-nlohmann::json to_nlohmann(const Json &v) {
+// it keeps the two byte-for-byte identical. `depth` counts the arrays and objects around `v`, so
+// that neither this recursion nor nlohmann's writer goes deeper than kJsonMaxDepth.
+nlohmann::json to_nlohmann(const Json &v, int depth = 0) {
   switch (v.type()) {
     case Json::Type::Null:
       return nullptr;
@@ -31,13 +36,15 @@ nlohmann::json to_nlohmann(const Json &v) {
     case Json::Type::String:
       return v.as_string();
     case Json::Type::Array: {
+      if (depth >= kJsonMaxDepth) too_deep_to_write();
       nlohmann::json a = nlohmann::json::array();
-      for (const auto &x : v.as_array()) a.push_back(to_nlohmann(x));
+      for (const auto &x : v.as_array()) a.push_back(to_nlohmann(x, depth + 1));
       return a;
     }
     case Json::Type::Object: {
+      if (depth >= kJsonMaxDepth) too_deep_to_write();
       nlohmann::json o = nlohmann::json::object();
-      for (const auto &[k, x] : v.as_object()) o[k] = to_nlohmann(x);
+      for (const auto &[k, x] : v.as_object()) o[k] = to_nlohmann(x, depth + 1);
       return o;
     }
   }
@@ -78,6 +85,30 @@ Json from_nlohmann(const nlohmann::json &v) {
 
 }  // namespace
 
+void check_json_depth(std::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character, which may be a quote
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) {
+        throw JsonError("JSON nested deeper than " + std::to_string(max_depth) + " levels at byte " +
+                        std::to_string(i + 1));
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;  // unbalanced text is the parser's to report
+    }
+  }
+}
+
 const char *Json::type_name(Type t) {
   switch (t) {
     case Type::Null:
@@ -96,6 +127,29 @@ const char *Json::type_name(Type t) {
       return "object";
   }
   return "?";
+}
+
+Json::~Json() {
+  if (a_.empty() && o_.empty()) return;
+  // Children with children of their own are moved here and freed one by one, each after its own
+  // children were moved out, so no destructor runs more than one level deep.
+  std::vector<Json> pending;
+  auto take_children = [&pending](Json &j) {
+    for (Json &child : j.a_) {
+      if (!child.a_.empty() || !child.o_.empty()) pending.push_back(std::move(child));
+    }
+    for (Member &member : j.o_) {
+      if (!member.second.a_.empty() || !member.second.o_.empty()) pending.push_back(std::move(member.second));
+    }
+    j.a_.clear();
+    j.o_.clear();
+  };
+  take_children(*this);
+  while (!pending.empty()) {
+    Json j = std::move(pending.back());
+    pending.pop_back();
+    take_children(j);
+  }
 }
 
 Json Json::array(Array items) {
@@ -214,6 +268,11 @@ std::string Json::dump() const {
 }
 
 Json Json::parse(std::string_view text) {
+  if (text.size() > kJsonMaxBytes) {
+    throw JsonError("JSON text of " + std::to_string(text.size()) + " bytes is longer than the limit of " +
+                    std::to_string(kJsonMaxBytes) + " bytes");
+  }
+  check_json_depth(text);
   nlohmann::json v;
   try {
     v = nlohmann::json::parse(text.begin(), text.end());

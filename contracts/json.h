@@ -5,6 +5,7 @@
 // different values), strings in UTF-8 with only the escapes JSON requires. That text is what
 // content keys (workload keys, space fingerprints) are computed from, so it is the same on every
 // platform and matches the canonical JSON of the tuning database.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -16,11 +17,24 @@
 
 namespace kiln::contracts {
 
-// Malformed JSON text, or a value of the wrong type where a given type was needed.
+// Malformed JSON text, text nested too deep or too long, or a value of the wrong type where a
+// given type was needed.
 class JsonError : public UserError {
  public:
   using UserError::UserError;
 };
+
+// The deepest nesting of arrays and objects Kiln reads or writes as JSON ("[[1]]" is 2 deep). The
+// readers and writers recurse once per level, so deeper values would exhaust the stack; no
+// workload, knob or config comes near it.
+constexpr int kJsonMaxDepth = 256;
+// The longest JSON text Json::parse reads, in bytes.
+constexpr size_t kJsonMaxBytes = size_t{16} << 20;
+
+// Checks, without parsing, that `text` nests arrays and objects at most `max_depth` deep (brackets
+// inside strings do not count). Throws JsonError "JSON nested deeper than 256 levels at byte N"
+// (N counts from 1) at the first bracket past the limit. Cheap enough to run before any parser.
+void check_json_depth(std::string_view text, int max_depth = kJsonMaxDepth);
 
 class Json {
  public:
@@ -37,6 +51,12 @@ class Json {
   Json(double d) : type_(Type::Float), d_(d) {}                   // NOLINT(google-explicit-constructor)
   Json(const char *s) : type_(Type::String), s_(s) {}             // NOLINT(google-explicit-constructor)
   Json(std::string s) : type_(Type::String), s_(std::move(s)) {}  // NOLINT(google-explicit-constructor)
+  Json(const Json &) = default;
+  Json(Json &&) noexcept = default;
+  Json &operator=(const Json &) = default;
+  Json &operator=(Json &&) noexcept = default;
+  // Frees nested arrays and objects without recursing, however deep a value built by code is.
+  ~Json();
 
   static Json array(Array items = {});
   // Keys may come in any order; a repeated key keeps its last value.
@@ -83,10 +103,11 @@ class Json {
   // The value of `key`, or `fallback` when the object has no such member.
   Json get_or(const std::string &key, Json fallback) const;
 
-  // The canonical text. Throws JsonError for a string that is not valid UTF-8 or a non-finite
-  // float.
+  // The canonical text. Throws JsonError for a string that is not valid UTF-8, a non-finite
+  // float, or a value nested deeper than kJsonMaxDepth.
   std::string dump() const;
-  // Parses JSON text (RFC 8259); throws JsonError with the position of the first problem.
+  // Parses JSON text (RFC 8259); throws JsonError with the position of the first problem, and for
+  // text longer than kJsonMaxBytes or nested deeper than kJsonMaxDepth.
   static Json parse(std::string_view text);
 
   static const char *type_name(Type t);

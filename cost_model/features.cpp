@@ -385,7 +385,7 @@ class Walker : public IRVisitor {
     }
     for (Buf &b : bufs) {
       const Access &a = *b.first;
-      const double elem = static_cast<double>(a.dtype.bytes()) * (a.lanes == 1 ? 1 : 1);
+      const double elem = static_cast<double>(a.dtype.bytes());
       b.bytes = b.count * iterations * elem * a.lanes;
       std::vector<Dependence> deps(depth);
       for (size_t i = 0; i < depth; ++i) deps[i] = dependence(a.index, loops_[i].var);

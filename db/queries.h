@@ -30,10 +30,11 @@ constexpr const char *kJobMeasured =
     "SELECT w.workload_key, r.config_index FROM record r "
     "JOIN workload w ON w.id = r.workload_id WHERE r.job_id = ?1";
 
-// Whether a record identical to the one being imported is already stored.
+// Whether a record identical to the one being imported is already stored: a seek on the config
+// and time, as selective for failed records (whose mean is NULL) as for valid ones.
 constexpr const char *kDuplicate =
-    "SELECT 1 FROM record WHERE workload_id = ?1 AND target_id = ?2 AND error_class = ?3 "
-    "AND mean_s IS ?4 AND config_index = ?5 AND measured_at = ?6 AND runner = ?7 AND space = ?8 "
-    "LIMIT 1";
+    "SELECT 1 FROM record INDEXED BY record_by_config WHERE workload_id = ?1 AND target_id = ?2 "
+    "AND error_class = ?3 AND mean_s IS ?4 AND config_index = ?5 AND measured_at = ?6 AND runner = ?7 "
+    "AND space = ?8 LIMIT 1";
 
 }  // namespace kiln::db::queries

@@ -20,6 +20,18 @@ namespace kiln::db {
 // the template does) and its knobs, stored as their canonical text.
 using Config = contracts::ConfigRecord;
 
+// The ranges a record's numbers must lie in. TuningDb::insert and import refuse a record outside
+// them, naming the field; `kiln db check` reports stored ones (written before the checks).
+// Config index: 0 .. 2^53, every integer of which a double (and so every JSON reader) holds exactly.
+constexpr int64_t kMaxConfigIndex = int64_t{1} << 53;
+// Costs: finite, > 0 and below this many seconds. A valid (OK) record has at least one.
+constexpr double kMaxCostSeconds = 1e6;
+// Whether one cost (seconds) lies in its range; for a measurer to check its timings the same way.
+inline bool cost_in_range(double seconds) { return seconds > 0 && seconds < kMaxCostSeconds; }
+// Timestamps: from 2000-01-01 to a day from now (clocks drift); 0 on insert means now.
+constexpr double kEarliestTimestamp = 946684800;  // 2000-01-01T00:00:00Z
+constexpr double kTimestampLeewaySeconds = 86400;
+
 struct Record {
   int64_t id = 0;  // assigned by the database
   Workload workload;
@@ -29,7 +41,7 @@ struct Record {
   ErrorClass error = ErrorClass::kOk;
   std::string error_message;
   std::vector<double> costs;  // seconds, one per repeat; may be empty for a failure
-  double wall_s = 0;          // total wall-clock cost of the measurement (build + run), seconds
+  double wall_s = 0;          // total wall-clock cost of the measurement (build + run), seconds, >= 0
   std::string runner;         // identity of the runner that measured it
   std::string kiln_version;   // Kiln version of the measurer; empty on insert: this Kiln's
   double timestamp = 0;       // Unix time in seconds; 0 on insert: now

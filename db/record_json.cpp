@@ -1,5 +1,6 @@
 #include "db/record_json.h"
 
+#include "contracts/json.h"
 #include "db/error.h"
 
 #include <cmath>
@@ -45,15 +46,46 @@ double number_field(const json &object, const char *name, const char *where, boo
   return it->get<double>();
 }
 
+// A record read from a log written before insert checked its numbers may hold one JSON cannot
+// (nlohmann would write inf and nan as null), or be valid without a cost (its mean would be null).
+// Refuses it, naming the record and the field, rather than write a line import would misread.
+void check_writable(const Record &record) {
+  auto refuse = [&](const std::string &what) {
+    throw TuningDbError(TuningDbError::Kind::kCorrupt, "record " + std::to_string(record.id) +
+                                                           " cannot be written as JSON: " + what +
+                                                           "; `kiln db check` lists such records");
+  };
+  auto finite = [&](double value, const char *field) {
+    if (!std::isfinite(value)) refuse(std::string("field \"") + field + "\" is not a finite number");
+  };
+  finite(record.workload.flop, "workload.flop");
+  for (double cost : record.costs) finite(cost, "result.costs");
+  if (record.valid() && record.costs.empty()) refuse("it is valid (OK) but has no costs");
+  finite(record.wall_s, "result.wall");
+  finite(record.timestamp, "timestamp");
+}
+
 }  // namespace
 
+json parse_json(std::string_view text) {
+  try {
+    contracts::check_json_depth(text);
+  } catch (const contracts::JsonError &e) {
+    bad(e.what());
+  }
+  json parsed = json::parse(text, nullptr, false);
+  if (parsed.is_discarded()) bad("not valid JSON");
+  return parsed;
+}
+
 ordered_json record_to_json(const Record &record) {
+  check_writable(record);
   ordered_json line;
   line["format"] = "kiln-record";
   line["version"] = kRecordFormatVersion;
   line["workload"] = {{"key", record.workload.key},
                       {"template", record.workload.template_name},
-                      {"args", ordered_json(json::parse(record.workload.args))},
+                      {"args", ordered_json(parse_json(record.workload.args))},
                       {"flop", record.workload.flop}};
   line["target"] = {
       {"target", record.target.target}, {"device", record.target.device_key}, {"model", record.target.model}};
@@ -64,7 +96,7 @@ ordered_json record_to_json(const Record &record) {
   result["error"] = std::string(to_string(record.error));
   result["message"] = record.error_message;
   result["costs"] = record.costs;
-  result["mean"] = record.valid() ? ordered_json(record.mean()) : ordered_json();
+  if (record.valid()) result["mean"] = record.mean();
   result["wall"] = record.wall_s;
   line["result"] = std::move(result);
   line["runner"] = record.runner;
@@ -83,7 +115,8 @@ Record record_from_json(const json &line) {
   }
   const json &version = member(line, "version", "");
   if (!version.is_number_integer()) bad("field \"version\" must be an integer");
-  if (version.get<int64_t>() > kRecordFormatVersion) {
+  if (version.is_number_unsigned() ? version.get<uint64_t>() > kRecordFormatVersion
+                                   : version.get<int64_t>() > kRecordFormatVersion) {
     bad("record format version " + version.dump() + " was written by a newer Kiln; this Kiln reads version " +
         std::to_string(kRecordFormatVersion));
   }
@@ -106,6 +139,9 @@ Record record_from_json(const json &line) {
   const json &config = object_member(line, "config");
   const json &index = member(config, "index", "config.");
   if (!index.is_number_integer()) bad("field \"config.index\" must be an integer");
+  if (index.is_number_unsigned() && index.get<uint64_t>() > static_cast<uint64_t>(kMaxConfigIndex)) {
+    bad("field \"config.index\" " + index.dump() + " is out of range (0 .. 2^53)");
+  }
   record.config.index = index.get<int64_t>();
   record.config.space = string_field(config, "space", "config.", false);
   const json &knobs = member(config, "knobs", "config.");
@@ -133,9 +169,10 @@ Record record_from_json(const json &line) {
 }
 
 ordered_json record_to_autotvm_json(const Record &record) {
+  check_writable(record);
   // AutoTVM's input is [target, task name, args, kwargs]. Kiln's arguments are one JSON value: an
   // array becomes args, an object becomes kwargs, anything else a one-element args list.
-  json args = json::parse(record.workload.args);
+  json args = parse_json(record.workload.args);
   ordered_json task_args = ordered_json::array();
   ordered_json task_kwargs = ordered_json::object();
   if (args.is_array()) {

@@ -23,7 +23,9 @@ namespace {
 //
 // "Best valid config for (workload, target)" seeks record_by_target at (workload, target, OK) and
 // reads the first entry in mean order; the device-class fallback does the same on
-// record_by_device; top-k reads k entries. Resume reads record_by_job.
+// record_by_device; top-k reads k entries. Resume reads record_by_job. Import's duplicate check
+// seeks record_by_config at (workload, target, config, time): on record_by_target every failed
+// record of a workload shares one key (their mean is NULL), which made importing them quadratic.
 constexpr const char *kCreateSchema = R"sql(
 CREATE TABLE error_class (
   code INTEGER PRIMARY KEY,
@@ -85,6 +87,7 @@ CREATE INDEX record_by_target ON record(workload_id, target_id, error_class, mea
 CREATE INDEX record_by_device ON record(workload_id, device_id, error_class, mean_s);
 CREATE INDEX record_by_job ON record(job_id, workload_id, config_index)
   WHERE job_id IS NOT NULL;
+CREATE INDEX record_by_config ON record(workload_id, target_id, config_index, measured_at);
 )sql";
 
 // Migrations, each taking the schema from version `from` to `from + 1`.
@@ -108,6 +111,10 @@ UPDATE record SET error_class = 8, error_msg = 'no timings recorded'
 DROP INDEX IF EXISTS record_by_target;
 CREATE INDEX record_by_target ON record(workload_id, target_id, error_class, mean_s);
 CREATE INDEX record_by_device ON record(workload_id, device_id, error_class, mean_s);
+)sql"},
+    // Version 3 indexes records by config, for import's duplicate check.
+    {2, R"sql(
+CREATE INDEX record_by_config ON record(workload_id, target_id, config_index, measured_at);
 )sql"},
 };
 
@@ -162,6 +169,8 @@ void migrate(Database &db, int64_t version) {
 
 int schema_version(Database &db) { return static_cast<int>(pragma_int(db, "user_version")); }
 
+bool is_empty_database(Database &db) { return pragma_int(db, "application_id") == 0 && table_count(db) == 0; }
+
 void check_openable(Database &db, const std::string &path) {
   int64_t application = pragma_int(db, "application_id");
   int64_t version = pragma_int(db, "user_version");
@@ -182,19 +191,21 @@ void check_openable(Database &db, const std::string &path) {
   }
 }
 
-void prepare_schema(Database &db, const std::string &path) {
+bool prepare_schema(Database &db, const std::string &path) {
   check_openable(db, path);
   int64_t application = pragma_int(db, "application_id");
   int64_t version = pragma_int(db, "user_version");
-  if (application == kApplicationId && version == kSchemaVersion) return;
+  if (application == kApplicationId && version == kSchemaVersion) return false;
 
   // Create or migrate under the write lock, looking again: another process may have done it.
   Transaction transaction(db);
   application = pragma_int(db, "application_id");
   version = pragma_int(db, "user_version");
+  bool created = false;
   if (application == 0) {
     if (table_count(db) != 0) foreign(path, "it is a SQLite database holding other tables");
     create(db);
+    created = true;
   } else if (application != kApplicationId) {
     foreign(path, "it is a SQLite database of another application");
   } else if (version > kSchemaVersion) {
@@ -205,14 +216,17 @@ void prepare_schema(Database &db, const std::string &path) {
     try {
       migrate(db, version);
     } catch (const DbError &e) {
-      if (e.is_busy()) throw;
-      throw TuningDbError(TuningDbError::Kind::kSqlite, "migrating " + path + " from tuning-log schema version " +
-                                                            std::to_string(version) + " to " +
-                                                            std::to_string(kSchemaVersion) + " failed (" + e.what() +
-                                                            "); the file was left unchanged");
+      // Busy: retried by the caller. The machine's failures (disk full, read-only): the caller
+      // says so. Anything else is the file's content standing in the way.
+      if (e.is_busy() || e.is_environment()) throw;
+      throw TuningDbError(TuningDbError::Kind::kCorrupt, "migrating " + path + " from tuning-log schema version " +
+                                                             std::to_string(version) + " to " +
+                                                             std::to_string(kSchemaVersion) + " failed (" + e.what() +
+                                                             "); the file was left unchanged");
     }
   }
   transaction.commit();
+  return created;
 }
 
 }  // namespace kiln::db

@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <utility>
 
@@ -29,6 +31,36 @@ bool DbError::is_corrupt() const {
 }
 
 bool DbError::is_not_a_database() const { return (code_ & 0xff) == SQLITE_NOTADB; }
+
+bool DbError::is_read_only() const { return (code_ & 0xff) == SQLITE_READONLY; }
+
+bool DbError::is_cannot_open() const { return (code_ & 0xff) == SQLITE_CANTOPEN; }
+
+bool DbError::is_environment() const { return !environment_reason().empty(); }
+
+std::string DbError::environment_reason() const {
+  switch (code_ & 0xff) {
+    case SQLITE_FULL:
+      return "the disk is full";
+    case SQLITE_IOERR:
+      return "an I/O error";
+    case SQLITE_CANTOPEN:
+      return "a file cannot be opened";
+    case SQLITE_READONLY:
+      return "it cannot be written";
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+      return "permission denied";
+    case SQLITE_NOMEM:
+      return "out of memory";
+    case SQLITE_NOLFS:
+      return "the file system cannot hold a file this large";
+    case SQLITE_PROTOCOL:
+      return "file locking failed";
+    default:
+      return "";
+  }
+}
 
 // --- Statement ---------------------------------------------------------------------------------
 
@@ -136,9 +168,37 @@ std::vector<uint8_t> Statement::column_blob(int column) const {
 
 // --- Database ----------------------------------------------------------------------------------
 
+namespace {
+
+// `path` as a file: URI (for URI parameters), with the characters URIs reserve escaped.
+std::string file_uri(const std::string &path, const char *parameters) {
+  std::string absolute = std::filesystem::absolute(path).string();
+  std::string uri = "file://";
+  for (char c : absolute) {
+    if (c == '%' || c == '?' || c == '#') {
+      char escaped[4];
+      std::snprintf(escaped, sizeof escaped, "%%%02X", static_cast<unsigned char>(c));
+      uri += escaped;
+    } else {
+      uri += c;
+    }
+  }
+  return uri + "?" + parameters;
+}
+
+}  // namespace
+
 Database::Database(const std::string &path, const OpenOptions &options) : path_(path) {
   int flags = SQLITE_OPEN_READWRITE | (options.create ? SQLITE_OPEN_CREATE : 0);
-  int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+  std::string name = path;
+  if (options.read_only) {
+    flags = SQLITE_OPEN_READONLY;
+    if (options.immutable) {
+      flags |= SQLITE_OPEN_URI;
+      name = file_uri(path, "immutable=1");
+    }
+  }
+  int rc = sqlite3_open_v2(name.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     // sqlite3_open_v2 hands back a connection even on failure, to carry the error message.
     std::string message = "sqlite: opening \"" + path + "\": " + (db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc));
@@ -153,7 +213,7 @@ Database::Database(const std::string &path, const OpenOptions &options) : path_(
     }
     sqlite3_busy_timeout(db_, static_cast<int>(timeout_ms));
     exec("PRAGMA foreign_keys = ON");
-    if (options.wal) enable_wal();
+    if (options.wal && !options.read_only) enable_wal();
   } catch (...) {
     close();
     throw;
@@ -214,6 +274,8 @@ Statement Database::prepare(const std::string &sql) {
   }
   return statement;
 }
+
+bool Database::read_only() const { return sqlite3_db_readonly(db_, "main") == 1; }
 
 int64_t Database::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
 

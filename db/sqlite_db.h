@@ -30,6 +30,18 @@ class DbError : public InternalError {
   bool is_corrupt() const;
   // The file is not a database at all (SQLITE_NOTADB).
   bool is_not_a_database() const;
+  // Something needed cannot be written (SQLITE_READONLY): the file, its directory (where the WAL
+  // index lives), or a connection opened read-only.
+  bool is_read_only() const;
+  // A file cannot be opened or created (SQLITE_CANTOPEN).
+  bool is_cannot_open() const;
+  // A failure of the machine, not of Kiln: the disk is full, an I/O error, a file that cannot be
+  // opened or written, no permission, no memory, a broken file lock. A user can act on it;
+  // anything else (a misuse of SQLite, a constraint Kiln should never violate, SQL that does not
+  // compile) is a bug in Kiln.
+  bool is_environment() const;
+  // What an environment failure is, in plain words ("the disk is full").
+  std::string environment_reason() const;
 
  private:
   int code_;
@@ -93,6 +105,12 @@ struct OpenOptions {
   // Switch the file to WAL journal mode on opening. Without it, enable_wal() does it later, so
   // that a caller can first check, without writing, that the file is one it may change.
   bool wal = true;
+  // Open for reading only (SQLITE_OPEN_READONLY): nothing is written, not even the journal mode.
+  // `create` and `wal` do not apply.
+  bool read_only = false;
+  // With read_only: open the file as immutable (SQLite's immutable=1), without locks and without
+  // the WAL index file, for a file in a directory that cannot be written, where no writer can be.
+  bool immutable = false;
 };
 
 // One connection to a database file, created if missing (unless options.create is false), in WAL
@@ -115,6 +133,9 @@ class Database {
   // Compiles one statement.
   Statement prepare(const std::string &sql);
 
+  // True when the connection cannot write: opened read-only, or opened for writing on a file the
+  // operating system does not let it write (SQLite then falls back to reading).
+  bool read_only() const;
   int64_t last_insert_rowid() const;
   // Rows changed by the last INSERT, UPDATE or DELETE.
   int64_t changes() const;

@@ -8,9 +8,13 @@
 #include "db/sqlite_db.h"
 #include "db/version.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <istream>
 #include <map>
@@ -104,8 +108,11 @@ Job job_from_row(Statement &row) {
   Job job;
   job.id = row.column_int64(0);
   job.name = row.column_text(1);
-  job.spec = json::parse(row.column_text(2), nullptr, false);
-  if (job.spec.is_discarded()) job.spec = json::object();
+  try {
+    job.spec = parse_json(row.column_view(2));
+  } catch (const TuningDbError &) {
+    job.spec = json::object();
+  }
   job.state = parse_job_state(row.column_text(3)).value_or(JobState::kFailed);
   job.trials_total = row.column_int64(4);
   job.trials_done = row.column_int64(5);
@@ -126,51 +133,155 @@ struct Checked {
   std::unordered_set<std::string> targets;
 };
 
+// How validate() names a record's fields: as the members of Record (insert) or as the fields of a
+// JSON line (import, db/FORMAT.md).
+struct FieldNames {
+  const char *index, *costs, *wall, *timestamp;
+};
+constexpr FieldNames kMemberNames{"config.index", "costs", "wall_s", "timestamp"};
+constexpr FieldNames kLineNames{"field \"config.index\"", "field \"result.costs\"", "field \"result.wall\"",
+                                "field \"timestamp\""};
+
+// A number as a message shows it: shortest round-trip form, "inf" and "nan" spelled out.
+std::string number_text(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  char buffer[32];
+  auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return error == std::errc() ? std::string(buffer, end) : std::to_string(value);
+}
+
 // Checks what the schema cannot: the workload key matches its content, the target is canonical,
-// timings make sense. `where` names the record in messages.
-void validate(const Record &record, const std::string &where, Checked &checked) {
+// numbers lie in their ranges (db/record.h). `where` names the record in messages, `names` its
+// fields.
+void validate(const Record &record, const std::string &where, Checked &checked,
+              const FieldNames &names = kMemberNames) {
+  const std::string at = where.empty() ? "" : where + ": ";
   const Workload &w = record.workload;
-  if (w.template_name.empty()) bad_input(where + ": workload template name is empty");
+  if (w.template_name.empty()) bad_input(at + "workload template name is empty");
   auto seen = checked.workloads.find(w.key);
   if (seen == checked.workloads.end() || seen->second->template_name != w.template_name ||
       seen->second->args != w.args) {
     if (w.key != contracts::workload_key(w.template_name, w.args)) {
-      bad_input(where + ": workload key \"" + w.key + "\" does not match template " + w.template_name +
+      bad_input(at + "workload key \"" + w.key + "\" does not match template " + w.template_name +
                 " and its arguments (build workloads with Workload::make)");
     }
     checked.workloads[w.key] = &w;
   }
-  if (!std::isfinite(w.flop) || w.flop < 0) bad_input(where + ": flop count must be finite, >= 0");
-  if (record.target.device_key.empty()) bad_input(where + ": target has no device key");
+  if (!std::isfinite(w.flop) || w.flop < 0) bad_input(at + "flop count must be finite, >= 0");
+  if (record.target.device_key.empty()) bad_input(at + "target has no device key");
   if (!checked.targets.count(record.target.target)) {
     if (canonical_target(record.target.target) != record.target.target) {
-      bad_input(where + ": target \"" + record.target.target + "\" is not canonical (build targets with Target::make)");
+      bad_input(at + "target \"" + record.target.target + "\" is not canonical (build targets with Target::make)");
     }
     checked.targets.insert(record.target.target);
   }
-  if (record.config.index < 0) bad_input(where + ": config index must be >= 0");
+  if (record.config.index < 0 || record.config.index > kMaxConfigIndex) {
+    bad_input(at + names.index + " " + std::to_string(record.config.index) + " is out of range (0 .. 2^53)");
+  }
   if (!error_class_from_code(static_cast<int>(record.error))) {
-    bad_input(where + ": error class " + std::to_string(static_cast<int>(record.error)) + " does not exist");
+    bad_input(at + "error class " + std::to_string(static_cast<int>(record.error)) + " does not exist");
   }
   for (double cost : record.costs) {
-    if (!std::isfinite(cost) || cost < 0) {
-      bad_input(where + ": costs must be finite numbers of seconds >= 0");
+    if (!cost_in_range(cost)) {
+      bad_input(at + names.costs + " holds " + number_text(cost) +
+                ": costs must be finite numbers of seconds, > 0 and below 1e6");
     }
   }
   if (record.valid() && record.costs.empty()) {
-    bad_input(where + ": a valid (OK) measurement needs at least one cost");
+    bad_input(at + names.costs + " is empty: a valid (OK) measurement needs at least one cost");
   }
   if (!std::isfinite(record.wall_s) || record.wall_s < 0) {
-    bad_input(where + ": wall cost must be finite and >= 0");
+    bad_input(at + names.wall + " " + number_text(record.wall_s) + ": the wall cost must be finite and >= 0");
   }
-  if (!std::isfinite(record.timestamp) || record.timestamp < 0) {
-    bad_input(where + ": timestamp must be finite and >= 0");
+  // 0 stands for "now"; anything else must be a time Kiln could have measured at.
+  if (record.timestamp != 0 &&
+      !(record.timestamp >= kEarliestTimestamp && record.timestamp <= unix_now() + kTimestampLeewaySeconds)) {
+    bad_input(at + names.timestamp + " " + number_text(record.timestamp) +
+              " is out of range: Unix seconds from 2000-01-01 to a day from now (0: now)");
   }
 }
 
 std::string costs_json(const std::vector<double> &costs) { return json(costs).dump(); }
 
+// Reads lines of at most `limit` bytes in blocks. Of a longer line only its length is noted: it is
+// skipped up to its end, so one huge line cannot take the memory a whole-line read would.
+class LineReader {
+ public:
+  enum class Status { kLine, kTooLong, kEnd };
+
+  LineReader(std::istream &in, size_t limit) : in_(in), limit_(limit), buffer_(size_t{1} << 16) {}
+
+  // The next line, without its '\n'.
+  Status next(std::string &line) {
+    line.clear();
+    bool started = false, too_long = false;
+    for (;;) {
+      if (pos_ == end_ && !fill()) {
+        if (!started) return Status::kEnd;
+        return too_long ? Status::kTooLong : Status::kLine;
+      }
+      started = true;
+      const char *begin = buffer_.data() + pos_;
+      const char *newline = static_cast<const char *>(std::memchr(begin, '\n', end_ - pos_));
+      size_t length = newline ? static_cast<size_t>(newline - begin) : end_ - pos_;
+      if (!too_long && line.size() + length > limit_) {
+        too_long = true;
+        line.clear();
+      }
+      if (!too_long) line.append(begin, length);
+      pos_ += length;
+      if (newline) {
+        ++pos_;
+        return too_long ? Status::kTooLong : Status::kLine;
+      }
+    }
+  }
+
+ private:
+  bool fill() {
+    in_.read(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+    pos_ = 0;
+    end_ = static_cast<size_t>(in_.gcount());
+    return end_ > 0;
+  }
+
+  std::istream &in_;
+  size_t limit_;
+  std::vector<char> buffer_;
+  size_t pos_ = 0, end_ = 0;
+};
+
 }  // namespace
+
+// Why `path` cannot be written, as far as access() tells, or "" when it can.
+std::string why_unwritable(const std::string &path) {
+  namespace fs = std::filesystem;
+  if (::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), W_OK) != 0) {
+    return std::string("the file is read-only (") + std::strerror(errno) + ")";
+  }
+  fs::path directory = fs::path(path).parent_path();
+  if (directory.empty()) directory = ".";
+  if (::access(directory.c_str(), W_OK) != 0) {
+    return "its directory " + directory.string() + " is read-only (" + std::strerror(errno) + "), and SQLite keeps " +
+           fs::path(path).filename().string() + "-wal and -shm there";
+  }
+  return "";
+}
+
+// The TuningDbError for a failure of the machine (`e.is_environment()`) while doing `what` (empty:
+// while opening).
+TuningDbError environment_error(const DbError &e, const std::string &path, const std::string &what) {
+  std::string at = path + ": " + (what.empty() ? "" : what + ": ");
+  if (e.is_read_only() || e.is_cannot_open()) {
+    std::string why = why_unwritable(path);
+    if (!why.empty()) return TuningDbError(Kind::kReadOnly, at + "cannot write it: " + why);
+    if (e.is_read_only()) {
+      return TuningDbError(Kind::kReadOnly, at + "cannot write it (a read-only file system, or opened read-only)");
+    }
+  }
+  return TuningDbError(Kind::kStorage, at + e.environment_reason() + " (" + e.what() + ")");
+}
 
 // --- Impl ----------------------------------------------------------------------------------------
 
@@ -178,11 +289,19 @@ struct TuningDb::Impl {
   Database db;
   std::string path;
   TuningDbOptions options;
+  bool created = false;  // this open() created the schema
   std::unordered_map<std::string, Statement> statements;
   std::minstd_rand rng{std::random_device{}()};
 
   Impl(Database database, std::string file, const TuningDbOptions &opts)
       : db(std::move(database)), path(std::move(file)), options(opts) {}
+
+  // Refuses a write on a log opened for reading.
+  void require_writable(const std::string &what) const {
+    if (options.read_only) {
+      throw TuningDbError(Kind::kReadOnly, path + ": " + what + ": the tuning log was opened read-only");
+    }
+  }
 
   Statement &statement(const std::string &sql) {
     auto it = statements.find(sql);
@@ -190,17 +309,21 @@ struct TuningDb::Impl {
     return it->second;
   }
 
-  TuningDbError translate(const DbError &e, const std::string &what) const {
+  // Throws what a failed SQLite call means: a TuningDbError for what the user can act on (a damaged
+  // file, a lock held too long, the machine's failures), the DbError itself, with the file and
+  // the operation added, for a bug in Kiln.
+  [[noreturn]] void raise(const DbError &e, const std::string &what) const {
     if (e.is_corrupt()) {
-      return TuningDbError(Kind::kCorrupt, path + ": " + what + ": the database file is damaged (" + e.what() +
-                                               "); `kiln db check` reports what is wrong");
+      throw TuningDbError(Kind::kCorrupt, path + ": " + what + ": the database file is damaged (" + e.what() +
+                                              "); `kiln db check` reports what is wrong");
     }
     if (e.is_busy()) {
-      return TuningDbError(Kind::kBusy, path + ": " + what + ": still locked by other connections after " +
-                                            std::to_string(options.retry_deadline.count()) + " ms of retries (" +
-                                            e.what() + ")");
+      throw TuningDbError(Kind::kBusy, path + ": " + what + ": still locked by other connections after " +
+                                           std::to_string(options.retry_deadline.count()) + " ms of retries (" +
+                                           e.what() + ")");
     }
-    return TuningDbError(Kind::kSqlite, path + ": " + what + ": " + e.what());
+    if (e.is_environment()) throw environment_error(e, path, what);
+    throw DbError(path + ": " + what + ": " + e.what(), e.code());
   }
 
   // Waits a randomised, growing time before the next attempt; false once the deadline is near.
@@ -219,6 +342,7 @@ struct TuningDb::Impl {
   // the retry deadline, so `body` must only touch the database and its own locals.
   template <class F>
   auto write(const std::string &what, F &&body, bool commit = true) -> decltype(body()) {
+    require_writable(what);
     auto deadline = std::chrono::steady_clock::now() + options.retry_deadline;
     for (int attempt = 0;; ++attempt) {
       try {
@@ -233,7 +357,7 @@ struct TuningDb::Impl {
           return result;
         }
       } catch (const DbError &e) {
-        if (!e.is_busy() || !back_off(deadline, attempt)) throw translate(e, what);
+        if (!e.is_busy() || !back_off(deadline, attempt)) raise(e, what);
       }
     }
   }
@@ -247,7 +371,7 @@ struct TuningDb::Impl {
       try {
         return body();
       } catch (const DbError &e) {
-        if (!e.is_busy() || !back_off(deadline, attempt)) throw translate(e, what);
+        if (!e.is_busy() || !back_off(deadline, attempt)) raise(e, what);
       }
     }
   }
@@ -454,55 +578,166 @@ TuningDb::~TuningDb() = default;
 const std::string &TuningDb::path() const { return impl_->path; }
 Database &TuningDb::database() { return impl_->db; }
 
+namespace {
+
+// What a failed SQLite call while opening `path` means (see Impl::raise); busy is retried first.
+[[noreturn]] void opening_failed(const DbError &e, const std::string &path) {
+  if (e.is_not_a_database()) {
+    throw TuningDbError(Kind::kNotATuningLog, path + " is not a Kiln tuning log (SQLite: file is not a database)");
+  }
+  if (e.is_corrupt()) {
+    throw TuningDbError(Kind::kCorrupt, path + " is damaged and cannot be opened (" + std::string(e.what()) + ")");
+  }
+  if (e.is_busy()) {
+    throw TuningDbError(Kind::kBusy, path + ": opening: still locked by other connections (" + e.what() + ")");
+  }
+  if (e.is_environment()) throw environment_error(e, path, "");
+  throw DbError("opening " + path + ": " + e.what(), e.code());
+}
+
+// Runs `body` until it does not fail with SQLITE_BUSY or the deadline passes.
+template <class F>
+auto retrying(const std::string &path, std::chrono::milliseconds deadline_after, F &&body) -> decltype(body()) {
+  auto deadline = std::chrono::steady_clock::now() + deadline_after;
+  std::minstd_rand rng{std::random_device{}()};
+  for (int attempt = 0;; ++attempt) {
+    try {
+      return body();
+    } catch (const DbError &e) {
+      if (e.is_busy() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(
+            std::uniform_int_distribution<int>(1, std::min(1 << std::min(attempt, 7), 100))(rng)));
+        continue;
+      }
+      opening_failed(e, path);
+    }
+  }
+}
+
+// Reads what every reader reads first, so that a file it cannot read fails here: the header
+// (through the WAL index of a WAL file) and the schema.
+void probe(Database &db, const std::string &path) {
+  check_openable(db, path);
+  Statement schema = db.prepare("SELECT count(*) FROM sqlite_schema");
+  schema.step();
+  schema.reset();
+}
+
+// Opens `path` for reading only. A reader of a WAL file needs its WAL index (PATH-shm), which it
+// creates when it is missing; in a directory it cannot write it cannot, and SQLite reports that as
+// a write to a read-only database. There the file is read as immutable (no locks, no index): no
+// writer can be at work in a directory no one can write, but a WAL that still holds changes would
+// be ignored, so that case is refused.
+Database open_for_reading(const std::string &path, const TuningDbOptions &options) {
+  OpenOptions read;
+  read.busy_timeout = options.busy_timeout;
+  read.read_only = true;
+  try {
+    Database db(path, read);
+    probe(db, path);
+    return db;
+  } catch (const DbError &e) {
+    if (!e.is_read_only() && !e.is_cannot_open()) throw;
+  }
+  std::string why = why_unwritable(path);
+  if (why.empty()) {
+    // It can be written after all: the WAL needs recovering after a crash, which only a writer
+    // may do. A connection that could write does it, and this one writes nothing else.
+    OpenOptions write;
+    write.busy_timeout = options.busy_timeout;
+    write.create = false;
+    write.wal = false;
+    Database db(path, write);
+    probe(db, path);
+    return db;
+  }
+  std::error_code ec;
+  auto wal_bytes = std::filesystem::file_size(path + "-wal", ec);
+  if (!ec && wal_bytes > 0) {
+    throw TuningDbError(Kind::kReadOnly, "cannot read " + path + ": " + why + "; its last changes are still in " +
+                                             path + "-wal, which only a process that may write there can read");
+  }
+  read.immutable = true;
+  Database db(path, read);
+  probe(db, path);
+  return db;
+}
+
+}  // namespace
+
 TuningDb TuningDb::open(const std::string &path, const TuningDbOptions &options) {
   namespace fs = std::filesystem;
   bool in_memory = path == ":memory:";
+  bool create = options.create && !options.read_only;
   std::error_code ec;
   if (!in_memory) {
     if (path.empty()) throw TuningDbError(Kind::kNotFound, "no tuning-log path given");
     if (fs::is_directory(path, ec)) {
       throw TuningDbError(Kind::kNotATuningLog, path + " is a directory, not a Kiln tuning log");
     }
-    if (!options.create && !fs::exists(path, ec)) {
-      throw TuningDbError(Kind::kNotFound, "no tuning log at " + path);
+    bool exists = fs::exists(path, ec);
+    if (!exists && !create) throw TuningDbError(Kind::kNotFound, "no tuning log at " + path);
+    if (exists && !create && fs::file_size(path, ec) == 0 && !ec) {
+      throw TuningDbError(Kind::kNotATuningLog, path +
+                                                    " is empty (0 bytes), not a Kiln tuning log; a command that "
+                                                    "writes to it, such as `kiln db import`, makes it one");
     }
+  }
+
+  if (options.read_only && !in_memory) {
+    Database db = retrying(path, options.retry_deadline, [&] { return open_for_reading(path, options); });
+    if (is_empty_database(db)) {
+      throw TuningDbError(Kind::kNotATuningLog, path + " is an empty SQLite database, not a Kiln tuning log");
+    }
+    int version = schema_version(db);
+    if (version < kMinReadableSchemaVersion) {
+      // Too old to read as it is: migrated by a writer first, where the file may be written.
+      std::string why = why_unwritable(path);
+      if (!why.empty()) {
+        throw TuningDbError(Kind::kReadOnly, "cannot read " + path + ": its tuning-log schema version " +
+                                                 std::to_string(version) + " must first be migrated to " +
+                                                 std::to_string(kSchemaVersion) + ", which needs writing it, but " +
+                                                 why);
+      }
+      TuningDbOptions writer = options;
+      writer.read_only = false;
+      writer.create = false;
+      open(path, writer);
+      return open(path, options);
+    }
+    retrying(path, options.retry_deadline, [&] {
+      db.exec("PRAGMA cache_size = -65536");  // 64 MiB of page cache
+      db.exec("PRAGMA temp_store = MEMORY");
+    });
+    return TuningDb(std::make_unique<Impl>(std::move(db), path, options));
   }
 
   OpenOptions open_options;
   open_options.busy_timeout = options.busy_timeout;
-  open_options.create = options.create;
+  open_options.create = create;
   open_options.wal = false;  // not before check_openable(): a refused file is left as it was
-  auto deadline = std::chrono::steady_clock::now() + options.retry_deadline;
-  std::minstd_rand rng{std::random_device{}()};
-  for (int attempt = 0;; ++attempt) {
-    try {
-      Database db(path, open_options);
-      check_openable(db, path);
-      db.enable_wal();
-      db.exec(options.durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
-      db.exec("PRAGMA cache_size = -65536");  // 64 MiB of page cache
-      db.exec("PRAGMA temp_store = MEMORY");
-      prepare_schema(db, path);
-      return TuningDb(std::make_unique<Impl>(std::move(db), path, options));
-    } catch (const DbError &e) {
-      if (e.is_not_a_database()) {
-        throw TuningDbError(Kind::kNotATuningLog, path + " is not a Kiln tuning log (SQLite: file is not a database)");
-      }
-      if (e.is_corrupt()) {
-        throw TuningDbError(Kind::kCorrupt, path + " is damaged and cannot be opened (" + e.what() + ")");
-      }
-      if (e.is_busy() && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(
-            std::uniform_int_distribution<int>(1, std::min(1 << std::min(attempt, 7), 100))(rng)));
-        continue;
-      }
-      if (e.is_busy()) {
-        throw TuningDbError(Kind::kBusy, path + ": opening: still locked by other connections (" + e.what() + ")");
-      }
-      throw TuningDbError(Kind::kSqlite, "opening " + path + ": " + e.what());
+  return retrying(path, options.retry_deadline, [&] {
+    Database db(path, open_options);
+    if (db.read_only()) {
+      // SQLite opens a write-protected file for reading instead; this caller means to write.
+      std::string why = why_unwritable(path);
+      throw TuningDbError(Kind::kReadOnly,
+                          path + ": cannot write it: " + (why.empty() ? "the file is write-protected" : why));
     }
-  }
+    check_openable(db, path);
+    db.enable_wal();
+    db.exec(options.durable ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL");
+    db.exec("PRAGMA cache_size = -65536");  // 64 MiB of page cache
+    db.exec("PRAGMA temp_store = MEMORY");
+    bool created = prepare_schema(db, path);
+    auto impl = std::make_unique<Impl>(std::move(db), path, options);
+    impl->created = created;
+    return TuningDb(std::move(impl));
+  });
 }
+
+bool TuningDb::created() const { return impl_->created; }
+bool TuningDb::read_only() const { return impl_->options.read_only; }
 
 std::vector<int64_t> TuningDb::insert(const std::vector<Record> &records) {
   Checked checked;
@@ -556,7 +791,7 @@ void TuningDb::for_each_record(const ExportFilter &filter, const std::function<v
   try {
     impl_->for_each(filter, 0, visit);
   } catch (const DbError &e) {
-    throw impl_->translate(e, "reading records");
+    impl_->raise(e, "reading records");
   }
 }
 
@@ -766,28 +1001,77 @@ Stats TuningDb::stats() {
 
 PruneResult TuningDb::prune(const PruneOptions &options) {
   if (options.keep < 0) bad_input("prune: the number of records to keep must be >= 0");
+  bool scoped = !options.template_name.empty() || !options.device_key.empty() || !options.workload_key.empty();
+  if (!scoped && !options.all) {
+    bad_input("prune: name what to prune (a template, a device class or a workload), or all records");
+  }
+  if (scoped && options.all) bad_input("prune: all records, or a template, device class or workload, not both");
+  // The scope as a condition on a record row, and its parameters in order.
+  std::string scope = "1";
+  std::vector<std::string> params;
+  if (!options.template_name.empty()) {
+    scope += " AND workload_id IN (SELECT id FROM workload WHERE template_name = ?)";
+    params.push_back(options.template_name);
+  }
+  if (!options.device_key.empty()) {
+    scope += " AND device_id = (SELECT id FROM device WHERE device_key = ?)";
+    params.push_back(options.device_key);
+  }
+  if (!options.workload_key.empty()) {
+    scope += " AND workload_id = (SELECT id FROM workload WHERE workload_key = ?)";
+    params.push_back(options.workload_key);
+  }
   constexpr const char *kUnfinishedJob =
       "(job_id IS NULL OR job_id NOT IN "
       "(SELECT id FROM job WHERE state IN ('pending', 'running', 'paused')))";
+  auto known = [&](const char *sql, const std::string &value, const std::string &what) {
+    if (value.empty()) return;
+    Statement q = impl_->db.prepare(sql);
+    q.bind(1, value);
+    if (!q.step()) bad_input("prune: no " + what + " in " + impl_->path);
+    q.reset();
+  };
   return impl_->write(
       "pruning",
       [&] {
-        PruneResult result;
-        {
-          Statement del =
-              impl_->db.prepare(std::string("DELETE FROM record WHERE id IN (SELECT id FROM (SELECT id, "
-                                            "row_number() OVER (PARTITION BY workload_id, target_id "
-                                            "ORDER BY mean_s, id) AS rank FROM record WHERE error_class = 0) "
-                                            "WHERE rank > ?) AND ") +
-                                kUnfinishedJob);
-          del.bind(1, options.keep);
+        known("SELECT 1 FROM workload WHERE template_name = ?", options.template_name,
+              "workload of template \"" + options.template_name + "\"");
+        known("SELECT 1 FROM device WHERE device_key = ?", options.device_key,
+              "device class \"" + options.device_key + "\"");
+        known("SELECT 1 FROM workload WHERE workload_key = ?", options.workload_key,
+              "workload " + options.workload_key);
+        // Runs a DELETE whose parameters are the scope's, then `last` if given.
+        auto run = [&](const std::string &sql, std::optional<int64_t> last) {
+          Statement del = impl_->db.prepare(sql);
+          int index = 1;
+          for (const std::string &p : params) del.bind(index++, p);
+          if (last) del.bind(index, *last);
           del.run();
-          result.deleted_valid = impl_->db.changes();
-        }
+          return impl_->db.changes();
+        };
+        auto pragma_value = [&](const char *name) {
+          Statement q = impl_->db.prepare(std::string("PRAGMA ") + name);
+          int64_t value = q.step() ? q.column_int64(0) : 0;
+          q.reset();
+          return value;
+        };
+        auto free_pages = [&] { return pragma_value("freelist_count"); };
+        PruneResult result;
+        int64_t free_before = free_pages();
+        result.deleted_valid = run(
+            std::string("DELETE FROM record WHERE id IN (SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY "
+                        "workload_id, target_id ORDER BY mean_s, id) AS rank FROM record WHERE error_class = 0 "
+                        "AND ") +
+                scope + ") WHERE rank > ?) AND " + kUnfinishedJob,
+            options.keep);
         if (!options.keep_failed) {
-          impl_->db.exec(std::string("DELETE FROM record WHERE error_class != 0 AND ") + kUnfinishedJob);
-          result.deleted_failed = impl_->db.changes();
+          result.deleted_failed =
+              run(std::string("DELETE FROM record WHERE error_class != 0 AND ") + scope + " AND " + kUnfinishedJob,
+                  std::nullopt);
         }
+        int64_t free_after = free_pages(), page_size = pragma_value("page_size");
+        result.freed_bytes = (free_after - free_before) * page_size;
+        result.free_bytes = free_after * page_size;
         Use q(impl_->statement("SELECT count(*) FROM record"));
         result.kept = q->step() ? q->column_int64(0) : 0;
         return result;
@@ -813,8 +1097,9 @@ CheckReport TuningDb::check() {
         problem("foreign key: " + foreign.column_text(0) + " row " + std::to_string(foreign.column_int64(1)) +
                 " refers to a missing " + foreign.column_text(2) + " row");
       }
+      // A reader reads an older readable version as it is; the next writer migrates it.
       int version = schema_version(impl_->db);
-      if (version != kSchemaVersion) {
+      if (version < kMinReadableSchemaVersion || version > kSchemaVersion) {
         problem("schema version " + std::to_string(version) + ", expected " + std::to_string(kSchemaVersion));
       }
       Statement mean = impl_->db.prepare("SELECT count(*) FROM record WHERE (error_class = 0) != (mean_s IS NOT NULL)");
@@ -831,15 +1116,50 @@ CheckReport TuningDb::check() {
         problem(std::to_string(devices.column_int64(0)) + " records whose device class differs from their target's");
       }
       devices.reset();
+
+      // Numbers outside the ranges insert keeps them in (db/record.h): rows of a log written before
+      // the checks, or by another tool.
+      auto out_of_range = [&](const std::string &condition, const std::string &what) {
+        Statement q = impl_->db.prepare("SELECT id FROM record WHERE " + condition + " ORDER BY id");
+        int64_t n = 0;
+        std::string ids;
+        while (q.step()) {
+          if (++n <= 10) ids += (n > 1 ? ", " : "") + std::to_string(q.column_int64(0));
+        }
+        if (n > 10) ids += ", ...";
+        if (n > 0) problem(std::to_string(n) + " records " + what + " (record ids " + ids + ")");
+      };
+      out_of_range(
+          "typeof(config_index) != 'integer' OR config_index < 0 OR config_index > " + std::to_string(kMaxConfigIndex),
+          "with a config index outside 0 .. 2^53");
+      out_of_range("NOT (measured_at >= " + number_text(kEarliestTimestamp) +
+                       " AND measured_at <= " + number_text(unix_now() + kTimestampLeewaySeconds) + ")",
+                   "with a timestamp outside 2000-01-01 .. a day from now");
+      out_of_range(
+          "CASE WHEN json_valid(costs) AND json_type(costs) = 'array' THEN EXISTS (SELECT 1 FROM "
+          "json_each(record.costs) c WHERE c.type NOT IN ('integer', 'real') OR c.value <= 0 OR "
+          "c.value >= " +
+              number_text(kMaxCostSeconds) + ") ELSE 1 END",
+          "with costs that are not finite numbers of seconds, > 0 and below 1e6");
+      out_of_range("error_class = 0 AND json_valid(costs) AND json_array_length(costs) = 0",
+                   "that are valid (OK) but have no costs");
+      out_of_range("NOT (wall_s >= 0 AND wall_s < 9e999)", "with a wall cost that is not a finite number >= 0");
+      Statement flop = impl_->db.prepare("SELECT workload_key FROM workload WHERE NOT (flop >= 0 AND flop < 9e999)");
+      while (flop.step()) problem("workload " + flop.column_text(0) + ": flop count is not a finite number >= 0");
+
       Statement workloads = impl_->db.prepare("SELECT workload_key, template_name, args FROM workload");
       while (workloads.step()) {
         std::string key = workloads.column_text(0);
         std::string name = workloads.column_text(1);
         std::string args = workloads.column_text(2);
-        json parsed = json::parse(args, nullptr, false);
-        if (parsed.is_discarded()) {
-          problem("workload " + key + ": arguments are not JSON");
-        } else if (canonical_json(parsed) != args) {
+        json parsed;
+        try {
+          parsed = parse_json(args);
+        } catch (const TuningDbError &e) {
+          problem("workload " + key + ": arguments are not JSON (" + e.what() + ")");
+          continue;
+        }
+        if (canonical_json(parsed) != args) {
           problem("workload " + key + ": arguments are not in canonical form");
         } else if (contracts::workload_key(name, args) != key) {
           problem("workload " + key + ": key does not match its template and arguments");
@@ -854,12 +1174,14 @@ CheckReport TuningDb::check() {
 }
 
 void TuningDb::vacuum() {
+  impl_->require_writable("vacuuming");
   impl_->read("vacuuming", [&] { impl_->db.exec("VACUUM"); });
 }
 
 // --- exchange ------------------------------------------------------------------------------------
 
-int64_t TuningDb::export_records(std::ostream &out, ExportFormat format, const ExportFilter &filter) {
+int64_t TuningDb::export_records(std::ostream &out, ExportFormat format, const ExportFilter &filter,
+                                 const std::function<void(int64_t records)> &progress) {
   int64_t count = 0;
   for_each_record(filter, [&](const Record &record) {
     if (format == ExportFormat::kKiln) {
@@ -867,16 +1189,18 @@ int64_t TuningDb::export_records(std::ostream &out, ExportFormat format, const E
     } else {
       out << record_to_autotvm_json(record).dump() << '\n';
     }
-    ++count;
+    if (++count % 1000 == 0 && progress) progress(count);
   });
   out.flush();
   if (!out) {
-    throw TuningDbError(Kind::kSqlite, "exporting from " + impl_->path + ": write failed");
+    throw TuningDbError(Kind::kStorage,
+                        "exporting from " + impl_->path + ": writing the records failed (the disk may be full)");
   }
   return count;
 }
 
 ImportResult TuningDb::import_records(std::istream &in, const ImportOptions &options) {
+  impl_->require_writable("importing records");
   // The stream cannot be read twice, so only taking the write lock is retried; once it is held no
   // other connection can make this one wait.
   auto deadline = std::chrono::steady_clock::now() + impl_->options.retry_deadline;
@@ -886,26 +1210,28 @@ ImportResult TuningDb::import_records(std::istream &in, const ImportOptions &opt
       transaction.emplace(impl_->db);
     } catch (const DbError &e) {
       if (!e.is_busy() || !impl_->back_off(deadline, attempt)) {
-        throw impl_->translate(e, "importing records");
+        impl_->raise(e, "importing records");
       }
     }
   }
 
   ImportResult result;
   Impl::BatchIds ids;
+  LineReader reader(in, kMaxRecordLineBytes);
   std::string line;
   int64_t number = 0;
   try {
-    while (std::getline(in, line)) {
-      ++number;
+    for (LineReader::Status status; (status = reader.next(line)) != LineReader::Status::kEnd;) {
+      if (++number % 1000 == 0 && options.progress) options.progress(number);
       if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (line.find_first_not_of(" \t") == std::string::npos) continue;
+      if (status == LineReader::Status::kLine && line.find_first_not_of(" \t") == std::string::npos) continue;
       try {
-        json parsed = json::parse(line, nullptr, false);
-        if (parsed.is_discarded()) bad_input("not valid JSON");
-        Record record = record_from_json(parsed);
+        if (status == LineReader::Status::kTooLong) {
+          bad_input("longer than the limit of " + std::to_string(kMaxRecordLineBytes) + " bytes (1 MiB)");
+        }
+        Record record = record_from_json(parse_json(line));
         Checked checked;
-        validate(record, "record", checked);
+        validate(record, "", checked, kLineNames);
         if (impl_->insert_one(record, ids, /*skip_duplicate=*/true) == 0) {
           ++result.duplicates;
         } else {
@@ -926,7 +1252,7 @@ ImportResult TuningDb::import_records(std::istream &in, const ImportOptions &opt
     }
     transaction->commit();
   } catch (const DbError &e) {
-    throw impl_->translate(e, "importing records (line " + std::to_string(number) + ")");
+    impl_->raise(e, "importing records (line " + std::to_string(number) + ")");
   }
   return result;
 }

@@ -4,7 +4,8 @@
 // lets a tuning job resume. One SQLite file in WAL mode; several processes may read and write it
 // at once. A TuningDb object is one connection: use one per thread.
 //
-// Every failure arrives as TuningDbError (db/error.h).
+// Every failure the user can act on arrives as TuningDbError (db/error.h); a bug in Kiln (a misuse
+// of SQLite, a constraint it should never violate) as DbError (db/sqlite_db.h), an InternalError.
 #include "db/job.h"
 #include "db/record.h"
 #include "db/schema.h"
@@ -24,8 +25,14 @@ namespace kiln::db {
 class Database;
 
 struct TuningDbOptions {
-  // Create the file (and its schema) when it does not exist.
+  // Create the file (and its schema) when it does not exist or is empty (0 bytes). Without it, a
+  // missing file is kNotFound and an empty one kNotATuningLog, and nothing is created.
   bool create = true;
+  // Open for reading only: nothing is written (no schema created, no journal mode set), and every
+  // write throws kReadOnly. Works on a file, or in a directory, that cannot be written. A file of
+  // schema version kMinReadableSchemaVersion or later is read as it is; an older one is migrated
+  // first where it may be written. `create` does not apply.
+  bool read_only = false;
   // How long one SQLite call waits for another connection's lock.
   std::chrono::milliseconds busy_timeout{5000};
   // How long an operation keeps retrying (with a randomised back-off) while other connections
@@ -75,6 +82,13 @@ struct PruneOptions {
   int64_t keep = 1;          // valid records kept per (workload, target), the fastest
   bool keep_failed = false;  // keep failed records (otherwise they are deleted)
   bool dry_run = false;      // count what would go, delete nothing
+  // What is pruned: the records of this template, device class and workload (those given, all of
+  // them together), or with `all` every record. prune() refuses options that name neither, so
+  // that no call empties the log by accident.
+  std::string template_name;
+  std::string device_key;
+  std::string workload_key;
+  bool all = false;
 };
 
 // Records of unfinished jobs (pending, running, paused) are never pruned: they are the jobs'
@@ -82,7 +96,9 @@ struct PruneOptions {
 struct PruneResult {
   int64_t deleted_valid = 0;
   int64_t deleted_failed = 0;
-  int64_t kept = 0;
+  int64_t kept = 0;         // records left in the whole log
+  int64_t freed_bytes = 0;  // whole pages the deleted records took, now free inside the file
+  int64_t free_bytes = 0;   // every free page of the file afterwards: what vacuum() gives back
 };
 
 struct CheckReport {
@@ -106,6 +122,8 @@ struct ImportOptions {
   // false: the first bad line aborts the import and nothing is imported.
   // true: bad lines are reported and skipped, the good ones imported.
   bool skip_bad_lines = false;
+  // Called every 1,000 lines with the number of lines read so far, for a progress display.
+  std::function<void(int64_t lines)> progress;
 };
 
 struct ImportResult {
@@ -122,7 +140,7 @@ class TuningDb {
  public:
   // Opens (or creates) the tuning log at `path`, migrating an older schema in one transaction.
   // Throws TuningDbError: kNotFound (missing file and !create), kNotATuningLog, kCorrupt,
-  // kSchemaTooNew.
+  // kSchemaTooNew, kReadOnly (a writer on a file or directory it cannot write), kStorage.
   static TuningDb open(const std::string &path, const TuningDbOptions &options = {});
 
   TuningDb(TuningDb &&) noexcept;
@@ -130,12 +148,18 @@ class TuningDb {
   ~TuningDb();
 
   const std::string &path() const;
+  // Whether open() created the schema: the file was new (or empty).
+  bool created() const;
+  // Whether it was opened read-only (TuningDbOptions::read_only).
+  bool read_only() const;
 
   // --- Records ---------------------------------------------------------------------------------
   // Inserts the records in one transaction: all of them or none. Workloads, targets and device
   // classes are registered on first use. Returns the new record ids, in order. Throws
-  // kBadInput (naming the record) for an invalid record: a valid one needs at least one cost,
-  // costs must be finite and >= 0, the job must exist.
+  // kBadInput (naming the record and the field) for an invalid record: numbers outside their
+  // ranges (db/record.h: config index 0 .. 2^53, costs finite, > 0 and below 1e6 s, a valid record
+  // with at least one, wall cost finite and >= 0, timestamp 0 or from 2000 to a day from now), a
+  // job that does not exist.
   std::vector<int64_t> insert(const std::vector<Record> &records);
   int64_t insert(const Record &record);
 
@@ -174,16 +198,21 @@ class TuningDb {
 
   // --- Maintenance -----------------------------------------------------------------------------
   Stats stats();
+  // Throws kBadInput for options without a scope, or a template, device class or workload the
+  // log does not know. vacuum() gives the freed bytes back to the file system.
   PruneResult prune(const PruneOptions &options);
   // SQLite's integrity and foreign-key checks plus Kiln's own invariants (workload keys match
-  // their content, valid records have a mean, failed ones do not).
+  // their content, valid records have a mean, failed ones do not, numbers lie in the ranges insert
+  // keeps them in).
   CheckReport check();
   // Rebuilds the file to give space freed by prune() back to the file system.
   void vacuum();
 
   // --- Exchange --------------------------------------------------------------------------------
-  // Writes one JSON object per line; returns the number of records written.
-  int64_t export_records(std::ostream &out, ExportFormat format, const ExportFilter &filter = {});
+  // Writes one JSON object per line; returns the number of records written. `progress`, when
+  // given, is called every 1,000 records with the number written so far.
+  int64_t export_records(std::ostream &out, ExportFormat format, const ExportFilter &filter = {},
+                         const std::function<void(int64_t records)> &progress = {});
   // Reads Kiln JSON lines (db/FORMAT.md) in one transaction.
   ImportResult import_records(std::istream &in, const ImportOptions &options = {});
 

@@ -25,7 +25,7 @@ void check_timings(db::ErrorClass &error, std::string &message, std::vector<doub
     problem = "the measurement reported OK without any timing";
   } else {
     for (double c : costs) {
-      if (!std::isfinite(c) || c < 0) {
+      if (!db::cost_in_range(c)) {
         problem = "the measurement reported OK with an invalid timing (" + std::to_string(c) + " s)";
         break;
       }

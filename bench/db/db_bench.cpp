@@ -9,6 +9,13 @@
 //   db_detail records=N insert_cpu_per_s= best_class_p50_us= best_class_p99_us= topk10_p50_us=
 //   db_peer records=N sqlite_raw_insert_per_s= sqlite_raw_insert_cpu_per_s=
 //           sqlite_raw_best_p50_us= sqlite_raw_best_p99_us= insert_ratio= best_p99_ratio=
+// Then (--import N, default 100,000; 0 skips it) `kiln db import` of N failed records of one
+// workload on one target, as one tuning task produces them, each into a fresh file; the peer is the
+// import of N valid records in the same run. The import checks every line against the stored
+// records (import is idempotent), which must cost the same for failed records as for valid ones:
+//   db_import records=N valid_per_s= failed_per_s= valid_cpu_per_s= failed_cpu_per_s= failed_to_valid=
+// (--records 0 skips the insert and lookup figures.)
+#include "db/record_json.h"
 #include "db/sqlite_db.h"
 #include "db/tuning_db.h"
 
@@ -18,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -33,6 +41,7 @@ struct Options {
   int64_t batch = 1000;
   int64_t queries = 20000;
   int64_t records_per_workload = 500;
+  int64_t import_records = 100000;
 };
 
 // CPU time of this process (user + system), in seconds.
@@ -224,6 +233,80 @@ Figures bench_raw(const Options &options, const std::string &path) {
   return f;
 }
 
+// The insert and lookup figures: TuningDb and the plain-SQLite peer.
+void bench_insert_and_lookup(const Options &options, const fs::path &dir) {
+  Figures kiln = bench_kiln(options, (dir / "kiln.db").string());
+  Figures raw = bench_raw(options, (dir / "raw.db").string());
+  std::printf(
+      "db records=%lld insert_per_s=%.0f best_p50_us=%.1f best_p99_us=%.1f "
+      "topk10_p99_us=%.1f\n",
+      static_cast<long long>(options.records), kiln.insert_per_s, percentile(kiln.best_us, 0.50),
+      percentile(kiln.best_us, 0.99), percentile(kiln.topk_us, 0.99));
+  std::printf(
+      "db_detail records=%lld insert_cpu_per_s=%.0f best_class_p50_us=%.1f "
+      "best_class_p99_us=%.1f topk10_p50_us=%.1f\n",
+      static_cast<long long>(options.records), kiln.insert_cpu_per_s, percentile(kiln.class_us, 0.50),
+      percentile(kiln.class_us, 0.99), percentile(kiln.topk_us, 0.50));
+  std::printf(
+      "db_peer records=%lld sqlite_raw_insert_per_s=%.0f sqlite_raw_insert_cpu_per_s=%.0f "
+      "sqlite_raw_best_p50_us=%.1f sqlite_raw_best_p99_us=%.1f insert_ratio=%.2f "
+      "best_p99_ratio=%.2f\n",
+      static_cast<long long>(options.records), raw.insert_per_s, raw.insert_cpu_per_s, percentile(raw.best_us, 0.50),
+      percentile(raw.best_us, 0.99), kiln.insert_per_s / raw.insert_per_s,
+      percentile(kiln.best_us, 0.99) / percentile(raw.best_us, 0.99));
+}
+
+struct ImportFigures {
+  double per_s = 0;
+  double cpu_per_s = 0;
+};
+
+// Imports N records of one task, all valid or all failed, from a JSON-lines file into a fresh log.
+ImportFigures bench_import(int64_t n, bool valid, const fs::path &dir) {
+  kiln::db::Workload workload = kiln::db::Workload::make(
+      "dense.x86", {{"M", 512}, {"N", 512}, {"K", 512}, {"dtype", "float32"}}, 2.0 * 512 * 512 * 512);
+  kiln::db::Target target = kiln::db::Target::make("llvm -mcpu=znver4", "x86-znver4");
+  std::string name = valid ? "valid" : "failed";
+  fs::path lines = dir / (name + ".jsonl");
+  {
+    std::mt19937_64 rng(11);
+    std::uniform_real_distribution<double> cost(1e-5, 1e-3);
+    std::ofstream out(lines, std::ios::binary);
+    for (int64_t i = 0; i < n; ++i) {
+      Record r;
+      r.workload = workload;
+      r.target = target;
+      r.config.index = i;
+      r.config.space = "3f9a0c2d";
+      r.config.knobs = {{"tile_m", kiln::contracts::Json::array({1, static_cast<int>(i % 64)})},
+                        {"unroll", static_cast<int>(i % 2)}};
+      if (valid) {
+        r.costs = {cost(rng), cost(rng), cost(rng)};
+      } else {
+        r.error = kiln::db::ErrorClass::kCompileHost;
+        r.error_message = "error: invalid vector width";
+      }
+      r.wall_s = 0.8;
+      r.runner = "runner-07";
+      r.kiln_version = "0.1.0";
+      r.timestamp = 1.7e9 + static_cast<double>(i);
+      out << kiln::db::record_to_json(r).dump() << '\n';
+    }
+  }
+  kiln::db::TuningDb tuning_db = kiln::db::TuningDb::open((dir / (name + ".db")).string());
+  std::ifstream in(lines, std::ios::binary);
+  auto start = Clock::now();
+  double cpu_start = cpu_seconds();
+  kiln::db::ImportResult result = tuning_db.import_records(in);
+  double seconds = seconds_since(start), cpu = cpu_seconds() - cpu_start;
+  if (result.imported != n) {
+    std::fprintf(stderr, "warning: imported %lld of %lld records\n", static_cast<long long>(result.imported),
+                 static_cast<long long>(n));
+  }
+  fs::remove(lines);
+  return {static_cast<double>(n) / seconds, static_cast<double>(n) / cpu};
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -237,13 +320,15 @@ int main(int argc, char **argv) {
       options.batch = value;
     else if (flag == "--queries")
       options.queries = value;
+    else if (flag == "--import")
+      options.import_records = value;
     else {
-      std::fprintf(stderr, "usage: %s [--records N] [--batch N] [--queries N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--records N] [--batch N] [--queries N] [--import N]\n", argv[0]);
       return 2;
     }
   }
-  if (options.records <= 0 || options.batch <= 0 || options.queries <= 0) {
-    std::fprintf(stderr, "--records, --batch and --queries must be positive\n");
+  if (options.records < 0 || options.batch <= 0 || options.queries <= 0 || options.import_records < 0) {
+    std::fprintf(stderr, "--batch and --queries must be positive, --records and --import not negative\n");
     return 2;
   }
 
@@ -255,25 +340,16 @@ int main(int argc, char **argv) {
   fs::path dir = pattern;
   int status = 0;
   try {
-    Figures kiln = bench_kiln(options, (dir / "kiln.db").string());
-    Figures raw = bench_raw(options, (dir / "raw.db").string());
-    std::printf(
-        "db records=%lld insert_per_s=%.0f best_p50_us=%.1f best_p99_us=%.1f "
-        "topk10_p99_us=%.1f\n",
-        static_cast<long long>(options.records), kiln.insert_per_s, percentile(kiln.best_us, 0.50),
-        percentile(kiln.best_us, 0.99), percentile(kiln.topk_us, 0.99));
-    std::printf(
-        "db_detail records=%lld insert_cpu_per_s=%.0f best_class_p50_us=%.1f "
-        "best_class_p99_us=%.1f topk10_p50_us=%.1f\n",
-        static_cast<long long>(options.records), kiln.insert_cpu_per_s, percentile(kiln.class_us, 0.50),
-        percentile(kiln.class_us, 0.99), percentile(kiln.topk_us, 0.50));
-    std::printf(
-        "db_peer records=%lld sqlite_raw_insert_per_s=%.0f sqlite_raw_insert_cpu_per_s=%.0f "
-        "sqlite_raw_best_p50_us=%.1f sqlite_raw_best_p99_us=%.1f insert_ratio=%.2f "
-        "best_p99_ratio=%.2f\n",
-        static_cast<long long>(options.records), raw.insert_per_s, raw.insert_cpu_per_s, percentile(raw.best_us, 0.50),
-        percentile(raw.best_us, 0.99), kiln.insert_per_s / raw.insert_per_s,
-        percentile(kiln.best_us, 0.99) / percentile(raw.best_us, 0.99));
+    if (options.records > 0) bench_insert_and_lookup(options, dir);
+    if (options.import_records > 0) {
+      ImportFigures valid = bench_import(options.import_records, true, dir);
+      ImportFigures failed = bench_import(options.import_records, false, dir);
+      std::printf(
+          "db_import records=%lld valid_per_s=%.0f failed_per_s=%.0f valid_cpu_per_s=%.0f failed_cpu_per_s=%.0f "
+          "failed_to_valid=%.2f\n",
+          static_cast<long long>(options.import_records), valid.per_s, failed.per_s, valid.cpu_per_s, failed.cpu_per_s,
+          failed.per_s / valid.per_s);
+    }
   } catch (const std::exception &e) {
     std::fprintf(stderr, "kiln_bench_db: %s\n", e.what());
     status = 1;

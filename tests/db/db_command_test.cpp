@@ -8,8 +8,17 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <poll.h>
+#include <pty.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #ifndef KILN_CLI
 #error "KILN_CLI must name the kiln executable"
@@ -50,8 +59,9 @@ class DbCommandTest : public testing::TempDirTest {
     db.update_job(job, JobState::kRunning, "halfway");
   }
 
-  // Runs `kiln` with `args`; the database is passed with --db unless `with_db` is false.
-  Result kiln(std::vector<std::string> args, bool with_db = true) {
+  // Runs `kiln` with `args`; the database is passed with --db unless `with_db` is false. With
+  // `unprivileged`, as a user without root's power to write read-only files (spawn()).
+  Result kiln(std::vector<std::string> args, bool with_db = true, bool unprivileged = false) {
     if (with_db) {
       args.insert(args.begin() + 1, "--db");
       args.insert(args.begin() + 2, db_path_);
@@ -60,7 +70,7 @@ class DbCommandTest : public testing::TempDirTest {
     int err_fd = open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int saved = dup(STDERR_FILENO);
     dup2(err_fd, STDERR_FILENO);  // the child inherits it
-    testing::Child child = testing::spawn(KILN_CLI, args, /*capture=*/true);
+    testing::Child child = testing::spawn(KILN_CLI, args, /*capture=*/true, unprivileged);
     dup2(saved, STDERR_FILENO);
     close(saved);
     close(err_fd);
@@ -71,6 +81,42 @@ class DbCommandTest : public testing::TempDirTest {
     std::stringstream err;
     err << in.rdbuf();
     result.err = err.str();
+    return result;
+  }
+
+  // Runs `kiln` with `args` (and the database) on a terminal of its own, typing `answer` once the
+  // output shows `prompt`. Result.out is everything the terminal showed.
+  Result kiln_on_terminal(std::vector<std::string> args, const std::string &prompt, const std::string &answer) {
+    args.insert(args.begin() + 1, "--db");
+    args.insert(args.begin() + 2, db_path_);
+    std::vector<char *> argv;
+    std::string program = KILN_CLI;
+    argv.push_back(program.data());
+    for (auto &a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int terminal = -1;
+    pid_t pid = forkpty(&terminal, nullptr, nullptr, nullptr);
+    if (pid == 0) {
+      execv(program.c_str(), argv.data());
+      _exit(127);
+    }
+    Result result;
+    if (pid < 0) return result;
+    bool answered = false;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd ready{terminal, POLLIN, 0};
+      if (poll(&ready, 1, 100) <= 0) continue;
+      char buffer[4096];
+      ssize_t n = read(terminal, buffer, sizeof buffer);
+      if (n <= 0) break;  // the command ended and closed the terminal
+      result.out.append(buffer, static_cast<size_t>(n));
+      if (!answered && result.out.find(prompt) != std::string::npos) {
+        answered = write(terminal, answer.data(), answer.size()) == static_cast<ssize_t>(answer.size());
+      }
+    }
+    close(terminal);
+    result.status = testing::wait_for({pid, -1});
     return result;
   }
 
@@ -235,25 +281,346 @@ TEST_F(DbCommandTest, MalformedImportIsAllOrNothingUnlessAskedToSkip) {
   EXPECT_TRUE(contains(r.err, "line 2: not valid JSON")) << r.err;
   EXPECT_TRUE(contains(r.err, "nothing was imported")) << r.err;
   EXPECT_TRUE(contains(r.err, "--skip-bad-lines")) << r.err;
-  r = kiln({"db", "--db", target, "stats", "--json"}, false);
-  ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(json::parse(r.out)["records"], 0);
+  EXPECT_FALSE(contains(r.err, "created new tuning log")) << r.err;
+  // The failed import into a new path left no log behind.
+  for (const char *suffix : {"", "-wal", "-shm"}) EXPECT_FALSE(fs::exists(target + suffix)) << suffix;
 
   r = kiln({"db", "--db", target, "import", bad_file, "--skip-bad-lines"}, false);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "imported 9 records")) << r.out;
   EXPECT_TRUE(contains(r.err, "line 2: skipped: not valid JSON")) << r.err;
+  EXPECT_TRUE(contains(r.err, "created new tuning log " + target)) << r.err;
+
+  // A failed import into an existing log leaves it as it was.
+  r = kiln({"db", "--db", target, "import", bad_file}, false);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_FALSE(contains(r.err, "created new tuning log")) << r.err;
+  r = kiln({"db", "--db", target, "stats", "--json"}, false);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["records"], 9);
+}
+
+// A tuning log the user cannot write (a read-only file, or a read-only directory where SQLite
+// cannot create the WAL index): the commands that read work, the ones that write say it is
+// read-only, and nothing is created beside it.
+TEST_F(DbCommandTest, ReadOnlyLogIsReadByReadCommands) {
+  auto perms = [](const std::string &p, fs::perms bits) { fs::permissions(p, bits); };
+  const fs::perms kReadable = fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read;
+  const fs::perms kListable = kReadable | fs::perms::owner_exec | fs::perms::group_exec | fs::perms::others_exec;
+  perms(dir_.string(), kListable | fs::perms::owner_write);
+  std::string exported = path("records.jsonl");
+  ASSERT_EQ(kiln({"db", "export", "-o", exported}).status, 0);
+  perms(exported, kReadable);
+
+  for (bool directory : {false, true}) {
+    SCOPED_TRACE(directory ? "read-only directory" : "read-only file");
+    std::string folder = path(directory ? "read-only-directory" : "read-only-file");
+    fs::create_directory(folder);
+    std::string log = folder + "/kiln.db";
+    fs::copy_file(db_path_, log);
+    // As root the commands run as nobody: the folder (or the log) is given to it where it may write.
+    if (geteuid() == 0) {
+      ASSERT_EQ(chown((directory ? log : folder).c_str(), testing::kUnprivilegedUser, testing::kUnprivilegedUser), 0);
+    }
+    perms(log, directory ? kReadable | fs::perms::owner_write : kReadable);
+    perms(folder, directory ? kListable : kListable | fs::perms::owner_write);
+
+    for (const std::vector<std::string> &command :
+         std::vector<std::vector<std::string>>{{"stats"},
+                                               {"workloads"},
+                                               {"check"},
+                                               {"export"},
+                                               {"history", "--template", "dense", "-d", "x86-znver4"},
+                                               {"best", "-w", key(), "-t", "llvm -mcpu=znver4"},
+                                               {"top", "-w", key(), "-t", "llvm -mcpu=znver4"},
+                                               {"jobs"}}) {
+      std::vector<std::string> args = {"db", "--db", log};
+      args.insert(args.end(), command.begin(), command.end());
+      Result r = kiln(args, false, /*unprivileged=*/true);
+      EXPECT_EQ(r.status, 0) << command[0] << ": " << r.err;
+    }
+    Result r = kiln({"db", "--db", log, "import", exported}, false, true);
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_TRUE(
+        contains(r.err, "kiln db import: error: " + log + ": cannot write it: " +
+                            (directory ? "its directory " + folder + " is read-only" : "the file is read-only")))
+        << r.err;
+    r = kiln({"db", "--db", log, "prune", "--all"}, false, true);
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_TRUE(contains(r.err, "cannot write it")) << r.err;
+    if (directory) {
+      EXPECT_FALSE(fs::exists(log + "-wal"));
+      EXPECT_FALSE(fs::exists(log + "-shm"));
+    }
+    perms(folder, fs::perms::owner_all);
+  }
+}
+
+// A SQLite failure that is Kiln's own (here a constraint it should never meet) is an internal
+// error, exit status 2; the machine's failures are the user's, exit status 1.
+TEST_F(DbCommandTest, SqliteFailuresOfKilnAreInternalErrors) {
+  std::string exported = path("records.jsonl");
+  ASSERT_EQ(kiln({"db", "export", "-o", exported}).status, 0);
+  std::string copy = path("copy.db");
+  fs::copy_file(db_path_, copy);
+  {
+    Database raw(copy);
+    raw.exec("DELETE FROM record");
+    raw.exec("CREATE TRIGGER refuse BEFORE INSERT ON record BEGIN SELECT RAISE(ABORT, 'refused by a trigger'); END");
+  }
+  Result r = kiln({"db", "--db", copy, "import", exported}, false);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(contains(r.err, "kiln db import: internal error: ")) << r.err;
+  EXPECT_TRUE(contains(r.err, "refused by a trigger")) << r.err;
+  EXPECT_TRUE(fs::exists(copy));
+}
+
+// Only a command that writes creates a tuning log; one that reads says there is none, creates
+// nothing, and does not turn an empty file into a log.
+TEST_F(DbCommandTest, ReadCommandsCreateNothing) {
+  std::string missing = path("missing.db");
+  for (const std::vector<std::string> &command :
+       std::vector<std::vector<std::string>>{{"stats"},
+                                             {"workloads"},
+                                             {"export"},
+                                             {"check"},
+                                             {"jobs"},
+                                             {"history", "--template", "dense", "-d", "x"},
+                                             {"best", "-w", "ab", "-t", "llvm", "-d", "x"},
+                                             {"prune", "--all"}}) {
+    std::vector<std::string> args = {"db", "--db", missing};
+    args.insert(args.end(), command.begin(), command.end());
+    Result r = kiln(args, false);
+    EXPECT_EQ(r.status, 1) << command[0] << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, "no tuning log at " + missing)) << command[0] << ": " << r.err;
+    EXPECT_FALSE(fs::exists(missing)) << command[0];
+  }
+  std::string empty = path("empty.db");
+  std::ofstream{empty};
+  for (const char *command : {"stats", "check", "prune"}) {
+    std::vector<std::string> args = {"db", "--db", empty, command};
+    if (std::string(command) == "prune") args.push_back("--all");
+    Result r = kiln(args, false);
+    EXPECT_EQ(r.status, 1) << command;
+    EXPECT_TRUE(contains(r.err, empty + " is empty (0 bytes), not a Kiln tuning log")) << r.err;
+    EXPECT_EQ(fs::file_size(empty), 0u) << command;
+  }
+  std::string exported = path("records.jsonl");
+  ASSERT_EQ(kiln({"db", "export", "-o", exported}).status, 0);
+  Result r = kiln({"db", "--db", empty, "import", exported}, false);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "created new tuning log " + empty)) << r.err;
+}
+
+// A record whose arguments nest 100,000 deep (a 200 KB line) is a bad line with a message, not a
+// crash of the parser's recursion; the rest of a --skip-bad-lines import goes in.
+TEST_F(DbCommandTest, DeeplyNestedImportLineIsRefusedWithAMessage) {
+  std::string exported = path("records.jsonl");
+  ASSERT_EQ(kiln({"db", "export", "-o", exported}).status, 0);
+  std::ifstream in(exported);
+  std::string first, rest, line;
+  std::getline(in, first);
+  while (std::getline(in, line)) rest += line + "\n";
+  size_t args = first.find("\"args\":") + 7;
+  std::string deep = first.substr(0, args) + std::string(100000, '[') + std::string(100000, ']') +
+                     first.substr(first.find(",\"flop\""));
+  std::string file = path("deep.jsonl");
+  std::ofstream(file) << first << "\n" << deep << "\n" << rest;
+
+  std::string target = path("target.db");
+  Result r = kiln({"db", "--db", target, "import", file}, false);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "line 2: JSON nested deeper than 256 levels at byte")) << r.err;
+  r = kiln({"db", "--db", target, "import", file, "--skip-bad-lines"}, false);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "line 2: skipped: JSON nested deeper than 256 levels at byte")) << r.err;
+  EXPECT_TRUE(contains(r.out, "imported 9 records")) << r.out;
+}
+
+// Rows of a log written before insert checked the ranges: `kiln db check` lists them, export stops
+// at one rather than write a null for a number, and leaves no file behind.
+TEST_F(DbCommandTest, CheckReportsOutOfRangeRowsAndExportWritesNoNull) {
+  {
+    Database raw(db_path_);
+    raw.exec(
+        "INSERT INTO record (workload_id, target_id, device_id, config_index, config, error_class, costs, mean_s, "
+        "wall_s, measured_at) VALUES (1, 1, 1, -1, '[]', 2, '[]', NULL, 0, 1700000000), "
+        "(1, 1, 1, 3, '[]', 0, '[null]', 0.001, 9e999, 5)");
+  }
+  Result r = kiln({"db", "check"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.out, "1 records with a config index outside 0 .. 2^53 (record ids 10)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "1 records with a timestamp outside 2000-01-01 .. a day from now (record ids 11)"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "with costs that are not finite numbers of seconds, > 0 and below 1e6 (record ids 11)"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "with a wall cost that is not a finite number >= 0 (record ids 11)")) << r.out;
+  EXPECT_TRUE(contains(r.err, "4 problems found")) << r.err;
+
+  std::string exported = path("records.jsonl");
+  r = kiln({"db", "export", "-o", exported});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, "record 11 cannot be written as JSON")) << r.err;
+  EXPECT_FALSE(fs::exists(exported));
+  EXPECT_FALSE(fs::exists(exported + ".partial"));
+  r = kiln({"db", "export"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_FALSE(contains(r.out, "null")) << r.out;
+}
+
+size_t line_count(const std::string &text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+std::string read_file(const std::string &file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// export -o writes through a symbolic link (which stays a link, also when it names a file not yet
+// there) and replaces a regular file only by renaming a complete one over it.
+TEST_F(DbCommandTest, ExportWritesThroughSymbolicLinks) {
+  std::string real = path("real.jsonl");
+  std::ofstream(real) << "old\n";
+  fs::permissions(real, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  fs::create_symlink("real.jsonl", path("link.jsonl"));
+  fs::create_symlink(path("link.jsonl"), path("link-to-link.jsonl"));
+  Result r = kiln({"db", "export", "-o", path("link-to-link.jsonl")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(path("link.jsonl")));
+  EXPECT_TRUE(fs::is_symlink(path("link-to-link.jsonl")));
+  EXPECT_EQ(line_count(read_file(real)), 9u);
+  EXPECT_EQ(fs::status(real).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  EXPECT_FALSE(fs::exists(real + ".partial"));
+
+  fs::create_directory(path("sub"));
+  fs::create_symlink("sub/new.jsonl", path("dangling.jsonl"));
+  r = kiln({"db", "export", "-o", path("dangling.jsonl")});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(path("dangling.jsonl")));
+  EXPECT_EQ(line_count(read_file(path("sub/new.jsonl"))), 9u);
+
+  r = kiln({"db", "export", "-o", path("sub")});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.err, "is a directory")) << r.err;
+}
+
+// export -o to a FIFO, a device or /dev/stdout writes into it: the node stays what it was.
+TEST_F(DbCommandTest, ExportWritesIntoFifosAndDevices) {
+  std::string fifo = path("records.fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] {
+    // Opened without blocking so that the test ends even if the export never opens the FIFO.
+    int fd = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (fd >= 0 && std::chrono::steady_clock::now() < deadline) {
+      pollfd ready{fd, POLLIN, 0};
+      poll(&ready, 1, 100);
+      char buffer[4096];
+      ssize_t n = read(fd, buffer, sizeof buffer);
+      if (n > 0) received.append(buffer, static_cast<size_t>(n));
+      if (n == 0 && !received.empty()) break;  // the writer closed it
+      if (n <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (fd >= 0) close(fd);
+  });
+  Result r = kiln({"db", "export", "-o", fifo});
+  reader.join();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(line_count(received), 9u) << received;
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_FALSE(fs::exists(fifo + ".partial"));
+
+  // A character device. As root, a null device of the test's own (renaming over /dev/null would
+  // replace the machine's); otherwise /dev/null itself, which no one else can rename over.
+  std::string device = "/dev/null";
+  if (geteuid() == 0) {
+    device = path("null");
+    ASSERT_EQ(mknod(device.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << std::strerror(errno);
+  }
+  r = kiln({"db", "export", "-o", device});
+  EXPECT_EQ(r.status, 0) << r.err;
+  struct stat st {};
+  ASSERT_EQ(stat(device.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << device << " is no longer a character device";
+
+  // Standard output named by a path, as /dev/stdout names it: the records on standard output, the
+  // summary on standard error. As root, a link of the test's own to /proc/self/fd/1 (which a
+  // rename would replace, not /dev/stdout); otherwise /dev/stdout itself.
+  std::string standard_output = "/dev/stdout";
+  if (geteuid() == 0) {
+    standard_output = path("stdout");
+    fs::create_symlink("/proc/self/fd/1", standard_output);
+  }
+  r = kiln({"db", "export", "-o", standard_output});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(line_count(r.out), 9u) << r.out;
+  EXPECT_TRUE(contains(r.err, "exported 9 records to " + standard_output)) << r.err;
+  EXPECT_TRUE(fs::is_symlink(standard_output));
 }
 
 TEST_F(DbCommandTest, PruneKeepsTheBest) {
-  Result r = kiln({"db", "prune", "--keep", "1", "--dry-run", "--json"});
+  Result r = kiln({"db", "prune", "--all", "--keep", "1", "--dry-run", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   json dry = json::parse(r.out);
   EXPECT_EQ(dry["deleted_valid"], 4);
   EXPECT_EQ(dry["deleted_failed"], 1);
-  r = kiln({"db", "prune", "--keep", "1", "--vacuum"});
+  r = kiln({"db", "prune", "--all", "--keep", "1", "--vacuum"});
   ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "deleted 4 valid and 1 failed records; 4 records remain; freed ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "the file shrank from")) << r.out;
+}
+
+// On a terminal, prune shows what would go and deletes only when the answer is yes.
+TEST_F(DbCommandTest, PruneOnATerminalAsksFirst) {
+  auto records = [&] { return json::parse(kiln({"db", "stats", "--json"}).out)["records"].get<int>(); };
+  Result r = kiln_on_terminal({"db", "prune", "--all"}, "[y/N]", "n\n");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(contains(r.out, "would delete 4 valid and 1 failed records from " + db_path_)) << r.out;
+  EXPECT_TRUE(contains(r.out, "Delete them? [y/N]")) << r.out;
+  EXPECT_TRUE(contains(r.out, "nothing deleted")) << r.out;
+  EXPECT_EQ(records(), 9);
+
+  r = kiln_on_terminal({"db", "prune", "--all"}, "[y/N]", "y\n");
+  EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_TRUE(contains(r.out, "deleted 4 valid and 1 failed records; 4 records remain")) << r.out;
+  EXPECT_EQ(records(), 4);
+
+  r = kiln_on_terminal({"db", "prune", "--all", "--keep", "0", "--yes"}, "[y/N]", "n\n");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_FALSE(contains(r.out, "[y/N]")) << r.out;
+  EXPECT_EQ(records(), 0);
+}
+
+// A bare `kiln db prune` deletes nothing and names the options that say what to prune; a scope
+// prunes only its records.
+TEST_F(DbCommandTest, PruneNeedsAScope) {
+  Result r = kiln({"db", "prune"});
+  EXPECT_EQ(r.status, 1);
+  for (const char *option : {"--template", "--device", "--workload", "--all"}) {
+    EXPECT_TRUE(contains(r.err, option)) << r.err;
+  }
+  EXPECT_TRUE(contains(r.err, "nothing was deleted")) << r.err;
+  r = kiln({"db", "stats", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["records"], 9);
+
+  EXPECT_EQ(kiln({"db", "prune", "--all", "--template", "dense"}).status, 2);
+  r = kiln({"db", "prune", "--template", "danse"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.err, "no workload of template \"danse\"")) << r.err;
+
+  r = kiln({"db", "prune", "-w", key().substr(0, 12), "-d", "x86-znver4", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json pruned = json::parse(r.out);
+  EXPECT_EQ(pruned["deleted_valid"], 4);  // of dense(64)'s five valid records on znver4, one remains
+  EXPECT_EQ(pruned["deleted_failed"], 1);
+  EXPECT_GE(pruned["freed_bytes"].get<int64_t>(), 0);  // whole pages only: five small records may free none
+  EXPECT_GE(pruned["free_bytes"].get<int64_t>(), pruned["freed_bytes"].get<int64_t>());
+  r = kiln({"db", "stats", "--json"});
+  EXPECT_EQ(json::parse(r.out)["records"], 4);
 }
 
 TEST_F(DbCommandTest, BadInputGivesAClearErrorAndANonZeroStatus) {
@@ -282,7 +649,7 @@ TEST_F(DbCommandTest, BadInputGivesAClearErrorAndANonZeroStatus) {
   EXPECT_EQ(kiln({"db", "best", "-w", key()}).status, 2);  // --target is required
   EXPECT_EQ(kiln({"db", "no-such-command"}).status, 2);
   EXPECT_EQ(kiln({"db", "top", "-w", key(), "-t", "llvm", "--scope", "nearby"}).status, 2);
-  EXPECT_EQ(kiln({"db", "prune", "--keep", "-3"}).status, 2);
+  EXPECT_EQ(kiln({"db", "prune", "--all", "--keep", "-3"}).status, 2);
   EXPECT_EQ(kiln({"db"}).status, 2);
 
   // Files that are not tuning logs.

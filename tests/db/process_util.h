@@ -1,6 +1,7 @@
 #pragma once
 // Starting helper processes for the multi-process tests, without a shell.
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/types.h>
@@ -18,12 +19,22 @@ struct Child {
   int stdout_fd = -1;  // the read end of the child's stdout, or -1
 };
 
-// Starts `program` with `args`; with `capture`, its stdout comes back through a pipe.
-inline Child spawn(const std::string &program, const std::vector<std::string> &args, bool capture = false) {
+// The user an unprivileged child runs as when the test runs as root: nobody.
+constexpr uid_t kUnprivilegedUser = 65534;
+
+// Starts `program` with `args`; with `capture`, its stdout comes back through a pipe. With
+// `unprivileged`, a test running as root (who may write even read-only files) runs it as nobody.
+inline Child spawn(const std::string &program, const std::vector<std::string> &args, bool capture = false,
+                   bool unprivileged = false) {
   int fds[2] = {-1, -1};
   if (capture && pipe(fds) != 0) return {};
   pid_t pid = fork();
   if (pid == 0) {
+    if (unprivileged && geteuid() == 0 &&
+        (setgroups(0, nullptr) != 0 || setresgid(kUnprivilegedUser, kUnprivilegedUser, kUnprivilegedUser) != 0 ||
+         setresuid(kUnprivilegedUser, kUnprivilegedUser, kUnprivilegedUser) != 0)) {
+      _exit(126);
+    }
     if (capture) {
       dup2(fds[1], STDOUT_FILENO);
       close(fds[0]);

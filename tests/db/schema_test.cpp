@@ -9,7 +9,15 @@
 
 #include <gtest/gtest.h>
 
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
+#include <functional>
+#include <sstream>
 #include <thread>
 
 namespace kiln::db {
@@ -17,6 +25,8 @@ namespace {
 
 using testing::TempDirTest;
 namespace fs = std::filesystem;
+
+constexpr uid_t kNobody = 65534;
 
 int64_t query_int(Database &db, const std::string &sql) {
   Statement s = db.prepare(sql);
@@ -118,11 +128,11 @@ void write_version1(const std::string &file) {
   db.exec(R"sql(
 INSERT INTO record (workload_id, target_id, device_id, config_index, config, error_class,
                     costs, measured_at) VALUES
-  (1, 1, 1, 10, '[["tile_x",[1,4]]]', 0, '[0.003,0.005]', 1),
-  (1, 1, 1, 11, '[["tile_x",[1,8]]]', 0, '[0.002,0.002]', 2),
-  (1, 1, 1, 12, '[["tile_x",[1,16]]]', 2, '[]', 3),
-  (1, 1, 1, 13, '[["tile_x",[1,32]]]', 0, '[]', 4),
-  (1, 1, 1, 14, '[["tile_x",[1,2]]]', 0, '[0.006]', 5);
+  (1, 1, 1, 10, '[["tile_x",[1,4]]]', 0, '[0.003,0.005]', 1600000001),
+  (1, 1, 1, 11, '[["tile_x",[1,8]]]', 0, '[0.002,0.002]', 1600000002),
+  (1, 1, 1, 12, '[["tile_x",[1,16]]]', 2, '[]', 1600000003),
+  (1, 1, 1, 13, '[["tile_x",[1,32]]]', 0, '[]', 1600000004),
+  (1, 1, 1, 14, '[["tile_x",[1,2]]]', 0, '[0.006]', 1600000005);
 )sql");
 }
 
@@ -135,6 +145,7 @@ TEST_F(SchemaTest, OlderSchemaIsMigratedAndKeepsItsRecords) {
   EXPECT_EQ(query_int(raw, "PRAGMA user_version"), kSchemaVersion);
   EXPECT_EQ(query_int(raw, "SELECT count(*) FROM record"), 5);
   EXPECT_EQ(query_int(raw, "SELECT count(*) FROM sqlite_schema WHERE name = 'record_by_device'"), 1);
+  EXPECT_EQ(query_int(raw, "SELECT count(*) FROM sqlite_schema WHERE name = 'record_by_config'"), 1);
 
   // The best record is found through the new index, with its mean computed by the migration.
   std::optional<Record> best = db.best(testing::dense(64).key, testing::znver4());
@@ -173,6 +184,218 @@ TEST_F(SchemaTest, FailedMigrationLeavesTheFileAsItWas) {
   EXPECT_EQ(query_int(db, "SELECT count(*) FROM record"), 5);
 }
 
+// A version-2 file: the current schema without the index of import's duplicate check.
+void write_version2(const std::string &file) {
+  {
+    TuningDb db = TuningDb::open(file);
+    db.insert({testing::measured(testing::dense(64), testing::znver4(), 1, 0.001),
+               testing::failed(testing::dense(64), testing::znver4(), 2)});
+  }
+  Database db(file);
+  db.exec("DROP INDEX record_by_config");
+  db.exec("PRAGMA user_version = 2");
+}
+
+TEST_F(SchemaTest, Version2GetsTheConfigIndexInOneTransaction) {
+  std::string file = path("v2.db");
+  write_version2(file);
+  {
+    TuningDb db = TuningDb::open(file);
+    Database &raw = db.database();
+    EXPECT_EQ(query_int(raw, "PRAGMA user_version"), kSchemaVersion);
+    EXPECT_EQ(query_int(raw, "SELECT count(*) FROM sqlite_schema WHERE name = 'record_by_config'"), 1);
+    EXPECT_EQ(db.stats().records, 2);
+    EXPECT_TRUE(db.check().ok());
+  }
+
+  // A migration that fails half-way (here: the index name is taken) leaves the file as it was.
+  std::string taken = path("v2-taken.db");
+  write_version2(taken);
+  {
+    Database db(taken);
+    db.exec("CREATE TABLE record_by_config (x)");
+  }
+  EXPECT_THROW(TuningDb::open(taken), TuningDbError);
+  Database db(taken);
+  EXPECT_EQ(query_int(db, "PRAGMA user_version"), 2);
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'record_by_config'"), 0);
+  EXPECT_EQ(query_int(db, "SELECT count(*) FROM record"), 2);
+}
+
+std::string file_bytes(const std::string &file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A reader opens the log read-only: every query works, every write is refused with kReadOnly, and
+// the file is not changed, created or initialised.
+TEST_F(SchemaTest, ReadOnlyOpenReadsAndWritesNothing) {
+  std::string file = path("log.db");
+  {
+    TuningDb db = TuningDb::open(file);
+    db.insert({testing::measured(testing::dense(64), testing::znver4(), 1, 0.001),
+               testing::failed(testing::dense(64), testing::znver4(), 2)});
+    db.create_job("j", {}, 1);
+  }
+  std::string before = file_bytes(file);
+  TuningDbOptions read_only;
+  read_only.read_only = true;
+  {
+    TuningDb db = TuningDb::open(file, read_only);
+    EXPECT_TRUE(db.read_only());
+    EXPECT_EQ(db.stats().records, 2);
+    EXPECT_TRUE(db.best(testing::dense(64).key, testing::znver4()));
+    EXPECT_EQ(db.history({"dense", "x86-znver4"}).size(), 2u);
+    EXPECT_EQ(db.jobs().size(), 1u);
+    EXPECT_TRUE(db.check().ok());
+    std::ostringstream out;
+    EXPECT_EQ(db.export_records(out, ExportFormat::kKiln), 2);
+
+    auto refused = [&](const std::function<void()> &write) {
+      expect_error(write, TuningDbError::Kind::kReadOnly, "the tuning log was opened read-only");
+    };
+    refused([&] { db.insert(testing::measured(testing::dense(64), testing::znver4(), 3, 0.001)); });
+    refused([&] {
+      std::istringstream in(out.str());
+      db.import_records(in);
+    });
+    refused([&] {
+      PruneOptions all;
+      all.all = true;
+      db.prune(all);
+    });
+    refused([&] { db.vacuum(); });
+    refused([&] { db.create_job("k", {}, 1); });
+    refused([&] { db.update_job(1, JobState::kDone); });
+  }
+  EXPECT_EQ(file_bytes(file), before);
+
+  expect_error([&] { TuningDb::open(path("absent.db"), read_only); }, TuningDbError::Kind::kNotFound,
+               "no tuning log at");
+  EXPECT_FALSE(fs::exists(path("absent.db")));
+  std::ofstream{path("empty.db")};
+  expect_error([&] { TuningDb::open(path("empty.db"), read_only); }, TuningDbError::Kind::kNotATuningLog,
+               "is empty (0 bytes)");
+  EXPECT_EQ(fs::file_size(path("empty.db")), 0u);
+}
+
+// A reader reads a version-2 file as it is (the next writer migrates it); a version-1 file cannot
+// be read without migrating, which a reader does where the file may be written.
+TEST_F(SchemaTest, ReadOnlyOpenMigratesOnlyWhatItCannotRead) {
+  TuningDbOptions read_only;
+  read_only.read_only = true;
+  std::string v2 = path("v2.db");
+  write_version2(v2);
+  {
+    TuningDb db = TuningDb::open(v2, read_only);
+    EXPECT_EQ(db.stats().records, 2);
+    EXPECT_EQ(db.stats().schema_version, 2);
+    EXPECT_TRUE(db.check().ok());
+  }
+  std::string v1 = path("v1.db");
+  write_version1(v1);
+  TuningDb db = TuningDb::open(v1, read_only);
+  EXPECT_EQ(db.stats().schema_version, kSchemaVersion);
+  EXPECT_EQ(db.stats().records, 5);
+}
+
+// Runs `body` in a child process without root's privileges (as nobody when the test runs as
+// root, since root writes read-only files) and returns its exit status: 0, or a number that says
+// which step failed, with the reason on stderr.
+int run_unprivileged(const std::function<int()> &body) {
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (geteuid() == 0 && (setgroups(0, nullptr) != 0 || setresgid(kNobody, kNobody, kNobody) != 0 ||
+                           setresuid(kNobody, kNobody, kNobody) != 0)) {
+      _exit(100);
+    }
+    int status = 101;
+    try {
+      status = body();
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "unexpected: %s\n", e.what());
+    }
+    std::fflush(nullptr);
+    _exit(status);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+// Lets the unprivileged child write `file` (as root: gives it to nobody; otherwise it is the
+// test's own).
+void writable_by_child(const std::string &file) {
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(file.c_str(), kNobody, kNobody), 0);
+  }
+}
+
+// What `body` throws as a TuningDbError: its kind and message, or "no error".
+std::string tuning_db_error(const std::function<void()> &body) {
+  try {
+    body();
+    return "no error";
+  } catch (const TuningDbError &e) {
+    return std::to_string(static_cast<int>(e.kind())) + ": " + e.what();
+  }
+}
+
+// A log the user cannot write, because the file is read-only or because its directory is (where
+// SQLite cannot create the WAL index): readers read it, writers are told it is read-only.
+TEST_F(SchemaTest, ReadOnlyFileOrDirectoryIsReadAndWritersAreToldWhy) {
+  fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                            fs::perms::others_exec);
+  const std::string read_only_kind = std::to_string(static_cast<int>(TuningDbError::Kind::kReadOnly));
+  auto make_log = [&](const std::string &folder) {
+    fs::create_directory(path(folder));
+    std::string file = path(folder + "/log.db");
+    TuningDb db = TuningDb::open(file);
+    db.insert(testing::measured(testing::dense(64), testing::znver4(), 1, 0.001));
+    return file;
+  };
+  auto reader_and_writer = [&](const std::string &file, const std::string &why) {
+    return run_unprivileged([&] {
+      TuningDbOptions read_only;
+      read_only.read_only = true;
+      try {
+        if (TuningDb::open(file, read_only).stats().records != 1) return 1;
+      } catch (const std::exception &e) {
+        std::fprintf(stderr, "reading: %s\n", e.what());
+        return 2;
+      }
+      std::string error = tuning_db_error(
+          [&] { TuningDb::open(file).insert(testing::measured(testing::dense(64), testing::znver4(), 2, 0.001)); });
+      if (error.rfind(read_only_kind + ": ", 0) != 0 || error.find(why) == std::string::npos) {
+        std::fprintf(stderr, "writing: %s\n", error.c_str());
+        return 3;
+      }
+      return 0;
+    });
+  };
+
+  // The file is read-only; its directory is not.
+  std::string file = make_log("read-only-file");
+  writable_by_child(path("read-only-file"));
+  fs::permissions(file, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  EXPECT_EQ(reader_and_writer(file, "cannot write it: the file is read-only"), 0);
+
+  // The directory (whose name holds what URIs reserve) is read-only; the file is not. Nothing may
+  // be created there.
+  file = make_log("read-only directory %3f?#");
+  writable_by_child(file);
+  fs::permissions(path("read-only directory %3f?#"), fs::perms::owner_read | fs::perms::owner_exec |
+                                                         fs::perms::group_read | fs::perms::group_exec |
+                                                         fs::perms::others_read | fs::perms::others_exec);
+  EXPECT_EQ(reader_and_writer(file, "its directory " + path("read-only directory %3f?#") + " is read-only"), 0);
+  EXPECT_FALSE(fs::exists(file + "-wal"));
+  EXPECT_FALSE(fs::exists(file + "-shm"));
+  fs::permissions(path("read-only directory %3f?#"), fs::perms::owner_all);
+}
+
 TEST_F(SchemaTest, NewerSchemaIsRefusedAndLeftUntouched) {
   std::string file = path("newer.db");
   {
@@ -182,7 +405,7 @@ TEST_F(SchemaTest, NewerSchemaIsRefusedAndLeftUntouched) {
   }
   auto size_before = fs::file_size(file);
   expect_error([&] { TuningDb::open(file); }, TuningDbError::Kind::kSchemaTooNew,
-               "newer Kiln (tuning-log schema version 7; this Kiln reads versions up to 2)");
+               "newer Kiln (tuning-log schema version 7; this Kiln reads versions up to 3)");
   Database raw(file);
   EXPECT_EQ(query_int(raw, "PRAGMA user_version"), 7);
   EXPECT_EQ(query_int(raw, "SELECT count(*) FROM record"), 1);

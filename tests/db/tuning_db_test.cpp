@@ -10,6 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
+#include <ctime>
+#include <limits>
+#include <sstream>
 #include <thread>
 
 namespace kiln::db {
@@ -214,6 +218,64 @@ TEST_F(TuningDbTest, InconsistentRecordsAreRejectedBeforeAnythingIsWritten) {
   EXPECT_EQ(count("SELECT count(*) FROM record"), 0);
 }
 
+// Numbers outside their ranges (db/record.h) are refused at insert, naming the field; the edges
+// of each range are accepted.
+TEST_F(TuningDbTest, NumbersOutOfRangeAreRefusedNamingTheField) {
+  auto message = [&](const Record &r) {
+    try {
+      db_->insert(r);
+      return std::string("accepted");
+    } catch (const TuningDbError &e) {
+      EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(TuningDbError::Kind::kBadInput)) << e.what();
+      return std::string(e.what());
+    }
+  };
+  auto contains = [](const std::string &text, const std::string &needle) {
+    return text.find(needle) != std::string::npos;
+  };
+  double now = static_cast<double>(std::time(nullptr));
+  Record r = measured(dense(64), znver4(), 1, 0.001);
+  r.config.index = -1;
+  EXPECT_TRUE(contains(message(r), "config.index -1 is out of range (0 .. 2^53)")) << message(r);
+  r.config.index = kMaxConfigIndex + 1;
+  EXPECT_TRUE(contains(message(r), "config.index 9007199254740993 is out of range")) << message(r);
+  r = measured(dense(64), znver4(), 1, 0.001);
+  for (double cost : {0.0, -1e-9, kMaxCostSeconds, std::numeric_limits<double>::infinity(), std::nan("")}) {
+    r.costs = {0.001, cost};
+    EXPECT_TRUE(contains(message(r), "costs holds")) << cost << ": " << message(r);
+  }
+  r = failed(dense(64), znver4(), 1);
+  r.costs = {0};
+  EXPECT_TRUE(contains(message(r), "costs holds 0")) << message(r);
+  r = measured(dense(64), znver4(), 1, 0.001);
+  r.costs.clear();
+  EXPECT_TRUE(contains(message(r), "costs is empty: a valid (OK) measurement needs at least one cost")) << message(r);
+  r = measured(dense(64), znver4(), 1, 0.001);
+  r.wall_s = -0.5;
+  EXPECT_TRUE(contains(message(r), "wall_s -0.5")) << message(r);
+  r.wall_s = std::nan("");
+  EXPECT_TRUE(contains(message(r), "wall_s nan")) << message(r);
+  r = measured(dense(64), znver4(), 1, 0.001);
+  for (double t : {1000.0, kEarliestTimestamp - 1, now + 2 * 86400, -1.0, std::nan("")}) {
+    r.timestamp = t;
+    EXPECT_TRUE(contains(message(r), "timestamp")) << t << ": " << message(r);
+    EXPECT_TRUE(contains(message(r), "out of range")) << t << ": " << message(r);
+  }
+  EXPECT_EQ(count("SELECT count(*) FROM record"), 0);
+
+  // The edges, and 0 for "now".
+  r = measured(dense(64), znver4(), kMaxConfigIndex, 1e-9);
+  r.costs = {1e-9, kMaxCostSeconds * 0.999};
+  r.timestamp = kEarliestTimestamp;
+  EXPECT_EQ(message(r), "accepted");
+  r = measured(dense(64), znver4(), 0, 0.001);
+  r.timestamp = 0;
+  EXPECT_EQ(message(r), "accepted");
+  Statement stored = db_->database().prepare("SELECT measured_at FROM record WHERE config_index = 0");
+  ASSERT_TRUE(stored.step());
+  EXPECT_NEAR(stored.column_double(0), now, 60);
+}
+
 TEST_F(TuningDbTest, UnknownWorkloadOrTargetGivesNoAnswerRatherThanAnError) {
   db_->insert(measured(dense(64), znver4(), 1, 0.001));
   std::string unknown(64, 'a');
@@ -322,12 +384,12 @@ TEST_F(TuningDbTest, PruneKeepsTheBestNPerWorkloadAndTargetAndUnfinishedJobs) {
   broken.job_id = running;
   db_->insert({slow, broken});
 
-  PruneResult dry = db_->prune({2, false, true});
+  PruneResult dry = db_->prune({2, false, true, {}, {}, {}, true});
   EXPECT_EQ(dry.deleted_valid, 16);
   EXPECT_EQ(dry.deleted_failed, 1);
   EXPECT_EQ(db_->stats().records, 23);  // nothing deleted
 
-  PruneResult result = db_->prune({2, false, false});
+  PruneResult result = db_->prune({2, false, false, {}, {}, {}, true});
   EXPECT_EQ(result.deleted_valid, 16);
   EXPECT_EQ(result.deleted_failed, 1);
   EXPECT_EQ(result.kept, 6);
@@ -341,13 +403,71 @@ TEST_F(TuningDbTest, PruneKeepsTheBestNPerWorkloadAndTargetAndUnfinishedJobs) {
 
   // Once the job is done its records are pruned like any other.
   db_->update_job(running, JobState::kDone);
-  result = db_->prune({1, true, false});
+  result = db_->prune({1, true, false, {}, {}, {}, true});
   EXPECT_EQ(result.deleted_valid, 3);
   EXPECT_EQ(result.deleted_failed, 0);
   EXPECT_EQ(db_->stats().records, 3);  // one best per target plus the kept failure
   db_->vacuum();
   EXPECT_TRUE(db_->check().ok());
-  EXPECT_THROW(db_->prune({-1, false, false}), TuningDbError);
+  EXPECT_THROW(db_->prune({-1, false, false, {}, {}, {}, true}), TuningDbError);
+}
+
+// Prune needs a scope, never empties the log by default, touches only the records in scope and
+// says how many bytes it freed.
+TEST_F(TuningDbTest, PruneNeedsAScopeAndKeepsToIt) {
+  std::vector<Record> records;
+  for (int i = 0; i < 300; ++i) {
+    records.push_back(measured(dense(64), znver4(), i, 0.001 * (i + 1)));
+    records.push_back(measured(dense(128), skylake(), i, 0.001 * (i + 1)));
+    records.push_back(measured(Workload::make("conv2d", {{"C", 3}}), znver4(), i, 0.001 * (i + 1)));
+  }
+  db_->insert(records);
+  auto refused = [&](const PruneOptions &options, const std::string &needle) {
+    try {
+      db_->prune(options);
+      return std::string("pruned");
+    } catch (const TuningDbError &e) {
+      EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(TuningDbError::Kind::kBadInput));
+      return std::string(e.what()).find(needle) != std::string::npos ? std::string("refused") : e.what();
+    }
+  };
+  EXPECT_EQ(refused({}, "name what to prune"), "refused");
+  PruneOptions both;
+  both.all = true;
+  both.template_name = "dense";
+  EXPECT_EQ(refused(both, "not both"), "refused");
+  PruneOptions unknown;
+  unknown.template_name = "danse";
+  EXPECT_EQ(refused(unknown, "no workload of template \"danse\""), "refused");
+  unknown = {};
+  unknown.device_key = "x86-zen9";
+  EXPECT_EQ(refused(unknown, "no device class \"x86-zen9\""), "refused");
+  EXPECT_EQ(db_->stats().records, 900);
+
+  PruneOptions dense_on_znver4;
+  dense_on_znver4.template_name = "dense";
+  dense_on_znver4.device_key = "x86-znver4";
+  dense_on_znver4.dry_run = true;
+  PruneResult dry = db_->prune(dense_on_znver4);
+  EXPECT_EQ(dry.deleted_valid, 299);
+  EXPECT_GT(dry.freed_bytes, 0);
+  EXPECT_EQ(db_->stats().records, 900);
+  dense_on_znver4.dry_run = false;
+  PruneResult result = db_->prune(dense_on_znver4);
+  EXPECT_EQ(result.deleted_valid, 299);
+  EXPECT_EQ(result.freed_bytes, dry.freed_bytes);
+  EXPECT_GE(result.free_bytes, result.freed_bytes);
+  EXPECT_EQ(result.kept, 601);
+  EXPECT_EQ(db_->history({"dense", "x86-skylake"}).size(), 300u);
+  EXPECT_EQ(db_->history({"conv2d", "x86-znver4"}).size(), 300u);
+
+  PruneOptions one_workload;
+  one_workload.workload_key = dense(128).key;
+  EXPECT_EQ(db_->prune(one_workload).deleted_valid, 299);
+  EXPECT_EQ(db_->history({"conv2d", "x86-znver4"}).size(), 300u);
+  int64_t bytes = db_->stats().file_bytes;
+  db_->vacuum();
+  EXPECT_LT(db_->stats().file_bytes, bytes);
 }
 
 TEST_F(TuningDbTest, CheckFindsWhatSqliteCannot) {
@@ -362,13 +482,95 @@ TEST_F(TuningDbTest, CheckFindsWhatSqliteCannot) {
   EXPECT_NE(report.problems[1].find("not in canonical form"), std::string::npos);
 }
 
+// A log written before insert checked the ranges may hold rows outside them: the check lists them
+// by record id, and export refuses such a record rather than write a null for a number.
+TEST_F(TuningDbTest, CheckFindsOutOfRangeRowsOfAnOldLogAndExportWritesNoNull) {
+  db_->insert({measured(dense(64), znver4(), 1, 0.001), failed(dense(64), znver4(), 2)});
+  ASSERT_TRUE(db_->check().ok());
+  Database &raw = db_->database();
+  auto old_row = [&](const std::string &index, const std::string &error, const std::string &costs,
+                     const std::string &mean, const std::string &wall, const std::string &at) {
+    raw.exec(
+        "INSERT INTO record (workload_id, target_id, device_id, config_index, config, error_class, costs, "
+        "mean_s, wall_s, measured_at) VALUES (1, 1, 1, " +
+        index + ", '[]', " + error + ", '" + costs + "', " + mean + ", " + wall + ", " + at + ")");
+  };
+  old_row("-1", "2", "[]", "NULL", "0", "1700000000");                    // id 3
+  old_row("18446744073709551615", "2", "[]", "NULL", "0", "1700000000");  // id 4: stored as a REAL
+  old_row("5", "2", "[]", "NULL", "0", "12");                             // id 5
+  old_row("6", "0", "[null]", "0.001", "0", "1700000000");                // id 6: inf written by nlohmann
+  old_row("7", "0", "[0.0]", "0.0", "0", "1700000000");                   // id 7
+  old_row("8", "0", "[1e300]", "1e300", "0", "1700000000");               // id 8
+  old_row("9", "0", "[]", "0.001", "0", "1700000000");                    // id 9
+  old_row("10", "0", "[0.001]", "0.001", "9e999", "1700000000");          // id 10: an infinite wall cost
+  old_row("11", "2", "not json", "NULL", "-1", "1700000000");             // id 11
+  CheckReport report = db_->check();
+  std::string all;
+  for (const std::string &p : report.problems) all += p + "\n";
+  auto reported = [&](const std::string &needle) { return all.find(needle) != std::string::npos; };
+  EXPECT_TRUE(reported("2 records with a config index outside 0 .. 2^53 (record ids 3, 4)")) << all;
+  EXPECT_TRUE(reported("1 records with a timestamp outside 2000-01-01 .. a day from now (record ids 5)")) << all;
+  EXPECT_TRUE(
+      reported("4 records with costs that are not finite numbers of seconds, > 0 and below 1e6 (record "
+               "ids 6, 7, 8, 11)"))
+      << all;
+  EXPECT_TRUE(reported("1 records that are valid (OK) but have no costs (record ids 9)")) << all;
+  EXPECT_TRUE(reported("2 records with a wall cost that is not a finite number >= 0 (record ids 10, 11)")) << all;
+
+  raw.exec("DELETE FROM record WHERE id NOT IN (1, 2, 10)");
+  std::ostringstream out;
+  try {
+    db_->export_records(out, ExportFormat::kKiln);
+    FAIL() << "exported " << out.str();
+  } catch (const TuningDbError &e) {
+    EXPECT_NE(std::string(e.what()).find("record 10 cannot be written as JSON: field \"result.wall\" is not a "
+                                         "finite number; `kiln db check` lists such records"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(out.str().find("null"), std::string::npos) << out.str();
+  raw.exec("DELETE FROM record WHERE id = 10");
+  EXPECT_TRUE(db_->check().ok());
+}
+
+// A failure of the machine (here a full disk) is a TuningDbError the user can act on; a SQLite
+// failure that is Kiln's own (here a constraint it should never meet) is an internal error.
+TEST_F(TuningDbTest, MachineFailuresAreUserErrorsAndKilnsOwnAreInternal) {
+  db_->insert(measured(dense(64), znver4(), 1, 0.001));
+  Database &raw = db_->database();
+  int64_t pages = count("PRAGMA page_count");
+  raw.exec("PRAGMA max_page_count = " + std::to_string(pages + 2));
+  std::vector<Record> many;
+  for (int i = 0; i < 3000; ++i) many.push_back(measured(dense(64 + i), znver4(), i, 0.001));
+  try {
+    db_->insert(many);
+    FAIL() << "inserted past the end of the disk";
+  } catch (const TuningDbError &e) {
+    EXPECT_EQ(static_cast<int>(e.kind()), static_cast<int>(TuningDbError::Kind::kStorage)) << e.what();
+    EXPECT_NE(std::string(e.what()).find("inserting 3000 records: the disk is full"), std::string::npos) << e.what();
+  }
+  raw.exec("PRAGMA max_page_count = 1073741823");
+  EXPECT_EQ(db_->stats().records, 1);
+
+  raw.exec("CREATE TRIGGER refuse BEFORE INSERT ON record BEGIN SELECT RAISE(ABORT, 'refused by a trigger'); END");
+  try {
+    db_->insert(measured(dense(64), znver4(), 2, 0.001));
+    FAIL() << "inserted";
+  } catch (const UserError &e) {
+    FAIL() << "a constraint Kiln should never meet is not the user's error: " << e.what();
+  } catch (const InternalError &e) {
+    EXPECT_NE(std::string(e.what()).find("refused by a trigger"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(path("tuning.db")), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(TuningDbTest, StatsCountEverything) {
   int64_t job = db_->create_job("j", {}, 0);
   Record r = measured(dense(64), znver4(), 1, 0.001);
   r.job_id = job;
-  r.timestamp = 1000;
+  r.timestamp = 1e9;
   Record f = failed(dense(128), skylake(), 2, ErrorClass::kInfra);
-  f.timestamp = 2000;
+  f.timestamp = 1e9 + 1000;
   db_->insert({r, f});
   Stats s = db_->stats();
   EXPECT_EQ(s.schema_version, kSchemaVersion);
@@ -379,8 +581,8 @@ TEST_F(TuningDbTest, StatsCountEverything) {
   EXPECT_EQ(s.records, 2);
   EXPECT_EQ(s.valid, 1);
   EXPECT_EQ(s.by_error[ErrorClass::kInfra], 1);
-  EXPECT_DOUBLE_EQ(*s.first_timestamp, 1000);
-  EXPECT_DOUBLE_EQ(*s.last_timestamp, 2000);
+  EXPECT_DOUBLE_EQ(*s.first_timestamp, 1e9);
+  EXPECT_DOUBLE_EQ(*s.last_timestamp, 1e9 + 1000);
   EXPECT_GT(s.file_bytes, 0);
 }
 
@@ -407,7 +609,12 @@ TEST_F(TuningDbTest, LookupsAreIndexSeeks) {
   std::string resume = plan(queries::kJobMeasured);
   EXPECT_NE(resume.find("INDEX record_by_job (job_id=?)"), std::string::npos) << resume;
   std::string duplicate = plan(queries::kDuplicate);
-  EXPECT_NE(duplicate.find("SEARCH record USING INDEX record_by_target"), std::string::npos) << duplicate;
+  // Import's duplicate check seeks the config and time: failed records (whose mean is NULL) share
+  // one key of record_by_target, so a seek there would read every failed record of the workload.
+  EXPECT_NE(duplicate.find("SEARCH record USING INDEX record_by_config (workload_id=? AND target_id=? AND "
+                           "config_index=? AND measured_at=?)"),
+            std::string::npos)
+      << duplicate;
   for (const std::string &p : {exact, by_class, resume, duplicate}) {
     EXPECT_EQ(p.find("SCAN"), std::string::npos) << p;
     EXPECT_EQ(p.find("TEMP B-TREE"), std::string::npos) << p;
