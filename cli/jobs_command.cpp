@@ -156,7 +156,7 @@ void set_state(const JobsOptions &o, db::JobState state, const char *verb) {
 // Follows a job of the log until it is neither running nor pending (a tuning service may have it
 // queued); Ctrl-C stops.
 void watch_job(const JobsOptions &o) {
-  db::TuningDb log = open_existing(o.db);
+  db::TuningDb log = open_reading(o.db);
   find_job(log, o.job);
   LiveView view(std::cout, o.json);
   tuner::JobStatus status;
