@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
+#include <unordered_map>
 
 #include "compiler/ir/op.h"
 #include "contracts/error.h"
@@ -212,44 +213,52 @@ PlainInputs plain_inputs(const Layer &wl, uint64_t seed) {
   return p;
 }
 
-OneDnnResult onednn_run(const Layer &wl, const PlainInputs &p) {
+struct OneDnnKernel::Impl {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+  Layer layer;
+  std::vector<float> x, w, out;
+  // dense: the plain-weight and the format-any primitives with their weights; conv: one
+  struct Variant {
+    dnnl::primitive prim;
+    std::unordered_map<int, dnnl::memory> args;
+    bool packed = false;
+  };
+  std::vector<Variant> variants;
+  dnnl::memory dst, user_dst;  // conv: the primitive's output and the plain one
+  const char *weights = "";
+  double plain_seconds = 0;
+};
+
+OneDnnKernel::OneDnnKernel(const Layer &wl, const PlainInputs &p) : impl_(std::make_unique<Impl>()) {
   using namespace dnnl;
   using tag = memory::format_tag;
   using dt = memory::data_type;
-  engine eng(engine::kind::cpu, 0);
-  stream strm(eng);
-  OneDnnResult r;
+  Impl &k = *impl_;
+  k.layer = wl;
+  k.x = p.x;
+  k.w = p.w;
+  engine &eng = k.eng;
   if (wl.kind == Layer::Dense) {
     // Weights in the plain [N, K] layout, and in the layout oneDNN picks for them (format any,
-    // reordered once outside the timed region, as a deployed model does with constant weights);
-    // the faster of the two is the peer.
+    // reordered once here, as a deployed model does with constant weights).
     memory::desc a_md({wl.M, wl.K}, dt::f32, tag::ab), b_md({wl.K, wl.Nn}, dt::f32, tag::ba),
         c_md({wl.M, wl.Nn}, dt::f32, tag::ab);
-    std::vector<float> x = p.x, w = p.w;
-    r.out.assign(static_cast<size_t>(wl.M * wl.Nn), 0.0f);
-    memory a(a_md, eng, x.data()), user_b(b_md, eng, w.data()), c(c_md, eng, r.out.data());
-    r.seconds = 1e30;
+    k.out.assign(static_cast<size_t>(wl.M * wl.Nn), 0.0f);
+    memory a(a_md, eng, k.x.data()), user_b(b_md, eng, k.w.data()), c(c_md, eng, k.out.data());
     for (bool any : {false, true}) {
       memory::desc w_md = any ? memory::desc({wl.K, wl.Nn}, dt::f32, tag::any) : b_md;
       matmul::primitive_desc pd(matmul::desc(a_md, w_md, c_md), eng);
       memory b = user_b;
       if (pd.weights_desc() != b_md) {
         b = memory(pd.weights_desc(), eng);
-        reorder(user_b, b).execute(strm, user_b, b);
-        strm.wait();
+        reorder(user_b, b).execute(k.strm, user_b, b);
+        k.strm.wait();
       }
-      matmul prim(pd);
-      const double t = time_call([&] {
-        prim.execute(strm, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
-        strm.wait();
-      });
-      if (!any) r.plain_seconds = t;
-      if (t < r.seconds) {
-        r.seconds = t;
-        r.weights = pd.weights_desc() != b_md ? "packed" : "plain";
-      }
+      k.variants.push_back({matmul(pd), {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}},
+                            pd.weights_desc() != b_md});
     }
-    return r;
+    return;
   }
   const bool dw = wl.kind == Layer::Depthwise;
   memory::dims src_d = {wl.N, wl.C, wl.H, wl.W}, dst_d = {wl.N, wl.OC, wl.OH, wl.OW};
@@ -258,51 +267,118 @@ OneDnnResult onednn_run(const Layer &wl, const PlainInputs &p) {
   convolution_forward::desc d(prop_kind::forward_inference, algorithm::convolution_direct, src_any, w_any, dst_any,
                               {wl.S, wl.S}, {wl.P, wl.P}, {wl.P, wl.P});
   convolution_forward::primitive_desc pd(d, eng);
-  std::vector<float> x = p.x, w = p.w;
-  r.out.assign(static_cast<size_t>(wl.N * wl.OC * wl.OH * wl.OW), 0.0f);
-  memory user_src({src_d, dt::f32, tag::nchw}, eng, x.data());
-  memory user_w({w_d, dt::f32, dw ? tag::goihw : tag::oihw}, eng, w.data());
-  memory user_dst({dst_d, dt::f32, tag::nchw}, eng, r.out.data());
-  memory src(pd.src_desc(), eng), wt(pd.weights_desc(), eng), dst(pd.dst_desc(), eng);
-  reorder(user_src, src).execute(strm, user_src, src);
-  reorder(user_w, wt).execute(strm, user_w, wt);
-  strm.wait();
-  convolution_forward prim(pd);
-  r.seconds = time_call([&] {
-    prim.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wt}, {DNNL_ARG_DST, dst}});
-    strm.wait();
-  });
-  reorder(dst, user_dst).execute(strm, dst, user_dst);
-  strm.wait();
+  k.out.assign(static_cast<size_t>(wl.N * wl.OC * wl.OH * wl.OW), 0.0f);
+  memory user_src({src_d, dt::f32, tag::nchw}, eng, k.x.data());
+  memory user_w({w_d, dt::f32, dw ? tag::goihw : tag::oihw}, eng, k.w.data());
+  k.user_dst = memory({dst_d, dt::f32, tag::nchw}, eng, k.out.data());
+  memory src(pd.src_desc(), eng), wt(pd.weights_desc(), eng);
+  k.dst = memory(pd.dst_desc(), eng);
+  reorder(user_src, src).execute(k.strm, user_src, src);
+  reorder(user_w, wt).execute(k.strm, user_w, wt);
+  k.strm.wait();
+  k.variants.push_back({convolution_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wt}, {DNNL_ARG_DST, k.dst}}});
+}
+
+OneDnnKernel::~OneDnnKernel() = default;
+
+double OneDnnKernel::time() {
+  Impl &k = *impl_;
+  double best = 1e30;
+  for (Impl::Variant &v : k.variants) {
+    const double t = time_call([&] {
+      v.prim.execute(k.strm, v.args);
+      k.strm.wait();
+    });
+    if (k.layer.kind == Layer::Dense && !v.packed) k.plain_seconds = t;
+    if (t < best) {
+      best = t;
+      k.weights = k.layer.kind != Layer::Dense ? "" : v.packed ? "packed" : "plain";
+    }
+  }
+  return best;
+}
+
+const char *OneDnnKernel::weights() const { return impl_->weights; }
+double OneDnnKernel::plain_seconds() const { return impl_->plain_seconds; }
+
+std::vector<float> OneDnnKernel::output() {
+  Impl &k = *impl_;
+  if (k.layer.kind != Layer::Dense) {
+    dnnl::reorder(k.dst, k.user_dst).execute(k.strm, k.dst, k.user_dst);
+    k.strm.wait();
+  }
+  return k.out;
+}
+
+OneDnnResult onednn_run(const Layer &wl, const PlainInputs &p) {
+  OneDnnKernel k(wl, p);
+  OneDnnResult r;
+  r.seconds = k.time();
+  r.out = k.output();
+  r.weights = k.weights();
+  r.plain_seconds = k.plain_seconds();
   return r;
 }
 
-KilnResult kiln_run(const ops::Task &task, const Layer &wl, const autotune::Config &cfg, const PlainInputs &p,
-                    const codegen::LLVMBuildOptions &options, bool keep_output, double give_up_above) {
-  KilnResult m;
+struct KilnKernel::Impl {
+  Layer layer;
+  std::unique_ptr<codegen::LLVMModule> module;
+  KilnArgs args;
+  std::vector<KilnArg> call_args;
+  KilnPackedFunc fn = nullptr;
+  std::string error;
+};
+
+KilnKernel::KilnKernel(const ops::Task &task, const Layer &layer, const autotune::Config &cfg, const PlainInputs &p,
+                       const codegen::LLVMBuildOptions &options)
+    : impl_(std::make_unique<Impl>()) {
+  Impl &k = *impl_;
+  k.layer = layer;
   try {
     ops::Compute c = task.compute(cfg);
     ir::LoweredFunc f = task.lower(cfg, "bench_layer");
-    codegen::LLVMModule module(f, options);
-    KilnArgs a = kiln_args(wl, c, cfg, p);
-    const std::vector<KilnArg> args = deploy::to_kiln_args(a.tensors);
-    KilnPackedFunc fn = module.function("bench_layer");
-    const int32_t n = static_cast<int32_t>(args.size());
-    bool failed = false;
-    m.seconds = time_call(
-        [&] {
-          if (fn(args.data(), n) != 0) failed = true;
-        },
-        give_up_above);
-    if (failed) {
-      m.error = module.last_error();
-      return m;
-    }
-    if (keep_output) m.out = kiln_output(wl, a);
-    m.ok = true;
+    k.module = std::make_unique<codegen::LLVMModule>(f, options);
+    k.args = kiln_args(layer, c, cfg, p);
+    k.call_args = deploy::to_kiln_args(k.args.tensors);
+    k.fn = k.module->function("bench_layer");
   } catch (const std::exception &e) {
-    m.error = e.what();
+    k.error = e.what();
+    if (k.error.empty()) k.error = "failed to build";
   }
+}
+
+KilnKernel::~KilnKernel() = default;
+
+bool KilnKernel::ok() const { return impl_->error.empty(); }
+const std::string &KilnKernel::error() const { return impl_->error; }
+
+double KilnKernel::time(double give_up_above) {
+  Impl &k = *impl_;
+  if (!ok()) return 0;
+  const int32_t n = static_cast<int32_t>(k.call_args.size());
+  bool failed = false;
+  const double t = time_call(
+      [&] {
+        if (k.fn(k.call_args.data(), n) != 0) failed = true;
+      },
+      give_up_above);
+  if (failed) {
+    k.error = k.module->last_error();
+    if (k.error.empty()) k.error = "the kernel failed";
+  }
+  return t;
+}
+
+std::vector<float> KilnKernel::output() const { return kiln_output(impl_->layer, impl_->args); }
+
+KilnResult kiln_run(const ops::Task &task, const Layer &wl, const autotune::Config &cfg, const PlainInputs &p,
+                    const codegen::LLVMBuildOptions &options, bool keep_output, double give_up_above) {
+  KilnKernel k(task, wl, cfg, p, options);
+  KilnResult m;
+  if (k.ok()) m.seconds = k.time(give_up_above);
+  m.ok = k.ok();
+  m.error = k.error();
+  if (m.ok && keep_output) m.out = k.output();
   return m;
 }
 

@@ -12,6 +12,7 @@
 // whose OpenMP runtime reads it when it loads (set_onednn_single_thread_env, then re-execute).
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -57,11 +58,50 @@ struct PlainInputs {
 };
 PlainInputs plain_inputs(const Layer &layer, uint64_t seed);
 
+// oneDNN's primitive for the layer, created once with its inputs reordered; time() times it.
+// dense: the matmul with the plain [N, K] weight and with the weight in the layout oneDNN picks
+// (format any); time() times both and answers the faster.
+class OneDnnKernel {
+ public:
+  OneDnnKernel(const Layer &layer, const PlainInputs &p);
+  ~OneDnnKernel();
+  OneDnnKernel(const OneDnnKernel &) = delete;
+  OneDnnKernel &operator=(const OneDnnKernel &) = delete;
+  double time();
+  const char *weights() const;   // dense: the layout of the faster run ("plain" or "packed"), else ""
+  double plain_seconds() const;  // dense: the plain layout's time at the last time()
+  std::vector<float> output();   // the plain layout, after a time()
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// One config of the layer's task, lowered and JIT-compiled once, its inputs packed from the plain
+// data in the layouts the config asks for. A config that fails to build or run is !ok() with the
+// error.
+class KilnKernel {
+ public:
+  KilnKernel(const ops::Task &task, const Layer &layer, const autotune::Config &config, const PlainInputs &p,
+             const codegen::LLVMBuildOptions &options);
+  ~KilnKernel();
+  KilnKernel(const KilnKernel &) = delete;
+  KilnKernel &operator=(const KilnKernel &) = delete;
+  bool ok() const;
+  const std::string &error() const;
+  // Seconds per call (time_call); a failing call makes the kernel !ok().
+  double time(double give_up_above = 1e30);
+  std::vector<float> output() const;  // the plain layout, after a time()
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// One measurement each, for callers that time a config once.
 struct OneDnnResult {
   double seconds = 0;
   std::vector<float> out;  // plain layout
-  // dense: the weight layout of the faster run ("plain" or "packed"), and the time with the plain
-  // layout
   const char *weights = "";
   double plain_seconds = 0;
 };
@@ -73,8 +113,6 @@ struct KilnResult {
   std::string error;
   std::vector<float> out;  // plain layout, when asked for
 };
-// Lowers, JIT-compiles and times one config of `task` (the layer's) on the layer's inputs packed in
-// the layouts the config asks for.
 KilnResult kiln_run(const ops::Task &task, const Layer &layer, const autotune::Config &config, const PlainInputs &p,
                     const codegen::LLVMBuildOptions &options, bool keep_output, double give_up_above = 1e30);
 

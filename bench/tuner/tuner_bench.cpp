@@ -35,12 +35,16 @@
 //       default config's result left out, i.e. until a config the strategy proposed gets there
 //       (the two differ where the default config is itself within 95 %). best_frac@N: best found /
 //       best known after N trials, mean over the seeds.
-//   tuner_replay_ratio workload= random_over_<strategy>= ... search_random_over_<strategy>= ...
-//   tuner_replay_summary workloads= seeds= trials= geomean_random_over_<strategy>= ...
-//       random's mean trials to 95 % over the strategy's; a seed that never got there counts as
-//       trials + 1, so a ratio is marked ">=" (a lower bound) when only random has such seeds,
-//       "<=" when only the other strategy has, "~" when both; a geomean with any of them is
-//       marked "(censored)".
+//   tuner_replay_ratio workload= expected_random_over_<strategy>= ... random_over_<strategy>= ...
+//                      search_random_over_<strategy>= ...
+//   tuner_replay_summary workloads= seeds= trials= geomean_<ratio>= ...
+//       random_over_<s>: random's mean trials to 95 % over the strategy's, from the replayed jobs;
+//       a seed that never got there counts as trials + 1, so a ratio is marked ">=" (a lower bound)
+//       when only random has such seeds, "<=" when only the other strategy has, "~" when both; a
+//       geomean with any of them is marked "(censored)". search_random_over_<s>: the same with
+//       search_trials_to_95. expected_random_over_<s>: random's exact expectation (the space is
+//       measured whole; see tuner_space) over the strategy's search_trials_to_95, uncensored on
+//       random's side (expected_random_over_random compares the replayed random jobs with it).
 //   tuner_overhead mode=replay workload= strategy= runs= trials= ms_per_trial= ms_per_trial_without_prior=
 //                  prior_ms= search_ms_per_trial= other_ms_per_trial= refit_ms_per_plan= plans= fits=
 //       the tuner's own time (run()'s wall time minus the measurer's, which a decorator Measurer
@@ -52,15 +56,18 @@
 // Real (--real): for each workload, one job with the local measurer (worker processes, 1 thread,
 // build workers 1), strategy xgb with transfer from the dataset's records of the template's other
 // workloads; then, in this process, the best config found, the default config, the dataset's best
-// config and oneDNN, timed twice in turns on the same data and layouts as sweep_bench
-// (bench/common/layer.h), each keeping its faster figure:
+// config and oneDNN, each built once and timed in turns five times on the same data and layouts as
+// sweep_bench (bench/common/layer.h), each keeping its fastest figure:
 //   tuner_real workload= trials= best_gflops= tuner_best_gflops= default_gflops= onednn_gflops=
 //              ratio_onednn= ratio_default= dataset_best_gflops= dataset_best_inproc_gflops=
-//              best_vs_dataset= trials_to_95= search_trials_to_95=
-//              random_expected_search_trials_to_95= wall_s= measure_s=
+//              best_vs_dataset= trials_to_95= search_trials_to_95= wall_s= measure_s=
+//              tuner_default_gflops= load=
 //       best_gflops and the ratios: in this process; tuner_best_gflops: the job's own measurement;
 //       dataset_best_gflops: as recorded in the dataset; trials_to_95 against the better of the
-//       dataset's best and the job's.
+//       dataset's best and the job's (measured in different sessions: a machine shared with other
+//       work is not equally fast in both: tuner_default_gflops, the default config as the job
+//       measured it, against the tuner_space line's default_gflops shows how much). load: the
+//       load average before/after the job. Random's expectation is on the tuner_space line.
 //   tuner_overhead mode=real ...
 //   tuner_summary workloads= geomean_ratio_onednn= geomean_ratio_default= geomean_best_vs_dataset=
 //
@@ -195,6 +202,7 @@ struct JobResult {
   std::optional<autotune::Config> best_config;
   double best_gflops = 0;
   double wall_s = 0, measure_s = 0, prior_s = 0;
+  double default_gflops = 0;  // the default config as the job measured it
   int64_t trials = 0;
   tuner::SearchStats search;
   std::string message;
@@ -235,6 +243,8 @@ JobResult run_job(const Options &o, const std::string &log_path, const std::stri
   if (!status.tasks.empty()) {
     r.search = status.tasks.front().search;
     r.prior_s = status.tasks.front().prior_s;
+    const tuner::TaskStatus &t = status.tasks.front();
+    if (t.default_s) r.default_gflops = t.flop / *t.default_s / 1e9;
   }
 
   // The job's records in the order they were measured.
@@ -292,12 +302,17 @@ std::string to95_text(const std::optional<int64_t> &t) { return t ? std::to_stri
 // `threshold` GFLOPS, from the dataset's measured configs (a uniform sample of the space, or all of
 // it): (n + 1) / (k + 1) for k such configs among n, plus 1 for the default config the tuner
 // measures first. ">n" when none of them reaches it.
-std::string random_expectation(const WorkloadData &d, double threshold) {
+std::optional<double> random_expectation(const WorkloadData &d, double threshold) {
   const double n = static_cast<double>(d.gflops.size());
   const double k = static_cast<double>(std::count_if(d.gflops.begin(), d.gflops.end(),
                                                      [&](double g) { return g >= threshold; }));
-  if (k == 0) return ">" + std::to_string(d.gflops.size());
-  return fmt("%.1f", (n + 1) / (k + 1) + 1);
+  if (k == 0) return std::nullopt;
+  return (n + 1) / (k + 1) + 1;
+}
+
+std::string random_expectation_text(const WorkloadData &d, double threshold) {
+  const std::optional<double> e = random_expectation(d, threshold);
+  return e ? fmt("%.1f", *e) : ">" + std::to_string(d.gflops.size());
 }
 
 // The trials each seed needed to reach a threshold (nullopt: not within the budget).
@@ -442,6 +457,15 @@ void replay_mode(const Options &o, db::TuningDb &dataset, std::vector<WorkloadDa
       ++counted;
       const StrategyCurves &rnd = by.at("random");
       std::printf("tuner_replay_ratio workload=%s", d.w.label.c_str());
+      // Random's exact expectation (the space is measured whole) over each strategy's search mean.
+      const std::optional<double> expected = random_expectation(d, 0.95 * d.best_gflops);
+      for (const auto &[name, sc] : by) {
+        if (!expected) break;
+        const std::string key = "expected_random_over_" + name;
+        ratios[key].push_back(*expected / sc.search_to95.censored_mean());
+        if (!sc.search_to95.all()) lower_bound.insert(key);
+        std::printf(" %s=%s%.2f", key.c_str(), sc.search_to95.all() ? "" : "<=", ratios[key].back());
+      }
       for (const char *kind : {"", "search_"}) {
         const Reach &base = *kind ? rnd.search_to95 : rnd.to95;
         for (const auto &[name, sc] : by) {
@@ -471,6 +495,18 @@ void replay_mode(const Options &o, db::TuningDb &dataset, std::vector<WorkloadDa
   std::fflush(stdout);
 }
 
+// The machine's load average over the last minute (other work on a shared machine slows timings).
+std::string load_average() {
+  FILE *f = std::fopen("/proc/loadavg", "r");
+  if (!f) return "?";
+  char buf[64] = {0};
+  const int got = std::fscanf(f, "%63s", buf);
+  std::fclose(f);
+  return got == 1 ? buf : "?";
+}
+
+constexpr int kRounds = 5;  // in-process timings of each kernel, in turns
+
 void real_mode(const Options &o, std::vector<WorkloadData> &data, Picture *pic) {
   tuner::LocalMeasurerOptions lo;
   lo.measure.set_threads(1);
@@ -491,36 +527,39 @@ void real_mode(const Options &o, std::vector<WorkloadData> &data, Picture *pic) 
     const int64_t trials = o.real_trials_for.count(d.w.label) ? o.real_trials_for.at(d.w.label) : o.real_trials;
     const std::string path = o.work_dir + "/real-" + std::to_string(index++) + ".db";
     std::fprintf(stderr, "tuner_bench: real job %s, %lld trials\n", d.w.label.c_str(), static_cast<long long>(trials));
+    const std::string load_before = load_average();
     const double t0 = now_s();
     JobResult r = run_job(o, path, others, local, d, s, 1, trials, true);
     const double job_wall = now_s() - t0;
+    const std::string load = load_before + "/" + load_average();
     if (!r.best_config) {
       std::printf("tuner_real workload=%s trials=%lld failed=no_valid_config message=%s\n", d.w.label.c_str(),
                   static_cast<long long>(r.trials), r.message.c_str());
       continue;
     }
 
-    // In this process: oneDNN, the default, the tuned best and the dataset's best, twice in turns.
+    // In this process: oneDNN, the tuned best, the default and the dataset's best, each built once
+    // and timed in turns for kRounds rounds, each keeping its fastest round: a burst of other work
+    // on the machine slows a round, never speeds one up.
     const bench::Layer layer = bench::layer_of(d.w.template_name, d.w.args);
     const bench::PlainInputs p = bench::plain_inputs(layer, 1);
-    const autotune::Config def = d.task->default_config();
+    bench::OneDnnKernel peer(layer, p);
+    bench::KilnKernel best(*d.task, layer, *r.best_config, p, build);
+    bench::KilnKernel dflt(*d.task, layer, d.task->default_config(), p, build);
+    std::optional<bench::KilnKernel> ds;
+    if (d.best_config) ds.emplace(*d.task, layer, *d.best_config, p, build);
     double onednn = 1e30, def_s = 1e30, best_s = 1e30, ds_s = 1e30;
+    for (int round = 0; round < kRounds; ++round) {
+      onednn = std::min(onednn, peer.time());
+      if (best.ok()) best_s = std::min(best_s, best.time());
+      if (dflt.ok()) def_s = std::min(def_s, dflt.time());
+      if (ds && ds->ok()) ds_s = std::min(ds_s, ds->time());
+    }
     std::string problem;
-    for (int round = 0; round < 2; ++round) {
-      const bench::OneDnnResult peer = bench::onednn_run(layer, p);
-      onednn = std::min(onednn, peer.seconds);
-      const bench::KilnResult b = bench::kiln_run(*d.task, layer, *r.best_config, p, build, round == 0);
-      if (!b.ok) problem = "best config failed: " + b.error;
-      if (b.ok) best_s = std::min(best_s, b.seconds);
-      if (b.ok && round == 0 && !bench::matches(b.out, peer.out, d.task->flop())) {
-        problem = "best config differs from oneDNN";
-      }
-      const bench::KilnResult df = bench::kiln_run(*d.task, layer, def, p, build, false);
-      if (df.ok) def_s = std::min(def_s, df.seconds);
-      if (d.best_config) {
-        const bench::KilnResult ds = bench::kiln_run(*d.task, layer, *d.best_config, p, build, false);
-        if (ds.ok) ds_s = std::min(ds_s, ds.seconds);
-      }
+    if (!best.ok()) {
+      problem = "best_config_failed";
+    } else if (!bench::matches(best.output(), peer.output(), d.task->flop())) {
+      problem = "best_config_differs_from_onednn";
     }
     const double flop = d.task->flop();
     const double g_best = flop / best_s / 1e9, g_def = flop / def_s / 1e9, g_dnn = flop / onednn / 1e9;
@@ -530,18 +569,20 @@ void real_mode(const Options &o, std::vector<WorkloadData> &data, Picture *pic) 
     std::vector<double> frac;
     for (double g : r.curve) frac.push_back(g / known);
     pic->real[d.w.label] = frac;
-    ratio_onednn.push_back(g_best / g_dnn);
-    ratio_default.push_back(g_best / g_def);
-    if (g_ds > 0) vs_dataset.push_back(g_best / g_ds);
+    if (best.ok()) {
+      ratio_onednn.push_back(g_best / g_dnn);
+      ratio_default.push_back(g_best / g_def);
+      if (g_ds > 0) vs_dataset.push_back(g_best / g_ds);
+    }
     std::printf(
         "tuner_real workload=%s trials=%lld best_gflops=%.2f tuner_best_gflops=%.2f default_gflops=%.2f "
         "onednn_gflops=%.2f ratio_onednn=%.3f ratio_default=%.3f dataset_best_gflops=%.2f "
-        "dataset_best_inproc_gflops=%.2f best_vs_dataset=%.3f trials_to_95=%s search_trials_to_95=%s "
-        "random_expected_search_trials_to_95=%s wall_s=%.1f measure_s=%.1f%s%s\n",
+        "dataset_best_inproc_gflops=%.2f best_vs_dataset=%.3f trials_to_95=%s search_trials_to_95=%s wall_s=%.1f "
+        "measure_s=%.1f tuner_default_gflops=%.2f load=%s%s%s\n",
         d.w.label.c_str(), static_cast<long long>(r.trials), g_best, r.best_gflops, g_def, g_dnn, g_best / g_dnn,
         g_best / g_def, d.best_gflops, g_ds, g_ds > 0 ? g_best / g_ds : 0.0, to95_text(t95).c_str(),
-        to95_text(s95).c_str(), random_expectation(d, 0.95 * known).c_str(), job_wall,
-        r.measure_s, problem.empty() ? "" : " warning=", problem.c_str());
+        to95_text(s95).c_str(), job_wall, r.measure_s, r.default_gflops, load.c_str(),
+        problem.empty() ? "" : " warning=", problem.c_str());
     print_overhead("real", d.w.label, s.name, {r});
     std::fflush(stdout);
     all_jobs.push_back(std::move(r));
@@ -666,7 +707,7 @@ int run(const Options &o_in) {
         "tuner_space workload=%s template=%s valid=%lld measured=%lld exhaustive=%d best_gflops=%.2f "
         "default_gflops=%.2f random_expected_search_trials_to_95=%s\n",
         w.label.c_str(), w.template_name.c_str(), static_cast<long long>(d.valid), static_cast<long long>(d.measured),
-        d.exhaustive ? 1 : 0, d.best_gflops, d.default_gflops, random_expectation(d, 0.95 * d.best_gflops).c_str());
+        d.exhaustive ? 1 : 0, d.best_gflops, d.default_gflops, random_expectation_text(d, 0.95 * d.best_gflops).c_str());
     std::fflush(stdout);
     if (d.measured == 0) {
       std::printf("tuner_skip workload=%s reason=no_records_in_dataset\n", w.label.c_str());
