@@ -59,7 +59,7 @@ void write_small_multiples(const std::string &path, const std::vector<ChartPanel
     for (size_t x = step; x <= points; x += step) {
       const double xp = x0 + static_cast<double>(x) / static_cast<double>(points) * w;
       std::fprintf(f, "<line x1='%.1f' y1='%d' x2='%.1f' y2='%d' stroke='#999'/>\n", xp, y0, xp, y0 + 3);
-      if (static_cast<double>(points - x) >= 0.6 * static_cast<double>(step)) {
+      if (static_cast<double>(points - x) > 1.2 * static_cast<double>(step)) {
         std::fprintf(f, "<text x='%.1f' y='%d' font-size='9' text-anchor='middle'>%zu</text>\n", xp, y0 + 12, x);
       }
     }
