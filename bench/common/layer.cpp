@@ -167,10 +167,11 @@ Layer layer_of(const std::string &template_name, const Json &args) {
     const bool depthwise = template_name == "depthwise_conv2d_nchwc.x86";
     const std::vector<int64_t> d = shape_of(args, "data"), k = shape_of(args, "kernel");
     const std::vector<int64_t> s = args.at("strides").as_int_vector(), p = args.at("padding").as_int_vector();
-    const std::vector<int64_t> dil = args.get_or("dilation", Json::array_of(std::vector<int64_t>{1, 1})).as_int_vector();
-    const bool square = d.size() == 4 && d[0] == 1 && d[2] == d[3] && k.size() == 4 && k[2] == k[3] &&
-                        s.size() == 2 && s[0] == s[1] && p.size() == 4 && p[0] == p[1] && p[1] == p[2] &&
-                        p[2] == p[3] && dil == std::vector<int64_t>{1, 1} && (!depthwise || k[1] == 1);
+    const std::vector<int64_t> dil =
+        args.get_or("dilation", Json::array_of(std::vector<int64_t>{1, 1})).as_int_vector();
+    const bool square = d.size() == 4 && d[0] == 1 && d[2] == d[3] && k.size() == 4 && k[2] == k[3] && s.size() == 2 &&
+                        s[0] == s[1] && p.size() == 4 && p[0] == p[1] && p[1] == p[2] && p[2] == p[3] &&
+                        dil == std::vector<int64_t>{1, 1} && (!depthwise || k[1] == 1);
     if (!square) throw UserError("bench layer: " + template_name + " arguments other than a square batch-1 layer");
     w = conv_layer(d[1], d[2], k[0], k[2], s[0], p[0], depthwise);
   } else {
@@ -255,8 +256,8 @@ OneDnnKernel::OneDnnKernel(const Layer &wl, const PlainInputs &p) : impl_(std::m
         reorder(user_b, b).execute(k.strm, user_b, b);
         k.strm.wait();
       }
-      k.variants.push_back({matmul(pd), {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}},
-                            pd.weights_desc() != b_md});
+      k.variants.push_back(
+          {matmul(pd), {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}}, pd.weights_desc() != b_md});
     }
     return;
   }

@@ -8,8 +8,8 @@
 namespace kiln::bench {
 
 struct ChartLine {
-  std::string series;      // names the colour and the legend entry
-  std::vector<double> y;   // y[i] is drawn at x = i + 1
+  std::string series;     // names the colour and the legend entry
+  std::vector<double> y;  // y[i] is drawn at x = i + 1
   bool dashed = false;
 };
 

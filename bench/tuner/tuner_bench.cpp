@@ -95,7 +95,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <numeric>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -196,7 +195,7 @@ struct WorkloadData {
   double default_gflops = 0;
   std::vector<double> gflops;  // every distinct measured config (0: failed), for random's expectation
   std::optional<autotune::Config> best_config;
-  std::string records;  // the dataset's records of the workload, Kiln JSON lines
+  std::string records;   // the dataset's records of the workload, Kiln JSON lines
   bool selected = true;  // by --workloads
 };
 
@@ -217,8 +216,8 @@ struct JobResult {
 };
 
 JobResult run_job(const Options &o, const std::string &log_path, const std::string &transfer_records,
-                  tuner::Measurer &measurer, const WorkloadData &d, const Strategy &s, uint64_t seed,
-                  int64_t trials, bool verbose) {
+                  tuner::Measurer &measurer, const WorkloadData &d, const Strategy &s, uint64_t seed, int64_t trials,
+                  bool verbose) {
   db::TuningDb log = db::TuningDb::open(log_path);
   if (!transfer_records.empty()) {
     std::istringstream in(transfer_records);
@@ -315,8 +314,8 @@ std::string to95_text(const std::optional<int64_t> &t) { return t ? std::to_stri
 // measures first. ">n" when none of them reaches it.
 std::optional<double> random_expectation(const WorkloadData &d, double threshold) {
   const double n = static_cast<double>(d.gflops.size());
-  const double k = static_cast<double>(std::count_if(d.gflops.begin(), d.gflops.end(),
-                                                     [&](double g) { return g >= threshold; }));
+  const double k =
+      static_cast<double>(std::count_if(d.gflops.begin(), d.gflops.end(), [&](double g) { return g >= threshold; }));
   if (k == 0) return std::nullopt;
   return (n + 1) / (k + 1) + 1;
 }
@@ -337,7 +336,8 @@ struct Reach {
     return per_seed.empty() ? NAN : s / static_cast<double>(per_seed.size());
   }
   int reached() const {
-    return static_cast<int>(std::count_if(per_seed.begin(), per_seed.end(), [](const auto &t) { return t.has_value(); }));
+    return static_cast<int>(
+        std::count_if(per_seed.begin(), per_seed.end(), [](const auto &t) { return t.has_value(); }));
   }
   bool all() const { return reached() == static_cast<int>(per_seed.size()); }
   std::string mean_text() const { return all() ? fmt("%.1f", censored_mean()) : "none"; }
@@ -410,8 +410,8 @@ void replay_mode(const Options &o, db::TuningDb &dataset, std::vector<WorkloadDa
           "tuner_replay workload=%s skipped=space_sampled valid=%lld measured=%lld "
           "(a replay needs every valid config measured; see tuner_real)\n",
           d.w.label.c_str(), static_cast<long long>(d.valid), static_cast<long long>(d.measured));
-      pic->notes[d.w.label] = "space sampled (" + std::to_string(d.measured) + " of " + std::to_string(d.valid) +
-                              "): real run only";
+      pic->notes[d.w.label] =
+          "space sampled (" + std::to_string(d.measured) + " of " + std::to_string(d.valid) + "): real run only";
       continue;
     }
     pic->notes[d.w.label] = "default config: " + fmt("%.2f", d.default_gflops / d.best_gflops) + " of the best";
@@ -487,7 +487,10 @@ void replay_mode(const Options &o, db::TuningDb &dataset, std::vector<WorkloadDa
           ratios[key].push_back(ratio);
           // A seed of random that never got there makes the ratio a lower bound; one of the other
           // strategy's, an upper bound.
-          const char *mark = !base.all() && other.all() ? ">=" : base.all() && !other.all() ? "<=" : !base.all() ? "~" : "";
+          const char *mark = !base.all() && other.all()   ? ">="
+                             : base.all() && !other.all() ? "<="
+                             : !base.all()                ? "~"
+                                                          : "";
           if (*mark) lower_bound.insert(key);
           std::printf(" %s=%s%.2f", key.c_str(), mark, ratio);
         }
@@ -606,8 +609,7 @@ void real_mode(const Options &o, std::vector<WorkloadData> &data, Picture *pic) 
         d.w.label.c_str(), static_cast<long long>(r.trials), g_best, r.best_gflops, g_def, g_dnn, g_best / g_dnn,
         g_best / g_def, d.best_gflops, g_ds, g_ds > 0 ? g_best / g_ds : 0.0, to95_text(t95).c_str(),
         to95_text(s95).c_str(), job_wall, r.measure_s, r.default_gflops, load.c_str(), r.top.size(), g_top,
-        g_top / g_dnn,
-        problem.empty() ? "" : " warning=", problem.c_str());
+        g_top / g_dnn, problem.empty() ? "" : " warning=", problem.c_str());
     print_overhead("real", d.w.label, s.name, {r});
     std::fflush(stdout);
     all_jobs.push_back(std::move(r));
@@ -684,8 +686,8 @@ int run(const Options &o_in) {
   CPU_ZERO(&set);
   const int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
   std::printf("tuner_env cpus=%d omp_threads=%s target=\"%s\" dataset=%s work_dir=%s\n", cpus,
-              std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "unset", o.target.c_str(),
-              o.db.c_str(), o.work_dir.c_str());
+              std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "unset", o.target.c_str(), o.db.c_str(),
+              o.work_dir.c_str());
 
   const ops::Target target = driver::resolve_target(o.target);
   std::vector<WorkloadData> data;
@@ -734,7 +736,8 @@ int run(const Options &o_in) {
         "tuner_space workload=%s template=%s valid=%lld measured=%lld exhaustive=%d best_gflops=%.2f "
         "default_gflops=%.2f random_expected_search_trials_to_95=%s\n",
         w.label.c_str(), w.template_name.c_str(), static_cast<long long>(d.valid), static_cast<long long>(d.measured),
-        d.exhaustive ? 1 : 0, d.best_gflops, d.default_gflops, random_expectation_text(d, 0.95 * d.best_gflops).c_str());
+        d.exhaustive ? 1 : 0, d.best_gflops, d.default_gflops,
+        random_expectation_text(d, 0.95 * d.best_gflops).c_str());
     std::fflush(stdout);
     if (d.measured == 0) {
       std::printf("tuner_skip workload=%s reason=no_records_in_dataset\n", w.label.c_str());
