@@ -1,6 +1,7 @@
 #include "tuner/search.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -14,13 +15,24 @@ namespace kiln::tuner {
 
 using autotune::Config;
 
+namespace {
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+}  // namespace
+
 SearchStrategy::SearchStrategy(const ops::Task &task, SearchOptions options)
     : task_(task), options_(std::move(options)), rng_(options_.seed) {}
 
 SearchStrategy::~SearchStrategy() = default;
 
 std::vector<Config> SearchStrategy::next_batch(size_t n) {
-  if (n == 0 || exhausted()) return {};
+  const double t0 = now_s();
+  ++stats_.batches;
+  if (n == 0 || exhausted()) {
+    stats_.propose_s += now_s() - t0;
+    return {};
+  }
   std::vector<Config> out = propose(n);
   std::vector<Config> fresh;
   for (Config &c : out) {
@@ -28,15 +40,18 @@ std::vector<Config> SearchStrategy::next_batch(size_t n) {
     if (visited_.insert(c.index()).second) fresh.push_back(std::move(c));
     if (fresh.size() == n) break;
   }
+  stats_.propose_s += now_s() - t0;
   return fresh;
 }
 
 void SearchStrategy::update(const std::vector<Trial> &trials) {
+  const double t0 = now_s();
   for (const Trial &t : trials) {
     visited_.insert(t.config.index());
     trials_.push_back(t);
   }
   on_update(trials);
+  stats_.update_s += now_s() - t0;
 }
 
 bool SearchStrategy::visited(const Config &config) const { return visited_.count(config.index()) != 0; }
@@ -262,11 +277,15 @@ class XgbStrategy : public SearchStrategy {
     }
     if (s.rows() == 0) return;
     model_->fit(s);
+    ++stats_.fits;
     fitted_rows_ = trials().size();
   }
 
   void build_plan() {
+    ++stats_.plans;
+    const double t0 = now_s();
     refit();
+    stats_.refit_s += now_s() - t0;
     const size_t plan = std::max<size_t>(1, options_.plan_size);
     if (!model_->trained() && !options_.prior) {
       plan_ = random_unvisited(plan);

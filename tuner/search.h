@@ -60,6 +60,18 @@ struct SearchOptions {
   int feature_threads = 0;                                // 0: one per core
 };
 
+// What a strategy has spent so far, in wall seconds on the thread that calls it: for progress
+// reports and the tuner benchmark (bench/tuner), which reports the search's share of the tuner's
+// overhead per trial and the model's refit time per plan.
+struct SearchStats {
+  int64_t batches = 0;   // next_batch calls
+  double propose_s = 0;  // inside next_batch: for xgb the plans (features, refits, scoring) included
+  double update_s = 0;   // inside update()
+  int64_t plans = 0;     // xgb: plans built
+  int64_t fits = 0;      // xgb: model fits (a plan refits when trials were added since the last)
+  double refit_s = 0;    // xgb: refitting at the start of each plan (features of new trials, fit)
+};
+
 class SearchStrategy {
  public:
   SearchStrategy(const ops::Task &task, SearchOptions options);
@@ -82,6 +94,7 @@ class SearchStrategy {
   // The fastest valid trial told so far.
   std::optional<Trial> best() const;
   const std::vector<Trial> &trials() const { return trials_; }
+  const SearchStats &stats() const { return stats_; }
 
  protected:
   // Up to n valid configs for which visited() is false; the base marks them visited.
@@ -93,6 +106,7 @@ class SearchStrategy {
   const ops::Task &task_;
   SearchOptions options_;
   std::mt19937_64 rng_;
+  SearchStats stats_;
 
  private:
   std::unordered_set<int64_t> visited_;

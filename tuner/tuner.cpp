@@ -268,6 +268,7 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
     SearchOptions so = options.search;
     so.seed = options.seed ^ std::hash<std::string>()(t.task->key());
     if (options.strategy == "xgb" && options.transfer) {
+      const double prior_t0 = now_s();
       db::HistoryQuery q;
       q.template_name = t.task->templ().name;
       q.device_key = device_key_;
@@ -286,6 +287,7 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
           so.prior = prior;
         }
       }
+      t.status.prior_s = now_s() - prior_t0;
     }
     t.strategy = make_strategy(options.strategy, *t.task, so);
 
@@ -319,7 +321,10 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
 
   auto snapshot = [&]() {
     status.tasks.clear();
-    for (const TaskState &t : tasks) status.tasks.push_back(t.status);
+    for (const TaskState &t : tasks) {
+      status.tasks.push_back(t.status);
+      status.tasks.back().search = t.strategy->stats();
+    }
     status.elapsed_s = now_s() - t0;
     const int64_t new_trials = status.trials_done - done_before;
     const int64_t left = status.trials_total - status.trials_done;

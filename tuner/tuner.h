@@ -83,6 +83,8 @@ struct TaskStatus {
   int64_t last_improvement = 0;           // trials when best_s last improved
   std::string done;                       // why the task left the rotation, empty while it is in it
   std::map<std::string, int64_t> errors;  // error class name -> count
+  SearchStats search;                     // what the task's strategy has spent in this run()
+  double prior_s = 0;                     // building its transfer prior (history, features, fit)
 
   double best_gflops() const { return best_s ? flop / *best_s / 1e9 : 0; }
   // default_s / best_s, when both exist.

@@ -26,13 +26,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <stdexcept>
 #include <memory>
 #include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "bench/common/line_chart.h"
 #include "bench/cost_model/workloads.h"
 #include "compiler/driver/target.h"
 #include "compiler/ops/registry.h"
@@ -67,49 +67,17 @@ struct Curves {
 // Small multiples, one panel per workload: best throughput found / best in the dataset against
 // trials, one line per strategy.
 void write_svg(const std::string &path, const std::vector<Curves> &all) {
-  FILE *f = std::fopen(path.c_str(), "w");
-  if (!f) throw std::runtime_error("cannot write " + path);
-  const int pw = 300, ph = 220, cols = 3, margin = 40;
-  const int rows = static_cast<int>((all.size() + cols - 1) / cols);
-  const int width = cols * pw, height = rows * ph + 40;
-  const std::map<std::string, std::string> color = {
-      {"transfer", "#1b7837"}, {"xgb", "#2166ac"}, {"random", "#b2182b"}};
-  std::fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='%d' height='%d' font-family='sans-serif'>\n", width,
-               height);
-  std::fprintf(f, "<rect width='100%%' height='100%%' fill='white'/>\n");
-  std::fprintf(f,
-               "<text x='10' y='20' font-size='14'>Model-guided tuning replayed on measured configs: best found / best "
-               "known vs trials (lo 0.7)</text>\n");
-  int legend_x = 10;
-  for (const auto &[name, c] : color) {
-    std::fprintf(f, "<rect x='%d' y='28' width='12' height='4' fill='%s'/><text x='%d' y='34' font-size='11'>%s</text>\n",
-                 legend_x + 560, c.c_str(), legend_x + 576, name.c_str());
-    legend_x += 90;
+  std::vector<bench::ChartPanel> panels;
+  for (const Curves &c : all) {
+    bench::ChartPanel p;
+    p.title = c.label;
+    for (const auto &[name, v] : c.by_strategy) p.lines.push_back({name, v});
+    panels.push_back(std::move(p));
   }
-  for (size_t p = 0; p < all.size(); ++p) {
-    const int ox = static_cast<int>(p % cols) * pw, oy = 40 + static_cast<int>(p / cols) * ph;
-    const int x0 = ox + margin, y0 = oy + ph - margin, w = pw - margin - 10, h = ph - margin - 25;
-    std::fprintf(f, "<text x='%d' y='%d' font-size='12'>%s</text>\n", x0, oy + 15, all[p].label.c_str());
-    std::fprintf(f, "<rect x='%d' y='%d' width='%d' height='%d' fill='none' stroke='#999'/>\n", x0, y0 - h, w, h);
-    size_t trials = 1;
-    for (const auto &[name, v] : all[p].by_strategy) trials = std::max(trials, v.size());
-    for (double yv : {0.7, 0.8, 0.9, 1.0}) {
-      const double y = y0 - (yv - 0.7) / 0.3 * h;
-      std::fprintf(f, "<text x='%d' y='%.1f' font-size='9' text-anchor='end'>%.1f</text>\n", x0 - 3, y + 3, yv);
-    }
-    std::fprintf(f, "<text x='%d' y='%d' font-size='9' text-anchor='end'>%zu trials</text>\n", x0 + w, y0 + 12, trials);
-    for (const auto &[name, v] : all[p].by_strategy) {
-      std::fprintf(f, "<polyline fill='none' stroke-width='1.5' stroke='%s' points='", color.at(name).c_str());
-      for (size_t t = 0; t < v.size(); ++t) {
-        const double x = x0 + static_cast<double>(t + 1) / static_cast<double>(trials) * w;
-        const double y = y0 - (std::max(0.7, v[t]) - 0.7) / 0.3 * h;
-        std::fprintf(f, "%.1f,%.1f ", x, y);
-      }
-      std::fprintf(f, "'/>\n");
-    }
-  }
-  std::fprintf(f, "</svg>\n");
-  std::fclose(f);
+  bench::ChartOptions o;
+  o.title = "Model-guided tuning replayed on measured configs: best found / best known vs trials (lo 0.7)";
+  o.colors = {{"random", "#b2182b"}, {"transfer", "#1b7837"}, {"xgb", "#2166ac"}};
+  bench::write_small_multiples(path, panels, o);
 }
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
