@@ -57,7 +57,7 @@ void SearchStrategy::update(const std::vector<Trial> &trials) {
 bool SearchStrategy::visited(const Config &config) const { return visited_.count(config.index()) != 0; }
 
 bool SearchStrategy::exhausted() const {
-  if (valid_count_ < 0) const_cast<SearchStrategy *>(this)->valid_count_ = task_.space().count_valid();
+  if (valid_count_ < 0) valid_count_ = task_.space().count_valid();
   return static_cast<int64_t>(visited_.size()) >= valid_count_;
 }
 

@@ -111,7 +111,7 @@ class SearchStrategy {
  private:
   std::unordered_set<int64_t> visited_;
   std::vector<Trial> trials_;
-  int64_t valid_count_ = -1;
+  mutable int64_t valid_count_ = -1;  // count_valid(), computed on first use
 };
 
 // "random", "grid", "genetic" or "xgb"; throws UserError naming the known strategies otherwise.
