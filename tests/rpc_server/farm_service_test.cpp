@@ -392,7 +392,8 @@ TEST(FarmServiceTest, EveryFaultYieldsItsErrorClassAndTheRunnerKeepsServing) {
   const std::vector<std::pair<std::string, kiln::v1::ErrorClass>> faults = {
       {"test.segfault", kiln::v1::RUNTIME_DEVICE},   {"test.abort", kiln::v1::RUNTIME_DEVICE},
       {"test.infinite_loop", kiln::v1::RUN_TIMEOUT}, {"test.huge_alloc", kiln::v1::RUNTIME_DEVICE},
-      {"test.wrong_answer", kiln::v1::WRONG_ANSWER}, {"test.slow_compile", kiln::v1::BUILD_TIMEOUT}};
+      {"test.wrong_answer", kiln::v1::WRONG_ANSWER}, {"test.small_error", kiln::v1::WRONG_ANSWER},
+      {"test.slow_compile", kiln::v1::BUILD_TIMEOUT}};
   FarmClient client = farm.client();
   for (const auto &[name, expected] : faults) {
     TestWorkload wl(name, Json::object({{"n", 1024}}));
