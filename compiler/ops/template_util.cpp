@@ -21,6 +21,20 @@ std::vector<Expr> TensorArg::shape_exprs() const {
   return r;
 }
 
+ArgumentSpec tensor_spec(const std::string &name, int rank, const std::string &description) {
+  const std::string shape = rank < 0 ? "any rank" : "rank " + std::to_string(rank);
+  return {name, "tensor {\"shape\": [...], \"dtype\": ...} (" + shape + "; dtype default float32)", "", description};
+}
+
+ArgumentSpec epilogue_spec(const std::string &description) {
+  return {"epilogue", "list of epilogue ops (see the epilogue format)", "[]", description};
+}
+
+ArgumentSpec out_dtype_spec() {
+  return {"out_dtype", "dtype", "int32 for 8- and 16-bit integer inputs, else the inputs' dtype",
+          "the dtype the operator accumulates and returns in"};
+}
+
 void bad_args(const std::string &tmpl, const std::string &msg) { throw OpError("workload " + tmpl + ": " + msg); }
 
 void check_keys(const std::string &tmpl, const Json &args, std::initializer_list<const char *> allowed) {

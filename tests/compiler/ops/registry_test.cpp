@@ -40,6 +40,76 @@ TEST(Registry, BuiltinTemplates) {
   EXPECT_THROW(ops::Registry::builtin().get("conv3d.x86"), ops::OpError);
 }
 
+// The names listed after "(arguments: " in an unknown-argument error: what the template accepts.
+std::set<std::string> accepted_arguments(const std::string &name, const Json &example) {
+  Json args = example;
+  args.set("no_such_argument", 1);
+  try {
+    ops::Registry::builtin().workload(name, args);
+  } catch (const ops::OpError &e) {
+    const std::string message = e.what();
+    const size_t at = message.find("(arguments: ");
+    EXPECT_NE(at, std::string::npos) << message;
+    if (at == std::string::npos) return {};
+    std::set<std::string> names;
+    std::string list = message.substr(at + 12, message.find(')', at) - at - 12);
+    for (size_t start = 0; start <= list.size();) {
+      size_t end = list.find(", ", start);
+      if (end == std::string::npos) end = list.size();
+      names.insert(list.substr(start, end - start));
+      start = end + 2;
+    }
+    return names;
+  }
+  ADD_FAILURE() << name << " accepted an unknown argument";
+  return {};
+}
+
+TEST(Registry, EveryTemplateDescribesTheArgumentsItAccepts) {
+  const ops::Registry &registry = ops::Registry::builtin();
+  for (const std::string &name : registry.names()) {
+    SCOPED_TRACE(name);
+    const ops::Template &t = *registry.get(name);
+    EXPECT_FALSE(t.summary.empty());
+    ASSERT_FALSE(t.arguments.empty());
+    std::set<std::string> described;
+    for (const ops::ArgumentSpec &a : t.arguments) {
+      EXPECT_TRUE(described.insert(a.name).second) << a.name << " is described twice";
+      EXPECT_FALSE(a.type.empty()) << a.name;
+      EXPECT_FALSE(a.description.empty()) << a.name;
+    }
+    EXPECT_EQ(described, accepted_arguments(name, t.example));
+    // The example is a workload, lowered with its default config; every key of its canonical form
+    // is described, and the required arguments are in it.
+    contracts::Workload w = registry.workload(name, t.example);
+    for (const auto &[key, value] : w.args.as_object()) {
+      (void)value;
+      EXPECT_TRUE(described.count(key)) << key << " is in the canonical form but not described";
+    }
+    for (const ops::ArgumentSpec &a : t.arguments) {
+      if (a.required()) {
+        EXPECT_TRUE(t.example.contains(a.name)) << a.name << " is required but not in the example";
+      }
+    }
+    ops::Task task(name, t.example, kTarget);
+    EXPECT_NO_THROW(task.lower(task.default_config()));
+  }
+}
+
+TEST(Registry, EveryEpilogueFormatIsAcceptedAsShown) {
+  std::set<std::string> ops_listed;
+  for (const ops::EpilogueOpFormat &f : ops::epilogue_formats()) {
+    SCOPED_TRACE(f.descriptor);
+    EXPECT_FALSE(f.meaning.empty());
+    const Json d = Json::parse(f.descriptor);
+    ops_listed.insert(d["op"].as_string());
+    const Json canonical = ops::canonical_epilogue(Json::array({d}), ir::Float(32), "test");
+    EXPECT_EQ(canonical[0].dump(), d.dump()) << "the format is not shown in canonical form";
+  }
+  EXPECT_EQ(ops_listed.size(), ops::epilogue_formats().size());
+  EXPECT_EQ(ops_listed.size(), 10u);
+}
+
 TEST(Registry, WorkloadKeyIsAFixedContentHash) {
   Json args = Json::object({{"data", tensor({1, 512})}, {"weight", tensor({1000, 512})}});
   contracts::Workload w = ops::Registry::builtin().workload("dense_pack.x86", args);
