@@ -16,6 +16,8 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -649,6 +651,68 @@ TEST(FarmServiceTest, MutualTlsFarmServesTlsClientsAndRefusesPlaintextOnes) {
   TlsFiles no_client_cert{"", "", data + "/ca.pem", "localhost"};
   TrackerClient anonymous({farm.tracker_address(), kToken, no_client_cert});
   EXPECT_THROW(anonymous.summary(), FarmError);
+}
+
+// `kiln measure --config` in the forms a user writes, and `--db` recording the result as a job of
+// its own, which `kiln db best --template` then finds with the arguments as the user wrote them.
+TEST(FarmServiceTest, KilnMeasureTakesConfigFormsAndRecordsInTheLog) {
+  Farm farm({.runners = 1});
+  const std::string token_file = (farm.dir() / "token").string();
+  const std::string log = (farm.dir() / "measured.db").string();
+  const std::string cli_log = (farm.dir() / "cli.log").string();
+  // The arguments as a user writes them; the log keeps their canonical form.
+  const std::string args = R"({"a":{"shape":[16,32]},"b":{"shape":[32,32]}})";
+  TestWorkload wl = small_matmul();
+  const autotune::Config base = wl.task->default_config();
+  // A valid config that differs from the default in one knob, named in the knob=value form.
+  std::mt19937_64 rng(3);
+  const std::optional<autotune::Config> neighbour = wl.task->space().neighbour(base, rng);
+  ASSERT_TRUE(neighbour.has_value());
+  const autotune::Config want = *neighbour;
+  std::string changed;
+  for (const auto &k : wl.task->space().knobs()) {
+    if (want.value(k.name) != base.value(k.name)) changed = k.name + "=" + want.value(k.name).dump() + ";";
+  }
+  const Json want_json = Json::parse(want.to_json());
+  const Json no_space = Json::object({{"knobs", want_json["knobs"]}});
+  int64_t job = 0;
+  for (const std::string &config : {changed, no_space.dump()}) {
+    SCOPED_TRACE(config);
+    auto [code, out] =
+        testing::run_command({KILN_CLI_BINARY, "measure", "--tracker", farm.tracker_address(), "--token-file",
+                              token_file, "--template", "matmul.x86", "--args", args, "--target", kTarget, "--device",
+                              kKey, "--config", config, "--db", log, "--json"},
+                             cli_log);
+    ASSERT_EQ(code, 0) << out;
+    const size_t json_at = out.find("{\n");
+    ASSERT_NE(json_at, std::string::npos) << out;
+    const Json result = Json::parse(out.substr(json_at));
+    EXPECT_EQ(result["config"]["index"].as_int(), want.index()) << out;
+    EXPECT_EQ(result["job_id"].as_int(), ++job) << out;
+    EXPECT_EQ(result["record_id"].as_int(), job) << out;
+    EXPECT_EQ(out.find("created new tuning log") != std::string::npos, job == 1) << out;
+  }
+  auto [code, out] = testing::run_command({KILN_CLI_BINARY, "db", "best", "--db", log, "--template", "matmul.x86",
+                                           "--args", args, "-t", kTarget, "-d", kKey, "--json"},
+                                          cli_log);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("\"index\": " + std::to_string(want.index())), std::string::npos) << out;
+  std::tie(code, out) = testing::run_command({KILN_CLI_BINARY, "db", "jobs", "--db", log}, cli_log);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("measure matmul.x86"), std::string::npos) << out;
+  EXPECT_NE(out.find("done"), std::string::npos) << out;
+
+  // A config that is not of the template: an error before anything is measured or recorded.
+  std::tie(code, out) =
+      testing::run_command({KILN_CLI_BINARY, "measure", "--tracker", farm.tracker_address(), "--token-file", token_file,
+                            "--template", "matmul.x86", "--args", args, "--target", kTarget, "--device", kKey,
+                            "--config", "no_such_knob=1", "--db", (farm.dir() / "other.db").string()},
+                           cli_log);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("kiln measure: error: config for template matmul.x86: unknown knob 'no_such_knob'"),
+            std::string::npos)
+      << out;
+  EXPECT_FALSE(std::filesystem::exists(farm.dir() / "other.db"));
 }
 
 TEST(FarmServiceTest, KilnFarmStatusAndKilnMeasure) {
