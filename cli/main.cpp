@@ -29,6 +29,7 @@ int main(int argc, char **argv) {
   kiln::cli::add_tune_command(app);
   kiln::cli::add_jobs_command(app);
   kiln::cli::add_templates_command(app);
+  kiln::cli::show_inherited_options(app);
 
   return kiln::cli::run(app, argc, argv);
 }

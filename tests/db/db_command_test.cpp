@@ -676,7 +676,13 @@ TEST_F(DbCommandTest, BadInputGivesAClearErrorAndANonZeroStatus) {
 
   // Command-line mistakes: status 2.
   EXPECT_EQ(kiln({"db", "best", "-w", key()}).status, 2);  // --target is required
-  EXPECT_EQ(kiln({"db", "no-such-command"}).status, 2);
+  r = kiln({"db", "no-such-command"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "kiln db: unknown command 'no-such-command'")) << r.err;
+  EXPECT_TRUE(contains(r.err, "workloads, best, top")) << r.err;
+  r = kiln({"tunes"}, false);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "kiln: unknown command 'tunes'\ncommands of kiln: db, farm, measure, tune")) << r.err;
   EXPECT_EQ(kiln({"db", "top", "-w", key(), "-t", "llvm", "--scope", "nearby"}).status, 2);
   EXPECT_EQ(kiln({"db", "prune", "--all", "--keep", "-3"}).status, 2);
   EXPECT_EQ(kiln({"db"}).status, 2);
@@ -719,6 +725,12 @@ TEST_F(DbCommandTest, HelpAndVersionSucceed) {
        {"workloads", "best", "top", "history", "jobs", "stats", "export", "import", "prune", "check"}) {
     EXPECT_TRUE(contains(r.out, command)) << command;
   }
+  // A command's help shows the options of its group too.
+  r = kiln({"db", "best", "--help"}, false);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_TRUE(contains(r.out, "Options of kiln db, given before best or after it:")) << r.out;
+  EXPECT_TRUE(contains(r.out, "--db TEXT=./kiln.db")) << r.out;
+  EXPECT_TRUE(contains(r.out, "--json")) << r.out;
   r = kiln({"--version"}, false);
   EXPECT_EQ(r.status, 0);
   EXPECT_TRUE(contains(r.out, "kiln ")) << r.out;
