@@ -35,6 +35,13 @@ class OpError : public UserError {
   using UserError::UserError;
 };
 
+// Limits of a workload's tensors. A dimension has at most kMaxDimension elements, and a tensor
+// (an input, an output or an intermediate stage) at most kMaxTensorElements, since the generated
+// code indexes tensors with 32-bit integers. A workload beyond them is an OpError naming the tensor
+// and the limit.
+constexpr int64_t kMaxDimension = int64_t{1} << 30;
+constexpr int64_t kMaxTensorElements = (int64_t{1} << 31) - 1;
+
 // The tensors of one instance of a template.
 struct Compute {
   std::vector<te::Tensor> inputs;

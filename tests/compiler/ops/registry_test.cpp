@@ -143,6 +143,48 @@ TEST(Registry, EquivalentArgumentsGiveTheSameKey) {
   EXPECT_EQ(ops::Task("conv2d_nchw.x86", d1, kTarget).key(), ops::Task("conv2d_nchw.x86", d2, kTarget).key());
 }
 
+// The message of the OpError that making the task throws, or "" when it is made.
+std::string task_error(const std::string &name, const Json &args) {
+  try {
+    ops::Task task(name, args, kTarget);
+  } catch (const ops::OpError &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Registry, TensorsBeyondTheIndexLimitAreClearErrors) {
+  const Json relu = Json::array({ops::epilogue::relu()});
+  const std::string limit = "a tensor may have at most 2147483647 (2^31 - 1: tensors are indexed with 32-bit integers)";
+  // Just below the limit, and just above it.
+  EXPECT_EQ(task_error("elemwise.x86", Json::object({{"data", tensor({3, 715827882})}, {"epilogue", relu}})), "");
+  std::string e = task_error("elemwise.x86", Json::object({{"data", tensor({2, 1073741824})}, {"epilogue", relu}}));
+  EXPECT_NE(e.find("workload elemwise.x86: \"data\" has 2147483648 elements (shape [2,1073741824]); " + limit),
+            std::string::npos)
+      << e;
+  // An element count beyond 64 bits.
+  e = task_error("elemwise.x86",
+                 Json::object({{"data", tensor({1073741824, 1073741824, 1073741824})}, {"epilogue", relu}}));
+  EXPECT_NE(e.find("\"data\" has more than 2^63 elements"), std::string::npos) << e;
+  EXPECT_EQ(e.find("extent must be positive"), std::string::npos) << e;
+  // A dimension beyond its own limit names it.
+  e = task_error("elemwise.x86", Json::object({{"data", tensor({2147483648})}, {"epilogue", relu}}));
+  EXPECT_NE(e.find("must hold integers from 1 to 1073741824, got [2147483648]"), std::string::npos) << e;
+  // Outputs larger than their inputs.
+  e = task_error("matmul.x86", Json::object({{"a", tensor({1048576, 1})}, {"b", tensor({1, 1048576})}}));
+  EXPECT_NE(e.find("workload matmul.x86: tensor \"matmul\" would have 1099511627776 elements (shape [1048576, "
+                   "1048576]); " +
+                   limit),
+            std::string::npos)
+      << e;
+  e = task_error("broadcast.x86", Json::object({{"lhs", tensor({65536, 1})}, {"rhs", tensor({65536})}}));
+  EXPECT_NE(e.find("would have 4294967296 elements"), std::string::npos) << e;
+  e = task_error(
+      "conv2d_transpose_nchw.x86",
+      Json::object({{"data", tensor({1, 1, 40000, 40000})}, {"kernel", tensor({1, 1, 3, 3})}, {"strides", 2}}));
+  EXPECT_NE(e.find("would have 6400160001 elements"), std::string::npos) << e;
+}
+
 TEST(Registry, BadWorkloadsAreUserErrors) {
   EXPECT_THROW(ops::Task("dense_pack.x86", Json::object({{"data", tensor({4, 8})}}), kTarget), ops::OpError);
   EXPECT_THROW(
