@@ -499,6 +499,24 @@ TEST(FarmServiceTest, TheProductionRunnerRefusesTheFaultTemplates) {
   }
 }
 
+// An authentication failure is not transient: a runner whose token the tracker refuses exits at
+// once with a message that says what to check, instead of retrying forever.
+TEST(FarmServiceTest, ARunnerWithTheWrongTokenExitsWithAClearError) {
+  Farm farm({.runners = 0});
+  std::ofstream(farm.dir() / "wrong.token") << "not-the-farm-token\n";
+  const auto start = std::chrono::steady_clock::now();
+  auto [code, out] = testing::run_command({KILN_RUNNER_BINARY, "--tracker", farm.tracker_address(), "--key", kKey,
+                                           "--token-file", (farm.dir() / "wrong.token").string()},
+                                          (farm.dir() / "wrong-token.log").string(), 20s);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  EXPECT_NE(out.find("refused this runner"), std::string::npos) << out;
+  EXPECT_NE(out.find("UNAUTHENTICATED: wrong farm token"), std::string::npos) << out;
+  EXPECT_NE(out.find("--token-file"), std::string::npos) << out;
+  EXPECT_EQ(out.find("; retrying"), std::string::npos) << out;
+  EXPECT_EQ(farm.summary().free_runners(), 0u);
+}
+
 TEST(FarmServiceTest, MalformedAndAbsurdRequestsAreInvalidArgumentsAndTheRunnerLives) {
   Farm farm({.runners = 1});
   TestWorkload wl = small_matmul();
