@@ -80,7 +80,9 @@ int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension)
   try {
     const std::string token = load_token(token_file);
     target = target.empty() ? host_target() : contracts::canonical_target(target);
-    make_device_backend(target);  // refuses a target no back end serves, now
+    // Refuses, now, a target no back end serves or this host cannot run: a misconfigured runner
+    // must not register and fail every measurement.
+    check_target_runs(target);
 
     MeasurePoolOptions pool_options;
     pool_options.build_workers = build_workers;

@@ -517,6 +517,24 @@ TEST(FarmServiceTest, ARunnerWithTheWrongTokenExitsWithAClearError) {
   EXPECT_EQ(farm.summary().free_runners(), 0u);
 }
 
+// A runner whose --target its host cannot run refuses to start, rather than registering and
+// failing every measurement.
+TEST(FarmServiceTest, ARunnerForATargetItsHostCannotRunRefusesToStart) {
+  Farm farm({.runners = 0});
+#if defined(__aarch64__)
+  const std::string cross = "llvm -mtriple=x86_64-linux-gnu";
+#else
+  const std::string cross = "llvm -mtriple=aarch64-linux-gnu";
+#endif
+  auto [code, out] = testing::run_command({KILN_RUNNER_BINARY, "--tracker", farm.tracker_address(), "--key", kKey,
+                                           "--token-file", (farm.dir() / "token").string(), "--target", cross},
+                                          (farm.dir() / "cross.log").string(), 20s);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("kiln-runner: target \"" + cross + "\" cannot run on this host"), std::string::npos) << out;
+  EXPECT_EQ(out.find("serving"), std::string::npos) << out;
+  EXPECT_EQ(farm.summary().free_runners(), 0u);
+}
+
 TEST(FarmServiceTest, MalformedAndAbsurdRequestsAreInvalidArgumentsAndTheRunnerLives) {
   Farm farm({.runners = 1});
   TestWorkload wl = small_matmul();
