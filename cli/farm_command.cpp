@@ -65,7 +65,8 @@ void status_command(const FarmOptions &options) {
                      {"free_runners", device.free_runners()},
                      {"busy_runners", device.busy_runners()},
                      {"quarantined_runners", device.quarantined_runners()},
-                     {"queue_length", device.queue_length()}});
+                     {"queue_length", device.queue_length()},
+                     {"targets", std::vector<std::string>(device.targets().begin(), device.targets().end())}});
     }
     std::cout << out.dump(2) << '\n';
     return;
@@ -74,10 +75,13 @@ void status_command(const FarmOptions &options) {
     std::cout << "no runners registered and no requests waiting at " << options.tracker << '\n';
     return;
   }
-  Table table({"device key", "free", "busy", "quarantined", "waiting"});
+  Table table({"device key", "free", "busy", "quarantined", "waiting", "targets"});
   for (const auto &device : summary.devices()) {
+    std::string targets;
+    for (const std::string &t : device.targets()) targets += (targets.empty() ? "\"" : ", \"") + t + "\"";
     table.add_row({device.device_key(), std::to_string(device.free_runners()), std::to_string(device.busy_runners()),
-                   std::to_string(device.quarantined_runners()), std::to_string(device.queue_length())});
+                   std::to_string(device.quarantined_runners()), std::to_string(device.queue_length()),
+                   targets.empty() ? "-" : targets});
   }
   table.print(std::cout);
 }

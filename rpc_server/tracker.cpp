@@ -168,6 +168,10 @@ std::vector<DeviceSummary> Tracker::summary() const {
   const Clock::time_point now = Clock::now();
   for (const auto &[id, runner] : runners_) {
     DeviceSummary &entry = by_key[runner.registration.device_key];
+    const std::string &target = runner.registration.target;
+    if (std::find(entry.targets.begin(), entry.targets.end(), target) == entry.targets.end()) {
+      entry.targets.insert(std::upper_bound(entry.targets.begin(), entry.targets.end(), target), target);
+    }
     if (!runner.lease_id.empty()) {
       entry.busy_runners += 1;
     } else if (quarantined(runner, now)) {

@@ -81,6 +81,8 @@ struct DeviceSummary {
   int busy_runners = 0;
   int queue_length = 0;
   int quarantined_runners = 0;
+  // The targets its registered runners serve, sorted, each once.
+  std::vector<std::string> targets;
 };
 
 class Tracker {

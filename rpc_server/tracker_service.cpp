@@ -241,6 +241,7 @@ grpc::ServerUnaryReactor *TrackerService::Summary(grpc::CallbackServerContext *c
     entry->set_busy_runners(static_cast<uint32_t>(device.busy_runners));
     entry->set_queue_length(static_cast<uint32_t>(device.queue_length));
     entry->set_quarantined_runners(static_cast<uint32_t>(device.quarantined_runners));
+    for (const std::string &target : device.targets) entry->add_targets(target);
   }
   return finish(context, grpc::Status::OK);
 }

@@ -25,6 +25,7 @@
 
 #include "child_process.h"
 #include "contracts/json.h"
+#include "contracts/target.h"
 #include "compiler/driver/target.h"
 #include "compiler/ops/registry.h"
 #include "kiln/v1/runner.grpc.pb.h"
@@ -760,12 +761,19 @@ TEST(FarmServiceTest, KilnFarmStatusAndKilnMeasure) {
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find(kKey), std::string::npos) << out;
   EXPECT_NE(out.find("free"), std::string::npos) << out;
+  EXPECT_NE(out.find("targets"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"" + contracts::canonical_target(kTarget) + "\""), std::string::npos) << out;
 
   std::tie(code, out) = testing::run_command(
       {KILN_CLI_BINARY, "farm", "status", "--json", "--tracker", farm.tracker_address(), "--token-file", token_file},
       (farm.dir() / "cli.log").string());
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("\"free_runners\": 3"), std::string::npos) << out;
+  // Each key's targets, the runners' canonical strings.
+  const Json status = Json::parse(out);
+  ASSERT_EQ(status.size(), 1u) << out;
+  ASSERT_EQ(status[0]["targets"].size(), 1u) << out;
+  EXPECT_EQ(status[0]["targets"][0].as_string(), contracts::canonical_target(kTarget)) << out;
 
   const std::string args = Json::object({{"a", tensor({16, 32})}, {"b", tensor({32, 32})}}).dump();
   std::tie(code, out) = testing::run_command(

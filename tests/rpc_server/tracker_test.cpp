@@ -116,6 +116,21 @@ TEST(TrackerTest, ReregisteringAnAddressReplacesTheOldRunnerAndRevokesItsLease) 
   EXPECT_EQ(tracker.summary()[0].busy_runners, 0);
 }
 
+TEST(TrackerTest, SummaryShowsEachKeysTargets) {
+  Tracker tracker(options());
+  tracker.register_runner({"127.0.0.1:1", "x86", "llvm -mcpu=znver4"});
+  tracker.register_runner({"127.0.0.1:2", "x86", "llvm -mcpu=skylake"});
+  tracker.register_runner({"127.0.0.1:3", "x86", "llvm -mcpu=znver4"});
+  tracker.register_runner({"127.0.0.1:4", "arm", "llvm -mtriple=aarch64-linux-gnu"});
+  const std::vector<DeviceSummary> summary = tracker.summary();
+  ASSERT_EQ(summary.size(), 2u);
+  EXPECT_EQ(summary[0].device_key, "arm");
+  EXPECT_EQ(summary[0].targets, std::vector<std::string>{"llvm -mtriple=aarch64-linux-gnu"});
+  EXPECT_EQ(summary[1].device_key, "x86");
+  EXPECT_EQ(summary[1].targets, (std::vector<std::string>{"llvm -mcpu=skylake", "llvm -mcpu=znver4"}));
+  EXPECT_EQ(summary[1].free_runners, 3);
+}
+
 TEST(TrackerTest, ShutdownAnswersEveryWaitingRequest) {
   Outcomes outcomes;
   {
