@@ -130,6 +130,9 @@ class AcquireReactor final : public grpc::ServerUnaryReactor {
         case AcquireStatus::kShutdown:
           status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the tracker is shutting down");
           break;
+        case AcquireStatus::kNoRunner:
+          status = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, outcome.message);
+          break;
       }
       finish_now = started_;
       if (!finish_now) deferred_status_ = status;

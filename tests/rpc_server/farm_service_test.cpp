@@ -612,20 +612,36 @@ TEST(FarmServiceTest, MalformedAndAbsurdRequestsAreInvalidArgumentsAndTheRunnerL
   EXPECT_TRUE(farm.wait_for_free(1));
 }
 
-TEST(FarmServiceTest, ALeaseRequestWithNoRunnerEndsAtItsDeadline) {
+TEST(FarmServiceTest, ALeaseRequestForAKeyWithoutRunnersIsToldAtOnce) {
   Farm farm({.runners = 1});
+  // Past the tracker's start-up grace (its heartbeat timeout, 1.5 s), in which runners register.
+  std::this_thread::sleep_for(1600ms);
   TrackerClient tracker(farm.tracker_endpoint());
   auto start = std::chrono::steady_clock::now();
   try {
-    tracker.acquire("no-such-device", 0, 300ms);
+    tracker.acquire("no-such-device", 0, 30s);
     ADD_FAILURE() << "a runner of a key nobody serves was granted";
   } catch (const FarmError &e) {
-    EXPECT_EQ(e.code(), grpc::StatusCode::DEADLINE_EXCEEDED) << e.what();
+    EXPECT_EQ(e.code(), grpc::StatusCode::FAILED_PRECONDITION) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no runner is registered under device key \"no-such-device\" (device keys "
+                                         "with runners: " +
+                                         std::string(kKey) + ")"),
+              std::string::npos)
+        << e.what();
   }
-  auto took = std::chrono::steady_clock::now() - start;
-  EXPECT_GE(took, 290ms);
-  EXPECT_LT(took, 3s);
-  // All runners busy: the same.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  // `kiln measure` says so too, at once.
+  start = std::chrono::steady_clock::now();
+  const std::string args = Json::object({{"a", tensor({16, 32})}, {"b", tensor({32, 32})}}).dump();
+  auto [code, out] = testing::run_command(
+      {KILN_CLI_BINARY, "measure", "--tracker", farm.tracker_address(), "--token-file", (farm.dir() / "token").string(),
+       "--template", "matmul.x86", "--args", args, "--target", kTarget, "--device", "no-such-device"},
+      (farm.dir() / "cli.log").string());
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("kiln measure: error: "), std::string::npos) << out;
+  EXPECT_NE(out.find("no runner is registered under device key \"no-such-device\""), std::string::npos) << out;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  // All runners busy: the request waits until its deadline.
   kiln::v1::AcquireReply held = tracker.acquire(kKey, 0, 5s);
   try {
     tracker.acquire(kKey, 0, 200ms);
