@@ -3,7 +3,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -11,6 +17,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/command.h"
@@ -23,6 +30,7 @@
 #include "db/tuning_db.h"
 #include "kiln/v1/measure.pb.h"
 #include "rpc_server/farm_client.h"
+#include "rpc_server/signals.h"
 #include "rpc_server/wire.h"
 #include "tuner/measurer.h"
 
@@ -152,8 +160,48 @@ class MeasureLog {
   std::optional<db::TuningDb> log_;
 };
 
+// While it lives, SIGINT or SIGTERM (Ctrl-C) releases the lease `client` holds, so that the runner
+// is free at once instead of after the tracker's lease idle timeout, and ends the process with
+// status 128 + the signal. The signals are blocked in every thread from construction on (before
+// the farm client starts gRPC's threads) and taken by a watcher thread.
+class ReleaseOnInterrupt {
+ public:
+  explicit ReleaseOnInterrupt(rpc::FarmClient &client) : client_(client) {
+    watcher_ = std::thread([this] {
+      const int signal = rpc::wait_for_shutdown_signal();
+      if (finished_) return;
+      std::string released;
+      const std::string lease = client_.held_lease();
+      if (!lease.empty()) {
+        try {
+          client_.tracker().release(lease, /*runner_failed=*/false);
+          released = "; released lease " + lease;
+        } catch (const std::exception &e) {
+          released = "; could not release lease " + lease + ": " + e.what();
+        }
+      }
+      std::cerr << "kiln measure: interrupted (" << strsignal(signal) << ")" << released << std::endl;
+      std::_Exit(128 + signal);
+    });
+  }
+  ~ReleaseOnInterrupt() {
+    finished_ = true;
+    ::kill(::getpid(), SIGTERM);  // wakes the watcher, which sees that the measurement is over
+    watcher_.join();
+  }
+  ReleaseOnInterrupt(const ReleaseOnInterrupt &) = delete;
+  ReleaseOnInterrupt &operator=(const ReleaseOnInterrupt &) = delete;
+
+ private:
+  rpc::FarmClient &client_;
+  std::atomic<bool> finished_{false};
+  std::thread watcher_;
+};
+
 // Prints the result; false when the config did not measure OK.
 bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
+  // Before any thread starts: Ctrl-C is taken by ReleaseOnInterrupt's watcher.
+  rpc::block_shutdown_signals();
   // The workload and config are made here, with the same registry the runners use, so that a
   // mistake is reported before anything is sent.
   contracts::Json args;
@@ -179,7 +227,11 @@ bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
   client_options.priority = options.priority;
   client_options.acquire_wait = std::chrono::milliseconds(options.wait_ms);
   rpc::FarmClient client(client_options);
-  kiln::v1::MeasureResult result = client.measure(workload, target, {proto_config}, options.measure).at(0);
+  kiln::v1::MeasureResult result;
+  {
+    ReleaseOnInterrupt release(client);
+    result = client.measure(workload, target, {proto_config}, options.measure).at(0);
+  }
   const std::optional<MeasureLog::Recorded> recorded =
       log.record(task, options.device, config, tuner::outcome_from_proto(result));
 

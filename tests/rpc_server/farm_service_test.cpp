@@ -768,6 +768,38 @@ TEST(FarmServiceTest, KilnMeasureTakesConfigFormsAndRecordsInTheLog) {
   EXPECT_FALSE(std::filesystem::exists(farm.dir() / "other.db"));
 }
 
+// Ctrl-C of `kiln measure` releases its lease: the runner is free at once, not after the tracker's
+// lease idle timeout (60 s here).
+TEST(FarmServiceTest, AnInterruptedKilnMeasureReleasesItsLease) {
+  Farm farm({.runners = 1});
+  const std::string args = Json::object({{"a", tensor({16, 32})}, {"b", tensor({32, 32})}}).dump();
+  for (int sig : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(strsignal(sig));
+    // At least 20 repeats of 200 ms: the measurement lasts 4 s or more.
+    ChildProcess measure({KILN_CLI_BINARY, "measure", "--tracker", farm.tracker_address(), "--token-file",
+                          (farm.dir() / "token").string(), "--template", "matmul.x86", "--args", args, "--target",
+                          kTarget, "--device", kKey, "--repeat", "20", "--min-repeat-ms", "200"},
+                         (farm.dir() / "interrupted.log").string());
+    auto until = std::chrono::steady_clock::now() + 20s;
+    while (farm.summary().busy_runners() != 1 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(20ms);
+    }
+    ASSERT_EQ(farm.summary().busy_runners(), 1u) << measure.log();
+    std::this_thread::sleep_for(300ms);  // the session is under way
+    measure.signal(sig);
+    std::optional<int> status = measure.wait_for(10s);
+    ASSERT_TRUE(status.has_value()) << measure.log();
+    EXPECT_TRUE(WIFEXITED(*status)) << measure.log();
+    EXPECT_EQ(WEXITSTATUS(*status), 128 + sig) << measure.log();
+    EXPECT_NE(measure.log().find("kiln measure: interrupted"), std::string::npos) << measure.log();
+    EXPECT_NE(measure.log().find("released lease"), std::string::npos) << measure.log();
+    // Free again within a second or two.
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_TRUE(farm.wait_for_free(1, 3s));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  }
+}
+
 TEST(FarmServiceTest, KilnFarmStatusAndKilnMeasure) {
   Farm farm({});
   const std::string token_file = (farm.dir() / "token").string();
