@@ -651,9 +651,10 @@ TEST(MeasurePool, MalformedOrAbsurdRequestsAreRefusedWithoutResults) {
 
   refused(std::vector<Candidate>(9, good), o, Reason::kOverLimit, "batch has 9 configs");
 
-  ops::Task huge = ops::Task("dense_pack.x86",
-                             Json::object({{"data", tensor({100000, 100000})}, {"weight", tensor({100000, 100000})}}),
-                             driver::resolve_target(kTarget));
+  // Tensors of 2^30 floats each (4 GiB): within the compiler's limits, beyond the runner's.
+  ops::Task huge =
+      ops::Task("dense_pack.x86", Json::object({{"data", tensor({32768, 32768})}, {"weight", tensor({32768, 32768})}}),
+                driver::resolve_target(kTarget));
   refused({candidate(huge, to_wire(huge.default_config()))}, o, Reason::kOverLimit, "above the runner's limit");
 
   // Without the extension, the test templates do not exist.
