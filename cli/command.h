@@ -3,7 +3,8 @@
 // out of the app to a message on stderr and an exit status, the same way for every command:
 //   a kiln::UserError          "kiln <command>: error: <message>", exit status 1
 //   anything else              "kiln <command>: internal error: <message>", exit status 2
-//   a wrong command line       CLI11's message and usage, exit status 2
+//   a wrong command line       CLI11's message and usage, exit status 2; an unknown or missing
+//                              command "kiln db: unknown command 'x'" and the commands there are
 // where <command> is the command as given ("kiln db best", "kiln measure"). A command whose result
 // is printed but is a failure (a measurement that did not come back OK) ends with
 // CLI::RuntimeError(kExitFailed) and prints no error line.
@@ -23,5 +24,10 @@ constexpr int kExitInternal = 2;
 // Parses `argv` with `app`, running the chosen command, and returns the exit status. Help and
 // CLI11's errors go to `out` and `err`, Kiln's error lines to `err`.
 int run(CLI::App &app, int argc, const char *const *argv, std::ostream &out = std::cout, std::ostream &err = std::cerr);
+
+// Makes every command's --help list the options it inherits from the command groups above it
+// ("kiln db best --help" shows --db and --json), saying where they may be given. Call it once every
+// command has been added.
+void show_inherited_options(CLI::App &app);
 
 }  // namespace kiln::cli

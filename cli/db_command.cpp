@@ -2,6 +2,8 @@
 
 #include "cli/progress.h"
 #include "cli/table.h"
+#include "compiler/ops/registry.h"
+#include "contracts/json.h"
 #include "contracts/error.h"
 #include "db/error.h"
 #include "db/record_json.h"
@@ -113,15 +115,31 @@ void add_lookup_options(CLI::App *command, LookupOptions &lookup, bool with_targ
   }
 }
 
+// The key of the workload --template and --args name. A template of the operator library puts the
+// arguments in its canonical form first (its defaults filled in, numbers in one spelling), as
+// `kiln measure` and `kiln tune` do when they record; the arguments of a template it does not know
+// (a log written by a build with other templates) are taken as they are.
+std::string workload_key_of(const std::string &template_name, const std::string &args) {
+  const ops::Registry &registry = ops::Registry::builtin();
+  if (!registry.contains(template_name)) return db::Workload::parse(template_name, args).key;
+  contracts::Json value;
+  try {
+    value = contracts::Json::parse(args);
+  } catch (const contracts::JsonError &e) {
+    throw UserError("--args is not JSON: " + std::string(e.what()));
+  }
+  return registry.workload(template_name, value).key;
+}
+
 db::Workload resolve_workload(TuningDb &tuning_db, const LookupOptions &lookup) {
   if (lookup.workload.empty() && lookup.template_name.empty()) {
     throw UserError("name the workload with --workload KEY or --template NAME --args JSON");
   }
   if (!lookup.template_name.empty()) {
-    db::Workload w = db::Workload::parse(lookup.template_name, lookup.args);
-    auto stored = tuning_db.workload(w.key);
+    const std::string key = workload_key_of(lookup.template_name, lookup.args);
+    auto stored = tuning_db.workload(key);
     if (!stored) {
-      throw UserError("unknown workload: no " + lookup.template_name + " workload with these arguments (key " + w.key +
+      throw UserError("unknown workload: no " + lookup.template_name + " workload with these arguments (key " + key +
                       ") in " + tuning_db.path());
     }
     return *stored;

@@ -3,12 +3,21 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/command.h"
@@ -17,9 +26,13 @@
 #include "contracts/json.h"
 #include "compiler/driver/target.h"
 #include "compiler/ops/registry.h"
+#include "db/error.h"
+#include "db/tuning_db.h"
 #include "kiln/v1/measure.pb.h"
 #include "rpc_server/farm_client.h"
+#include "rpc_server/signals.h"
 #include "rpc_server/wire.h"
+#include "tuner/measurer.h"
 
 namespace kiln::cli {
 
@@ -60,7 +73,8 @@ void status_command(const FarmOptions &options) {
                      {"free_runners", device.free_runners()},
                      {"busy_runners", device.busy_runners()},
                      {"quarantined_runners", device.quarantined_runners()},
-                     {"queue_length", device.queue_length()}});
+                     {"queue_length", device.queue_length()},
+                     {"targets", std::vector<std::string>(device.targets().begin(), device.targets().end())}});
     }
     std::cout << out.dump(2) << '\n';
     return;
@@ -69,10 +83,13 @@ void status_command(const FarmOptions &options) {
     std::cout << "no runners registered and no requests waiting at " << options.tracker << '\n';
     return;
   }
-  Table table({"device key", "free", "busy", "quarantined", "waiting"});
+  Table table({"device key", "free", "busy", "quarantined", "waiting", "targets"});
   for (const auto &device : summary.devices()) {
+    std::string targets;
+    for (const std::string &t : device.targets()) targets += (targets.empty() ? "\"" : ", \"") + t + "\"";
     table.add_row({device.device_key(), std::to_string(device.free_runners()), std::to_string(device.busy_runners()),
-                   std::to_string(device.quarantined_runners()), std::to_string(device.queue_length())});
+                   std::to_string(device.quarantined_runners()), std::to_string(device.queue_length()),
+                   targets.empty() ? "-" : targets});
   }
   table.print(std::cout);
 }
@@ -80,7 +97,8 @@ void status_command(const FarmOptions &options) {
 struct MeasureCommandOptions {
   std::string template_name;
   std::string args = "{}";
-  std::string config;  // canonical config JSON; empty: the template's default config
+  std::string config;  // ConfigSpace::parse_config_text's forms; empty: the template's default config
+  std::string db;      // the tuning log to record the result in; empty: none
   std::string target;
   std::string device;
   int priority = 0;
@@ -92,8 +110,98 @@ struct MeasureCommandOptions {
 
 std::string error_name(kiln::v1::ErrorClass error) { return kiln::v1::ErrorClass_Name(error); }
 
+// Where `kiln measure --db` records its result: a job of its own holding the one record. An
+// existing log is opened before measuring, so that one that cannot be written fails early; a new
+// one is created only when there is something to record.
+class MeasureLog {
+ public:
+  explicit MeasureLog(const std::string &path) : path_(path) {
+    std::error_code ec;
+    if (path_.empty() || !std::filesystem::exists(path_, ec) || std::filesystem::file_size(path_, ec) == 0) return;
+    db::TuningDbOptions options;
+    options.create = false;
+    try {
+      log_.emplace(db::TuningDb::open(path_, options));
+    } catch (const db::TuningDbError &e) {
+      if (e.kind() != db::TuningDbError::Kind::kNotFound) throw;
+    }
+  }
+
+  struct Recorded {
+    int64_t job_id = 0;
+    int64_t record_id = 0;
+  };
+
+  // Records the outcome; nothing for an INFRA outcome (the measurement did not happen).
+  std::optional<Recorded> record(const ops::Task &task, const std::string &device_key, const autotune::Config &config,
+                                 const tuner::MeasureOutcome &outcome) {
+    if (path_.empty() || outcome.error == db::ErrorClass::kInfra) return std::nullopt;
+    if (!log_) {
+      log_.emplace(db::TuningDb::open(path_));
+      if (log_->created()) std::cerr << "created new tuning log " << log_->path() << '\n';
+    }
+    const nlohmann::json spec = {{"command", "measure"},
+                                 {"template", task.workload().template_name},
+                                 {"args", nlohmann::json::parse(task.workload().args_json)},
+                                 {"target", task.target().str()},
+                                 {"device_key", device_key},
+                                 {"config", nlohmann::json::parse(config.to_json())}};
+    Recorded r;
+    r.job_id = log_->create_job("measure " + task.workload().template_name, spec, 1);
+    r.record_id = log_->insert(tuner::make_record(task, device_key, config, outcome, r.job_id));
+    log_->update_job(r.job_id, db::JobState::kDone, std::string(db::to_string(outcome.error)));
+    return r;
+  }
+
+  const std::string &path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::optional<db::TuningDb> log_;
+};
+
+// While it lives, SIGINT or SIGTERM (Ctrl-C) releases the lease `client` holds, so that the runner
+// is free at once instead of after the tracker's lease idle timeout, and ends the process with
+// status 128 + the signal. The signals are blocked in every thread from construction on (before
+// the farm client starts gRPC's threads) and taken by a watcher thread.
+class ReleaseOnInterrupt {
+ public:
+  explicit ReleaseOnInterrupt(rpc::FarmClient &client) : client_(client) {
+    watcher_ = std::thread([this] {
+      const int signal = rpc::wait_for_shutdown_signal();
+      if (finished_) return;
+      std::string released;
+      const std::string lease = client_.held_lease();
+      if (!lease.empty()) {
+        try {
+          client_.tracker().release(lease, /*runner_failed=*/false);
+          released = "; released lease " + lease;
+        } catch (const std::exception &e) {
+          released = "; could not release lease " + lease + ": " + e.what();
+        }
+      }
+      std::cerr << "kiln measure: interrupted (" << strsignal(signal) << ")" << released << std::endl;
+      std::_Exit(128 + signal);
+    });
+  }
+  ~ReleaseOnInterrupt() {
+    finished_ = true;
+    ::kill(::getpid(), SIGTERM);  // wakes the watcher, which sees that the measurement is over
+    watcher_.join();
+  }
+  ReleaseOnInterrupt(const ReleaseOnInterrupt &) = delete;
+  ReleaseOnInterrupt &operator=(const ReleaseOnInterrupt &) = delete;
+
+ private:
+  rpc::FarmClient &client_;
+  std::atomic<bool> finished_{false};
+  std::thread watcher_;
+};
+
 // Prints the result; false when the config did not measure OK.
 bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
+  // Before any thread starts: Ctrl-C is taken by ReleaseOnInterrupt's watcher.
+  rpc::block_shutdown_signals();
   // The workload and config are made here, with the same registry the runners use, so that a
   // mistake is reported before anything is sent.
   contracts::Json args;
@@ -103,7 +211,10 @@ bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
     throw UserError("--args is not JSON: " + std::string(e.what()));
   }
   ops::Task task(options.template_name, args, driver::resolve_target(options.target));
-  autotune::Config config = options.config.empty() ? task.default_config() : task.parse_config(options.config);
+  const autotune::Config config = options.config.empty()
+                                      ? task.default_config()
+                                      : task.space().parse_config_text(options.config, task.default_config());
+  MeasureLog log(options.db);
   kiln::v1::Workload workload = rpc::workload_to_proto(task.workload());
   kiln::v1::Target target = rpc::target_to_proto(task.target().target, options.device);
   kiln::v1::Config proto_config = rpc::config_to_proto(config);
@@ -116,7 +227,13 @@ bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
   client_options.priority = options.priority;
   client_options.acquire_wait = std::chrono::milliseconds(options.wait_ms);
   rpc::FarmClient client(client_options);
-  kiln::v1::MeasureResult result = client.measure(workload, target, {proto_config}, options.measure).at(0);
+  kiln::v1::MeasureResult result;
+  {
+    ReleaseOnInterrupt release(client);
+    result = client.measure(workload, target, {proto_config}, options.measure).at(0);
+  }
+  const std::optional<MeasureLog::Recorded> recorded =
+      log.record(task, options.device, config, tuner::outcome_from_proto(result));
 
   const auto &seconds = result.seconds();
   double mean =
@@ -136,6 +253,11 @@ bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
                                {"compile_seconds", result.compile_seconds()},
                                {"runner", result.runner_id()},
                                {"kiln_version", result.kiln_version()}};
+    if (!log.path().empty()) {
+      out["db"] = log.path();
+      out["job_id"] = recorded ? nlohmann::ordered_json(recorded->job_id) : nlohmann::ordered_json();
+      out["record_id"] = recorded ? nlohmann::ordered_json(recorded->record_id) : nlohmann::ordered_json();
+    }
     std::cout << out.dump(2) << '\n';
   } else {
     std::vector<std::pair<std::string, std::string>> fields{{"workload", task.key()},
@@ -152,6 +274,11 @@ bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
     }
     fields.emplace_back("compile", fmt::format("{:.1f} ms", result.compile_seconds() * 1e3));
     fields.emplace_back("runner", result.runner_id());
+    if (!log.path().empty()) {
+      fields.emplace_back("recorded", recorded ? fmt::format("record {} of job {} in {}", recorded->record_id,
+                                                             recorded->job_id, log.path())
+                                               : "not recorded: the measurement did not happen (INFRA)");
+    }
     print_fields(std::cout, fields);
   }
   return result.error() == kiln::v1::OK;
@@ -173,10 +300,18 @@ void add_farm_commands(CLI::App &kiln) {
     auto options = std::make_shared<MeasureCommandOptions>();
     auto *command = kiln.add_subcommand("measure", "Measure one workload and config on a leased runner of the farm.");
     add_farm_options(command, *farm_options);
-    command->add_option("--template", options->template_name, "operator template, e.g. dense_pack.x86")->required();
+    command
+        ->add_option("--template", options->template_name,
+                     "operator template, e.g. dense_pack.x86 (see `kiln templates`)")
+        ->required();
     command->add_option("--args", options->args, "the template's arguments as JSON")->required();
     command->add_option("--config", options->config,
-                        "a config as canonical JSON (default: the template's default config)");
+                        "a config: knob=value pairs separated by ';' (tile_y=[4,2,8];tile_x=[16,8]), the knobs as "
+                        "JSON, or the config JSON (its space fingerprint optional); knobs left out keep their value "
+                        "in the default config (default: the template's default config; `kiln templates show "
+                        "TEMPLATE` lists the knobs)");
+    command->add_option("--db", options->db,
+                        "record the result in this tuning log, as a job of its own (created when missing)");
     command->add_option("--target", options->target, "the target string, e.g. \"llvm -mcpu=znver4\"")->required();
     command->add_option("--device", options->device, "the device key of the runners to use")->required();
     command->add_option("--priority", options->priority, "lease priority, -1000 to 1000")

@@ -292,6 +292,7 @@ void add_jobs_command(CLI::App &app) {
   auto o = std::make_shared<JobsOptions>();
   CLI::App *jobs = app.add_subcommand("jobs", "The tuning jobs of a tuning log.");
   jobs->require_subcommand(1);
+  jobs->fallthrough();  // --db and --json are accepted after the subcommand too
   jobs->add_option("--db", o->db, "the tuning log")->capture_default_str();
   jobs->add_flag("--json", o->json, "machine-readable JSON output");
   add_daemon_options(jobs, o->daemon);

@@ -49,6 +49,13 @@ class DeviceBackend {
 // the target kind when no back end serves it.
 std::unique_ptr<DeviceBackend> make_device_backend(const std::string &target);
 
+// Checks that this host can run code for `target`: compiles a small vectorized kernel with the
+// target's back end and runs it on the device, comparing its output. The kernel runs in a child
+// process, so that code the host cannot execute (an illegal instruction) ends the child, not the
+// caller; call it before starting threads. Throws kiln::UserError saying why the target cannot run
+// here.
+void check_target_runs(const std::string &target);
+
 // The target the reference outputs are computed with: the host CPU (the reference is an
 // unscheduled lowering, run wherever the worker runs), `target` itself when it is a CPU target.
 std::string reference_target(const std::string &target);

@@ -322,6 +322,7 @@ std::vector<kiln::v1::MeasureResult> FarmClient::measure(const kiln::v1::Workloa
   const int attempts = std::max(1, options_.max_attempts);
   for (int attempt = 1; attempt <= attempts && !pending.empty(); ++attempt) {
     kiln::v1::AcquireReply lease = tracker_.acquire(target.device_key(), options_.priority, options_.acquire_wait);
+    set_held(lease.lease_id());
     std::vector<kiln::v1::Config> subset;
     for (size_t i : pending) subset.push_back(configs[i]);
     std::vector<kiln::v1::MeasureResult> got;
@@ -331,12 +332,14 @@ std::vector<kiln::v1::MeasureResult> FarmClient::measure(const kiln::v1::Workloa
       try {
         got = session.measure(workload, target, subset);
       } catch (const FarmError &) {
+        set_held("");
         tracker_.release(lease.lease_id(), false);
         throw;
       }
       failed = session.broken();
       if (!failed) failed = !session.close().ok();
     }
+    set_held("");
     try {
       tracker_.release(lease.lease_id(), failed);
     } catch (const FarmError &) {
@@ -352,6 +355,16 @@ std::vector<kiln::v1::MeasureResult> FarmClient::measure(const kiln::v1::Workloa
     pending = std::move(again);
   }
   return results;
+}
+
+std::string FarmClient::held_lease() const {
+  std::lock_guard<std::mutex> lock(held_->mutex);
+  return held_->lease;
+}
+
+void FarmClient::set_held(const std::string &lease) {
+  std::lock_guard<std::mutex> lock(held_->mutex);
+  held_->lease = lease;
 }
 
 }  // namespace kiln::rpc

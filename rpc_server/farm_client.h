@@ -5,6 +5,7 @@
 // trials of a runner that fails retried on another one.
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -122,9 +123,21 @@ class FarmClient {
 
   TrackerClient &tracker() { return tracker_; }
 
+  // The lease a measure() holds at the moment, "" when none. Safe to call from another thread: a
+  // command interrupted by a signal releases it (`kiln measure`), so that the runner is free at
+  // once rather than after the tracker's lease idle timeout.
+  std::string held_lease() const;
+
  private:
+  struct Held {
+    mutable std::mutex mutex;
+    std::string lease;
+  };
+  void set_held(const std::string &lease);
+
   FarmClientOptions options_;
   TrackerClient tracker_;
+  std::shared_ptr<Held> held_ = std::make_shared<Held>();
 };
 
 }  // namespace kiln::rpc

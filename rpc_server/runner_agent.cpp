@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "rpc_server/credentials.h"
+
 namespace kiln::rpc {
 
 RunnerAgent::RunnerAgent(RunnerAgentOptions options) : options_(std::move(options)), client_(options_.tracker) {
@@ -63,6 +65,21 @@ std::chrono::milliseconds RunnerAgent::step() {
     retry_ = std::chrono::milliseconds(200);
     return interval_;
   } catch (const FarmError &e) {
+    if (e.code() == grpc::StatusCode::UNAUTHENTICATED || e.code() == grpc::StatusCode::PERMISSION_DENIED) {
+      const std::string message = "the tracker at " + options_.tracker.address + " refused this runner (" + e.what() +
+                                  "): check that --token-file (or $" + kTokenEnvironmentVariable +
+                                  ") holds the farm's token, and the TLS files; not retrying";
+      bool first = false;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopping_ = true;
+        first = !refused_;
+        refused_ = true;
+      }
+      wake_.notify_all();
+      if (first && options_.on_refused) options_.on_refused(message);
+      return std::chrono::milliseconds(0);
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     if (e.code() == grpc::StatusCode::NOT_FOUND) {
       // Dropped by the tracker (it restarted, or we were silent too long): register again now.

@@ -2,7 +2,8 @@
 // RunnerAgent: a runner's side of its tracker registration. A background thread registers the
 // runner, heartbeats at the interval the tracker asks for (reporting the lease of the open
 // measurement session), registers again when the tracker has dropped it, and keeps trying while
-// the tracker is unreachable.
+// the tracker is unreachable. A tracker that refuses the runner's credentials (UNAUTHENTICATED,
+// PERMISSION_DENIED) is not retried: that is a configuration error, not a transient one.
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -22,6 +23,9 @@ struct RunnerAgentOptions {
   kiln::v1::Target target;
   // The lease of the open measurement session, "" when none.
   std::function<std::string()> active_lease;
+  // Called once, on the thread that made the call, when the tracker refuses the runner's
+  // credentials; the agent has stopped heartbeating by then. `message` says what happened and what to check.
+  std::function<void(const std::string &message)> on_refused;
 };
 
 class RunnerAgent {
@@ -53,6 +57,7 @@ class RunnerAgent {
   std::mutex call_mutex_;  // one tracker call at a time
   std::condition_variable wake_;
   bool stopping_ = false;
+  bool refused_ = false;
   std::string runner_id_;
   std::string lease_id_;
   std::chrono::milliseconds interval_{1000};

@@ -2,11 +2,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <exception>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -76,7 +80,9 @@ int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension)
   try {
     const std::string token = load_token(token_file);
     target = target.empty() ? host_target() : contracts::canonical_target(target);
-    make_device_backend(target);  // refuses a target no back end serves, now
+    // Refuses, now, a target no back end serves or this host cannot run: a misconfigured runner
+    // must not register and fail every measurement.
+    check_target_runs(target);
 
     MeasurePoolOptions pool_options;
     pool_options.build_workers = build_workers;
@@ -86,6 +92,9 @@ int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension)
     pool_options.kiln_version = deploy::version();
     MeasurePool pool(pool_options);
 
+    // What the tracker said when it refused the runner's credentials (RunnerAgentOptions).
+    std::mutex refused_mutex;
+    std::string refused;
     std::unique_ptr<RunnerAgent> agent;
     RunnerServiceOptions service_options;
     service_options.token = token;
@@ -109,6 +118,15 @@ int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension)
     agent_options.target.set_target(target);
     agent_options.target.set_device_key(key);
     agent_options.active_lease = [&service] { return service.active_lease(); };
+    // A tracker that refuses the runner's credentials ends the runner: the main thread wakes up
+    // as for a shutdown signal and exits with the message.
+    agent_options.on_refused = [&refused_mutex, &refused](const std::string &message) {
+      {
+        std::lock_guard<std::mutex> lock(refused_mutex);
+        refused = message;
+      }
+      ::kill(::getpid(), SIGTERM);
+    };
     agent = std::make_unique<RunnerAgent>(agent_options);
 
     std::fprintf(stderr, "kiln-runner: serving %s (device key %s, target \"%s\") on %s\n", deploy::version().c_str(),
@@ -116,11 +134,20 @@ int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension)
     if (!address_file.empty()) write_file_atomically(address_file, host->address() + "\n");
 
     int signal = wait_for_shutdown_signal();
-    std::fprintf(stderr, "kiln-runner: %s, shutting down\n", strsignal(signal));
+    std::string refused_message;
+    {
+      std::lock_guard<std::mutex> lock(refused_mutex);
+      refused_message = refused;
+    }
+    if (refused_message.empty()) std::fprintf(stderr, "kiln-runner: %s, shutting down\n", strsignal(signal));
     agent->stop();
     host->shutdown(std::chrono::seconds(2));
     host->wait();
     agent.reset();
+    if (!refused_message.empty()) {
+      std::fprintf(stderr, "kiln-runner: %s\n", refused_message.c_str());
+      return 1;
+    }
   } catch (const std::exception &e) {
     std::fprintf(stderr, "kiln-runner: %s\n", e.what());
     return 1;

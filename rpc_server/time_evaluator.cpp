@@ -37,12 +37,14 @@ Timing time_evaluate(const std::function<void()> &call, const TimeEvaluatorOptio
     return t;
   }
   const double min_seconds = options.min_repeat_ms / 1000.0;
+  const Clock::time_point origin = Clock::now();
+  auto now = [&] { return options.clock ? options.clock() : seconds_since(origin); };
   for (uint32_t r = 0; r < options.repeat; ++r) {
     for (;;) {
       if (options.before_repeat) options.before_repeat();
-      const auto t0 = Clock::now();
+      const double t0 = now();
       for (uint64_t i = 0; i < t.number; ++i) call();
-      const double elapsed = seconds_since(t0);
+      const double elapsed = now() - t0;
       t.calls += t.number;
       if (r == 0 && elapsed < min_seconds && t.number < options.max_number) {
         t.number = grown_number(t.number, elapsed, min_seconds, options.max_number);

@@ -27,6 +27,8 @@ struct TimeEvaluatorOptions {
   std::function<void()> before_repeat;
   // Runs after the warm-up call; returning false ends the evaluation with no timings.
   std::function<bool()> after_warmup;
+  // Seconds on a monotonic clock, read before and after each repeat; the steady clock when empty.
+  std::function<double()> clock;
 };
 
 struct Timing {

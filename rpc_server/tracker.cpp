@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 #include <utility>
 
 #include "contracts/error.h"
@@ -99,7 +100,9 @@ uint64_t Tracker::acquire(const std::string &device_key, int priority, Clock::ti
       devices_[device_key].waiting[{-priority, id}] = id;
       deadlines_.insert({deadline, id});
       dispatch(device_key, completions);
-      // A request that found no free runner and is already due ("take one only if free now").
+      // A request for a key without runners is told so; one that found no free runner and is
+      // already due ("take one only if free now") ends.
+      refuse_without_runners(device_key, Clock::now(), completions);
       if (requests_.count(id) && deadline <= Clock::now()) {
         finish_request(id, AcquireStatus::kDeadlineExceeded, completions);
       }
@@ -168,6 +171,10 @@ std::vector<DeviceSummary> Tracker::summary() const {
   const Clock::time_point now = Clock::now();
   for (const auto &[id, runner] : runners_) {
     DeviceSummary &entry = by_key[runner.registration.device_key];
+    const std::string &target = runner.registration.target;
+    if (std::find(entry.targets.begin(), entry.targets.end(), target) == entry.targets.end()) {
+      entry.targets.insert(std::upper_bound(entry.targets.begin(), entry.targets.end(), target), target);
+    }
     if (!runner.lease_id.empty()) {
       entry.busy_runners += 1;
     } else if (quarantined(runner, now)) {
@@ -231,13 +238,34 @@ void Tracker::dispatch(const std::string &device_key, std::vector<Completion> &c
   }
 }
 
-void Tracker::finish_request(uint64_t request_id, AcquireStatus status, std::vector<Completion> &out) {
+void Tracker::finish_request(uint64_t request_id, AcquireStatus status, std::vector<Completion> &out,
+                             std::string message) {
   auto it = requests_.find(request_id);
   Request &request = it->second;
   devices_[request.device_key].waiting.erase({-request.priority, request_id});
   deadlines_.erase({request.deadline, request_id});
-  out.emplace_back(std::move(request.done), AcquireOutcome{status, {}});
+  out.emplace_back(std::move(request.done), AcquireOutcome{status, {}, std::move(message)});
   requests_.erase(it);
+}
+
+void Tracker::refuse_without_runners(const std::string &device_key, Clock::time_point now,
+                                     std::vector<Completion> &completions) {
+  if (now - started_ < options_.heartbeat_timeout) return;
+  auto queue = devices_.find(device_key);
+  if (queue == devices_.end() || queue->second.waiting.empty()) return;
+  std::set<std::string> keys;
+  for (const auto &[id, runner] : runners_) {
+    if (runner.registration.device_key == device_key) return;
+    keys.insert(runner.registration.device_key);
+  }
+  std::string list;
+  for (const std::string &k : keys) list += (list.empty() ? "" : ", ") + k;
+  const std::string message =
+      "no runner is registered under device key \"" + device_key + "\" (" +
+      (keys.empty() ? std::string("no runner is registered at all") : "device keys with runners: " + list) + ")";
+  while (!queue->second.waiting.empty()) {
+    finish_request(queue->second.waiting.begin()->second, AcquireStatus::kNoRunner, completions, message);
+  }
 }
 
 void Tracker::expire(Clock::time_point now, std::vector<Completion> &completions) {
@@ -260,6 +288,13 @@ void Tracker::expire(Clock::time_point now, std::vector<Completion> &completions
     record_failure(runners_.at(id).registration.address, now);
     drop_runner(id);
   }
+  // Requests for keys whose last runner died, or that no runner registered for by the end of the
+  // start-up grace.
+  std::vector<std::string> keys;
+  for (const auto &[key, queue] : devices_) {
+    if (!queue.waiting.empty()) keys.push_back(key);
+  }
+  for (const std::string &key : keys) refuse_without_runners(key, now, completions);
   while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
     finish_request(deadlines_.begin()->second, AcquireStatus::kDeadlineExceeded, completions);
   }
@@ -268,6 +303,10 @@ void Tracker::expire(Clock::time_point now, std::vector<Completion> &completions
 Tracker::Clock::time_point Tracker::next_wakeup() const {
   Clock::time_point next = Clock::time_point::max();
   if (!deadlines_.empty()) next = deadlines_.begin()->first;
+  // The end of the start-up grace, when waiting requests for keys without runners are refused.
+  if (!requests_.empty() && Clock::now() - started_ < options_.heartbeat_timeout) {
+    next = std::min(next, started_ + options_.heartbeat_timeout);
+  }
   for (const auto &[id, runner] : runners_) {
     next = std::min(next, runner.last_heartbeat + options_.heartbeat_timeout);
     if (!runner.lease_id.empty()) {

@@ -68,11 +68,13 @@ enum class AcquireStatus {
   kDeadlineExceeded,  // no runner freed up before the deadline
   kCancelled,         // the caller withdrew the request
   kShutdown,          // the tracker is shutting down
+  kNoRunner,          // no runner is registered under the device key (see acquire())
 };
 
 struct AcquireOutcome {
   AcquireStatus status = AcquireStatus::kShutdown;
-  Lease lease;  // set when status is kGranted
+  Lease lease;          // set when status is kGranted
+  std::string message;  // for kNoRunner: the device key, and the keys that have runners
 };
 
 struct DeviceSummary {
@@ -81,6 +83,8 @@ struct DeviceSummary {
   int busy_runners = 0;
   int queue_length = 0;
   int quarantined_runners = 0;
+  // The targets its registered runners serve, sorted, each once.
+  std::vector<std::string> targets;
 };
 
 class Tracker {
@@ -106,8 +110,11 @@ class Tracker {
   std::optional<std::string> heartbeat(const std::string &runner_id, const std::string &active_lease = "");
 
   // Asks for a runner of `device_key`. `done` is called exactly once: at once when a runner is
-  // free, later when one frees up, or with kDeadlineExceeded at `deadline`. Returns a request id
-  // for cancel().
+  // free, later when one frees up, or with kDeadlineExceeded at `deadline`. When no runner at all
+  // is registered under the key (none ever was, or all of them died), waiting is pointless:
+  // `done` gets kNoRunner at once, or as soon as the last runner of the key is dropped. In the
+  // tracker's first heartbeat timeout, while the runners of a restarted tracker register again,
+  // requests wait instead. Returns a request id for cancel().
   uint64_t acquire(const std::string &device_key, int priority, Clock::time_point deadline, AcquireDone done);
   // Withdraws a waiting request; its `done` gets kCancelled. No effect once it has completed.
   void cancel(uint64_t request_id);
@@ -163,13 +170,19 @@ class Tracker {
     return runner.suspect || runner.quarantined_until > now;
   }
   void dispatch(const std::string &device_key, std::vector<Completion> &completions);
-  void finish_request(uint64_t request_id, AcquireStatus status, std::vector<Completion> &out);
+  void finish_request(uint64_t request_id, AcquireStatus status, std::vector<Completion> &out,
+                      std::string message = "");
+  // Answers the waiting requests of `device_key` with kNoRunner when no runner is registered
+  // under it and the start-up grace (a heartbeat timeout) is over.
+  void refuse_without_runners(const std::string &device_key, Clock::time_point now,
+                              std::vector<Completion> &completions);
   void expire(Clock::time_point now, std::vector<Completion> &completions);
   Clock::time_point next_wakeup() const;
   void run_timer();
   static void run(std::vector<Completion> &completions);
 
   const TrackerOptions options_;
+  const Clock::time_point started_ = Clock::now();
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;

@@ -130,6 +130,9 @@ class AcquireReactor final : public grpc::ServerUnaryReactor {
         case AcquireStatus::kShutdown:
           status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the tracker is shutting down");
           break;
+        case AcquireStatus::kNoRunner:
+          status = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, outcome.message);
+          break;
       }
       finish_now = started_;
       if (!finish_now) deferred_status_ = status;
@@ -241,6 +244,7 @@ grpc::ServerUnaryReactor *TrackerService::Summary(grpc::CallbackServerContext *c
     entry->set_busy_runners(static_cast<uint32_t>(device.busy_runners));
     entry->set_queue_length(static_cast<uint32_t>(device.queue_length));
     entry->set_quarantined_runners(static_cast<uint32_t>(device.quarantined_runners));
+    for (const std::string &target : device.targets) entry->add_targets(target);
   }
   return finish(context, grpc::Status::OK);
 }

@@ -56,6 +56,9 @@ std::vector<MeasureOutcome> FarmMeasurer::measure(const ops::Task &task, const s
         throw MeasureError("no runner for device key '" + device_key + "' became free within " +
                            std::to_string(impl_->farm.acquire_wait.count()) +
                            " ms (is one registered with the tracker at " + tracker + "?): " + e.what());
+      case grpc::StatusCode::FAILED_PRECONDITION:
+        throw MeasureError("the farm at " + tracker + " has no runner for device key '" + device_key +
+                           "': " + e.what());
       case grpc::StatusCode::UNAVAILABLE:
         throw MeasureError("the farm at " + tracker + " cannot be reached: " + e.what());
       default:

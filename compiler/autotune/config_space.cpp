@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -928,6 +929,116 @@ Config ConfigSpace::parse_config(std::string_view text) const {
     throw ConfigError(where + ": " + e.what());
   }
   return from_record(record, idx != nullptr);
+}
+
+namespace {
+
+// "a=1;b=[2, 3] c=x" -> {"a=1", "b=[2, 3]", "c=x"}: split at ';' and blanks outside brackets and
+// quotes.
+std::vector<std::string> split_assignments(std::string_view text) {
+  std::vector<std::string> parts;
+  std::string current;
+  int depth = 0;
+  bool quoted = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      current += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        current += text[++i];
+      } else if (c == '"') {
+        quoted = false;
+      }
+      continue;
+    }
+    if (c == '"') quoted = true;
+    if (c == '[' || c == '{') ++depth;
+    if (c == ']' || c == '}') --depth;
+    if (depth <= 0 && (c == ';' || c == ' ' || c == '\t' || c == '\n')) {
+      if (!current.empty()) parts.push_back(std::move(current));
+      current.clear();
+      continue;
+    }
+    current += c;
+  }
+  if (!current.empty()) parts.push_back(std::move(current));
+  return parts;
+}
+
+}  // namespace
+
+Config ConfigSpace::parse_config_text(std::string_view text, const Config &base) const {
+  const std::string where = "config for template " + data_->template_name;
+  if (!base.defined() || base.fingerprint() != fingerprint()) {
+    throw ConfigError(where + ": the base config is not of this space");
+  }
+  const size_t first = text.find_first_not_of(" \t\n");
+  if (first == std::string_view::npos) throw ConfigError(where + ": the config is empty");
+  std::vector<contracts::KnobValue> given;
+  std::optional<int64_t> index;
+  std::string space = fingerprint();
+  try {
+    if (text[first] == '{' || text[first] == '[') {
+      const Json j = Json::parse(text);
+      if (j.is_object() && j.contains("knobs")) {
+        for (const auto &[key, v] : j.as_object()) {
+          (void)v;
+          if (key != "index" && key != "knobs" && key != "space") {
+            throw ConfigError(where + ": unknown field \"" + key + "\" (fields: index, knobs, space)");
+          }
+        }
+        if (const Json *s = j.find("space")) {
+          if (!s->is_string()) throw ConfigError(where + ": field \"space\" must be the space fingerprint");
+          space = s->as_string();
+        }
+        if (const Json *i = j.find("index")) {
+          if (!i->is_int()) throw ConfigError(where + ": field \"index\" must be an integer");
+          index = i->as_int();
+        }
+        given = contracts::knobs_from_value(j["knobs"]);
+      } else {
+        given = contracts::knobs_from_value(j);
+      }
+    } else {
+      for (const std::string &part : split_assignments(text)) {
+        const size_t eq = part.find('=');
+        if (eq == std::string::npos || eq == 0 || eq + 1 == part.size()) {
+          throw ConfigError(where + ": '" + part + "' is not knob=value (knobs: " + join_names(data_->knobs) + ")");
+        }
+        const std::string value = part.substr(eq + 1);
+        Json v;
+        try {
+          v = Json::parse(value);
+        } catch (const JsonError &) {
+          v = Json(value);  // a bare string value
+        }
+        given.emplace_back(part.substr(0, eq), std::move(v));
+      }
+    }
+  } catch (const JsonError &e) {
+    throw ConfigError(where + ": " + e.what());
+  } catch (const contracts::ConfigRecordError &e) {
+    throw ConfigError(where + ": " + e.what());
+  }
+  std::vector<contracts::KnobValue> knobs;
+  for (const Knob &k : data_->knobs) knobs.emplace_back(k.name, base.value(k.name));
+  for (auto &[name, value] : given) {
+    auto it =
+        std::find_if(knobs.begin(), knobs.end(), [&](const contracts::KnobValue &kv) { return kv.first == name; });
+    if (it == knobs.end()) {
+      throw ConfigError(where + ": unknown knob '" + name + "' (knobs: " + join_names(data_->knobs) + ")");
+    }
+    for (const auto &[other, unused] : given) {
+      (void)unused;
+      if (&other != &name && other == name) throw ConfigError(where + ": knob " + name + " is given twice");
+    }
+    it->second = std::move(value);
+  }
+  contracts::ConfigRecord record;
+  record.index = index.value_or(0);
+  record.space = space;
+  record.knobs = std::move(knobs);
+  return from_record(record, index.has_value());
 }
 
 Config ConfigSpace::from_record(const contracts::ConfigRecord &record, bool check_index) const {

@@ -223,6 +223,15 @@ class ConfigSpace {
   // fingerprint must match, every knob must be given once with one of its values, the index (when
   // given) must agree, constraints must hold. Throws ConfigError saying what is wrong.
   Config parse_config(std::string_view json) const;
+  // A config as a user writes it on a command line, in any of these forms:
+  //   knob=value pairs separated by ';' or spaces, as Config::to_string() prints them
+  //     (tile_y=[4,2,8];tile_x=[16,8];fault="off"; a string value may go without quotes);
+  //   the knobs as JSON: the list [["knob",value],...] or the object {"knob":value,...};
+  //   the config JSON {"index":i,"knobs":[...],"space":fingerprint}, with index and space optional
+  //     (the space, when given, must be this one).
+  // Knobs not given take their value in `base`, a config of this space. Validated as parse_config
+  // does; throws ConfigError saying what is wrong.
+  Config parse_config_text(std::string_view text, const Config &base) const;
   // The config a record denotes, validated as parse_config does; with check_index false the
   // record's index is not compared (a wire config that leaves it unset). Throws ConfigError.
   Config from_record(const contracts::ConfigRecord &record, bool check_index = true) const;

@@ -599,11 +599,67 @@ void schedule_depthwise_nchwc(te::Schedule &s, const Compute &c, const Config &c
 
 // --- registration ---
 
+std::vector<ArgumentSpec> conv_arguments(Kind kind) {
+  std::vector<ArgumentSpec> args = {tensor_spec("data", 4, "the input [N, C, H, W]")};
+  switch (kind) {
+    case Kind::Nchw:
+    case Kind::Nchwc:
+      args.push_back(tensor_spec("kernel", 4, "[OC, C / groups, KH, KW]"));
+      break;
+    case Kind::Depthwise:
+      args.push_back(tensor_spec("kernel", 4, "[C, multiplier, KH, KW]"));
+      break;
+    case Kind::DepthwiseNchwc:
+      args.push_back(tensor_spec("kernel", 4, "[C, 1, KH, KW]"));
+      break;
+    case Kind::Transpose:
+      args.push_back(tensor_spec("kernel", 4, "[C, OC, KH, KW]"));
+      break;
+  }
+  args.push_back({"strides", "int or [int, int]", "[1, 1]", "the stride along H and W"});
+  args.push_back({"padding", "int, [int, int] or [int, int, int, int]", "0",
+                  "zero padding: all sides, [H, W] on both sides, or [top, left, bottom, right]"});
+  if (kind == Kind::Transpose) {
+    args.push_back({"output_padding", "int or [int, int]", "[0, 0]",
+                    "extra output rows and columns at the bottom and right, below the stride"});
+  } else {
+    args.push_back({"dilation", "int or [int, int]", "[1, 1]", "the kernel's dilation along H and W"});
+  }
+  if (kind == Kind::Nchw) args.push_back({"groups", "int", "1", "channel groups; divides C and OC"});
+  if (kind == Kind::Nchwc) {
+    args.push_back({"ic_bn", "int", "0 (a knob)", "a fixed input channel block; divides C"});
+    args.push_back({"oc_bn", "int", "0 (a knob)", "a fixed output channel block; divides OC"});
+  }
+  if (kind == Kind::DepthwiseNchwc) args.push_back({"c_bn", "int", "0 (a knob)", "a fixed channel block; divides C"});
+  args.push_back(out_dtype_spec());
+  args.push_back(epilogue_spec());
+  return args;
+}
+
+Json conv_example(Kind kind) {
+  auto t = [](std::vector<int64_t> shape) {
+    return Json::object({{"shape", Json::array_of(shape)}, {"dtype", "float32"}});
+  };
+  switch (kind) {
+    case Kind::Nchw:
+    case Kind::Nchwc:
+      return Json::object({{"data", t({1, 16, 14, 14})}, {"kernel", t({32, 16, 3, 3})}, {"padding", 1}});
+    case Kind::Depthwise:
+    case Kind::DepthwiseNchwc:
+      return Json::object({{"data", t({1, 16, 14, 14})}, {"kernel", t({16, 1, 3, 3})}, {"padding", 1}});
+    case Kind::Transpose:
+      break;
+  }
+  return Json::object({{"data", t({1, 16, 7, 7})}, {"kernel", t({16, 8, 3, 3})}, {"strides", 2}, {"padding", 1}});
+}
+
 Template conv_template(const std::string &name, Kind kind, const std::string &summary) {
   Template t;
   t.name = name;
   t.version = 1;
   t.summary = summary;
+  t.arguments = conv_arguments(kind);
+  t.example = conv_example(kind);
   t.canonicalize = [name, kind](const Json &a) { return canonical(parse(name, kind, a)); };
   t.flop = [name, kind](const Json &a) { return flop(parse(name, kind, a)); };
   if (kind == Kind::DepthwiseNchwc) {

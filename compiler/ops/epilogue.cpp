@@ -108,6 +108,23 @@ void walk(const Json &list, DataType in, const std::string &where, F f) {
 
 }  // namespace
 
+const std::vector<EpilogueOpFormat> &epilogue_formats() {
+  static const std::vector<EpilogueOpFormat> formats = {
+      {R"({"op":"bias_add"})", "x + bias[channel]; adds an input of shape [channels]"},
+      {R"({"op":"add"})", "x + y, y an input of the output's shape (a residual)"},
+      {R"({"op":"multiply"})", "x * y, y an input of the output's shape"},
+      {R"({"op":"relu"})", "max(x, 0)"},
+      {R"({"op":"clip","max":6.0,"min":0.0})", "min(max(x, min), max)"},
+      {R"({"op":"scale","value":0.5})", "x * value (float only)"},
+      {R"({"op":"sigmoid"})", "1 / (1 + exp(-x)) (float only)"},
+      {R"({"op":"tanh"})", "tanh(x) (float only)"},
+      {R"({"op":"cast","dtype":"float16"})", "x converted to dtype"},
+      {R"({"op":"requantize","out_dtype":"int8","scale":0.05,"zero_point":0})",
+       "clamp(round(float(x) * scale) + zero_point) to out_dtype's range"},
+  };
+  return formats;
+}
+
 Json canonical_epilogue(const Json &list, DataType in, const std::string &where) {
   Json out = Json::array();
   walk(list, in, where, [&](const Json &d, DataType, DataType) { out.push_back(d); });

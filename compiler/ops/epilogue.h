@@ -39,6 +39,15 @@ contracts::Json cast(const std::string &dtype);
 contracts::Json requantize(double scale, int64_t zero_point, const std::string &out_dtype);
 }  // namespace epilogue
 
+// One kind of descriptor an epilogue list may hold: an example in canonical form and what it does,
+// for help (`kiln templates show`).
+struct EpilogueOpFormat {
+  std::string descriptor;
+  std::string meaning;
+};
+// Every kind, in the order of the list above.
+const std::vector<EpilogueOpFormat> &epilogue_formats();
+
 // Which channel of the anchor's output an element belongs to (what a bias is indexed by).
 struct ChannelMap {
   int64_t channels = 1;

@@ -58,7 +58,11 @@ Gemm parse(const std::string &tmpl, Form form, const Json &args) {
   if (g.batch) {
     check_keys(tmpl, args, {"a", "b", "transpose_b", "out_dtype", "epilogue"});
   } else {
-    check_keys(tmpl, args, {a_key(form), b_key(form), "out_dtype", "epilogue", "prepacked"});
+    if (tmpl == "dense_pack.x86") {
+      check_keys(tmpl, args, {a_key(form), b_key(form), "out_dtype", "epilogue", "prepacked"});
+    } else {
+      check_keys(tmpl, args, {a_key(form), b_key(form), "out_dtype", "epilogue"});
+    }
   }
   const int rank = g.batch ? 3 : 2;
   g.a = tensor_arg(tmpl, args, a_key(form), rank);
@@ -384,11 +388,53 @@ void schedule_nopack(te::Schedule &s, const Compute &c, const Config &cfg) {
 
 // --- registration ---
 
+Json matrix(std::vector<int64_t> shape) {
+  return Json::object({{"shape", Json::array_of(shape)}, {"dtype", "float32"}});
+}
+
+std::vector<ArgumentSpec> gemm_arguments(const std::string &name, Form form) {
+  std::vector<ArgumentSpec> args;
+  switch (form) {
+    case Form::Dense:
+      args = {tensor_spec("data", 2, "the input [M, K]"), tensor_spec("weight", 2, "the weights [N, K]")};
+      break;
+    case Form::Matmul:
+      args = {tensor_spec("a", 2, "[M, K]"), tensor_spec("b", 2, "[K, N]")};
+      break;
+    case Form::BatchMatmul:
+      args = {tensor_spec("a", 3, "[B, M, K]"),
+              tensor_spec("b", 3, "[B or 1, N, K] with transpose_b, else [B or 1, K, N]"),
+              {"transpose_b", "bool", "true", "b is [.., N, K] (packed by the kernel) rather than [.., K, N]"}};
+      break;
+  }
+  args.push_back(out_dtype_spec());
+  args.push_back(epilogue_spec());
+  if (name == "dense_pack.x86") {
+    args.push_back({"prepacked", "bool", "false",
+                    "the kernel's weight input comes packed as [ceil(N/bn), K, bn], bn the innermost tile_x factor"});
+  }
+  return args;
+}
+
+Json gemm_example(Form form) {
+  switch (form) {
+    case Form::Dense:
+      return Json::object({{"data", matrix({16, 64})}, {"weight", matrix({32, 64})}});
+    case Form::Matmul:
+      return Json::object({{"a", matrix({16, 64})}, {"b", matrix({64, 32})}});
+    case Form::BatchMatmul:
+      break;
+  }
+  return Json::object({{"a", matrix({2, 16, 64})}, {"b", matrix({2, 32, 64})}});
+}
+
 Template tiled_template(const std::string &name, Form form, int64_t pack, const std::string &summary) {
   Template t;
   t.name = name;
   t.version = 1;
   t.summary = summary;
+  t.arguments = gemm_arguments(name, form);
+  t.example = gemm_example(form);
   t.canonicalize = [name, form](const Json &a) { return canonical(parse(name, form, a)); };
   t.flop = [name, form](const Json &a) { return flop(parse(name, form, a)); };
   t.define_space = [name, form, pack](ConfigSpace &s, const Json &a, const Target &tg) {
@@ -422,6 +468,8 @@ void register_gemm_templates(Registry &r) {
   t.name = "dense_nopack.x86";
   t.version = 1;
   t.summary = "dense without packing: lane-wise partial sums over K (data[M,K], weight[N,K])";
+  t.arguments = gemm_arguments(t.name, Form::Dense);
+  t.example = gemm_example(Form::Dense);
   const std::string name = t.name;
   t.canonicalize = [name](const Json &a) { return canonical(parse(name, Form::Dense, a)); };
   t.flop = [name](const Json &a) { return flop(parse(name, Form::Dense, a)); };

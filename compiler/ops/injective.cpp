@@ -290,6 +290,11 @@ void register_injective_templates(Registry &r) {
     t.name = "elemwise.x86";
     t.version = 1;
     t.summary = "a chain of elementwise ops (epilogue descriptors) on one tensor";
+    t.arguments = {tensor_spec("data", -1, "the input"),
+                   {"axis", "int", "1 (0 for rank 1)", "the channel axis a bias_add indexes"},
+                   {"epilogue", "list of epilogue ops (see the epilogue format)", "", "the ops, at least one"}};
+    t.example = Json::object({{"data", Json::object({{"shape", Json::array_of(std::vector<int64_t>{8, 128})}})},
+                              {"epilogue", Json::array({epilogue::relu()})}});
     const std::string name = t.name;
     t.canonicalize = [name](const Json &a) {
       Elemwise e = parse_elemwise(name, a);
@@ -329,6 +334,13 @@ void register_injective_templates(Registry &r) {
     t.name = "broadcast.x86";
     t.version = 1;
     t.summary = "a binary op with numpy broadcasting, then an epilogue";
+    t.arguments = {tensor_spec("lhs", -1, "the left operand"),
+                   tensor_spec("rhs", -1, "the right operand, of lhs's dtype; shapes broadcast as numpy's"),
+                   {"op", "\"add\" | \"subtract\" | \"multiply\" | \"divide\" | \"maximum\" | \"minimum\"", "\"add\"",
+                    "the binary op"},
+                   epilogue_spec()};
+    t.example = Json::object({{"lhs", Json::object({{"shape", Json::array_of(std::vector<int64_t>{8, 128})}})},
+                              {"rhs", Json::object({{"shape", Json::array_of(std::vector<int64_t>{128})}})}});
     const std::string name = t.name;
     t.canonicalize = [name](const Json &a) {
       Broadcast b = parse_broadcast(name, a);
@@ -406,6 +418,13 @@ void register_injective_templates(Registry &r) {
     t.name = "reduce.x86";
     t.version = 1;
     t.summary = "sum/mean/max/min/prod over axes, then an epilogue";
+    t.arguments = {tensor_spec("data", -1, "the input"),
+                   {"axes", "int or [int, ...]", "every axis", "the axes reduced; negative counts from the end"},
+                   {"keepdims", "bool", "false", "keep the reduced axes with extent 1"},
+                   {"op", "\"sum\" | \"mean\" | \"max\" | \"min\" | \"prod\"", "\"sum\"", "the reduction"},
+                   epilogue_spec()};
+    t.example =
+        Json::object({{"data", Json::object({{"shape", Json::array_of(std::vector<int64_t>{8, 128})}})}, {"axes", 1}});
     const std::string name = t.name;
     t.canonicalize = [name](const Json &a) {
       Reduce rd = parse_reduce(name, a);

@@ -376,6 +376,11 @@ Template softmax_template() {
   t.name = "softmax.x86";
   t.version = 1;
   t.summary = "softmax or log-softmax along one axis";
+  t.arguments = {tensor_spec("data", -1, "float data"),
+                 {"axis", "int", "-1", "the axis normalized over; negative counts from the end"},
+                 {"log", "bool", "false", "log-softmax"},
+                 epilogue_spec()};
+  t.example = Json::object({{"data", Json::object({{"shape", Json::array_of(std::vector<int64_t>{8, 128})}})}});
   const std::string name = t.name;
   t.canonicalize = [name](const Json &a) { return canonical(parse_softmax(name, a)); };
   t.flop = [name](const Json &a) {
@@ -405,6 +410,13 @@ Template layer_norm_template() {
   t.name = "layer_norm.x86";
   t.version = 1;
   t.summary = "layer normalization over the trailing axes";
+  t.arguments = {tensor_spec("data", -1, "float data"),
+                 {"axes", "int or [int, ...]", "[-1]", "the trailing axes normalized over"},
+                 {"epsilon", "number", "1e-05", "added to the variance"},
+                 {"scale", "bool", "true", "multiply by a gamma input of the normalized shape"},
+                 {"center", "bool", "true", "add a beta input of the normalized shape"},
+                 epilogue_spec()};
+  t.example = Json::object({{"data", Json::object({{"shape", Json::array_of(std::vector<int64_t>{8, 128})}})}});
   const std::string name = t.name;
   t.canonicalize = [name](const Json &a) { return canonical(parse_layer_norm(name, a)); };
   t.flop = [name](const Json &a) {

@@ -312,11 +312,32 @@ void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg) {
   }
 }
 
+std::vector<ArgumentSpec> pool_arguments(bool global) {
+  std::vector<ArgumentSpec> args = {tensor_spec("data", -1, "NCHW (rank 4) or NCHW[x]c (rank 5)"),
+                                    {"pool_type", "\"max\" | \"avg\"", "\"max\"", "the reduction"}};
+  if (!global) {
+    args.push_back({"kernel", "int or [int, int]", "", "the window along H and W"});
+    args.push_back({"strides", "int or [int, int]", "the kernel", "the stride along H and W"});
+    args.push_back({"padding", "int, [int, int] or [int, int, int, int]", "0",
+                    "padding: all sides, [H, W] on both sides, or [top, left, bottom, right]"});
+    args.push_back({"dilation", "int or [int, int]", "[1, 1]", "the window's dilation"});
+    args.push_back({"ceil_mode", "bool", "false", "round the output size up"});
+    args.push_back({"count_include_pad", "bool", "false", "average over the padding too"});
+  }
+  args.push_back(epilogue_spec());
+  return args;
+}
+
 Template pool_template(const std::string &name, bool global, const std::string &summary) {
   Template t;
   t.name = name;
   t.version = 1;
   t.summary = summary;
+  t.arguments = pool_arguments(global);
+  const Json data =
+      Json::object({{"shape", Json::array_of(std::vector<int64_t>{1, 16, 14, 14})}, {"dtype", "float32"}});
+  t.example = global ? Json::object({{"data", data}})
+                     : Json::object({{"data", data}, {"kernel", 3}, {"strides", 2}, {"padding", 1}});
   t.canonicalize = [name, global](const Json &a) { return canonical(parse(name, global, a)); };
   t.flop = [name, global](const Json &a) { return flop(parse(name, global, a)); };
   t.define_space = [name, global](ConfigSpace &s, const Json &a, const Target &) {

@@ -80,6 +80,30 @@ autotune::ConfigSpace make_space(const Template &t, const contracts::Json &args,
   return space;
 }
 
+// Throws OpError when a tensor of `c` is beyond kMaxTensorElements.
+void check_tensor_sizes(const std::string &template_name, const Compute &c) {
+  std::vector<te::Tensor> tensors = c.args();
+  for (const auto &[role, t] : c.parts) tensors.push_back(t);
+  tensors.insert(tensors.end(), c.epilogue.begin(), c.epilogue.end());
+  for (const te::Tensor &t : tensors) {
+    int64_t elements = 1;
+    bool overflow = false;
+    std::string shape;
+    for (const ir::Expr &d : t.shape()) {
+      const auto extent = ir::as_const_int(d);
+      if (!extent) return;  // a symbolic shape: checked where it is bound
+      shape += (shape.empty() ? "" : ", ") + std::to_string(*extent);
+      overflow = overflow || __builtin_mul_overflow(elements, *extent, &elements);
+    }
+    if (overflow || elements > kMaxTensorElements) {
+      throw OpError("workload " + template_name + ": tensor \"" + t.name() + "\" would have " +
+                    (overflow ? std::string("more than 2^63") : std::to_string(elements)) + " elements (shape [" +
+                    shape + "]); a tensor may have at most " + std::to_string(kMaxTensorElements) +
+                    " (2^31 - 1: tensors are indexed with 32-bit integers)");
+    }
+  }
+}
+
 }  // namespace
 
 Task::Task(const std::string &template_name, const contracts::Json &args, const Target &target,
@@ -88,7 +112,10 @@ Task::Task(const std::string &template_name, const contracts::Json &args, const 
       workload_(registry.workload(template_name, args)),
       target_(target),
       flop_(template_->flop(workload_.args)),
-      space_(make_space(*template_, workload_.args, target_)) {}
+      space_(make_space(*template_, workload_.args, target_)) {
+  // Outputs and intermediate stages may be larger than the inputs the arguments checked.
+  check_tensor_sizes(template_->name, template_->compute(workload_.args, default_config()));
+}
 
 autotune::Config Task::default_config() const {
   autotune::Config c = template_->default_config(space_, workload_.args, target_);

@@ -35,6 +35,13 @@ class OpError : public UserError {
   using UserError::UserError;
 };
 
+// Limits of a workload's tensors. A dimension has at most kMaxDimension elements, and a tensor
+// (an input, an output or an intermediate stage) at most kMaxTensorElements, since the generated
+// code indexes tensors with 32-bit integers. A workload beyond them is an OpError naming the tensor
+// and the limit.
+constexpr int64_t kMaxDimension = int64_t{1} << 30;
+constexpr int64_t kMaxTensorElements = (int64_t{1} << 31) - 1;
+
 // The tensors of one instance of a template.
 struct Compute {
   std::vector<te::Tensor> inputs;
@@ -52,10 +59,26 @@ struct Compute {
   const te::Tensor &part(const std::string &role) const;
 };
 
+// One argument of a template as a user writes it, for listings and help (`kiln templates`).
+struct ArgumentSpec {
+  std::string name;
+  // "tensor, rank 4", "int", "[int, int]", "bool", "dtype", "epilogue", "\"max\" | \"avg\"", ...
+  std::string type;
+  // What an absent argument means; empty when the argument is required.
+  std::string default_value;
+  std::string description;
+
+  bool required() const { return default_value.empty(); }
+};
+
 struct Template {
   std::string name;
   int version = 1;
   std::string summary;  // one line for listings
+  // Every argument canonicalize accepts, in the order a listing shows them.
+  std::vector<ArgumentSpec> arguments;
+  // The arguments of a small workload, for help and tests.
+  contracts::Json example;
   // Validates the arguments and returns their canonical form (defaults filled in, numbers in one
   // spelling). Throws OpError naming what is wrong.
   std::function<contracts::Json(const contracts::Json &args)> canonicalize;

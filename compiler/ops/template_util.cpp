@@ -21,6 +21,20 @@ std::vector<Expr> TensorArg::shape_exprs() const {
   return r;
 }
 
+ArgumentSpec tensor_spec(const std::string &name, int rank, const std::string &description) {
+  const std::string shape = rank < 0 ? "any rank" : "rank " + std::to_string(rank);
+  return {name, "tensor {\"shape\": [...], \"dtype\": ...} (" + shape + "; dtype default float32)", "", description};
+}
+
+ArgumentSpec epilogue_spec(const std::string &description) {
+  return {"epilogue", "list of epilogue ops (see the epilogue format)", "[]", description};
+}
+
+ArgumentSpec out_dtype_spec() {
+  return {"out_dtype", "dtype", "int32 for 8- and 16-bit integer inputs, else the inputs' dtype",
+          "the dtype the operator accumulates and returns in"};
+}
+
 void bad_args(const std::string &tmpl, const std::string &msg) { throw OpError("workload " + tmpl + ": " + msg); }
 
 void check_keys(const std::string &tmpl, const Json &args, std::initializer_list<const char *> allowed) {
@@ -64,11 +78,20 @@ TensorArg tensor_arg(const std::string &tmpl, const Json &args, const std::strin
   TensorArg r;
   const Json &shape = (*t)["shape"];
   if (!shape.is_array()) bad_args(tmpl, "\"" + key + ".shape\" must be a list of integers");
+  int64_t elements = 1;
+  bool overflow = false;
   for (const auto &d : shape.as_array()) {
-    if (!d.is_int() || d.as_int() < 1 || d.as_int() > (int64_t{1} << 30)) {
-      bad_args(tmpl, "\"" + key + ".shape\" must hold positive integers, got " + shape.dump());
+    if (!d.is_int() || d.as_int() < 1 || d.as_int() > kMaxDimension) {
+      bad_args(tmpl, "\"" + key + ".shape\" must hold integers from 1 to " + std::to_string(kMaxDimension) + ", got " +
+                         shape.dump());
     }
     r.shape.push_back(d.as_int());
+    overflow = overflow || __builtin_mul_overflow(elements, d.as_int(), &elements);
+  }
+  if (overflow || elements > kMaxTensorElements) {
+    bad_args(tmpl, "\"" + key + "\" has " + (overflow ? std::string("more than 2^63") : std::to_string(elements)) +
+                       " elements (shape " + shape.dump() + "); a tensor may have at most " +
+                       std::to_string(kMaxTensorElements) + " (2^31 - 1: tensors are indexed with 32-bit integers)");
   }
   if (rank >= 0 && static_cast<int>(r.shape.size()) != rank) {
     bad_args(tmpl, "\"" + key + "\" must have rank " + std::to_string(rank) + ", got shape " + shape.dump());

@@ -51,6 +51,14 @@ std::string string_arg(const std::string &tmpl, const contracts::Json &args, con
 // The accumulation dtype for inputs of dtype `in`: int32 for integers of 8/16 bits, else `in`.
 ir::DataType default_accumulator(ir::DataType in);
 
+// Argument specs shared by the templates (ArgumentSpec in registry.h).
+// A required tensor {"shape": [...], "dtype": ...} of `rank` dimensions (rank < 0: any).
+ArgumentSpec tensor_spec(const std::string &name, int rank, const std::string &description);
+// "epilogue": a list of epilogue op descriptors, default [] (epilogue.h).
+ArgumentSpec epilogue_spec(const std::string &description = "elementwise ops fused after the operator");
+// "out_dtype": the accumulation and output dtype, by default default_accumulator of the inputs.
+ArgumentSpec out_dtype_spec();
+
 // --- compute helpers ---
 
 std::vector<ir::Expr> exprs(const std::vector<ir::Var> &v);

@@ -23,16 +23,25 @@ struct Outcome {
   std::string err;
 };
 
-// Runs `kiln <args>` on an app whose command `group leaf` runs `body`.
+// Runs `kiln <args>` on an app whose command `group leaf` runs `body`; `group` has the options
+// --db and --json, also accepted after `leaf`, and a second command `other`.
 Outcome run_kiln(const std::vector<std::string> &args, const std::function<void()> &body) {
   CLI::App app{"test app", "kiln"};
   app.require_subcommand(1);
   CLI::App *group = app.add_subcommand("group", "a command group");
   group->require_subcommand(1);
+  group->fallthrough();
+  std::string db = "./kiln.db";
+  bool json = false;
+  group->add_option("--db", db, "tuning-log file")->capture_default_str();
+  group->add_flag("--json", json, "machine-readable JSON output");
   CLI::App *leaf = group->add_subcommand("leaf", "a command");
   int number = 0;
   leaf->add_option("--number", number, "a number");
   leaf->callback(body);
+  group->add_subcommand("other", "another command");
+  app.add_subcommand("single", "a command of its own");
+  show_inherited_options(app);
 
   std::vector<const char *> argv = {"kiln"};
   for (const std::string &a : args) argv.push_back(a.c_str());
@@ -100,6 +109,44 @@ TEST(CommandTest, AWrongCommandLineIsExitStatusTwoAndHelpIsZero) {
   o = run_kiln({"group", "leaf", "--help"}, [] {});
   EXPECT_EQ(o.status, 0);
   EXPECT_NE(o.out.find("--number"), std::string::npos) << o.out;
+}
+
+TEST(CommandTest, AnUnknownOrMissingCommandIsNamedWithTheCommandsThereAre) {
+  Outcome o = run_kiln({"group", "no-such-command"}, [] {});
+  EXPECT_EQ(o.status, 2);
+  EXPECT_EQ(o.err,
+            "kiln group: unknown command 'no-such-command'\ncommands of kiln group: leaf, other\n"
+            "Run 'kiln group --help' for more information.\n");
+  o = run_kiln({"--json", "tune"}, [] {});
+  EXPECT_EQ(o.status, 2);
+  o = run_kiln({"tune"}, [] {});
+  EXPECT_EQ(o.status, 2);
+  EXPECT_EQ(o.err.rfind("kiln: unknown command 'tune'\ncommands of kiln: group, single\n", 0), 0u) << o.err;
+  o = run_kiln({"group", "--db", "x.db"}, [] {});
+  EXPECT_EQ(o.status, 2);
+  EXPECT_EQ(o.err.rfind("kiln group: a command is required\ncommands of kiln group: leaf, other\n", 0), 0u) << o.err;
+  o = run_kiln({}, [] {});
+  EXPECT_EQ(o.status, 2);
+  EXPECT_EQ(o.err.rfind("kiln: a command is required\n", 0), 0u) << o.err;
+  // A missing option is CLI11's own message.
+  o = run_kiln({"group", "leaf", "--number"}, [] {});
+  EXPECT_EQ(o.status, 2);
+  EXPECT_EQ(o.err.find("unknown command"), std::string::npos) << o.err;
+}
+
+TEST(CommandTest, HelpOfACommandShowsTheOptionsItInherits) {
+  Outcome o = run_kiln({"group", "leaf", "--help"}, [] {});
+  EXPECT_EQ(o.status, 0);
+  const size_t at = o.out.find("Options of kiln group, given before leaf or after it:");
+  ASSERT_NE(at, std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("--db TEXT=./kiln.db", at), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("tuning-log file", at), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("--json", at), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("--help", at), std::string::npos) << o.out;
+  // A command under the top level alone inherits nothing.
+  o = run_kiln({"single", "--help"}, [] {});
+  EXPECT_EQ(o.status, 0);
+  EXPECT_EQ(o.out.find("Options of"), std::string::npos) << o.out;
 }
 
 }  // namespace

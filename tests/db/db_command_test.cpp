@@ -183,6 +183,35 @@ TEST_F(DbCommandTest, BestUsesExactTargetThenDeviceClass) {
   EXPECT_EQ(json::parse(r.out)["config"]["index"], 20);
 }
 
+TEST_F(DbCommandTest, BestByTemplateAppliesTheTemplatesDefaults) {
+  // dense_pack.x86 records its arguments in canonical form, defaults filled in (out_dtype,
+  // epilogue, dtypes), as `kiln measure` and `kiln tune` do.
+  const Workload w = Workload::parse(
+      "dense_pack.x86", R"({"data":{"dtype":"float32","shape":[1,512]},"epilogue":[],"out_dtype":"float32",)"
+                        R"("weight":{"dtype":"float32","shape":[1000,512]}})");
+  {
+    TuningDb db = TuningDb::open(db_path_);
+    db.insert(measured(w, znver4(), 7, 0.0002));
+  }
+  for (const char *args :
+       {R"({"data":{"shape":[1,512]},"weight":{"shape":[1000,512]}})",
+        R"({"weight":{"shape":[1000,512],"dtype":"float32"},"data":{"shape":[1,512]},"epilogue":[]})",
+        R"({"data":{"dtype":"float32","shape":[1,512]},"epilogue":[],"out_dtype":"float32",)"
+        R"("weight":{"dtype":"float32","shape":[1000,512]}})"}) {
+    SCOPED_TRACE(args);
+    Result r =
+        kiln({"db", "best", "--template", "dense_pack.x86", "--args", args, "-t", "llvm -mcpu=znver4", "--json"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(json::parse(r.out)["config"]["index"], 7);
+    EXPECT_EQ(json::parse(r.out)["workload"]["key"], w.key) << r.out;
+  }
+  // Arguments the template refuses are the template's error.
+  Result r = kiln({"db", "best", "--template", "dense_pack.x86", "--args", R"({"data":{"shape":[1,512]}})", "-t",
+                   "llvm -mcpu=znver4"});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_TRUE(contains(r.err, "kiln db best: error: workload dense_pack.x86")) << r.err;
+}
+
 TEST_F(DbCommandTest, TopPrintsRankedRows) {
   Result r = kiln({"db", "top", "-w", key(), "-t", "llvm -mcpu=znver4", "-k", "3"});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -647,7 +676,13 @@ TEST_F(DbCommandTest, BadInputGivesAClearErrorAndANonZeroStatus) {
 
   // Command-line mistakes: status 2.
   EXPECT_EQ(kiln({"db", "best", "-w", key()}).status, 2);  // --target is required
-  EXPECT_EQ(kiln({"db", "no-such-command"}).status, 2);
+  r = kiln({"db", "no-such-command"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "kiln db: unknown command 'no-such-command'")) << r.err;
+  EXPECT_TRUE(contains(r.err, "workloads, best, top")) << r.err;
+  r = kiln({"tunes"}, false);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(contains(r.err, "kiln: unknown command 'tunes'\ncommands of kiln: db, farm, measure, tune")) << r.err;
   EXPECT_EQ(kiln({"db", "top", "-w", key(), "-t", "llvm", "--scope", "nearby"}).status, 2);
   EXPECT_EQ(kiln({"db", "prune", "--all", "--keep", "-3"}).status, 2);
   EXPECT_EQ(kiln({"db"}).status, 2);
@@ -690,6 +725,12 @@ TEST_F(DbCommandTest, HelpAndVersionSucceed) {
        {"workloads", "best", "top", "history", "jobs", "stats", "export", "import", "prune", "check"}) {
     EXPECT_TRUE(contains(r.out, command)) << command;
   }
+  // A command's help shows the options of its group too.
+  r = kiln({"db", "best", "--help"}, false);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_TRUE(contains(r.out, "Options of kiln db, given before best or after it:")) << r.out;
+  EXPECT_TRUE(contains(r.out, "--db TEXT=./kiln.db")) << r.out;
+  EXPECT_TRUE(contains(r.out, "--json")) << r.out;
   r = kiln({"--version"}, false);
   EXPECT_EQ(r.status, 0);
   EXPECT_TRUE(contains(r.out, "kiln ")) << r.out;

@@ -65,5 +65,26 @@ TEST(DeviceBackendTest, ATargetWithoutABackEndIsAClearError) {
   EXPECT_EQ(reference_target("cuda -arch=sm_90"), "llvm -mcpu=native");
 }
 
+// The runner's start-up check: the host's own target runs; another architecture's, a target no
+// back end serves, are errors saying so.
+TEST(DeviceBackendTest, TheTargetCheckRunsAKernelAndRefusesWhatTheHostCannotRun) {
+  EXPECT_NO_THROW(check_target_runs("llvm -mcpu=native"));
+  EXPECT_NO_THROW(check_target_runs("llvm"));
+#if defined(__aarch64__)
+  const std::string cross = "llvm -mtriple=x86_64-linux-gnu";
+#else
+  const std::string cross = "llvm -mtriple=aarch64-linux-gnu";
+#endif
+  for (const std::string &target : {cross, std::string("cuda -arch=sm_90")}) {
+    try {
+      check_target_runs(target);
+      ADD_FAILURE() << target << " passed the check";
+    } catch (const UserError &e) {
+      EXPECT_NE(std::string(e.what()).find("target \"" + target + "\" cannot run on this host: "), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln::rpc

@@ -16,6 +16,8 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -23,6 +25,7 @@
 
 #include "child_process.h"
 #include "contracts/json.h"
+#include "contracts/target.h"
 #include "compiler/driver/target.h"
 #include "compiler/ops/registry.h"
 #include "kiln/v1/runner.grpc.pb.h"
@@ -392,7 +395,8 @@ TEST(FarmServiceTest, EveryFaultYieldsItsErrorClassAndTheRunnerKeepsServing) {
   const std::vector<std::pair<std::string, kiln::v1::ErrorClass>> faults = {
       {"test.segfault", kiln::v1::RUNTIME_DEVICE},   {"test.abort", kiln::v1::RUNTIME_DEVICE},
       {"test.infinite_loop", kiln::v1::RUN_TIMEOUT}, {"test.huge_alloc", kiln::v1::RUNTIME_DEVICE},
-      {"test.wrong_answer", kiln::v1::WRONG_ANSWER}, {"test.slow_compile", kiln::v1::BUILD_TIMEOUT}};
+      {"test.wrong_answer", kiln::v1::WRONG_ANSWER}, {"test.small_error", kiln::v1::WRONG_ANSWER},
+      {"test.slow_compile", kiln::v1::BUILD_TIMEOUT}};
   FarmClient client = farm.client();
   for (const auto &[name, expected] : faults) {
     TestWorkload wl(name, Json::object({{"n", 1024}}));
@@ -496,6 +500,42 @@ TEST(FarmServiceTest, TheProductionRunnerRefusesTheFaultTemplates) {
   }
 }
 
+// An authentication failure is not transient: a runner whose token the tracker refuses exits at
+// once with a message that says what to check, instead of retrying forever.
+TEST(FarmServiceTest, ARunnerWithTheWrongTokenExitsWithAClearError) {
+  Farm farm({.runners = 0});
+  std::ofstream(farm.dir() / "wrong.token") << "not-the-farm-token\n";
+  const auto start = std::chrono::steady_clock::now();
+  auto [code, out] = testing::run_command({KILN_RUNNER_BINARY, "--tracker", farm.tracker_address(), "--key", kKey,
+                                           "--token-file", (farm.dir() / "wrong.token").string()},
+                                          (farm.dir() / "wrong-token.log").string(), 20s);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  EXPECT_NE(out.find("refused this runner"), std::string::npos) << out;
+  EXPECT_NE(out.find("UNAUTHENTICATED: wrong farm token"), std::string::npos) << out;
+  EXPECT_NE(out.find("--token-file"), std::string::npos) << out;
+  EXPECT_EQ(out.find("; retrying"), std::string::npos) << out;
+  EXPECT_EQ(farm.summary().free_runners(), 0u);
+}
+
+// A runner whose --target its host cannot run refuses to start, rather than registering and
+// failing every measurement.
+TEST(FarmServiceTest, ARunnerForATargetItsHostCannotRunRefusesToStart) {
+  Farm farm({.runners = 0});
+#if defined(__aarch64__)
+  const std::string cross = "llvm -mtriple=x86_64-linux-gnu";
+#else
+  const std::string cross = "llvm -mtriple=aarch64-linux-gnu";
+#endif
+  auto [code, out] = testing::run_command({KILN_RUNNER_BINARY, "--tracker", farm.tracker_address(), "--key", kKey,
+                                           "--token-file", (farm.dir() / "token").string(), "--target", cross},
+                                          (farm.dir() / "cross.log").string(), 20s);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("kiln-runner: target \"" + cross + "\" cannot run on this host"), std::string::npos) << out;
+  EXPECT_EQ(out.find("serving"), std::string::npos) << out;
+  EXPECT_EQ(farm.summary().free_runners(), 0u);
+}
+
 TEST(FarmServiceTest, MalformedAndAbsurdRequestsAreInvalidArgumentsAndTheRunnerLives) {
   Farm farm({.runners = 1});
   TestWorkload wl = small_matmul();
@@ -572,20 +612,36 @@ TEST(FarmServiceTest, MalformedAndAbsurdRequestsAreInvalidArgumentsAndTheRunnerL
   EXPECT_TRUE(farm.wait_for_free(1));
 }
 
-TEST(FarmServiceTest, ALeaseRequestWithNoRunnerEndsAtItsDeadline) {
+TEST(FarmServiceTest, ALeaseRequestForAKeyWithoutRunnersIsToldAtOnce) {
   Farm farm({.runners = 1});
+  // Past the tracker's start-up grace (its heartbeat timeout, 1.5 s), in which runners register.
+  std::this_thread::sleep_for(1600ms);
   TrackerClient tracker(farm.tracker_endpoint());
   auto start = std::chrono::steady_clock::now();
   try {
-    tracker.acquire("no-such-device", 0, 300ms);
+    tracker.acquire("no-such-device", 0, 30s);
     ADD_FAILURE() << "a runner of a key nobody serves was granted";
   } catch (const FarmError &e) {
-    EXPECT_EQ(e.code(), grpc::StatusCode::DEADLINE_EXCEEDED) << e.what();
+    EXPECT_EQ(e.code(), grpc::StatusCode::FAILED_PRECONDITION) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no runner is registered under device key \"no-such-device\" (device keys "
+                                         "with runners: " +
+                                         std::string(kKey) + ")"),
+              std::string::npos)
+        << e.what();
   }
-  auto took = std::chrono::steady_clock::now() - start;
-  EXPECT_GE(took, 290ms);
-  EXPECT_LT(took, 3s);
-  // All runners busy: the same.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  // `kiln measure` says so too, at once.
+  start = std::chrono::steady_clock::now();
+  const std::string args = Json::object({{"a", tensor({16, 32})}, {"b", tensor({32, 32})}}).dump();
+  auto [code, out] = testing::run_command(
+      {KILN_CLI_BINARY, "measure", "--tracker", farm.tracker_address(), "--token-file", (farm.dir() / "token").string(),
+       "--template", "matmul.x86", "--args", args, "--target", kTarget, "--device", "no-such-device"},
+      (farm.dir() / "cli.log").string());
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("kiln measure: error: "), std::string::npos) << out;
+  EXPECT_NE(out.find("no runner is registered under device key \"no-such-device\""), std::string::npos) << out;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  // All runners busy: the request waits until its deadline.
   kiln::v1::AcquireReply held = tracker.acquire(kKey, 0, 5s);
   try {
     tracker.acquire(kKey, 0, 200ms);
@@ -650,6 +706,100 @@ TEST(FarmServiceTest, MutualTlsFarmServesTlsClientsAndRefusesPlaintextOnes) {
   EXPECT_THROW(anonymous.summary(), FarmError);
 }
 
+// `kiln measure --config` in the forms a user writes, and `--db` recording the result as a job of
+// its own, which `kiln db best --template` then finds with the arguments as the user wrote them.
+TEST(FarmServiceTest, KilnMeasureTakesConfigFormsAndRecordsInTheLog) {
+  Farm farm({.runners = 1});
+  const std::string token_file = (farm.dir() / "token").string();
+  const std::string log = (farm.dir() / "measured.db").string();
+  const std::string cli_log = (farm.dir() / "cli.log").string();
+  // The arguments as a user writes them; the log keeps their canonical form.
+  const std::string args = R"({"a":{"shape":[16,32]},"b":{"shape":[32,32]}})";
+  TestWorkload wl = small_matmul();
+  const autotune::Config base = wl.task->default_config();
+  // A valid config that differs from the default in one knob, named in the knob=value form.
+  std::mt19937_64 rng(3);
+  const std::optional<autotune::Config> neighbour = wl.task->space().neighbour(base, rng);
+  ASSERT_TRUE(neighbour.has_value());
+  const autotune::Config want = *neighbour;
+  std::string changed;
+  for (const auto &k : wl.task->space().knobs()) {
+    if (want.value(k.name) != base.value(k.name)) changed = k.name + "=" + want.value(k.name).dump() + ";";
+  }
+  const Json want_json = Json::parse(want.to_json());
+  const Json no_space = Json::object({{"knobs", want_json["knobs"]}});
+  int64_t job = 0;
+  for (const std::string &config : {changed, no_space.dump()}) {
+    SCOPED_TRACE(config);
+    auto [code, out] =
+        testing::run_command({KILN_CLI_BINARY, "measure", "--tracker", farm.tracker_address(), "--token-file",
+                              token_file, "--template", "matmul.x86", "--args", args, "--target", kTarget, "--device",
+                              kKey, "--config", config, "--db", log, "--json"},
+                             cli_log);
+    ASSERT_EQ(code, 0) << out;
+    const size_t json_at = out.find("{\n");
+    ASSERT_NE(json_at, std::string::npos) << out;
+    const Json result = Json::parse(out.substr(json_at));
+    EXPECT_EQ(result["config"]["index"].as_int(), want.index()) << out;
+    EXPECT_EQ(result["job_id"].as_int(), ++job) << out;
+    EXPECT_EQ(result["record_id"].as_int(), job) << out;
+    EXPECT_EQ(out.find("created new tuning log") != std::string::npos, job == 1) << out;
+  }
+  auto [code, out] = testing::run_command({KILN_CLI_BINARY, "db", "best", "--db", log, "--template", "matmul.x86",
+                                           "--args", args, "-t", kTarget, "-d", kKey, "--json"},
+                                          cli_log);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("\"index\": " + std::to_string(want.index())), std::string::npos) << out;
+  std::tie(code, out) = testing::run_command({KILN_CLI_BINARY, "db", "jobs", "--db", log}, cli_log);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("measure matmul.x86"), std::string::npos) << out;
+  EXPECT_NE(out.find("done"), std::string::npos) << out;
+
+  // A config that is not of the template: an error before anything is measured or recorded.
+  std::tie(code, out) =
+      testing::run_command({KILN_CLI_BINARY, "measure", "--tracker", farm.tracker_address(), "--token-file", token_file,
+                            "--template", "matmul.x86", "--args", args, "--target", kTarget, "--device", kKey,
+                            "--config", "no_such_knob=1", "--db", (farm.dir() / "other.db").string()},
+                           cli_log);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("kiln measure: error: config for template matmul.x86: unknown knob 'no_such_knob'"),
+            std::string::npos)
+      << out;
+  EXPECT_FALSE(std::filesystem::exists(farm.dir() / "other.db"));
+}
+
+// Ctrl-C of `kiln measure` releases its lease: the runner is free at once, not after the tracker's
+// lease idle timeout (60 s here).
+TEST(FarmServiceTest, AnInterruptedKilnMeasureReleasesItsLease) {
+  Farm farm({.runners = 1});
+  const std::string args = Json::object({{"a", tensor({16, 32})}, {"b", tensor({32, 32})}}).dump();
+  for (int sig : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(strsignal(sig));
+    // At least 20 repeats of 200 ms: the measurement lasts 4 s or more.
+    ChildProcess measure({KILN_CLI_BINARY, "measure", "--tracker", farm.tracker_address(), "--token-file",
+                          (farm.dir() / "token").string(), "--template", "matmul.x86", "--args", args, "--target",
+                          kTarget, "--device", kKey, "--repeat", "20", "--min-repeat-ms", "200"},
+                         (farm.dir() / "interrupted.log").string());
+    auto until = std::chrono::steady_clock::now() + 20s;
+    while (farm.summary().busy_runners() != 1 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(20ms);
+    }
+    ASSERT_EQ(farm.summary().busy_runners(), 1u) << measure.log();
+    std::this_thread::sleep_for(300ms);  // the session is under way
+    measure.signal(sig);
+    std::optional<int> status = measure.wait_for(10s);
+    ASSERT_TRUE(status.has_value()) << measure.log();
+    EXPECT_TRUE(WIFEXITED(*status)) << measure.log();
+    EXPECT_EQ(WEXITSTATUS(*status), 128 + sig) << measure.log();
+    EXPECT_NE(measure.log().find("kiln measure: interrupted"), std::string::npos) << measure.log();
+    EXPECT_NE(measure.log().find("released lease"), std::string::npos) << measure.log();
+    // Free again within a second or two.
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_TRUE(farm.wait_for_free(1, 3s));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  }
+}
+
 TEST(FarmServiceTest, KilnFarmStatusAndKilnMeasure) {
   Farm farm({});
   const std::string token_file = (farm.dir() / "token").string();
@@ -659,12 +809,19 @@ TEST(FarmServiceTest, KilnFarmStatusAndKilnMeasure) {
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find(kKey), std::string::npos) << out;
   EXPECT_NE(out.find("free"), std::string::npos) << out;
+  EXPECT_NE(out.find("targets"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"" + contracts::canonical_target(kTarget) + "\""), std::string::npos) << out;
 
   std::tie(code, out) = testing::run_command(
       {KILN_CLI_BINARY, "farm", "status", "--json", "--tracker", farm.tracker_address(), "--token-file", token_file},
       (farm.dir() / "cli.log").string());
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("\"free_runners\": 3"), std::string::npos) << out;
+  // Each key's targets, the runners' canonical strings.
+  const Json status = Json::parse(out);
+  ASSERT_EQ(status.size(), 1u) << out;
+  ASSERT_EQ(status[0]["targets"].size(), 1u) << out;
+  EXPECT_EQ(status[0]["targets"][0].as_string(), contracts::canonical_target(kTarget)) << out;
 
   const std::string args = Json::object({{"a", tensor({16, 32})}, {"b", tensor({32, 32})}}).dump();
   std::tie(code, out) = testing::run_command(

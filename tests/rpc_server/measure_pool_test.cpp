@@ -239,6 +239,72 @@ TEST(TimeEvaluator, NumberGrowsUntilARepeatLastsMinRepeatMs) {
   }
 }
 
+// A clock that moves only when the kernel runs: each call takes exactly `seconds_per_call`.
+struct FakeKernel {
+  double seconds_per_call;
+  double now = 0;
+  uint64_t calls = 0;
+  void operator()() {
+    now += seconds_per_call;
+    ++calls;
+  }
+};
+
+TEST(TimeEvaluator, OneGrowthStepTakesAMicrosecondKernelToMinRepeatMs) {
+  // 1 us per call, 10 ms per repeat: the first repeat (1 call) predicts 10,000 calls, times 1.618;
+  // one redone repeat reaches the target, then the 3 repeats: 4 repeats in all. Growing by
+  // doubling alone would redo the first repeat 14 times (17 repeats).
+  FakeKernel kernel{1e-6};
+  int repeats = 0;
+  TimeEvaluatorOptions o;
+  o.number = 1;
+  o.repeat = 3;
+  o.min_repeat_ms = 10;
+  o.clock = [&] { return kernel.now; };
+  o.before_repeat = [&] { ++repeats; };
+  Timing t = time_evaluate([&] { kernel(); }, o);
+  EXPECT_EQ(repeats, 4);
+  ASSERT_EQ(t.seconds.size(), 3u);
+  EXPECT_GE(static_cast<double>(t.number) * 1e-6, 0.010);
+  EXPECT_LE(t.number, 16181u);
+  EXPECT_GE(t.number, 16180u);
+  EXPECT_EQ(t.calls, 1 + 1 + 3 * t.number);
+  EXPECT_EQ(kernel.calls, t.calls);
+  for (double s : t.seconds) EXPECT_NEAR(s, 1e-6, 1e-9);
+}
+
+TEST(TimeEvaluator, NumberAtLeastDoublesWhenThePredictionFallsShort) {
+  // 4 calls of 2.4 ms last 9.6 ms, just under 10 ms: the prediction (4.17 calls, times 1.618 =
+  // 6.74) is below twice the current number, so number doubles to 8.
+  FakeKernel kernel{2.4e-3};
+  int repeats = 0;
+  TimeEvaluatorOptions o;
+  o.number = 4;
+  o.repeat = 2;
+  o.min_repeat_ms = 10;
+  o.clock = [&] { return kernel.now; };
+  o.before_repeat = [&] { ++repeats; };
+  Timing t = time_evaluate([&] { kernel(); }, o);
+  EXPECT_EQ(t.number, 8u);
+  EXPECT_EQ(repeats, 3);
+  EXPECT_EQ(t.calls, 1 + 4 + 2 * 8u);
+  ASSERT_EQ(t.seconds.size(), 2u);
+  for (double s : t.seconds) EXPECT_NEAR(s, 2.4e-3, 1e-9);
+}
+
+TEST(TimeEvaluator, GrowthStopsAtMaxNumber) {
+  FakeKernel kernel{1e-9};
+  TimeEvaluatorOptions o;
+  o.number = 1;
+  o.repeat = 1;
+  o.min_repeat_ms = 1000;
+  o.max_number = 5000;
+  o.clock = [&] { return kernel.now; };
+  Timing t = time_evaluate([&] { kernel(); }, o);
+  EXPECT_EQ(t.number, 5000u);
+  EXPECT_EQ(t.calls, 1 + 1 + 5000u);
+}
+
 TEST(TimeEvaluator, AfterWarmUpCanStopBeforeTiming) {
   int calls = 0;
   TimeEvaluatorOptions o;
@@ -407,6 +473,7 @@ INSTANTIATE_TEST_SUITE_P(
                       FaultCase{"test.infinite_loop", v1::RUN_TIMEOUT, "run timeout", true},
                       FaultCase{"test.huge_alloc", v1::RUNTIME_DEVICE, "out of memory", false},
                       FaultCase{"test.wrong_answer", v1::WRONG_ANSWER, "differs from the reference at index", false},
+                      FaultCase{"test.small_error", v1::WRONG_ANSWER, "differs from the reference at index", false},
                       FaultCase{"test.slow_compile", v1::BUILD_TIMEOUT, "build timeout", true}),
     [](const ::testing::TestParamInfo<FaultCase> &info) { return std::string(info.param.name).substr(5); });
 
@@ -427,7 +494,8 @@ TEST(MeasurePool, FaultyAndGoodCandidatesInOneBatch) {
   const std::vector<std::pair<const char *, v1::ErrorClass>> faults = {
       {"test.segfault", v1::RUNTIME_DEVICE},   {"test.abort", v1::RUNTIME_DEVICE},
       {"test.infinite_loop", v1::RUN_TIMEOUT}, {"test.huge_alloc", v1::RUNTIME_DEVICE},
-      {"test.wrong_answer", v1::WRONG_ANSWER}, {"test.slow_compile", v1::BUILD_TIMEOUT}};
+      {"test.wrong_answer", v1::WRONG_ANSWER}, {"test.small_error", v1::WRONG_ANSWER},
+      {"test.slow_compile", v1::BUILD_TIMEOUT}};
   std::vector<Candidate> batch;
   std::map<size_t, v1::ErrorClass> want;
   for (const auto &[name, error] : faults) {
@@ -583,9 +651,10 @@ TEST(MeasurePool, MalformedOrAbsurdRequestsAreRefusedWithoutResults) {
 
   refused(std::vector<Candidate>(9, good), o, Reason::kOverLimit, "batch has 9 configs");
 
-  ops::Task huge = ops::Task("dense_pack.x86",
-                             Json::object({{"data", tensor({100000, 100000})}, {"weight", tensor({100000, 100000})}}),
-                             driver::resolve_target(kTarget));
+  // Tensors of 2^30 floats each (4 GiB): within the compiler's limits, beyond the runner's.
+  ops::Task huge =
+      ops::Task("dense_pack.x86", Json::object({{"data", tensor({32768, 32768})}, {"weight", tensor({32768, 32768})}}),
+                driver::resolve_target(kTarget));
   refused({candidate(huge, to_wire(huge.default_config()))}, o, Reason::kOverLimit, "above the runner's limit");
 
   // Without the extension, the test templates do not exist.

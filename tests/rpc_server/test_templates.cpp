@@ -2,7 +2,9 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <new>
@@ -20,7 +22,7 @@ using autotune::Config;
 using autotune::ConfigSpace;
 using contracts::Json;
 
-enum class InjectedFault { Segfault, Abort, InfiniteLoop, HugeAlloc, WrongAnswer, SlowCompile };
+enum class InjectedFault { Segfault, Abort, InfiniteLoop, HugeAlloc, WrongAnswer, SmallError, SlowCompile };
 
 struct FaultTemplate {
   const char *name;
@@ -34,6 +36,7 @@ const FaultTemplate kTemplates[] = {
     {"test.infinite_loop", InjectedFault::InfiniteLoop, "fault injection: a never-ending loop while running"},
     {"test.huge_alloc", InjectedFault::HugeAlloc, "fault injection: memory exhausted while running"},
     {"test.wrong_answer", InjectedFault::WrongAnswer, "fault injection: a wrong output element"},
+    {"test.small_error", InjectedFault::SmallError, "fault injection: an output element off by 0.4 %"},
     {"test.slow_compile", InjectedFault::SlowCompile, "fault injection: compiling beyond the build timeout"},
 };
 
@@ -132,17 +135,28 @@ class FaultHooks final : public CandidateHooks {
         }
       }
       case InjectedFault::WrongAnswer:
+      case InjectedFault::SmallError:
       case InjectedFault::SlowCompile:
         break;
     }
   }
 
-  // WrongAnswer changes one element of the first output.
+  // WrongAnswer adds 1 to one element of the first output. SmallError moves its largest element
+  // by 4e-3 times max(1, its magnitude): outside float32's tolerance (1e-4 * max(1, max|ref|) +
+  // 1e-3 * |ref|, 1.1e-3 of it here), inside float16's (1e-2 + 1e-2 * |ref|).
   void inspect_outputs(std::vector<deploy::Tensor> &outputs) override {
-    if (fault_ != InjectedFault::WrongAnswer || outputs.empty() || outputs[0].numel() == 0) return;
+    if (outputs.empty() || outputs[0].numel() == 0) return;
     float *out = outputs[0].data_as<float>();
-    const int64_t i = outputs[0].numel() / 2;
-    out[i] = out[i] + 1.0f;
+    const int64_t n = outputs[0].numel();
+    if (fault_ == InjectedFault::WrongAnswer) {
+      out[n / 2] = out[n / 2] + 1.0f;
+    } else if (fault_ == InjectedFault::SmallError) {
+      int64_t largest = 0;
+      for (int64_t i = 1; i < n; ++i) {
+        if (std::fabs(out[i]) > std::fabs(out[largest])) largest = i;
+      }
+      out[largest] += 4e-3f * std::max(1.0f, std::fabs(out[largest]));
+    }
   }
 
  private:

@@ -14,13 +14,15 @@
 //   test.huge_alloc     allocating and touching memory until the address-space limit refuses
 //                       more, while running (std::bad_alloc);
 //   test.wrong_answer   one output element changed after the warm-up call, before the check;
+//   test.small_error    the same with a small error: the largest output element moved by 0.4 % of
+//                       max(1, its magnitude), beyond float32's tolerance but within float16's;
 //   test.slow_compile   sleeping beyond the build timeout while compiling.
 #include "compiler/ops/registry.h"
 #include "rpc_server/measure_extension.h"
 
 namespace kiln::rpc {
 
-// Adds the six test.* templates. Throws ops::OpError if one is there already.
+// Adds the seven test.* templates. Throws ops::OpError if one is there already.
 void add_test_templates(ops::Registry &registry);
 
 // The extension that adds the test.* templates and injects their faults.

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <mutex>
@@ -114,6 +115,77 @@ TEST(TrackerTest, ReregisteringAnAddressReplacesTheOldRunnerAndRevokesItsLease) 
   ASSERT_EQ(tracker.summary().size(), 1u);
   EXPECT_EQ(tracker.summary()[0].free_runners, 1);
   EXPECT_EQ(tracker.summary()[0].busy_runners, 0);
+}
+
+TEST(TrackerTest, SummaryShowsEachKeysTargets) {
+  Tracker tracker(options());
+  tracker.register_runner({"127.0.0.1:1", "x86", "llvm -mcpu=znver4"});
+  tracker.register_runner({"127.0.0.1:2", "x86", "llvm -mcpu=skylake"});
+  tracker.register_runner({"127.0.0.1:3", "x86", "llvm -mcpu=znver4"});
+  tracker.register_runner({"127.0.0.1:4", "arm", "llvm -mtriple=aarch64-linux-gnu"});
+  const std::vector<DeviceSummary> summary = tracker.summary();
+  ASSERT_EQ(summary.size(), 2u);
+  EXPECT_EQ(summary[0].device_key, "arm");
+  EXPECT_EQ(summary[0].targets, std::vector<std::string>{"llvm -mtriple=aarch64-linux-gnu"});
+  EXPECT_EQ(summary[1].device_key, "x86");
+  EXPECT_EQ(summary[1].targets, (std::vector<std::string>{"llvm -mcpu=skylake", "llvm -mcpu=znver4"}));
+  EXPECT_EQ(summary[1].free_runners, 3);
+}
+
+TEST(TrackerTest, AKeyWithoutRunnersIsRefusedAtOnceAfterTheStartUpGrace) {
+  Tracker tracker(options(/*heartbeat_timeout=*/300ms));
+  Outcomes outcomes;
+  const Clock::time_point later = Clock::now() + 30s;
+  const std::string runner = tracker.register_runner({"127.0.0.1:1", "x86", "llvm"});
+  std::atomic<bool> done{false};
+  std::thread heartbeats([&] {
+    while (!done) {
+      tracker.heartbeat(runner);
+      std::this_thread::sleep_for(20ms);
+    }
+  });
+  // In the start-up grace a request waits: runners of a restarted tracker register again.
+  tracker.acquire("arm", 0, later, outcomes.record("early"));
+  EXPECT_TRUE(outcomes.labels().empty());
+  // At the end of the grace it is told there is no runner, long before its deadline.
+  const auto start = Clock::now();
+  while (outcomes.labels().empty() && Clock::now() - start < 5s) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(outcomes.labels(), std::vector<std::string>{"early"});
+  EXPECT_LT(Clock::now() - start, 2s);
+  EXPECT_EQ(outcomes.at(0).status, AcquireStatus::kNoRunner);
+  EXPECT_EQ(outcomes.at(0).message, "no runner is registered under device key \"arm\" (device keys with runners: x86)");
+  // After it, at once.
+  tracker.acquire("arm", 0, later, outcomes.record("late"));
+  ASSERT_EQ(outcomes.labels().size(), 2u);
+  EXPECT_EQ(outcomes.at(1).status, AcquireStatus::kNoRunner);
+  // A key with runners, all busy, waits.
+  tracker.acquire("x86", 0, later, outcomes.record("holder"));
+  tracker.acquire("x86", 0, later, outcomes.record("waiter"));
+  EXPECT_EQ(outcomes.labels(), (std::vector<std::string>{"early", "late", "holder"}));
+  EXPECT_EQ(outcomes.at(2).status, AcquireStatus::kGranted);
+  EXPECT_TRUE(tracker.release(outcomes.at(2).lease.lease_id));  // to the waiter
+  EXPECT_EQ(outcomes.labels().size(), 4u);
+  done = true;
+  heartbeats.join();
+}
+
+TEST(TrackerTest, RequestsWaitingForAKeyWhoseLastRunnerDiesAreToldAtOnce) {
+  Tracker tracker(options(/*heartbeat_timeout=*/300ms));
+  Outcomes outcomes;
+  std::this_thread::sleep_for(350ms);  // past the start-up grace
+  const std::string id = tracker.register_runner({"127.0.0.1:1", "x86", "llvm"});
+  tracker.acquire("x86", 0, Clock::now() + 30s, outcomes.record("holder"));
+  tracker.acquire("x86", 0, Clock::now() + 30s, outcomes.record("waiter"));
+  ASSERT_EQ(outcomes.labels(), std::vector<std::string>{"holder"});
+  // The runner stops heartbeating and is dropped after the timeout: the waiter learns it then.
+  const auto start = Clock::now();
+  while (outcomes.labels().size() < 2 && Clock::now() - start < 5s) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(outcomes.labels().size(), 2u);
+  EXPECT_LT(Clock::now() - start, 2s);
+  EXPECT_EQ(outcomes.at(1).status, AcquireStatus::kNoRunner);
+  EXPECT_EQ(outcomes.at(1).message,
+            "no runner is registered under device key \"x86\" (no runner is registered at all)");
+  (void)id;
 }
 
 TEST(TrackerTest, ShutdownAnswersEveryWaitingRequest) {

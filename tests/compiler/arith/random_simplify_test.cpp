@@ -1,5 +1,7 @@
 // Randomized checks: random integer expressions over three bounded variables are simplified and
 // both versions are evaluated at every point of the bound box by the reference interpreter.
+// Divisors are constants, variables and `variable + constant`, the last two drawn so that they are
+// never zero in the box (one sign throughout), often with a minimum right at a dividend's bound.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -18,9 +20,21 @@ namespace {
 
 using namespace ir;
 
+struct Box {
+  int64_t lo[3], hi[3];  // inclusive
+};
+
 class ExprGenerator {
  public:
-  ExprGenerator(uint32_t seed, std::vector<Var> vars) : rng_(seed), vars_(std::move(vars)) {}
+  ExprGenerator(uint32_t seed, std::vector<Var> vars) : rng_(seed), vars_(std::move(vars)) {
+    for (int v = 0; v < 3; ++v) {
+      box_.lo[v] = -6;
+      box_.hi[v] = 6;
+    }
+  }
+
+  // The box the variables range over, so that variable divisors are never zero in it.
+  void set_box(const Box &box) { box_ = box; }
 
   Expr int_expr(int depth) {
     if (depth == 0 || pick(10) < 3) return leaf();
@@ -84,6 +98,18 @@ class ExprGenerator {
  private:
   Expr constant(int lo, int hi) { return Expr(std::uniform_int_distribution<int>(lo, hi)(rng_)); }
   Expr divisor() {
+    const int kind = pick(4);
+    if (kind >= 2) {
+      const int v = pick(static_cast<int>(vars_.size()));
+      const Var &var = vars_[static_cast<size_t>(v)];
+      const int64_t lo = box_.lo[v], hi = box_.hi[v];
+      // A positive divisor with its minimum at 1 to 3, or a negative one with its maximum at -1
+      // to -3; a variable alone where its range already has one sign.
+      const int64_t gap = pick(3);
+      if (kind == 2 && (lo > 0 || hi < 0)) return var;
+      if (pick(4) != 0) return var + Expr(static_cast<int>(1 + gap - lo));
+      return var + Expr(static_cast<int>(-1 - gap - hi));
+    }
     int d = 0;
     while (d == 0) d = std::uniform_int_distribution<int>(-5, 8)(rng_);
     return Expr(d);
@@ -95,10 +121,7 @@ class ExprGenerator {
 
   std::mt19937 rng_;
   std::vector<Var> vars_;
-};
-
-struct Box {
-  int64_t lo[3], hi[3];  // inclusive
+  Box box_;
 };
 
 // Calls f(bindings, point) at every point of the box, the bindings giving the variables the
@@ -141,17 +164,21 @@ TEST(RandomSimplifyTest, SimplifiedExpressionsEvaluateTheSame) {
   std::mt19937 box_rng(kSeed + 1);
   int failures = 0;
   for (int iter = 0; iter < 3000 && failures < 5; ++iter) {
-    const bool boolean = gen.pick(4) == 0;
-    Expr e = boolean ? gen.bool_expr(3) : gen.int_expr(4);
     Box box;
-    Analyzer ana;
-    const bool bounded = gen.pick(4) != 0;
     for (int v = 0; v < 3; ++v) {
       box.lo[v] = std::uniform_int_distribution<int>(-6, 4)(box_rng);
       box.hi[v] = box.lo[v] + std::uniform_int_distribution<int>(0, 7)(box_rng);
-      if (bounded)
+    }
+    gen.set_box(box);
+    const bool boolean = gen.pick(4) == 0;
+    Expr e = boolean ? gen.bool_expr(3) : gen.int_expr(4);
+    Analyzer ana;
+    const bool bounded = gen.pick(4) != 0;
+    if (bounded) {
+      for (int v = 0; v < 3; ++v) {
         ana.bind(vars[static_cast<size_t>(v)],
                  Range(Expr(static_cast<int>(box.lo[v])), Expr(static_cast<int>(box.hi[v] - box.lo[v] + 1))));
+      }
     }
     Expr s = ana.simplify(e);
     const bool proved = boolean && ana.can_prove(e);
@@ -190,13 +217,16 @@ TEST(RandomSimplifyTest, StatementsUnderLoopsAndConditionsEvaluateTheSame) {
   Var buf("A", Handle());
   int failures = 0;
   for (int iter = 0; iter < 1500 && failures < 5; ++iter) {
-    Expr cond = gen.bool_expr(2);
-    Expr then_value = gen.int_expr(3), else_value = gen.int_expr(3);
-    Stmt body = IfThenElseNode::make(cond, StoreNode::make(buf, then_value, 0), StoreNode::make(buf, else_value, 1));
     Box box;
     for (int v = 2; v >= 0; --v) {
       box.lo[v] = std::uniform_int_distribution<int>(-6, 4)(box_rng);
       box.hi[v] = box.lo[v] + std::uniform_int_distribution<int>(0, 6)(box_rng);
+    }
+    gen.set_box(box);
+    Expr cond = gen.bool_expr(2);
+    Expr then_value = gen.int_expr(3), else_value = gen.int_expr(3);
+    Stmt body = IfThenElseNode::make(cond, StoreNode::make(buf, then_value, 0), StoreNode::make(buf, else_value, 1));
+    for (int v = 2; v >= 0; --v) {
       body = ForNode::make(vars[static_cast<size_t>(v)], Expr(static_cast<int>(box.lo[v])),
                            Expr(static_cast<int>(box.hi[v] - box.lo[v] + 1)), ForKind::Serial, body);
     }

@@ -210,6 +210,53 @@ TEST_F(SimplifyTest, DivModWithBounds) {
   EXPECT_ANA_SIMPLIFY(ana, floordiv(x * 4 + floordiv(y, 2), 4), x);
 }
 
+// A dividend below a non-constant divisor: floormod(j, d) is j and floordiv(j, d) is 0 only when
+// j.max < d.min; at j.max == d.min the quotient reaches 1 and nothing may be rewritten.
+TEST_F(SimplifyTest, DivModByAVariableAtTheBoundary) {
+  const int64_t kN = 7;
+  {
+    // j in [0, n], i in [n - 1, n + 3]: i + 1 >= n reaches j's maximum.
+    Analyzer ana;
+    ana.bind(j, Range(0, kN + 1));
+    ana.bind(i, Range(kN - 1, 5));
+    EXPECT_ANA_SIMPLIFY(ana, floormod(j, i + 1), floormod(j, i + 1));
+    EXPECT_ANA_SIMPLIFY(ana, floordiv(j, i + 1), floordiv(j, i + 1));
+    EXPECT_ANA_SIMPLIFY(ana, truncmod(j, i + 1), floormod(j, i + 1));
+    EXPECT_ANA_SIMPLIFY(ana, truncdiv(j, i + 1), floordiv(j, i + 1));
+    // i itself reaches n - 1 < n.
+    EXPECT_ANA_SIMPLIFY(ana, floormod(j, i), floormod(j, i));
+    EXPECT_ANA_SIMPLIFY(ana, floordiv(j, i), floordiv(j, i));
+  }
+  {
+    // i in [n, n + 4]: i == n meets j's maximum, i + 1 lies above it.
+    Analyzer ana;
+    ana.bind(j, Range(0, kN + 1));
+    ana.bind(i, Range(kN, 5));
+    EXPECT_ANA_SIMPLIFY(ana, floormod(j, i), floormod(j, i));
+    EXPECT_ANA_SIMPLIFY(ana, floordiv(j, i), floordiv(j, i));
+    EXPECT_ANA_SIMPLIFY(ana, floormod(j, i + 1), j);
+    EXPECT_ANA_SIMPLIFY(ana, floordiv(j, i + 1), Expr(0));
+    EXPECT_ANA_SIMPLIFY(ana, truncmod(j, i + 1), j);
+    EXPECT_ANA_SIMPLIFY(ana, truncdiv(j, i + 1), Expr(0));
+  }
+  {
+    // i in [n + 1, n + 5]: strictly above j.
+    Analyzer ana;
+    ana.bind(j, Range(0, kN + 1));
+    ana.bind(i, Range(kN + 1, 5));
+    EXPECT_ANA_SIMPLIFY(ana, floormod(j, i), j);
+    EXPECT_ANA_SIMPLIFY(ana, floordiv(j, i), Expr(0));
+  }
+  {
+    // A dividend that may be negative is never rewritten this way.
+    Analyzer ana;
+    ana.bind(j, Range(-1, kN + 2));
+    ana.bind(i, Range(kN + 1, 5));
+    EXPECT_ANA_SIMPLIFY(ana, floormod(j, i), floormod(j, i));
+    EXPECT_ANA_SIMPLIFY(ana, floordiv(j, i), floordiv(j, i));
+  }
+}
+
 TEST_F(SimplifyTest, DivModWithoutBounds) {
   EXPECT_SIMPLIFY(truncdiv(x * 4, 2), x * 2);
   EXPECT_SIMPLIFY(floordiv(x * 4, 2), x * 2);

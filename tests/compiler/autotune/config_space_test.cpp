@@ -285,6 +285,56 @@ TEST(ConfigJson, CanonicalAndValidated) {
       std::string::npos);
 }
 
+TEST(ConfigText, EveryFormAUserWritesAndKnobsLeftOutFromTheBase) {
+  ConfigSpace s("t", 1);
+  s.define_split("tile_y", 64, 3);
+  s.define_split("tile_x", 16, 2);
+  s.define_choice("fault", std::vector<std::string>{"off", "on"});
+  s.define_annotate("ann", {{Annotation::None, Annotation::Unroll}});
+  const Config base = s.from_values({{"tile_x", Json::array_of(std::vector<int64_t>{4, 4})}});
+  const Config want = s.from_values({{"tile_y", Json::array_of(std::vector<int64_t>{4, 2, 8})},
+                                     {"tile_x", Json::array_of(std::vector<int64_t>{4, 4})},
+                                     {"fault", "on"}});
+  for (const char *text : {"tile_y=[4,2,8];fault=\"on\"", "tile_y=[4,2,8]; fault=on;", " tile_y=[4, 2, 8]  fault=on",
+                           "[[\"tile_y\",[4,2,8]],[\"fault\",\"on\"]]", "{\"fault\":\"on\",\"tile_y\":[4,2,8]}",
+                           "{\"knobs\":[[\"tile_y\",[4,2,8]],[\"fault\",\"on\"]]}"}) {
+    SCOPED_TRACE(text);
+    EXPECT_EQ(s.parse_config_text(text, base), want);
+  }
+  // What results print, and the canonical JSON with or without its fingerprint and index.
+  EXPECT_EQ(s.parse_config_text(want.to_string(), base), want);
+  EXPECT_EQ(s.parse_config_text(want.to_json(), base), want);
+  const Json full = Json::parse(want.to_json());
+  EXPECT_EQ(s.parse_config_text(Json::object({{"index", full["index"]}, {"knobs", full["knobs"]}}).dump(), base), want);
+  EXPECT_EQ(s.parse_config_text(Json::object({{"knobs", full["knobs"]}}).dump(), base), want);
+}
+
+TEST(ConfigText, MistakesAreConfigErrorsSayingWhat) {
+  ConfigSpace s("t", 1);
+  s.define_split("tile_y", 64, 3);
+  s.define_choice("fault", std::vector<std::string>{"off", "on"});
+  const Config base = s.get(0);
+  auto error = [&](const std::string &text) {
+    try {
+      s.parse_config_text(text, base);
+    } catch (const ConfigError &e) {
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "accepted: " << text;
+    return std::string();
+  };
+  EXPECT_NE(error("").find("empty"), std::string::npos);
+  EXPECT_NE(error("tile_z=[4,2,8]").find("unknown knob 'tile_z' (knobs: tile_y, fault)"), std::string::npos);
+  EXPECT_NE(error("tile_y").find("'tile_y' is not knob=value"), std::string::npos);
+  EXPECT_NE(error("tile_y=[3,3,3]").find("is not a value of knob tile_y"), std::string::npos);
+  EXPECT_NE(error("fault=on;fault=off").find("given twice"), std::string::npos);
+  EXPECT_NE(error("{\"knobs\":[],\"space\":\"" + std::string(64, '0') + "\"}").find("another config space"),
+            std::string::npos);
+  EXPECT_NE(error("{\"knobs\":[],\"index\":7}").find("does not match its knobs"), std::string::npos);
+  EXPECT_NE(error("{\"knobs\":[],\"extra\":1}").find("unknown field \"extra\""), std::string::npos);
+  EXPECT_NE(error("[1,2").find("config for template t"), std::string::npos);
+}
+
 TEST(ConfigSpace, ConfigsKeepTheirDefinition) {
   ConfigSpace s("t", 1);
   s.define_choice("a", {1, 2});

@@ -130,6 +130,37 @@ TEST(Gemm, DenseInt8AccumulatesInInt32AndRequantizes) {
   }
 }
 
+TEST(Gemm, Uint8AboveTheInt8RangeWidensWithoutSignInBothBackEnds) {
+  // uint8 data in [0, 256) and int8 weights in [-128, 128): data of 128 and more changes the
+  // result when it is sign-extended on the way to int32. Fused with bias and requantize to int8.
+  Json e = Json::array({ops::epilogue::bias_add(), ops::epilogue::requantize(3e-4, -5, "int8")});
+  for (const char *name : {"dense_pack.x86", "dense_nopack.x86"}) {
+    ops::Task task(
+        name, Json::object({{"data", tensor({6, 40}, "uint8")}, {"weight", tensor({16, 40}, "int8")}, {"epilogue", e}}),
+        kTarget);
+    const std::vector<autotune::Config> configs = testing::test_configs(task, 2, 21);
+    ops::Compute c = task.compute(configs[0]);
+    std::vector<deploy::Tensor> inputs = testing::make_inputs(c, 5);
+    for (size_t i = 0; i < 2; ++i) testing::fill_full_range(inputs[i], 100 + i);
+    std::vector<Host> host;
+    for (const auto &t : inputs) host.push_back(testing::to_host(t));
+    int high = 0;
+    for (double v : host[0].data) high += v >= 128;
+    ASSERT_GT(high, 50) << "too few data values of 128 and more";
+    const Host accumulated = naive_gemm(host[0], host[1], true);
+    const Host want = last_axis_epilogue(accumulated, e, host);
+    // Requantized, the results spread over int8 and only some are clipped.
+    int clipped = 0;
+    for (double v : want.data) clipped += v <= -128 || v >= 127;
+    EXPECT_LT(clipped, want.numel() / 4);
+    for (const auto &cfg : configs) {
+      SCOPED_TRACE(std::string(name) + " config " + cfg.to_string());
+      EXPECT_EQ(testing::rel_error(want, testing::run_config(task, cfg, inputs)[0]), 0.0) << "C back end";
+      EXPECT_EQ(testing::rel_error(want, testing::run_config_llvm(task, cfg, inputs)[0]), 0.0) << "LLVM back end";
+    }
+  }
+}
+
 TEST(Gemm, SpaceSizesMatchAutoTvm) {
   // x86 dense 1x1000x512: pack 1,000, nopack 160; 128x768x768 packed: 437,400. These are the raw
   // sizes; the constraints on the register tile leave fewer valid configs.

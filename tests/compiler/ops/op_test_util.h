@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiler/codegen/c/c_module.h"
+#include "compiler/codegen/llvm/llvm_module.h"
 #include "compiler/interp/interpreter.h"
 #include "compiler/ir/deploy_dtype.h"
 #include "compiler/ir/op.h"
@@ -116,6 +117,18 @@ inline void fill(deploy::Tensor &t, uint64_t seed) {
   }
 }
 
+// Random values over the whole range of 8-bit integers (uint8 in [0, 256), int8 in [-128, 128)),
+// where widening them with the wrong extension changes the result; other dtypes as fill().
+inline void fill_full_range(deploy::Tensor &t, uint64_t seed) {
+  const auto dt = t.dtype();
+  if (dt.bits != 8 || dt.code == deploy::DType::Float) return fill(t, seed);
+  std::mt19937_64 rng(seed);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const int64_t r = static_cast<int64_t>(rng() % 256);
+    set_elem(t, i, static_cast<double>(dt.code == deploy::DType::UInt ? r : r - 128));
+  }
+}
+
 // Random inputs for the compute's inputs; outputs filled with NaN (floats) or a marker value.
 inline std::vector<deploy::Tensor> make_inputs(const ops::Compute &c, uint64_t seed) {
   std::vector<deploy::Tensor> r;
@@ -125,6 +138,28 @@ inline std::vector<deploy::Tensor> make_inputs(const ops::Compute &c, uint64_t s
     r.push_back(t);
   }
   return r;
+}
+
+// Lowers the task's schedule for `cfg`, compiles it with the LLVM back end for this host, runs it
+// on `inputs` and returns the outputs.
+inline std::vector<deploy::Tensor> run_config_llvm(const ops::Task &task, const autotune::Config &cfg,
+                                                   const std::vector<deploy::Tensor> &inputs) {
+  ops::Instance inst = task.instantiate(cfg);
+  ir::LoweredFunc f = lower::lower(*inst.schedule, inst.compute.args(), "op");
+  std::vector<deploy::Tensor> args = inputs;
+  std::vector<deploy::Tensor> outs;
+  for (const auto &o : inst.compute.outputs) {
+    deploy::Tensor t = deploy::Tensor::empty(const_shape(o), ir::to_deploy_dtype(o.dtype()));
+    for (int64_t i = 0; i < t.numel(); ++i) set_elem(t, i, t.dtype().code == deploy::DType::Float ? NAN : 77);
+    outs.push_back(t);
+    args.push_back(t);
+  }
+  codegen::LLVMBuildOptions options;
+  options.target = "llvm -mcpu=native";
+  codegen::LLVMModule m(f, options);
+  const int32_t rc = m.call_status("op", args);
+  EXPECT_EQ(rc, 0) << m.last_error();
+  return outs;
 }
 
 // Lowers the task's schedule for `cfg`, compiles it with the C back end, runs it on `inputs` and

@@ -40,6 +40,76 @@ TEST(Registry, BuiltinTemplates) {
   EXPECT_THROW(ops::Registry::builtin().get("conv3d.x86"), ops::OpError);
 }
 
+// The names listed after "(arguments: " in an unknown-argument error: what the template accepts.
+std::set<std::string> accepted_arguments(const std::string &name, const Json &example) {
+  Json args = example;
+  args.set("no_such_argument", 1);
+  try {
+    ops::Registry::builtin().workload(name, args);
+  } catch (const ops::OpError &e) {
+    const std::string message = e.what();
+    const size_t at = message.find("(arguments: ");
+    EXPECT_NE(at, std::string::npos) << message;
+    if (at == std::string::npos) return {};
+    std::set<std::string> names;
+    std::string list = message.substr(at + 12, message.find(')', at) - at - 12);
+    for (size_t start = 0; start <= list.size();) {
+      size_t end = list.find(", ", start);
+      if (end == std::string::npos) end = list.size();
+      names.insert(list.substr(start, end - start));
+      start = end + 2;
+    }
+    return names;
+  }
+  ADD_FAILURE() << name << " accepted an unknown argument";
+  return {};
+}
+
+TEST(Registry, EveryTemplateDescribesTheArgumentsItAccepts) {
+  const ops::Registry &registry = ops::Registry::builtin();
+  for (const std::string &name : registry.names()) {
+    SCOPED_TRACE(name);
+    const ops::Template &t = *registry.get(name);
+    EXPECT_FALSE(t.summary.empty());
+    ASSERT_FALSE(t.arguments.empty());
+    std::set<std::string> described;
+    for (const ops::ArgumentSpec &a : t.arguments) {
+      EXPECT_TRUE(described.insert(a.name).second) << a.name << " is described twice";
+      EXPECT_FALSE(a.type.empty()) << a.name;
+      EXPECT_FALSE(a.description.empty()) << a.name;
+    }
+    EXPECT_EQ(described, accepted_arguments(name, t.example));
+    // The example is a workload, lowered with its default config; every key of its canonical form
+    // is described, and the required arguments are in it.
+    contracts::Workload w = registry.workload(name, t.example);
+    for (const auto &[key, value] : w.args.as_object()) {
+      (void)value;
+      EXPECT_TRUE(described.count(key)) << key << " is in the canonical form but not described";
+    }
+    for (const ops::ArgumentSpec &a : t.arguments) {
+      if (a.required()) {
+        EXPECT_TRUE(t.example.contains(a.name)) << a.name << " is required but not in the example";
+      }
+    }
+    ops::Task task(name, t.example, kTarget);
+    EXPECT_NO_THROW(task.lower(task.default_config()));
+  }
+}
+
+TEST(Registry, EveryEpilogueFormatIsAcceptedAsShown) {
+  std::set<std::string> ops_listed;
+  for (const ops::EpilogueOpFormat &f : ops::epilogue_formats()) {
+    SCOPED_TRACE(f.descriptor);
+    EXPECT_FALSE(f.meaning.empty());
+    const Json d = Json::parse(f.descriptor);
+    ops_listed.insert(d["op"].as_string());
+    const Json canonical = ops::canonical_epilogue(Json::array({d}), ir::Float(32), "test");
+    EXPECT_EQ(canonical[0].dump(), d.dump()) << "the format is not shown in canonical form";
+  }
+  EXPECT_EQ(ops_listed.size(), ops::epilogue_formats().size());
+  EXPECT_EQ(ops_listed.size(), 10u);
+}
+
 TEST(Registry, WorkloadKeyIsAFixedContentHash) {
   Json args = Json::object({{"data", tensor({1, 512})}, {"weight", tensor({1000, 512})}});
   contracts::Workload w = ops::Registry::builtin().workload("dense_pack.x86", args);
@@ -71,6 +141,48 @@ TEST(Registry, EquivalentArgumentsGiveTheSameKey) {
   d1.set("epilogue", Json::array({Json::object({{"op", "clip"}, {"min", 0}, {"max", 6}})}));
   d2.set("epilogue", Json::array({ops::epilogue::clip(0.0, 6.0)}));
   EXPECT_EQ(ops::Task("conv2d_nchw.x86", d1, kTarget).key(), ops::Task("conv2d_nchw.x86", d2, kTarget).key());
+}
+
+// The message of the OpError that making the task throws, or "" when it is made.
+std::string task_error(const std::string &name, const Json &args) {
+  try {
+    ops::Task task(name, args, kTarget);
+  } catch (const ops::OpError &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Registry, TensorsBeyondTheIndexLimitAreClearErrors) {
+  const Json relu = Json::array({ops::epilogue::relu()});
+  const std::string limit = "a tensor may have at most 2147483647 (2^31 - 1: tensors are indexed with 32-bit integers)";
+  // Just below the limit, and just above it.
+  EXPECT_EQ(task_error("elemwise.x86", Json::object({{"data", tensor({3, 715827882})}, {"epilogue", relu}})), "");
+  std::string e = task_error("elemwise.x86", Json::object({{"data", tensor({2, 1073741824})}, {"epilogue", relu}}));
+  EXPECT_NE(e.find("workload elemwise.x86: \"data\" has 2147483648 elements (shape [2,1073741824]); " + limit),
+            std::string::npos)
+      << e;
+  // An element count beyond 64 bits.
+  e = task_error("elemwise.x86",
+                 Json::object({{"data", tensor({1073741824, 1073741824, 1073741824})}, {"epilogue", relu}}));
+  EXPECT_NE(e.find("\"data\" has more than 2^63 elements"), std::string::npos) << e;
+  EXPECT_EQ(e.find("extent must be positive"), std::string::npos) << e;
+  // A dimension beyond its own limit names it.
+  e = task_error("elemwise.x86", Json::object({{"data", tensor({2147483648})}, {"epilogue", relu}}));
+  EXPECT_NE(e.find("must hold integers from 1 to 1073741824, got [2147483648]"), std::string::npos) << e;
+  // Outputs larger than their inputs.
+  e = task_error("matmul.x86", Json::object({{"a", tensor({1048576, 1})}, {"b", tensor({1, 1048576})}}));
+  EXPECT_NE(e.find("workload matmul.x86: tensor \"matmul\" would have 1099511627776 elements (shape [1048576, "
+                   "1048576]); " +
+                   limit),
+            std::string::npos)
+      << e;
+  e = task_error("broadcast.x86", Json::object({{"lhs", tensor({65536, 1})}, {"rhs", tensor({65536})}}));
+  EXPECT_NE(e.find("would have 4294967296 elements"), std::string::npos) << e;
+  e = task_error(
+      "conv2d_transpose_nchw.x86",
+      Json::object({{"data", tensor({1, 1, 40000, 40000})}, {"kernel", tensor({1, 1, 3, 3})}, {"strides", 2}}));
+  EXPECT_NE(e.find("would have 6400160001 elements"), std::string::npos) << e;
 }
 
 TEST(Registry, BadWorkloadsAreUserErrors) {

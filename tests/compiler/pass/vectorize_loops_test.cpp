@@ -248,6 +248,58 @@ TEST(VectorizeLoops, NonZeroMinStartsTheRamp) {
   EXPECT_TRUE(ir_equal(vectorize_loops(s), store(b, load(a, ramp(m, 1, 4)), ramp(m, 1, 4))));
 }
 
+// The lane counts of the vectors in a statement.
+std::vector<int> vector_lanes(const Stmt &s) {
+  std::vector<int> lanes;
+  post_order_visit(s, [&](const IRNode *n) {
+    if (n->node_type <= NodeType::Reduce && static_cast<const BaseExprNode *>(n)->type.is_vector()) {
+      lanes.push_back(static_cast<const BaseExprNode *>(n)->type.lanes());
+    }
+  });
+  return lanes;
+}
+
+TEST(VectorizeLoops, LoopsLongerThan64LanesRunOverChunksOf64) {
+  Var a = buffer_var("A"), b = buffer_var("B"), i("i");
+  Stmt s = loop(i, 0, 192, store(b, load(a, i) + 1.0f, i), ForKind::Vectorized);
+  Stmt out = vectorize_loops(s);
+  const auto *chunks = out.as<ForNode>();
+  ASSERT_NE(chunks, nullptr) << out;
+  EXPECT_EQ(chunks->kind, ForKind::Serial);
+  EXPECT_TRUE(ir_equal(chunks->extent, Expr(3)));
+  // The base is left for the simplifier to fold.
+  Expr r = ramp(AddNode::make(Expr(0), chunks->loop_var * 64), 1, 64);
+  EXPECT_TRUE(ir_equal(chunks->body, store(b, load(a, r) + bcast(1.0f, 64), r))) << out;
+  expect_same_results(s, {{a, 192}, {b, 192}});
+}
+
+// When 64 does not divide the extent, the chunks take the largest power of two that does, or the
+// loop stays serial; every element is computed once, none beyond the extent.
+TEST(VectorizeLoops, ExtentsThat64DoesNotDivideUseADividingLaneCount) {
+  struct Case {
+    int64_t extent;
+    int lanes;  // 0: serial
+  };
+  for (const Case c : {Case{65, 0}, Case{66, 2}, Case{96, 32}, Case{100, 4}, Case{130, 2}, Case{160, 32}, Case{200, 8},
+                       Case{127, 0}}) {
+    SCOPED_TRACE("extent " + std::to_string(c.extent));
+    Var a = buffer_var("A"), b = buffer_var("B"), i("i"), m("m");
+    // Starting at m, in buffers one chunk longer than the loop, so that a lane past the end shows.
+    Stmt s = loop(i, m, static_cast<int>(c.extent), store(b, load(a, i) * 2.0f, i), ForKind::Vectorized);
+    Stmt out = vectorize_loops(s);
+    if (c.lanes == 0) {
+      expect_scalarized(s);
+    } else {
+      const auto *chunks = out.as<ForNode>();
+      ASSERT_NE(chunks, nullptr) << out;
+      EXPECT_TRUE(ir_equal(chunks->extent, Expr(static_cast<int>(c.extent / c.lanes)))) << out;
+      for (int l : vector_lanes(out)) EXPECT_EQ(l, c.lanes) << out;
+    }
+    const size_t size = static_cast<size_t>(c.extent + 3 + 64);
+    expect_same_results(s, {{a, size}, {b, size}}, {{m, 3}});
+  }
+}
+
 TEST(VectorizeLoops, UntouchedIrIsReturnedAsIs) {
   Var a = buffer_var("A"), b = buffer_var("B"), i("i"), j("j");
   Stmt s = loop(i, 0, 4, loop(j, 0, 4, store(b, load(a, i * 4 + j), i * 4 + j), ForKind::Unrolled));
