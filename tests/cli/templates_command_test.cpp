@@ -24,33 +24,13 @@ namespace {
 namespace pt = db::testing;
 using nlohmann::json;
 
-struct Result {
-  int status = -1;
-  std::string out, err;
-};
+using Result = pt::Run;
 
 class TemplatesCommandTest : public ::testing::Test {
  protected:
   test::TempDir dir;
 
-  Result kiln(const std::vector<std::string> &args) {
-    const std::string err_file = dir.path() + "/stderr.txt";
-    int err_fd = open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int saved = dup(STDERR_FILENO);
-    dup2(err_fd, STDERR_FILENO);
-    pt::Child child = pt::spawn(KILN_CLI, args, /*capture=*/true);
-    dup2(saved, STDERR_FILENO);
-    close(saved);
-    close(err_fd);
-    Result r;
-    r.out = pt::read_all(child.stdout_fd);
-    r.status = pt::wait_for(child);
-    std::ifstream in(err_file);
-    std::stringstream err;
-    err << in.rdbuf();
-    r.err = err.str();
-    return r;
-  }
+  Result kiln(const std::vector<std::string> &args) { return pt::run_program(KILN_CLI, args, dir.path()); }
 };
 
 bool has(const std::string &text, const std::string &needle) { return text.find(needle) != std::string::npos; }

@@ -36,11 +36,7 @@ using testing::znver4;
 using testing::znver4_avx512;
 namespace fs = std::filesystem;
 
-struct Result {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
+using Result = testing::Run;
 
 class DbCommandTest : public testing::TempDirTest {
  protected:
@@ -66,22 +62,7 @@ class DbCommandTest : public testing::TempDirTest {
       args.insert(args.begin() + 1, "--db");
       args.insert(args.begin() + 2, db_path_);
     }
-    std::string err_file = path("stderr.txt");
-    int err_fd = open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int saved = dup(STDERR_FILENO);
-    dup2(err_fd, STDERR_FILENO);  // the child inherits it
-    testing::Child child = testing::spawn(KILN_CLI, args, /*capture=*/true, unprivileged);
-    dup2(saved, STDERR_FILENO);
-    close(saved);
-    close(err_fd);
-    Result result;
-    result.out = testing::read_all(child.stdout_fd);
-    result.status = testing::wait_for(child);
-    std::ifstream in(err_file);
-    std::stringstream err;
-    err << in.rdbuf();
-    result.err = err.str();
-    return result;
+    return testing::run_program(KILN_CLI, args, dir_.string(), unprivileged);
   }
 
   // Runs `kiln` with `args` (and the database) on a terminal of its own, typing `answer` once the

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -85,6 +87,35 @@ inline std::string read_all(int fd) {
   while ((n = read(fd, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<size_t>(n));
   close(fd);
   return text;
+}
+
+// What a finished program printed and its exit status (see wait_for).
+struct Run {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `program` with `args` to the end: stdout through a pipe, stderr through a file in
+// `scratch_dir` (so a long stderr cannot block the child); `unprivileged` as in spawn().
+inline Run run_program(const std::string &program, const std::vector<std::string> &args, const std::string &scratch_dir,
+                       bool unprivileged = false) {
+  const std::string err_file = scratch_dir + "/stderr.txt";
+  int err_fd = open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int saved = dup(STDERR_FILENO);
+  dup2(err_fd, STDERR_FILENO);  // the child inherits it
+  Child child = spawn(program, args, /*capture=*/true, unprivileged);
+  dup2(saved, STDERR_FILENO);
+  close(saved);
+  close(err_fd);
+  Run run;
+  run.out = read_all(child.stdout_fd);
+  run.status = wait_for(child);
+  std::ifstream in(err_file);
+  std::stringstream err;
+  err << in.rdbuf();
+  run.err = err.str();
+  return run;
 }
 
 }  // namespace kiln::db::testing
