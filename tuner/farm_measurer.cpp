@@ -31,16 +31,9 @@ std::vector<MeasureOutcome> FarmMeasurer::measure(const ops::Task &task, const s
   std::vector<kiln::v1::Config> wire;
   std::vector<size_t> position;  // of each wire config among `configs`
   for (size_t i = 0; i < configs.size(); ++i) {
-    try {
-      wire.push_back(rpc::config_to_proto(configs[i]));
-    } catch (const UserError &e) {
-      // An undefined or partial config: nothing a runner could build.
-      outcomes[i].error = db::ErrorClass::kInstantiation;
-      outcomes[i].message = configs[i].defined()
-                                ? e.what()
-                                : "an undefined config: no config of " + task.workload().template_name + "'s space";
-      continue;
-    }
+    std::optional<kiln::v1::Config> config = wire_config(task, configs[i], &outcomes[i]);
+    if (!config) continue;
+    wire.push_back(std::move(*config));
     position.push_back(i);
   }
   if (wire.empty()) return outcomes;

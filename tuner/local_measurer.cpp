@@ -89,17 +89,10 @@ std::vector<MeasureOutcome> LocalMeasurer::measure_with(const ops::Task &task, c
   const kiln::v1::Workload workload = rpc::workload_to_proto(task.workload());
   const kiln::v1::Target target = rpc::target_to_proto(task.target().target, device_key);
   for (size_t i = 0; i < configs.size(); ++i) {
+    std::optional<kiln::v1::Config> config = wire_config(task, configs[i], &outcomes[i]);
+    if (!config) continue;
     rpc::Candidate candidate;
-    try {
-      candidate.config = rpc::config_to_proto(configs[i]);
-    } catch (const UserError &e) {
-      // An undefined or partial config: nothing a worker could build.
-      outcomes[i].error = db::ErrorClass::kInstantiation;
-      outcomes[i].message = configs[i].defined()
-                                ? e.what()
-                                : "an undefined config: no config of " + task.workload().template_name + "'s space";
-      continue;
-    }
+    candidate.config = std::move(*config);
     candidate.workload = workload;
     candidate.target = target;
     batch.push_back(std::move(candidate));

@@ -8,6 +8,7 @@
 
 #include "db/target.h"
 #include "db/workload.h"
+#include "rpc_server/wire.h"
 
 namespace kiln::tuner {
 
@@ -92,6 +93,18 @@ kiln::v1::MeasureOptions default_measure_options() {
   options.set_run_timeout_ms(10000);
   options.set_check_correctness(true);
   return options;
+}
+
+std::optional<kiln::v1::Config> wire_config(const ops::Task &task, const autotune::Config &config,
+                                            MeasureOutcome *failure) {
+  try {
+    return rpc::config_to_proto(config);
+  } catch (const UserError &e) {
+    failure->error = db::ErrorClass::kInstantiation;
+    failure->message =
+        config.defined() ? e.what() : "an undefined config: no config of " + task.workload().template_name + "'s space";
+    return std::nullopt;
+  }
 }
 
 }  // namespace kiln::tuner

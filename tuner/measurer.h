@@ -26,6 +26,7 @@
 #include "db/record.h"
 #include "db/tuning_db.h"
 #include "kiln/v1/measure.pb.h"
+#include "kiln/v1/workload.pb.h"
 
 namespace kiln::rpc {
 struct FarmClientOptions;
@@ -69,6 +70,12 @@ MeasureOutcome outcome_from_proto(const kiln::v1::MeasureResult &result);
 // of a failure.
 db::Record make_record(const ops::Task &task, const std::string &device_key, const autotune::Config &config,
                        const MeasureOutcome &outcome, std::optional<int64_t> job_id = std::nullopt);
+
+// The wire form of one config of `task`, or nullopt with `*failure` set to an INSTANTIATION
+// outcome saying why (an undefined or partial config: nothing a runner or worker could build).
+// What every measurer does with a config before sending it.
+std::optional<kiln::v1::Config> wire_config(const ops::Task &task, const autotune::Config &config,
+                                            MeasureOutcome *failure);
 
 class Measurer {
  public:

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/common/split_list.h"
 #include "bench/cost_model/workloads.h"
 #include "compiler/driver/target.h"
 #include "compiler/ops/registry.h"
@@ -73,13 +74,7 @@ Options parse_options(int argc, char **argv) {
     } else if (flag == "--configs") {
       o.configs = std::stoll(value);
     } else if (flag == "--workloads") {
-      size_t start = 0;
-      while (start <= value.size()) {
-        const size_t comma = value.find(',', start);
-        o.filters.push_back(value.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
+      o.filters = bench::split_list(value);
     } else if (flag == "--seed") {
       o.seed = std::stoull(value);
     } else if (flag == "--threads") {

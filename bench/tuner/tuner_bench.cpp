@@ -103,6 +103,7 @@
 
 #include "bench/common/layer.h"
 #include "bench/common/line_chart.h"
+#include "bench/common/split_list.h"
 #include "bench/cost_model/workloads.h"
 #include "compiler/driver/target.h"
 #include "compiler/ops/registry.h"
@@ -121,18 +122,7 @@ constexpr const char *kDeviceKey = "cpu-local";  // the dataset's device class
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-std::vector<std::string> split_list(const std::string &s) {
-  std::vector<std::string> r;
-  size_t start = 0;
-  while (start <= s.size()) {
-    const size_t comma = s.find(',', start);
-    const std::string item = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!item.empty()) r.push_back(item);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return r;
-}
+using bench::split_list;
 
 struct Options {
   std::string db;  // the dataset
