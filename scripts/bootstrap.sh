@@ -18,6 +18,11 @@ packages=(
   llvm-14-dev zlib1g-dev libzstd-dev libedit-dev libxml2-dev libffi-dev libtinfo-dev
   # benchmark peers; Debian's oneDNN CMake package requires the OpenCL loader and headers
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev opencl-c-headers
+  # HTTP for the services' /metrics endpoints
+  libcpp-httplib-dev
+  # ONNX: the protobuf definitions, the backend node tests, and torch/torchvision to export real
+  # architectures with a reference output (tests/frontend)
+  libonnx-dev libonnx-testdata python3-onnx python3-torch python3-torchvision python3-numpy
 )
 
 is_installed() {
