@@ -354,6 +354,18 @@ T apply_math(const std::string &name, const T *x, size_t n) {
     if (name == "floor") return std::floor(a);
     if (name == "ceil") return std::ceil(a);
     if (name == "round") return std::round(a);
+    if (name == "nearbyint") return std::nearbyint(a);
+    if (name == "sin") return std::sin(a);
+    if (name == "cos") return std::cos(a);
+    if (name == "tan") return std::tan(a);
+    if (name == "asin") return std::asin(a);
+    if (name == "acos") return std::acos(a);
+    if (name == "atan") return std::atan(a);
+    if (name == "sinh") return std::sinh(a);
+    if (name == "cosh") return std::cosh(a);
+    if (name == "asinh") return std::asinh(a);
+    if (name == "acosh") return std::acosh(a);
+    if (name == "atanh") return std::atanh(a);
   } else if (n == 2) {
     if (name == "pow") return std::pow(x[0], x[1]);
   } else if (n == 3) {

@@ -305,6 +305,18 @@ Expr floor(Expr x) { return float_intrinsic("floor", {std::move(x)}); }
 Expr ceil(Expr x) { return float_intrinsic("ceil", {std::move(x)}); }
 Expr round(Expr x) { return float_intrinsic("round", {std::move(x)}); }
 Expr fma(Expr a, Expr b, Expr c) { return float_intrinsic("fma", {std::move(a), std::move(b), std::move(c)}); }
+Expr nearbyint(Expr x) { return float_intrinsic("nearbyint", {std::move(x)}); }
+Expr sin(Expr x) { return float_intrinsic("sin", {std::move(x)}); }
+Expr cos(Expr x) { return float_intrinsic("cos", {std::move(x)}); }
+Expr tan(Expr x) { return float_intrinsic("tan", {std::move(x)}); }
+Expr asin(Expr x) { return float_intrinsic("asin", {std::move(x)}); }
+Expr acos(Expr x) { return float_intrinsic("acos", {std::move(x)}); }
+Expr atan(Expr x) { return float_intrinsic("atan", {std::move(x)}); }
+Expr sinh(Expr x) { return float_intrinsic("sinh", {std::move(x)}); }
+Expr cosh(Expr x) { return float_intrinsic("cosh", {std::move(x)}); }
+Expr asinh(Expr x) { return float_intrinsic("asinh", {std::move(x)}); }
+Expr acosh(Expr x) { return float_intrinsic("acosh", {std::move(x)}); }
+Expr atanh(Expr x) { return float_intrinsic("atanh", {std::move(x)}); }
 
 Expr abs(Expr x) {
   if (!x.defined()) throw ExprError("abs: undefined argument");
@@ -315,7 +327,9 @@ Expr abs(Expr x) {
 
 bool is_math_intrinsic(const std::string &n) {
   return n == "exp" || n == "log" || n == "sqrt" || n == "rsqrt" || n == "tanh" || n == "sigmoid" || n == "erf" ||
-         n == "pow" || n == "fabs" || n == "floor" || n == "ceil" || n == "round" || n == "fma";
+         n == "pow" || n == "fabs" || n == "floor" || n == "ceil" || n == "round" || n == "fma" || n == "nearbyint" ||
+         n == "sin" || n == "cos" || n == "tan" || n == "asin" || n == "acos" || n == "atan" || n == "sinh" ||
+         n == "cosh" || n == "asinh" || n == "acosh" || n == "atanh";
 }
 
 Expr likely(Expr cond) {

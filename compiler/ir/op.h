@@ -72,6 +72,19 @@ Expr floor(Expr x);
 Expr ceil(Expr x);
 Expr round(Expr x);
 Expr fma(Expr a, Expr b, Expr c);
+// Round half to even (what the current rounding mode gives), as ONNX's Round asks.
+Expr nearbyint(Expr x);
+Expr sin(Expr x);
+Expr cos(Expr x);
+Expr tan(Expr x);
+Expr asin(Expr x);
+Expr acos(Expr x);
+Expr atan(Expr x);
+Expr sinh(Expr x);
+Expr cosh(Expr x);
+Expr asinh(Expr x);
+Expr acosh(Expr x);
+Expr atanh(Expr x);
 
 // Names of pure math intrinsics known to every back end.
 bool is_math_intrinsic(const std::string &name);

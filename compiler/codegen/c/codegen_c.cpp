@@ -123,6 +123,8 @@ const std::unordered_set<std::string> &reserved_names() {
                                                         "roundf",
                                                         "fma",
                                                         "fmaf",
+"nearbyint", "nearbyintf","sin", "sinf","cos", "cosf","tan", "tanf","asin", "asinf","acos", "acosf","atan", "atanf","sinh", "sinhf","cosh", "coshf","asinh", "asinhf","acosh", "acoshf","atanh", "atanhf",
+
                                                         "fmod",
                                                         "fmodf",
                                                         "main",

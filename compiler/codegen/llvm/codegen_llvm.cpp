@@ -16,6 +16,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -782,6 +783,14 @@ llvm::Value *CodeGenLLVM::ramp(const ir::RampNode *op) {
 
 llvm::Value *CodeGenLLVM::libm(const std::string &name, llvm::Value *x) {
   llvm::Type *st = x->getType()->getScalarType();
+  if (st->isHalfTy()) {
+    // libm has no half functions: compute in float and round back.
+    llvm::Type *ft = x->getType()->isVectorTy()
+                         ? static_cast<llvm::Type *>(llvm::FixedVectorType::get(
+                               b_.getFloatTy(), llvm::cast<llvm::FixedVectorType>(x->getType())->getNumElements()))
+                         : b_.getFloatTy();
+    return b_.CreateFPTrunc(libm(name, b_.CreateFPExt(x, ft)), x->getType());
+  }
   const std::string fname = st->isDoubleTy() ? name : name + "f";
   llvm::FunctionCallee fn = mod_.getOrInsertFunction(fname, llvm::FunctionType::get(st, {st}, false));
   if (auto *f = llvm::dyn_cast<llvm::Function>(fn.getCallee())) {
@@ -916,7 +925,8 @@ llvm::Value *CodeGenLLVM::math(const std::string &name, const std::vector<llvm::
   static const std::map<std::string, llvm::Intrinsic::ID> unary = {
       {"exp", llvm::Intrinsic::exp},    {"log", llvm::Intrinsic::log},     {"sqrt", llvm::Intrinsic::sqrt},
       {"fabs", llvm::Intrinsic::fabs},  {"floor", llvm::Intrinsic::floor}, {"ceil", llvm::Intrinsic::ceil},
-      {"round", llvm::Intrinsic::round}};
+      {"round", llvm::Intrinsic::round}, {"nearbyint", llvm::Intrinsic::nearbyint},
+      {"sin", llvm::Intrinsic::sin},    {"cos", llvm::Intrinsic::cos}};
   if (auto it = unary.find(name); it != unary.end() && args.size() == 1) return b_.CreateUnaryIntrinsic(it->second, x);
   if (name == "pow" && args.size() == 2) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, args[1]);
   if (name == "fma" && args.size() == 3) return b_.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {x, args[1], args[2]});
@@ -926,7 +936,9 @@ llvm::Value *CodeGenLLVM::math(const std::string &name, const std::vector<llvm::
     llvm::Value *e = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(x));
     return b_.CreateFDiv(one(), b_.CreateFAdd(one(), e));
   }
-  if ((name == "tanh" || name == "erf") && args.size() == 1) return libm(name, x);
+  static const std::set<std::string> libm_unary = {"tanh", "erf",  "tan",   "asin",  "acos",
+                                                   "atan", "sinh", "cosh", "asinh", "acosh", "atanh"};
+  if (libm_unary.count(name) && args.size() == 1) return libm(name, x);
   throw InternalError(detail::concat("LLVM back end: math intrinsic ", name, " with ", args.size(), " arguments"));
 }
 

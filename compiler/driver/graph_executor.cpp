@@ -1,0 +1,323 @@
+#include "compiler/driver/graph_executor.h"
+
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+#include "compiler/codegen/llvm/llvm_module.h"
+#include "compiler/driver/target.h"
+#include "compiler/graph/op_def.h"
+#include "compiler/ir/deploy_dtype.h"
+#include "compiler/ir/op.h"
+#include "compiler/lower/lower.h"
+#include "compiler/ops/registry.h"
+#include "compiler/te/schedule.h"
+#include "contracts/sha256.h"
+
+namespace kiln::driver {
+
+using ::kiln::detail::concat;
+using graph::GraphError;
+using graph::Node;
+using graph::OpContext;
+using graph::OpDef;
+using graph::TensorType;
+
+struct GraphExecutor::CompiledKernel {
+  std::unique_ptr<codegen::LLVMModule> module;
+  std::string function;
+  std::vector<int> input_map;
+  bool from_template = false;
+};
+
+namespace {
+
+std::string data_hash(const deploy::Tensor &t) {
+  return contracts::sha256_hex(std::string_view(static_cast<const char *>(t.data()), t.nbytes()));
+}
+
+// What identifies a node's kernel: op, attributes, input types, the data of compile-time inputs,
+// output types and the target.
+std::string signature(const graph::Graph &g, const Node &n, const OpDef &def, const std::vector<TensorType> &outs,
+                      const std::string &target) {
+  std::ostringstream os;
+  os << n.op << "|" << target << "|";
+  for (const auto &[k, a] : n.attrs) {
+    os << k << "=" << a.str();
+    if (a.kind == graph::Attribute::Kind::Tensor) os << "#" << data_hash(a.tensor);
+    os << ";";
+  }
+  os << "|";
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] == graph::kNoValue) {
+      os << "_,";
+      continue;
+    }
+    const auto &v = g.value(n.inputs[i]);
+    os << v.type.str();
+    const bool ct = std::find(def.const_inputs.begin(), def.const_inputs.end(), static_cast<int>(i)) != def.const_inputs.end();
+    if (ct && v.is_constant()) os << "#" << data_hash(v.constant);
+    os << ",";
+  }
+  os << "|";
+  for (const auto &t : outs) os << t.str() << ",";
+  return os.str();
+}
+
+// A generic CPU schedule: intermediate elementwise stages inlined; each output's loops fused and
+// split into blocks of 64, the outer loop parallel.
+void schedule_generic(te::Schedule &s, const std::vector<te::Tensor> &outputs) {
+  for (const auto &st : s.stages()) {
+    const auto *c = dynamic_cast<const te::ComputeOpNode *>(st->op.get());
+    if (!c || c->is_reduction() || st->is_output || st->attach_type != te::AttachType::Root) continue;
+    te::Stage(st.get()).compute_inline();
+  }
+  for (const auto &t : outputs) {
+    te::Stage st = s[t];
+    const auto *c = dynamic_cast<const te::ComputeOpNode *>(t.op().get());
+    if (!c) continue;
+    std::vector<te::IterVar> axes;
+    for (int i = 0; i < t.ndim(); ++i) axes.push_back(st.axis(static_cast<size_t>(i)));
+    te::IterVar fused;
+    st.fuse(axes, &fused);
+    int64_t total = 1;
+    for (const auto &d : t.shape()) total *= ir::as_const_int(d).value_or(1);
+    if (total > 4096) {
+      te::IterVar outer, inner;
+      st.split(fused, ir::make_const(ir::Int(32), int64_t{64}), &outer, &inner);
+      st.parallel(outer);
+    }
+  }
+}
+
+std::shared_ptr<GraphExecutor::CompiledKernel> build_kernel(const OpContext &ctx, const OpDef &def,
+                                                            const std::string &target, const std::string &fname) {
+  graph::Kernel k = def.kernel(ctx);
+  auto ck = std::make_shared<GraphExecutor::CompiledKernel>();
+  ck->function = fname;
+  ck->input_map = k.input_map;
+  ir::LoweredFunc f;
+  if (!k.template_name.empty()) {
+    ops::Task task(k.template_name, k.template_args, resolve_target(target));
+    f = task.lower(task.default_config(), fname);
+    ck->from_template = true;
+  } else {
+    if (k.outputs.empty()) ctx.fail("the op built no kernel outputs");
+    auto s = te::create_schedule(k.outputs);
+    schedule_generic(*s, k.outputs);
+    std::vector<te::Tensor> args = k.placeholders;
+    args.insert(args.end(), k.outputs.begin(), k.outputs.end());
+    f = lower::lower(*s, args, fname);
+  }
+  codegen::LLVMBuildOptions opt;
+  opt.target = target;
+  ck->module = std::make_unique<codegen::LLVMModule>(f, opt);
+  return ck;
+}
+
+// The process's kernels by signature: nodes with the same signature share one compiled kernel.
+struct KernelCache {
+  std::mutex mu;
+  std::unordered_map<std::string, std::shared_ptr<const GraphExecutor::CompiledKernel>> kernels;
+  int64_t next = 0;
+};
+
+KernelCache &cache() {
+  static KernelCache c;
+  return c;
+}
+
+std::shared_ptr<const GraphExecutor::CompiledKernel> get_kernel(const graph::Graph &g, const Node &n, const OpDef &def,
+                                                                const std::vector<TensorType> &outs,
+                                                                const std::string &target, bool *compiled) {
+  const std::string sig = signature(g, n, def, outs, target);
+  KernelCache &c = cache();
+  std::string fname;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    auto it = c.kernels.find(sig);
+    if (it != c.kernels.end()) {
+      *compiled = false;
+      return it->second;
+    }
+    fname = concat("kiln_node_", c.next++);
+  }
+  OpContext ctx(g, n);
+  std::shared_ptr<const GraphExecutor::CompiledKernel> k;
+  try {
+    k = build_kernel(ctx, def, target, fname);
+  } catch (const GraphError &) {
+    throw;
+  } catch (const UserError &e) {
+    throw GraphError(concat(n.describe(), ": ", e.what()));
+  }
+  *compiled = true;
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.kernels.emplace(sig, k).first->second;
+}
+
+// A kernel argument: rank-0 tensors are passed as shape [1].
+deploy::Tensor as_arg(const deploy::Tensor &t) {
+  if (t.ndim() == 0) return t.view(0, {1});
+  return t;
+}
+
+bool is_empty(const std::vector<TensorType> &types) {
+  for (const auto &t : types) {
+    if (t.numel() == 0) return true;
+  }
+  return false;
+}
+
+// Runs one node: `in` holds its input tensors (undefined for absent inputs).
+std::vector<deploy::Tensor> run_node(const graph::Graph &g, const Node &n, const OpDef &def,
+                                     const GraphExecutor::CompiledKernel *k, const std::vector<deploy::Tensor> &in) {
+  std::vector<deploy::Tensor> outs;
+  if (def.view) {
+    const auto &t = g.value(n.outputs[0]).type;
+    const deploy::Tensor &src = in[0];
+    outs.push_back(src.view(0, t.shape));
+    return outs;
+  }
+  for (graph::ValueId o : n.outputs) {
+    const auto &t = g.value(o).type;
+    outs.push_back(deploy::Tensor::empty(t.shape, ir::to_deploy_dtype(t.dtype)));
+  }
+  if (!k) return outs;  // an empty output: nothing to compute
+  std::vector<deploy::Tensor> args;
+  for (int i : k->input_map) args.push_back(as_arg(in[static_cast<size_t>(i)]));
+  for (const auto &o : outs) args.push_back(as_arg(o));
+  try {
+    k->module->call(k->function, args);
+  } catch (const UserError &e) {
+    throw ExecutionError(concat(n.describe(), ": ", e.what()));
+  }
+  return outs;
+}
+
+std::vector<deploy::Tensor> evaluate_op(const graph::Graph &g, const Node &n, const OpDef &def) {
+  OpContext ctx(g, n);
+  return def.evaluate(ctx);
+}
+
+}  // namespace
+
+GraphExecutor::GraphExecutor(graph::Graph g, const ExecutorOptions &options)
+    : graph_(std::move(g)), options_(options) {
+  graph::verify(graph_);
+  const auto t0 = std::chrono::steady_clock::now();
+  stats_.nodes = static_cast<int>(graph_.nodes().size());
+  std::map<const CompiledKernel *, bool> distinct;
+  for (const Node &n : graph_.nodes()) {
+    const OpDef *def = graph::find_op(n.op);
+    std::vector<TensorType> outs;
+    for (auto o : n.outputs) outs.push_back(graph_.value(o).type);
+    if (def->view || def->evaluate || is_empty(outs)) {
+      kernels_.push_back(nullptr);
+      continue;
+    }
+    bool compiled = false;
+    auto k = get_kernel(graph_, n, *def, outs, options_.target, &compiled);
+    if (!distinct.count(k.get())) {
+      distinct[k.get()] = true;
+      ++stats_.kernels;
+      if (compiled) ++stats_.kernels_compiled;
+      if (k->from_template) ++stats_.template_kernels;
+    }
+    kernels_.push_back(std::move(k));
+  }
+  stats_.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+GraphExecutor::~GraphExecutor() = default;
+
+std::vector<deploy::Tensor> GraphExecutor::run(const std::map<std::string, deploy::Tensor> &inputs) const {
+  std::vector<deploy::Tensor> ordered;
+  for (graph::ValueId id : graph_.inputs()) {
+    const auto &name = graph_.value(id).name;
+    auto it = inputs.find(name);
+    if (it == inputs.end()) throw ExecutionError(concat("no value given for the input '", name, "'"));
+    ordered.push_back(it->second);
+  }
+  for (const auto &[name, t] : inputs) {
+    bool known = false;
+    for (graph::ValueId id : graph_.inputs()) known = known || graph_.value(id).name == name;
+    if (!known) throw ExecutionError(concat("the model has no input named '", name, "'"));
+  }
+  return run(ordered);
+}
+
+std::vector<deploy::Tensor> GraphExecutor::run(const std::vector<deploy::Tensor> &inputs) const {
+  if (inputs.size() != graph_.inputs().size())
+    throw ExecutionError(concat("the model takes ", graph_.inputs().size(), " inputs, got ", inputs.size()));
+  std::vector<deploy::Tensor> values(graph_.values().size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const graph::Value &v = graph_.value(graph_.inputs()[i]);
+    const deploy::Tensor &t = inputs[i];
+    if (!t.defined()) throw ExecutionError(concat("input '", v.name, "' has no data"));
+    TensorType got{ir::to_ir_type(t.dtype()), t.shape()};
+    if (got != v.type) throw ExecutionError(concat("input '", v.name, "' is ", got.str(), ", the model expects ", v.type.str()));
+    if (!t.is_contiguous()) throw ExecutionError(concat("input '", v.name, "' is not contiguous"));
+    values[static_cast<size_t>(graph_.inputs()[i])] = t;
+  }
+  for (size_t v = 0; v < graph_.values().size(); ++v) {
+    if (graph_.values()[v].is_constant()) values[v] = graph_.values()[v].constant;
+  }
+  const auto &nodes = graph_.nodes();
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const Node &n = nodes[k];
+    const OpDef *def = graph::find_op(n.op);
+    std::vector<deploy::Tensor> outs;
+    if (def->evaluate) {
+      outs = evaluate_op(graph_, n, *def);
+    } else {
+      std::vector<deploy::Tensor> in;
+      for (graph::ValueId i : n.inputs) in.push_back(i == graph::kNoValue ? deploy::Tensor() : values[static_cast<size_t>(i)]);
+      outs = run_node(graph_, n, *def, kernels_[k].get(), in);
+    }
+    for (size_t o = 0; o < n.outputs.size(); ++o) values[static_cast<size_t>(n.outputs[o])] = outs[o];
+  }
+  std::vector<deploy::Tensor> result;
+  for (graph::ValueId o : graph_.outputs()) {
+    deploy::Tensor t = values[static_cast<size_t>(o)];
+    // Outputs own their storage: a view of an input or a constant is copied.
+    deploy::Tensor copy = deploy::Tensor::empty(t.shape(), t.dtype());
+    if (t.nbytes()) std::memcpy(copy.data(), t.data(), t.nbytes());
+    result.push_back(copy);
+  }
+  return result;
+}
+
+std::vector<deploy::Tensor> evaluate_node(const graph::Graph &g, const Node &n, const ExecutorOptions &options) {
+  const OpDef *def = graph::find_op(n.op);
+  if (!def) throw GraphError(concat(n.describe(), ": unknown op type '", n.op, "'"));
+  std::vector<TensorType> outs = graph::infer_types(g, n);
+  if (def->evaluate) return evaluate_op(g, n, *def);
+  std::vector<deploy::Tensor> in;
+  for (graph::ValueId i : n.inputs) {
+    if (i == graph::kNoValue) {
+      in.emplace_back();
+      continue;
+    }
+    const auto &v = g.value(i);
+    if (!v.is_constant()) throw GraphError(concat(n.describe(), ": input '", v.name, "' is not a constant"));
+    in.push_back(v.constant);
+  }
+  std::shared_ptr<const GraphExecutor::CompiledKernel> k;
+  if (!def->view && !is_empty(outs)) {
+    bool compiled = false;
+    k = get_kernel(g, n, *def, outs, options.target, &compiled);
+  }
+  // run_node needs output types from the graph: the node's outputs are values of g.
+  std::vector<deploy::Tensor> r = run_node(g, n, *def, k.get(), in);
+  for (auto &t : r) {
+    deploy::Tensor copy = deploy::Tensor::empty(t.shape(), t.dtype());
+    if (t.nbytes()) std::memcpy(copy.data(), t.data(), t.nbytes());
+    t = copy;
+  }
+  return r;
+}
+
+}  // namespace kiln::driver

@@ -1,0 +1,220 @@
+#include "compiler/graph/op_def.h"
+
+#include <map>
+#include <mutex>
+
+#include "compiler/graph/op_families.h"
+#include "compiler/ir/op.h"
+
+namespace kiln::graph {
+
+using ::kiln::detail::concat;
+
+bool OpContext::has_input(int i) const {
+  return i >= 0 && i < num_inputs() && node_.inputs[static_cast<size_t>(i)] != kNoValue;
+}
+
+const Value &OpContext::input(int i) const {
+  if (!has_input(i)) fail(concat("input ", i, " is required"));
+  return graph_.value(node_.inputs[static_cast<size_t>(i)]);
+}
+
+namespace {
+template <class T>
+std::vector<T> read_constant(const OpContext &ctx, int i) {
+  const Value &v = ctx.input(i);
+  if (!v.is_constant())
+    ctx.fail(concat("input ", i, " ('", v.name, "') must be a constant: it sets a shape, an axis or a size, ",
+                    "and Kiln compiles static shapes"));
+  const deploy::Tensor &t = v.constant;
+  const int64_t n = t.numel();
+  std::vector<T> out(static_cast<size_t>(n));
+  const auto dt = t.dtype();
+  const void *p = t.data();
+  for (int64_t k = 0; k < n; ++k) {
+    T x{};
+    if (dt.code == deploy::DType::Float && dt.bits == 32)
+      x = static_cast<T>(static_cast<const float *>(p)[k]);
+    else if (dt.code == deploy::DType::Float && dt.bits == 64)
+      x = static_cast<T>(static_cast<const double *>(p)[k]);
+    else if (dt.code == deploy::DType::Float && dt.bits == 16)
+      ctx.fail(concat("input ", i, " is float16, which cannot be read as a compile-time value"));
+    else if (dt.code == deploy::DType::Int && dt.bits == 64)
+      x = static_cast<T>(static_cast<const int64_t *>(p)[k]);
+    else if (dt.code == deploy::DType::Int && dt.bits == 32)
+      x = static_cast<T>(static_cast<const int32_t *>(p)[k]);
+    else if (dt.code == deploy::DType::Int && dt.bits == 16)
+      x = static_cast<T>(static_cast<const int16_t *>(p)[k]);
+    else if (dt.code == deploy::DType::Int && dt.bits == 8)
+      x = static_cast<T>(static_cast<const int8_t *>(p)[k]);
+    else if (dt.code == deploy::DType::UInt && (dt.bits == 8 || dt.bits == 1))
+      x = static_cast<T>(static_cast<const uint8_t *>(p)[k]);
+    else if (dt.code == deploy::DType::UInt && dt.bits == 16)
+      x = static_cast<T>(static_cast<const uint16_t *>(p)[k]);
+    else if (dt.code == deploy::DType::UInt && dt.bits == 32)
+      x = static_cast<T>(static_cast<const uint32_t *>(p)[k]);
+    else if (dt.code == deploy::DType::UInt && dt.bits == 64)
+      x = static_cast<T>(static_cast<const uint64_t *>(p)[k]);
+    else
+      ctx.fail(concat("input ", i, " has dtype ", dt.to_string(), ", which cannot be read as a compile-time value"));
+    out[static_cast<size_t>(k)] = x;
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<int64_t> OpContext::const_ints(int i) const { return read_constant<int64_t>(*this, i); }
+std::vector<double> OpContext::const_floats(int i) const { return read_constant<double>(*this, i); }
+
+void OpContext::fail(const std::string &what) const { throw GraphError(concat(node_.describe(), ": ", what)); }
+
+int64_t OpContext::axis(int64_t a, int64_t rank, const char *what) const {
+  if (a < -rank || a >= rank || (rank == 0 && a != 0 && a != -1))
+    fail(concat(what, " ", a, " is out of range for rank ", rank));
+  return a < 0 ? a + rank : a;
+}
+
+namespace {
+struct Table {
+  std::map<std::string, OpDef> ops;
+};
+
+Table &table_storage() {
+  static Table t;
+  return t;
+}
+
+const Table &table() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    detail::register_elementwise_ops();
+    detail::register_tensor_ops();
+    detail::register_reduce_ops();
+    detail::register_nn_ops();
+  });
+  return table_storage();
+}
+}  // namespace
+
+void detail::register_op(OpDef def) {
+  KILN_CHECK(!def.name.empty() && def.infer, "op without a name or inference");
+  KILN_CHECK(def.view || def.kernel || def.evaluate, "op ", def.name, " has no kernel");
+  auto &ops = table_storage().ops;
+  KILN_CHECK(!ops.count(def.name), "op ", def.name, " registered twice");
+  std::string n = def.name;
+  ops.emplace(n, std::move(def));
+}
+
+const OpDef *find_op(const std::string &name) {
+  const auto &ops = table().ops;
+  auto it = ops.find(name);
+  return it == ops.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> op_names() {
+  std::vector<std::string> names;
+  for (const auto &[n, d] : table().ops) names.push_back(n);
+  return names;
+}
+
+std::vector<TensorType> infer_types(const Graph &g, const Node &n) {
+  const OpDef *def = find_op(n.op);
+  if (!def) throw GraphError(concat(n.describe(), ": unknown op type '", n.op, "'"));
+  OpContext ctx(g, n);
+  const int ni = ctx.num_inputs();
+  if (ni < def->min_inputs || ni > def->max_inputs)
+    ctx.fail(concat("takes ", def->min_inputs, def->min_inputs == def->max_inputs ? "" : concat(" to ", def->max_inputs),
+                    " inputs, got ", ni));
+  const int no = ctx.num_outputs();
+  if (no < def->min_outputs || no > def->max_outputs)
+    ctx.fail(concat("gives ", def->min_outputs,
+                    def->min_outputs == def->max_outputs ? "" : concat(" to ", def->max_outputs), " outputs, got ", no));
+  for (int i = 0; i < def->min_inputs; ++i) {
+    if (!ctx.has_input(i)) ctx.fail(concat("input ", i, " is required"));
+  }
+  // Compile-time inputs must be constants, checked here so that the error comes at import.
+  for (int c : def->const_inputs) {
+    if (ctx.has_input(c) && !ctx.input(c).is_constant()) ctx.const_ints(c);
+  }
+  std::vector<TensorType> types = def->infer(ctx);
+  if (static_cast<int>(types.size()) < no) ctx.fail(concat("inference gave ", types.size(), " outputs for ", no));
+  types.resize(static_cast<size_t>(no));
+  for (const auto &t : types) {
+    for (int64_t d : t.shape) {
+      if (d < 0) ctx.fail(concat("an output would have the negative shape ", t.str()));
+    }
+  }
+  return types;
+}
+
+namespace detail {
+using ::kiln::detail::concat;
+
+std::vector<ir::Expr> kernel_shape(const std::vector<int64_t> &shape) {
+  std::vector<ir::Expr> s;
+  for (int64_t d : shape) s.push_back(ir::make_const(ir::Int(32), d));
+  if (s.empty()) s.push_back(ir::make_const(ir::Int(32), int64_t{1}));
+  return s;
+}
+
+te::Tensor add_input(Kernel &k, const OpContext &ctx, int i, const std::string &name) {
+  const TensorType &t = ctx.in(i);
+  te::Tensor p = te::placeholder(kernel_shape(t.shape), t.dtype, name.empty() ? concat("in", i) : name);
+  k.placeholders.push_back(p);
+  k.input_map.push_back(i);
+  return p;
+}
+
+ir::Expr at(const te::Tensor &t, int rank, const std::vector<ir::Expr> &index) {
+  if (rank == 0) return t(std::vector<ir::Expr>{ir::make_const(ir::Int(32), int64_t{0})});
+  return t(index);
+}
+
+te::Tensor compute(const std::vector<int64_t> &shape, const std::function<ir::Expr(const std::vector<ir::Expr> &)> &f,
+                   const std::string &name) {
+  const bool scalar = shape.empty();
+  return te::compute(
+      kernel_shape(shape),
+      [&](const std::vector<ir::Var> &vars) {
+        std::vector<ir::Expr> idx;
+        if (!scalar) {
+          for (const auto &v : vars) idx.push_back(v);
+        }
+        return f(idx);
+      },
+      name);
+}
+
+std::vector<int64_t> broadcast_shapes(const OpContext &ctx, const std::vector<std::vector<int64_t>> &shapes) {
+  size_t rank = 0;
+  for (const auto &s : shapes) rank = std::max(rank, s.size());
+  std::vector<int64_t> out(rank, 1);
+  for (const auto &s : shapes) {
+    for (size_t k = 0; k < s.size(); ++k) {
+      int64_t &o = out[rank - s.size() + k];
+      int64_t d = s[k];
+      if (d == o || d == 1) continue;
+      if (o == 1) {
+        o = d;
+        continue;
+      }
+      std::string list;
+      for (const auto &t : shapes) list += concat(list.empty() ? "" : ", ", TensorType{ir::Float(32), t}.str().substr(7));
+      ctx.fail(concat("input shapes ", list, " do not broadcast"));
+    }
+  }
+  return out;
+}
+
+std::vector<ir::Expr> broadcast_index(const std::vector<int64_t> &in, const std::vector<ir::Expr> &index) {
+  std::vector<ir::Expr> r;
+  const size_t off = index.size() - in.size();
+  for (size_t k = 0; k < in.size(); ++k) {
+    r.push_back(in[k] == 1 ? ir::make_const(ir::Int(32), int64_t{0}) : index[off + k]);
+  }
+  return r;
+}
+
+}  // namespace detail
+
+}  // namespace kiln::graph

@@ -1,0 +1,113 @@
+#pragma once
+// The op table of the graph IR: for every op type, how many inputs and outputs it takes, which
+// inputs are read at compile time (shapes, axes, pads: they must be constants), its shape and type
+// inference, and its kernel: either an operator template of compiler/ops with arguments (the same
+// workload the tuner tunes), or a tensor-expression compute that the executor schedules generically.
+//
+// Op types and their semantics are ONNX's latest (opset 17) ones. A frontend converts older
+// versions of an op into this form (compiler/frontend/onnx/converters.cpp); passes and the executor
+// see one definition per op.
+//
+// Ops are defined in the op_*.cpp files of this folder, one family per file; see docs/graph.md for
+// how to add one.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "compiler/graph/graph.h"
+#include "compiler/te/tensor.h"
+#include "contracts/json.h"
+
+namespace kiln::graph {
+
+// What an op's functions see of a node: its attributes, its input values (types and, for constants,
+// their data), and a way to fail naming the node.
+class OpContext {
+ public:
+  OpContext(const Graph &g, const Node &n) : graph_(g), node_(n) {}
+
+  const Graph &graph() const { return graph_; }
+  const Node &node() const { return node_; }
+  int num_inputs() const { return static_cast<int>(node_.inputs.size()); }
+  int num_outputs() const { return static_cast<int>(node_.outputs.size()); }
+  // Whether input i is given (an optional input may be absent or kNoValue).
+  bool has_input(int i) const;
+  const Value &input(int i) const;
+  const TensorType &in(int i) const { return input(i).type; }
+  // The values of a constant input converted to integers or doubles, or a GraphError naming the
+  // node and the input when it is not a constant.
+  std::vector<int64_t> const_ints(int i) const;
+  std::vector<double> const_floats(int i) const;
+  bool is_constant(int i) const { return has_input(i) && input(i).is_constant(); }
+
+  // GraphError "node 'name' (Op): what".
+  [[noreturn]] void fail(const std::string &what) const;
+  // An axis in [-rank, rank) made non-negative, or a GraphError naming `what`.
+  int64_t axis(int64_t a, int64_t rank, const char *what = "axis") const;
+
+ private:
+  const Graph &graph_;
+  const Node &node_;
+};
+
+// How the executor builds a node's kernel. Either
+//  - template_name and template_args: a workload of the operator library, built at its default
+//    config (or a tuned one); its inputs are the node inputs listed in input_map, in order; or
+//  - outputs (and placeholders): a tensor-expression compute of the node's outputs from placeholders
+//    of the node inputs listed in input_map, in order, scheduled generically.
+// Rank-0 tensors are passed to kernels as shape [1].
+struct Kernel {
+  std::string template_name;
+  contracts::Json template_args;
+  std::vector<te::Tensor> placeholders;
+  std::vector<te::Tensor> outputs;
+  std::vector<int> input_map;
+};
+
+struct OpDef {
+  std::string name;
+  int min_inputs = 1;
+  int max_inputs = 1;
+  int min_outputs = 1;
+  int max_outputs = 1;
+  // Inputs read at compile time (they must be constants) and not passed to the kernel.
+  std::vector<int> const_inputs;
+  // Output 0 is input 0's data with the inferred shape: no kernel runs (Reshape, Squeeze, ...).
+  bool view = false;
+  // The types of the node's outputs (as many as the node has). Throws GraphError (ctx.fail).
+  std::function<std::vector<TensorType>(const OpContext &ctx)> infer;
+  // The kernel; unused for view ops and ops with `evaluate`.
+  std::function<Kernel(const OpContext &ctx)> kernel;
+  // For ops whose outputs follow from types and compile-time inputs alone (Shape, Size,
+  // ConstantOfShape, Range): the outputs' data. Frontends fold such nodes into constants.
+  std::function<std::vector<deploy::Tensor>(const OpContext &ctx)> evaluate;
+};
+
+// The op table.
+const OpDef *find_op(const std::string &name);
+std::vector<std::string> op_names();
+
+// The node's outputs' types by the op's inference, after checking the input and output counts;
+// throws GraphError naming the node.
+std::vector<TensorType> infer_types(const Graph &g, const Node &n);
+
+// Helpers for op definitions.
+namespace detail {
+// Shapes for kernels: a rank-0 shape becomes [1].
+std::vector<ir::Expr> kernel_shape(const std::vector<int64_t> &shape);
+// A placeholder for node input i (also recorded in k.input_map and k.placeholders).
+te::Tensor add_input(Kernel &k, const OpContext &ctx, int i, const std::string &name = "");
+// An element of a tensor of logical rank `rank` (a rank-0 tensor is read at [0]).
+ir::Expr at(const te::Tensor &t, int rank, const std::vector<ir::Expr> &index);
+// A compute of the logical shape `shape` (rank 0 allowed).
+te::Tensor compute(const std::vector<int64_t> &shape, const std::function<ir::Expr(const std::vector<ir::Expr> &)> &f,
+                   const std::string &name);
+// Numpy-style broadcast of shapes; fails naming the node when they do not broadcast.
+std::vector<int64_t> broadcast_shapes(const OpContext &ctx, const std::vector<std::vector<int64_t>> &shapes);
+// The index into an input of shape `in` of an element at `index` of the broadcast output.
+std::vector<ir::Expr> broadcast_index(const std::vector<int64_t> &in, const std::vector<ir::Expr> &index);
+// Registration, used by each op family's file.
+void register_op(OpDef def);
+}  // namespace detail
+
+}  // namespace kiln::graph

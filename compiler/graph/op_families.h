@@ -1,0 +1,8 @@
+#pragma once
+// The op families of the op table, one file each; op_def.cpp registers them all once.
+namespace kiln::graph::detail {
+void register_elementwise_ops();  // op_elementwise.cpp: unary, binary with broadcasting, Where, Cast, Clip
+void register_tensor_ops();       // op_tensor.cpp: shapes and data movement (Reshape, Transpose, Concat, Gather, ...)
+void register_reduce_ops();       // op_reduce.cpp: Reduce*, ArgMax/ArgMin, Softmax, TopK, ...
+void register_nn_ops();           // op_nn.cpp: Conv, Gemm, MatMul, pooling, normalization, Resize, ...
+}  // namespace kiln::graph::detail
