@@ -91,6 +91,8 @@ const Table &table() {
     detail::register_tensor_ops();
     detail::register_reduce_ops();
     detail::register_nn_ops();
+    detail::register_norm_ops();
+    detail::register_resize_ops();
   });
   return table_storage();
 }

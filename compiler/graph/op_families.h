@@ -4,5 +4,7 @@ namespace kiln::graph::detail {
 void register_elementwise_ops();  // op_elementwise.cpp: unary, binary with broadcasting, Where, Cast, Clip
 void register_tensor_ops();       // op_tensor.cpp: shapes and data movement (Reshape, Transpose, Concat, Gather, ...)
 void register_reduce_ops();       // op_reduce.cpp: Reduce*, ArgMax/ArgMin, Softmax, TopK, ...
-void register_nn_ops();           // op_nn.cpp: Conv, Gemm, MatMul, pooling, normalization, Resize, ...
+void register_nn_ops();           // op_nn.cpp: Conv, ConvTranspose, Gemm, MatMul, pooling, BatchNormalization
+void register_norm_ops();         // op_norm.cpp: LayerNormalization, InstanceNormalization, LRN
+void register_resize_ops();       // op_resize.cpp: Resize
 }  // namespace kiln::graph::detail

@@ -170,6 +170,25 @@ const std::map<std::string, std::vector<ConverterVersion>> &converter_table() {
       });
       add(t, op, 13, direct());
     }
+    // Upsample and Resize-10: scales only, asymmetric coordinates, nearest rounds down.
+    auto upsample = [](ConvertContext &cx, const ::onnx::NodeProto &n) {
+      Attrs a = cx.attributes(n);
+      ValueId scales = cx.input(n, 1);
+      if (scales == graph::kNoValue) {
+        if (!a.count("scales")) cx.fail(n, "scales are required");
+        scales = cx.constant_floats(cx.node_name(n) + "_scales", a["scales"].floats, ir::Float(32));
+      }
+      std::string mode = a.count("mode") ? a["mode"].s : "nearest";
+      if (mode == "bilinear") mode = "linear";
+      Attrs b;
+      b["mode"] = Attribute::of_string(mode);
+      b["coordinate_transformation_mode"] = Attribute::of_string("asymmetric");
+      b["nearest_mode"] = Attribute::of_string("floor");
+      cx.emit_as(n, "Resize", {cx.input(n, 0), graph::kNoValue, scales}, b);
+    };
+    add(t, "Upsample", 1, upsample);
+    add(t, "Resize", 1, upsample);
+    add(t, "Resize", 11, direct());
     // Every other op of the op table is converted directly: its ONNX form has not changed in a way
     // that matters here across the supported opsets.
     for (const auto &op : graph::op_names()) {
