@@ -4,6 +4,7 @@
 #include "cli/command.h"
 #include "cli/db_command.h"
 #include "cli/farm_command.h"
+#include "cli/model_command.h"
 #include "cli/templates_command.h"
 #include "cli/tune_command.h"
 
@@ -29,6 +30,7 @@ int main(int argc, char **argv) {
   kiln::cli::add_tune_command(app);
   kiln::cli::add_jobs_command(app);
   kiln::cli::add_templates_command(app);
+  kiln::cli::add_model_commands(app);
   kiln::cli::show_inherited_options(app);
 
   return kiln::cli::run(app, argc, argv);

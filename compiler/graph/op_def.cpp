@@ -149,6 +149,16 @@ std::vector<TensorType> infer_types(const Graph &g, const Node &n) {
   return types;
 }
 
+double node_flops(const Graph &g, const Node &n) {
+  const OpDef *def = find_op(n.op);
+  if (!def || def->view || def->evaluate) return 0;
+  OpContext ctx(g, n);
+  if (def->flops) return def->flops(ctx);
+  double total = 0;
+  for (ValueId o : n.outputs) total += static_cast<double>(g.value(o).type.numel());
+  return total;
+}
+
 namespace detail {
 using ::kiln::detail::concat;
 

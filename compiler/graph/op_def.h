@@ -81,6 +81,9 @@ struct OpDef {
   // For ops whose outputs follow from types and compile-time inputs alone (Shape, Size,
   // ConstantOfShape, Range): the outputs' data. Frontends fold such nodes into constants.
   std::function<std::vector<deploy::Tensor>(const OpContext &ctx)> evaluate;
+  // Floating-point (or integer) operations of one run, for summaries; absent means one per output
+  // element.
+  std::function<double(const OpContext &ctx)> flops;
 };
 
 // The op table.
@@ -90,6 +93,9 @@ std::vector<std::string> op_names();
 // The node's outputs' types by the op's inference, after checking the input and output counts;
 // throws GraphError naming the node.
 std::vector<TensorType> infer_types(const Graph &g, const Node &n);
+
+// The operations of one run of node `n` (multiply-adds count two); 0 for views and compile-time ops.
+double node_flops(const Graph &g, const Node &n);
 
 // Helpers for op definitions.
 namespace detail {

@@ -201,6 +201,10 @@ void conv_transpose() {
   d.name = "ConvTranspose";
   d.min_inputs = 2;
   d.max_inputs = 3;
+  d.flops = [](const OpContext &ctx) {
+    const auto &w = ctx.in(1);
+    return 2.0 * static_cast<double>(ctx.in(0).numel()) * static_cast<double>(w.numel() / w.shape[0]);
+  };
   d.infer = [](const OpContext &ctx) {
     const auto &x = ctx.in(0), &w = ctx.in(1);
     if (x.rank() < 3 || w.rank() != x.rank()) ctx.fail(concat("input ", x.str(), " and weight ", w.str(), " do not match"));
@@ -295,6 +299,10 @@ void matmul() {
   d.infer = [](const OpContext &ctx) {
     return std::vector<TensorType>{TensorType{ctx.in(0).dtype, matmul_shape(ctx).out}};
   };
+  d.flops = [](const OpContext &ctx) {
+    MatMulShape s = matmul_shape(ctx);
+    return 2.0 * static_cast<double>(TensorType{ctx.in(0).dtype, s.out}.numel()) * static_cast<double>(s.kdim);
+  };
   d.kernel = [](const OpContext &ctx) {
     Kernel k;
     MatMulShape s = matmul_shape(ctx);
@@ -354,6 +362,10 @@ void gemm() {
     const int64_t kb = tb ? b[1] : b[0], n = tb ? b[0] : b[1];
     if (ka != kb) ctx.fail(concat("inner dimensions differ: ", ctx.in(0).str(), " x ", ctx.in(1).str()));
     return std::vector<int64_t>{m, n, ka};
+  };
+  d.flops = [dims](const OpContext &ctx) {
+    auto v = dims(ctx);
+    return 2.0 * static_cast<double>(v[0]) * static_cast<double>(v[1]) * static_cast<double>(v[2]);
   };
   d.infer = [dims](const OpContext &ctx) {
     auto v = dims(ctx);
@@ -626,6 +638,10 @@ void register_nn_ops() {
     d.max_inputs = 3;
     d.infer = [](const OpContext &ctx) { return std::vector<TensorType>{conv_type(ctx)}; };
     d.kernel = conv_kernel;
+    d.flops = [](const OpContext &ctx) {
+      double taps = static_cast<double>(ctx.in(1).numel() / ctx.in(1).shape[0]);
+      return 2.0 * static_cast<double>(conv_type(ctx).numel()) * taps;
+    };
     register_op(std::move(d));
   }
   conv_transpose();

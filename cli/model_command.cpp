@@ -1,0 +1,275 @@
+#include "cli/model_command.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/table.h"
+#include "compiler/driver/graph_executor.h"
+#include "compiler/frontend/onnx/onnx_importer.h"
+#include "compiler/graph/op_def.h"
+#include "compiler/ir/deploy_dtype.h"
+#include "contracts/error.h"
+#include "deploy/npy.h"
+
+namespace kiln::cli {
+
+namespace {
+
+using ::kiln::detail::concat;
+using nlohmann::ordered_json;
+
+struct ModelOptions {
+  std::string model;
+  std::vector<std::string> inputs;        // NAME=FILE
+  std::vector<std::string> input_shapes;  // NAME=1x3x224x224
+  std::vector<std::string> const_inputs;  // NAME=FILE
+  std::string output_dir;
+  std::string target = "llvm -mcpu=native";
+  bool json = false;
+  bool print_graph = false;
+};
+
+std::pair<std::string, std::string> split_assignment(const std::string &s, const char *option) {
+  const auto eq = s.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == s.size())
+    throw UserError(concat(option, " takes NAME=VALUE, got '", s, "'"));
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+std::vector<int64_t> parse_shape(const std::string &text, const std::string &name) {
+  std::vector<int64_t> shape;
+  if (text == "scalar") return shape;
+  size_t p = 0;
+  while (p <= text.size()) {
+    size_t e = text.find_first_of("x,", p);
+    if (e == std::string::npos) e = text.size();
+    const std::string part = text.substr(p, e - p);
+    if (part.empty() || part.size() > 12 || part.find_first_not_of("0123456789") != std::string::npos)
+      throw UserError(concat("--input-shape ", name, "=", text, ": a shape is dimensions separated by 'x', e.g. 1x3x224x224"));
+    shape.push_back(std::stoll(part));
+    p = e + 1;
+  }
+  return shape;
+}
+
+// A tensor file: .npy, or an ONNX TensorProto (.pb).
+deploy::Tensor read_tensor(const std::string &path) {
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext == ".pb") return frontend::onnx::read_tensor_file(path);
+  return deploy::read_npy(path);
+}
+
+frontend::onnx::ImportOptions import_options(const ModelOptions &o, std::map<std::string, deploy::Tensor> *inputs) {
+  frontend::onnx::ImportOptions opt;
+  opt.target = o.target;
+  for (const auto &s : o.input_shapes) {
+    auto [name, text] = split_assignment(s, "--input-shape");
+    opt.input_shapes[name] = parse_shape(text, name);
+  }
+  for (const auto &s : o.const_inputs) {
+    auto [name, file] = split_assignment(s, "--const-input");
+    opt.frozen_inputs[name] = read_tensor(file);
+  }
+  if (inputs) {
+    for (const auto &s : o.inputs) {
+      auto [name, file] = split_assignment(s, "--input");
+      if (inputs->count(name)) throw UserError(concat("--input ", name, " is given twice"));
+      (*inputs)[name] = read_tensor(file);
+      // An input file fixes the input's shape unless --input-shape says otherwise.
+      if (!opt.input_shapes.count(name)) opt.input_shapes[name] = (*inputs)[name].shape();
+    }
+  }
+  return opt;
+}
+
+std::string dims_text(const std::vector<std::string> &dims) {
+  std::string s = "[";
+  for (size_t k = 0; k < dims.size(); ++k) s += (k ? "," : "") + dims[k];
+  return s + "]";
+}
+
+std::string human(double v, const char *unit) {
+  const char *prefix[] = {"", "K", "M", "G", "T"};
+  int k = 0;
+  while (v >= 1000 && k < 4) {
+    v /= 1000;
+    ++k;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, k ? "%.2f %s%s" : "%.0f %s%s", v, prefix[k], unit);
+  return buf;
+}
+
+void run_inspect(const ModelOptions &o) {
+  frontend::onnx::ModelInfo info = frontend::onnx::inspect_model(o.model);
+  // Import it too when every op is supported, for the static figures.
+  std::optional<graph::Graph> g;
+  std::string import_error;
+  if (info.unsupported.empty()) {
+    try {
+      g = frontend::onnx::import_model(o.model, import_options(o, nullptr));
+    } catch (const UserError &e) {
+      import_error = e.what();
+    }
+  }
+  double flops = 0;
+  std::map<std::string, int64_t> graph_ops;
+  if (g) {
+    for (const auto &n : g->nodes()) {
+      flops += graph::node_flops(*g, n);
+      ++graph_ops[n.op];
+    }
+  }
+  if (o.json) {
+    ordered_json j;
+    j["model"] = o.model;
+    j["ir_version"] = info.ir_version;
+    j["opset"] = info.opset;
+    j["producer"] = info.producer;
+    auto io = [](const std::vector<frontend::onnx::ModelInfo::Io> &v) {
+      ordered_json a = ordered_json::array();
+      for (const auto &x : v) a.push_back({{"name", x.name}, {"dtype", x.dtype}, {"shape", x.dims}});
+      return a;
+    };
+    j["inputs"] = io(info.inputs);
+    j["outputs"] = io(info.outputs);
+    j["ops"] = info.op_counts;
+    j["initializers"] = info.initializers;
+    j["parameters"] = info.parameters;
+    ordered_json un = ordered_json::array();
+    for (const auto &u : info.unsupported)
+      un.push_back({{"domain", u.domain}, {"op_type", u.op_type}, {"opset", u.opset}, {"nodes", u.nodes}});
+    j["unsupported"] = un;
+    if (g) {
+      j["graph"] = {{"nodes", g->nodes().size()}, {"ops", graph_ops}, {"flops", flops}};
+    }
+    if (!import_error.empty()) j["import_error"] = import_error;
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  print_fields(std::cout, {{"model", o.model},
+                           {"opset", std::to_string(info.opset)},
+                           {"ir version", std::to_string(info.ir_version)},
+                           {"producer", info.producer.empty() ? "-" : info.producer},
+                           {"parameters", concat(info.parameters, " in ", info.initializers, " initializers")}});
+  std::cout << "\n";
+  Table io({"", "NAME", "DTYPE", "SHAPE"});
+  for (const auto &x : info.inputs) io.add_row({"input", x.name, x.dtype, dims_text(x.dims)});
+  for (const auto &x : info.outputs) io.add_row({"output", x.name, x.dtype, dims_text(x.dims)});
+  io.print(std::cout);
+  std::cout << "\n";
+  Table ops({"OP", "NODES", "SUPPORTED"});
+  std::map<std::string, bool> bad;
+  for (const auto &u : info.unsupported) bad[(u.domain.empty() ? "" : u.domain + ".") + u.op_type] = true;
+  for (const auto &[op, c] : info.op_counts) ops.add_row({op, std::to_string(c), bad.count(op) ? "no" : "yes"});
+  ops.print(std::cout);
+  std::cout << "\n";
+  if (!info.unsupported.empty()) {
+    std::cout << info.unsupported.size() << " op type(s) are not supported:";
+    for (const auto &u : info.unsupported)
+      std::cout << " " << (u.domain.empty() ? "" : u.domain + ".") << u.op_type << " (opset " << u.opset << ", " << u.nodes
+                << " nodes)";
+    std::cout << "\n";
+  } else if (g) {
+    std::cout << "after import and constant folding: " << g->nodes().size() << " nodes, " << human(flops, "FLOP")
+              << " per run\n";
+  } else {
+    std::cout << "import failed: " << import_error << "\n";
+  }
+}
+
+void run_model(const ModelOptions &o) {
+  std::map<std::string, deploy::Tensor> inputs;
+  frontend::onnx::ImportOptions opt = import_options(o, &inputs);
+  const auto t0 = std::chrono::steady_clock::now();
+  graph::Graph g = frontend::onnx::import_model(o.model, opt);
+  std::vector<std::string> missing;
+  for (graph::ValueId id : g.inputs()) {
+    const auto &v = g.value(id);
+    if (!inputs.count(v.name)) missing.push_back(concat(v.name, " (", v.type.str(), ")"));
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto &m : missing) list += (list.empty() ? "" : ", ") + m;
+    throw UserError(concat("no --input for ", list));
+  }
+  driver::ExecutorOptions eo;
+  eo.target = o.target;
+  driver::GraphExecutor ex(std::move(g), eo);
+  const auto t1 = std::chrono::steady_clock::now();
+  if (o.print_graph) std::cout << graph::print(ex.graph());
+  std::vector<deploy::Tensor> out = ex.run(inputs);
+  const auto t2 = std::chrono::steady_clock::now();
+  const double import_s = std::chrono::duration<double>(t1 - t0).count();
+  const double run_s = std::chrono::duration<double>(t2 - t1).count();
+  std::error_code ec;
+  std::filesystem::create_directories(o.output_dir, ec);
+  if (ec) throw UserError(concat("cannot create ", o.output_dir, ": ", ec.message()));
+  ordered_json outs = ordered_json::array();
+  Table t({"OUTPUT", "TYPE", "FILE"});
+  for (size_t k = 0; k < out.size(); ++k) {
+    const auto &v = ex.graph().value(ex.graph().outputs()[k]);
+    std::string file_name = v.name;
+    for (char &c : file_name) {
+      if (c == '/' || c == '\\' || c == '\0') c = '_';
+    }
+    if (file_name.empty() || file_name == "." || file_name == "..") file_name = concat("output_", k);
+    const std::string path = (std::filesystem::path(o.output_dir) / (file_name + ".npy")).string();
+    deploy::write_npy(path, out[k]);
+    t.add_row({v.name, v.type.str(), path});
+    outs.push_back({{"name", v.name}, {"type", v.type.str()}, {"file", path}});
+  }
+  const auto &st = ex.stats();
+  if (o.json) {
+    ordered_json j;
+    j["outputs"] = outs;
+    j["nodes"] = st.nodes;
+    j["kernels"] = st.kernels;
+    j["template_kernels"] = st.template_kernels;
+    j["compile_s"] = import_s;
+    j["run_s"] = run_s;
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  t.print(std::cout);
+  std::printf("%d nodes, %d kernels (%d from operator templates); import and compile %.2f s, run %.3f s\n", st.nodes,
+              st.kernels, st.template_kernels, import_s, run_s);
+}
+
+void add_model_options(CLI::App *c, ModelOptions &o) {
+  c->add_option("model", o.model, "the ONNX model file")->required();
+  c->add_option("--input-shape", o.input_shapes,
+                "NAME=DIMS: fix an input's shape, e.g. x=1x3x640x640 (for symbolic or unknown dimensions)");
+  c->add_option("--const-input", o.const_inputs,
+                "NAME=FILE: freeze an input to the tensor in FILE (.npy or .pb), e.g. a shape or an axis given as an "
+                "input");
+  c->add_option("--target", o.target, "the target to compile for")->capture_default_str();
+  c->add_flag("--json", o.json, "print JSON");
+}
+
+}  // namespace
+
+void add_model_commands(CLI::App &app) {
+  auto o = std::make_shared<ModelOptions>();
+  CLI::App *run = app.add_subcommand("run", "run an ONNX model through Kiln's reference executor");
+  add_model_options(run, *o);
+  run->add_option("--input", o->inputs, "NAME=FILE: an input tensor (.npy or ONNX TensorProto .pb)");
+  run->add_option("--output-dir", o->output_dir, "where each output is written as NAME.npy")->required();
+  run->add_flag("--print-graph", o->print_graph, "print the graph after import");
+  run->callback([o] { run_model(*o); });
+
+  auto p = std::make_shared<ModelOptions>();
+  CLI::App *inspect = app.add_subcommand(
+      "inspect", "summarise an ONNX model: inputs, outputs, op counts, parameters, FLOPs, unsupported ops");
+  add_model_options(inspect, *p);
+  inspect->callback([p] { run_inspect(*p); });
+}
+
+}  // namespace kiln::cli
