@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -109,6 +110,37 @@ std::string status_code_name(grpc::StatusCode code) {
   }
 }
 
+// ---- CallInterrupt ----
+
+void CallInterrupt::cancel() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cancelled_ = true;
+  if (call_) call_->TryCancel();
+}
+
+void CallInterrupt::reset() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cancelled_ = false;
+}
+
+bool CallInterrupt::cancelled() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cancelled_;
+}
+
+CallInterrupt::Scope::Scope(CallInterrupt *interrupt, grpc::ClientContext &context) : interrupt_(interrupt) {
+  if (!interrupt_) return;
+  std::lock_guard<std::mutex> lock(interrupt_->mutex_);
+  interrupt_->call_ = &context;
+  if (interrupt_->cancelled_) context.TryCancel();
+}
+
+CallInterrupt::Scope::~Scope() {
+  if (!interrupt_) return;
+  std::lock_guard<std::mutex> lock(interrupt_->mutex_);
+  interrupt_->call_ = nullptr;
+}
+
 // ---- TrackerClient ----
 
 TrackerClient::TrackerClient(Endpoint tracker)
@@ -121,8 +153,9 @@ void TrackerClient::prepare(grpc::ClientContext &context, std::chrono::milliseco
 }
 
 kiln::v1::AcquireReply TrackerClient::acquire(const std::string &device_key, int priority,
-                                              std::chrono::milliseconds wait) {
+                                              std::chrono::milliseconds wait, CallInterrupt *interrupt) {
   grpc::ClientContext context;
+  CallInterrupt::Scope scope(interrupt, context);
   // The tracker answers DEADLINE_EXCEEDED itself at `wait`; the call's own deadline is a
   // backstop against a tracker that does not answer at all.
   prepare(context, wait + std::chrono::seconds(10));
@@ -196,6 +229,7 @@ kiln::v1::InfoReply runner_info(const Endpoint &runner, std::chrono::millisecond
 // ---- RunnerSession ----
 
 struct RunnerSession::Impl {
+  CallInterrupt *interrupt = nullptr;
   kiln::v1::AcquireReply lease;
   kiln::v1::MeasureOptions options;
   std::unique_ptr<kiln::v1::Runner::Stub> stub;
@@ -216,8 +250,9 @@ struct RunnerSession::Impl {
 };
 
 RunnerSession::RunnerSession(const kiln::v1::AcquireReply &lease, const std::string &token, const TlsFiles &tls,
-                             const kiln::v1::MeasureOptions &options)
+                             const kiln::v1::MeasureOptions &options, CallInterrupt *interrupt)
     : impl_(std::make_unique<Impl>()) {
+  impl_->interrupt = interrupt;
   impl_->lease = lease;
   impl_->options = options;
   impl_->stub = kiln::v1::Runner::NewStub(make_channel(lease.address(), tls));
@@ -243,6 +278,7 @@ std::vector<kiln::v1::MeasureResult> RunnerSession::measure(const kiln::v1::Work
     return results;
   }
   Watchdog watchdog(impl_->context, Clock::now() + impl_->batch_limit(configs.size()));
+  std::optional<CallInterrupt::Scope> interruptible(std::in_place, impl_->interrupt, impl_->context);
   bool ok = true;
   if (!impl_->stream) {
     impl_->stream = impl_->stub->Measure(&impl_->context);
@@ -272,6 +308,7 @@ std::vector<kiln::v1::MeasureResult> RunnerSession::measure(const kiln::v1::Work
     ++received;
   }
   watchdog.disarm();
+  interruptible.reset();
   if (received == configs.size()) return results;
 
   // The stream ended early: find out why.
@@ -279,6 +316,12 @@ std::vector<kiln::v1::MeasureResult> RunnerSession::measure(const kiln::v1::Work
   broken_ = true;
   impl_->final_status = impl_->stream->Finish();
   const grpc::Status &status = impl_->final_status;
+  if (impl_->interrupt && impl_->interrupt->cancelled()) {
+    for (size_t i = 0; i < configs.size(); ++i) {
+      if (!have[i]) results[i] = infra("cancelled");
+    }
+    return results;
+  }
   if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
       status.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
       status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
@@ -316,19 +359,26 @@ std::vector<kiln::v1::MeasureResult> FarmClient::measure(const kiln::v1::Workloa
                                                          const kiln::v1::Target &target,
                                                          const std::vector<kiln::v1::Config> &configs,
                                                          const kiln::v1::MeasureOptions &options) {
+  interrupt_->reset();
   std::vector<kiln::v1::MeasureResult> results(configs.size());
   std::vector<size_t> pending(configs.size());
   for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
   const int attempts = std::max(1, options_.max_attempts);
-  for (int attempt = 1; attempt <= attempts && !pending.empty(); ++attempt) {
-    kiln::v1::AcquireReply lease = tracker_.acquire(target.device_key(), options_.priority, options_.acquire_wait);
+  for (int attempt = 1; attempt <= attempts && !pending.empty() && !interrupt_->cancelled(); ++attempt) {
+    kiln::v1::AcquireReply lease;
+    try {
+      lease = tracker_.acquire(target.device_key(), options_.priority, options_.acquire_wait, interrupt_.get());
+    } catch (const FarmError &) {
+      if (interrupt_->cancelled()) break;
+      throw;
+    }
     set_held(lease.lease_id());
     std::vector<kiln::v1::Config> subset;
     for (size_t i : pending) subset.push_back(configs[i]);
     std::vector<kiln::v1::MeasureResult> got;
     bool failed = false;
     {
-      RunnerSession session(lease, options_.tracker.token, options_.runner_tls, options);
+      RunnerSession session(lease, options_.tracker.token, options_.runner_tls, options, interrupt_.get());
       try {
         got = session.measure(workload, target, subset);
       } catch (const FarmError &) {
@@ -336,8 +386,9 @@ std::vector<kiln::v1::MeasureResult> FarmClient::measure(const kiln::v1::Workloa
         tracker_.release(lease.lease_id(), false);
         throw;
       }
-      failed = session.broken();
-      if (!failed) failed = !session.close().ok();
+      // A session this client cancelled says nothing about the runner.
+      failed = session.broken() && !interrupt_->cancelled();
+      if (!session.broken()) failed = !session.close().ok();
     }
     set_held("");
     try {
@@ -354,8 +405,14 @@ std::vector<kiln::v1::MeasureResult> FarmClient::measure(const kiln::v1::Workloa
     }
     pending = std::move(again);
   }
+  if (interrupt_->cancelled()) {
+    // What is still pending (not tried yet, or INFRA to retry) is cancelled, not retried.
+    for (size_t i : pending) results[i] = infra("cancelled");
+  }
   return results;
 }
+
+void FarmClient::cancel() { interrupt_->cancel(); }
 
 std::string FarmClient::held_lease() const {
   std::lock_guard<std::mutex> lock(held_->mutex);

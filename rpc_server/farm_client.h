@@ -34,6 +34,34 @@ class FarmError : public UserError {
 // "UNAVAILABLE", "DEADLINE_EXCEEDED", ...
 std::string status_code_name(grpc::StatusCode code);
 
+// Lets another thread cancel the gRPC call a client is making: the client names each call's
+// context while the call runs (a Scope), and cancel() cancels the call running, and every call
+// entered after it until reset(). Thread-safe.
+class CallInterrupt {
+ public:
+  void cancel();
+  void reset();
+  bool cancelled() const;
+
+  // Names `context` as the call running for the scope's life; cancels it at once when the
+  // interrupt is already cancelled. A null interrupt does nothing.
+  class Scope {
+   public:
+    Scope(CallInterrupt *interrupt, grpc::ClientContext &context);
+    ~Scope();
+    Scope(const Scope &) = delete;
+    Scope &operator=(const Scope &) = delete;
+
+   private:
+    CallInterrupt *interrupt_;
+  };
+
+ private:
+  mutable std::mutex mutex_;
+  bool cancelled_ = false;
+  grpc::ClientContext *call_ = nullptr;
+};
+
 // Where a farm service is and how to reach it.
 struct Endpoint {
   std::string address;
@@ -46,8 +74,9 @@ class TrackerClient {
   explicit TrackerClient(Endpoint tracker);
 
   // Waits up to `wait` for a runner of `device_key`. Throws FarmError (DEADLINE_EXCEEDED when
-  // none frees up in time).
-  kiln::v1::AcquireReply acquire(const std::string &device_key, int priority, std::chrono::milliseconds wait);
+  // none frees up in time; CANCELLED when `interrupt` cancels the wait).
+  kiln::v1::AcquireReply acquire(const std::string &device_key, int priority, std::chrono::milliseconds wait,
+                                 CallInterrupt *interrupt = nullptr);
   // Gives the runner back; false when the tracker no longer knows the lease (revoked). Throws
   // FarmError for other failures.
   bool release(const std::string &lease_id, bool runner_failed = false);
@@ -72,9 +101,10 @@ kiln::v1::InfoReply runner_info(const Endpoint &runner, std::chrono::millisecond
 class RunnerSession {
  public:
   // Opens the stream to lease.address() under the lease. Nothing is sent over the network
-  // until the first measure().
+  // until the first measure(). `interrupt`, when given, can cancel the stream from another
+  // thread: the configs without a result then come back INFRA "cancelled".
   RunnerSession(const kiln::v1::AcquireReply &lease, const std::string &token, const TlsFiles &tls,
-                const kiln::v1::MeasureOptions &options);
+                const kiln::v1::MeasureOptions &options, CallInterrupt *interrupt = nullptr);
   ~RunnerSession();
   RunnerSession(const RunnerSession &) = delete;
   RunnerSession &operator=(const RunnerSession &) = delete;
@@ -123,6 +153,12 @@ class FarmClient {
 
   TrackerClient &tracker() { return tracker_; }
 
+  // Stops a measure() running on another thread soon: the Acquire it waits in or the measurement
+  // stream it reads from is cancelled, the lease is released (the runner is not reported as
+  // failed), nothing is retried, and every config without a result comes back INFRA "cancelled".
+  // A no-op when no measure() runs (the next one starts afresh). Thread-safe.
+  void cancel();
+
   // The lease a measure() holds at the moment, "" when none. Safe to call from another thread: a
   // command interrupted by a signal releases it (`kiln measure`), so that the runner is free at
   // once rather than after the tracker's lease idle timeout.
@@ -138,6 +174,7 @@ class FarmClient {
   FarmClientOptions options_;
   TrackerClient tracker_;
   std::shared_ptr<Held> held_ = std::make_shared<Held>();
+  std::shared_ptr<CallInterrupt> interrupt_ = std::make_shared<CallInterrupt>();
 };
 
 }  // namespace kiln::rpc

@@ -128,7 +128,7 @@ grpc::Status RunnerService::Measure(
     grpc::Status status = check_token(*context, options_.token);
     if (!status.ok()) return status;
   }
-  if (pool_ == nullptr) {
+  if (pool_ == nullptr && !options_.measure_batch) {
     return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "this runner does not measure");
   }
   kiln::v1::MeasureRequest request;
@@ -148,7 +148,10 @@ grpc::Status RunnerService::Measure(
                         "lease " + session.lease_id() + " is not this runner's current lease");
   }
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    // A session whose client cancelled it ends within tens of milliseconds (the pool stops the
+    // candidate in progress); its lease may already be handed on.
+    std::unique_lock<std::mutex> lock(mutex_);
+    session_closed_.wait_for(lock, std::chrono::seconds(1), [this] { return !session_open_; });
     if (session_open_) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the runner is serving another measurement session");
     }
@@ -156,9 +159,12 @@ grpc::Status RunnerService::Measure(
     active_lease_ = session.lease_id();
   }
   grpc::Status status = run_session(context, stream, session);
-  std::lock_guard<std::mutex> lock(mutex_);
-  session_open_ = false;
-  active_lease_.clear();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    session_open_ = false;
+    active_lease_.clear();
+  }
+  session_closed_.notify_all();
   return status;
 }
 
@@ -192,17 +198,16 @@ grpc::Status RunnerService::run_session(
     std::optional<MeasureRejection> rejection;
     {
       CancelWatch watch(context, cancel);
-      rejection = pool_->measure(
-          candidates, session.options(),
-          [&](size_t position, const kiln::v1::MeasureResult &result) {
-            kiln::v1::MeasureReply reply;
-            reply.set_batch_id(batch.batch_id());
-            reply.set_config_position(static_cast<uint32_t>(position));
-            *reply.mutable_result() = result;
-            if (!runner_id.empty()) reply.mutable_result()->set_runner_id(runner_id);
-            if (!stream->Write(reply)) cancel = true;
-          },
-          &cancel);
+      auto on_result = [&](size_t position, const kiln::v1::MeasureResult &result) {
+        kiln::v1::MeasureReply reply;
+        reply.set_batch_id(batch.batch_id());
+        reply.set_config_position(static_cast<uint32_t>(position));
+        *reply.mutable_result() = result;
+        if (!runner_id.empty()) reply.mutable_result()->set_runner_id(runner_id);
+        if (!stream->Write(reply)) cancel = true;
+      };
+      rejection = options_.measure_batch ? options_.measure_batch(candidates, session.options(), on_result, &cancel)
+                                         : pool_->measure(candidates, session.options(), on_result, &cancel);
     }
     if (rejection) return rejected(*rejection, "batch " + std::to_string(batch.batch_id()) + ": ");
     if (cancel || context->IsCancelled()) {

@@ -5,10 +5,13 @@
 // the caller holds and the measure options, every later request is a batch of configs of one
 // workload, and one reply goes back per config as soon as it is measured. Candidates are
 // compiled and timed by the runner's MeasurePool in worker processes; this service only checks
-// requests and moves messages. One session at a time: a runner is one device.
+// requests and moves messages. One session at a time: a runner is one device (a new session
+// waits up to a second for one its client has just cancelled to wind down).
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +21,14 @@
 namespace kiln::rpc {
 
 class MeasurePool;
+struct Candidate;
+struct MeasureRejection;
+
+// How a batch is measured: MeasurePool::measure's contract (one on_result per candidate, or a
+// rejection; INFRA "cancelled" once *cancel is set).
+using MeasureBatch = std::function<std::optional<MeasureRejection>(
+    const std::vector<Candidate> &batch, const kiln::v1::MeasureOptions &options,
+    const std::function<void(size_t, const kiln::v1::MeasureResult &)> &on_result, const std::atomic<bool> *cancel)>;
 
 // What a runner says about itself.
 struct RunnerIdentity {
@@ -48,11 +59,15 @@ struct RunnerServiceOptions {
   std::function<std::string()> runner_id;
   // The most configs one batch may carry.
   uint32_t max_batch = 4096;
+  // Measures batches instead of the pool. Only for tests and benchmarks (a simulated runner,
+  // rpc_server/simulated_runner.h); the runner daemon never sets it.
+  MeasureBatch measure_batch;
 };
 
 class RunnerService final : public kiln::v1::Runner::Service {
  public:
-  // `pool` (may be null: Measure then answers UNIMPLEMENTED) must outlive the service.
+  // `pool` (may be null: Measure then answers UNIMPLEMENTED unless options.measure_batch is set)
+  // must outlive the service.
   RunnerService(RunnerIdentity identity, MeasurePool *pool = nullptr, RunnerServiceOptions options = {});
 
   grpc::Status Info(grpc::ServerContext *context, const kiln::v1::InfoRequest *request,
@@ -72,6 +87,7 @@ class RunnerService final : public kiln::v1::Runner::Service {
   MeasurePool *pool_;
   RunnerServiceOptions options_;
   mutable std::mutex mutex_;
+  std::condition_variable session_closed_;
   bool session_open_ = false;
   std::string active_lease_;
 };

@@ -1,4 +1,7 @@
-// FarmMeasurer: the device farm through rpc::FarmClient.
+// FarmMeasurer: the device farm through rpc::FarmClient. cancel() cancels the farm call in flight
+// (the Acquire or the runner's stream) and releases the lease, so that a paused job stops at once
+// instead of after its batch; what was not measured comes back INFRA "cancelled", which the tuner
+// does not record.
 #include "contracts/target.h"
 #include "rpc_server/farm_client.h"
 #include "rpc_server/wire.h"
@@ -64,6 +67,8 @@ std::vector<MeasureOutcome> FarmMeasurer::measure(const ops::Task &task, const s
   for (size_t k = 0; k < results.size(); ++k) outcomes[position[k]] = outcome_from_proto(results[k]);
   return outcomes;
 }
+
+void FarmMeasurer::cancel() { impl_->client.cancel(); }
 
 void FarmMeasurer::check(const std::string &, const std::string &device_key) {
   kiln::v1::SummaryReply summary;

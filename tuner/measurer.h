@@ -150,6 +150,10 @@ class FarmMeasurer : public Measurer {
   void check(const std::string &target, const std::string &device_key) override;
   std::vector<MeasureOutcome> measure(const ops::Task &task, const std::string &device_key,
                                       const std::vector<autotune::Config> &configs) override;
+  // Cancels the farm call in flight (the wait for a runner, or the runner's measurement stream,
+  // whose runner then stops the candidate it is on) and releases the lease without blaming the
+  // runner; the configs not measured come back INFRA "cancelled", none is retried.
+  void cancel() override;
 
  private:
   struct Impl;

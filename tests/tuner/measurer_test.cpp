@@ -405,6 +405,14 @@ class InProcessFarm {
     tracker_host_->shutdown(1s);
   }
 
+  // Free runners of kDeviceKey.
+  int free_runners() {
+    for (const rpc::DeviceSummary &d : tracker_.tracker().summary()) {
+      if (d.device_key == kDeviceKey) return d.free_runners;
+    }
+    return 0;
+  }
+
   rpc::FarmClientOptions client(std::chrono::milliseconds acquire_wait = 10s) const {
     rpc::FarmClientOptions o;
     o.tracker.address = tracker_host_->address();
@@ -509,6 +517,73 @@ TEST(FarmMeasurer, AWrongTokenIsAMeasureError) {
   FarmMeasurer measurer(client, quick_options());
   const ops::Task task = matmul(32);
   EXPECT_THROW(measurer.measure(task, kDeviceKey, {task.default_config()}), MeasureError);
+}
+
+// cancel() (a job paused or cancelled) stops the batch in flight on the runner at once, releases
+// the lease without blaming the runner, and does not stick.
+TEST(FarmMeasurer, CancelStopsTheBatchInFlightAndReleasesTheRunner) {
+  InProcessFarm farm;
+  // Every candidate runs at least 3 x 50 ms: the batch would take several seconds.
+  kiln::v1::MeasureOptions slow = quick_options();
+  slow.set_repeat(3);
+  slow.set_min_repeat_ms(50);
+  FarmMeasurer measurer(farm.client(), slow);
+  const ops::Task task = matmul(32);
+  const std::vector<autotune::Config> configs = random_configs(task, 20, 11);
+
+  std::future<std::vector<MeasureOutcome>> running =
+      std::async(std::launch::async, [&] { return measurer.measure(task, kDeviceKey, configs); });
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(farm.free_runners(), 0) << "the batch holds the runner";
+  const Clock::time_point cancelled_at = Clock::now();
+  measurer.cancel();
+  const std::vector<MeasureOutcome> outcomes = running.get();
+  const double after_cancel = std::chrono::duration<double>(Clock::now() - cancelled_at).count();
+
+  ASSERT_EQ(outcomes.size(), configs.size());
+  int ok = 0, cancelled = 0;
+  for (const MeasureOutcome &o : outcomes) {
+    if (o.valid()) {
+      ++ok;
+    } else {
+      EXPECT_EQ(o.error, db::ErrorClass::kInfra) << o.message;
+      EXPECT_EQ(o.message, "cancelled");
+      ++cancelled;
+    }
+  }
+  EXPECT_GE(cancelled, 10) << ok << " measured before the cancel";
+  EXPECT_LT(after_cancel, 1.0);
+  // The lease is back at once (the runner does not heartbeat here: a runner reported as failed
+  // would be held back for good, and the next batch would wait for it in vain).
+  EXPECT_EQ(farm.free_runners(), 1);
+
+  // The cancel does not stick: the next batch is measured on the same runner.
+  const std::vector<MeasureOutcome> next = measurer.measure(task, kDeviceKey, {task.default_config()});
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].error, db::ErrorClass::kOk) << next[0].message;
+}
+
+TEST(FarmMeasurer, CancelEndsTheWaitForARunner) {
+  InProcessFarm farm;
+  // The test holds the only runner.
+  rpc::TrackerClient holder(farm.client().tracker);
+  const kiln::v1::AcquireReply lease = holder.acquire(kDeviceKey, 0, 5s);
+  FarmMeasurer measurer(farm.client(30s), quick_options());
+  const ops::Task task = matmul(32);
+  std::future<std::vector<MeasureOutcome>> waiting = std::async(std::launch::async, [&] {
+    return measurer.measure(task, kDeviceKey, {task.default_config(), task.default_config()});
+  });
+  std::this_thread::sleep_for(300ms);
+  const Clock::time_point cancelled_at = Clock::now();
+  measurer.cancel();
+  const std::vector<MeasureOutcome> outcomes = waiting.get();
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - cancelled_at).count(), 1.0);
+  ASSERT_EQ(outcomes.size(), 2u);
+  for (const MeasureOutcome &o : outcomes) {
+    EXPECT_EQ(o.error, db::ErrorClass::kInfra);
+    EXPECT_EQ(o.message, "cancelled");
+  }
+  holder.release(lease.lease_id());
 }
 
 }  // namespace
