@@ -321,7 +321,15 @@ std::vector<kiln::v1::MeasureResult> FarmClient::measure(const kiln::v1::Workloa
   for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
   const int attempts = std::max(1, options_.max_attempts);
   for (int attempt = 1; attempt <= attempts && !pending.empty(); ++attempt) {
-    kiln::v1::AcquireReply lease = tracker_.acquire(target.device_key(), options_.priority, options_.acquire_wait);
+    kiln::v1::AcquireReply lease;
+    const Clock::time_point asked = Clock::now();
+    try {
+      lease = tracker_.acquire(target.device_key(), options_.priority, options_.acquire_wait);
+    } catch (...) {
+      if (options_.waited) options_.waited(std::chrono::duration<double>(Clock::now() - asked).count());
+      throw;
+    }
+    if (options_.waited) options_.waited(std::chrono::duration<double>(Clock::now() - asked).count());
     set_held(lease.lease_id());
     std::vector<kiln::v1::Config> subset;
     for (size_t i : pending) subset.push_back(configs[i]);

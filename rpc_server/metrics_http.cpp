@@ -47,6 +47,11 @@ std::unique_ptr<MetricsServer> MetricsServer::start(const std::string &address, 
   auto [host, port] = split_address(address);
   auto impl = std::make_unique<Impl>();
   httplib::Server &server = impl->server;
+  // Without the library's default SO_REUSEPORT: a second daemon on the same port must fail to bind.
+  server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void *>(&yes), sizeof yes);
+  });
   server.set_read_timeout(std::chrono::seconds(5));
   server.set_write_timeout(std::chrono::seconds(5));
   server.set_keep_alive_max_count(100);

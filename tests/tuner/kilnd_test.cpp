@@ -229,7 +229,7 @@ TEST_F(KilndTest, PrintsItsAddressFirstAndRequiresTheToken) {
   EXPECT_TRUE(stub_->ListJobs(context().get(), v1::ListJobsRequest(), &list).ok());
   EXPECT_EQ(stub_->ListJobs(context("wrong").get(), v1::ListJobsRequest(), &list).error_code(),
             grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_TRUE(has(daemon_log(), "kilnd: serving")) << daemon_log();
+  EXPECT_TRUE(has(daemon_log(), "event=serving")) << daemon_log();
 
   // Where to measure must be said; a missing token file is an error.
   Process neither(KILND_BINARY, {"--db", db(), "--token-file", token_file()}, dir_.file("neither.log"));
@@ -288,8 +288,8 @@ TEST_F(KilndTest, SigtermPausesTheRunningJobExitsZeroAndARestartResumesIt) {
     done = j.trials_done;
   }
   EXPECT_LT(done, 48);
-  EXPECT_TRUE(has(daemon_log(), "pausing the running jobs")) << daemon_log();
-  EXPECT_TRUE(has(daemon_log(), "job " + std::to_string(job) + " paused")) << daemon_log();
+  EXPECT_TRUE(has(daemon_log(), "event=shutting_down")) << daemon_log();
+  EXPECT_TRUE(has(daemon_log(), "event=job_paused job=" + std::to_string(job) + " ")) << daemon_log();
 
   start_daemon();
   ASSERT_TRUE(wait_until(job, [](const v1::JobInfo &i) { return i.state() == v1::JOB_STATE_DONE; }))
