@@ -17,11 +17,21 @@ void append_json_string(std::string &out, std::string_view s) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
       switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
         default:
           if (c < 0x20 || c == 0x7f) {
             char buffer[8];
@@ -36,9 +46,12 @@ void append_json_string(std::string &out, std::string_view s) {
     }
     // The length of a well-formed sequence starting here, or 0.
     size_t n = 0;
-    if (c >= 0xc2 && c <= 0xdf) n = 2;
-    else if (c >= 0xe0 && c <= 0xef) n = 3;
-    else if (c >= 0xf0 && c <= 0xf4) n = 4;
+    if (c >= 0xc2 && c <= 0xdf)
+      n = 2;
+    else if (c >= 0xe0 && c <= 0xef)
+      n = 3;
+    else if (c >= 0xf0 && c <= 0xf4)
+      n = 4;
     bool ok = n > 0 && i + n <= s.size();
     for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
     if (ok && n == 3) {
@@ -77,12 +90,23 @@ void append_text_string(std::string &out, std::string_view s) {
   out += '"';
   for (char ch : s) {
     switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default: out += ch;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += ch;
     }
   }
   out += '"';
@@ -96,13 +120,17 @@ std::string number_text(double v) {
 
 void append_value(std::string &out, const LogField::Value &value, LogFormat format) {
   if (const auto *s = std::get_if<std::string>(&value)) {
-    if (format == LogFormat::kJson) append_json_string(out, *s);
-    else append_text_string(out, *s);
+    if (format == LogFormat::kJson)
+      append_json_string(out, *s);
+    else
+      append_text_string(out, *s);
   } else if (const auto *i = std::get_if<int64_t>(&value)) {
     out += std::to_string(*i);
   } else if (const auto *d = std::get_if<double>(&value)) {
-    if (std::isfinite(*d)) out += number_text(*d);
-    else out += format == LogFormat::kJson ? "null" : (std::isnan(*d) ? "NaN" : (*d > 0 ? "+Inf" : "-Inf"));
+    if (std::isfinite(*d))
+      out += number_text(*d);
+    else
+      out += format == LogFormat::kJson ? "null" : (std::isnan(*d) ? "NaN" : (*d > 0 ? "+Inf" : "-Inf"));
   } else {
     out += std::get<bool>(value) ? "true" : "false";
   }
@@ -131,10 +159,14 @@ LogFormat parse_log_format(const std::string &name) {
 
 const char *to_string(LogLevel level) {
   switch (level) {
-    case LogLevel::kDebug: return "debug";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kWarn: return "warn";
-    case LogLevel::kError: return "error";
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kError:
+      return "error";
   }
   return "info";
 }

@@ -2,7 +2,7 @@
 // EventLog: the structured log of Kiln's daemons (kilnd, kiln-tracker, kiln-runner). One line per
 // event, written whole, in one of two formats:
 //   text  ts=2024-05-01T12:00:00.123Z level=info component=kilnd event=job_started job=3 name=mm
-//   json  {"ts":"2024-05-01T12:00:00.123Z","level":"info","component":"kilnd","event":"job_started","job":3,"name":"mm"}
+//   json {"ts":"2024-05-01T12:00:00.123Z","level":"info","component":"kilnd","event":"job_started","job":3,"name":"mm"}
 // `ts` is RFC 3339 UTC with milliseconds; `event` is a short snake_case name; the event's own
 // fields follow. A text value is written bare when it holds no space, quote, '=' or control
 // character, else in double quotes with \" \\ \n \r \t escapes. JSON strings that are not valid
@@ -58,12 +58,8 @@ class EventLog {
 
   // Thread-safe: lines of concurrent calls never interleave.
   void write(LogLevel level, std::string_view event, const std::vector<LogField> &fields = {});
-  void info(std::string_view event, const std::vector<LogField> &fields = {}) {
-    write(LogLevel::kInfo, event, fields);
-  }
-  void warn(std::string_view event, const std::vector<LogField> &fields = {}) {
-    write(LogLevel::kWarn, event, fields);
-  }
+  void info(std::string_view event, const std::vector<LogField> &fields = {}) { write(LogLevel::kInfo, event, fields); }
+  void warn(std::string_view event, const std::vector<LogField> &fields = {}) { write(LogLevel::kWarn, event, fields); }
   void error(std::string_view event, const std::vector<LogField> &fields = {}) {
     write(LogLevel::kError, event, fields);
   }

@@ -34,17 +34,19 @@ void add_atomic(std::atomic<double> &value, double v) {
 std::string escape_help(const std::string &help) {
   std::string out;
   for (char c : help) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
 
 // Seconds since the epoch at which this process started, from /proc; now when /proc cannot say.
 double process_start_seconds() {
-  const double now =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   std::ifstream stat_file("/proc/self/stat");
   std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
   const size_t paren = stat.rfind(')');
@@ -128,10 +130,14 @@ std::string format_metric_value(double v) {
 std::string escape_label_value(const std::string &value) {
   std::string out;
   for (char c : value) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -173,14 +179,16 @@ template <>
 void Family<Counter>::render(std::string &out) const {
   render_header(out, "counter");
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto &[values, c] : series_) out += name_ + label_text(values) + " " + format_metric_value(c->value()) + "\n";
+  for (const auto &[values, c] : series_)
+    out += name_ + label_text(values) + " " + format_metric_value(c->value()) + "\n";
 }
 
 template <>
 void Family<Gauge>::render(std::string &out) const {
   render_header(out, "gauge");
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto &[values, g] : series_) out += name_ + label_text(values) + " " + format_metric_value(g->value()) + "\n";
+  for (const auto &[values, g] : series_)
+    out += name_ + label_text(values) + " " + format_metric_value(g->value()) + "\n";
 }
 
 template <>
@@ -212,7 +220,8 @@ F &MetricsRegistry::add(std::unique_ptr<F> family) {
 
 Family<Counter> &MetricsRegistry::counter(const std::string &name, const std::string &help,
                                           std::vector<std::string> labels) {
-  return add(std::make_unique<Family<Counter>>(name, help, std::move(labels), [] { return std::make_unique<Counter>(); }));
+  return add(
+      std::make_unique<Family<Counter>>(name, help, std::move(labels), [] { return std::make_unique<Counter>(); }));
 }
 
 Family<Gauge> &MetricsRegistry::gauge(const std::string &name, const std::string &help,

@@ -98,7 +98,8 @@ class FamilyBase {
 template <class Metric>
 class Family : public detail::FamilyBase {
  public:
-  Family(std::string name, std::string help, std::vector<std::string> labels, std::function<std::unique_ptr<Metric>()> make)
+  Family(std::string name, std::string help, std::vector<std::string> labels,
+         std::function<std::unique_ptr<Metric>()> make)
       : FamilyBase(std::move(name), std::move(help), std::move(labels)), make_(std::move(make)) {}
 
   // The series with these label values, made (at zero) on first use.

@@ -167,9 +167,9 @@ void Tracker::record_failure(const std::string &address, Clock::time_point now) 
   health.consecutive_failures = 0;
   health.quarantined_until = now + options_.quarantine_duration;
   if (options_.events) {
-    options_.events->warn("runner_quarantined",
-                          {{"address", address},
-                           {"seconds", std::chrono::duration<double>(options_.quarantine_duration).count()}});
+    options_.events->warn(
+        "runner_quarantined",
+        {{"address", address}, {"seconds", std::chrono::duration<double>(options_.quarantine_duration).count()}});
   }
   for (auto &[id, runner] : runners_) {
     if (runner.registration.address != address) continue;

@@ -6,8 +6,9 @@
 namespace kiln::rpc {
 
 void add_tracker_metrics(MetricsRegistry &registry, const Tracker &tracker) {
-  auto &runners = registry.gauge("kiln_tracker_runners", "Registered runners by device key and state (free, busy, quarantined).",
-                                 {"device_key", "state"});
+  auto &runners =
+      registry.gauge("kiln_tracker_runners", "Registered runners by device key and state (free, busy, quarantined).",
+                     {"device_key", "state"});
   auto &queue = registry.gauge("kiln_tracker_queue_length", "Acquire requests waiting for a runner, by device key.",
                                {"device_key"});
   auto &active = registry.gauge("kiln_tracker_leases_active", "Leases held now.");

@@ -68,7 +68,8 @@ inline int metrics_port(const std::string &text) {
   const size_t at = text.find(marker);
   if (at == std::string::npos) return 0;
   const size_t eol = text.find('\n', at);
-  const std::string address = text.substr(at + marker.size(), eol == std::string::npos ? eol : eol - at - marker.size());
+  const std::string address =
+      text.substr(at + marker.size(), eol == std::string::npos ? eol : eol - at - marker.size());
   return std::stoi(address.substr(address.rfind(':') + 1));
 }
 

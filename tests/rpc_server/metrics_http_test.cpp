@@ -29,8 +29,8 @@ TEST(MetricsServer, ServesTheExpositionAndSurvivesGarbage) {
   EXPECT_EQ(testing::http_get(server->port(), "/metricsx").status, 404);
   const testing::HttpReply garbage = testing::http_exchange(server->port(), "\x01\x02 GARBAGE\r\n\r\n");
   EXPECT_GE(garbage.status, 400) << garbage.head;
-  const testing::HttpReply huge = testing::http_exchange(server->port(), "GET /" + std::string(100000, 'a') +
-                                                                             " HTTP/1.1\r\n\r\n");
+  const testing::HttpReply huge =
+      testing::http_exchange(server->port(), "GET /" + std::string(100000, 'a') + " HTTP/1.1\r\n\r\n");
   EXPECT_NE(huge.status, 200);
   EXPECT_EQ(testing::http_get(server->port(), "/metrics").status, 200);
 

@@ -27,8 +27,9 @@ TEST(MetricsRegistry, RendersHelpTypeAndSamplesThatAStrictParserAccepts) {
   r.gauge("kiln_level", "A level.").get().set(-2.5);
   r.histogram("kiln_wait_seconds", "Waits.", {}, {0.1, 1}).get().observe(0.5);
   const std::string text = r.render();
-  EXPECT_TRUE(has(text, "# HELP kiln_things_total Things done.\n# TYPE kiln_things_total counter\n"
-                        "kiln_things_total{kind=\"a\"} 3\n"))
+  EXPECT_TRUE(has(text,
+                  "# HELP kiln_things_total Things done.\n# TYPE kiln_things_total counter\n"
+                  "kiln_things_total{kind=\"a\"} 3\n"))
       << text;
   EXPECT_TRUE(has(text, "# TYPE kiln_level gauge\nkiln_level -2.5\n")) << text;
   const testing::Exposition e = testing::parse_exposition(text);
@@ -139,15 +140,17 @@ TEST(PrometheusTextParser, RejectsWhatTheFormatForbids) {
                std::runtime_error);
   EXPECT_THROW(testing::parse_exposition("# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_sum 1\nh_count 1\n"),
                std::runtime_error);
-  EXPECT_NO_THROW(testing::parse_exposition("# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\n"
-                                            "h_sum 1\nh_count 2\n"));
+  EXPECT_NO_THROW(
+      testing::parse_exposition("# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 2\n"
+                                "h_sum 1\nh_count 2\n"));
 }
 
 TEST(EventLog, JsonLinesCarryTheRequiredKeysAndParse) {
   std::vector<std::string> lines;
   EventLog log("kilnd", LogFormat::kJson, [&](const std::string &line) { lines.push_back(line); });
   log.info("job_started", {{"job", 7}, {"name", "mm \"q\"\n"}, {"ok", true}, {"seconds", 0.5}});
-  log.error("bad_bytes", {{"error", std::string("a\xff\xfe" "b\x01")}});
+  log.error("bad_bytes", {{"error", std::string("a\xff\xfe"
+                                                "b\x01")}});
   ASSERT_EQ(lines.size(), 2u);
   for (const std::string &line : lines) EXPECT_EQ(line.find('\n'), std::string::npos);
   const contracts::Json first = contracts::Json::parse(lines[0]);
@@ -163,7 +166,9 @@ TEST(EventLog, JsonLinesCarryTheRequiredKeysAndParse) {
   EXPECT_EQ(ts.back(), 'Z');
   const contracts::Json second = contracts::Json::parse(lines[1]);
   EXPECT_EQ(second["level"].as_string(), "error");
-  EXPECT_EQ(second["error"].as_string(), "a\xef\xbf\xbd\xef\xbf\xbd" "b\x01");
+  EXPECT_EQ(second["error"].as_string(),
+            "a\xef\xbf\xbd\xef\xbf\xbd"
+            "b\x01");
 }
 
 TEST(EventLog, TextLinesAreKeyValuePairs) {

@@ -150,10 +150,14 @@ inline Exposition parse_exposition(const std::string &text) {
           if (line[k] == '\\') {
             if (k + 1 >= line.size()) fail("escape at the end");
             const char e = line[++k];
-            if (e == '\\') value += '\\';
-            else if (e == '"') value += '"';
-            else if (e == 'n') value += '\n';
-            else fail("bad escape");
+            if (e == '\\')
+              value += '\\';
+            else if (e == '"')
+              value += '"';
+            else if (e == 'n')
+              value += '\n';
+            else
+              fail("bad escape");
           } else {
             value += line[k];
           }

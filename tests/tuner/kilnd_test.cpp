@@ -144,9 +144,9 @@ class KilndTest : public ::testing::Test {
 
   // Starts kilnd on the test's log (with `extra` flags) and connects to it.
   void start_daemon(const std::vector<std::string> &extra = {}) {
-    std::vector<std::string> args = {"--db",       db(),          "--local",    "--listen",
-                                     "127.0.0.1:0", "--token-file", token_file(), "--max-jobs",
-                                     "1",           "--build-workers", "1"};
+    std::vector<std::string> args = {
+        "--db",       db(), "--local",         "--listen", "127.0.0.1:0", "--token-file", token_file(),
+        "--max-jobs", "1",  "--build-workers", "1"};
     args.insert(args.end(), extra.begin(), extra.end());
     daemon_ = std::make_unique<Process>(KILND_BINARY, args, dir_.file("kilnd.log"));
     address_ = daemon_->first_line();
@@ -445,8 +445,8 @@ TEST_F(KilndTest, ServesMetricsThatAgreeWithTheLogAndLogsJson) {
     events.insert(name);
     if (name == "job_started") EXPECT_EQ(event["job"].as_int(), job) << line;
   }
-  for (const char *name : {"serving", "metrics_serving", "job_submitted", "job_started", "job_done", "shutting_down",
-                           "stopped"}) {
+  for (const char *name :
+       {"serving", "metrics_serving", "job_submitted", "job_started", "job_done", "shutting_down", "stopped"}) {
     EXPECT_TRUE(events.count(name)) << name << " not logged:\n" << daemon_log();
   }
 }
