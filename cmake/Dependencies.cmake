@@ -79,6 +79,17 @@ find_package(spdlog CONFIG)
 if(NOT spdlog_FOUND)
   kiln_missing_dependency("spdlog" libspdlog-dev)
 endif()
+# cpp-httplib: the daemons' /metrics endpoint. Debian ships it as a header and a shared library
+# built with its TLS and compression options, which its pkg-config file carries.
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(KILN_HTTPLIB QUIET IMPORTED_TARGET cpp-httplib)
+endif()
+if(NOT KILN_HTTPLIB_FOUND)
+  kiln_missing_dependency("cpp-httplib" libcpp-httplib-dev)
+endif()
+add_library(kiln::httplib INTERFACE IMPORTED)
+target_link_libraries(kiln::httplib INTERFACE PkgConfig::KILN_HTTPLIB)
 
 # Peers measured by the benchmarks: OpenBLAS and oneDNN
 # Debian's OpenBLAS config sets variables only (for the variant selected by update-alternatives).

@@ -366,12 +366,21 @@ std::vector<kiln::v1::MeasureResult> FarmClient::measure(const kiln::v1::Workloa
   const int attempts = std::max(1, options_.max_attempts);
   for (int attempt = 1; attempt <= attempts && !pending.empty() && !interrupt_->cancelled(); ++attempt) {
     kiln::v1::AcquireReply lease;
+    const Clock::time_point asked = Clock::now();
+    auto report_wait = [&] {
+      if (options_.waited) options_.waited(std::chrono::duration<double>(Clock::now() - asked).count());
+    };
     try {
       lease = tracker_.acquire(target.device_key(), options_.priority, options_.acquire_wait, interrupt_.get());
     } catch (const FarmError &) {
+      report_wait();
       if (interrupt_->cancelled()) break;
       throw;
+    } catch (...) {
+      report_wait();
+      throw;
     }
+    report_wait();
     set_held(lease.lease_id());
     std::vector<kiln::v1::Config> subset;
     for (size_t i : pending) subset.push_back(configs[i]);

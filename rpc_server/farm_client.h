@@ -4,6 +4,7 @@
 // stream, and FarmClient puts them together for a tuner: acquire -> stream -> release, with the
 // trials of a runner that fails retried on another one.
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -136,6 +137,8 @@ struct FarmClientOptions {
   std::chrono::milliseconds acquire_wait{std::chrono::seconds(60)};
   // A trial answered INFRA is measured again on another lease, up to this many attempts in all.
   int max_attempts = 3;
+  // Called with the seconds each acquire waited for a runner (granted or not); none when empty.
+  std::function<void(double seconds)> waited;
 };
 
 class FarmClient {

@@ -84,6 +84,7 @@ struct WorkerSlot {
   int index = 0;
   WorkerProcess process;
   bool ready = false;
+  bool spawned = false;  // a process was started for this slot before
   Doing doing = Doing::Nothing;
   size_t item = 0;  // the candidate of the request in progress
   Clock::time_point sent, deadline;
@@ -109,6 +110,7 @@ struct PoolState {
   std::mutex mutex;  // one measure() at a time
   std::vector<std::unique_ptr<WorkerSlot>> workers;
   std::atomic<int> started{0};
+  std::atomic<int> restarted{0};
   uint64_t next_id = 1;
   // Workloads already checked, with why they are refused (nullopt when acceptable); most recent
   // first.
@@ -180,6 +182,7 @@ class MeasureCall {
     r.set_kiln_version(pool_.kiln_version);
     item.state = Item::State::Done;
     ++done_;
+    if (pool_.options.observe_result) pool_.options.observe_result(r);
     on_result_(i, r);
   }
 
@@ -212,7 +215,11 @@ class MeasureCall {
     spawn.memory_limit_bytes = pool_.options.memory_limit_bytes;
     w.ready = false;
     std::string error = w.process.spawn(spawn);
-    if (error.empty()) ++pool_.started;
+    if (error.empty()) {
+      ++pool_.started;
+      if (w.spawned) ++pool_.restarted;
+      w.spawned = true;
+    }
     return error;
   }
 
@@ -610,5 +617,7 @@ std::optional<MeasureRejection> MeasurePool::measure(
 }
 
 int MeasurePool::workers_started() const { return impl_->state.started.load(); }
+
+int MeasurePool::worker_restarts() const { return impl_->state.restarted.load(); }
 
 }  // namespace kiln::rpc

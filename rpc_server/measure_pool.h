@@ -117,6 +117,8 @@ struct MeasurePoolOptions {
   MeasureLimits limits;
   // Called after every build and run, on the thread that reports results.
   std::function<void(const MeasureTraceEvent &)> trace;
+  // Called with every result, just before the caller's on_result, on the same thread.
+  std::function<void(const kiln::v1::MeasureResult &)> observe_result;
 };
 
 class MeasurePool {
@@ -144,6 +146,9 @@ class MeasurePool {
 
   // Worker processes spawned so far (a crashed or killed worker is replaced by a new one).
   int workers_started() const;
+  // Of those, the ones that replaced a worker of the same slot (it crashed, hung, or was killed
+  // for a timeout or a cancel).
+  int worker_restarts() const;
 
  private:
   struct Impl;

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "rpc_server/credentials.h"
+#include "rpc_server/event_log.h"
 
 namespace kiln::rpc {
 
@@ -55,8 +56,9 @@ std::chrono::milliseconds RunnerAgent::step() {
       interval_ = std::chrono::milliseconds(std::max<uint32_t>(reply.heartbeat_interval_ms(), 10));
       retry_ = std::chrono::milliseconds(200);
       wake_.notify_all();
-      std::fprintf(stderr, "kiln-runner: registered with the tracker at %s as %s\n", options_.tracker.address.c_str(),
-                   runner_id_.c_str());
+      if (options_.events) {
+        options_.events->info("registered", {{"tracker", options_.tracker.address}, {"runner", runner_id_}});
+      }
       return interval_;
     }
     kiln::v1::HeartbeatReply reply = client_.heartbeat(id, options_.active_lease ? options_.active_lease() : "");
@@ -83,11 +85,16 @@ std::chrono::milliseconds RunnerAgent::step() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (e.code() == grpc::StatusCode::NOT_FOUND) {
       // Dropped by the tracker (it restarted, or we were silent too long): register again now.
+      if (options_.events) options_.events->warn("dropped_by_tracker", {{"runner", runner_id_}});
       runner_id_.clear();
       lease_id_.clear();
       return std::chrono::milliseconds(0);
     }
-    std::fprintf(stderr, "kiln-runner: %s; retrying\n", e.what());
+    if (options_.events) {
+      options_.events->warn("tracker_unreachable", {{"tracker", options_.tracker.address},
+                                                    {"error", std::string(e.what())},
+                                                    {"retry_ms", static_cast<int64_t>(retry_.count())}});
+    }
     std::chrono::milliseconds wait = retry_;
     retry_ = std::min(retry_ * 2, std::chrono::milliseconds(5000));
     return wait;

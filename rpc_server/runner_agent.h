@@ -16,6 +16,8 @@
 
 namespace kiln::rpc {
 
+class EventLog;
+
 struct RunnerAgentOptions {
   Endpoint tracker;
   // Where tuners reach this runner's Runner service.
@@ -26,6 +28,9 @@ struct RunnerAgentOptions {
   // Called once, on the thread that made the call, when the tracker refuses the runner's
   // credentials; the agent has stopped heartbeating by then. `message` says what happened and what to check.
   std::function<void(const std::string &message)> on_refused;
+  // Where the agent logs its registrations and the tracker's failures; none when null. Must
+  // outlive the agent.
+  EventLog *events = nullptr;
 };
 
 class RunnerAgent {

@@ -5,10 +5,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <csignal>
 #include <cstdio>
 #include <exception>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,8 +21,11 @@
 #include "deploy/version.h"
 #include "rpc_server/credentials.h"
 #include "rpc_server/device_backend.h"
+#include "rpc_server/event_log.h"
 #include "rpc_server/measure_pool.h"
 #include "rpc_server/measure_worker.h"
+#include "rpc_server/metrics.h"
+#include "rpc_server/metrics_http.h"
 #include "rpc_server/runner_agent.h"
 #include "rpc_server/runner_service.h"
 #include "rpc_server/service_host.h"
@@ -41,6 +46,43 @@ std::string host_target() {
   return "llvm -mcpu=native";
 }
 
+// The runner's metrics (besides the process metrics):
+//   kiln_runner_builds_total, kiln_runner_runs_total      counters: builds and timed runs done
+//   kiln_runner_candidates_total{result}                  counter: results by error class
+//   kiln_runner_workers_started_total                     counter: worker processes started
+//   kiln_runner_worker_restarts_total                     counter: workers replaced
+struct RunnerMetrics {
+  explicit RunnerMetrics(MetricsRegistry &registry)
+      : builds(registry.counter("kiln_runner_builds_total", "Candidates built by the measurement workers.").get()),
+        runs(registry.counter("kiln_runner_runs_total", "Candidates timed by the measurement workers.").get()),
+        results(registry.counter("kiln_runner_candidates_total",
+                                 "Candidates measured, by result (ok or the error class, lower case).", {"result"})),
+        started(registry.counter("kiln_runner_workers_started_total", "Measurement worker processes started.").get()),
+        restarts(registry
+                     .counter("kiln_runner_worker_restarts_total",
+                              "Measurement workers replaced after a crash, a timeout or a cancel.")
+                     .get()) {}
+
+  void hook(MeasurePoolOptions &options) {
+    options.trace = [this](const MeasureTraceEvent &e) { (e.kind == MeasureTraceEvent::Build ? builds : runs).inc(); };
+    options.observe_result = [this](const kiln::v1::MeasureResult &r) {
+      std::string name = kiln::v1::ErrorClass_Name(r.error());
+      for (char &c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      results.with({name}).inc();
+    };
+  }
+  void watch(MetricsRegistry &registry, const MeasurePool &pool) {
+    registry.on_collect([this, &pool] {
+      started.set_total(pool.workers_started());
+      restarts.set_total(pool.worker_restarts());
+    });
+  }
+
+  Counter &builds, &runs;
+  Family<Counter> &results;
+  Counter &started, &restarts;
+};
+
 }  // namespace
 
 int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension) {
@@ -48,6 +90,7 @@ int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension)
   CLI::App app{"kiln-runner: compiles and times tuning candidates for a Kiln device farm.", "kiln-runner"};
   app.set_version_flag("--version", "kiln-runner " + deploy::version());
   std::string tracker, key, listen = "127.0.0.1:0", advertise, target, token_file, address_file;
+  std::string log_format = "text", metrics_listen;
   TlsFiles tls;
   int build_workers = 0;
   uint64_t memory_limit_mb = 8192;
@@ -69,11 +112,17 @@ int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension)
       ->capture_default_str()
       ->check(CLI::Range(64, 1 << 24));
   app.add_option("--address-file", address_file, "write the bound address to this file once serving");
+  app.add_option("--log-format", log_format, "the format of the event lines on stderr")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--metrics-listen", metrics_listen,
+                 "serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any free port)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  EventLog log("runner", parse_log_format(log_format));
 
   // Block the shutdown signals in every thread; the main thread waits for them below.
   block_shutdown_signals();
@@ -90,7 +139,12 @@ int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension)
     pool_options.extension = extension;
     pool_options.target = target;
     pool_options.kiln_version = deploy::version();
+    MetricsRegistry metrics;
+    add_process_metrics(metrics, "runner", deploy::version());
+    RunnerMetrics runner_metrics(metrics);
+    runner_metrics.hook(pool_options);
     MeasurePool pool(pool_options);
+    runner_metrics.watch(metrics, pool);
 
     // What the tracker said when it refused the runner's credentials (RunnerAgentOptions).
     std::mutex refused_mutex;
@@ -111,6 +165,8 @@ int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension)
     host_options.tls = tls;
     auto host = ServiceHost::start(listen, {&service}, host_options);
     if (advertise.empty()) advertise = host->address();
+    std::unique_ptr<MetricsServer> metrics_server;
+    if (!metrics_listen.empty()) metrics_server = MetricsServer::start(metrics_listen, metrics);
 
     RunnerAgentOptions agent_options;
     agent_options.tracker = {tracker, token, tls};
@@ -118,6 +174,7 @@ int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension)
     agent_options.target.set_target(target);
     agent_options.target.set_device_key(key);
     agent_options.active_lease = [&service] { return service.active_lease(); };
+    agent_options.events = &log;
     // A tracker that refuses the runner's credentials ends the runner: the main thread wakes up
     // as for a shutdown signal and exits with the message.
     agent_options.on_refused = [&refused_mutex, &refused](const std::string &message) {
@@ -129,8 +186,12 @@ int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension)
     };
     agent = std::make_unique<RunnerAgent>(agent_options);
 
-    std::fprintf(stderr, "kiln-runner: serving %s (device key %s, target \"%s\") on %s\n", deploy::version().c_str(),
-                 key.c_str(), target.c_str(), host->address().c_str());
+    log.info("serving",
+             {{"version", deploy::version()}, {"device_key", key}, {"target", target}, {"address", host->address()}});
+    if (metrics_server) {
+      log.info("metrics_serving", {{"address", metrics_server->address()}});
+      std::cout << "metrics listening on " << metrics_server->address() << std::endl;
+    }
     if (!address_file.empty()) write_file_atomically(address_file, host->address() + "\n");
 
     int signal = wait_for_shutdown_signal();
@@ -139,17 +200,19 @@ int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension)
       std::lock_guard<std::mutex> lock(refused_mutex);
       refused_message = refused;
     }
-    if (refused_message.empty()) std::fprintf(stderr, "kiln-runner: %s, shutting down\n", strsignal(signal));
+    if (refused_message.empty()) log.info("shutting_down", {{"signal", std::string(strsignal(signal))}});
+    if (metrics_server) metrics_server->stop();
     agent->stop();
     host->shutdown(std::chrono::seconds(2));
     host->wait();
     agent.reset();
     if (!refused_message.empty()) {
-      std::fprintf(stderr, "kiln-runner: %s\n", refused_message.c_str());
+      log.error("refused_by_tracker", {{"error", refused_message}});
       return 1;
     }
+    log.info("stopped");
   } catch (const std::exception &e) {
-    std::fprintf(stderr, "kiln-runner: %s\n", e.what());
+    log.error("fatal", {{"error", std::string(e.what())}});
     return 1;
   }
   return 0;

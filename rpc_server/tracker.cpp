@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "contracts/error.h"
+#include "rpc_server/event_log.h"
 
 namespace kiln::rpc {
 
@@ -53,6 +54,13 @@ std::string Tracker::register_runner(RunnerRegistration registration) {
       runner.quarantined_until = health->second.quarantined_until;
     }
     const bool held_back = quarantined(runner, now);
+    ++counts_.runners_registered;
+    if (options_.events) {
+      options_.events->info("runner_registered", {{"runner", id},
+                                                  {"address", runner.registration.address},
+                                                  {"device_key", key},
+                                                  {"target", runner.registration.target}});
+    }
     runners_[id] = std::move(runner);
     if (!held_back) devices_[key].free_runners.push_back(id);
     dispatch(key, completions);
@@ -130,6 +138,7 @@ bool Tracker::release(const std::string &lease_id, bool runner_failed) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto lease = leases_.find(lease_id);
     if (lease == leases_.end()) return false;
+    ++counts_.leases_released;
     end_lease(runners_.at(lease->second), runner_failed, completions);
   }
   wake_.notify_all();
@@ -157,6 +166,11 @@ void Tracker::record_failure(const std::string &address, Clock::time_point now) 
   if (++health.consecutive_failures < options_.quarantine_after) return;
   health.consecutive_failures = 0;
   health.quarantined_until = now + options_.quarantine_duration;
+  if (options_.events) {
+    options_.events->warn(
+        "runner_quarantined",
+        {{"address", address}, {"seconds", std::chrono::duration<double>(options_.quarantine_duration).count()}});
+  }
   for (auto &[id, runner] : runners_) {
     if (runner.registration.address != address) continue;
     runner.quarantined_until = health.quarantined_until;
@@ -192,6 +206,11 @@ std::vector<DeviceSummary> Tracker::summary() const {
   return out;
 }
 
+TrackerCounts Tracker::counts() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return counts_;
+}
+
 void Tracker::shutdown() {
   std::vector<Completion> completions;
   {
@@ -210,7 +229,10 @@ void Tracker::drop_runner(const std::string &runner_id) {
   auto it = runners_.find(runner_id);
   if (it == runners_.end()) return;
   Runner &runner = it->second;
-  if (!runner.lease_id.empty()) leases_.erase(runner.lease_id);
+  if (!runner.lease_id.empty()) {
+    leases_.erase(runner.lease_id);
+    ++counts_.leases_expired;
+  }
   std::deque<std::string> &free = devices_[runner.registration.device_key].free_runners;
   free.erase(std::remove(free.begin(), free.end(), runner_id), free.end());
   runners_.erase(it);
@@ -229,6 +251,7 @@ void Tracker::dispatch(const std::string &device_key, std::vector<Completion> &c
     runner.lease_id = lease_id;
     runner.lease_used = Clock::now();
     leases_[lease_id] = runner.id;
+    ++counts_.leases_granted;
     Request &request = requests_.at(request_id);
     AcquireOutcome outcome{AcquireStatus::kGranted, Lease{lease_id, runner.id, runner.registration}};
     completions.emplace_back(std::move(request.done), std::move(outcome));
@@ -274,6 +297,8 @@ void Tracker::expire(Clock::time_point now, std::vector<Completion> &completions
     if (now - runner.last_heartbeat >= options_.heartbeat_timeout) {
       silent.push_back(id);
     } else if (!runner.lease_id.empty() && now - runner.lease_used >= options_.lease_idle_timeout) {
+      ++counts_.leases_expired;
+      if (options_.events) options_.events->warn("lease_expired", {{"lease", runner.lease_id}, {"runner", id}});
       end_lease(runner, /*failed=*/false, completions);  // its holder has gone away
     } else if (runner.lease_id.empty() && runner.quarantined_until != Clock::time_point{} &&
                runner.quarantined_until <= now) {
@@ -285,7 +310,13 @@ void Tracker::expire(Clock::time_point now, std::vector<Completion> &completions
     }
   }
   for (const std::string &id : silent) {
-    record_failure(runners_.at(id).registration.address, now);
+    const RunnerRegistration &lost = runners_.at(id).registration;
+    ++counts_.runners_lost;
+    if (options_.events) {
+      options_.events->warn("runner_lost",
+                            {{"runner", id}, {"address", lost.address}, {"device_key", lost.device_key}});
+    }
+    record_failure(lost.address, now);
     drop_runner(id);
   }
   // Requests for keys whose last runner died, or that no runner registered for by the end of the

@@ -32,6 +32,8 @@
 
 namespace kiln::rpc {
 
+class EventLog;
+
 struct TrackerOptions {
   // The farm's shared token, required on every call of the gRPC service. Must not be empty.
   std::string token;
@@ -46,6 +48,18 @@ struct TrackerOptions {
   // Consecutive failed leases after which a runner is quarantined, and for how long.
   int quarantine_after = 3;
   std::chrono::milliseconds quarantine_duration{std::chrono::seconds(60)};
+  // Where the tracker logs runners registered, lost and quarantined and leases expired; none when
+  // null. Must outlive the tracker.
+  EventLog *events = nullptr;
+};
+
+// What the tracker has done since it started, for its metrics.
+struct TrackerCounts {
+  uint64_t runners_registered = 0;
+  uint64_t runners_lost = 0;  // dropped for a heartbeat timeout
+  uint64_t leases_granted = 0;
+  uint64_t leases_released = 0;  // given back by their holder
+  uint64_t leases_expired = 0;   // revoked: unused for the idle timeout, or their runner was lost
 };
 
 // What a runner tells the tracker when it registers.
@@ -125,6 +139,7 @@ class Tracker {
 
   // One entry per device key that has runners or waiting requests, sorted by device key.
   std::vector<DeviceSummary> summary() const;
+  TrackerCounts counts() const;
 
   // Answers every waiting request with kShutdown and stops the background thread; later acquires
   // complete with kShutdown at once. Safe to call more than once.
@@ -194,6 +209,7 @@ class Tracker {
   std::map<std::string, Health> health_;                        // by runner address
   std::map<uint64_t, Request> requests_;                        // waiting requests by id
   std::set<std::pair<Clock::time_point, uint64_t>> deadlines_;  // (deadline, request id)
+  TrackerCounts counts_;
   std::thread timer_;
 };
 

@@ -11,6 +11,7 @@
 
 #include "contracts/json.h"
 #include "contracts/target.h"
+#include "rpc_server/event_log.h"
 #include "rpc_server/measure_pool.h"
 
 namespace kiln::tuner {
@@ -56,11 +57,9 @@ JobManager::~JobManager() {
   if (lock_fd_ >= 0) close(lock_fd_);
 }
 
-void JobManager::say(const std::string &line) {
-  static std::mutex say_mutex;
-  if (!options_.log) return;
-  std::lock_guard<std::mutex> lock(say_mutex);
-  options_.log(line);
+void JobManager::event(bool warning, const char *name, const std::vector<rpc::LogField> &fields) {
+  if (!options_.events) return;
+  options_.events->write(warning ? rpc::LogLevel::kWarn : rpc::LogLevel::kInfo, name, fields);
 }
 
 void JobManager::start() {
@@ -191,7 +190,7 @@ void JobManager::enqueue_locked(Entry &e, const std::string &why) {
   e.status.state = "pending";
   e.status.message = why;
   queue_[{-e.priority, e.queued_at}] = e.id;
-  say(fmt::format("job {} {}: {} (priority {})", e.id, why, e.name, e.priority));
+  event(false, "job_queued", {{"job", e.id}, {"name", e.name}, {"priority", e.priority}, {"reason", why}});
   publish_locked(e, false);
   wake_.notify_all();
 }
@@ -233,8 +232,13 @@ JobReport JobManager::submit(const JobSubmission &submission) {
   const int64_t job_id = tuner.create_job(name, submission.tasks, submission.options);
   std::lock_guard<std::mutex> lock(mutex_);
   Entry &e = entry_locked(job_id);
-  say(fmt::format("job {} submitted: {} ({} tasks, {} trials, {} on {})", job_id, name, submission.tasks.size(),
-                  submission.options.trials, request.target, request.device_key));
+  event(false, "job_submitted",
+        {{"job", job_id},
+         {"name", name},
+         {"tasks", submission.tasks.size()},
+         {"trials", submission.options.trials},
+         {"target", request.target},
+         {"device_key", request.device_key}});
   enqueue_locked(e, kQueuedMessage);
   return report_locked(e);
 }
@@ -286,7 +290,7 @@ JobReport JobManager::pause(int64_t job_id) {
       e.phase = Phase::kIdle;
       e.status.state = "paused";
       e.status.message = kPausedMessage;
-      say(fmt::format("job {} paused (it was queued)", e.id));
+      event(false, "job_paused", {{"job", e.id}, {"was", "queued"}});
       publish_locked(e, true);
       return report_locked(e);
     }
@@ -315,7 +319,7 @@ JobReport JobManager::pause(int64_t job_id) {
     std::lock_guard<std::mutex> db_lock(db_mutex_);
     log_.update_job(e.id, db::JobState::kPaused, std::string(kPausedMessage));
   }
-  say(fmt::format("job {} paused", e.id));
+  event(false, "job_paused", {{"job", e.id}, {"was", "running"}});
   return report_locked(e);
 }
 
@@ -367,7 +371,7 @@ JobReport JobManager::cancel(int64_t job_id) {
   e.phase = Phase::kIdle;
   e.status.state = "cancelled";
   e.status.message = kCancelledMessage;
-  say(fmt::format("job {} cancelled", e.id));
+  event(false, "job_cancelled", {{"job", e.id}});
   if (was_queued) publish_locked(e, true);
   return report_locked(e);
 }
@@ -426,7 +430,7 @@ void JobManager::worker(db::TuningDb &log) {
       e->cancel = false;
       e->status.state = "running";
       e->status.message.clear();
-      say(fmt::format("job {} started: {}", e->id, e->name));
+      event(false, "job_started", {{"job", e->id}, {"name", e->name}});
       publish_locked(*e, false);
     }
     run_job(*e, log);
@@ -467,6 +471,7 @@ void JobManager::run_job(Entry &e, db::TuningDb &log) {
         measurer = options_.measurer(request);
         MeasurerSlot slot(*this, e, measurer.get());
         Tuner tuner(log, *measurer, e.target, e.device_key);
+        tuner.set_observer(options_.observer);
         const JobStatus result = tuner.run(
             e.id,
             [&](const JobStatus &s) {
@@ -514,7 +519,12 @@ void JobManager::run_job(Entry &e, db::TuningDb &log) {
       if (e.stop == Stop::kNone) {
         e.status.state = "waiting";
         e.status.message = message;
-        say(fmt::format("job {} {}", e.id, message));
+        event(true, "job_waiting",
+              {{"job", e.id},
+               {"error", failure},
+               {"failures", failures},
+               {"retry_in_s", std::chrono::duration<double>(backoff).count()},
+               {"give_up_after_s", std::chrono::duration<double>(options_.give_up_after).count()}});
         publish_locked(e, false);
         wake_.wait_for(lock, backoff, [&] { return e.stop != Stop::kNone; });
       }
@@ -558,7 +568,7 @@ void JobManager::finish_run(Entry &e, db::TuningDb &log, const JobStatus &result
       }
     }
   } catch (const std::exception &err) {
-    say(fmt::format("job {}: cannot record its state in the log: {}", e.id, err.what()));
+    event(true, "job_state_not_recorded", {{"job", e.id}, {"error", err.what()}});
   }
   std::lock_guard<std::mutex> lock(mutex_);
   e.status = status;
@@ -566,8 +576,12 @@ void JobManager::finish_run(Entry &e, db::TuningDb &log, const JobStatus &result
   e.has_status = true;
   e.phase = Phase::kIdle;
   e.stop = Stop::kNone;
-  say(fmt::format("job {} {}: {} ({}/{} trials in {:.0f} s)", e.id, status.state, status.message, status.trials_done,
-                  status.trials_total, status.elapsed_s));
+  event(false, ("job_" + status.state).c_str(),
+        {{"job", e.id},
+         {"message", status.message},
+         {"trials_done", status.trials_done},
+         {"trials", status.trials_total},
+         {"elapsed_s", status.elapsed_s}});
   publish_locked(e, true);
 }
 
@@ -575,7 +589,7 @@ void JobManager::fail_job(Entry &e, db::TuningDb &log, const std::string &messag
   try {
     log.update_job(e.id, db::JobState::kFailed, message);
   } catch (const std::exception &err) {
-    say(fmt::format("job {}: cannot record its failure in the log: {}", e.id, err.what()));
+    event(true, "job_state_not_recorded", {{"job", e.id}, {"error", err.what()}});
   }
   std::lock_guard<std::mutex> lock(mutex_);
   e.status.state = "failed";
@@ -584,7 +598,7 @@ void JobManager::fail_job(Entry &e, db::TuningDb &log, const std::string &messag
   e.has_status = true;
   e.phase = Phase::kIdle;
   e.stop = Stop::kNone;
-  say(fmt::format("job {} failed: {}", e.id, message));
+  event(true, "job_failed", {{"job", e.id}, {"error", message}});
   publish_locked(e, true);
 }
 

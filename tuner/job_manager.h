@@ -35,6 +35,11 @@
 #include "tuner/measurer.h"
 #include "tuner/tuner.h"
 
+namespace kiln::rpc {
+class EventLog;
+struct LogField;
+}  // namespace kiln::rpc
+
 namespace kiln::tuner {
 
 // A job id the tuning log does not hold.
@@ -88,9 +93,11 @@ struct JobManagerOptions {
   std::chrono::milliseconds retry_first{std::chrono::seconds(1)};
   std::chrono::milliseconds retry_longest{std::chrono::seconds(60)};
   std::chrono::milliseconds give_up_after{std::chrono::hours(1)};
-  // One line per event (a job submitted, started, waiting, paused, done, failed, cancelled);
-  // empty: no lines. Called from the manager's threads, one call at a time.
-  std::function<void(const std::string &)> log;
+  // Where the manager logs its events (job_submitted, job_queued, job_started, job_waiting,
+  // job_paused, job_done, job_failed, job_cancelled, ...); none when null. Must outlive the manager.
+  rpc::EventLog *events = nullptr;
+  // Told what the running jobs measure (tune_observer.h); none when null. Must outlive the manager.
+  TuneObserver *observer = nullptr;
 };
 
 // What a client asks to tune.
@@ -188,7 +195,7 @@ class JobManager {
   JobReport report_locked(Entry &e, bool with_tasks = true);
   void enqueue_locked(Entry &e, const std::string &why);
   void publish_locked(Entry &e, bool final);
-  void say(const std::string &line);
+  void event(bool warning, const char *name, const std::vector<rpc::LogField> &fields);
   void worker(db::TuningDb &log);
   void run_job(Entry &e, db::TuningDb &log);
   // After Tuner::run returned: the state the stop reason asks for, in the log and to watchers.

@@ -1,7 +1,9 @@
 // kilnd: the tuning service. Clients (`kiln tune --daemon`, `kiln jobs --daemon`) submit tuning
 // jobs over gRPC (kiln.v1.Tuner); kilnd runs them from one tuning log, several at once, measuring
 // on a device farm (--tracker) or on this machine (--local). The bound address is the first line
-// on stdout once it serves; one line per event goes to stderr. SIGINT or SIGTERM pauses the
+// on stdout once it serves; one line per event goes to stderr (--log-format text|json). With
+// --metrics-listen it serves Prometheus metrics (tuner/tuner_metrics.h) and prints
+// "metrics listening on HOST:PORT" as the next line on stdout. SIGINT or SIGTERM pauses the
 // running jobs after their batch in flight and exits 0; the next start resumes them. Run with
 // --help for the flags.
 #include <CLI/CLI.hpp>
@@ -17,19 +19,17 @@
 #include "contracts/target.h"
 #include "deploy/version.h"
 #include "rpc_server/credentials.h"
+#include "rpc_server/event_log.h"
 #include "rpc_server/farm_client.h"
 #include "rpc_server/measure_worker.h"
+#include "rpc_server/metrics.h"
+#include "rpc_server/metrics_http.h"
 #include "rpc_server/service_host.h"
 #include "rpc_server/signals.h"
 #include "tuner/job_manager.h"
 #include "tuner/measurer.h"
+#include "tuner/tuner_metrics.h"
 #include "tuner/tuner_service.h"
-
-namespace {
-
-void say(const std::string &line) { std::fprintf(stderr, "kilnd: %s\n", line.c_str()); }
-
-}  // namespace
 
 int main(int argc, char **argv) {
   // --local measures in worker processes that run this executable again.
@@ -39,6 +39,7 @@ int main(int argc, char **argv) {
   app.set_version_flag("--version", "kilnd " + kiln::deploy::version());
   std::string db = "kiln.db", tracker, listen = "127.0.0.1:9290", token_file, farm_token_file, address_file;
   std::string target = "llvm -mcpu=native", device_key = "local-cpu";
+  std::string log_format = "text", metrics_listen;
   bool local = false;
   int max_jobs = 2, build_workers = 0;
   double give_up_after_s = 3600;
@@ -69,6 +70,11 @@ int main(int argc, char **argv) {
   app.add_option("--farm-tls-cert", farm_tls.cert_file, "PEM client certificate for the farm (mutual TLS)");
   app.add_option("--farm-tls-key", farm_tls.key_file, "PEM private key of --farm-tls-cert");
   app.add_option("--address-file", address_file, "also write the bound address to this file once serving");
+  app.add_option("--log-format", log_format, "the format of the event lines on stderr")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--metrics-listen", metrics_listen,
+                 "serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any free port)");
   app.footer(
       "Examples:\n"
       "  kilnd --db kiln.db --local --token-file kiln.token\n"
@@ -82,8 +88,14 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "kilnd: say where to measure: --tracker ADDR (a device farm) or --local (this machine)\n");
     return 2;
   }
+  kiln::rpc::EventLog log("kilnd", kiln::rpc::parse_log_format(log_format));
   kiln::rpc::block_shutdown_signals();
   try {
+    kiln::rpc::MetricsRegistry metrics;
+    kiln::rpc::add_process_metrics(metrics, "kilnd", kiln::deploy::version());
+    kiln::tuner::TunerMetrics tuner_metrics(metrics);
+    auto waited = [&tuner_metrics](double seconds) { tuner_metrics.farm_waited(seconds); };
+
     const std::string token = kiln::rpc::load_token(token_file);
     target = kiln::contracts::canonical_target(target);
 
@@ -93,11 +105,13 @@ int main(int argc, char **argv) {
     options.device_key = device_key;
     options.max_running = max_jobs;
     options.give_up_after = std::chrono::milliseconds(static_cast<int64_t>(give_up_after_s * 1000));
-    options.log = say;
+    options.events = &log;
+    options.observer = &tuner_metrics;
     std::string measures;
     if (local) {
       kiln::tuner::LocalMeasurerOptions lo;
       lo.build_workers = build_workers;
+      lo.waited = waited;
       // Every job shares the one machine: their batches take turns.
       auto machine = std::make_shared<kiln::tuner::LocalMeasurer>(target, lo);
       options.measurer = [machine, target](const kiln::tuner::MeasurerRequest &r) {
@@ -114,6 +128,7 @@ int main(int argc, char **argv) {
       farm.runner_tls = farm_tls;
       // Short waits, so that a pause is not held up by a busy farm; the job's back-off waits longer.
       farm.acquire_wait = std::chrono::seconds(20);
+      farm.waited = waited;
       options.measurer = [farm](const kiln::tuner::MeasurerRequest &r) -> std::unique_ptr<kiln::tuner::Measurer> {
         kiln::rpc::FarmClientOptions job = farm;
         job.priority = r.priority;
@@ -124,22 +139,34 @@ int main(int argc, char **argv) {
 
     kiln::tuner::JobManager manager(options);
     manager.start();
+    tuner_metrics.watch_jobs(manager);
     kiln::tuner::TunerService service(manager, token);
     kiln::rpc::ServiceHostOptions host_options;
     host_options.tls = tls;
     auto host = kiln::rpc::ServiceHost::start(listen, {&service}, host_options);
     std::cout << host->address() << std::endl;
+    std::unique_ptr<kiln::rpc::MetricsServer> metrics_server;
+    if (!metrics_listen.empty()) metrics_server = kiln::rpc::MetricsServer::start(metrics_listen, metrics);
     if (!address_file.empty()) kiln::rpc::write_file_atomically(address_file, host->address() + "\n");
-    say("serving " + kiln::deploy::version() + " on " + host->address() + ": log " + db + ", measuring " + measures +
-        ", " + std::to_string(max_jobs) + " jobs at once");
+    log.info("serving", {{"version", kiln::deploy::version()},
+                         {"address", host->address()},
+                         {"db", db},
+                         {"measuring", measures},
+                         {"max_jobs", max_jobs}});
+    if (metrics_server) {
+      log.info("metrics_serving", {{"address", metrics_server->address()}});
+      std::cout << "metrics listening on " << metrics_server->address() << std::endl;
+    }
     const int signal = kiln::rpc::wait_for_shutdown_signal();
-    say(std::string(strsignal(signal)) + ": pausing the running jobs after their batch in flight");
+    log.info("shutting_down",
+             {{"signal", std::string(strsignal(signal))}, {"action", "pausing the running jobs after their batch"}});
     manager.shutdown();
+    if (metrics_server) metrics_server->stop();
     host->shutdown(std::chrono::seconds(2));
     host->wait();
-    say("stopped");
+    log.info("stopped");
   } catch (const std::exception &e) {
-    say(e.what());
+    log.error("fatal", {{"error", std::string(e.what())}});
     return 1;
   }
   return 0;

@@ -1,4 +1,5 @@
 // LocalMeasurer: the runner's measurement pool driven in this process.
+#include <chrono>
 #include <mutex>
 
 #include "contracts/target.h"
@@ -65,7 +66,11 @@ std::vector<MeasureOutcome> LocalMeasurer::measure(const ops::Task &task, const 
 std::vector<MeasureOutcome> LocalMeasurer::measure_with(const ops::Task &task, const std::string &device_key,
                                                         const std::vector<autotune::Config> &configs,
                                                         const kiln::v1::MeasureOptions &options, const void *owner) {
+  const auto asked = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (impl_->options.waited) {
+    impl_->options.waited(std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count());
+  }
   {
     std::lock_guard<std::mutex> owner_lock(impl_->owner_mutex);
     impl_->owner = owner;

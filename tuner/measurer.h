@@ -13,6 +13,7 @@
 // recorded with its error class.
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -114,6 +115,9 @@ struct LocalMeasurerOptions {
   std::vector<std::string> worker_command = {"/proc/self/exe", "--measure-worker"};
   uint64_t memory_limit_bytes = 8ull << 30;
   std::string runner_id = "local";
+  // Called with the seconds each batch waited for the machine (another job's batch in flight);
+  // none when empty.
+  std::function<void(double seconds)> waited;
 };
 
 class LocalMeasurer : public Measurer {

@@ -380,9 +380,14 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
         batch.push_back(t.task->default_config());
         t.default_measured = true;
       }
+      const SearchStats before = t.strategy->stats();
       for (Config &c : t.strategy->next_batch(static_cast<size_t>(n) - batch.size())) {
         if (!batch.empty() && c == batch.front()) continue;
         batch.push_back(std::move(c));
+      }
+      if (observer_) {
+        const SearchStats after = t.strategy->stats();
+        if (after.fits > before.fits) observer_->cost_model_refitted(after.refit_s - before.refit_s);
       }
       if (batch.empty()) {
         finish_task(t, "space exhausted");
@@ -412,7 +417,16 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
         records.push_back(make_record(*t.task, device_key_, batch[i], outcomes[i], job_id));
         trials.push_back(trial_of(*t.task, batch[i], outcomes[i]));
       }
-      if (!records.empty()) log_.insert(records);
+      if (observer_) {
+        std::map<db::ErrorClass, int> by_class;
+        for (const MeasureOutcome &o : outcomes) ++by_class[o.error];
+        for (const auto &[error, count] : by_class) observer_->trials_measured(error, count);
+      }
+      if (!records.empty()) {
+        const double write_t0 = now_s();
+        log_.insert(records);
+        if (observer_) observer_->log_written(now_s() - write_t0);
+      }
       for (size_t i = 0; i < batch.size(); ++i) {
         if (outcomes[i].error != db::ErrorClass::kInfra) account(t, batch[i], outcomes[i]);
       }

@@ -28,6 +28,7 @@
 #include "db/tuning_db.h"
 #include "tuner/measurer.h"
 #include "tuner/search.h"
+#include "tuner/tune_observer.h"
 
 namespace kiln::tuner {
 
@@ -113,6 +114,9 @@ class Tuner {
   // `device_key`.
   Tuner(db::TuningDb &log, Measurer &measurer, const std::string &target, const std::string &device_key);
 
+  // Reports what run() does to `observer` (which must outlive the runs); none when null.
+  void set_observer(TuneObserver *observer) { observer_ = observer; }
+
   // Checks the tasks and options (each task built, each space with a valid config, budgets in
   // range) and creates the job in the log. Throws TuneError naming what is wrong, before
   // anything is created.
@@ -131,6 +135,7 @@ class Tuner {
   Measurer &measurer_;
   std::string target_;
   std::string device_key_;
+  TuneObserver *observer_ = nullptr;
 };
 
 // A job as the tuning log shows it, for a job that is not running in this process: its state,

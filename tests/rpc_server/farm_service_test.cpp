@@ -19,11 +19,14 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "child_process.h"
+#include "http_get.h"
+#include "prometheus_text.h"
 #include "contracts/json.h"
 #include "contracts/target.h"
 #include "compiler/driver/target.h"
@@ -259,6 +262,71 @@ std::string describe(const std::vector<kiln::v1::MeasureResult> &results) {
   std::string out;
   for (const auto &[name, n] : count) out += name + "=" + std::to_string(n) + " ";
   return out + (first_error.empty() ? "" : "first error: " + first_error);
+}
+
+// The metrics a port given by --metrics-listen serves (the address is in the process's output),
+// read with the strict parser.
+kiln::testing::Exposition scrape(ChildProcess &process) {
+  int port = 0;
+  for (int i = 0; i < 1000 && !(port = kiln::testing::metrics_port(process.log())); ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  if (port == 0) throw std::runtime_error("no metrics address in:\n" + process.log());
+  const kiln::testing::HttpReply reply = kiln::testing::http_get(port, "/metrics");
+  if (reply.status != 200) throw std::runtime_error("/metrics answered " + std::to_string(reply.status));
+  if (!reply.has_header("Content-Type: text/plain; version=0.0.4")) throw std::runtime_error(reply.head);
+  return kiln::testing::parse_exposition(reply.body);
+}
+
+// With --metrics-listen the tracker shows its registered runner and the leases it granted, the
+// runner the candidates it built and ran; a garbage request gets an HTTP error and /metrics still
+// answers; with --log-format json each event line is a JSON object with the required keys.
+TEST(FarmServiceTest, TheTrackerAndRunnerServeMetricsAndLogJson) {
+  Farm farm({.runners = 1,
+             .tracker_flags = {"--metrics-listen", "127.0.0.1:0", "--log-format", "json"},
+             .runner_flags = {"--metrics-listen", "127.0.0.1:0", "--log-format", "json"}});
+  TestWorkload wl = small_matmul();
+  const std::vector<kiln::v1::MeasureResult> results =
+      farm.client().measure(wl.workload, target(), wl.configs(4), quick_options());
+  ASSERT_EQ(count_ok(results), 4u) << describe(results) << farm.logs();
+
+  kiln::testing::Exposition tracker = scrape(farm.tracker());
+  EXPECT_EQ(tracker.value("kiln_tracker_runners", {{"device_key", kKey}, {"state", "free"}}), 1) << farm.logs();
+  EXPECT_EQ(tracker.value("kiln_tracker_runners", {{"device_key", kKey}, {"state", "busy"}}), 0);
+  EXPECT_EQ(tracker.value("kiln_tracker_queue_length", {{"device_key", kKey}}), 0);
+  EXPECT_EQ(tracker.value("kiln_tracker_runners_registered_total"), 1);
+  EXPECT_GE(tracker.value("kiln_tracker_leases_granted_total"), 1);
+  EXPECT_EQ(tracker.value("kiln_tracker_leases_granted_total"), tracker.value("kiln_tracker_leases_released_total"));
+  EXPECT_EQ(tracker.value("kiln_tracker_leases_active"), 0);
+  EXPECT_EQ(tracker.find("kiln_build_info", {{"component", "tracker"}}).size(), 1u);
+
+  kiln::testing::Exposition runner = scrape(farm.runner(0));
+  EXPECT_EQ(runner.value("kiln_runner_candidates_total", {{"result", "ok"}}), 4);
+  EXPECT_GE(runner.value("kiln_runner_builds_total"), 4);
+  EXPECT_GE(runner.value("kiln_runner_runs_total"), 4);
+  EXPECT_GE(runner.value("kiln_runner_workers_started_total"), 1);
+  EXPECT_EQ(runner.value("kiln_runner_worker_restarts_total"), 0);
+  EXPECT_EQ(runner.find("kiln_build_info", {{"component", "runner"}}).size(), 1u);
+
+  const int port = kiln::testing::metrics_port(farm.tracker().log());
+  EXPECT_GE(kiln::testing::http_exchange(port, std::string("\x16\x03\x01 hello\r\n\r\n")).status, 400);
+  EXPECT_EQ(kiln::testing::http_get(port, "/").status, 404);
+  EXPECT_NO_THROW(scrape(farm.tracker()));
+
+  for (ChildProcess *process : {&farm.tracker(), &farm.runner(0)}) {
+    std::istringstream lines(process->log());
+    int events = 0;
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("metrics listening on ", 0) == 0 || line.empty() || line[0] != '{') continue;
+      Json event;
+      ASSERT_NO_THROW(event = Json::parse(line)) << line;
+      for (const char *key : {"ts", "level", "component", "event"}) EXPECT_TRUE(event.contains(key)) << line;
+      ++events;
+    }
+    EXPECT_GE(events, 2) << process->log();
+  }
+  EXPECT_NE(farm.tracker().log().find("\"event\":\"runner_registered\""), std::string::npos) << farm.logs();
+  EXPECT_NE(farm.runner(0).log().find("\"event\":\"registered\""), std::string::npos) << farm.logs();
 }
 
 TEST(FarmServiceTest, ABatchOf200TrialsOnThreeRunnersAccountsForEveryTrial) {
@@ -531,7 +599,8 @@ TEST(FarmServiceTest, ARunnerForATargetItsHostCannotRunRefusesToStart) {
                                            "--token-file", (farm.dir() / "token").string(), "--target", cross},
                                           (farm.dir() / "cross.log").string(), 20s);
   EXPECT_EQ(code, 1) << out;
-  EXPECT_NE(out.find("kiln-runner: target \"" + cross + "\" cannot run on this host"), std::string::npos) << out;
+  EXPECT_NE(out.find("event=fatal"), std::string::npos) << out;
+  EXPECT_NE(out.find("cannot run on this host"), std::string::npos) << out;
   EXPECT_EQ(out.find("serving"), std::string::npos) << out;
   EXPECT_EQ(farm.summary().free_runners(), 0u);
 }

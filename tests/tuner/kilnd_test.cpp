@@ -21,10 +21,13 @@
 #include <thread>
 #include <vector>
 
+#include "contracts/json.h"
 #include "db/tuning_db.h"
 #include "kiln/v1/tuner.grpc.pb.h"
 #include "rpc_server/shared_token.h"
 #include "tests/db/process_util.h"
+#include "tests/rpc_server/http_get.h"
+#include "tests/rpc_server/prometheus_text.h"
 #include "tests/temp_dir.h"
 #include "tuner/job_manager.h"
 
@@ -90,12 +93,18 @@ class Process {
   Process &operator=(const Process &) = delete;
 
   void signal(int sig) const { kill(pid_, sig); }
+  // The next line on stdout, without its newline ("" when none came within `timeout`).
   std::string first_line(std::chrono::milliseconds timeout = 60s) {
-    std::string line = pt::read_first_line(stdout_fd_, timeout);
-    return line.substr(0, line.find('\n'));
+    if (pending_.find('\n') == std::string::npos) pending_ += pt::read_first_line(stdout_fd_, timeout);
+    const size_t eol = pending_.find('\n');
+    if (eol == std::string::npos) return "";
+    std::string line = pending_.substr(0, eol);
+    pending_.erase(0, eol + 1);
+    return line;
   }
   std::string rest() {
-    std::string text = pt::read_all(stdout_fd_);
+    std::string text = pending_ + pt::read_all(stdout_fd_);
+    pending_.clear();
     stdout_fd_ = -1;
     return text;
   }
@@ -116,6 +125,7 @@ class Process {
  private:
   pid_t pid_ = -1;
   int stdout_fd_ = -1;
+  std::string pending_;  // read from stdout, not yet returned
   std::optional<int> status_;
 };
 
@@ -132,13 +142,13 @@ class KilndTest : public ::testing::Test {
   std::string token_file() const { return dir_.file("token"); }
   std::string daemon_log() const { return read_file(dir_.file("kilnd.log")); }
 
-  // Starts kilnd on the test's log and connects to it.
-  void start_daemon() {
-    daemon_ = std::make_unique<Process>(
-        KILND_BINARY,
-        std::vector<std::string>{"--db", db(), "--local", "--listen", "127.0.0.1:0", "--token-file", token_file(),
-                                 "--max-jobs", "1", "--build-workers", "1"},
-        dir_.file("kilnd.log"));
+  // Starts kilnd on the test's log (with `extra` flags) and connects to it.
+  void start_daemon(const std::vector<std::string> &extra = {}) {
+    std::vector<std::string> args = {
+        "--db",       db(), "--local",         "--listen", "127.0.0.1:0", "--token-file", token_file(),
+        "--max-jobs", "1",  "--build-workers", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    daemon_ = std::make_unique<Process>(KILND_BINARY, args, dir_.file("kilnd.log"));
     address_ = daemon_->first_line();
     ASSERT_TRUE(has(address_, "127.0.0.1:")) << "no address first on stdout: '" << address_ << "'\n" << daemon_log();
     stub_ = v1::Tuner::NewStub(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
@@ -229,7 +239,7 @@ TEST_F(KilndTest, PrintsItsAddressFirstAndRequiresTheToken) {
   EXPECT_TRUE(stub_->ListJobs(context().get(), v1::ListJobsRequest(), &list).ok());
   EXPECT_EQ(stub_->ListJobs(context("wrong").get(), v1::ListJobsRequest(), &list).error_code(),
             grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_TRUE(has(daemon_log(), "kilnd: serving")) << daemon_log();
+  EXPECT_TRUE(has(daemon_log(), "event=serving")) << daemon_log();
 
   // Where to measure must be said; a missing token file is an error.
   Process neither(KILND_BINARY, {"--db", db(), "--token-file", token_file()}, dir_.file("neither.log"));
@@ -288,8 +298,8 @@ TEST_F(KilndTest, SigtermPausesTheRunningJobExitsZeroAndARestartResumesIt) {
     done = j.trials_done;
   }
   EXPECT_LT(done, 48);
-  EXPECT_TRUE(has(daemon_log(), "pausing the running jobs")) << daemon_log();
-  EXPECT_TRUE(has(daemon_log(), "job " + std::to_string(job) + " paused")) << daemon_log();
+  EXPECT_TRUE(has(daemon_log(), "event=shutting_down")) << daemon_log();
+  EXPECT_TRUE(has(daemon_log(), "event=job_paused job=" + std::to_string(job) + " ")) << daemon_log();
 
   start_daemon();
   ASSERT_TRUE(wait_until(job, [](const v1::JobInfo &i) { return i.state() == v1::JOB_STATE_DONE; }))
@@ -369,6 +379,76 @@ TEST_F(KilndTest, CtrlCDetachesAndKilnJobsDrivesTheJobInTheDaemon) {
   r = kiln(daemon_args({"cancel", "1"}));
   EXPECT_EQ(r.status, 1);
   EXPECT_TRUE(has(r.err, "is done")) << r.err;
+}
+
+// With --metrics-listen kilnd prints the metrics address as its second line on stdout and serves
+// the Prometheus text format: after a job, the ok-trials counter equals the job's OK records in the
+// log and the job shows as done; a garbage request gets an HTTP error and /metrics still answers.
+// With --log-format json every event line is a JSON object with the required keys.
+TEST_F(KilndTest, ServesMetricsThatAgreeWithTheLogAndLogsJson) {
+  start_daemon({"--metrics-listen", "127.0.0.1:0", "--log-format", "json"});
+  const std::string second = daemon_->first_line();
+  const int port = kiln::testing::metrics_port(second);
+  ASSERT_GT(port, 0) << "'" << second << "'\n" << daemon_log();
+
+  const int64_t job = submit(8);
+  ASSERT_TRUE(wait_until(job, [](const v1::JobInfo &i) { return i.state() == v1::JOB_STATE_DONE; }))
+      << get(job).DebugString() << daemon_log();
+  int64_t ok_records = 0, records_total = 0;
+  {
+    db::TuningDb log = db::TuningDb::open(db());
+    log.for_each_record({}, [&](const db::Record &r) {
+      if (!r.job_id || *r.job_id != job) return;
+      ++records_total;
+      if (r.error == db::ErrorClass::kOk) ++ok_records;
+    });
+  }
+  ASSERT_GT(ok_records, 0);
+
+  const kiln::testing::HttpReply reply = kiln::testing::http_get(port, "/metrics");
+  ASSERT_EQ(reply.status, 200) << reply.head;
+  EXPECT_TRUE(reply.has_header("Content-Type: text/plain; version=0.0.4")) << reply.head;
+  kiln::testing::Exposition metrics;
+  ASSERT_NO_THROW(metrics = kiln::testing::parse_exposition(reply.body)) << reply.body;
+  EXPECT_EQ(metrics.value("kiln_tuner_trials_total", {{"error", "ok"}}), ok_records) << reply.body;
+  double measured = 0;
+  for (const auto &sample : metrics.find("kiln_tuner_trials_total")) {
+    if (sample.labels.at("error") != "infra") measured += sample.value;
+  }
+  EXPECT_EQ(measured, records_total) << reply.body;
+  EXPECT_EQ(metrics.value("kiln_tuner_jobs", {{"state", "done"}}), 1) << reply.body;
+  EXPECT_EQ(metrics.value("kiln_tuner_jobs", {{"state", "running"}}), 0) << reply.body;
+  EXPECT_GE(metrics.value("kiln_tuner_log_write_seconds_count"), 1) << reply.body;
+  EXPECT_GE(metrics.value("kiln_tuner_farm_wait_seconds_count"), 1) << reply.body;
+  EXPECT_EQ(metrics.types.at("kiln_tuner_cost_model_refit_seconds"), "histogram");
+  EXPECT_EQ(metrics.types.at("kiln_tuner_trials_per_second"), "gauge");
+  EXPECT_EQ(metrics.find("kiln_build_info", {{"component", "kilnd"}}).size(), 1u) << reply.body;
+  EXPECT_GT(metrics.value("process_start_time_seconds"), 0);
+
+  EXPECT_GE(kiln::testing::http_exchange(port, "NOT HTTP AT ALL\r\n\r\n").status, 400);
+  EXPECT_EQ(kiln::testing::http_get(port, "/nothing").status, 404);
+  EXPECT_EQ(kiln::testing::http_get(port, "/metrics").status, 200);
+
+  daemon_->signal(SIGTERM);
+  ASSERT_EQ(daemon_->wait_for(60s), 0) << daemon_log();
+  std::set<std::string> events;
+  std::istringstream lines(daemon_log());
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] != '{') continue;  // a measurement worker's own output
+    contracts::Json event;
+    ASSERT_NO_THROW(event = contracts::Json::parse(line)) << line;
+    for (const char *key : {"ts", "level", "component", "event"}) {
+      ASSERT_TRUE(event.contains(key)) << key << " missing: " << line;
+    }
+    EXPECT_EQ(event["component"].as_string(), "kilnd") << line;
+    const std::string name = event["event"].as_string();
+    events.insert(name);
+    if (name == "job_started") EXPECT_EQ(event["job"].as_int(), job) << line;
+  }
+  for (const char *name :
+       {"serving", "metrics_serving", "job_submitted", "job_started", "job_done", "shutting_down", "stopped"}) {
+    EXPECT_TRUE(events.count(name)) << name << " not logged:\n" << daemon_log();
+  }
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "compiler/ops/registry.h"
+#include "rpc_server/event_log.h"
 #include "rpc_server/service_host.h"
 #include "rpc_server/shared_token.h"
 #include "tests/temp_dir.h"
@@ -143,10 +144,7 @@ class Service {
       ++bench.measurers_made;
       return std::make_unique<SyntheticMeasurer>(bench, r.job_id);
     };
-    o.log = [this](const std::string &line) {
-      std::lock_guard<std::mutex> lock(lines_mutex_);
-      lines_.push_back(line);
-    };
+    o.events = &events_;
     if (tweak) tweak(o);
     options_ = o;
     start();
@@ -240,13 +238,17 @@ class Service {
  private:
   Bench &bench_;
   test::TempDir dir_{"kiln_tuner_service"};
+  std::mutex lines_mutex_;
+  std::vector<std::string> lines_;
+  rpc::EventLog events_{"kilnd", rpc::LogFormat::kText, [this](const std::string &line) {
+                          std::lock_guard<std::mutex> lock(lines_mutex_);
+                          lines_.push_back(line);
+                        }};
   JobManagerOptions options_;
   std::unique_ptr<JobManager> manager_;
   std::unique_ptr<TunerService> service_;
   std::unique_ptr<rpc::ServiceHost> host_;
   std::unique_ptr<v1::Tuner::Stub> stub_;
-  std::mutex lines_mutex_;
-  std::vector<std::string> lines_;
 };
 
 bool has(const std::string &text, const std::string &part) { return text.find(part) != std::string::npos; }
@@ -312,9 +314,9 @@ TEST(TunerService, TheHigherPriorityJobRunsFirstAndEveryResultIsRecordedWithItsJ
   auto logged = [&](const std::string &part) {
     return std::any_of(lines.begin(), lines.end(), [&](const std::string &l) { return has(l, part); });
   };
-  EXPECT_TRUE(logged("job " + std::to_string(high) + " submitted: high"));
-  EXPECT_TRUE(logged("job " + std::to_string(high) + " started"));
-  EXPECT_TRUE(logged("job " + std::to_string(high) + " done"));
+  EXPECT_TRUE(logged("event=job_submitted job=" + std::to_string(high) + " name=high "));
+  EXPECT_TRUE(logged("event=job_started job=" + std::to_string(high) + " "));
+  EXPECT_TRUE(logged("event=job_done job=" + std::to_string(high) + " "));
 }
 
 TEST(TunerService, JobsRunSideBySideUpToTheLimit) {
