@@ -149,6 +149,28 @@ bool TrackerClient::release(const std::string &lease_id, bool runner_failed) {
   return true;
 }
 
+std::unique_ptr<LeaseHold> TrackerClient::hold(const std::string &lease_id) {
+  return std::make_unique<LeaseHold>(*stub_, endpoint_.token, lease_id);
+}
+
+LeaseHold::LeaseHold(kiln::v1::Tracker::Stub &stub, const std::string &token, const std::string &lease_id) {
+  attach_token(context_, token);
+  kiln::v1::HoldLeaseRequest request;
+  request.set_lease_id(lease_id);
+  thread_ = std::thread([this, &stub, request] {
+    std::unique_ptr<grpc::ClientReader<kiln::v1::HoldLeaseReply>> reader = stub.HoldLease(&context_, request);
+    kiln::v1::HoldLeaseReply ignored;
+    while (reader->Read(&ignored)) {
+    }
+    reader->Finish();
+  });
+}
+
+LeaseHold::~LeaseHold() {
+  context_.TryCancel();
+  thread_.join();
+}
+
 kiln::v1::SummaryReply TrackerClient::summary() {
   grpc::ClientContext context;
   prepare(context, std::chrono::seconds(10));
@@ -323,6 +345,8 @@ std::vector<kiln::v1::MeasureResult> FarmClient::measure(const kiln::v1::Workloa
   for (int attempt = 1; attempt <= attempts && !pending.empty(); ++attempt) {
     kiln::v1::AcquireReply lease = tracker_.acquire(target.device_key(), options_.priority, options_.acquire_wait);
     set_held(lease.lease_id());
+    // Goes away after the releases below: a process that dies holding the lease frees it at once.
+    std::unique_ptr<LeaseHold> hold = tracker_.hold(lease.lease_id());
     std::vector<kiln::v1::Config> subset;
     for (size_t i : pending) subset.push_back(configs[i]);
     std::vector<kiln::v1::MeasureResult> got;

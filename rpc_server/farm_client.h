@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <grpcpp/channel.h>
@@ -41,6 +42,8 @@ struct Endpoint {
   TlsFiles tls;
 };
 
+class LeaseHold;
+
 class TrackerClient {
  public:
   explicit TrackerClient(Endpoint tracker);
@@ -51,6 +54,9 @@ class TrackerClient {
   // Gives the runner back; false when the tracker no longer knows the lease (revoked). Throws
   // FarmError for other failures.
   bool release(const std::string &lease_id, bool runner_failed = false);
+  // Ties the lease to this process's connection until the returned object goes away (see
+  // LeaseHold). Never throws for a failure of the tracker: the lease idle timeout still applies.
+  std::unique_ptr<LeaseHold> hold(const std::string &lease_id);
   kiln::v1::SummaryReply summary();
   kiln::v1::RegisterReply register_runner(const std::string &address, const kiln::v1::Target &target);
   // Throws FarmError; NOT_FOUND when the tracker has dropped the runner.
@@ -63,6 +69,22 @@ class TrackerClient {
 
   Endpoint endpoint_;
   std::unique_ptr<kiln::v1::Tracker::Stub> stub_;
+};
+
+// While a LeaseHold lives, its HoldLease call to the tracker stays open: if this process dies with
+// the lease (a crash, SIGKILL), the tracker sees the call end and releases the lease at once.
+// Release the lease before the hold goes away: destroying the hold ends the call, which releases a
+// lease still held, as a clean release.
+class LeaseHold {
+ public:
+  LeaseHold(kiln::v1::Tracker::Stub &stub, const std::string &token, const std::string &lease_id);
+  ~LeaseHold();
+  LeaseHold(const LeaseHold &) = delete;
+  LeaseHold &operator=(const LeaseHold &) = delete;
+
+ private:
+  grpc::ClientContext context_;
+  std::thread thread_;
 };
 
 // Describes a runner (its Info).
