@@ -66,6 +66,46 @@ class Watchdog {
   std::thread thread_;
 };
 
+// Reports a wait through `report` (FarmClientOptions::on_wait) while it lives.
+class WaitReporter {
+ public:
+  WaitReporter(const std::function<void(const AcquireWait &)> &report, const std::string &device_key,
+               std::chrono::milliseconds notice_after) {
+    if (!report) return;
+    thread_ = std::thread([this, report, device_key, notice_after] {
+      const Clock::time_point start = Clock::now();
+      Clock::time_point next = start + notice_after;
+      std::unique_lock<std::mutex> lock(mutex_);
+      bool reported = false;
+      while (!wake_.wait_until(lock, next, [this] { return done_; })) {
+        lock.unlock();
+        report({device_key, std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start), false});
+        lock.lock();
+        reported = true;
+        next += std::chrono::seconds(1);
+      }
+      if (reported) {
+        lock.unlock();
+        report({device_key, std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start), true});
+      }
+    });
+  }
+  ~WaitReporter() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
 }  // namespace
 
 std::string status_code_name(grpc::StatusCode code) {
@@ -342,8 +382,17 @@ std::vector<kiln::v1::MeasureResult> FarmClient::measure(const kiln::v1::Workloa
   std::vector<size_t> pending(configs.size());
   for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
   const int attempts = std::max(1, options_.max_attempts);
+  // How the last runner failed under its lease ("runner R at ADDR: ..."); "" while none has.
+  std::string lost;
   for (int attempt = 1; attempt <= attempts && !pending.empty(); ++attempt) {
-    kiln::v1::AcquireReply lease = tracker_.acquire(target.device_key(), options_.priority, options_.acquire_wait);
+    kiln::v1::AcquireReply lease;
+    try {
+      WaitReporter reporter(options_.on_wait, target.device_key(), options_.wait_notice_after);
+      lease = tracker_.acquire(target.device_key(), options_.priority, options_.acquire_wait);
+    } catch (const FarmError &e) {
+      if (lost.empty()) throw;
+      throw FarmError(e.code(), "lost the lease on " + lost + "; no other runner could be had: " + e.what());
+    }
     set_held(lease.lease_id());
     // Goes away after the releases below: a process that dies holding the lease frees it at once.
     std::unique_ptr<LeaseHold> hold = tracker_.hold(lease.lease_id());
@@ -370,6 +419,15 @@ std::vector<kiln::v1::MeasureResult> FarmClient::measure(const kiln::v1::Workloa
       // The tracker is unreachable; the lease expires on its own.
     }
     std::vector<size_t> again;
+    if (failed) {
+      lost = "runner " + lease.runner_id() + " at " + lease.address();
+      for (const kiln::v1::MeasureResult &r : got) {
+        if (r.error() == kiln::v1::INFRA && !r.message().empty()) {
+          lost = r.message();
+          break;
+        }
+      }
+    }
     for (size_t k = 0; k < pending.size(); ++k) {
       results[pending[k]] = std::move(got[k]);
       if (results[pending[k]].error() == kiln::v1::INFRA && attempt < attempts) {

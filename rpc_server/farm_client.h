@@ -4,6 +4,7 @@
 // stream, and FarmClient puts them together for a tuner: acquire -> stream -> release, with the
 // trials of a runner that fails retried on another one.
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -119,6 +120,13 @@ class RunnerSession {
   bool broken_ = false;
 };
 
+// Where a FarmClient's wait for a lease stands (FarmClientOptions::on_wait).
+struct AcquireWait {
+  std::string device_key;
+  std::chrono::milliseconds waited{0};
+  bool done = false;  // the wait has ended, with a lease or not
+};
+
 struct FarmClientOptions {
   Endpoint tracker;
   // The farm's TLS settings for runners (the token is the tracker's).
@@ -128,6 +136,11 @@ struct FarmClientOptions {
   std::chrono::milliseconds acquire_wait{std::chrono::seconds(60)};
   // A trial answered INFRA is measured again on another lease, up to this many attempts in all.
   int max_attempts = 3;
+  // Called while measure() waits for a lease: when no lease has come after `wait_notice_after`,
+  // then about every second, and once with `done` set when the wait ends; never for a lease
+  // granted sooner. Called on a thread of the client's, never concurrently.
+  std::function<void(const AcquireWait &)> on_wait;
+  std::chrono::milliseconds wait_notice_after{300};
 };
 
 class FarmClient {
@@ -137,8 +150,8 @@ class FarmClient {
   // Measures `configs` on runners of target.device_key(): acquires a runner, streams the
   // configs, releases it (reporting a failed runner), and retries the trials that came back
   // INFRA on another lease. One result per config, in order. Throws FarmError when no runner can
-  // be had (DEADLINE_EXCEEDED) or a runner rejects the request (INVALID_ARGUMENT,
-  // UNAUTHENTICATED).
+  // be had (DEADLINE_EXCEEDED; after a runner failed under a lease, the message names that runner
+  // and how it failed) or a runner rejects the request (INVALID_ARGUMENT, UNAUTHENTICATED).
   std::vector<kiln::v1::MeasureResult> measure(const kiln::v1::Workload &workload, const kiln::v1::Target &target,
                                                const std::vector<kiln::v1::Config> &configs,
                                                const kiln::v1::MeasureOptions &options);

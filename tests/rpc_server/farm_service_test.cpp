@@ -447,7 +447,7 @@ TEST(FarmServiceTest, AWrongOrMissingTokenIsUnauthenticatedEverywhere) {
   }
   kiln::v1::InfoReply info = runner_info({farm.runner_address(0), kToken, {}});
   EXPECT_EQ(info.device_key(), kKey);
-  EXPECT_EQ(info.target(), kTarget);
+  EXPECT_EQ(info.target(), driver::concrete_target(kTarget));
   EXPECT_FALSE(info.kiln_version().empty());
   EXPECT_GT(info.cpu_cores(), 0u);
   bool has_matmul = false, has_test = false;
@@ -810,7 +810,7 @@ TEST(FarmServiceTest, KilnFarmStatusAndKilnMeasure) {
   EXPECT_NE(out.find(kKey), std::string::npos) << out;
   EXPECT_NE(out.find("free"), std::string::npos) << out;
   EXPECT_NE(out.find("targets"), std::string::npos) << out;
-  EXPECT_NE(out.find("\"" + contracts::canonical_target(kTarget) + "\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"" + driver::concrete_target(kTarget) + "\""), std::string::npos) << out;
 
   std::tie(code, out) = testing::run_command(
       {KILN_CLI_BINARY, "farm", "status", "--json", "--tracker", farm.tracker_address(), "--token-file", token_file},
@@ -821,7 +821,7 @@ TEST(FarmServiceTest, KilnFarmStatusAndKilnMeasure) {
   const Json status = Json::parse(out);
   ASSERT_EQ(status.size(), 1u) << out;
   ASSERT_EQ(status[0]["targets"].size(), 1u) << out;
-  EXPECT_EQ(status[0]["targets"][0].as_string(), contracts::canonical_target(kTarget)) << out;
+  EXPECT_EQ(status[0]["targets"][0].as_string(), driver::concrete_target(kTarget)) << out;
 
   const std::string args = Json::object({{"a", tensor({16, 32})}, {"b", tensor({32, 32})}}).dump();
   std::tie(code, out) = testing::run_command(
@@ -907,7 +907,7 @@ TEST(FarmServiceTest, KilnMeasureSaysOnceThatItWaitsForABusyRunner) {
        "--template", "matmul.x86", "--args", args, "--target", kTarget, "--device", kKey, "--wait-ms", "2500"},
       (farm.dir() / "cli.log").string());
   EXPECT_EQ(code, 1) << out;
-  const std::string line = std::string("waiting for a runner of ") + kKey + ": 1 busy, position 1 in queue";
+  const std::string line = std::string("waiting for a runner of ") + kKey + ": 1 busy, 1 in queue";
   const size_t at = out.find(line);
   ASSERT_NE(at, std::string::npos) << out;
   EXPECT_EQ(out.find(line, at + 1), std::string::npos) << "the line is printed once\n" << out;
