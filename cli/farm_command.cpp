@@ -285,8 +285,8 @@ bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
       // A target this machine's compiler cannot describe: recorded under the one asked for.
     }
   }
-  const std::optional<MeasureLog::Recorded> recorded = log.record(measured_task ? *measured_task : task, options.device,
-                                                                  config, tuner::outcome_from_proto(result));
+  const std::optional<MeasureLog::Recorded> recorded =
+      log.record(measured_task ? *measured_task : task, options.device, config, tuner::outcome_from_proto(result));
 
   const auto &seconds = result.seconds();
   double mean =

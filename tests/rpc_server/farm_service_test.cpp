@@ -919,9 +919,16 @@ TEST(FarmServiceTest, KilnMeasureSaysOnceThatItWaitsForABusyRunner) {
 TEST(FarmServiceTest, KilnMeasureNamesTheRunnerThatDiedUnderItsLease) {
   Farm farm({.runners = 1});
   const std::string args = Json::object({{"a", tensor({16, 32})}, {"b", tensor({32, 32})}}).dump();
-  ChildProcess measure({KILN_CLI_BINARY, "measure", "--tracker", farm.tracker_address(), "--token-file",
-                        (farm.dir() / "token").string(), "--template", "matmul.x86", "--args", args, "--target",
-                        kTarget, "--device", kKey, "--repeat", "50", "--min-repeat-ms", "200", "--wait-ms", "3000"},
+  ChildProcess measure({KILN_CLI_BINARY,   "measure",
+                        "--tracker",       farm.tracker_address(),
+                        "--token-file",    (farm.dir() / "token").string(),
+                        "--template",      "matmul.x86",
+                        "--args",          args,
+                        "--target",        kTarget,
+                        "--device",        kKey,
+                        "--repeat",        "50",
+                        "--min-repeat-ms", "200",
+                        "--wait-ms",       "3000"},
                        (farm.dir() / "orphaned.log").string());
   auto until = std::chrono::steady_clock::now() + 20s;
   while (farm.summary().busy_runners() != 1 && std::chrono::steady_clock::now() < until) {
@@ -949,18 +956,18 @@ TEST(FarmServiceTest, ANativeTargetIsTheRunnersOwnCpuInResultsAndRecords) {
   EXPECT_EQ(farm.summary().targets(0), concrete);
   // A request for "-mcpu=native" is measured; the result names the CPU.
   TestWorkload wl = small_matmul();
-  std::vector<kiln::v1::MeasureResult> results = farm.client().measure(wl.workload, target(), wl.configs(1),
-                                                                        quick_options());
+  std::vector<kiln::v1::MeasureResult> results =
+      farm.client().measure(wl.workload, target(), wl.configs(1), quick_options());
   ASSERT_EQ(count_ok(results), 1u) << describe(results);
   EXPECT_EQ(results[0].target(), concrete);
   // kiln measure prints it and records under it.
   const std::string log = (farm.dir() / "native.db").string();
   const std::string args = Json::object({{"a", tensor({16, 32})}, {"b", tensor({32, 32})}}).dump();
-  auto [code, out] = testing::run_command(
-      {KILN_CLI_BINARY, "measure", "--tracker", farm.tracker_address(), "--token-file", (farm.dir() / "token").string(),
-       "--template", "matmul.x86", "--args", args, "--target", kTarget, "--device", kKey, "--repeat", "2", "--json",
-       "--db", log},
-      (farm.dir() / "cli.log").string());
+  auto [code, out] =
+      testing::run_command({KILN_CLI_BINARY, "measure", "--tracker", farm.tracker_address(), "--token-file",
+                            (farm.dir() / "token").string(), "--template", "matmul.x86", "--args", args, "--target",
+                            kTarget, "--device", kKey, "--repeat", "2", "--json", "--db", log},
+                           (farm.dir() / "cli.log").string());
   ASSERT_EQ(code, 0) << out;
   EXPECT_EQ(Json::parse(out.substr(out.find('{')))["target"].as_string(), concrete) << out;
   std::tie(code, out) = testing::run_command({KILN_CLI_BINARY, "db", "best", "--db", log, "--template", "matmul.x86",

@@ -388,7 +388,8 @@ TEST(MeasurePool, EightBitProductsOverTheWholeRangeMatchTheReference) {
   auto typed = [](std::vector<int64_t> shape, const char *dtype) {
     return Json::object({{"shape", Json::array_of(shape)}, {"dtype", dtype}});
   };
-  ops::Task task("dense_pack.x86", Json::object({{"data", typed({8, 64}, "uint8")}, {"weight", typed({16, 64}, "int8")}}),
+  ops::Task task("dense_pack.x86",
+                 Json::object({{"data", typed({8, 64}, "uint8")}, {"weight", typed({16, 64}, "int8")}}),
                  driver::resolve_target(kTarget));
   std::vector<Candidate> batch = {candidate(task, to_wire(task.default_config()))};
   std::mt19937_64 rng(11);
