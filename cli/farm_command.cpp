@@ -198,6 +198,45 @@ class ReleaseOnInterrupt {
   std::thread watcher_;
 };
 
+// What `kiln measure` shows while it waits for a lease: on a terminal one line, refreshed in place
+// every second and cleared when the wait ends; otherwise one plain line when the wait starts.
+// Written to stderr, so that the result on stdout stays machine-readable.
+class WaitLine {
+ public:
+  explicit WaitLine(rpc::TrackerClient &tracker) : tracker_(tracker), terminal_(::isatty(STDERR_FILENO) == 1) {}
+
+  void operator()(const rpc::AcquireWait &wait) {
+    if (wait.done) {
+      if (terminal_ && shown_) std::cerr << "\r\033[K" << std::flush;
+      shown_ = false;
+      return;
+    }
+    if (shown_ && !terminal_) return;
+    std::string line = "waiting for a runner of " + wait.device_key;
+    try {
+      const kiln::v1::SummaryReply summary = tracker_.summary();
+      for (const auto &device : summary.devices()) {
+        if (device.device_key() != wait.device_key) continue;
+        line += fmt::format(": {} busy, {} in queue", device.busy_runners(), device.queue_length());
+        if (device.quarantined_runners() > 0) line += fmt::format(", {} quarantined", device.quarantined_runners());
+      }
+    } catch (const rpc::FarmError &) {
+      // The counts are a courtesy; the wait goes on without them.
+    }
+    if (terminal_) {
+      std::cerr << "\r\033[K" << line << fmt::format(", {} s", wait.waited.count() / 1000) << std::flush;
+    } else {
+      std::cerr << "kiln measure: " << line << std::endl;
+    }
+    shown_ = true;
+  }
+
+ private:
+  rpc::TrackerClient &tracker_;
+  const bool terminal_;
+  bool shown_ = false;
+};
+
 // Prints the result; false when the config did not measure OK.
 bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
   // Before any thread starts: Ctrl-C is taken by ReleaseOnInterrupt's watcher.
@@ -226,14 +265,28 @@ bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
   client_options.runner_tls = farm.tls;
   client_options.priority = options.priority;
   client_options.acquire_wait = std::chrono::milliseconds(options.wait_ms);
+  rpc::TrackerClient status_tracker(client_options.tracker);
+  auto wait_line = std::make_shared<WaitLine>(status_tracker);
+  client_options.on_wait = [wait_line](const rpc::AcquireWait &wait) { (*wait_line)(wait); };
   rpc::FarmClient client(client_options);
   kiln::v1::MeasureResult result;
   {
     ReleaseOnInterrupt release(client);
     result = client.measure(workload, target, {proto_config}, options.measure).at(0);
   }
+  // The runner names the target it compiled for ("-mcpu=native" resolved to its CPU): the result
+  // is shown and recorded under that.
+  const std::string measured_target = result.target().empty() ? task.target().str() : result.target();
+  std::optional<ops::Task> measured_task;
+  if (measured_target != task.target().str()) {
+    try {
+      measured_task.emplace(options.template_name, args, driver::resolve_target(measured_target));
+    } catch (const UserError &) {
+      // A target this machine's compiler cannot describe: recorded under the one asked for.
+    }
+  }
   const std::optional<MeasureLog::Recorded> recorded =
-      log.record(task, options.device, config, tuner::outcome_from_proto(result));
+      log.record(measured_task ? *measured_task : task, options.device, config, tuner::outcome_from_proto(result));
 
   const auto &seconds = result.seconds();
   double mean =
@@ -242,7 +295,7 @@ bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
     nlohmann::ordered_json out{{"workload", task.key()},
                                {"template", task.workload().template_name},
                                {"args", nlohmann::json::parse(task.workload().args_json)},
-                               {"target", options.target},
+                               {"target", measured_target},
                                {"device_key", options.device},
                                {"config", nlohmann::json::parse(config.to_json())},
                                {"error", error_name(result.error())},
@@ -262,6 +315,7 @@ bool measure_command(const FarmOptions &farm, MeasureCommandOptions options) {
   } else {
     std::vector<std::pair<std::string, std::string>> fields{{"workload", task.key()},
                                                             {"template", task.workload().template_name},
+                                                            {"target", measured_target},
                                                             {"config", abbreviate(config.to_string(), 100)},
                                                             {"result", error_name(result.error())}};
     if (!result.message().empty()) fields.emplace_back("message", result.message());

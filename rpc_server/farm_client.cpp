@@ -67,6 +67,46 @@ class Watchdog {
   std::thread thread_;
 };
 
+// Reports a wait through `report` (FarmClientOptions::on_wait) while it lives.
+class WaitReporter {
+ public:
+  WaitReporter(const std::function<void(const AcquireWait &)> &report, const std::string &device_key,
+               std::chrono::milliseconds notice_after) {
+    if (!report) return;
+    thread_ = std::thread([this, report, device_key, notice_after] {
+      const Clock::time_point start = Clock::now();
+      Clock::time_point next = start + notice_after;
+      std::unique_lock<std::mutex> lock(mutex_);
+      bool reported = false;
+      while (!wake_.wait_until(lock, next, [this] { return done_; })) {
+        lock.unlock();
+        report({device_key, std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start), false});
+        lock.lock();
+        reported = true;
+        next += std::chrono::seconds(1);
+      }
+      if (reported) {
+        lock.unlock();
+        report({device_key, std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start), true});
+      }
+    });
+  }
+  ~WaitReporter() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
 }  // namespace
 
 std::string status_code_name(grpc::StatusCode code) {
@@ -180,6 +220,28 @@ bool TrackerClient::release(const std::string &lease_id, bool runner_failed) {
   if (status.error_code() == grpc::StatusCode::NOT_FOUND) return false;
   if (!status.ok()) throw to_error("release lease " + lease_id, status);
   return true;
+}
+
+std::unique_ptr<LeaseHold> TrackerClient::hold(const std::string &lease_id) {
+  return std::make_unique<LeaseHold>(*stub_, endpoint_.token, lease_id);
+}
+
+LeaseHold::LeaseHold(kiln::v1::Tracker::Stub &stub, const std::string &token, const std::string &lease_id) {
+  attach_token(context_, token);
+  kiln::v1::HoldLeaseRequest request;
+  request.set_lease_id(lease_id);
+  thread_ = std::thread([this, &stub, request] {
+    std::unique_ptr<grpc::ClientReader<kiln::v1::HoldLeaseReply>> reader = stub.HoldLease(&context_, request);
+    kiln::v1::HoldLeaseReply ignored;
+    while (reader->Read(&ignored)) {
+    }
+    reader->Finish();
+  });
+}
+
+LeaseHold::~LeaseHold() {
+  context_.TryCancel();
+  thread_.join();
 }
 
 kiln::v1::SummaryReply TrackerClient::summary() {
@@ -364,6 +426,8 @@ std::vector<kiln::v1::MeasureResult> FarmClient::measure(const kiln::v1::Workloa
   std::vector<size_t> pending(configs.size());
   for (size_t i = 0; i < pending.size(); ++i) pending[i] = i;
   const int attempts = std::max(1, options_.max_attempts);
+  // How the last runner failed under its lease ("runner R at ADDR: ..."); "" while none has.
+  std::string lost;
   for (int attempt = 1; attempt <= attempts && !pending.empty() && !interrupt_->cancelled(); ++attempt) {
     kiln::v1::AcquireReply lease;
     const Clock::time_point asked = Clock::now();
@@ -371,17 +435,21 @@ std::vector<kiln::v1::MeasureResult> FarmClient::measure(const kiln::v1::Workloa
       if (options_.waited) options_.waited(std::chrono::duration<double>(Clock::now() - asked).count());
     };
     try {
+      WaitReporter reporter(options_.on_wait, target.device_key(), options_.wait_notice_after);
       lease = tracker_.acquire(target.device_key(), options_.priority, options_.acquire_wait, interrupt_.get());
-    } catch (const FarmError &) {
+    } catch (const FarmError &e) {
       report_wait();
       if (interrupt_->cancelled()) break;
-      throw;
+      if (lost.empty()) throw;
+      throw FarmError(e.code(), "lost the lease on " + lost + "; no other runner could be had: " + e.what());
     } catch (...) {
       report_wait();
       throw;
     }
     report_wait();
     set_held(lease.lease_id());
+    // Goes away after the releases below: a process that dies holding the lease frees it at once.
+    std::unique_ptr<LeaseHold> hold = tracker_.hold(lease.lease_id());
     std::vector<kiln::v1::Config> subset;
     for (size_t i : pending) subset.push_back(configs[i]);
     std::vector<kiln::v1::MeasureResult> got;
@@ -406,6 +474,15 @@ std::vector<kiln::v1::MeasureResult> FarmClient::measure(const kiln::v1::Workloa
       // The tracker is unreachable; the lease expires on its own.
     }
     std::vector<size_t> again;
+    if (failed) {
+      lost = "runner " + lease.runner_id() + " at " + lease.address();
+      for (const kiln::v1::MeasureResult &r : got) {
+        if (r.error() == kiln::v1::INFRA && !r.message().empty()) {
+          lost = r.message();
+          break;
+        }
+      }
+    }
     for (size_t k = 0; k < pending.size(); ++k) {
       results[pending[k]] = std::move(got[k]);
       if (results[pending[k]].error() == kiln::v1::INFRA && attempt < attempts) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <grpcpp/channel.h>
@@ -70,6 +71,8 @@ struct Endpoint {
   TlsFiles tls;
 };
 
+class LeaseHold;
+
 class TrackerClient {
  public:
   explicit TrackerClient(Endpoint tracker);
@@ -81,6 +84,9 @@ class TrackerClient {
   // Gives the runner back; false when the tracker no longer knows the lease (revoked). Throws
   // FarmError for other failures.
   bool release(const std::string &lease_id, bool runner_failed = false);
+  // Ties the lease to this process's connection until the returned object goes away (see
+  // LeaseHold). Never throws for a failure of the tracker: the lease idle timeout still applies.
+  std::unique_ptr<LeaseHold> hold(const std::string &lease_id);
   kiln::v1::SummaryReply summary();
   kiln::v1::RegisterReply register_runner(const std::string &address, const kiln::v1::Target &target);
   // Throws FarmError; NOT_FOUND when the tracker has dropped the runner.
@@ -93,6 +99,22 @@ class TrackerClient {
 
   Endpoint endpoint_;
   std::unique_ptr<kiln::v1::Tracker::Stub> stub_;
+};
+
+// While a LeaseHold lives, its HoldLease call to the tracker stays open: if this process dies with
+// the lease (a crash, SIGKILL), the tracker sees the call end and releases the lease at once.
+// Release the lease before the hold goes away: destroying the hold ends the call, which releases a
+// lease still held, as a clean release.
+class LeaseHold {
+ public:
+  LeaseHold(kiln::v1::Tracker::Stub &stub, const std::string &token, const std::string &lease_id);
+  ~LeaseHold();
+  LeaseHold(const LeaseHold &) = delete;
+  LeaseHold &operator=(const LeaseHold &) = delete;
+
+ private:
+  grpc::ClientContext context_;
+  std::thread thread_;
 };
 
 // Describes a runner (its Info).
@@ -128,6 +150,13 @@ class RunnerSession {
   bool broken_ = false;
 };
 
+// Where a FarmClient's wait for a lease stands (FarmClientOptions::on_wait).
+struct AcquireWait {
+  std::string device_key;
+  std::chrono::milliseconds waited{0};
+  bool done = false;  // the wait has ended, with a lease or not
+};
+
 struct FarmClientOptions {
   Endpoint tracker;
   // The farm's TLS settings for runners (the token is the tracker's).
@@ -139,6 +168,11 @@ struct FarmClientOptions {
   int max_attempts = 3;
   // Called with the seconds each acquire waited for a runner (granted or not); none when empty.
   std::function<void(double seconds)> waited;
+  // Called while measure() waits for a lease: when no lease has come after `wait_notice_after`,
+  // then about every second, and once with `done` set when the wait ends; never for a lease
+  // granted sooner. Called on a thread of the client's, never concurrently.
+  std::function<void(const AcquireWait &)> on_wait;
+  std::chrono::milliseconds wait_notice_after{300};
 };
 
 class FarmClient {
@@ -148,8 +182,8 @@ class FarmClient {
   // Measures `configs` on runners of target.device_key(): acquires a runner, streams the
   // configs, releases it (reporting a failed runner), and retries the trials that came back
   // INFRA on another lease. One result per config, in order. Throws FarmError when no runner can
-  // be had (DEADLINE_EXCEEDED) or a runner rejects the request (INVALID_ARGUMENT,
-  // UNAUTHENTICATED).
+  // be had (DEADLINE_EXCEEDED; after a runner failed under a lease, the message names that runner
+  // and how it failed) or a runner rejects the request (INVALID_ARGUMENT, UNAUTHENTICATED).
   std::vector<kiln::v1::MeasureResult> measure(const kiln::v1::Workload &workload, const kiln::v1::Target &target,
                                                const std::vector<kiln::v1::Config> &configs,
                                                const kiln::v1::MeasureOptions &options);

@@ -119,7 +119,8 @@ struct PoolState {
   explicit PoolState(MeasurePoolOptions o)
       : options(std::move(o)),
         registry(extended_registry(options.extension)),
-        target(driver::resolve_target(options.target.empty() ? "llvm -mcpu=native" : options.target)) {
+        target(driver::resolve_target(
+            driver::concrete_target(options.target.empty() ? "llvm -mcpu=native" : options.target))) {
     kiln_version = options.kiln_version.empty() ? deploy::version() : options.kiln_version;
     int n = options.build_workers > 0 ? options.build_workers
                                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -180,6 +181,7 @@ class MeasureCall {
     }
     r.set_runner_id(pool_.options.runner_id);
     r.set_kiln_version(pool_.kiln_version);
+    r.set_target(pool_.target.str());
     item.state = Item::State::Done;
     ++done_;
     if (pool_.options.observe_result) pool_.options.observe_result(r);
@@ -564,12 +566,18 @@ std::optional<MeasureRejection> PoolState::check_batch(const std::vector<Candida
                                 " bytes long, above the runner's limit of " + std::to_string(l.max_json_bytes),
                             MeasureRejection::Reason::kOverLimit);
   };
+  // "-mcpu=native" is this runner's CPU: candidates name the runner's target in any spelling.
+  std::string last_text, last_concrete;
   for (size_t i = 0; i < batch.size(); ++i) {
     const Candidate &c = batch[i];
     std::string config_target;
     try {
-      config_target = contracts::canonical_target(c.target.target());
-    } catch (const contracts::TargetError &e) {
+      if (i == 0 || c.target.target() != last_text) {
+        last_concrete = driver::concrete_target(c.target.target());
+        last_text = c.target.target();
+      }
+      config_target = last_concrete;
+    } catch (const UserError &e) {
       return "config " + std::to_string(i) + ": " + e.what();
     }
     if (config_target != target.str()) {

@@ -109,8 +109,9 @@ struct MeasurePoolOptions {
   // Templates and hooks beyond the builtin library; the workers started by worker_command must
   // have the same (see measure_extension.h).
   MeasureExtension extension;
-  // The runner's canonical target, e.g. "llvm -mcpu=native"; a candidate for another target is
-  // refused. Empty: "llvm -mcpu=native".
+  // The runner's target, e.g. "llvm -mcpu=znver4"; "-mcpu=native" is resolved to this host's CPU
+  // (driver::concrete_target), which every result names. A candidate for another target is
+  // refused; one for "llvm -mcpu=native" is this host's. Empty: "llvm -mcpu=native".
   std::string target;
   // Copied into every MeasureResult; an empty kiln_version is this build's version.
   std::string runner_id, kiln_version;

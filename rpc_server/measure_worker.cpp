@@ -35,6 +35,7 @@
 #include "rpc_server/device_backend.h"
 #include "rpc_server/measure_extension.h"
 #include "rpc_server/output_comparison.h"
+#include "rpc_server/random_inputs.h"
 #include "rpc_server/time_evaluator.h"
 #include "rpc_server/worker_process.h"
 
@@ -92,50 +93,6 @@ deploy::Tensor make_tensor(const te::Tensor &t) {
 }
 
 int64_t scalar_count(const deploy::Tensor &t) { return t.numel() * t.dtype().lanes; }
-
-// Random values that keep reductions and products of the templates finite: floats in [-1, 1],
-// small integers.
-void fill_random(deploy::Tensor &t, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  const deploy::DType dt = t.dtype();
-  const int64_t n = scalar_count(t);
-  void *p = t.data();
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
-  auto ints = [&](auto *out, int64_t lo, int64_t hi) {
-    std::uniform_int_distribution<int64_t> d(lo, hi);
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<std::remove_pointer_t<decltype(out)>>(d(rng));
-  };
-  if (dt.code == deploy::DType::Float && dt.bits == 32) {
-    float *f = static_cast<float *>(p);
-    for (int64_t i = 0; i < n; ++i) f[i] = static_cast<float>(real(rng));
-  } else if (dt.code == deploy::DType::Float && dt.bits == 64) {
-    double *f = static_cast<double *>(p);
-    for (int64_t i = 0; i < n; ++i) f[i] = real(rng);
-  } else if (dt.code == deploy::DType::Float && dt.bits == 16) {
-    uint16_t *h = static_cast<uint16_t *>(p);
-    for (int64_t i = 0; i < n; ++i) h[i] = ir::float_to_half(static_cast<float>(real(rng)));
-  } else if (dt.code == deploy::DType::Int && dt.bits == 8) {
-    ints(static_cast<int8_t *>(p), -8, 8);
-  } else if (dt.code == deploy::DType::Int && dt.bits == 16) {
-    ints(static_cast<int16_t *>(p), -64, 64);
-  } else if (dt.code == deploy::DType::Int && dt.bits == 32) {
-    ints(static_cast<int32_t *>(p), -64, 64);
-  } else if (dt.code == deploy::DType::Int && dt.bits == 64) {
-    ints(static_cast<int64_t *>(p), -64, 64);
-  } else if (dt.code == deploy::DType::UInt && dt.bits == 1) {
-    ints(static_cast<uint8_t *>(p), 0, 1);
-  } else if (dt.code == deploy::DType::UInt && dt.bits == 8) {
-    ints(static_cast<uint8_t *>(p), 0, 15);
-  } else if (dt.code == deploy::DType::UInt && dt.bits == 16) {
-    ints(static_cast<uint16_t *>(p), 0, 64);
-  } else if (dt.code == deploy::DType::UInt && dt.bits == 32) {
-    ints(static_cast<uint32_t *>(p), 0, 64);
-  } else if (dt.code == deploy::DType::UInt && dt.bits == 64) {
-    ints(static_cast<uint64_t *>(p), 0, 64);
-  } else {
-    throw Failure{v1::UNKNOWN, "cannot make random inputs of dtype " + dt.to_string()};
-  }
-}
 
 // --- configs ---
 
@@ -245,7 +202,11 @@ class Worker {
     auto d = std::make_shared<ShapeData>();
     for (size_t i = 0; i < c.inputs.size(); ++i) {
       d->inputs.push_back(make_tensor(c.inputs[i]));
-      fill_random(d->inputs.back(), w.seed + 0x9e3779b97f4a7c15ull * (i + 1));
+      try {
+        fill_random_inputs(d->inputs.back(), w.seed + 0x9e3779b97f4a7c15ull * (i + 1));
+      } catch (const UserError &e) {
+        throw Failure{v1::UNKNOWN, e.what()};
+      }
       d->device_inputs.push_back(w.backend->to_device(d->inputs.back()));
     }
     for (const auto &o : c.outputs) {

@@ -16,8 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "compiler/codegen/llvm/llvm_target.h"
-#include "contracts/target.h"
+#include "compiler/driver/target.h"
 #include "deploy/version.h"
 #include "rpc_server/credentials.h"
 #include "rpc_server/device_backend.h"
@@ -34,17 +33,6 @@
 namespace kiln::rpc {
 
 namespace {
-
-// "llvm -mcpu=<the host CPU's LLVM name>" when code for that CPU runs here (a virtual machine may
-// hide some of its features), else "llvm -mcpu=native".
-std::string host_target() {
-  try {
-    std::string named = "llvm -mcpu=" + codegen::LLVMTarget::host().cpu;
-    if (codegen::LLVMTarget::parse(named).runs_on_host()) return named;
-  } catch (const std::exception &) {
-  }
-  return "llvm -mcpu=native";
-}
 
 // The runner's metrics (besides the process metrics):
 //   kiln_runner_builds_total, kiln_runner_runs_total      counters: builds and timed runs done
@@ -100,7 +88,7 @@ int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension)
       ->capture_default_str();
   app.add_option("--advertise", advertise,
                  "the address tuners use to reach this runner (default: the listening address)");
-  app.add_option("--target", target, "the canonical target string (default: this host's CPU)");
+  app.add_option("--target", target, "the target string; -mcpu=native is this host's CPU (default: this host's CPU)");
   app.add_option("--token-file", token_file,
                  std::string("file holding the farm's shared token (default: $") + kTokenEnvironmentVariable + ")");
   app.add_option("--tls-cert", tls.cert_file, "PEM certificate of this runner (enables TLS)");
@@ -128,7 +116,8 @@ int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension)
   block_shutdown_signals();
   try {
     const std::string token = load_token(token_file);
-    target = target.empty() ? host_target() : contracts::canonical_target(target);
+    // "-mcpu=native", the default, is this host's CPU, named: results and records never say "native".
+    target = driver::concrete_target(target.empty() ? "llvm -mcpu=native" : target);
     // Refuses, now, a target no back end serves or this host cannot run: a misconfigured runner
     // must not register and fail every measurement.
     check_target_runs(target);

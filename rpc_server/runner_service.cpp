@@ -6,7 +6,8 @@
 #include <thread>
 #include <utility>
 
-#include "contracts/target.h"
+#include "compiler/driver/target.h"
+#include "contracts/error.h"
 #include "deploy/version.h"
 #include "rpc_server/measure_pool.h"
 #include "rpc_server/shared_token.h"
@@ -15,12 +16,12 @@ namespace kiln::rpc {
 
 namespace {
 
-// Whether `requested` names the runner's target in any spelling (contracts/target.h); a malformed
-// string names none.
+// Whether `requested` names the runner's (concrete) target in any spelling, "-mcpu=native" being
+// this host's CPU (driver::concrete_target); a malformed string names none.
 bool is_target(const std::string &requested, const std::string &runner_target) {
   try {
-    return contracts::same_target(requested, runner_target);
-  } catch (const contracts::TargetError &) {
+    return driver::concrete_target(requested) == runner_target;
+  } catch (const UserError &) {
     return false;
   }
 }
@@ -96,6 +97,7 @@ std::vector<std::string> host_cpu_features() {
 RunnerService::RunnerService(RunnerIdentity identity, MeasurePool *pool, RunnerServiceOptions options)
     : identity_(std::move(identity)), pool_(pool), options_(std::move(options)) {
   if (identity_.cpu_features.empty()) identity_.cpu_features = host_cpu_features();
+  identity_.target = driver::concrete_target(identity_.target);
 }
 
 grpc::Status RunnerService::Info(grpc::ServerContext *context, const kiln::v1::InfoRequest * /*request*/,

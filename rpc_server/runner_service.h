@@ -37,7 +37,8 @@ struct RunnerIdentity {
 
   // The class of identical devices, for example "x86-znver4".
   std::string device_key;
-  // The canonical target string, for example "llvm -mcpu=znver4".
+  // The target string, for example "llvm -mcpu=znver4"; the service describes itself with its
+  // concrete form ("-mcpu=native" resolved to this host's CPU).
   std::string target;
   // CPU features reported by Info; host_cpu_features() when left empty.
   std::vector<std::string> cpu_features;

@@ -146,6 +146,11 @@ bool Tracker::release(const std::string &lease_id, bool runner_failed) {
   return true;
 }
 
+bool Tracker::lease_active(const std::string &lease_id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return leases_.count(lease_id) != 0;
+}
+
 void Tracker::end_lease(Runner &runner, bool failed, std::vector<Completion> &completions) {
   const Clock::time_point now = Clock::now();
   leases_.erase(runner.lease_id);

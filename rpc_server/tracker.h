@@ -136,6 +136,8 @@ class Tracker {
   // under the lease (counts toward its quarantine); a clean release resets the count. False when
   // the lease is unknown or revoked.
   bool release(const std::string &lease_id, bool runner_failed = false);
+  // Whether `lease_id` is a lease the tracker has granted and not yet taken back.
+  bool lease_active(const std::string &lease_id) const;
 
   // One entry per device key that has runners or waiting requests, sorted by device key.
   std::vector<DeviceSummary> summary() const;

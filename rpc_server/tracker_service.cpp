@@ -152,6 +152,42 @@ class AcquireReactor final : public grpc::ServerUnaryReactor {
   std::string granted_lease_;
 };
 
+// One HoldLease call: open, sending nothing, until the caller ends it. gRPC reports the end of a
+// call whose caller died or whose connection broke as a cancellation, at once when the holder's
+// process is gone (its connection closes with it); the lease is then released, which does nothing
+// when the holder released it first.
+class HoldLeaseReactor final : public grpc::ServerWriteReactor<kiln::v1::HoldLeaseReply> {
+ public:
+  // A refused call (`status` not OK) finishes at once and holds nothing.
+  HoldLeaseReactor(Tracker &tracker, std::string lease_id, grpc::Status status)
+      : tracker_(tracker), lease_id_(std::move(lease_id)), holding_(status.ok()) {
+    if (!holding_) finish(std::move(status));
+  }
+
+  void OnCancel() override {
+    if (holding_) tracker_.release(lease_id_);
+    finish(grpc::Status(grpc::StatusCode::CANCELLED, "the lease holder went away"));
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void finish(grpc::Status status) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (finished_) return;
+      finished_ = true;
+    }
+    Finish(std::move(status));
+  }
+
+  Tracker &tracker_;
+  const std::string lease_id_;
+  const bool holding_;
+  std::mutex mutex_;
+  bool finished_ = false;
+};
+
 }  // namespace
 
 TrackerService::TrackerService(TrackerOptions options) : tracker_(std::move(options)) {}
@@ -230,6 +266,16 @@ grpc::ServerUnaryReactor *TrackerService::Release(grpc::CallbackServerContext *c
                   grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown or revoked lease " + request->lease_id()));
   }
   return finish(context, grpc::Status::OK);
+}
+
+grpc::ServerWriteReactor<kiln::v1::HoldLeaseReply> *TrackerService::HoldLease(
+    grpc::CallbackServerContext *context, const kiln::v1::HoldLeaseRequest *request) {
+  grpc::Status status = check_token(*context, tracker_.options().token);
+  if (status.ok()) status = check_name("lease_id", request->lease_id());
+  if (status.ok() && !tracker_.lease_active(request->lease_id())) {
+    status = grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown or revoked lease " + request->lease_id());
+  }
+  return new HoldLeaseReactor(tracker_, request->lease_id(), std::move(status));
 }
 
 grpc::ServerUnaryReactor *TrackerService::Summary(grpc::CallbackServerContext *context,

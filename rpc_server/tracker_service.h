@@ -1,7 +1,9 @@
 #pragma once
 // TrackerService: the gRPC Tracker service (kiln.v1.Tracker) on the callback API, in front of a
 // Tracker. It checks the shared token and the request fields, then asks the Tracker; an Acquire
-// waits without holding a thread and is withdrawn when its caller cancels or goes away.
+// waits without holding a thread and is withdrawn when its caller cancels or goes away; a HoldLease
+// call ties a lease to its holder's connection, so that a holder that dies (even by SIGKILL) frees
+// its runner at once.
 #include "kiln/v1/tracker.grpc.pb.h"
 #include "rpc_server/tracker.h"
 
@@ -27,6 +29,8 @@ class TrackerService final : public kiln::v1::Tracker::CallbackService {
                                     kiln::v1::AcquireReply *reply) override;
   grpc::ServerUnaryReactor *Release(grpc::CallbackServerContext *context, const kiln::v1::ReleaseRequest *request,
                                     kiln::v1::ReleaseReply *reply) override;
+  grpc::ServerWriteReactor<kiln::v1::HoldLeaseReply> *HoldLease(grpc::CallbackServerContext *context,
+                                                                const kiln::v1::HoldLeaseRequest *request) override;
   grpc::ServerUnaryReactor *Summary(grpc::CallbackServerContext *context, const kiln::v1::SummaryRequest *request,
                                     kiln::v1::SummaryReply *reply) override;
 

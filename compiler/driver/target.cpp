@@ -13,4 +13,8 @@ ops::Target resolve_target(std::string_view text) {
   return ops::Target(std::move(target), vector_bits);
 }
 
+std::string concrete_target(std::string_view text) { return codegen::resolve_native(std::string(text)); }
+
+std::string host_cpu_name() { return codegen::host_cpu_name(); }
+
 }  // namespace kiln::driver

@@ -515,7 +515,7 @@ TEST(FarmServiceTest, AWrongOrMissingTokenIsUnauthenticatedEverywhere) {
   }
   kiln::v1::InfoReply info = runner_info({farm.runner_address(0), kToken, {}});
   EXPECT_EQ(info.device_key(), kKey);
-  EXPECT_EQ(info.target(), kTarget);
+  EXPECT_EQ(info.target(), driver::concrete_target(kTarget));
   EXPECT_FALSE(info.kiln_version().empty());
   EXPECT_GT(info.cpu_cores(), 0u);
   bool has_matmul = false, has_test = false;
@@ -879,7 +879,7 @@ TEST(FarmServiceTest, KilnFarmStatusAndKilnMeasure) {
   EXPECT_NE(out.find(kKey), std::string::npos) << out;
   EXPECT_NE(out.find("free"), std::string::npos) << out;
   EXPECT_NE(out.find("targets"), std::string::npos) << out;
-  EXPECT_NE(out.find("\"" + contracts::canonical_target(kTarget) + "\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"" + driver::concrete_target(kTarget) + "\""), std::string::npos) << out;
 
   std::tie(code, out) = testing::run_command(
       {KILN_CLI_BINARY, "farm", "status", "--json", "--tracker", farm.tracker_address(), "--token-file", token_file},
@@ -890,7 +890,7 @@ TEST(FarmServiceTest, KilnFarmStatusAndKilnMeasure) {
   const Json status = Json::parse(out);
   ASSERT_EQ(status.size(), 1u) << out;
   ASSERT_EQ(status[0]["targets"].size(), 1u) << out;
-  EXPECT_EQ(status[0]["targets"][0].as_string(), contracts::canonical_target(kTarget)) << out;
+  EXPECT_EQ(status[0]["targets"][0].as_string(), driver::concrete_target(kTarget)) << out;
 
   const std::string args = Json::object({{"a", tensor({16, 32})}, {"b", tensor({32, 32})}}).dump();
   std::tie(code, out) = testing::run_command(
@@ -925,6 +925,125 @@ TEST(FarmServiceTest, KilnFarmStatusAndKilnMeasure) {
                            (farm.dir() / "cli.log").string());
   EXPECT_EQ(code, 1) << out;
   EXPECT_NE(out.find("kiln farm status: error: tracker summary: UNAVAILABLE"), std::string::npos) << out;
+}
+
+// The output of a kiln measure that has started, once `text` appears in it (or after `limit`).
+bool wait_for_output(ChildProcess &process, const std::string &text, std::chrono::milliseconds limit) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (process.log().find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+TEST(FarmServiceTest, TheLeaseOfAClientKilledWithSigkillIsFreeWithinTwoSeconds) {
+  // The idle timeout is the default minute: only the tracker noticing that the client is gone
+  // frees the runner in time.
+  Farm farm({.runners = 1});
+  const std::string args = Json::object({{"a", tensor({16, 32})}, {"b", tensor({32, 32})}}).dump();
+  ChildProcess measure({KILN_CLI_BINARY, "measure", "--tracker", farm.tracker_address(), "--token-file",
+                        (farm.dir() / "token").string(), "--template", "matmul.x86", "--args", args, "--target",
+                        kTarget, "--device", kKey, "--repeat", "50", "--min-repeat-ms", "200"},
+                       (farm.dir() / "killed.log").string());
+  auto until = std::chrono::steady_clock::now() + 20s;
+  while (farm.summary().busy_runners() != 1 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_EQ(farm.summary().busy_runners(), 1u) << measure.log();
+  std::this_thread::sleep_for(500ms);  // the session is under way
+  measure.signal(SIGKILL);
+  ASSERT_TRUE(measure.wait_for(5s).has_value());
+  const auto killed_at = std::chrono::steady_clock::now();
+  TrackerClient tracker(farm.tracker_endpoint());
+  try {
+    kiln::v1::AcquireReply next = tracker.acquire(kKey, 0, 5s);
+    EXPECT_LT(std::chrono::steady_clock::now() - killed_at, 2s);
+    EXPECT_TRUE(tracker.release(next.lease_id()));
+  } catch (const FarmError &e) {
+    ADD_FAILURE() << "the runner of a killed client is still leased: " << e.what() << "\n" << farm.logs();
+  }
+}
+
+TEST(FarmServiceTest, KilnMeasureSaysOnceThatItWaitsForABusyRunner) {
+  Farm farm({.runners = 1});
+  TrackerClient tracker(farm.tracker_endpoint());
+  kiln::v1::AcquireReply held = tracker.acquire(kKey, 0, 5s);
+  const std::string args = Json::object({{"a", tensor({16, 32})}, {"b", tensor({32, 32})}}).dump();
+  // Not a terminal: one plain line when the wait starts, then the outcome.
+  auto [code, out] = testing::run_command(
+      {KILN_CLI_BINARY, "measure", "--tracker", farm.tracker_address(), "--token-file", (farm.dir() / "token").string(),
+       "--template", "matmul.x86", "--args", args, "--target", kTarget, "--device", kKey, "--wait-ms", "2500"},
+      (farm.dir() / "cli.log").string());
+  EXPECT_EQ(code, 1) << out;
+  const std::string line = std::string("waiting for a runner of ") + kKey + ": 1 busy, 1 in queue";
+  const size_t at = out.find(line);
+  ASSERT_NE(at, std::string::npos) << out;
+  EXPECT_EQ(out.find(line, at + 1), std::string::npos) << "the line is printed once\n" << out;
+  EXPECT_EQ(out.find('\r'), std::string::npos) << out;
+  EXPECT_NE(out.find("DEADLINE_EXCEEDED"), std::string::npos) << out;
+  EXPECT_TRUE(tracker.release(held.lease_id()));
+}
+
+TEST(FarmServiceTest, KilnMeasureNamesTheRunnerThatDiedUnderItsLease) {
+  Farm farm({.runners = 1});
+  const std::string args = Json::object({{"a", tensor({16, 32})}, {"b", tensor({32, 32})}}).dump();
+  ChildProcess measure({KILN_CLI_BINARY,   "measure",
+                        "--tracker",       farm.tracker_address(),
+                        "--token-file",    (farm.dir() / "token").string(),
+                        "--template",      "matmul.x86",
+                        "--args",          args,
+                        "--target",        kTarget,
+                        "--device",        kKey,
+                        "--repeat",        "50",
+                        "--min-repeat-ms", "200",
+                        "--wait-ms",       "3000"},
+                       (farm.dir() / "orphaned.log").string());
+  auto until = std::chrono::steady_clock::now() + 20s;
+  while (farm.summary().busy_runners() != 1 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_EQ(farm.summary().busy_runners(), 1u) << measure.log();
+  std::this_thread::sleep_for(500ms);
+  farm.runner(0).signal(SIGKILL);
+  std::optional<int> status = measure.wait_for(30s);
+  ASSERT_TRUE(status.has_value()) << measure.log();
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 1) << measure.log();
+  const std::string out = measure.log();
+  EXPECT_NE(out.find("kiln measure: error: "), std::string::npos) << out;
+  EXPECT_NE(out.find("runner-"), std::string::npos) << out;
+  EXPECT_NE(out.find(farm.runner_address(0)), std::string::npos) << "the dead runner is named\n" << out;
+}
+
+TEST(FarmServiceTest, ANativeTargetIsTheRunnersOwnCpuInResultsAndRecords) {
+  Farm farm({.runners = 1});
+  const std::string concrete = driver::concrete_target(kTarget);
+  EXPECT_EQ(contracts::Target::parse(concrete).value("mcpu"), driver::host_cpu_name());
+  EXPECT_EQ(concrete.find("native"), std::string::npos) << concrete;
+  // The runner registers and describes itself with the concrete target.
+  EXPECT_EQ(farm.summary().targets_size(), 1);
+  EXPECT_EQ(farm.summary().targets(0), concrete);
+  // A request for "-mcpu=native" is measured; the result names the CPU.
+  TestWorkload wl = small_matmul();
+  std::vector<kiln::v1::MeasureResult> results =
+      farm.client().measure(wl.workload, target(), wl.configs(1), quick_options());
+  ASSERT_EQ(count_ok(results), 1u) << describe(results);
+  EXPECT_EQ(results[0].target(), concrete);
+  // kiln measure prints it and records under it.
+  const std::string log = (farm.dir() / "native.db").string();
+  const std::string args = Json::object({{"a", tensor({16, 32})}, {"b", tensor({32, 32})}}).dump();
+  auto [code, out] =
+      testing::run_command({KILN_CLI_BINARY, "measure", "--tracker", farm.tracker_address(), "--token-file",
+                            (farm.dir() / "token").string(), "--template", "matmul.x86", "--args", args, "--target",
+                            kTarget, "--device", kKey, "--repeat", "2", "--json", "--db", log},
+                           (farm.dir() / "cli.log").string());
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_EQ(Json::parse(out.substr(out.find('{')))["target"].as_string(), concrete) << out;
+  std::tie(code, out) = testing::run_command({KILN_CLI_BINARY, "db", "best", "--db", log, "--template", "matmul.x86",
+                                              "--args", args, "-t", concrete, "-d", kKey, "--json"},
+                                             (farm.dir() / "cli.log").string());
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find(concrete), std::string::npos) << out;
 }
 
 }  // namespace

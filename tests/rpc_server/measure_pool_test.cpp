@@ -382,6 +382,29 @@ TEST(MeasurePool, RealConfigsAreMeasured) {
   EXPECT_LE(pool.workers_started(), 2);
 }
 
+TEST(MeasurePool, EightBitProductsOverTheWholeRangeMatchTheReference) {
+  // Inputs cover all of uint8 and int8 (random_inputs.h); their int32 products and sums stay exact,
+  // so every legal config agrees with the reference.
+  auto typed = [](std::vector<int64_t> shape, const char *dtype) {
+    return Json::object({{"shape", Json::array_of(shape)}, {"dtype", dtype}});
+  };
+  ops::Task task("dense_pack.x86",
+                 Json::object({{"data", typed({8, 64}, "uint8")}, {"weight", typed({16, 64}, "int8")}}),
+                 driver::resolve_target(kTarget));
+  std::vector<Candidate> batch = {candidate(task, to_wire(task.default_config()))};
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 3; ++i) batch.push_back(candidate(task, to_wire(task.space().sample(rng))));
+  MeasurePool pool(pool_options());
+  v1::MeasureOptions o = quick_options();
+  Results r = measure(pool, batch, o);
+  ASSERT_FALSE(r.rejection) << r.rejection->message;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    expect_ok(r.at[i], o, "config " + std::to_string(i) + " " + batch[i].config.knobs_json());
+    // "-mcpu=native" is answered with this host's CPU.
+    EXPECT_EQ(r.at[i].target(), driver::concrete_target(kTarget));
+  }
+}
+
 TEST(MeasurePool, NoBuildOverlapsARun) {
   std::mutex mu;
   std::vector<MeasureTraceEvent> events;

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "compiler/ir/error.h"
@@ -74,7 +75,57 @@ std::unique_ptr<llvm::MCSubtargetInfo> subtarget(const LLVMTarget &t) {
   return std::unique_ptr<llvm::MCSubtargetInfo>(target->createMCSubtargetInfo(t.triple, t.cpu, t.feature_string()));
 }
 
+const std::vector<std::string> &cached_host_features() {
+  static const std::vector<std::string> features = host_features();
+  return features;
+}
+
 }  // namespace
+
+std::string host_cpu_name() {
+  static const std::string name = [] {
+    const std::string cpu = llvm::sys::getHostCPUName().str();
+    const std::vector<std::string> &host = cached_host_features();
+    for (const auto &n : newer_cpus()) {
+      if (cpu != n.known) continue;
+      const bool has_all = std::all_of(n.features.begin(), n.features.end(), [&](const char *f) {
+        return std::find(host.begin(), host.end(), std::string(f)) != host.end();
+      });
+      if (has_all) return std::string(n.name);
+    }
+    return cpu;
+  }();
+  return name;
+}
+
+std::string resolve_native(const std::string &target) {
+  contracts::Target parsed = [&] {
+    try {
+      return contracts::Target::parse(target);
+    } catch (const contracts::TargetError &e) {
+      throw UserError(e.what());
+    }
+  }();
+  if (parsed.kind() != "llvm" || parsed.value("mcpu") != std::optional<std::string>("native")) return parsed.str();
+  LLVMTarget::parse(parsed.str());  // refuses a -mtriple of another architecture
+  std::string named_text = "llvm -mcpu=" + host_cpu_name();
+  if (auto triple = parsed.value("mtriple")) named_text += " -mtriple=" + *triple;
+  auto named = subtarget(LLVMTarget::parse(named_text));
+  // Where the host's features differ from the named CPU's, the host's.
+  std::vector<std::string> attrs;
+  for (const std::string &f : cached_host_features()) {
+    const bool in_named = named->checkFeatures("+" + f.substr(1));
+    if ((f[0] == '+') != in_named) attrs.push_back(f);
+  }
+  if (auto own = parsed.value("mattr")) attrs.push_back(*own);
+  std::string text = named_text;
+  if (!attrs.empty()) {
+    std::string joined;
+    for (const std::string &a : attrs) joined += (joined.empty() ? "" : ",") + a;
+    text += " -mattr=" + joined;
+  }
+  return contracts::canonical_target(text);
+}
 
 void initialize_llvm_targets() {
   static std::once_flag once;

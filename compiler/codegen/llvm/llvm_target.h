@@ -40,6 +40,16 @@ struct LLVMTarget {
   std::string feature_string() const;
 };
 
+// LLVM's name of this host's CPU ("sapphirerapids", "znver3"), or of the newer CPU the host is
+// when LLVM names it by an older one and the host has every feature of the newer (znver4).
+std::string host_cpu_name();
+
+// The target `target` names on this host: for "llvm -mcpu=native", "llvm -mcpu=<host_cpu_name()>"
+// with -mattr naming where the host's features differ from that CPU's (a virtual machine may hide
+// some) before the target's own -mattr; any other target unchanged. Canonical (contracts/target.h).
+// Throws UserError as parse() does.
+std::string resolve_native(const std::string &target);
+
 // A TargetMachine for `target` (PIC, optimisation level from 0 to 3). Throws UserError when this
 // LLVM does not support the triple.
 std::unique_ptr<llvm::TargetMachine> create_target_machine(const LLVMTarget &target, int opt_level = 3);
