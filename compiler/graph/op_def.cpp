@@ -91,6 +91,7 @@ const Table &table() {
     detail::register_tensor_ops();
     detail::register_reduce_ops();
     detail::register_nn_ops();
+    detail::register_extra_ops();
   });
   return table_storage();
 }
