@@ -363,7 +363,7 @@ void einsum_op() {
       raxes.push_back(te::reduce_axis(
           i32(s.extent.at(l)), l >= kEllipsis ? concat("e", l - kEllipsis) : std::string(1, static_cast<char>(l))));
     }
-    k.outputs.push_back(compute(
+    te::Tensor sum = compute(
         shape,
         [&](const Index &i) {
           std::map<int, Expr> var;
@@ -380,9 +380,15 @@ void einsum_op() {
             Expr v = ir::cast(acc, at(in[t], static_cast<int>(ts.size()), idx));
             product = product.defined() ? product * v : v;
           }
-          return ir::cast(dt, raxes.empty() ? product : te::sum(product, raxes));
+          return raxes.empty() ? ir::cast(dt, product) : te::sum(product, raxes);
         },
-        "einsum"));
+        "einsum");
+    // A sum accumulated in a wider type is narrowed in a compute of its own.
+    const int orank = static_cast<int>(shape.size());
+    k.outputs.push_back(
+        sum.dtype() == dt ? sum
+                          : compute(
+                                shape, [&](const Index &i) { return ir::cast(dt, at(sum, orank, i)); }, "einsum_cast"));
     return k;
   };
   register_op(std::move(d));
@@ -684,6 +690,277 @@ void scatter_nd_op() {
   register_op(std::move(d));
 }
 
+// --- OneHot(indices, depth, values) {axis}: values[1] where the index (negative counts from depth)
+// is the position along the new axis, values[0] elsewhere ---
+
+int64_t one_hot_depth(const OpContext &ctx) {
+  if (ctx.in(1).numel() != 1) ctx.fail(concat("depth must be a scalar, got ", ctx.in(1).str()));
+  const double depth = ctx.const_floats(1).at(0);
+  if (!(depth >= 1) || depth > 1e9) ctx.fail(concat("depth ", depth, " is not a positive count"));
+  return static_cast<int64_t>(depth);
+}
+
+void one_hot_op() {
+  OpDef d;
+  d.name = "OneHot";
+  d.min_inputs = d.max_inputs = 3;
+  d.const_inputs = {1};
+  auto shape_of = [](const OpContext &ctx, int64_t *axis) {
+    const int64_t rank = ctx.in(0).rank() + 1;
+    *axis = ctx.axis(ctx.node().attr_int("axis", -1), rank);
+    std::vector<int64_t> s = ctx.in(0).shape;
+    s.insert(s.begin() + *axis, one_hot_depth(ctx));
+    return s;
+  };
+  d.infer = [shape_of](const OpContext &ctx) {
+    if (ctx.in(2).numel() != 2) ctx.fail(concat("values must have two elements (off, on), got ", ctx.in(2).str()));
+    int64_t axis;
+    return std::vector<TensorType>{TensorType{ctx.in(2).dtype, shape_of(ctx, &axis)}};
+  };
+  d.kernel = [shape_of](const OpContext &ctx) {
+    Kernel k;
+    te::Tensor indices = add_input(k, ctx, 0, "indices");
+    te::Tensor values = add_input(k, ctx, 2, "values");
+    int64_t axis;
+    const std::vector<int64_t> shape = shape_of(ctx, &axis);
+    const int64_t depth = one_hot_depth(ctx);
+    const int irank = ctx.in(0).rank();
+    const int vrank = ctx.in(2).rank();
+    k.outputs.push_back(compute(
+        shape,
+        [&](const Index &i) {
+          Index src = i;
+          src.erase(src.begin() + axis);
+          Expr j = ir::cast(ir::Int(64), at(indices, irank, src));
+          j = ir::select(j < ir::make_const(ir::Int(64), int64_t{0}), j + ir::make_const(ir::Int(64), depth), j);
+          Expr hot = j == ir::cast(ir::Int(64), i[static_cast<size_t>(axis)]);
+          auto value = [&](int64_t v) { return vrank == 0 ? at(values, 0, {}) : values(i32(v)); };
+          return ir::select(hot, value(1), value(0));
+        },
+        "one_hot"));
+    return k;
+  };
+  register_op(std::move(d));
+}
+
+// --- EyeLike(x) {k, dtype}: ones on the k-th diagonal of a matrix of x's shape ---
+
+void eye_like_op() {
+  OpDef d;
+  d.name = "EyeLike";
+  d.infer = [](const OpContext &ctx) {
+    if (ctx.in(0).rank() != 2) ctx.fail(concat("needs a rank-2 input, got ", ctx.in(0).str()));
+    return std::vector<TensorType>{TensorType{attr_dtype(ctx, "dtype", ctx.in(0).dtype), ctx.in(0).shape}};
+  };
+  d.evaluate = [](const OpContext &ctx) {
+    const auto &s = ctx.in(0).shape;
+    const int64_t diag = ctx.node().attr_int("k", 0), cols = s[1];
+    return std::vector<deploy::Tensor>{fill_tensor(ctx, attr_dtype(ctx, "dtype", ctx.in(0).dtype), s,
+                                                   [&](int64_t e) { return e % cols - e / cols == diag ? 1.0 : 0.0; })};
+  };
+  register_op(std::move(d));
+}
+
+// --- GatherND(data, indices) {batch_dims}: output[b..., q..., rest...] =
+// data[b..., indices[b..., q..., :], rest...] ---
+
+void gather_nd_op() {
+  OpDef d;
+  d.name = "GatherND";
+  d.min_inputs = d.max_inputs = 2;
+  auto shape_of = [](const OpContext &ctx) {
+    const TensorType &data = ctx.in(0), &idx = ctx.in(1);
+    require_int(ctx, 1);
+    const int64_t b = ctx.node().attr_int("batch_dims", 0);
+    if (idx.rank() < 1 || data.rank() < 1) ctx.fail("data and indices must have rank 1 or more");
+    if (b < 0 || b >= std::min(data.rank(), idx.rank()))
+      ctx.fail(concat("batch_dims ", b, " must be smaller than the ranks of data and indices"));
+    const int64_t kk = idx.shape.back();
+    if (kk < 1 || kk > data.rank() - b)
+      ctx.fail(concat("the last axis of indices ", idx.str(), " must be in [1, ", data.rank() - b, "]"));
+    for (int64_t a = 0; a < b; ++a) {
+      if (data.shape[static_cast<size_t>(a)] != idx.shape[static_cast<size_t>(a)])
+        ctx.fail(concat("the batch axes of data ", data.str(), " and indices ", idx.str(), " differ"));
+    }
+    std::vector<int64_t> s(idx.shape.begin(), idx.shape.end() - 1);
+    s.insert(s.end(), data.shape.begin() + b + kk, data.shape.end());
+    return s;
+  };
+  d.infer = [shape_of](const OpContext &ctx) {
+    return std::vector<TensorType>{TensorType{ctx.in(0).dtype, shape_of(ctx)}};
+  };
+  d.kernel = [shape_of](const OpContext &ctx) {
+    Kernel k;
+    te::Tensor data = add_input(k, ctx, 0, "data");
+    te::Tensor indices = add_input(k, ctx, 1, "indices");
+    const auto ds = ctx.in(0).shape, is = ctx.in(1).shape;
+    const size_t b = static_cast<size_t>(ctx.node().attr_int("batch_dims", 0));
+    const size_t kk = static_cast<size_t>(is.back()), q = is.size() - 1;
+    k.outputs.push_back(compute(
+        shape_of(ctx),
+        [&](const Index &i) {
+          Index src(i.begin(), i.begin() + static_cast<std::ptrdiff_t>(b));
+          for (size_t c = 0; c < kk; ++c) {
+            Index qi(i.begin(), i.begin() + static_cast<std::ptrdiff_t>(q));
+            qi.push_back(i32(static_cast<int64_t>(c)));
+            src.push_back(clamp_index(wrap_index(indices(qi), ds[b + c]), ds[b + c]));
+          }
+          src.insert(src.end(), i.begin() + static_cast<std::ptrdiff_t>(q), i.end());
+          return at(data, static_cast<int>(ds.size()), src);
+        },
+        "gather_nd"));
+    return k;
+  };
+  register_op(std::move(d));
+}
+
+// --- MeanVarianceNormalization(x) {axes = [0, 2, 3]}: (x - mean) / (std + 1e-9) over the axes ---
+
+std::vector<int64_t> norm_axes(const OpContext &ctx, std::vector<int64_t> axes) {
+  for (auto &a : axes) a = ctx.axis(a, ctx.in(0).rank());
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) ctx.fail("an axis is given twice");
+  return axes;
+}
+
+// Reductions over `axes` that keep the input's rank (extent 1 on the reduced axes).
+struct AxesReduction {
+  std::vector<int64_t> in, axes, kept;  // input shape, reduced axes, reduced shape
+  int64_t count = 1;
+
+  AxesReduction(std::vector<int64_t> shape, std::vector<int64_t> ax)
+      : in(std::move(shape)), axes(std::move(ax)), kept(in) {
+    for (int64_t a : axes) {
+      count *= in[static_cast<size_t>(a)];
+      kept[static_cast<size_t>(a)] = 1;
+    }
+  }
+  // The reduction of f(element index) over the axes, at the reduced index i.
+  Expr reduce(const Index &i, const std::function<Expr(const Index &)> &f,
+              const std::function<Expr(Expr, std::vector<te::IterVar>)> &op) const {
+    std::vector<te::IterVar> r;
+    Index s = i;
+    for (int64_t a : axes) {
+      r.push_back(te::reduce_axis(i32(in[static_cast<size_t>(a)]), concat("r", a)));
+      s[static_cast<size_t>(a)] = r.back()->var;
+    }
+    return op(f(s), r);
+  }
+  Index reduced_index(const Index &i) const {
+    Index s = i;
+    for (int64_t a : axes) s[static_cast<size_t>(a)] = i32(0);
+    return s;
+  }
+};
+
+Expr sum_of(Expr v, std::vector<te::IterVar> r) { return te::sum(std::move(v), std::move(r)); }
+
+void mean_variance_normalization_op() {
+  OpDef d;
+  d.name = "MeanVarianceNormalization";
+  d.infer = [](const OpContext &ctx) {
+    require_float(ctx, 0);
+    norm_axes(ctx, ctx.node().attr_ints("axes", {0, 2, 3}));
+    return std::vector<TensorType>{ctx.in(0)};
+  };
+  d.kernel = [](const OpContext &ctx) {
+    Kernel k;
+    te::Tensor x = add_input(k, ctx, 0, "x");
+    const DataType dt = ctx.in(0).dtype, acc = acc_type(dt);
+    const int rank = ctx.in(0).rank();
+    AxesReduction red(ctx.in(0).shape, norm_axes(ctx, ctx.node().attr_ints("axes", {0, 2, 3})));
+    const Expr n = ir::make_const(acc, static_cast<double>(std::max<int64_t>(red.count, 1)));
+    auto xv = [&](const Index &s) { return ir::cast(acc, at(x, rank, s)); };
+    // Sums over the axes (a reduction is a compute of its own), then the normalization.
+    te::Tensor sum = compute(
+        red.kept, [&](const Index &i) { return red.reduce(i, xv, sum_of); }, "mvn_sum");
+    auto square = [&](const Index &s) { return xv(s) * xv(s); };
+    te::Tensor sq = compute(
+        red.kept, [&](const Index &i) { return red.reduce(i, square, sum_of); }, "mvn_square_sum");
+    k.outputs.push_back(compute(
+        ctx.in(0).shape,
+        [&](const Index &i) {
+          const Index r = red.reduced_index(i);
+          Expr m = at(sum, rank, r) / n;
+          Expr var = ir::max(at(sq, rank, r) / n - m * m, ir::make_zero(acc));
+          return ir::cast(dt, (xv(i) - m) / (ir::sqrt(var) + ir::make_const(acc, 1e-9)));
+        },
+        "mvn"));
+    return k;
+  };
+  register_op(std::move(d));
+}
+
+// --- LpNormalization(x) {axis = -1, p = 2}: x divided by its L1 or L2 norm along the axis (a zero
+// norm leaves the zeros) ---
+
+void lp_normalization_op() {
+  OpDef d;
+  d.name = "LpNormalization";
+  d.infer = [](const OpContext &ctx) {
+    require_float(ctx, 0);
+    ctx.axis(ctx.node().attr_int("axis", -1), ctx.in(0).rank());
+    const int64_t p = ctx.node().attr_int("p", 2);
+    if (p != 1 && p != 2) ctx.fail(concat("p must be 1 or 2, got ", p));
+    return std::vector<TensorType>{ctx.in(0)};
+  };
+  d.kernel = [](const OpContext &ctx) {
+    Kernel k;
+    te::Tensor x = add_input(k, ctx, 0, "x");
+    const DataType dt = ctx.in(0).dtype, acc = acc_type(dt);
+    const int rank = ctx.in(0).rank();
+    const bool l1 = ctx.node().attr_int("p", 2) == 1;
+    AxesReduction red(ctx.in(0).shape, {ctx.axis(ctx.node().attr_int("axis", -1), rank)});
+    auto xv = [&](const Index &s) { return ir::cast(acc, at(x, rank, s)); };
+    auto term = [&](const Index &s) { return l1 ? ir::abs(xv(s)) : xv(s) * xv(s); };
+    te::Tensor norm = compute(
+        red.kept, [&](const Index &i) { return red.reduce(i, term, sum_of); }, "lp_norm");
+    k.outputs.push_back(compute(
+        ctx.in(0).shape,
+        [&](const Index &i) {
+          Expr nv = at(norm, rank, red.reduced_index(i));
+          if (!l1) nv = ir::sqrt(nv);
+          return ir::cast(dt, ir::select(nv == ir::make_zero(acc), xv(i), xv(i) / nv));
+        },
+        "lp_normalization"));
+    return k;
+  };
+  register_op(std::move(d));
+}
+
+// --- HannWindow, HammingWindow, BlackmanWindow(size) {periodic = 1, output_datatype}: the
+// generalized cosine window sum_k (-1)^k a_k cos(2 pi k n / N), N = size (periodic) or size - 1 ---
+
+void window_op(const std::string &name, std::vector<double> coefficients) {
+  OpDef d;
+  d.name = name;
+  d.const_inputs = {0};
+  auto size_of = [](const OpContext &ctx) {
+    if (ctx.in(0).numel() != 1 || !ctx.in(0).dtype.is_integer_like())
+      ctx.fail(concat("size must be an integer scalar, got ", ctx.in(0).str()));
+    const int64_t n = ctx.const_ints(0).at(0);
+    if (n < 0 || n > (int64_t{1} << 30)) ctx.fail(concat("size ", n, " is out of range"));
+    return n;
+  };
+  d.infer = [size_of](const OpContext &ctx) {
+    return std::vector<TensorType>{TensorType{attr_dtype(ctx, "output_datatype", ir::Float(32)), {size_of(ctx)}}};
+  };
+  d.evaluate = [size_of, coefficients](const OpContext &ctx) {
+    const int64_t size = size_of(ctx);
+    const bool periodic = ctx.node().attr_int("periodic", 1) != 0;
+    const double period = static_cast<double>(periodic ? size : size - 1);
+    const DataType dt = attr_dtype(ctx, "output_datatype", ir::Float(32));
+    return std::vector<deploy::Tensor>{fill_tensor(ctx, dt, {size}, [&](int64_t n) {
+      if (period == 0) return 1.0;
+      double v = 0, sign = 1;
+      for (size_t k = 0; k < coefficients.size(); ++k, sign = -sign)
+        v += sign * coefficients[k] * std::cos(2 * M_PI * static_cast<double>(k) * static_cast<double>(n) / period);
+      return v;
+    })};
+  };
+  register_op(std::move(d));
+}
+
 }  // namespace
 
 void register_extra_ops() {
@@ -694,6 +971,14 @@ void register_extra_ops() {
   quantize_op(false);
   scatter_elements_op();
   scatter_nd_op();
+  one_hot_op();
+  eye_like_op();
+  gather_nd_op();
+  mean_variance_normalization_op();
+  lp_normalization_op();
+  window_op("HannWindow", {0.5, 0.5});
+  window_op("HammingWindow", {25.0 / 46.0, 21.0 / 46.0});
+  window_op("BlackmanWindow", {0.42, 0.5, 0.08});
 }
 
 }  // namespace kiln::graph::detail
