@@ -1,7 +1,7 @@
 // Ops outside the main families: the losses NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss,
-// Einsum, QuantizeLinear and DequantizeLinear, OneHot, EyeLike, GatherND, ScatterElements,
-// ScatterND, MeanVarianceNormalization, LpNormalization, and the windows HannWindow, HammingWindow
-// and BlackmanWindow.
+// Einsum, QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear, OneHot, EyeLike, GatherND,
+// ScatterElements, ScatterND, MeanVarianceNormalization, LpNormalization, and the windows
+// HannWindow, HammingWindow and BlackmanWindow.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -464,6 +464,67 @@ void quantize_op(bool quantize) {
   register_op(std::move(d));
 }
 
+// --- DynamicQuantizeLinear(x): the uint8 quantization of x whose scale and zero point map
+// [min(x, 0), max(x, 0)] onto [0, 255]; outputs y, y_scale, y_zero_point ---
+
+void dynamic_quantize_op() {
+  OpDef d;
+  d.name = "DynamicQuantizeLinear";
+  d.min_outputs = d.max_outputs = 3;
+  d.infer = [](const OpContext &ctx) {
+    if (ctx.in(0).dtype != ir::Float(32))
+      ctx.fail(concat("input 0 must be float32, got ", dtype_name(ctx.in(0).dtype)));
+    if (ctx.in(0).numel() == 0) ctx.fail("cannot quantize an empty tensor: its range is undefined");
+    return std::vector<TensorType>{TensorType{ir::UInt(8), ctx.in(0).shape}, TensorType{ir::Float(32), {}},
+                                   TensorType{ir::UInt(8), {}}};
+  };
+  d.kernel = [](const OpContext &ctx) {
+    Kernel k;
+    te::Tensor x = add_input(k, ctx, 0, "x");
+    const auto shape = ctx.in(0).shape;
+    const int rank = ctx.in(0).rank();
+    const DataType f = ir::Float(32);
+    auto over_all = [&](bool is_max) {
+      std::vector<te::IterVar> r;
+      Index s;
+      for (size_t a = 0; a < shape.size(); ++a) {
+        r.push_back(te::reduce_axis(i32(shape[a]), concat("r", a)));
+        s.push_back(r.back()->var);
+      }
+      return compute(
+          {}, [&](const Index &) { return is_max ? te::max(at(x, rank, s), r) : te::min(at(x, rank, s), r); },
+          is_max ? "x_max" : "x_min");
+    };
+    te::Tensor lo = over_all(false), hi = over_all(true);
+    auto clamp_u8 = [&](const Expr &v) { return ir::min(ir::max(v, ir::make_zero(f)), ir::make_const(f, 255.0)); };
+    te::Tensor scale = compute(
+        {},
+        [&](const Index &) {
+          return (ir::max(at(hi, 0, {}), ir::make_zero(f)) - ir::min(at(lo, 0, {}), ir::make_zero(f))) /
+                 ir::make_const(f, 255.0);
+        },
+        "scale");
+    te::Tensor zp = compute(
+        {},
+        [&](const Index &) {
+          return ir::nearbyint(clamp_u8(-ir::min(at(lo, 0, {}), ir::make_zero(f)) / at(scale, 0, {})));
+        },
+        "zero_point");
+    k.outputs.push_back(compute(
+        shape,
+        [&](const Index &i) {
+          return ir::cast(ir::UInt(8), clamp_u8(ir::nearbyint(at(x, rank, i) / at(scale, 0, {})) + at(zp, 0, {})));
+        },
+        "y"));
+    k.outputs.push_back(compute(
+        {}, [&](const Index &) { return at(scale, 0, {}); }, "y_scale"));
+    k.outputs.push_back(compute(
+        {}, [&](const Index &) { return ir::cast(ir::UInt(8), at(zp, 0, {})); }, "y_zero_point"));
+    return k;
+  };
+  register_op(std::move(d));
+}
+
 // --- ScatterElements(data, indices, updates) and ScatterND(data, indices, updates) {reduction}:
 // each output element is data's, combined with the updates whose index is that element's (the
 // last of them for reduction "none") ---
@@ -713,7 +774,8 @@ void one_hot_op() {
     return s;
   };
   d.infer = [shape_of](const OpContext &ctx) {
-    if (ctx.in(2).numel() != 2) ctx.fail(concat("values must have two elements (off, on), got ", ctx.in(2).str()));
+    if (ctx.in(2).rank() != 1 || ctx.in(2).numel() != 2)
+      ctx.fail(concat("values must have two elements (off, on), got ", ctx.in(2).str()));
     int64_t axis;
     return std::vector<TensorType>{TensorType{ctx.in(2).dtype, shape_of(ctx, &axis)}};
   };
@@ -725,7 +787,6 @@ void one_hot_op() {
     const std::vector<int64_t> shape = shape_of(ctx, &axis);
     const int64_t depth = one_hot_depth(ctx);
     const int irank = ctx.in(0).rank();
-    const int vrank = ctx.in(2).rank();
     k.outputs.push_back(compute(
         shape,
         [&](const Index &i) {
@@ -734,8 +795,7 @@ void one_hot_op() {
           Expr j = ir::cast(ir::Int(64), at(indices, irank, src));
           j = ir::select(j < ir::make_const(ir::Int(64), int64_t{0}), j + ir::make_const(ir::Int(64), depth), j);
           Expr hot = j == ir::cast(ir::Int(64), i[static_cast<size_t>(axis)]);
-          auto value = [&](int64_t v) { return vrank == 0 ? at(values, 0, {}) : values(i32(v)); };
-          return ir::select(hot, value(1), value(0));
+          return ir::select(hot, values(i32(1)), values(i32(0)));
         },
         "one_hot"));
     return k;
@@ -899,6 +959,7 @@ void lp_normalization_op() {
   d.name = "LpNormalization";
   d.infer = [](const OpContext &ctx) {
     require_float(ctx, 0);
+    if (ctx.in(0).rank() == 0) ctx.fail("needs an input of rank 1 or more");
     ctx.axis(ctx.node().attr_int("axis", -1), ctx.in(0).rank());
     const int64_t p = ctx.node().attr_int("p", 2);
     if (p != 1 && p != 2) ctx.fail(concat("p must be 1 or 2, got ", p));
@@ -969,6 +1030,7 @@ void register_extra_ops() {
   einsum_op();
   quantize_op(true);
   quantize_op(false);
+  dynamic_quantize_op();
   scatter_elements_op();
   scatter_nd_op();
   one_hot_op();
