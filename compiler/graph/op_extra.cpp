@@ -3,8 +3,8 @@
 // ScatterElements, ScatterND, MeanVarianceNormalization, LpNormalization, and the windows
 // HannWindow, HammingWindow and BlackmanWindow.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
-#include <cstring>
 #include <map>
 
 #include "compiler/graph/op_def.h"
@@ -992,6 +992,8 @@ void lp_normalization_op() {
 // --- HannWindow, HammingWindow, BlackmanWindow(size) {periodic = 1, output_datatype}: the
 // generalized cosine window sum_k (-1)^k a_k cos(2 pi k n / N), N = size (periodic) or size - 1 ---
 
+constexpr double kPi = 3.14159265358979323846;
+
 void window_op(const std::string &name, std::vector<double> coefficients) {
   OpDef d;
   d.name = name;
@@ -1015,7 +1017,7 @@ void window_op(const std::string &name, std::vector<double> coefficients) {
       if (period == 0) return 1.0;
       double v = 0, sign = 1;
       for (size_t k = 0; k < coefficients.size(); ++k, sign = -sign)
-        v += sign * coefficients[k] * std::cos(2 * M_PI * static_cast<double>(k) * static_cast<double>(n) / period);
+        v += sign * coefficients[k] * std::cos(2 * kPi * static_cast<double>(k) * static_cast<double>(n) / period);
       return v;
     })};
   };
