@@ -93,6 +93,7 @@ const Table &table() {
     detail::register_nn_ops();
     detail::register_norm_ops();
     detail::register_resize_ops();
+    detail::register_extra_ops();
   });
   return table_storage();
 }

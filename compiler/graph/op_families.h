@@ -7,4 +7,5 @@ void register_reduce_ops();       // op_reduce.cpp: Reduce*, ArgMax/ArgMin, Soft
 void register_nn_ops();           // op_nn.cpp: Conv, ConvTranspose, Gemm, MatMul, pooling, BatchNormalization
 void register_norm_ops();         // op_norm.cpp: LayerNormalization, InstanceNormalization, LRN
 void register_resize_ops();       // op_resize.cpp: Resize
+void register_extra_ops();        // op_extra.cpp: losses, Einsum, quantization, scatter, OneHot, windows, ...
 }  // namespace kiln::graph::detail

@@ -1,6 +1,6 @@
 // Shapes and data movement: Reshape, Flatten, Squeeze, Unsqueeze (views), Shape, Size,
 // ConstantOfShape, Range (evaluated at compile time), Transpose, Concat, Split, Slice, Gather,
-// GatherElements, Expand, Tile, Pad, DepthToSpace, SpaceToDepth, Trilu, EyeLike, OneHot.
+// GatherElements, Expand, Tile, Pad, DepthToSpace, SpaceToDepth, Trilu.
 #include <algorithm>
 #include <cmath>
 #include <cstring>

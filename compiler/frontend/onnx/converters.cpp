@@ -58,6 +58,21 @@ void cast_to_name(ConvertContext &cx, const ::onnx::NodeProto &n, Attrs &attrs) 
   it->second = Attribute::of_string(dt);
 }
 
+// An op whose attribute `key`, when present, is an ONNX data type number, given to the op table as
+// a dtype name (EyeLike's dtype, the windows' output_datatype).
+Converter dtype_attr_to_name(const std::string &key) {
+  return [key](ConvertContext &cx, const ::onnx::NodeProto &n) {
+    Attrs a = cx.attributes(n);
+    auto it = a.find(key);
+    if (it != a.end() && it->second.kind == Attribute::Kind::Int) {
+      const std::string dt = dtype_of_onnx(static_cast<int32_t>(it->second.i));
+      if (dt.empty()) cx.fail(n, concat(key, ": ONNX type ", it->second.i, " is not supported"));
+      it->second = Attribute::of_string(dt);
+    }
+    cx.emit_as(n, n.op_type(), cx.inputs(n), a);
+  };
+}
+
 }  // namespace
 
 const std::map<std::string, std::vector<ConverterVersion>> &converter_table() {
@@ -189,6 +204,11 @@ const std::map<std::string, std::vector<ConverterVersion>> &converter_table() {
     add(t, "Upsample", 1, upsample);
     add(t, "Resize", 1, upsample);
     add(t, "Resize", 11, direct());
+    add(t, "EyeLike", 1, dtype_attr_to_name("dtype"));
+    for (const char *op : {"HannWindow", "HammingWindow", "BlackmanWindow"})
+      add(t, op, 1, dtype_attr_to_name("output_datatype"));
+    // Scatter (until 11) is ScatterElements without a reduction.
+    add(t, "Scatter", 1, direct("ScatterElements"));
     // Every other op of the op table is converted directly: its ONNX form has not changed in a way
     // that matters here across the supported opsets.
     for (const auto &op : graph::op_names()) {
