@@ -143,6 +143,7 @@ int main(int argc, char **argv) {
     kiln::tuner::TunerService service(manager, token);
     kiln::rpc::ServiceHostOptions host_options;
     host_options.tls = tls;
+    host_options.max_message_bytes = kiln::tuner::TunerService::kMaxMessageBytes;
     auto host = kiln::rpc::ServiceHost::start(listen, {&service}, host_options);
     std::cout << host->address() << std::endl;
     std::unique_ptr<kiln::rpc::MetricsServer> metrics_server;

@@ -40,8 +40,11 @@ void check_options(const TuneOptions &o) {
   if (o.trials_per_task < 0 || o.early_stopping < 0) {
     throw TuneError("trials per task and early stopping must not be negative");
   }
-  if (!(o.time_budget_s >= 0) || !std::isfinite(o.time_budget_s)) {
-    throw TuneError("the time budget must be a finite number of seconds >= 0");
+  // A time budget of at most a year: anything longer is a mistake (or a unit mix-up).
+  constexpr double kMaxTimeBudget = 366.0 * 24 * 3600;
+  if (!(o.time_budget_s >= 0) || !(o.time_budget_s <= kMaxTimeBudget)) {
+    throw TuneError("the time budget must be between 0 and " + std::to_string(static_cast<int64_t>(kMaxTimeBudget)) +
+                    " seconds (a year), not " + std::to_string(o.time_budget_s));
   }
   if (o.batch_size < 1 || o.batch_size > 4096) {
     throw TuneError("the batch size must be between 1 and 4096, not " + std::to_string(o.batch_size));

@@ -156,6 +156,10 @@ grpc::ServerUnaryReactor *TunerService::SubmitJob(grpc::CallbackServerContext *c
                                                   const kiln::v1::SubmitJobRequest *request,
                                                   kiln::v1::SubmitJobReply *reply) {
   return serve(context, token_, [&] {
+    const size_t bytes = request->spec().ByteSizeLong();
+    if (bytes > kMaxSpecBytes)
+      throw TuneError("the job spec is " + std::to_string(bytes) + " bytes; at most " + std::to_string(kMaxSpecBytes) +
+                      " are accepted");
     const JobSubmission submission = submission_from_proto(request->spec(), limits_);
     report_to_proto(manager_.submit(submission), reply->mutable_job());
   });

@@ -22,6 +22,12 @@ namespace kiln::tuner {
 
 class TunerService final : public kiln::v1::Tuner::CallbackService {
  public:
+  // A job spec larger than this is refused with INVALID_ARGUMENT naming its size.
+  static constexpr size_t kMaxSpecBytes = size_t{4} << 20;
+  // What the server hosting the service should accept (rpc::ServiceHostOptions::max_message_bytes),
+  // so that a spec up to this size reaches the check above instead of gRPC's RESOURCE_EXHAUSTED.
+  static constexpr int kMaxMessageBytes = 64 << 20;
+
   // `manager` must outlive the service and every call it serves.
   TunerService(JobManager &manager, std::string token, SubmissionLimits limits = {});
 

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -155,7 +156,9 @@ class Service {
     manager_ = std::make_unique<JobManager>(options_);
     manager_->start();
     service_ = std::make_unique<TunerService>(*manager_, kToken);
-    host_ = rpc::ServiceHost::start("127.0.0.1:0", {service_.get()});
+    rpc::ServiceHostOptions host_options;
+    host_options.max_message_bytes = TunerService::kMaxMessageBytes;
+    host_ = rpc::ServiceHost::start("127.0.0.1:0", {service_.get()}, host_options);
     stub_ = v1::Tuner::NewStub(grpc::CreateChannel(host_->address(), grpc::InsecureChannelCredentials()));
   }
   // Shuts the manager down (pausing running jobs), then the server.
@@ -496,6 +499,10 @@ TEST(TunerService, BadSpecsAreInvalidArgumentsWithTheTunersMessage) {
       {[](v1::JobSpec &j) { j.set_device_key("Not A Key!"); }, "device key"},
       {[](v1::JobSpec &j) { *j.add_tasks() = dense_task(64, "again"); }, "same workload"},
       {[](v1::JobSpec &j) { j.mutable_measure()->set_repeat(100000); }, "measure options: "},
+      {[](v1::JobSpec &j) { j.set_time_budget_s(1e12); }, "time budget must be between 0 and"},
+      {[](v1::JobSpec &j) { j.set_time_budget_s(std::nan("")); }, "time budget must be between 0 and"},
+      {[](v1::JobSpec &j) { j.mutable_tasks(0)->set_args_json(std::string(20 << 20, ' ') + "{}"); },
+       "bytes; at most"},
   };
   for (const Case &c : cases) {
     v1::JobSpec bad = spec("bad", 16);
@@ -506,6 +513,8 @@ TEST(TunerService, BadSpecsAreInvalidArgumentsWithTheTunersMessage) {
     EXPECT_TRUE(has(status.error_message(), c.message)) << status.error_message();
   }
   EXPECT_TRUE(s.open_log().jobs().empty()) << "a refused spec creates no job";
+  // The daemon serves the next call as before.
+  EXPECT_GT(s.submit_ok(spec("after", 8)), 0);
 }
 
 TEST(TunerService, UnknownJobsAreNotFound) {
