@@ -12,6 +12,7 @@
 
 #include "cli/table.h"
 #include "compiler/driver/graph_executor.h"
+#include "compiler/driver/graph_pipeline.h"
 #include "compiler/frontend/onnx/onnx_importer.h"
 #include "compiler/graph/op_def.h"
 #include "compiler/ir/deploy_dtype.h"
@@ -34,6 +35,7 @@ struct ModelOptions {
   std::string target = "llvm -mcpu=native";
   bool json = false;
   bool print_graph = false;
+  bool optimize = false;
 };
 
 std::pair<std::string, std::string> split_assignment(const std::string &s, const char *option) {
@@ -202,6 +204,11 @@ void run_model(const ModelOptions &o) {
   }
   driver::ExecutorOptions eo;
   eo.target = o.target;
+  if (o.optimize) {
+    driver::GraphPipelineOptions po = driver::GraphPipelineOptions::from_env();
+    po.target = o.target;
+    g = driver::optimize_graph(g, po);
+  }
   driver::GraphExecutor ex(std::move(g), eo);
   const auto t1 = std::chrono::steady_clock::now();
   if (o.print_graph) std::cout << graph::print(ex.graph());
@@ -262,7 +269,9 @@ void add_model_commands(CLI::App &app) {
   add_model_options(run, *o);
   run->add_option("--input", o->inputs, "NAME=FILE: an input tensor (.npy or ONNX TensorProto .pb)");
   run->add_option("--output-dir", o->output_dir, "where each output is written as NAME.npy")->required();
-  run->add_flag("--print-graph", o->print_graph, "print the graph after import");
+  run->add_flag("--print-graph", o->print_graph, "print the graph after import (and the passes)");
+  run->add_flag("--optimize", o->optimize,
+                "run the graph passes first (simplification, BatchNorm folding, constant folding, CSE, DCE)");
   run->callback([o] { run_model(*o); });
 
   auto p = std::make_shared<ModelOptions>();

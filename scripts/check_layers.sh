@@ -25,6 +25,7 @@ declare -A allowed=(
   [compiler/autotune]="contracts deploy compiler/ir compiler/arith compiler/pass compiler/te compiler/lower"
   [compiler/ops]="contracts deploy compiler/ir compiler/arith compiler/pass compiler/te compiler/lower compiler/autotune"
   [compiler/graph]="contracts deploy compiler/ir compiler/arith compiler/pass compiler/te compiler/lower compiler/autotune compiler/ops"
+  [compiler/graph/passes]="contracts deploy compiler/ir compiler/arith compiler/pass compiler/te compiler/lower compiler/autotune compiler/ops compiler/graph"
   [compiler/driver]="contracts deploy compiler/ir compiler/arith compiler/pass compiler/te compiler/lower compiler/autotune compiler/ops compiler/graph compiler/codegen compiler/interp compiler/driver"
   [compiler/frontend/onnx]="contracts deploy compiler"
   [db]="contracts"

@@ -150,6 +150,17 @@ std::vector<TensorType> infer_types(const Graph &g, const Node &n) {
   return types;
 }
 
+std::vector<double> tensor_values(const deploy::Tensor &t) {
+  Graph g;
+  ValueId c = g.add_constant("t", t);
+  Node n;
+  n.op = "Identity";
+  n.name = "values";
+  n.inputs = {c};
+  OpContext ctx(g, n);
+  return ctx.const_floats(0);
+}
+
 double node_flops(const Graph &g, const Node &n) {
   const OpDef *def = find_op(n.op);
   if (!def || def->view || def->evaluate) return 0;

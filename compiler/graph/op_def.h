@@ -94,6 +94,9 @@ std::vector<std::string> op_names();
 // throws GraphError naming the node.
 std::vector<TensorType> infer_types(const Graph &g, const Node &n);
 
+// A tensor's values as doubles (any dtype but float16), row-major.
+std::vector<double> tensor_values(const deploy::Tensor &t);
+
 // The operations of one run of node `n` (multiply-adds count two); 0 for views and compile-time ops.
 double node_flops(const Graph &g, const Node &n);
 

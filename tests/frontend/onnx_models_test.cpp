@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "compiler/driver/graph_executor.h"
+#include "compiler/driver/graph_pipeline.h"
 #include "compiler/frontend/onnx/onnx_importer.h"
 
 namespace kiln {
@@ -98,6 +99,19 @@ void check_model(const std::string &model, Kind kind) {
     ASSERT_EQ(want.ndim(), 2);
     EXPECT_EQ(argmax(g, want.numel()), argmax(w, want.numel())) << model << ": the top class differs";
   }
+
+  // The graph passes keep the model's outputs: the optimized graph against the same reference.
+  driver::GraphExecutor opt(driver::optimize_graph(ex.graph(), driver::GraphPipelineOptions{}));
+  const std::vector<deploy::Tensor> opt_out = opt.run(std::vector<deploy::Tensor>{input});
+  ASSERT_EQ(opt_out.size(), 1u);
+  ASSERT_EQ(opt_out[0].shape(), want.shape());
+  const float *o = opt_out[0].data_as<float>();
+  double opt_abs = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) opt_abs = std::max(opt_abs, std::fabs(static_cast<double>(o[i]) - w[i]));
+  std::printf("model %s optimized: nodes=%d kernels=%d max_rel_err=%.3g\n", model.c_str(), opt.stats().nodes,
+              opt.stats().kernels, opt_abs / max_want);
+  EXPECT_LE(opt_abs / max_want, 1e-4) << model << " after the graph passes";
+  EXPECT_LE(opt.stats().nodes, stats.nodes);
 }
 
 TEST(OnnxModels, Resnet18) { check_model("resnet18", Kind::Classifier); }

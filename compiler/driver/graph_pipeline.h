@@ -1,0 +1,25 @@
+#pragma once
+// The graph compiler's pass pipeline: one function that runs the passes of compiler/graph/passes
+// in order. KILN_DEBUG_GRAPH=1 prints the graph and the time after each pass to stderr.
+#include <string>
+
+#include "compiler/graph/graph.h"
+
+namespace kiln::driver {
+
+struct GraphPipelineOptions {
+  std::string target = "llvm -mcpu=native";  // what constant-folding kernels are compiled for
+  bool fold_constants = true;
+  bool simplify = true;
+  bool fold_batch_norm = true;
+  bool eliminate_common_subexpressions = true;
+  // Print the graph after every pass; defaults to the KILN_DEBUG_GRAPH environment switch.
+  bool debug = false;
+  static GraphPipelineOptions from_env();
+};
+
+// The optimized graph; it computes what `g` computes (within float rounding) and has the same
+// inputs and outputs. Each pass's result is verified.
+graph::Graph optimize_graph(const graph::Graph &g, const GraphPipelineOptions &options = GraphPipelineOptions::from_env());
+
+}  // namespace kiln::driver

@@ -1,0 +1,40 @@
+#pragma once
+// Graph passes: each takes a graph and returns the rewritten graph (graphs are values; a pass never
+// edits its input). The pipeline that runs them in order is driver::optimize_graph
+// (compiler/driver/graph_pipeline.h). One pass per source file in this folder.
+#include <functional>
+#include <vector>
+
+#include "compiler/graph/graph.h"
+
+namespace kiln::graph::passes {
+
+// Evaluates node `n` of `g`, whose inputs are all constants, returning its outputs' data. The
+// pipeline passes the executor's kernels (driver::evaluate_node).
+using Evaluator = std::function<std::vector<deploy::Tensor>(const Graph &g, const Node &n)>;
+
+// Replaces every node whose inputs are all constants by constants (through `evaluate`), except
+// nodes whose outputs together exceed `max_bytes`, which stay nodes so the model file does not grow.
+Graph fold_constants(const Graph &g, const Evaluator &evaluate, int64_t max_bytes = int64_t{64} << 20);
+
+// Removes what computes nothing: Identity and inference Dropout; Add/Sub of a constant zero and
+// Mul/Div by a constant one (when broadcasting does not change the shape); Reshape of a Reshape or
+// Flatten (one Reshape to the final shape); Reshape/Flatten/Squeeze/Unsqueeze to the same shape;
+// Transpose of a Transpose (one Transpose, or nothing when the permutations cancel); Cast to the
+// same dtype.
+Graph simplify(const Graph &g);
+
+// BatchNormalization at inference after a Conv (or ConvTranspose/Gemm/MatMul with a constant
+// weight) whose output nothing else reads: folded into the weights and bias. Any other
+// BatchNormalization with constant statistics becomes y = x * scale + shift (one Mul and one Add
+// over the channel axis).
+Graph fold_batch_norm(const Graph &g);
+
+// Common-subexpression elimination: nodes with the same op, attributes and inputs computed once;
+// constants with the same type and data stored once.
+Graph eliminate_common_subexpressions(const Graph &g);
+
+// Dead-code elimination: nodes and constants no graph output needs.
+Graph eliminate_dead_code(const Graph &g);
+
+}  // namespace kiln::graph::passes

@@ -1,0 +1,175 @@
+// The graph passes: each on a small graph, checking the graph it gives (which nodes remain) and that
+// the optimized graph computes the same outputs as the original through the reference executor.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "compiler/driver/graph_executor.h"
+#include "compiler/driver/graph_pipeline.h"
+#include "compiler/graph/op_def.h"
+#include "compiler/graph/passes/passes.h"
+#include "compiler/ir/deploy_dtype.h"
+
+namespace kiln::graph {
+namespace {
+
+deploy::Tensor random_tensor(const std::vector<int64_t> &shape, uint64_t seed, float lo = -1, float hi = 1) {
+  deploy::Tensor t = deploy::Tensor::empty(shape, deploy::DType::of<float>());
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = d(rng);
+  return t;
+}
+
+deploy::Tensor ints(const std::vector<int64_t> &v) {
+  deploy::Tensor t = deploy::Tensor::empty({static_cast<int64_t>(v.size())}, deploy::DType::of<int64_t>());
+  std::memcpy(t.data(), v.data(), v.size() * sizeof(int64_t));
+  return t;
+}
+
+deploy::Tensor scalar(float v) {
+  deploy::Tensor t = deploy::Tensor::empty({}, deploy::DType::of<float>());
+  *t.data_as<float>() = v;
+  return t;
+}
+
+// Appends a node with inferred types; returns its first output.
+ValueId add(Graph &g, const std::string &op, std::vector<ValueId> inputs, std::map<std::string, Attribute> attrs = {},
+            const std::string &out = "") {
+  Node n;
+  n.op = op;
+  n.name = g.unique_name(op);
+  n.inputs = std::move(inputs);
+  n.attrs = std::move(attrs);
+  n.outputs = {kNoValue};
+  auto types = infer_types(g, n);
+  return g.add_node(n, {g.unique_name(out.empty() ? op + "_out" : out)}, types)[0];
+}
+
+int count(const Graph &g, const std::string &op) {
+  int c = 0;
+  for (const auto &n : g.nodes()) c += n.op == op ? 1 : 0;
+  return c;
+}
+
+// Max |a - b| / max(1, max |b|) over every output, on the same random inputs.
+double max_difference(const Graph &a, const Graph &b, uint64_t seed = 7) {
+  std::vector<deploy::Tensor> in;
+  for (ValueId i : a.inputs()) in.push_back(random_tensor(a.value(i).type.shape, seed++));
+  driver::GraphExecutor ea(a), eb(b);
+  auto oa = ea.run(in), ob = eb.run(in);
+  EXPECT_EQ(oa.size(), ob.size());
+  double worst = 0;
+  for (size_t k = 0; k < oa.size() && k < ob.size(); ++k) {
+    EXPECT_EQ(oa[k].shape(), ob[k].shape());
+    double scale = 1;
+    for (int64_t i = 0; i < ob[k].numel(); ++i) scale = std::max(scale, std::fabs(double(ob[k].data_as<float>()[i])));
+    for (int64_t i = 0; i < oa[k].numel(); ++i)
+      worst = std::max(worst, std::fabs(double(oa[k].data_as<float>()[i]) - ob[k].data_as<float>()[i]) / scale);
+  }
+  return worst;
+}
+
+TEST(GraphPasses, SimplifyRemovesIdentitiesUnitArithmeticReshapeChainsAndTransposePairs) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {2, 3, 4}});
+  ValueId v = add(g, "Identity", {x});
+  v = add(g, "Add", {v, g.add_constant("zero", scalar(0))});
+  v = add(g, "Mul", {v, g.add_constant("one", scalar(1))});
+  v = add(g, "Reshape", {v, g.add_constant("s1", ints({6, 4}))});
+  v = add(g, "Reshape", {v, g.add_constant("s2", ints({4, 6}))});
+  v = add(g, "Transpose", {v}, {{"perm", Attribute::of_ints({1, 0})}});
+  v = add(g, "Transpose", {v}, {{"perm", Attribute::of_ints({1, 0})}});
+  v = add(g, "Relu", {v}, {}, "y");
+  g.add_output(v);
+  Graph s = passes::simplify(g);
+  verify(s);
+  EXPECT_EQ(count(s, "Identity"), 0);
+  EXPECT_EQ(count(s, "Add"), 0);
+  EXPECT_EQ(count(s, "Mul"), 0);
+  EXPECT_EQ(count(s, "Reshape"), 1) << print(s);
+  EXPECT_EQ(count(s, "Transpose"), 0) << print(s);
+  EXPECT_EQ(s.nodes().size(), 2u) << print(s);
+  EXPECT_EQ(s.value(s.outputs()[0]).name, "y");
+  EXPECT_EQ(max_difference(g, s), 0.0);
+}
+
+TEST(GraphPasses, SimplifyKeepsArithmeticThatIsNotAUnitAndTransposesThatDoNotCancel) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {2, 3, 4}});
+  ValueId v = add(g, "Add", {x, g.add_constant("half", scalar(0.5f))});
+  v = add(g, "Transpose", {v}, {{"perm", Attribute::of_ints({1, 2, 0})}});
+  v = add(g, "Transpose", {v}, {{"perm", Attribute::of_ints({1, 2, 0})}});
+  v = add(g, "Relu", {v}, {}, "y");
+  g.add_output(v);
+  Graph s = passes::simplify(g);
+  EXPECT_EQ(count(s, "Add"), 1);
+  EXPECT_EQ(count(s, "Transpose"), 1) << "two transposes become one";
+  EXPECT_EQ(max_difference(g, s), 0.0);
+}
+
+TEST(GraphPasses, BatchNormFoldsIntoTheConvBeforeItAndElsewhereIntoAScaleAndShift) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 3, 8, 8}});
+  ValueId w = g.add_constant("w", random_tensor({4, 3, 3, 3}, 1));
+  ValueId b = g.add_constant("b", random_tensor({4}, 2));
+  auto bn_params = [&](const std::string &p, int64_t c, uint64_t seed) {
+    return std::vector<ValueId>{g.add_constant(p + "_gamma", random_tensor({c}, seed, 0.5f, 2.0f)),
+                                g.add_constant(p + "_beta", random_tensor({c}, seed + 1)),
+                                g.add_constant(p + "_mean", random_tensor({c}, seed + 2)),
+                                g.add_constant(p + "_var", random_tensor({c}, seed + 3, 0.5f, 2.0f))};
+  };
+  ValueId c = add(g, "Conv", {x, w, b}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}});
+  auto p1 = bn_params("bn1", 4, 10);
+  ValueId y = add(g, "BatchNormalization", {c, p1[0], p1[1], p1[2], p1[3]}, {{"epsilon", Attribute::of_float(1e-3)}});
+  ValueId r = add(g, "Relu", {y});
+  // A BatchNormalization after a Relu: no conv to fold into.
+  auto p2 = bn_params("bn2", 4, 20);
+  ValueId z = add(g, "BatchNormalization", {r, p2[0], p2[1], p2[2], p2[3]}, {}, "z");
+  g.add_output(z);
+  Graph f = passes::fold_batch_norm(g);
+  verify(f);
+  EXPECT_EQ(count(f, "BatchNormalization"), 0) << print(f);
+  EXPECT_EQ(count(f, "Conv"), 1);
+  EXPECT_EQ(count(f, "Mul"), 1);
+  EXPECT_EQ(count(f, "Add"), 1);
+  EXPECT_LT(max_difference(g, f), 1e-5);
+}
+
+TEST(GraphPasses, CommonSubexpressionsAndEqualConstantsAreComputedOnce) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {4, 5}});
+  ValueId c1 = g.add_constant("c1", random_tensor({5}, 3));
+  ValueId c2 = g.add_constant("c2", random_tensor({5}, 3));  // the same data
+  ValueId a = add(g, "Add", {x, c1});
+  ValueId b = add(g, "Add", {x, c2});
+  ValueId e1 = add(g, "Exp", {a});
+  ValueId e2 = add(g, "Exp", {b});
+  g.add_output(add(g, "Mul", {e1, e2}, {}, "y"));
+  Graph s = passes::eliminate_common_subexpressions(g);
+  verify(s);
+  EXPECT_EQ(count(s, "Add"), 1) << print(s);
+  EXPECT_EQ(count(s, "Exp"), 1);
+  EXPECT_EQ(max_difference(g, s), 0.0);
+}
+
+TEST(GraphPasses, ConstantSubgraphsFoldAndDeadNodesGo) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {2, 6}});
+  ValueId k = g.add_constant("k", random_tensor({6, 2}, 4));
+  ValueId kt = add(g, "Transpose", {k}, {{"perm", Attribute::of_ints({1, 0})}});  // constant
+  ValueId dead = add(g, "Exp", {x});
+  (void)dead;
+  g.add_output(add(g, "Add", {x, kt}, {}, "y"));
+  Graph d = passes::eliminate_dead_code(g);
+  EXPECT_EQ(count(d, "Exp"), 0);
+  Graph f = driver::optimize_graph(g, driver::GraphPipelineOptions{});
+  EXPECT_EQ(count(f, "Transpose"), 0) << print(f);
+  EXPECT_EQ(f.nodes().size(), 1u);
+  EXPECT_EQ(max_difference(g, f), 0.0);
+}
+
+}  // namespace
+}  // namespace kiln::graph
