@@ -30,7 +30,22 @@ struct GraphExecutor::CompiledKernel {
   std::string function;
   std::vector<int> input_map;
   bool from_template = false;
+  KernelReport report;
 };
+
+const char *source_name(KernelReport::Source s) {
+  switch (s) {
+    case KernelReport::Source::kDefault:
+      return "default";
+    case KernelReport::Source::kExact:
+      return "tuned";
+    case KernelReport::Source::kDeviceClass:
+      return "tuned (device class)";
+    case KernelReport::Source::kStale:
+      return "default (stale record)";
+  }
+  return "?";
+}
 
 namespace {
 
@@ -92,17 +107,44 @@ void schedule_generic(te::Schedule &s, const std::vector<te::Tensor> &outputs) {
   }
 }
 
-std::shared_ptr<GraphExecutor::CompiledKernel> build_kernel(const OpContext &ctx, const OpDef &def,
-                                                            const std::string &target, const std::string &fname) {
-  graph::Kernel k = def.kernel(ctx);
+// A template kernel's task and the config it is built with: the lookup's when it has a usable one.
+struct TemplateChoice {
+  std::unique_ptr<ops::Task> task;
+  std::optional<autotune::Config> config;  // the tuned one; nullopt: the default
+  KernelReport report;
+};
+
+TemplateChoice choose_config(const graph::Kernel &k, const Node &n, const ExecutorOptions &options) {
+  TemplateChoice c;
+  c.task = std::make_unique<ops::Task>(k.template_name, k.template_args, resolve_target(options.target));
+  c.report.node = n.name;
+  c.report.template_name = k.template_name;
+  c.report.workload_key = c.task->key();
+  if (!options.configs) return c;
+  std::optional<ops::TunedConfig> tuned = options.configs->best(c.task->workload(), c.task->target().str());
+  if (!tuned) return c;
+  try {
+    c.config = c.task->space().from_record(tuned->config);
+    c.report.source = tuned->exact_target ? KernelReport::Source::kExact : KernelReport::Source::kDeviceClass;
+  } catch (const UserError &e) {
+    c.report.source = KernelReport::Source::kStale;
+    c.report.note = e.what();
+  }
+  return c;
+}
+
+std::shared_ptr<GraphExecutor::CompiledKernel> build_kernel(const OpContext &ctx, const graph::Kernel &k,
+                                                            TemplateChoice *choice, const std::string &target,
+                                                            const std::string &fname) {
   auto ck = std::make_shared<GraphExecutor::CompiledKernel>();
   ck->function = fname;
   ck->input_map = k.input_map;
   ir::LoweredFunc f;
   if (!k.template_name.empty()) {
-    ops::Task task(k.template_name, k.template_args, resolve_target(target));
-    f = task.lower(task.default_config(), fname);
+    const ops::Task &task = *choice->task;
+    f = task.lower(choice->config ? *choice->config : task.default_config(), fname);
     ck->from_template = true;
+    ck->report = choice->report;
   } else {
     if (k.outputs.empty()) ctx.fail("the op built no kernel outputs");
     auto s = te::create_schedule(k.outputs);
@@ -131,8 +173,24 @@ KernelCache &cache() {
 
 std::shared_ptr<const GraphExecutor::CompiledKernel> get_kernel(const graph::Graph &g, const Node &n, const OpDef &def,
                                                                 const std::vector<TensorType> &outs,
-                                                                const std::string &target, bool *compiled) {
-  const std::string sig = signature(g, n, def, outs, target);
+                                                                const ExecutorOptions &options, bool *compiled) {
+  const std::string &target = options.target;
+  OpContext ctx(g, n);
+  graph::Kernel kernel;
+  TemplateChoice choice;
+  std::string sig;
+  try {
+    kernel = def.kernel(ctx);
+    sig = signature(g, n, def, outs, target);
+    if (!kernel.template_name.empty()) {
+      choice = choose_config(kernel, n, options);
+      if (choice.config) sig += "|config=" + choice.config->record().space + ":" + std::to_string(choice.config->record().index);
+    }
+  } catch (const GraphError &) {
+    throw;
+  } catch (const UserError &e) {
+    throw GraphError(concat(n.describe(), ": ", e.what()));
+  }
   KernelCache &c = cache();
   std::string fname;
   {
@@ -144,10 +202,9 @@ std::shared_ptr<const GraphExecutor::CompiledKernel> get_kernel(const graph::Gra
     }
     fname = concat("kiln_node_", c.next++);
   }
-  OpContext ctx(g, n);
   std::shared_ptr<const GraphExecutor::CompiledKernel> k;
   try {
-    k = build_kernel(ctx, def, target, fname);
+    k = build_kernel(ctx, kernel, &choice, target, fname);
   } catch (const GraphError &) {
     throw;
   } catch (const UserError &e) {
@@ -219,12 +276,19 @@ GraphExecutor::GraphExecutor(graph::Graph g, const ExecutorOptions &options)
       continue;
     }
     bool compiled = false;
-    auto k = get_kernel(graph_, n, *def, outs, options_.target, &compiled);
+    auto k = get_kernel(graph_, n, *def, outs, options_, &compiled);
     if (!distinct.count(k.get())) {
       distinct[k.get()] = true;
       ++stats_.kernels;
       if (compiled) ++stats_.kernels_compiled;
-      if (k->from_template) ++stats_.template_kernels;
+      if (k->from_template) {
+        ++stats_.template_kernels;
+        KernelReport r = k->report;
+        r.node = n.name;
+        if (r.source == KernelReport::Source::kExact || r.source == KernelReport::Source::kDeviceClass)
+          ++stats_.tuned_kernels;
+        stats_.templates.push_back(r);
+      }
     }
     kernels_.push_back(std::move(k));
   }
@@ -308,7 +372,7 @@ std::vector<deploy::Tensor> evaluate_node(const graph::Graph &g, const Node &n, 
   std::shared_ptr<const GraphExecutor::CompiledKernel> k;
   if (!def->view && !is_empty(outs)) {
     bool compiled = false;
-    k = get_kernel(g, n, *def, outs, options.target, &compiled);
+    k = get_kernel(g, n, *def, outs, options, &compiled);
   }
   // run_node needs output types from the graph: the node's outputs are values of g.
   std::vector<deploy::Tensor> r = run_node(g, n, *def, k.get(), in);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/graph/graph.h"
+#include "compiler/ops/config_lookup.h"
 #include "deploy/tensor.h"
 
 namespace kiln::driver {
@@ -23,14 +24,29 @@ class ExecutionError : public UserError {
 
 struct ExecutorOptions {
   std::string target = "llvm -mcpu=native";
+  // Where template kernels find their tuned configs (the tuning log); without one, or for a
+  // workload it does not know, they use the template's default config.
+  const ops::ConfigLookup *configs = nullptr;
 };
+
+// Where one template kernel's config came from.
+struct KernelReport {
+  std::string node;       // the first node that uses the kernel
+  std::string template_name;
+  std::string workload_key;
+  enum class Source { kDefault, kExact, kDeviceClass, kStale } source = Source::kDefault;
+  std::string note;  // for kStale: why the tuned config was not usable
+};
+const char *source_name(KernelReport::Source s);
 
 struct ExecutorStats {
   int nodes = 0;             // nodes of the graph
   int kernels = 0;           // distinct kernels the graph uses
   int kernels_compiled = 0;  // of which compiled now (the rest came from the process's cache)
   int template_kernels = 0;  // of which built from an operator template
+  int tuned_kernels = 0;     // of which with a config from the lookup
   double compile_s = 0;
+  std::vector<KernelReport> templates;  // one per distinct template kernel
 };
 
 class GraphExecutor {
