@@ -1085,6 +1085,53 @@ llvm::Value *CodeGenLLVM::load(const ir::LoadNode *op) {
       annotate(ld, buf);
       return from_memory(b_.CreateVectorSplat(lanes, ld), et);
     }
+    if (scalar_index) {
+      // One scalar load when any lane is active, repeated over the active lanes.
+      llvm::Value *any = b_.CreateOrReduce(mask);
+      llvm::BasicBlock *yes = block("load.pred"), *merge = block("load.end");
+      llvm::BasicBlock *from = b_.GetInsertBlock();
+      b_.CreateCondBr(any, yes, merge);
+      b_.SetInsertPoint(yes);
+      llvm::Value *ptr = b_.CreateInBoundsGEP(mt, base, index(*scalar_index));
+      llvm::LoadInst *ld = b_.CreateAlignedLoad(mt, ptr, access_align(buf, *scalar_index, mt));
+      annotate(ld, buf);
+      llvm::BasicBlock *loaded = b_.GetInsertBlock();
+      b_.CreateBr(merge);
+      b_.SetInsertPoint(merge);
+      llvm::PHINode *phi = b_.CreatePHI(mt, 2);
+      phi->addIncoming(ld, loaded);
+      phi->addIncoming(llvm::Constant::getNullValue(mt), from);
+      llvm::Value *splat = b_.CreateVectorSplat(lanes, phi);
+      return from_memory(b_.CreateSelect(mask, splat, llvm::Constant::getNullValue(vt)), et);
+    }
+    if (r && stride && *stride >= 2 && *stride <= 4 && static_cast<unsigned>(r->lanes) == lanes) {
+      // A short constant stride: the span as one masked contiguous load (lanes between the
+      // elements read only when no lane is masked off), then the elements picked out of it.
+      const unsigned s = static_cast<unsigned>(*stride), wide = lanes * s, span = (lanes - 1) * s + 1;
+      auto *wt = llvm::FixedVectorType::get(mt, wide);
+      llvm::Value *wide_mask;
+      if (mask) {
+        std::vector<int> spread;
+        std::vector<llvm::Constant *> picked;
+        for (unsigned j = 0; j < wide; ++j) {
+          spread.push_back(static_cast<int>(j / s));
+          picked.push_back(llvm::ConstantInt::getBool(ctx_, j % s == 0));
+        }
+        wide_mask = b_.CreateAnd(b_.CreateShuffleVector(mask, spread), llvm::ConstantVector::get(picked));
+      } else {
+        std::vector<llvm::Constant *> in_span;
+        for (unsigned j = 0; j < wide; ++j) in_span.push_back(llvm::ConstantInt::getBool(ctx_, j < span));
+        wide_mask = llvm::ConstantVector::get(in_span);
+      }
+      llvm::Value *ptr = b_.CreateInBoundsGEP(mt, base, index(r->base));
+      ptr = b_.CreateBitCast(ptr, wt->getPointerTo());
+      llvm::Value *all = b_.CreateMaskedLoad(wt, ptr, access_align(buf, r->base, mt), wide_mask,
+                                             llvm::Constant::getNullValue(wt));
+      annotate(all, buf);
+      std::vector<int> pick;
+      for (unsigned j = 0; j < lanes; ++j) pick.push_back(static_cast<int>(j * s));
+      return from_memory(b_.CreateShuffleVector(all, pick), et);
+    }
     llvm::Value *ptrs = b_.CreateInBoundsGEP(mt, base, index(op->index));
     const llvm::Align align(mod_.getDataLayout().getABITypeAlign(mt));
     result = b_.CreateMaskedGather(vt, ptrs, align, mask, llvm::Constant::getNullValue(vt));

@@ -19,7 +19,9 @@
 // float; if_then_else evaluates only the taken branch (per lane, through masked memory accesses,
 // for vector conditions). Vector IR stays vector: a load or store whose index is a ramp of
 // stride 1 is one (masked) vector access, aligned where the index is provably a multiple of the
-// lanes; other indices become gathers and scatters. Buffers do not alias each other (noalias
+// lanes; a load of one element for all lanes is a scalar load (under a branch when masked); a load
+// of a constant stride of 2 to 4 is a masked contiguous load and a shuffle; other indices become
+// gathers and scatters. Buffers do not alias each other (noalias
 // parameters and alias scopes). ThreadBinding loops run serially; a barrier is a UserError.
 #include <memory>
 #include <string>
