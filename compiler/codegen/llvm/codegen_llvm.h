@@ -45,8 +45,9 @@ struct LLVMCodegenOptions {
   // exp, log, tanh, sigmoid and erf on float32 (and float16, computed as float) become inline
   // polynomial approximations that vectorize, instead of calls to libm one lane at a time. They
   // are within 2 ULP of the correctly rounded result over the whole float range, subnormal
-  // inputs and results included, and handle infinities and NaN as libm does.
-  bool approx_math = false;
+  // inputs and results included, and handle infinities and NaN as libm does (docs/compiler.md).
+  // Off: libm's results, one call per lane.
+  bool approx_math = true;
 };
 
 // Builds the module for `funcs` in `context`, with `tm`'s triple and data layout. Throws UserError
