@@ -824,9 +824,12 @@ llvm::Value *CodeGenLLVM::approx_exp(llvm::Value *x) {
   const double hi = 88.72283935546875, lo = -103.97208404541016;
   llvm::Value *xc = b_.CreateSelect(b_.CreateFCmpOGT(x, fconst(x, hi)), fconst(x, hi), x);
   xc = b_.CreateSelect(b_.CreateFCmpOLT(xc, fconst(x, lo)), fconst(x, lo), xc);
-  // n = floor(x * log2(e) + 0.5), without a floor instruction (SSE2 has none).
+  // NaN is replaced at the end; 0 in its place keeps every lane of the conversion below in range.
+  xc = b_.CreateSelect(b_.CreateFCmpUNO(x, x), fconst(x, 0.0), xc);
+  // n = floor(x * log2(e) + 0.5), without a floor instruction (SSE2 has none). v is within
+  // [-150, 129], so a plain conversion (one vector instruction) is exact.
   llvm::Value *v = b_.CreateFAdd(b_.CreateFMul(xc, fconst(x, 1.44269504088896341)), fconst(x, 0.5));
-  llvm::Value *vi = b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {it, x->getType()}, {v});
+  llvm::Value *vi = b_.CreateFPToSI(v, it);
   llvm::Value *vf = b_.CreateSIToFP(vi, x->getType());
   llvm::Value *down = b_.CreateFCmpOGT(vf, v);
   llvm::Value *ni = b_.CreateSub(vi, b_.CreateZExt(down, it));
