@@ -53,8 +53,8 @@ memory::desc plain_md(const std::vector<int64_t> &s) {
 }
 
 Case eltwise_case(const std::string &name, const std::vector<int64_t> &shape, const Json &op, dnnl::algorithm alg) {
-  Case c{name, "elemwise.x86", Json::object({{"data", tensor(shape)}, {"epilogue", Json::array({op})}}), shape, shape,
-         nullptr};
+  Case c{name,  "elemwise.x86", Json::object({{"data", tensor(shape)}, {"epilogue", Json::array({op})}}),
+         shape, shape,          nullptr};
   c.onednn = [shape, alg](dnnl::engine &eng, memory &src, memory &dst) {
     auto d = dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, alg, plain_md(shape), 0.f, 0.f);
     auto p = dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(d, eng));
@@ -80,7 +80,8 @@ Case softmax_case(const std::string &name, const std::vector<int64_t> &shape) {
 
 Case pool_case(const std::string &name, const std::vector<int64_t> &shape, bool is_max, int64_t k, int64_t st,
                int64_t pad, bool global) {
-  const int64_t oh = global ? 1 : (shape[2] + 2 * pad - k) / st + 1, ow = global ? 1 : (shape[3] + 2 * pad - k) / st + 1;
+  const int64_t oh = global ? 1 : (shape[2] + 2 * pad - k) / st + 1,
+                ow = global ? 1 : (shape[3] + 2 * pad - k) / st + 1;
   std::vector<int64_t> out = {shape[0], shape[1], oh, ow};
   Json args = Json::object({{"data", tensor(shape)}, {"pool_type", is_max ? "max" : "avg"}});
   if (!global) {
@@ -91,10 +92,10 @@ Case pool_case(const std::string &name, const std::vector<int64_t> &shape, bool 
   Case c{name, global ? "global_pool2d.x86" : "pool2d.x86", args, shape, out, nullptr};
   const int64_t kh = global ? shape[2] : k, kw = global ? shape[3] : k, s = global ? 1 : st, p = global ? 0 : pad;
   c.onednn = [shape, out, is_max, kh, kw, s, p](dnnl::engine &eng, memory &src, memory &dst) {
-    auto d = dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference,
-                                         is_max ? dnnl::algorithm::pooling_max
-                                                : dnnl::algorithm::pooling_avg_exclude_padding,
-                                         plain_md(shape), plain_md(out), {s, s}, {kh, kw}, {p, p}, {p, p});
+    auto d = dnnl::pooling_forward::desc(
+        dnnl::prop_kind::forward_inference,
+        is_max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding, plain_md(shape),
+        plain_md(out), {s, s}, {kh, kw}, {p, p}, {p, p});
     auto pd = dnnl::pooling_forward::primitive_desc(d, eng);
     auto prim = dnnl::pooling_forward(pd);
     memory ws = pd.workspace_desc().get_size() ? memory(pd.workspace_desc(), eng) : memory();
@@ -223,10 +224,11 @@ int main(int argc, char **argv) {
                               strm.wait();
                             }));
       }
-      std::printf("ops case=%s threads=%d kiln_us=%.2f onednn_us=%.2f kiln_gbs=%.2f onednn_gbs=%.2f ratio=%.3f "
-                  "max_diff=%.2g\n",
-                  c.name.c_str(), n, kiln_s * 1e6, onednn_s * 1e6, bytes / kiln_s * 1e-9, bytes / onednn_s * 1e-9,
-                  onednn_s / kiln_s, max_diff);
+      std::printf(
+          "ops case=%s threads=%d kiln_us=%.2f onednn_us=%.2f kiln_gbs=%.2f onednn_gbs=%.2f ratio=%.3f "
+          "max_diff=%.2g\n",
+          c.name.c_str(), n, kiln_s * 1e6, onednn_s * 1e6, bytes / kiln_s * 1e-9, bytes / onednn_s * 1e-9,
+          onednn_s / kiln_s, max_diff);
       std::fflush(stdout);
     }
   }

@@ -223,7 +223,8 @@ Config default_pool(const ConfigSpace &s, const Pool &p, const Target &t) {
   // is a contiguous load and a shuffle); wider strides read with gathers take short runs over a
   // padded copy.
   const bool strided = !p.blocked && p.sw > 1;
-  int64_t owi = p.blocked ? largest_divisor_at_most(p.OW, 8) : largest_divisor_at_most(p.OW, strided ? lanes : 2 * lanes);
+  int64_t owi =
+      p.blocked ? largest_divisor_at_most(p.OW, 8) : largest_divisor_at_most(p.OW, strided ? lanes : 2 * lanes);
   if (!p.blocked && owi < lanes / 2 && p.OW >= lanes) owi = lanes;
   std::vector<std::pair<std::string, Json>> v = {
       {"tile_ow", Json::array_of(std::vector<int64_t>{ceil_div(p.OW, owi), owi})},

@@ -926,10 +926,11 @@ llvm::Value *CodeGenLLVM::math(const std::string &name, const std::vector<llvm::
     }
   }
   static const std::map<std::string, llvm::Intrinsic::ID> unary = {
-      {"exp", llvm::Intrinsic::exp},    {"log", llvm::Intrinsic::log},     {"sqrt", llvm::Intrinsic::sqrt},
-      {"fabs", llvm::Intrinsic::fabs},  {"floor", llvm::Intrinsic::floor}, {"ceil", llvm::Intrinsic::ceil},
+      {"exp", llvm::Intrinsic::exp},     {"log", llvm::Intrinsic::log},
+      {"sqrt", llvm::Intrinsic::sqrt},   {"fabs", llvm::Intrinsic::fabs},
+      {"floor", llvm::Intrinsic::floor}, {"ceil", llvm::Intrinsic::ceil},
       {"round", llvm::Intrinsic::round}, {"nearbyint", llvm::Intrinsic::nearbyint},
-      {"sin", llvm::Intrinsic::sin},    {"cos", llvm::Intrinsic::cos}};
+      {"sin", llvm::Intrinsic::sin},     {"cos", llvm::Intrinsic::cos}};
   if (auto it = unary.find(name); it != unary.end() && args.size() == 1) return b_.CreateUnaryIntrinsic(it->second, x);
   if (name == "pow" && args.size() == 2) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, args[1]);
   if (name == "fma" && args.size() == 3) return b_.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {x, args[1], args[2]});
@@ -939,8 +940,8 @@ llvm::Value *CodeGenLLVM::math(const std::string &name, const std::vector<llvm::
     llvm::Value *e = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(x));
     return b_.CreateFDiv(one(), b_.CreateFAdd(one(), e));
   }
-  static const std::set<std::string> libm_unary = {"tanh", "erf",  "tan",   "asin",  "acos",
-                                                   "atan", "sinh", "cosh", "asinh", "acosh", "atanh"};
+  static const std::set<std::string> libm_unary = {"tanh", "erf",  "tan",   "asin",  "acos", "atan",
+                                                   "sinh", "cosh", "asinh", "acosh", "atanh"};
   if (libm_unary.count(name) && args.size() == 1) return libm(name, x);
   throw InternalError(detail::concat("LLVM back end: math intrinsic ", name, " with ", args.size(), " arguments"));
 }
@@ -1128,8 +1129,8 @@ llvm::Value *CodeGenLLVM::load(const ir::LoadNode *op) {
       }
       llvm::Value *ptr = b_.CreateInBoundsGEP(mt, base, index(r->base));
       ptr = b_.CreateBitCast(ptr, wt->getPointerTo());
-      llvm::Value *all = b_.CreateMaskedLoad(wt, ptr, access_align(buf, r->base, mt), wide_mask,
-                                             llvm::Constant::getNullValue(wt));
+      llvm::Value *all =
+          b_.CreateMaskedLoad(wt, ptr, access_align(buf, r->base, mt), wide_mask, llvm::Constant::getNullValue(wt));
       annotate(all, buf);
       std::vector<int> pick;
       for (unsigned j = 0; j < lanes; ++j) pick.push_back(static_cast<int>(j * s));

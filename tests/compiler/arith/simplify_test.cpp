@@ -186,9 +186,9 @@ TEST_F(SimplifyTest, RecombineDivAndMod) {
 TEST_F(SimplifyTest, RecombineNestedDivAndModOfAFusedIndex) {
   EXPECT_SIMPLIFY(floordiv(x, 12) * 12 + floormod(floordiv(x, 4), 3) * 4 + floormod(x, 4), x);
   EXPECT_SIMPLIFY(floormod(x, 4) + floormod(floordiv(x, 4), 3) * 4 + floordiv(x, 12) * 12 + y, x + y);
-  EXPECT_SIMPLIFY(floordiv(x, 385) * 385 + floormod(floordiv(x, 77), 5) * 77 + floormod(floordiv(x, 11), 7) * 11 +
-                      floormod(x, 11),
-                  x);
+  EXPECT_SIMPLIFY(
+      floordiv(x, 385) * 385 + floormod(floordiv(x, 77), 5) * 77 + floormod(floordiv(x, 11), 7) * 11 + floormod(x, 11),
+      x);
   EXPECT_SIMPLIFY(truncdiv(x, 6) * 6 + truncmod(truncdiv(x, 2), 3) * 2 + truncmod(x, 2), x);
   // The digit of another radix does not combine.
   EXPECT_UNCHANGED(floordiv(x, 12) * 12 + floormod(floordiv(x, 4), 4) * 4);
