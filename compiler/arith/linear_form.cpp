@@ -185,20 +185,32 @@ void merge_div_mod(LinearForm *f) {
       int64_t c;
       if (!split_div_mod(f->terms[i].atom, true, &floor_div_kind, &x, &c)) continue;
       const int64_t k = f->terms[i].coeff;
-      if (c == -1 || k % c != 0) continue;
+      if (c == -1) continue;
       for (size_t j = 0; j < f->terms.size(); ++j) {
         bool floor_mod_kind;
         Expr y;
         int64_t d;
         if (!split_div_mod(f->terms[j].atom, false, &floor_mod_kind, &y, &d)) continue;
-        if (floor_mod_kind != floor_div_kind || d != c || f->terms[j].coeff != k / c) continue;
-        if (!structural_equal(x, y)) continue;
-        // div(x, c) * c * m + mod(x, c) * m == x * m
-        // The terms of x * m take the place of the first of the pair.
+        if (floor_mod_kind != floor_div_kind || d == -1 || k % d != 0 || f->terms[j].coeff != k / d) continue;
+        if (d == c) {
+          if (!structural_equal(x, y)) continue;
+        } else {
+          // The index of a fused loop: y = div(x, c1) and div(x, c1 * d) == div(y, d) for
+          // positive divisors (floor and truncating alike).
+          bool floor_inner;
+          Expr z;
+          int64_t c1;
+          if (d <= 0 || !split_div_mod(y, true, &floor_inner, &z, &c1) || floor_inner != floor_div_kind || c1 <= 0 ||
+              c1 > INT64_MAX / d || c1 * d != c || !structural_equal(x, z)) {
+            continue;
+          }
+        }
+        // div(y, d) * d * m + mod(y, d) * m == y * m
+        // The terms of y * m take the place of the first of the pair.
         LinearForm merged(f->type);
         const size_t first = std::min(i, j);
         for (size_t n = 0; n < first; ++n) merged.terms.push_back(f->terms[n]);
-        collect_linear(x, k / c, &merged);
+        collect_linear(y, k / d, &merged);
         for (size_t n = first + 1; n < f->terms.size(); ++n) {
           if (n != i && n != j) merged.add_term(f->terms[n].atom, f->terms[n].coeff);
         }

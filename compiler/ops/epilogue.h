@@ -12,6 +12,18 @@
 //   {"op":"clip","max":b,"min":a}      min(max(x, a), b)
 //   {"op":"scale","value":v}           x * v
 //   {"op":"sigmoid"}, {"op":"tanh"}    float only
+//   {"op":"add_scalar","value":v}      x + v; likewise subtract_scalar, multiply_scalar,
+//                                      divide_scalar (v not 0), maximum_scalar, minimum_scalar;
+//                                      float only
+//   {"op":"leaky_relu","alpha":a}      x >= 0 ? x : a * x (a defaults to 0.01)
+//   {"op":"prelu"}                     x >= 0 ? x : slope[channel] * x; adds an input of shape
+//                                      [channels]
+//   {"op":"hard_sigmoid","alpha":a,"beta":b}
+//                                      max(0, min(1, a * x + b)) (a, b default to 0.2, 0.5)
+//   {"op":"hard_swish"}                x * min(max(x + 3, 0), 6) / 6
+//   {"op":"silu"}                      x * sigmoid(x)
+//   {"op":"gelu","approximate":"none"} x * (1 + erf(x / sqrt 2)) / 2, or with "tanh" the tanh form
+//                                      (these six float only)
 //   {"op":"cast","dtype":"float16"}
 //   {"op":"requantize","out_dtype":"int8","scale":s,"zero_point":z}
 //                                      clamp(round(float(x) * s) + z) to out_dtype's range, cast
@@ -35,6 +47,18 @@ contracts::Json clip(double lo, double hi);
 contracts::Json scale(double value);
 contracts::Json sigmoid();
 contracts::Json tanh();
+contracts::Json add_scalar(double value);
+contracts::Json subtract_scalar(double value);
+contracts::Json multiply_scalar(double value);
+contracts::Json divide_scalar(double value);
+contracts::Json maximum_scalar(double value);
+contracts::Json minimum_scalar(double value);
+contracts::Json leaky_relu(double alpha = 0.01);
+contracts::Json prelu();
+contracts::Json hard_sigmoid(double alpha = 0.2, double beta = 0.5);
+contracts::Json hard_swish();
+contracts::Json silu();
+contracts::Json gelu(bool tanh_approximation = false);
 contracts::Json cast(const std::string &dtype);
 contracts::Json requantize(double scale, int64_t zero_point, const std::string &out_dtype);
 }  // namespace epilogue

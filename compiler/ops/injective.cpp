@@ -3,9 +3,10 @@
 //   broadcast.x86  a binary op with numpy broadcasting (add, subtract, multiply, divide, maximum,
 //                  minimum), then an epilogue;
 //   reduce.x86     sum, mean, max, min or prod over some axes (keepdims optional), then an epilogue.
-// Schedule: intermediate elementwise stages inlined; the output's loops fused (or, for broadcasts
-// with a long innermost dimension, the outer ones), split by a block of vector lanes, the outer part
-// parallel and the block vectorized. Reductions over the innermost data dimension keep vector
+// Schedule: intermediate elementwise stages inlined; the output's trailing loops fused into rows
+// along which every input is read contiguously or not at all (all loops for a plain chain, the
+// loops after the channel when an op reads a per-channel input), a row split by a block of vector
+// lanes, the rest parallel and the block vectorized. Reductions over the innermost data dimension keep vector
 // partial results (rfactor); reductions over outer dimensions vectorize the innermost kept one.
 #include <algorithm>
 
@@ -80,6 +81,26 @@ Elemwise parse_elemwise(const std::string &tmpl, const Json &args) {
   return e;
 }
 
+// The first axis of a row: every axis when no op reads a per-channel input; else the axes after
+// the channel (at least the innermost one), so that the channel is fixed along a row or is the
+// row itself.
+int elemwise_first_inner(const Elemwise &e) {
+  bool per_channel = false;
+  for (size_t i = 0; i < e.epilogue.size(); ++i) {
+    const std::string op = e.epilogue[i]["op"].as_string();
+    per_channel = per_channel || op == "bias_add" || op == "prelu";
+  }
+  if (!per_channel) return 0;
+  const int64_t rank = static_cast<int64_t>(e.data.shape.size());
+  return static_cast<int>(std::min(e.axis + 1, rank - 1));
+}
+
+int64_t row_length(const std::vector<int64_t> &shape, int first_inner) {
+  int64_t n = 1;
+  for (size_t d = static_cast<size_t>(std::max(first_inner, 0)); d < shape.size(); ++d) n *= shape[d];
+  return n;
+}
+
 // --- broadcast ---
 
 struct Broadcast {
@@ -87,6 +108,8 @@ struct Broadcast {
   std::string op;
   std::vector<int64_t> shape;
   Json epilogue;
+  // Axes from here on are fused into rows (see parse_broadcast).
+  int first_inner = 0;
 };
 
 Broadcast parse_broadcast(const std::string &tmpl, const Json &args) {
@@ -112,6 +135,19 @@ Broadcast parse_broadcast(const std::string &tmpl, const Json &args) {
                          std::to_string(r));
     }
     b.shape.push_back(std::max(l, r));
+  }
+  // The trailing axes along which each operand is either read contiguously or not at all.
+  auto broadcast_at = [&](const TensorArg &t, size_t d) {
+    const size_t off = rank - t.shape.size();
+    return d < off || t.shape[d - off] == 1;
+  };
+  b.first_inner = static_cast<int>(rank) - 1;
+  while (b.first_inner > 0) {
+    const size_t d = static_cast<size_t>(b.first_inner - 1), last = rank - 1;
+    const bool same = b.shape[d] == 1 || (broadcast_at(b.lhs, d) == broadcast_at(b.lhs, last) &&
+                                          broadcast_at(b.rhs, d) == broadcast_at(b.rhs, last));
+    if (!same) break;
+    --b.first_inner;
   }
   b.epilogue = canonical_epilogue(args.get_or("epilogue", Json::array()), b.lhs.dtype, "workload " + tmpl);
   return b;
@@ -288,7 +324,7 @@ void register_injective_templates(Registry &r) {
   {
     Template t;
     t.name = "elemwise.x86";
-    t.version = 1;
+    t.version = 2;
     t.summary = "a chain of elementwise ops (epilogue descriptors) on one tensor";
     t.arguments = {tensor_spec("data", -1, "the input"),
                    {"axis", "int", "1 (0 for rank 1)", "the channel axis a bias_add indexes"},
@@ -306,11 +342,11 @@ void register_injective_templates(Registry &r) {
     };
     t.define_space = [name](ConfigSpace &s, const Json &a, const Target &tg) {
       Elemwise e = parse_elemwise(name, a);
-      define_block(s, "tile", e.data.numel(), tg.lanes(e.data.dtype));
+      define_block(s, "tile", row_length(e.data.shape, elemwise_first_inner(e)), tg.lanes(e.data.dtype));
     };
     t.default_config = [name](const ConfigSpace &s, const Json &a, const Target &tg) {
       Elemwise e = parse_elemwise(name, a);
-      return default_block(s, "tile", e.data.numel(), tg.lanes(e.data.dtype));
+      return default_block(s, "tile", row_length(e.data.shape, elemwise_first_inner(e)), tg.lanes(e.data.dtype));
     };
     t.compute = [name](const Json &a, const Config &) {
       Elemwise e = parse_elemwise(name, a);
@@ -322,17 +358,19 @@ void register_injective_templates(Registry &r) {
       c.epilogue = build_epilogue(x, e.epilogue, ch, &c.inputs);
       c.parts["anchor"] = c.epilogue.front();
       c.outputs = {c.epilogue.back()};
+      c.attrs["first_inner"] = elemwise_first_inner(e);
       return c;
     };
     t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
-      schedule_injective(s, c.outputs[0], cfg.split("tile")[1]);
+      for (size_t i = 0; i + 1 < c.epilogue.size(); ++i) s[c.epilogue[i]].compute_inline();
+      schedule_rows(s, c.outputs[0], static_cast<int>(c.attrs.at("first_inner")), cfg.split("tile")[1]);
     };
     r.add(std::move(t));
   }
   {
     Template t;
     t.name = "broadcast.x86";
-    t.version = 1;
+    t.version = 2;
     t.summary = "a binary op with numpy broadcasting, then an epilogue";
     t.arguments = {tensor_spec("lhs", -1, "the left operand"),
                    tensor_spec("rhs", -1, "the right operand, of lhs's dtype; shapes broadcast as numpy's"),
@@ -355,11 +393,11 @@ void register_injective_templates(Registry &r) {
     };
     t.define_space = [name](ConfigSpace &s, const Json &a, const Target &tg) {
       Broadcast b = parse_broadcast(name, a);
-      define_block(s, "tile", b.shape.back(), tg.lanes(b.lhs.dtype));
+      define_block(s, "tile", row_length(b.shape, b.first_inner), tg.lanes(b.lhs.dtype));
     };
     t.default_config = [name](const ConfigSpace &s, const Json &a, const Target &tg) {
       Broadcast b = parse_broadcast(name, a);
-      return default_block(s, "tile", b.shape.back(), tg.lanes(b.lhs.dtype));
+      return default_block(s, "tile", row_length(b.shape, b.first_inner), tg.lanes(b.lhs.dtype));
     };
     t.compute = [name](const Json &a, const Config &) {
       Broadcast b = parse_broadcast(name, a);
@@ -389,27 +427,18 @@ void register_injective_templates(Registry &r) {
                                    }),
                                    op, "broadcast");
       c.parts["anchor"] = out;
+      c.attrs["first_inner"] = b.first_inner;
       ChannelMap ch{b.shape[rank > 1 ? 1 : 0], [rank](const std::vector<Var> &i) { return Expr(i[rank > 1 ? 1 : 0]); }};
       c.epilogue = build_epilogue(out, b.epilogue, ch, &c.inputs);
       c.outputs = {c.epilogue.empty() ? out : c.epilogue.back()};
       return c;
     };
     t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
-      // Outer dimensions fused and parallel; the innermost split by the block and vectorized, so
-      // a broadcast operand is read with a stride of 0 or 1 inside the vector.
+      // Rows of the trailing axes along which each operand is read with a stride of 0 or 1,
+      // split by the block and vectorized; the rest fused and parallel.
       for (size_t i = 0; i + 1 < c.epilogue.size(); ++i) s[c.epilogue[i]].compute_inline();
       if (!c.epilogue.empty()) s[c.part("anchor")].compute_inline();
-      te::Stage O = s[c.outputs[0]];
-      const int nd = c.outputs[0].ndim();
-      IterVar io, ii;
-      O.split(O.axis(static_cast<size_t>(nd - 1)), static_cast<int>(cfg.split("tile")[1]), &io, &ii);
-      std::vector<IterVar> outer;
-      for (int d = 0; d + 1 < nd; ++d) outer.push_back(O.axis(static_cast<size_t>(d)));
-      outer.push_back(io);
-      IterVar par;
-      O.fuse(outer, &par);
-      O.parallel(par);
-      O.vectorize(ii);
+      schedule_rows(s, c.outputs[0], static_cast<int>(c.attrs.at("first_inner")), cfg.split("tile")[1]);
     };
     r.add(std::move(t));
   }

@@ -3,7 +3,8 @@
 //                      count_include_pad (average pooling needs float data);
 //   global_pool2d.x86  max or average over the whole H x W plane.
 // Schedule: (batch, channel, row) fused and parallel; a run of output columns (NCHW) or the
-// channel block (NCHWc) vectorized; the window reduction runs outside the vector, computed at the
+// channel block (NCHWc) vectorized (global NCHW pooling: the plane as one contiguous vectorized
+// reduction per channel); the window reduction runs outside the vector, computed at the
 // output tile together with the division and the epilogue.
 #include <algorithm>
 
@@ -218,11 +219,13 @@ void define_pool_space(ConfigSpace &s, const Pool &p) {
 
 Config default_pool(const ConfigSpace &s, const Pool &p, const Target &t) {
   const int64_t lanes = t.lanes(p.data.dtype);
-  // NCHW with a stride reads its columns with gathers: short vector runs over a padded copy
-  // measured best there; stride 1 takes long contiguous runs with the padding inlined.
+  // NCHW: a run of output columns along the width, read with contiguous loads (a stride of 2 to 4
+  // is a contiguous load and a shuffle); wider strides read with gathers take short runs over a
+  // padded copy.
   const bool strided = !p.blocked && p.sw > 1;
-  int64_t owi = p.blocked ? largest_divisor_at_most(p.OW, 8) : largest_divisor_at_most(p.OW, strided ? 4 : 2 * lanes);
-  if (!p.blocked && !strided && owi < lanes / 2 && p.OW >= lanes) owi = lanes;
+  int64_t owi =
+      p.blocked ? largest_divisor_at_most(p.OW, 8) : largest_divisor_at_most(p.OW, strided ? lanes : 2 * lanes);
+  if (!p.blocked && owi < lanes / 2 && p.OW >= lanes) owi = lanes;
   std::vector<std::pair<std::string, Json>> v = {
       {"tile_ow", Json::array_of(std::vector<int64_t>{ceil_div(p.OW, owi), owi})},
       {"unroll_kw", Json(p.kw <= 4 ? 1 : 0)}};

@@ -230,6 +230,30 @@ void schedule_injective_stage(te::Schedule &s, const te::Tensor &t, int64_t vect
   st.vectorize(inner);
 }
 
+void schedule_rows(te::Schedule &s, const te::Tensor &t, int first_inner, int64_t vector_block) {
+  if (first_inner <= 0) return schedule_injective_stage(s, t, vector_block);
+  te::Stage st = s[t];
+  const int nd = t.ndim();
+  std::vector<IterVar> outer, inner;
+  int64_t row = 1;
+  for (int i = 0; i < nd; ++i) {
+    (i < first_inner ? outer : inner).push_back(st.axis(static_cast<size_t>(i)));
+    if (i >= first_inner) row *= as_const_int(t.shape()[static_cast<size_t>(i)]).value_or(1);
+  }
+  IterVar in = inner.front();
+  if (inner.size() > 1) st.fuse(inner, &in);
+  IterVar par = outer.front();
+  if (outer.size() > 1) st.fuse(outer, &par);
+  st.parallel(par);
+  if (row > vector_block) {
+    // The blocks of a row stay a loop of their own, so that a partial last block is peeled off.
+    IterVar io, ii;
+    st.split(in, static_cast<int>(vector_block), &io, &ii);
+    in = ii;
+  }
+  st.vectorize(in);
+}
+
 int64_t largest_divisor_at_most(int64_t n, int64_t cap) {
   for (int64_t d = std::min(n, cap); d >= 1; --d) {
     if (n % d == 0) return d;

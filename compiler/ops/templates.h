@@ -82,6 +82,10 @@ void inline_epilogue(te::Schedule &s, const Compute &c);
 // A generic schedule for an injective stage: all loops fused, split by `vector_block` (a multiple
 // of the vector width), the outer part parallel, the inner vectorized.
 void schedule_injective_stage(te::Schedule &s, const te::Tensor &t, int64_t vector_block);
+// The same for rows: the axes from `first_inner` on are fused into a row, split by `vector_block`
+// and the block vectorized; the axes before it are fused and parallel.
+// first_inner <= 0 is schedule_injective_stage.
+void schedule_rows(te::Schedule &s, const te::Tensor &t, int first_inner, int64_t vector_block);
 
 int64_t largest_divisor_at_most(int64_t n, int64_t cap);
 int64_t ceil_div(int64_t a, int64_t b);

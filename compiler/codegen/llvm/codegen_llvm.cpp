@@ -824,9 +824,12 @@ llvm::Value *CodeGenLLVM::approx_exp(llvm::Value *x) {
   const double hi = 88.72283935546875, lo = -103.97208404541016;
   llvm::Value *xc = b_.CreateSelect(b_.CreateFCmpOGT(x, fconst(x, hi)), fconst(x, hi), x);
   xc = b_.CreateSelect(b_.CreateFCmpOLT(xc, fconst(x, lo)), fconst(x, lo), xc);
-  // n = floor(x * log2(e) + 0.5), without a floor instruction (SSE2 has none).
+  // NaN is replaced at the end; 0 in its place keeps every lane of the conversion below in range.
+  xc = b_.CreateSelect(b_.CreateFCmpUNO(x, x), fconst(x, 0.0), xc);
+  // n = floor(x * log2(e) + 0.5), without a floor instruction (SSE2 has none). v is within
+  // [-150, 129], so a plain conversion (one vector instruction) is exact.
   llvm::Value *v = b_.CreateFAdd(b_.CreateFMul(xc, fconst(x, 1.44269504088896341)), fconst(x, 0.5));
-  llvm::Value *vi = b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {it, x->getType()}, {v});
+  llvm::Value *vi = b_.CreateFPToSI(v, it);
   llvm::Value *vf = b_.CreateSIToFP(vi, x->getType());
   llvm::Value *down = b_.CreateFCmpOGT(vf, v);
   llvm::Value *ni = b_.CreateSub(vi, b_.CreateZExt(down, it));
@@ -923,10 +926,11 @@ llvm::Value *CodeGenLLVM::math(const std::string &name, const std::vector<llvm::
     }
   }
   static const std::map<std::string, llvm::Intrinsic::ID> unary = {
-      {"exp", llvm::Intrinsic::exp},    {"log", llvm::Intrinsic::log},     {"sqrt", llvm::Intrinsic::sqrt},
-      {"fabs", llvm::Intrinsic::fabs},  {"floor", llvm::Intrinsic::floor}, {"ceil", llvm::Intrinsic::ceil},
+      {"exp", llvm::Intrinsic::exp},     {"log", llvm::Intrinsic::log},
+      {"sqrt", llvm::Intrinsic::sqrt},   {"fabs", llvm::Intrinsic::fabs},
+      {"floor", llvm::Intrinsic::floor}, {"ceil", llvm::Intrinsic::ceil},
       {"round", llvm::Intrinsic::round}, {"nearbyint", llvm::Intrinsic::nearbyint},
-      {"sin", llvm::Intrinsic::sin},    {"cos", llvm::Intrinsic::cos}};
+      {"sin", llvm::Intrinsic::sin},     {"cos", llvm::Intrinsic::cos}};
   if (auto it = unary.find(name); it != unary.end() && args.size() == 1) return b_.CreateUnaryIntrinsic(it->second, x);
   if (name == "pow" && args.size() == 2) return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, args[1]);
   if (name == "fma" && args.size() == 3) return b_.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {x, args[1], args[2]});
@@ -936,8 +940,8 @@ llvm::Value *CodeGenLLVM::math(const std::string &name, const std::vector<llvm::
     llvm::Value *e = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(x));
     return b_.CreateFDiv(one(), b_.CreateFAdd(one(), e));
   }
-  static const std::set<std::string> libm_unary = {"tanh", "erf",  "tan",   "asin",  "acos",
-                                                   "atan", "sinh", "cosh", "asinh", "acosh", "atanh"};
+  static const std::set<std::string> libm_unary = {"tanh", "erf",  "tan",   "asin",  "acos", "atan",
+                                                   "sinh", "cosh", "asinh", "acosh", "atanh"};
   if (libm_unary.count(name) && args.size() == 1) return libm(name, x);
   throw InternalError(detail::concat("LLVM back end: math intrinsic ", name, " with ", args.size(), " arguments"));
 }
@@ -1084,6 +1088,53 @@ llvm::Value *CodeGenLLVM::load(const ir::LoadNode *op) {
       llvm::LoadInst *ld = b_.CreateAlignedLoad(mt, ptr, access_align(buf, *scalar_index, mt));
       annotate(ld, buf);
       return from_memory(b_.CreateVectorSplat(lanes, ld), et);
+    }
+    if (scalar_index) {
+      // One scalar load when any lane is active, repeated over the active lanes.
+      llvm::Value *any = b_.CreateOrReduce(mask);
+      llvm::BasicBlock *yes = block("load.pred"), *merge = block("load.end");
+      llvm::BasicBlock *from = b_.GetInsertBlock();
+      b_.CreateCondBr(any, yes, merge);
+      b_.SetInsertPoint(yes);
+      llvm::Value *ptr = b_.CreateInBoundsGEP(mt, base, index(*scalar_index));
+      llvm::LoadInst *ld = b_.CreateAlignedLoad(mt, ptr, access_align(buf, *scalar_index, mt));
+      annotate(ld, buf);
+      llvm::BasicBlock *loaded = b_.GetInsertBlock();
+      b_.CreateBr(merge);
+      b_.SetInsertPoint(merge);
+      llvm::PHINode *phi = b_.CreatePHI(mt, 2);
+      phi->addIncoming(ld, loaded);
+      phi->addIncoming(llvm::Constant::getNullValue(mt), from);
+      llvm::Value *splat = b_.CreateVectorSplat(lanes, phi);
+      return from_memory(b_.CreateSelect(mask, splat, llvm::Constant::getNullValue(vt)), et);
+    }
+    if (r && stride && *stride >= 2 && *stride <= 4 && static_cast<unsigned>(r->lanes) == lanes) {
+      // A short constant stride: the span as one masked contiguous load (lanes between the
+      // elements read only when no lane is masked off), then the elements picked out of it.
+      const unsigned s = static_cast<unsigned>(*stride), wide = lanes * s, span = (lanes - 1) * s + 1;
+      auto *wt = llvm::FixedVectorType::get(mt, wide);
+      llvm::Value *wide_mask;
+      if (mask) {
+        std::vector<int> spread;
+        std::vector<llvm::Constant *> picked;
+        for (unsigned j = 0; j < wide; ++j) {
+          spread.push_back(static_cast<int>(j / s));
+          picked.push_back(llvm::ConstantInt::getBool(ctx_, j % s == 0));
+        }
+        wide_mask = b_.CreateAnd(b_.CreateShuffleVector(mask, spread), llvm::ConstantVector::get(picked));
+      } else {
+        std::vector<llvm::Constant *> in_span;
+        for (unsigned j = 0; j < wide; ++j) in_span.push_back(llvm::ConstantInt::getBool(ctx_, j < span));
+        wide_mask = llvm::ConstantVector::get(in_span);
+      }
+      llvm::Value *ptr = b_.CreateInBoundsGEP(mt, base, index(r->base));
+      ptr = b_.CreateBitCast(ptr, wt->getPointerTo());
+      llvm::Value *all =
+          b_.CreateMaskedLoad(wt, ptr, access_align(buf, r->base, mt), wide_mask, llvm::Constant::getNullValue(wt));
+      annotate(all, buf);
+      std::vector<int> pick;
+      for (unsigned j = 0; j < lanes; ++j) pick.push_back(static_cast<int>(j * s));
+      return from_memory(b_.CreateShuffleVector(all, pick), et);
     }
     llvm::Value *ptrs = b_.CreateInBoundsGEP(mt, base, index(op->index));
     const llvm::Align align(mod_.getDataLayout().getABITypeAlign(mt));

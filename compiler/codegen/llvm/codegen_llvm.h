@@ -19,7 +19,9 @@
 // float; if_then_else evaluates only the taken branch (per lane, through masked memory accesses,
 // for vector conditions). Vector IR stays vector: a load or store whose index is a ramp of
 // stride 1 is one (masked) vector access, aligned where the index is provably a multiple of the
-// lanes; other indices become gathers and scatters. Buffers do not alias each other (noalias
+// lanes; a load of one element for all lanes is a scalar load (under a branch when masked); a load
+// of a constant stride of 2 to 4 is a masked contiguous load and a shuffle; other indices become
+// gathers and scatters. Buffers do not alias each other (noalias
 // parameters and alias scopes). ThreadBinding loops run serially; a barrier is a UserError.
 #include <memory>
 #include <string>
@@ -43,8 +45,9 @@ struct LLVMCodegenOptions {
   // exp, log, tanh, sigmoid and erf on float32 (and float16, computed as float) become inline
   // polynomial approximations that vectorize, instead of calls to libm one lane at a time. They
   // are within 2 ULP of the correctly rounded result over the whole float range, subnormal
-  // inputs and results included, and handle infinities and NaN as libm does.
-  bool approx_math = false;
+  // inputs and results included, and handle infinities and NaN as libm does (docs/compiler.md).
+  // Off: libm's results, one call per lane.
+  bool approx_math = true;
 };
 
 // Builds the module for `funcs` in `context`, with `tm`'s triple and data layout. Throws UserError

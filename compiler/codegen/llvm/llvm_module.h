@@ -24,7 +24,7 @@ struct LLVMBuildOptions {
   std::string target = "llvm -mcpu=native";  // see LLVMTarget
   int opt_level = 3;                         // 0 to 3, for LLVM's pipeline and code generator
   bool fp_contract = true;                   // see LLVMCodegenOptions
-  bool approx_math = false;                  // see LLVMCodegenOptions
+  bool approx_math = true;                   // see LLVMCodegenOptions; false for libm's results
   // Let LLVM unroll loops on its own as well. Off by default: the schedule decides unrolling,
   // and LLVM's full unrolling of small nests turns them into blocks so large that its SLP
   // vectorizer and load elimination take seconds.

@@ -181,6 +181,19 @@ TEST_F(SimplifyTest, RecombineDivAndMod) {
   EXPECT_UNCHANGED(floordiv(x, 4) * 4 + truncmod(x, 4));
 }
 
+// The flattened index of a tensor read through one fused loop variable: the digits of x in a
+// mixed radix add back up to x.
+TEST_F(SimplifyTest, RecombineNestedDivAndModOfAFusedIndex) {
+  EXPECT_SIMPLIFY(floordiv(x, 12) * 12 + floormod(floordiv(x, 4), 3) * 4 + floormod(x, 4), x);
+  EXPECT_SIMPLIFY(floormod(x, 4) + floormod(floordiv(x, 4), 3) * 4 + floordiv(x, 12) * 12 + y, x + y);
+  EXPECT_SIMPLIFY(
+      floordiv(x, 385) * 385 + floormod(floordiv(x, 77), 5) * 77 + floormod(floordiv(x, 11), 7) * 11 + floormod(x, 11),
+      x);
+  EXPECT_SIMPLIFY(truncdiv(x, 6) * 6 + truncmod(truncdiv(x, 2), 3) * 2 + truncmod(x, 2), x);
+  // The digit of another radix does not combine.
+  EXPECT_UNCHANGED(floordiv(x, 12) * 12 + floormod(floordiv(x, 4), 4) * 4);
+}
+
 TEST_F(SimplifyTest, NarrowAndUnsignedLinearForms) {
   EXPECT_SIMPLIFY((u + 5) - 3, u + 2);
   EXPECT_SIMPLIFY((u - 5) + 5, Expr(u));

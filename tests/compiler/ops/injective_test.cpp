@@ -30,13 +30,49 @@ TEST(Injective, ElemwiseChain) {
       1e-5);
 }
 
+// Every scalar and activation op of the epilogue vocabulary, alone and after a per-channel op,
+// at shapes no vector width divides, on the default and sampled configs, through both back ends.
+TEST(Injective, ElemwiseActivationsAtTailShapes) {
+  using namespace ops::epilogue;
+  const std::vector<Json> activations = {add_scalar(0.75),      subtract_scalar(1.5),
+                                         multiply_scalar(-2.0), divide_scalar(3.0),
+                                         maximum_scalar(0.25),  minimum_scalar(-0.5),
+                                         leaky_relu(0.1),       hard_sigmoid(),
+                                         hard_swish(),          silu(),
+                                         gelu(false),           gelu(true)};
+  for (const std::vector<int64_t> &shape : std::vector<std::vector<int64_t>>{{3, 5, 7, 11}, {2, 17}, {1, 16, 19, 19}}) {
+    for (const Json &op : activations) {
+      for (bool per_channel : {false, true}) {
+        Json chain = per_channel ? Json::array({prelu(), op}) : Json::array({op});
+        SCOPED_TRACE(chain.dump());
+        ops::Task task("elemwise.x86", Json::object({{"data", tensor(shape)}, {"epilogue", chain}}), kTarget);
+        auto reference = [&](const std::vector<Host> &in) {
+          std::vector<Host> extra(in.begin() + 1, in.end());
+          return testing::apply_epilogue(in[0], chain, extra, [](const std::vector<int64_t> &i) { return i[1]; });
+        };
+        testing::check_against_reference(task, testing::test_configs(task, 1, 103), reference, 2e-6);
+        // The LLVM back end, with its fast vector math.
+        ops::Compute c = task.compute(task.default_config());
+        std::vector<deploy::Tensor> inputs = testing::make_inputs(c, 11);
+        std::vector<Host> host;
+        for (const auto &t : inputs) host.push_back(testing::to_host(t));
+        auto outs = testing::run_config_llvm(task, task.default_config(), inputs);
+        EXPECT_LE(testing::rel_error(reference(host), outs[0]), 2e-6);
+      }
+    }
+  }
+}
+
 TEST(Injective, BroadcastBinaryOps) {
   struct Case {
     std::vector<int64_t> l, r;
     const char *op;
   };
-  for (const Case &k : {Case{{4, 1, 33}, {5, 1}, "add"}, Case{{2, 3, 17}, {17}, "multiply"},
-                        Case{{6, 40}, {6, 1}, "maximum"}, Case{{1}, {3, 20}, "subtract"}}) {
+  for (const Case &k :
+       {Case{{4, 1, 33}, {5, 1}, "add"}, Case{{2, 3, 17}, {17}, "multiply"}, Case{{6, 40}, {6, 1}, "maximum"},
+        Case{{1}, {3, 20}, "subtract"}, Case{{1, 6, 5, 7}, {1, 6, 1, 1}, "maximum"}, Case{{2, 3, 5, 9}, {5, 9}, "add"},
+        Case{{3, 1, 4, 5}, {1, 7, 1, 1}, "multiply"}}) {
+    SCOPED_TRACE(k.op);
     Json epi = Json::array({ops::epilogue::relu()});
     ops::Task task("broadcast.x86",
                    Json::object({{"lhs", tensor(k.l)}, {"rhs", tensor(k.r)}, {"op", k.op}, {"epilogue", epi}}),
@@ -61,7 +97,11 @@ TEST(Injective, BroadcastBinaryOps) {
           testing::for_each_index(shape, [&](const std::vector<int64_t> &i) {
             double x = pick(in[0], i), y = pick(in[1], i);
             std::string op = k.op;
-            double v = op == "add" ? x + y : op == "multiply" ? x * y : op == "maximum" ? std::max(x, y) : x - y;
+            double v = op == "add"        ? x + y
+                       : op == "multiply" ? x * y
+                       : op == "maximum"  ? std::max(x, y)
+                       : op == "divide"   ? static_cast<double>(static_cast<float>(x) / static_cast<float>(y))
+                                          : x - y;
             out.at(i) = std::max(v, 0.0);
           });
           return out;

@@ -217,11 +217,14 @@ inline Host apply_epilogue(Host x, const contracts::Json &list, const std::vecto
   for (size_t k = 0; k < list.size(); ++k) {
     const auto &d = list[k];
     std::string op = d["op"].as_string();
-    if (op == "bias_add" || op == "add" || op == "multiply") {
+    if (op == "bias_add" || op == "add" || op == "multiply" || op == "prelu") {
       const Host &e = extra.at(next++);
       for_each_index(x.shape, [&](const std::vector<int64_t> &i) {
-        double v = op == "bias_add" ? e.data[static_cast<size_t>(channel(i))] : e.at(i);
-        x.at(i) = op == "multiply" ? x.at(i) * v : x.at(i) + v;
+        double v = op == "bias_add" || op == "prelu" ? e.data[static_cast<size_t>(channel(i))] : e.at(i);
+        if (op == "prelu")
+          x.at(i) = x.at(i) >= 0 ? x.at(i) : x.at(i) * v;
+        else
+          x.at(i) = op == "multiply" ? x.at(i) * v : x.at(i) + v;
       });
       continue;
     }
@@ -236,6 +239,30 @@ inline Host apply_epilogue(Host x, const contracts::Json &list, const std::vecto
         v = 1.0 / (1.0 + std::exp(-v));
       else if (op == "tanh")
         v = std::tanh(v);
+      else if (op == "add_scalar")
+        v = v + d["value"].as_double();
+      else if (op == "subtract_scalar")
+        v = v - d["value"].as_double();
+      else if (op == "multiply_scalar")
+        v = v * d["value"].as_double();
+      else if (op == "divide_scalar")
+        v = v / d["value"].as_double();
+      else if (op == "maximum_scalar")
+        v = std::max(v, d["value"].as_double());
+      else if (op == "minimum_scalar")
+        v = std::min(v, d["value"].as_double());
+      else if (op == "leaky_relu")
+        v = v >= 0 ? v : v * d["alpha"].as_double();
+      else if (op == "hard_sigmoid")
+        v = std::max(0.0, std::min(1.0, d["alpha"].as_double() * v + d["beta"].as_double()));
+      else if (op == "hard_swish")
+        v = v * std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0;
+      else if (op == "silu")
+        v = v / (1.0 + std::exp(-v));
+      else if (op == "gelu")
+        v = d["approximate"].as_string() == "tanh"
+                ? 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))
+                : 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
       else if (op == "cast")
         v = v;
       else if (op == "requantize") {
