@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,8 @@
 #include "compiler/driver/graph_executor.h"
 #include "compiler/driver/graph_pipeline.h"
 #include "compiler/frontend/onnx/onnx_importer.h"
+#include "db/tuning_db.h"
+#include "tuner/db_config_lookup.h"
 #include "compiler/graph/op_def.h"
 #include "compiler/ir/deploy_dtype.h"
 #include "contracts/error.h"
@@ -36,6 +39,8 @@ struct ModelOptions {
   bool json = false;
   bool print_graph = false;
   bool optimize = false;
+  std::string db;  // the tuning log whose best configs the template kernels use
+  std::string device_key = "local-cpu";
 };
 
 std::pair<std::string, std::string> split_assignment(const std::string &s, const char *option) {
@@ -204,6 +209,15 @@ void run_model(const ModelOptions &o) {
   }
   driver::ExecutorOptions eo;
   eo.target = o.target;
+  std::unique_ptr<db::TuningDb> log;
+  std::unique_ptr<tuner::DbConfigLookup> lookup;
+  if (!o.db.empty()) {
+    db::TuningDbOptions dbo;
+    dbo.read_only = true;
+    log = std::make_unique<db::TuningDb>(db::TuningDb::open(o.db, dbo));
+    lookup = std::make_unique<tuner::DbConfigLookup>(*log, o.device_key);
+    eo.configs = lookup.get();
+  }
   if (o.optimize) {
     driver::GraphPipelineOptions po = driver::GraphPipelineOptions::from_env();
     po.target = o.target;
@@ -240,12 +254,40 @@ void run_model(const ModelOptions &o) {
     j["nodes"] = st.nodes;
     j["kernels"] = st.kernels;
     j["template_kernels"] = st.template_kernels;
+    j["tuned_kernels"] = st.tuned_kernels;
+    ordered_json tk = ordered_json::array();
+    for (const auto &r : st.templates)
+      tk.push_back({{"node", r.node}, {"template", r.template_name}, {"workload_key", r.workload_key},
+                    {"config", driver::source_name(r.source)}});
+    j["templates"] = tk;
     j["compile_s"] = import_s;
     j["run_s"] = run_s;
     std::cout << j.dump(2) << "\n";
     return;
   }
   t.print(std::cout);
+  if (lookup) {
+    // Where each template kernel's config came from.
+    std::cout << "\n";
+    Table k({"NODE", "TEMPLATE", "CONFIG", "WORKLOAD"});
+    int defaults = 0;
+    for (const auto &r : st.templates) {
+      k.add_row({r.node, r.template_name, driver::source_name(r.source), r.workload_key.substr(0, 12)});
+      if (r.source == driver::KernelReport::Source::kDefault || r.source == driver::KernelReport::Source::kStale) ++defaults;
+    }
+    k.print(std::cout);
+    std::printf("%d of %d template kernels use tuned configs from %s; %d use the default config\n", st.tuned_kernels,
+                st.template_kernels, o.db.c_str(), defaults);
+    if (defaults) {
+      std::cout << "to tune them:\n";
+      for (const auto &r : st.templates) {
+        if (r.source != driver::KernelReport::Source::kDefault && r.source != driver::KernelReport::Source::kStale)
+          continue;
+        std::cout << "  kiln tune --db " << o.db << " --target '" << o.target << "' --device-key " << o.device_key
+                  << " --template " << r.template_name << " --args '" << r.args_json << "'\n";
+      }
+    }
+  }
   std::printf("%d nodes, %d kernels (%d from operator templates); import and compile %.2f s, run %.3f s\n", st.nodes,
               st.kernels, st.template_kernels, import_s, run_s);
 }
@@ -270,6 +312,8 @@ void add_model_commands(CLI::App &app) {
   run->add_option("--input", o->inputs, "NAME=FILE: an input tensor (.npy or ONNX TensorProto .pb)");
   run->add_option("--output-dir", o->output_dir, "where each output is written as NAME.npy")->required();
   run->add_flag("--print-graph", o->print_graph, "print the graph after import (and the passes)");
+  run->add_option("--db", o->db, "a tuning log: template kernels use its best configs for --target / --device-key");
+  run->add_option("--device-key", o->device_key, "the device class whose records --db may use")->capture_default_str();
   run->add_flag("--optimize", o->optimize,
                 "run the graph passes first (simplification, BatchNorm folding, constant folding, CSE, DCE)");
   run->callback([o] { run_model(*o); });

@@ -30,7 +30,6 @@ struct GraphExecutor::CompiledKernel {
   std::string function;
   std::vector<int> input_map;
   bool from_template = false;
-  KernelReport report;
 };
 
 const char *source_name(KernelReport::Source s) {
@@ -120,6 +119,7 @@ TemplateChoice choose_config(const graph::Kernel &k, const Node &n, const Execut
   c.report.node = n.name;
   c.report.template_name = k.template_name;
   c.report.workload_key = c.task->key();
+  c.report.args_json = c.task->workload().args_json;
   if (!options.configs) return c;
   std::optional<ops::TunedConfig> tuned = options.configs->best(c.task->workload(), c.task->target().str());
   if (!tuned) return c;
@@ -144,7 +144,6 @@ std::shared_ptr<GraphExecutor::CompiledKernel> build_kernel(const OpContext &ctx
     const ops::Task &task = *choice->task;
     f = task.lower(choice->config ? *choice->config : task.default_config(), fname);
     ck->from_template = true;
-    ck->report = choice->report;
   } else {
     if (k.outputs.empty()) ctx.fail("the op built no kernel outputs");
     auto s = te::create_schedule(k.outputs);
@@ -173,7 +172,8 @@ KernelCache &cache() {
 
 std::shared_ptr<const GraphExecutor::CompiledKernel> get_kernel(const graph::Graph &g, const Node &n, const OpDef &def,
                                                                 const std::vector<TensorType> &outs,
-                                                                const ExecutorOptions &options, bool *compiled) {
+                                                                const ExecutorOptions &options, bool *compiled,
+                                                                KernelReport *report = nullptr) {
   const std::string &target = options.target;
   OpContext ctx(g, n);
   graph::Kernel kernel;
@@ -185,6 +185,8 @@ std::shared_ptr<const GraphExecutor::CompiledKernel> get_kernel(const graph::Gra
     if (!kernel.template_name.empty()) {
       choice = choose_config(kernel, n, options);
       if (choice.config) sig += "|config=" + choice.config->record().space + ":" + std::to_string(choice.config->record().index);
+      // Where this node's config came from (the cached kernel may have been built for another lookup).
+      if (report) *report = choice.report;
     }
   } catch (const GraphError &) {
     throw;
@@ -276,15 +278,14 @@ GraphExecutor::GraphExecutor(graph::Graph g, const ExecutorOptions &options)
       continue;
     }
     bool compiled = false;
-    auto k = get_kernel(graph_, n, *def, outs, options_, &compiled);
+    KernelReport r;
+    auto k = get_kernel(graph_, n, *def, outs, options_, &compiled, &r);
     if (!distinct.count(k.get())) {
       distinct[k.get()] = true;
       ++stats_.kernels;
       if (compiled) ++stats_.kernels_compiled;
       if (k->from_template) {
         ++stats_.template_kernels;
-        KernelReport r = k->report;
-        r.node = n.name;
         if (r.source == KernelReport::Source::kExact || r.source == KernelReport::Source::kDeviceClass)
           ++stats_.tuned_kernels;
         stats_.templates.push_back(r);

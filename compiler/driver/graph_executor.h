@@ -34,6 +34,7 @@ struct KernelReport {
   std::string node;       // the first node that uses the kernel
   std::string template_name;
   std::string workload_key;
+  std::string args_json;  // the workload's canonical arguments (what `kiln tune --args` takes)
   enum class Source { kDefault, kExact, kDeviceClass, kStale } source = Source::kDefault;
   std::string note;  // for kStale: why the tuned config was not usable
 };
