@@ -343,8 +343,14 @@ void register_tensor_ops() {
         for (int64_t k = rank - 1; k >= 0; --k) perm.push_back(k);
       }
       if (static_cast<int64_t>(perm.size()) != rank) ctx.fail(concat("perm has ", perm.size(), " entries for rank ", rank));
-      std::vector<int64_t> sorted = sorted_axes(ctx, perm, rank);
       for (auto &p : perm) p = ctx.axis(p, rank);
+      std::vector<int64_t> sorted = perm;
+      std::sort(sorted.begin(), sorted.end());
+      if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+        std::string text;
+        for (int64_t p : ctx.node().attr_ints("perm")) text += concat(text.empty() ? "" : ",", p);
+        ctx.fail(concat("perm [", text, "] is not a permutation: an axis is given twice"));
+      }
       return perm;
     };
     d.infer = [perm_of](const OpContext &ctx) {

@@ -217,10 +217,8 @@ graph::Graph build(const ::onnx::ModelProto &m, const ImportOptions &options, co
     const Converter *c = find_converter(n.op_type(), opset);
     try {
       (*c)(cx, n);
-    } catch (const ImportError &) {
-      throw;
     } catch (const UserError &e) {
-      // A graph error already names the node; others get its name.
+      // Converter and graph errors get the file's name; those that do not name the node get its name.
       std::string msg = e.what();
       if (msg.rfind("node '", 0) != 0) msg = concat("node '", cx.node_name(n), "' (", n.op_type(), "): ", msg);
       throw ImportError(concat(what, ": ", msg));
