@@ -139,6 +139,21 @@ def main(out_dir):
 
     save(out_dir, "nested_if.onnx", nested_if(10))
 
+    # A constant subgraph that folds to 40 GB: Expand of one float to 100000 x 100000.
+    save(out_dir, "expand_huge.onnx", model(
+        [helper.make_node("Expand", ["one", "shape"], ["y"], name="expand")], [],
+        [tensor("y", TensorProto.FLOAT, None)],
+        [helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0]),
+         helper.make_tensor("shape", TensorProto.INT64, [2], [100000, 100000])]))
+
+    # Converter inputs that do not fit: Clip-6 (float only) on int32, CastLike without its second input.
+    save(out_dir, "clip_int.onnx", model(
+        [helper.make_node("Clip", ["x"], ["y"], name="clip", min=0.0)],
+        [tensor("x", TensorProto.INT32, [2])], [tensor("y", TensorProto.INT32, None)], opset=6))
+    save(out_dir, "castlike_one_input.onnx", model(
+        [helper.make_node("CastLike", ["x"], ["y"], name="castlike")],
+        [tensor("x", TensorProto.FLOAT, [2])], [tensor("y", TensorProto.FLOAT, None)], opset=15))
+
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:

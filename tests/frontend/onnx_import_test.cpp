@@ -189,6 +189,16 @@ TEST_F(OnnxImportTest, NestedSubgraphsAreReportedAsUnsupported) {
   }
 }
 
+TEST_F(OnnxImportTest, AConstantTooLargeToFoldIsRefusedBeforeAllocating) {
+  import_error("expand_huge.onnx", {"node 'expand'", "float32[100000,100000]", "40000000000 bytes"});
+}
+
+TEST_F(OnnxImportTest, OldClipOnIntegersIsRefused) { import_error("clip_int.onnx", {"node 'clip'", "int32"}); }
+
+TEST_F(OnnxImportTest, CastLikeWithoutItsSecondInputIsRefused) {
+  import_error("castlike_one_input.onnx", {"node 'castlike'", "input 1"});
+}
+
 TEST_F(OnnxImportTest, AnInputOfTheWrongShapeNamesTheInput) {
   driver::GraphExecutor ex(import_model(model("relu.onnx")));
   deploy::Tensor wrong = deploy::Tensor::empty({3, 2}, deploy::DType::of<float>());

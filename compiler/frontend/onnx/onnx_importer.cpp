@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <new>
 #include <set>
 #include <sstream>
 
@@ -608,6 +609,14 @@ std::vector<ValueId> ConvertContext::emit(const std::string &op, const std::vect
     all_constant = ready;
   }
   if (all_constant) {
+    // Folded outputs are constants: they fall under the same limit as the initializers, checked
+    // before anything is allocated.
+    for (const TensorType &t : types) {
+      if (t.nbytes() > options_.max_constant_bytes)
+        throw ImportError(concat("node '", node.name, "' (", op, "): its constant output ", t.str(), " takes ",
+                                 t.nbytes(), " bytes, more than the ", options_.max_constant_bytes,
+                                 " allowed for constants"));
+    }
     // Evaluate in a graph of its own and add the results as constants.
     graph::Graph tmp;
     graph::Node n2 = node;
@@ -619,7 +628,12 @@ std::vector<ValueId> ConvertContext::emit(const std::string &op, const std::vect
     tmp.add_node(n2, output_names, types);
     driver::ExecutorOptions eo;
     eo.target = options_.target;
-    std::vector<deploy::Tensor> vals = driver::evaluate_node(tmp, tmp.nodes()[0], eo);
+    std::vector<deploy::Tensor> vals;
+    try {
+      vals = driver::evaluate_node(tmp, tmp.nodes()[0], eo);
+    } catch (const std::bad_alloc &) {
+      throw ImportError(concat("node '", node.name, "' (", op, "): out of memory while folding its constant outputs"));
+    }
     std::vector<ValueId> out;
     for (size_t k = 0; k < vals.size(); ++k) out.push_back(g_.add_constant(output_names[k], vals[k]));
     return out;
