@@ -146,6 +146,15 @@ def main(out_dir):
         [helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0]),
          helper.make_tensor("shape", TensorProto.INT64, [2], [100000, 100000])]))
 
+    # Shapes whose size overflows: an input, and the output of a Tile of an input.
+    save(out_dir, "input_too_large.onnx", model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [tensor("x", TensorProto.FLOAT, [2 ** 62, 2 ** 62])], [tensor("y", TensorProto.FLOAT, None)]))
+    save(out_dir, "tile_too_large.onnx", model(
+        [helper.make_node("Tile", ["x", "repeats"], ["y"], name="tile")],
+        [tensor("x", TensorProto.FLOAT, [2, 3])], [tensor("y", TensorProto.FLOAT, None)],
+        [helper.make_tensor("repeats", TensorProto.INT64, [2], [2 ** 40, 2 ** 40])]))
+
     # Converter inputs that do not fit: Clip-6 (float only) on int32, CastLike without its second input.
     save(out_dir, "clip_int.onnx", model(
         [helper.make_node("Clip", ["x"], ["y"], name="clip", min=0.0)],

@@ -193,6 +193,11 @@ TEST_F(OnnxImportTest, AConstantTooLargeToFoldIsRefusedBeforeAllocating) {
   import_error("expand_huge.onnx", {"node 'expand'", "float32[100000,100000]", "40000000000 bytes"});
 }
 
+TEST_F(OnnxImportTest, ShapesWhoseSizeOverflowsAreRefused) {
+  import_error("input_too_large.onnx", {"input 'x'", "too large"});
+  import_error("tile_too_large.onnx", {"node 'tile'", "too large"});
+}
+
 TEST_F(OnnxImportTest, OldClipOnIntegersIsRefused) { import_error("clip_int.onnx", {"node 'clip'", "int32"}); }
 
 TEST_F(OnnxImportTest, CastLikeWithoutItsSecondInputIsRefused) {

@@ -202,7 +202,9 @@ graph::Graph build(const ::onnx::ModelProto &m, const ImportOptions &options, co
       g.add_constant(vi.name(), t);
       continue;
     }
-    g.add_input(vi.name(), input_type(vi, options, what));
+    const TensorType type = input_type(vi, options, what);
+    if (!type.size_fits()) throw ImportError(concat(what, ": input '", vi.name(), "' is too large: ", type.str()));
+    g.add_input(vi.name(), type);
   }
   for (const auto &[name, t] : options.frozen_inputs) {
     bool found = false;
