@@ -146,6 +146,15 @@ def main(out_dir):
         [helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0]),
          helper.make_tensor("shape", TensorProto.INT64, [2], [100000, 100000])]))
 
+    # An initializer whose declared element count overflows int64.
+    overflow = TensorProto()
+    overflow.name = "overflow"
+    overflow.data_type = TensorProto.FLOAT
+    overflow.dims.extend([2 ** 40, 2 ** 40])
+    save(out_dir, "initializer_overflow.onnx", model(
+        [helper.make_node("Add", ["x", "overflow"], ["y"], name="add_overflow")],
+        [tensor("x", TensorProto.FLOAT, [1])], [tensor("y", TensorProto.FLOAT, None)], [overflow]))
+
     # Shapes whose size overflows: an input, and the output of a Tile of an input.
     save(out_dir, "input_too_large.onnx", model(
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],

@@ -112,7 +112,7 @@ TEST_F(OnnxImportTest, RandomBytesAreRefused) { import_error("random.onnx", {});
 
 TEST_F(OnnxImportTest, AnImageIsRefused) { import_error("image.onnx", {"not a valid ONNX model"}); }
 
-TEST_F(OnnxImportTest, AnEmptyFileIsRefused) { import_error("empty.onnx", {}); }
+TEST_F(OnnxImportTest, AnEmptyFileIsRefused) { import_error("empty.onnx", {"empty"}); }
 
 TEST_F(OnnxImportTest, AFolderIsRefused) { import_error("folder.onnx", {"is a directory"}); }
 
@@ -127,19 +127,21 @@ TEST_F(OnnxImportTest, InspectRefusesWhatIsNotAModel) {
 
 TEST_F(OnnxImportTest, OpsetAbove17IsRefused) { import_error("opset18.onnx", {"opset 18", "17"}); }
 
-TEST_F(OnnxImportTest, ACycleNamesTheNodeAndValue) { import_error("cycle.onnx", {"node_a", "b_out"}); }
+TEST_F(OnnxImportTest, ACycleNamesTheNodeAndValue) { import_error("cycle.onnx", {"node 'node_a'", "'b_out'"}); }
 
 TEST_F(OnnxImportTest, AMissingInitializerNamesTheNodeAndValue) {
-  import_error("missing_initializer.onnx", {"add_weight", "'weight'"});
+  import_error("missing_initializer.onnx", {"node 'add_weight'", "'weight'"});
 }
 
-TEST_F(OnnxImportTest, GatherAxisOutOfRange) { import_error("gather_axis.onnx", {"gather", "axis"}); }
+TEST_F(OnnxImportTest, GatherAxisOutOfRange) { import_error("gather_axis.onnx", {"node 'gather'", "axis 7"}); }
 
-TEST_F(OnnxImportTest, TransposeRepeatedPerm) { import_error("transpose_perm.onnx", {"transpose", "perm"}); }
+TEST_F(OnnxImportTest, TransposeRepeatedPerm) {
+  import_error("transpose_perm.onnx", {"node 'transpose'", "perm [0,0]"});
+}
 
-TEST_F(OnnxImportTest, ConvGroupNotDividingChannels) { import_error("conv_group.onnx", {"conv", "group"}); }
+TEST_F(OnnxImportTest, ConvGroupNotDividingChannels) { import_error("conv_group.onnx", {"node 'conv'", "group 2"}); }
 
-TEST_F(OnnxImportTest, ResizeNegativeScale) { import_error("resize_scale.onnx", {"resize", "scale"}); }
+TEST_F(OnnxImportTest, ResizeNegativeScale) { import_error("resize_scale.onnx", {"node 'resize'", "scales"}); }
 
 TEST_F(OnnxImportTest, HugeInitializerWithLittleDataIsRefusedWithoutAllocating) {
   import_error("huge_initializer.onnx", {"initializer 'huge'", "16 bytes"});
@@ -191,6 +193,12 @@ TEST_F(OnnxImportTest, NestedSubgraphsAreReportedAsUnsupported) {
 
 TEST_F(OnnxImportTest, AConstantTooLargeToFoldIsRefusedBeforeAllocating) {
   import_error("expand_huge.onnx", {"node 'expand'", "float32[100000,100000]", "40000000000 bytes"});
+}
+
+TEST_F(OnnxImportTest, AnInitializerWhoseSizeOverflowsIsRefused) {
+  import_error("initializer_overflow.onnx", {"initializer 'overflow'", "overflows"});
+  const std::string path = model("initializer_overflow.onnx");
+  user_error_of([&] { inspect_model(path); }, {path, "initializer 'overflow'", "overflows"});
 }
 
 TEST_F(OnnxImportTest, ShapesWhoseSizeOverflowsAreRefused) {

@@ -425,6 +425,7 @@ deploy::Tensor read_tensor_file(const std::string &path) { return parse_tensor(r
 
 graph::Graph import_model_bytes(std::string_view bytes, const ImportOptions &options, const std::string &base_dir,
                                 const std::string &what) {
+  if (bytes.empty()) throw ImportError(concat(what, ": the file is empty, not an ONNX model"));
   ::onnx::ModelProto m;
   parse_message(m, bytes, what, "ONNX model");
   if (!m.has_graph()) throw ImportError(concat(what, ": the model has no graph"));
@@ -452,7 +453,14 @@ ModelInfo inspect_model(const std::string &path) {
     init.insert(t.name());
     ++info.initializers;
     int64_t n = 1;
-    for (int64_t d : t.dims()) n *= std::max<int64_t>(d, 0);
+    for (int64_t d : t.dims()) {
+      d = std::max<int64_t>(d, 0);
+      if (d > 0 && n > std::numeric_limits<int64_t>::max() / d)
+        throw ImportError(concat(path, ": initializer '", t.name(), "': its declared shape overflows"));
+      n *= d;
+    }
+    if (n > std::numeric_limits<int64_t>::max() - info.parameters)
+      throw ImportError(concat(path, ": the initializers declare more than 2^63 elements"));
     info.parameters += n;
   }
   auto io = [](const ::onnx::ValueInfoProto &vi) {
