@@ -146,6 +146,12 @@ def main(out_dir):
         [helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0]),
          helper.make_tensor("shape", TensorProto.INT64, [2], [100000, 100000])]))
 
+    # Gather with a constant index past the end of the axis.
+    save(out_dir, "gather_index.onnx", model(
+        [helper.make_node("Gather", ["x", "far"], ["y"], name="gather_far")],
+        [tensor("x", TensorProto.FLOAT, [2, 3])], [tensor("y", TensorProto.FLOAT, None)],
+        [helper.make_tensor("far", TensorProto.INT64, [1], [100000000])]))
+
     # An initializer whose declared element count overflows int64.
     overflow = TensorProto()
     overflow.name = "overflow"

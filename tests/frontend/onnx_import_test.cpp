@@ -135,6 +135,10 @@ TEST_F(OnnxImportTest, AMissingInitializerNamesTheNodeAndValue) {
 
 TEST_F(OnnxImportTest, GatherAxisOutOfRange) { import_error("gather_axis.onnx", {"node 'gather'", "axis 7"}); }
 
+TEST_F(OnnxImportTest, GatherConstantIndexOutOfRange) {
+  import_error("gather_index.onnx", {"node 'gather_far'", "index 100000000", "extent 2"});
+}
+
 TEST_F(OnnxImportTest, TransposeRepeatedPerm) {
   import_error("transpose_perm.onnx", {"node 'transpose'", "perm [0,0]"});
 }
