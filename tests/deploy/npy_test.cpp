@@ -125,6 +125,15 @@ TEST(NpyTest, MalformedFilesAreErrorsNamingTheFile) {
                    "too large");
 }
 
+TEST(NpyTest, AnEmptyArrayWithHugeExtentsParses) {
+  // No elements, but the other extents' product overflows int64.
+  const Tensor t = parse_npy(
+      npy_with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 999999999999999, 999999999999999), }", 0),
+      "empty.npy");
+  EXPECT_EQ(t.shape(), (std::vector<int64_t>{0, 999999999999999, 999999999999999}));
+  EXPECT_EQ(t.nbytes(), 0u);
+}
+
 TEST(NpyTest, MissingFileIsAnErrorNamingIt) {
   try {
     read_npy("/nonexistent/x.npy");
