@@ -1,6 +1,7 @@
 #include "deploy/tensor.h"
 
 #include <cstring>
+#include <limits>
 #include <new>
 #include <stdexcept>
 
@@ -36,7 +37,9 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t> &shape) {
   int64_t stride = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = stride;
-    stride *= shape[i];
+    // Only a tensor with a zero extent can overflow here (checked_numel refuses the rest); its
+    // strides are never used to address data, so they saturate.
+    if (__builtin_mul_overflow(stride, shape[i], &stride)) stride = std::numeric_limits<int64_t>::max();
   }
   return strides;
 }

@@ -33,6 +33,7 @@ declare -A allowed=(
   [rpc_server]="contracts deploy compiler kiln/v1"
   [tuner]="contracts deploy compiler cost_model db rpc_server kiln/v1"
   [cli]="contracts deploy compiler cost_model db rpc_server tuner kiln/v1"
+  [fuzz]="contracts deploy compiler"
 )
 
 status=0

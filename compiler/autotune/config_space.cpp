@@ -1022,7 +1022,10 @@ Config ConfigSpace::parse_config_text(std::string_view text, const Config &base)
   }
   std::vector<contracts::KnobValue> knobs;
   for (const Knob &k : data_->knobs) knobs.emplace_back(k.name, base.value(k.name));
-  for (auto &[name, value] : given) {
+  for (auto &entry : given) {
+    // Not a structured binding: clang before 16 cannot capture one in a lambda.
+    const std::string &name = entry.first;
+    auto &value = entry.second;
     auto it =
         std::find_if(knobs.begin(), knobs.end(), [&](const contracts::KnobValue &kv) { return kv.first == name; });
     if (it == knobs.end()) {

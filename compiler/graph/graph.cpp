@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "compiler/graph/op_def.h"
@@ -18,6 +19,19 @@ int64_t TensorType::numel() const {
 }
 
 int64_t TensorType::nbytes() const { return numel() * dtype.bytes(); }
+
+bool TensorType::size_fits() const {
+  for (int64_t d : shape) {
+    if (d < 0) return false;
+    if (d == 0) return true;
+  }
+  int64_t n = dtype.bytes();
+  for (int64_t d : shape) {
+    if (n > std::numeric_limits<int64_t>::max() / d) return false;
+    n *= d;
+  }
+  return true;
+}
 
 std::string dtype_name(ir::DataType t) {
   if (t.is_bool()) return "bool";
@@ -222,6 +236,7 @@ ValueId Graph::add_value(Value v) {
   for (int64_t d : v.type.shape) {
     if (d < 0) throw GraphError(concat("value '", v.name, "' has a negative dimension: ", v.type.str()));
   }
+  if (!v.type.size_fits()) throw GraphError(concat("value '", v.name, "' is too large: ", v.type.str()));
   const auto id = static_cast<ValueId>(values_.size());
   by_name_[v.name] = id;
   values_.push_back(std::move(v));

@@ -40,6 +40,8 @@ struct TensorType {
   int rank() const { return static_cast<int>(shape.size()); }
   int64_t numel() const;
   int64_t nbytes() const;
+  // Whether nbytes() fits in an int64_t (for shapes of any origin; negative dimensions do not fit).
+  bool size_fits() const;
   // "float32[1,3,224,224]", "int64[]" for a scalar.
   std::string str() const;
   bool operator==(const TensorType &o) const { return dtype == o.dtype && shape == o.shape; }

@@ -146,6 +146,7 @@ std::vector<TensorType> infer_types(const Graph &g, const Node &n) {
     for (int64_t d : t.shape) {
       if (d < 0) ctx.fail(concat("an output would have the negative shape ", t.str()));
     }
+    if (!t.size_fits()) ctx.fail(concat("an output would be too large: ", t.str()));
   }
   return types;
 }

@@ -343,8 +343,14 @@ void register_tensor_ops() {
         for (int64_t k = rank - 1; k >= 0; --k) perm.push_back(k);
       }
       if (static_cast<int64_t>(perm.size()) != rank) ctx.fail(concat("perm has ", perm.size(), " entries for rank ", rank));
-      std::vector<int64_t> sorted = sorted_axes(ctx, perm, rank);
       for (auto &p : perm) p = ctx.axis(p, rank);
+      std::vector<int64_t> sorted = perm;
+      std::sort(sorted.begin(), sorted.end());
+      if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+        std::string text;
+        for (int64_t p : ctx.node().attr_ints("perm")) text += concat(text.empty() ? "" : ",", p);
+        ctx.fail(concat("perm [", text, "] is not a permutation: an axis is given twice"));
+      }
       return perm;
     };
     d.infer = [perm_of](const OpContext &ctx) {
@@ -525,6 +531,14 @@ void register_tensor_ops() {
       if (data.rank() == 0) ctx.fail("cannot gather from a scalar");
       if (!ctx.in(1).dtype.is_int()) ctx.fail("indices must be int32 or int64");
       const int64_t axis = ctx.axis(ctx.node().attr_int("axis", 0), data.rank());
+      // Constant indices are checked here; the kernel clamps the ones known only at run time.
+      if (ctx.input(1).is_constant()) {
+        const int64_t extent = data.shape[static_cast<size_t>(axis)];
+        for (int64_t i : ctx.const_ints(1)) {
+          if (i < -extent || i >= extent)
+            ctx.fail(concat("index ", i, " is out of range for axis ", axis, " of extent ", extent));
+        }
+      }
       TensorType t{data.dtype, {}};
       for (int64_t a = 0; a < axis; ++a) t.shape.push_back(data.shape[static_cast<size_t>(a)]);
       for (int64_t s : ctx.in(1).shape) t.shape.push_back(s);

@@ -106,6 +106,7 @@ const std::map<std::string, std::vector<ConverterVersion>> &converter_table() {
     });
     add(t, "CastLike", 15, [](ConvertContext &cx, const ::onnx::NodeProto &n) {
       ValueId like = cx.input(n, 1);
+      if (like == graph::kNoValue) cx.fail(n, "input 1 (target_type) is required");
       Attrs a;
       a["to"] = Attribute::of_string(graph::dtype_name(cx.graph().value(like).type.dtype));
       cx.emit_as(n, "Cast", {cx.input(n, 0)}, a);
@@ -114,7 +115,9 @@ const std::map<std::string, std::vector<ConverterVersion>> &converter_table() {
     add(t, "Clip", 1, [](ConvertContext &cx, const ::onnx::NodeProto &n) {
       Attrs a = cx.attributes(n);
       ValueId x = cx.input(n, 0);
+      if (x == graph::kNoValue) cx.fail(n, "input 0 is required");
       const ir::DataType dt = cx.graph().value(x).type.dtype;
+      if (!dt.is_float()) cx.fail(n, concat("takes a float tensor before opset 11, not ", graph::dtype_name(dt)));
       std::vector<ValueId> ins{x, graph::kNoValue, graph::kNoValue};
       if (a.count("min")) ins[1] = cx.constant_floats(cx.node_name(n) + "_min", {a["min"].f}, dt, true);
       if (a.count("max")) ins[2] = cx.constant_floats(cx.node_name(n) + "_max", {a["max"].f}, dt, true);
@@ -162,6 +165,7 @@ const std::map<std::string, std::vector<ConverterVersion>> &converter_table() {
     add(t, "Pad", 1, [](ConvertContext &cx, const ::onnx::NodeProto &n) {
       Attrs a = cx.attributes(n);
       ValueId x = cx.input(n, 0);
+      if (x == graph::kNoValue) cx.fail(n, "input 0 is required");
       std::vector<ValueId> ins{x, cx.constant_ints(cx.node_name(n) + "_pads", a["pads"].ints)};
       if (a.count("value")) {
         const ir::DataType dt = cx.graph().value(x).type.dtype;

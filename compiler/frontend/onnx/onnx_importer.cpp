@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <new>
 #include <set>
 #include <sstream>
 
@@ -201,7 +202,9 @@ graph::Graph build(const ::onnx::ModelProto &m, const ImportOptions &options, co
       g.add_constant(vi.name(), t);
       continue;
     }
-    g.add_input(vi.name(), input_type(vi, options, what));
+    const TensorType type = input_type(vi, options, what);
+    if (!type.size_fits()) throw ImportError(concat(what, ": input '", vi.name(), "' is too large: ", type.str()));
+    g.add_input(vi.name(), type);
   }
   for (const auto &[name, t] : options.frozen_inputs) {
     bool found = false;
@@ -217,10 +220,8 @@ graph::Graph build(const ::onnx::ModelProto &m, const ImportOptions &options, co
     const Converter *c = find_converter(n.op_type(), opset);
     try {
       (*c)(cx, n);
-    } catch (const ImportError &) {
-      throw;
     } catch (const UserError &e) {
-      // A graph error already names the node; others get its name.
+      // Converter and graph errors get the file's name; those that do not name the node get its name.
       std::string msg = e.what();
       if (msg.rfind("node '", 0) != 0) msg = concat("node '", cx.node_name(n), "' (", n.op_type(), "): ", msg);
       throw ImportError(concat(what, ": ", msg));
@@ -424,6 +425,7 @@ deploy::Tensor read_tensor_file(const std::string &path) { return parse_tensor(r
 
 graph::Graph import_model_bytes(std::string_view bytes, const ImportOptions &options, const std::string &base_dir,
                                 const std::string &what) {
+  if (bytes.empty()) throw ImportError(concat(what, ": the file is empty, not an ONNX model"));
   ::onnx::ModelProto m;
   parse_message(m, bytes, what, "ONNX model");
   if (!m.has_graph()) throw ImportError(concat(what, ": the model has no graph"));
@@ -451,7 +453,14 @@ ModelInfo inspect_model(const std::string &path) {
     init.insert(t.name());
     ++info.initializers;
     int64_t n = 1;
-    for (int64_t d : t.dims()) n *= std::max<int64_t>(d, 0);
+    for (int64_t d : t.dims()) {
+      d = std::max<int64_t>(d, 0);
+      if (d > 0 && n > std::numeric_limits<int64_t>::max() / d)
+        throw ImportError(concat(path, ": initializer '", t.name(), "': its declared shape overflows"));
+      n *= d;
+    }
+    if (n > std::numeric_limits<int64_t>::max() - info.parameters)
+      throw ImportError(concat(path, ": the initializers declare more than 2^63 elements"));
     info.parameters += n;
   }
   auto io = [](const ::onnx::ValueInfoProto &vi) {
@@ -610,6 +619,14 @@ std::vector<ValueId> ConvertContext::emit(const std::string &op, const std::vect
     all_constant = ready;
   }
   if (all_constant) {
+    // Folded outputs are constants: they fall under the same limit as the initializers, checked
+    // before anything is allocated.
+    for (const TensorType &t : types) {
+      if (t.nbytes() > options_.max_constant_bytes)
+        throw ImportError(concat("node '", node.name, "' (", op, "): its constant output ", t.str(), " takes ",
+                                 t.nbytes(), " bytes, more than the ", options_.max_constant_bytes,
+                                 " allowed for constants"));
+    }
     // Evaluate in a graph of its own and add the results as constants.
     graph::Graph tmp;
     graph::Node n2 = node;
@@ -621,7 +638,12 @@ std::vector<ValueId> ConvertContext::emit(const std::string &op, const std::vect
     tmp.add_node(n2, output_names, types);
     driver::ExecutorOptions eo;
     eo.target = options_.target;
-    std::vector<deploy::Tensor> vals = driver::evaluate_node(tmp, tmp.nodes()[0], eo);
+    std::vector<deploy::Tensor> vals;
+    try {
+      vals = driver::evaluate_node(tmp, tmp.nodes()[0], eo);
+    } catch (const std::bad_alloc &) {
+      throw ImportError(concat("node '", node.name, "' (", op, "): out of memory while folding its constant outputs"));
+    }
     std::vector<ValueId> out;
     for (size_t k = 0; k < vals.size(); ++k) out.push_back(g_.add_constant(output_names[k], vals[k]));
     return out;

@@ -62,7 +62,8 @@ struct ImportOptions {
   bool fold_constants = true;
   // The target the folding kernels are compiled for.
   std::string target = "llvm -mcpu=native";
-  // Refuse a model whose constants (initializers, external data) exceed this many bytes.
+  // Refuse a model whose constants (initializers, external data) exceed this many bytes, or a node
+  // whose folded output would.
   int64_t max_constant_bytes = int64_t{16} << 30;
 };
 

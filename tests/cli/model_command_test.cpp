@@ -1,0 +1,93 @@
+// `kiln run` and `kiln inspect` run as a user would, on one of ONNX's node tests: the outputs are
+// .npy files equal to the test's expected output; a file that is not a model is a message naming
+// it and exit status 1.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "compiler/frontend/onnx/onnx_importer.h"
+#include "deploy/npy.h"
+#include "tests/db/process_util.h"
+#include "tests/temp_dir.h"
+
+#ifndef KILN_CLI
+#error "KILN_CLI must name the kiln executable"
+#endif
+
+namespace kiln::cli {
+namespace {
+
+namespace fs = std::filesystem;
+namespace pt = db::testing;
+
+bool has(const std::string &text, const std::string &needle) { return text.find(needle) != std::string::npos; }
+
+class ModelCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(model_)) GTEST_SKIP() << model_ << " is missing (Debian's libonnx-testdata)";
+  }
+
+  pt::Run kiln(const std::vector<std::string> &args) { return pt::run_program(KILN_CLI, args, dir.path()); }
+
+  // A file that starts like a model but stops in the middle.
+  std::string truncated_model() {
+    std::ifstream in(model_, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string path = dir.file("truncated.onnx");
+    std::ofstream(path, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+    return path;
+  }
+
+  test::TempDir dir;
+  const std::string node_test_ = std::string(KILN_ONNX_NODE_TEST_DIR) + "/test_relu";
+  const std::string model_ = node_test_ + "/model.onnx";
+};
+
+TEST_F(ModelCommandTest, RunWritesTheExpectedOutput) {
+  const std::string out_dir = dir.file("out");
+  pt::Run r =
+      kiln({"run", model_, "--input", "x=" + node_test_ + "/test_data_set_0/input_0.pb", "--output-dir", out_dir});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const deploy::Tensor got = deploy::read_npy(out_dir + "/y.npy");
+  const deploy::Tensor want = frontend::onnx::read_tensor_file(node_test_ + "/test_data_set_0/output_0.pb");
+  ASSERT_EQ(got.dtype(), want.dtype());
+  ASSERT_EQ(got.shape(), want.shape());
+  ASSERT_EQ(got.nbytes(), want.nbytes());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.nbytes()), 0);
+}
+
+TEST_F(ModelCommandTest, InspectListsTheOps) {
+  pt::Run r = kiln({"inspect", model_});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "Relu")) << r.out;
+  EXPECT_TRUE(has(r.out, "1 nodes")) << r.out;
+}
+
+TEST_F(ModelCommandTest, ABadFileIsAMessageAndStatusOne) {
+  const std::string bad = truncated_model();
+  for (const char *command : {"run", "inspect"}) {
+    std::vector<std::string> args{command, bad};
+    if (std::string(command) == "run") args.insert(args.end(), {"--output-dir", dir.file("out")});
+    pt::Run r = kiln(args);
+    EXPECT_EQ(r.status, 1) << command << ": " << r.err;
+    EXPECT_TRUE(has(r.err, bad)) << command << ": " << r.err;
+    EXPECT_TRUE(has(r.err, "not a valid ONNX model")) << command << ": " << r.err;
+    EXPECT_FALSE(has(r.err, "internal error")) << command << ": " << r.err;
+  }
+}
+
+TEST_F(ModelCommandTest, AnInputOfTheWrongShapeIsAMessageNamingIt) {
+  const std::string input = dir.file("x.npy");
+  deploy::write_npy(input, deploy::Tensor::empty({2, 2}, deploy::DType::of<float>()));
+  pt::Run r = kiln({"run", model_, "--input", "x=" + input, "--output-dir", dir.file("out")});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "'x'")) << r.err;
+}
+
+}  // namespace
+}  // namespace kiln::cli
