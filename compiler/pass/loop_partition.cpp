@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -5,6 +6,7 @@
 #include "compiler/arith/analyzer.h"
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/ir/op.h"
+#include "compiler/ir/structural.h"
 #include "compiler/ir/substitute.h"
 #include "compiler/pass/passes.h"
 
@@ -15,16 +17,21 @@ namespace {
 using namespace ir;
 
 // What a loop body holds that matters for partitioning it: the comparisons under likely(), the
-// constant ranges of the loops inside it, and the variables defined inside it otherwise.
+// constant ranges of the loops inside it, the loops of constant extent that start at an
+// expression (a register tile placed at an outer loop: for (x, xo * 8, 8)), and the variables
+// defined inside it otherwise.
 class BodyInfo : public IRVisitor {
  public:
   std::vector<Expr> conditions;
   std::unordered_map<const VariableNode *, std::pair<int64_t, int64_t>> ranges;  // inclusive
+  std::unordered_map<const VariableNode *, std::pair<Expr, int64_t>> shifted;     // min, extent
   std::unordered_set<const VariableNode *> unbounded;
   bool unsafe = false;  // thread bindings or barriers: copies of the body could diverge
 
   bool bounded(const VariableNode *v) const { return ranges.count(v) && !unbounded.count(v); }
-  bool defined_inside(const VariableNode *v) const { return ranges.count(v) || unbounded.count(v); }
+  bool defined_inside(const VariableNode *v) const {
+    return ranges.count(v) || shifted.count(v) || unbounded.count(v);
+  }
 
   using IRVisitor::visit;
   void visit(const ForNode *op) override {
@@ -34,6 +41,11 @@ class BodyInfo : public IRVisitor {
     if (min && extent && *extent > 0) {
       auto [it, inserted] = ranges.emplace(v, std::make_pair(*min, *min + *extent - 1));
       if (!inserted) it->second = {std::min(it->second.first, *min), std::max(it->second.second, *min + *extent - 1)};
+    } else if (extent && *extent > 0 && op->min.type() == op->loop_var.type()) {
+      auto [it, inserted] = shifted.emplace(v, std::make_pair(op->min, *extent));
+      if (!inserted && !(it->second.second == *extent && structural_equal(it->second.first, op->min))) {
+        unbounded.insert(v);
+      }
     } else {
       unbounded.insert(v);
     }
@@ -137,6 +149,29 @@ std::optional<Split> solve(const Expr &cmp, const VariableNode *v, const BodyInf
   std::vector<Term> terms, outer;
   flatten(a, 1, &terms);
   flatten(b, -1, &terms);
+  // A loop that starts at an expression is that expression plus an offset in [0, extent): its
+  // variable stands for the offset, and the expression joins the terms.
+  std::unordered_map<const VariableNode *, int64_t> offsets;
+  for (size_t done = 0; done < terms.size();) {
+    std::vector<std::pair<const VariableNode *, int64_t>> found;  // in order of appearance
+    for (size_t i = done; i < terms.size(); ++i) {
+      const auto *var = terms[i].atom.as<VariableNode>();
+      if (!var || !info.shifted.count(var) || info.unbounded.count(var)) continue;
+      if (offsets.count(var)) return std::nullopt;  // it reappears in another loop's start
+      auto it = std::find_if(found.begin(), found.end(), [var](const auto &f) { return f.first == var; });
+      if (it == found.end()) {
+        found.emplace_back(var, terms[i].coef);
+      } else {
+        it->second += terms[i].coef;
+      }
+    }
+    done = terms.size();
+    for (const auto &[var, coef] : found) {
+      const auto &[min, extent] = info.shifted.at(var);
+      offsets.emplace(var, extent - 1);
+      flatten(min, coef, &terms);
+    }
+  }
   int64_t coef = 0, constant = 0, inner_max = 0;
   bool exact = true;
   for (const auto &t : terms) {
@@ -149,6 +184,10 @@ std::optional<Split> solve(const Expr &cmp, const VariableNode *v, const BodyInf
       const auto &r = info.ranges.at(var);
       inner_max += t.coef * (t.coef > 0 ? r.second : r.first);
       if (t.coef != 0 && r.first != r.second) exact = false;
+    } else if (var && offsets.count(var)) {
+      const int64_t last = offsets.at(var);
+      inner_max += t.coef > 0 ? t.coef * last : 0;
+      if (t.coef != 0 && last != 0) exact = false;
     } else {
       // Anything else must keep its value during the whole loop.
       bool invariant = true;

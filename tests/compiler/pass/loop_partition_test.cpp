@@ -175,6 +175,24 @@ TEST(LoopPartition, HeadAndTailWithNoMainPartAreSplitWhenConstant) {
   expect_same_results(s, out, a, b, n, 0, 8);
 }
 
+TEST(LoopPartition, InnerLoopStartingAtAnExpressionIsSolvedThroughIt) {
+  // A register tile placed at xo: for (x, xo * 4, 4). x >= 2 holds for all of it from xo = 1 on
+  // (with x * 2 + k: the same terms scaled), x < 14 up to xo = 3.
+  Var a = buffer_var("A"), b = buffer_var("B"), xo("xo"), x("x"), k("k"), n("n");
+  Expr e = x * 2 + k;
+  Stmt s = loop(
+      xo, 0, 4,
+      loop(x, xo * 4, 4,
+           loop(k, 0, 2, IfThenElseNode::make(likely(e >= 3) && likely(e < 29), store(b, load(b, x) + load(a, e), x)))));
+  Stmt out = loop_partition(s);
+  auto loops = top_loops(out);
+  ASSERT_EQ(loops.size(), 3u) << out;
+  const auto *main = loops[1].as<ForNode>();
+  EXPECT_TRUE(is_const_int(main->min, 1) && is_const_int(main->extent, 2)) << out;
+  EXPECT_EQ(count(loops[1], NodeType::IfThenElse), 0) << out;
+  expect_same_results(s, out, a, b, n, 0, 32);
+}
+
 TEST(LoopPartition, SiblingCopiesAreSplitByTheSameInnerCondition) {
   // The outer loop is split by x; the inner loop of every part, head and main alike, by y.
   Var a = buffer_var("A"), b = buffer_var("B"), i("i"), j("j"), k("k"), n("n");
