@@ -360,9 +360,11 @@ class LoopPartitioner : public IRMutator {
     const IRNode *only_lower = nullptr, *only_upper = nullptr;
     int n_lower = 0, n_upper = 0;
     for (const auto &c : info.conditions) {
-      if (done_.count(c.get()) || proven.count(c.get())) continue;
+      if (proven.count(c.get())) continue;
       auto split = solve(c, op->loop_var.get(), info);
-      if (!split) continue;
+      // A condition that split an enclosing loop splits this one again only where that leaves no
+      // guarded copy: when it depends on no loop inside.
+      if (!split || (done_.count(c.get()) && !split->exact)) continue;
       proven.insert(c.get());
       Expr p = cast(op->loop_var.type(), split->point);
       if (split->upper) {
@@ -391,7 +393,10 @@ class LoopPartitioner : public IRMutator {
     }
     // Vectorized and unrolled loops need constant extents; keep them whole otherwise.
     if ((op->kind == ForKind::Vectorized || op->kind == ForKind::Unrolled) && !constant_ends) return std::nullopt;
-    for (const auto *c : proven) done_.insert(c);
+    std::vector<const IRNode *> added;
+    for (const auto *c : proven) {
+      if (done_.insert(c).second) added.push_back(c);
+    }
 
     std::vector<Stmt> parts;
     auto guarded = [&](const Expr &from, const Expr &extent, const IRNode *fails) {
@@ -419,12 +424,13 @@ class LoopPartitioner : public IRMutator {
     }
     guarded(hi, tail_extent, only_upper);
     // The conditions stay in use for the loops of the copies above, not for loops elsewhere.
-    for (const auto *c : proven) done_.erase(c);
+    for (const auto *c : added) done_.erase(c);
     return parts.empty() ? make_nop() : BlockNode::make(std::move(parts));
   }
 
   arith::Analyzer analyzer_;
-  // Conditions used to partition an enclosing loop; its guarded copies keep them.
+  // Conditions used to partition an enclosing loop; its guarded copies keep them, and use them
+  // again only for exact splits.
   std::unordered_set<const IRNode *> done_;
 };
 
