@@ -3,7 +3,9 @@
 //   conv2d_nchwc.x86           AutoTVM's conv2d_NCHWc: data in NCHW[ic_bn]c, kernel in
 //                              OIHW[ic_bn]i[oc_bn]o, output in NCHW[oc_bn]c, where the block sizes
 //                              are the knobs tile_ic / tile_oc (or fixed by the arguments); 1x1
-//                              kernels get the conv2d_avx_1x1 schedule (a tile_oh knob);
+//                              kernels get the conv2d_avx_1x1 schedule (a tile_oh knob); the taps
+//                              in the padding are skipped (border and interior regions) rather
+//                              than read from a padded copy of the input;
 //   depthwise_conv2d_nchw.x86  depthwise with a channel multiplier (kernel [C, M, KH, KW]);
 //   depthwise_conv2d_nchwc.x86 depthwise (multiplier 1) in the blocked layouts: data NCHW[c_bn]c,
 //                              kernel [C/c_bn, 1, KH, KW, 1, c_bn], output NCHW[c_bn]c, with the
@@ -19,7 +21,7 @@
 // Schedules: a register tile of output channels x rows x a vectorized run of output columns (or
 // of the oc block in NCHWc) is accumulated over the reduction loops, which run outside it; the
 // outer loops (batch, channel blocks, rows) are fused and parallel; the epilogue is applied on the
-// tile; padding is a separate parallel stage.
+// tile; padding, where a template reads a padded copy, is a separate parallel stage.
 #include <algorithm>
 
 #include "compiler/ir/op.h"

@@ -24,14 +24,12 @@ class BodyInfo : public IRVisitor {
  public:
   std::vector<Expr> conditions;
   std::unordered_map<const VariableNode *, std::pair<int64_t, int64_t>> ranges;  // inclusive
-  std::unordered_map<const VariableNode *, std::pair<Expr, int64_t>> shifted;     // min, extent
+  std::unordered_map<const VariableNode *, std::pair<Expr, int64_t>> shifted;    // min, extent
   std::unordered_set<const VariableNode *> unbounded;
   bool unsafe = false;  // thread bindings or barriers: copies of the body could diverge
 
   bool bounded(const VariableNode *v) const { return ranges.count(v) && !unbounded.count(v); }
-  bool defined_inside(const VariableNode *v) const {
-    return ranges.count(v) || shifted.count(v) || unbounded.count(v);
-  }
+  bool defined_inside(const VariableNode *v) const { return ranges.count(v) || shifted.count(v) || unbounded.count(v); }
 
   using IRVisitor::visit;
   void visit(const ForNode *op) override {

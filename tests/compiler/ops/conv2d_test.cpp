@@ -268,7 +268,8 @@ TEST(Conv2d, NchwcPaddedBorders) {
     std::vector<std::pair<std::string, Json>> one_column = {
         {"tile_ic", Json::array_of(std::vector<int64_t>{k.data[1], 1})},
         {"tile_oc", Json::array_of(std::vector<int64_t>{1, k.kernel[0]})},
-        {"tile_ow", Json::array_of(std::vector<int64_t>{testing::const_shape(task.compute(configs[0]).outputs[0])[3], 1})}};
+        {"tile_ow",
+         Json::array_of(std::vector<int64_t>{testing::const_shape(task.compute(configs[0]).outputs[0])[3], 1})}};
     one_column.emplace_back(k.kernel[2] == 1 && k.kernel[3] == 1 ? "tile_oh" : "unroll_kw", Json(1));
     configs.push_back(task.space().from_values(one_column));
     SCOPED_TRACE(task.workload().args.dump());

@@ -172,8 +172,8 @@ TEST(LoopPartition, HeadAndTailWithNoMainPartAreSplitWhenConstant) {
   // constant parts are separated.
   Var a = buffer_var("A"), b = buffer_var("B"), xo("xo"), xi("xi"), n("n");
   Expr x = xo * 4 + xi;
-  Stmt s = loop(xo, 0, 2,
-                loop(xi, 0, 4, IfThenElseNode::make(likely(x >= 1) && likely(x < 7), store(b, load(a, x), x))));
+  Stmt s =
+      loop(xo, 0, 2, loop(xi, 0, 4, IfThenElseNode::make(likely(x >= 1) && likely(x < 7), store(b, load(a, x), x))));
   Stmt out = loop_partition(s);
   auto loops = top_loops(out);
   ASSERT_EQ(loops.size(), 2u) << out;
@@ -188,8 +188,9 @@ TEST(LoopPartition, InnerLoopStartingAtAnExpressionIsSolvedThroughIt) {
   Expr e = x * 2 + k;
   Stmt s = loop(
       xo, 0, 4,
-      loop(x, xo * 4, 4,
-           loop(k, 0, 2, IfThenElseNode::make(likely(e >= 3) && likely(e < 29), store(b, load(b, x) + load(a, e), x)))));
+      loop(
+          x, xo * 4, 4,
+          loop(k, 0, 2, IfThenElseNode::make(likely(e >= 3) && likely(e < 29), store(b, load(b, x) + load(a, e), x)))));
   Stmt out = loop_partition(s);
   auto loops = top_loops(out);
   ASSERT_EQ(loops.size(), 3u) << out;
