@@ -3,7 +3,9 @@
 //   conv2d_nchwc.x86           AutoTVM's conv2d_NCHWc: data in NCHW[ic_bn]c, kernel in
 //                              OIHW[ic_bn]i[oc_bn]o, output in NCHW[oc_bn]c, where the block sizes
 //                              are the knobs tile_ic / tile_oc (or fixed by the arguments); 1x1
-//                              kernels get the conv2d_avx_1x1 schedule (a tile_oh knob);
+//                              kernels get the conv2d_avx_1x1 schedule (a tile_oh knob); the taps
+//                              in the padding are skipped (border and interior regions) rather
+//                              than read from a padded copy of the input;
 //   depthwise_conv2d_nchw.x86  depthwise with a channel multiplier (kernel [C, M, KH, KW]);
 //   depthwise_conv2d_nchwc.x86 depthwise (multiplier 1) in the blocked layouts: data NCHW[c_bn]c,
 //                              kernel [C/c_bn, 1, KH, KW, 1, c_bn], output NCHW[c_bn]c, with the
@@ -19,7 +21,7 @@
 // Schedules: a register tile of output channels x rows x a vectorized run of output columns (or
 // of the oc block in NCHWc) is accumulated over the reduction loops, which run outside it; the
 // outer loops (batch, channel blocks, rows) are fused and parallel; the epilogue is applied on the
-// tile; padding is a separate parallel stage.
+// tile; padding, where a template reads a padded copy, is a separate parallel stage.
 #include <algorithm>
 
 #include "compiler/ir/op.h"
@@ -354,6 +356,34 @@ struct Blocks {
 
 Blocks blocks_of(const Config &cfg) { return {cfg.split("tile_ic").back(), cfg.split("tile_oc").back()}; }
 
+// The taps of a window that fall in the zero padding add nothing, so they are skipped rather than
+// read from a padded copy of the input: the reduction runs under likely() bounds checks of the
+// input position, which loop partitioning turns into border and interior regions. An interior
+// region reads the input directly; a row of taps in the padding drops out of the kernel-row loop
+// (its check depends on that loop alone), and once the register tile is unrolled the column taps
+// of a border tile fold to constants.
+struct PaddingChecks {
+  bool top, bottom, left, right;
+};
+
+PaddingChecks padding_checks(const Conv &c) {
+  // Which bounds an input position can cross: below zero with padding before, at or past the end
+  // when the last output's window reaches beyond it.
+  return {c.pt > 0, (c.OH - 1) * c.sh + (c.KH - 1) * c.dh - c.pt >= c.H, c.pl > 0,
+          (c.OW - 1) * c.sw + (c.KW - 1) * c.dw - c.pl >= c.W};
+}
+
+// The conjunction of the checks that apply to input position (y, x); undefined when none does.
+Expr inside_input(const PaddingChecks &p, const Expr &y, const Expr &x, int64_t H, int64_t W) {
+  Expr cond;
+  auto both = [&cond](Expr e) { cond = cond.defined() ? (cond && e) : e; };
+  if (p.top) both(y >= 0);
+  if (p.bottom) both(y < i32(H));
+  if (p.left) both(x >= 0);
+  if (p.right) both(x < i32(W));
+  return cond;
+}
+
 Compute nchwc_compute(const Conv &c, const Blocks &b) {
   Compute r;
   const int64_t icc = c.C / b.ic_bn, occ = c.OC / b.oc_bn;
@@ -361,18 +391,18 @@ Compute nchwc_compute(const Conv &c, const Blocks &b) {
   te::Tensor kernel =
       te::placeholder({i32(occ), i32(icc), i32(c.KH), i32(c.KW), i32(b.ic_bn), i32(b.oc_bn)}, c.kernel.dtype, "kernel");
   r.inputs = {data, kernel};
-  te::Tensor src = pad(data, {0, 0, c.pt, c.pl, 0}, {0, 0, c.pb, c.pr, 0}, "data.pad");
-  if (src != data) r.parts["pad"] = src;
   te::IterVar ric = te::reduce_axis(i32(icc), "ic.outer"), rkh = te::reduce_axis(i32(c.KH), "kh"),
               rkw = te::reduce_axis(i32(c.KW), "kw"), rib = te::reduce_axis(i32(b.ic_bn), "ic.inner");
   const DataType out = c.out;
-  const int64_t sh = c.sh, sw = c.sw, dh = c.dh, dw = c.dw;
+  const int64_t sh = c.sh, sw = c.sw, dh = c.dh, dw = c.dw, pt = c.pt, pl = c.pl, H = c.H, W = c.W;
+  const PaddingChecks checks = padding_checks(c);
   te::Tensor conv = te::compute(
       {i32(c.N), i32(occ), i32(c.OH), i32(c.OW), i32(b.oc_bn)}, te::FCompute([=](const std::vector<Var> &i) {
-        Expr d =
-            src(i[0], ric->var, i[2] * i32(sh) + rkh->var * i32(dh), i[3] * i32(sw) + rkw->var * i32(dw), rib->var);
+        Expr y = i[2] * i32(sh) + rkh->var * i32(dh) - i32(pt), x = i[3] * i32(sw) + rkw->var * i32(dw) - i32(pl);
+        Expr d = data(i[0], ric->var, y, x, rib->var);
         Expr w = kernel(i[1], ric->var, rkh->var, rkw->var, rib->var, i[4]);
-        return te::sum(cast(out, d) * cast(out, w), {ric, rkh, rkw, rib});
+        Expr cond = inside_input(checks, y, x, H, W);
+        return te::sum(cast(out, d) * cast(out, w), {ric, rkh, rkw, rib}, cond.defined() ? likely(cond) : Expr());
       }),
       "conv2d_nchwc", "conv2d");
   r.parts["anchor"] = conv;
@@ -485,12 +515,13 @@ void schedule_nchwc(te::Schedule &s, const Compute &c, const Config &cfg, bool o
   } else {
     A.reorder({ric, rkh, rkw, rib, A.axis(2), A.axis(3), A.axis(4)});
   }
+  // A single row stays a plain loop, which simplification replaces by its row: the padding checks
+  // then depend on the kernel-row loop alone, and its taps in the padding drop out.
   if (tow[1] * oh_f <= 32) {
-    A.unroll(A.axis(2));
+    if (oh_f > 1) A.unroll(A.axis(2));
     A.unroll(A.axis(3));
   }
   A.vectorize(A.axis(4));
-  schedule_pad(s, c);
 }
 
 // --- depthwise in NCHWc ---

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -5,6 +6,7 @@
 #include "compiler/arith/analyzer.h"
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/ir/op.h"
+#include "compiler/ir/structural.h"
 #include "compiler/ir/substitute.h"
 #include "compiler/pass/passes.h"
 
@@ -15,16 +17,19 @@ namespace {
 using namespace ir;
 
 // What a loop body holds that matters for partitioning it: the comparisons under likely(), the
-// constant ranges of the loops inside it, and the variables defined inside it otherwise.
+// constant ranges of the loops inside it, the loops of constant extent that start at an
+// expression (a register tile placed at an outer loop: for (x, xo * 8, 8)), and the variables
+// defined inside it otherwise.
 class BodyInfo : public IRVisitor {
  public:
   std::vector<Expr> conditions;
   std::unordered_map<const VariableNode *, std::pair<int64_t, int64_t>> ranges;  // inclusive
+  std::unordered_map<const VariableNode *, std::pair<Expr, int64_t>> shifted;    // min, extent
   std::unordered_set<const VariableNode *> unbounded;
   bool unsafe = false;  // thread bindings or barriers: copies of the body could diverge
 
   bool bounded(const VariableNode *v) const { return ranges.count(v) && !unbounded.count(v); }
-  bool defined_inside(const VariableNode *v) const { return ranges.count(v) || unbounded.count(v); }
+  bool defined_inside(const VariableNode *v) const { return ranges.count(v) || shifted.count(v) || unbounded.count(v); }
 
   using IRVisitor::visit;
   void visit(const ForNode *op) override {
@@ -34,6 +39,11 @@ class BodyInfo : public IRVisitor {
     if (min && extent && *extent > 0) {
       auto [it, inserted] = ranges.emplace(v, std::make_pair(*min, *min + *extent - 1));
       if (!inserted) it->second = {std::min(it->second.first, *min), std::max(it->second.second, *min + *extent - 1)};
+    } else if (extent && *extent > 0 && op->min.type() == op->loop_var.type()) {
+      auto [it, inserted] = shifted.emplace(v, std::make_pair(op->min, *extent));
+      if (!inserted && !(it->second.second == *extent && structural_equal(it->second.first, op->min))) {
+        unbounded.insert(v);
+      }
     } else {
       unbounded.insert(v);
     }
@@ -116,9 +126,11 @@ Expr build_sum(const std::vector<Term> &terms, int64_t constant, DataType t) {
 }
 
 // Where a likely condition holds in the loop over v: for all v < point (upper) or all v >= point.
+// An exact split depends on no loop inside the body: the condition then fails at every other v.
 struct Split {
   Expr point;
   bool upper;
+  bool exact;
 };
 
 // Solves a comparison that is linear in v, for every value of the loops inside the body, when its
@@ -135,7 +147,31 @@ std::optional<Split> solve(const Expr &cmp, const VariableNode *v, const BodyInf
   std::vector<Term> terms, outer;
   flatten(a, 1, &terms);
   flatten(b, -1, &terms);
+  // A loop that starts at an expression is that expression plus an offset in [0, extent): its
+  // variable stands for the offset, and the expression joins the terms.
+  std::unordered_map<const VariableNode *, int64_t> offsets;
+  for (size_t done = 0; done < terms.size();) {
+    std::vector<std::pair<const VariableNode *, int64_t>> found;  // in order of appearance
+    for (size_t i = done; i < terms.size(); ++i) {
+      const auto *var = terms[i].atom.as<VariableNode>();
+      if (!var || !info.shifted.count(var) || info.unbounded.count(var)) continue;
+      if (offsets.count(var)) return std::nullopt;  // it reappears in another loop's start
+      auto it = std::find_if(found.begin(), found.end(), [var](const auto &f) { return f.first == var; });
+      if (it == found.end()) {
+        found.emplace_back(var, terms[i].coef);
+      } else {
+        it->second += terms[i].coef;
+      }
+    }
+    done = terms.size();
+    for (const auto &[var, coef] : found) {
+      const auto &[min, extent] = info.shifted.at(var);
+      offsets.emplace(var, extent - 1);
+      flatten(min, coef, &terms);
+    }
+  }
   int64_t coef = 0, constant = 0, inner_max = 0;
+  bool exact = true;
   for (const auto &t : terms) {
     const auto *var = t.atom.as<VariableNode>();
     if (!t.atom.defined()) {
@@ -145,6 +181,11 @@ std::optional<Split> solve(const Expr &cmp, const VariableNode *v, const BodyInf
     } else if (var && info.bounded(var)) {
       const auto &r = info.ranges.at(var);
       inner_max += t.coef * (t.coef > 0 ? r.second : r.first);
+      if (t.coef != 0 && r.first != r.second) exact = false;
+    } else if (var && offsets.count(var)) {
+      const int64_t last = offsets.at(var);
+      inner_max += t.coef > 0 ? t.coef * last : 0;
+      if (t.coef != 0 && last != 0) exact = false;
     } else {
       // Anything else must keep its value during the whole loop.
       bool invariant = true;
@@ -166,20 +207,24 @@ std::optional<Split> solve(const Expr &cmp, const VariableNode *v, const BodyInf
     // v < ceildiv(T, coef) = floordiv(T + coef - 1, coef)
     for (auto &o : outer) o.coef = -o.coef;
     Expr numer = build_sum(outer, slack + coef - 1, t);
-    return Split{coef == 1 ? numer : floordiv(numer, make_const(t, coef)), true};
+    return Split{coef == 1 ? numer : floordiv(numer, make_const(t, coef)), true, exact};
   }
   // -coef * v > -T: v >= floordiv(-T, -coef) + 1 = floordiv(-T - coef, -coef)
   Expr numer = build_sum(outer, -slack - coef, t);
-  return Split{coef == -1 ? numer : floordiv(numer, make_const(t, -coef)), false};
+  return Split{coef == -1 ? numer : floordiv(numer, make_const(t, -coef)), false, exact};
 }
 
-// Replaces the comparisons proven true by `true` and folds the guards that become constant.
-class RemoveProven : public IRMutator {
+// Replaces the comparisons whose value is known in a part of the loop by that value and folds what
+// becomes constant: guards, selects, predicates; a statement under a false guard is dropped.
+class FoldKnown : public IRMutator {
  public:
-  explicit RemoveProven(const std::unordered_set<const IRNode *> &proven) : proven_(proven) {}
+  explicit FoldKnown(const std::unordered_map<const IRNode *, bool> &known) : known_(known) {}
   using IRMutator::mutate;
   Expr mutate(const Expr &e) override {
-    if (e.defined() && proven_.count(e.get())) return const_true();
+    if (e.defined()) {
+      auto it = known_.find(e.get());
+      if (it != known_.end()) return it->second ? const_true() : const_false();
+    }
     return IRMutator::mutate(e);
   }
 
@@ -187,22 +232,34 @@ class RemoveProven : public IRMutator {
   using IRMutator::visit;
   Expr visit(const AndNode *op, const Expr &self) override {
     Expr a = mutate(op->a), b = mutate(op->b);
+    if (is_zero(a) || is_zero(b)) return const_false();
     if (is_one(a)) return b;
     if (is_one(b)) return a;
     if (a.same_as(op->a) && b.same_as(op->b)) return self;
     return AndNode::make(a, b);
   }
+  Expr visit(const OrNode *op, const Expr &self) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    if (is_one(a) || is_one(b)) return const_true();
+    if (is_zero(a)) return b;
+    if (is_zero(b)) return a;
+    if (a.same_as(op->a) && b.same_as(op->b)) return self;
+    return OrNode::make(a, b);
+  }
   Expr visit(const CallNode *op, const Expr &self) override {
     Expr e = IRMutator::visit(op, self);
     const auto *c = e.as<CallNode>();
-    if (c && c->name == intrinsic::kLikely && is_one(c->args[0])) return c->args[0];
+    if (c && c->name == intrinsic::kLikely && (is_one(c->args[0]) || is_zero(c->args[0]))) return c->args[0];
     if (c && c->name == intrinsic::kIfThenElse && is_one(c->args[0])) return c->args[1];
+    if (c && c->name == intrinsic::kIfThenElse && is_zero(c->args[0])) return c->args[2];
     return e;
   }
   Expr visit(const SelectNode *op, const Expr &self) override {
     Expr e = IRMutator::visit(op, self);
     const auto *s = e.as<SelectNode>();
-    return s && is_one(s->condition) ? s->true_value : e;
+    if (s && is_one(s->condition)) return s->true_value;
+    if (s && is_zero(s->condition)) return s->false_value;
+    return e;
   }
   Expr visit(const LoadNode *op, const Expr &self) override {
     Expr e = IRMutator::visit(op, self);
@@ -212,16 +269,36 @@ class RemoveProven : public IRMutator {
   Stmt visit(const IfThenElseNode *op, const Stmt &self) override {
     Stmt s = IRMutator::visit(op, self);
     const auto *i = s.as<IfThenElseNode>();
-    return i && is_one(i->condition) ? i->then_case : s;
+    if (i && is_one(i->condition)) return i->then_case;
+    if (i && is_zero(i->condition)) return i->else_case.defined() ? i->else_case : make_nop();
+    return s;
   }
   Stmt visit(const StoreNode *op, const Stmt &self) override {
     Stmt s = IRMutator::visit(op, self);
     const auto *st = s.as<StoreNode>();
-    return st && is_one(st->predicate) ? StoreNode::make(st->buffer_var, st->value, st->index) : s;
+    if (st && is_one(st->predicate)) return StoreNode::make(st->buffer_var, st->value, st->index);
+    if (st && is_zero(st->predicate)) return make_nop();
+    return s;
+  }
+  Stmt visit(const ForNode *op, const Stmt &self) override {
+    Stmt s = IRMutator::visit(op, self);
+    const auto *f = s.as<ForNode>();
+    return f && is_nop(f->body) ? make_nop() : s;
+  }
+  Stmt visit(const BlockNode *op, const Stmt &self) override {
+    Stmt s = IRMutator::visit(op, self);
+    const auto *b = s.as<BlockNode>();
+    if (!b) return s;
+    std::vector<Stmt> kept;
+    for (const auto &st : b->stmts) {
+      if (!is_nop(st)) kept.push_back(st);
+    }
+    if (kept.size() == b->stmts.size()) return s;
+    return kept.empty() ? make_nop() : BlockNode::make(std::move(kept));
   }
 
  private:
-  const std::unordered_set<const IRNode *> &proven_;
+  const std::unordered_map<const IRNode *, bool> &known_;
 };
 
 class LoopPartitioner : public IRMutator {
@@ -267,22 +344,34 @@ class LoopPartitioner : public IRMutator {
 
   // Splits the loop into [begin, lo) guarded, [lo, hi) with the proven conditions removed and
   // [hi, end) guarded; nullopt when no likely condition in its body can be solved for its variable.
+  // When one condition alone sets lo (or hi) and depends on no loop inside the body, it is false
+  // in the head (or tail), which keeps only what does not need it: a guard that fails everywhere
+  // there is dropped. When no iteration satisfies every condition, a head and a tail of constant
+  // extents are still worth separating: their copies may fold the guards once the loop variable is
+  // a constant (after unrolling).
   std::optional<Stmt> partition(const ForNode *op) {
     BodyInfo info;
     info.visit_stmt(op->body);
     if (info.unsafe) return std::nullopt;
     std::unordered_set<const IRNode *> proven;
     Expr upper, lower;
+    const IRNode *only_lower = nullptr, *only_upper = nullptr;
+    int n_lower = 0, n_upper = 0;
     for (const auto &c : info.conditions) {
-      if (done_.count(c.get()) || proven.count(c.get())) continue;
+      if (proven.count(c.get())) continue;
       auto split = solve(c, op->loop_var.get(), info);
-      if (!split) continue;
+      // A condition that split an enclosing loop splits this one again only where that leaves no
+      // guarded copy: when it depends on no loop inside.
+      if (!split || (done_.count(c.get()) && !split->exact)) continue;
       proven.insert(c.get());
       Expr p = cast(op->loop_var.type(), split->point);
-      if (split->upper)
+      if (split->upper) {
         upper = upper.defined() ? min(upper, p) : p;
-      else
+        only_upper = ++n_upper == 1 && split->exact ? c.get() : nullptr;
+      } else {
         lower = lower.defined() ? max(lower, p) : p;
+        only_lower = ++n_lower == 1 && split->exact ? c.get() : nullptr;
+      }
     }
     if (proven.empty()) return std::nullopt;
 
@@ -295,35 +384,51 @@ class LoopPartitioner : public IRMutator {
     // (floordiv(n, 8) rather than max(floordiv(n, 8), lo)).
     Expr head_extent = analyzer_.simplify(lo - begin), tail_extent = analyzer_.simplify(end - hi);
     Expr main_extent = analyzer_.simplify((op->kind == ForKind::Serial ? main_end : hi) - lo);
-    if (provably_empty(main_extent)) return std::nullopt;
-    // Vectorized and unrolled loops need constant extents; keep them whole otherwise.
-    if ((op->kind == ForKind::Vectorized || op->kind == ForKind::Unrolled) &&
-        !(as_const_int(head_extent) && as_const_int(main_extent) && as_const_int(tail_extent))) {
+    const bool constant_ends = as_const_int(head_extent) && as_const_int(main_extent) && as_const_int(tail_extent);
+    const bool no_main = provably_empty(main_extent);
+    if (no_main && !(constant_ends && *as_const_int(head_extent) > 0 && *as_const_int(tail_extent) > 0)) {
       return std::nullopt;
     }
-    for (const auto *c : proven) done_.insert(c);
+    // Vectorized and unrolled loops need constant extents; keep them whole otherwise.
+    if ((op->kind == ForKind::Vectorized || op->kind == ForKind::Unrolled) && !constant_ends) return std::nullopt;
+    std::vector<const IRNode *> added;
+    for (const auto *c : proven) {
+      if (done_.insert(c).second) added.push_back(c);
+    }
 
     std::vector<Stmt> parts;
-    auto guarded = [&](const Expr &from, const Expr &extent) {
+    auto guarded = [&](const Expr &from, const Expr &extent, const IRNode *fails) {
       if (provably_empty(extent)) return;
+      Stmt body = op->body;
+      if (fails) {
+        body = FoldKnown({{fails, false}}).mutate(body);
+        if (is_nop(body)) return;
+      }
       analyzer_.bind(v, Range(from, extent));
-      Stmt body = mutate(op->body);
+      body = mutate(body);
       analyzer_.unbind(v);
       Var fresh(v.name(), v.type());
       body = copy_with_fresh_vars(body, {{v.get(), fresh}});
       parts.push_back(ForNode::make(fresh, from, extent, op->kind, body, op->thread_tag));
     };
-    guarded(begin, head_extent);
-    analyzer_.bind(v, Range(lo, main_extent));
-    Stmt main_body = mutate(RemoveProven(proven).mutate(op->body));
-    analyzer_.unbind(v);
-    parts.push_back(ForNode::make(v, lo, main_extent, op->kind, main_body, op->thread_tag));
-    guarded(hi, tail_extent);
-    return BlockNode::make(std::move(parts));
+    guarded(begin, head_extent, only_lower);
+    if (!no_main) {
+      std::unordered_map<const IRNode *, bool> holds;
+      for (const auto *c : proven) holds.emplace(c, true);
+      analyzer_.bind(v, Range(lo, main_extent));
+      Stmt main_body = mutate(FoldKnown(holds).mutate(op->body));
+      analyzer_.unbind(v);
+      parts.push_back(ForNode::make(v, lo, main_extent, op->kind, main_body, op->thread_tag));
+    }
+    guarded(hi, tail_extent, only_upper);
+    // The conditions stay in use for the loops of the copies above, not for loops elsewhere.
+    for (const auto *c : added) done_.erase(c);
+    return parts.empty() ? make_nop() : BlockNode::make(std::move(parts));
   }
 
   arith::Analyzer analyzer_;
-  // Conditions already used to partition an enclosing loop; their guarded copies keep them.
+  // Conditions used to partition an enclosing loop; its guarded copies keep them, and use them
+  // again only for exact splits.
   std::unordered_set<const IRNode *> done_;
 };
 

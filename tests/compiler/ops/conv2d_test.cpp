@@ -3,6 +3,7 @@
 // accumulation; the default config and sampled configs, through the C back end.
 #include <gtest/gtest.h>
 
+#include "compiler/ir/ir_visitor.h"
 #include "compiler/ops/epilogue.h"
 #include "tests/compiler/ops/op_test_util.h"
 
@@ -232,6 +233,71 @@ TEST(Conv2d, NchwcDefaultsAcrossVectorWidths) {
       SCOPED_TRACE(std::string(target) + " " + task.default_config().to_string());
       check_nchwc_configs(task, k.data, k.kernel, p, Json::array(), {task.default_config()}, 36, 1e-5);
     }
+  }
+}
+
+// The taps in the zero padding are skipped (bounds checks that loop partitioning turns into border
+// and interior regions) rather than read from a padded copy: padding of 1 to 3 on small inputs
+// (7x7, 4x4), kernels 1 to 7, strides 1 and 2, uneven padding, windows that cross both borders at
+// once, and 1x1 kernels whose border outputs see only padding. Each case runs the default config,
+// sampled ones and one-column tiles (several border tiles at each end).
+TEST(Conv2d, NchwcPaddedBorders) {
+  struct Case {
+    std::vector<int64_t> data, kernel;
+    int64_t stride;
+    std::vector<int64_t> pad;  // top, left, bottom, right
+  };
+  const std::vector<Case> cases = {
+      {{1, 8, 7, 7}, {16, 8, 3, 3}, 1, {1, 1, 1, 1}},   {{1, 8, 4, 4}, {8, 8, 3, 3}, 1, {1, 1, 1, 1}},
+      {{1, 4, 4, 4}, {8, 4, 7, 7}, 1, {3, 3, 3, 3}},    {{1, 4, 4, 4}, {8, 4, 5, 5}, 2, {2, 2, 2, 2}},
+      {{1, 3, 9, 9}, {8, 3, 7, 7}, 2, {3, 3, 3, 3}},    {{1, 8, 7, 7}, {8, 8, 1, 1}, 1, {1, 1, 1, 1}},
+      {{1, 8, 4, 4}, {16, 8, 1, 1}, 2, {2, 2, 2, 2}},   {{1, 8, 8, 8}, {8, 8, 3, 3}, 2, {1, 1, 1, 1}},
+      {{2, 4, 7, 7}, {8, 4, 5, 5}, 2, {2, 2, 2, 2}},    {{1, 4, 6, 5}, {8, 4, 3, 3}, 1, {0, 2, 3, 1}},
+      {{1, 8, 14, 14}, {16, 8, 3, 3}, 1, {1, 1, 1, 1}}, {{1, 4, 7, 7}, {8, 4, 3, 3}, 2, {2, 1, 0, 3}}};
+  uint64_t seed = 60;
+  for (const Case &k : cases) {
+    ConvParams p;
+    p.sh = p.sw = k.stride;
+    p.pt = k.pad[0];
+    p.pl = k.pad[1];
+    p.pb = k.pad[2];
+    p.pr = k.pad[3];
+    const Json epi = Json::array({ops::epilogue::bias_add(), ops::epilogue::relu()});
+    ops::Task task("conv2d_nchwc.x86", conv_args(k.data, k.kernel, p, epi), kTarget);
+    std::vector<autotune::Config> configs = testing::test_configs(task, 4, ++seed);
+    std::vector<std::pair<std::string, Json>> one_column = {
+        {"tile_ic", Json::array_of(std::vector<int64_t>{k.data[1], 1})},
+        {"tile_oc", Json::array_of(std::vector<int64_t>{1, k.kernel[0]})},
+        {"tile_ow",
+         Json::array_of(std::vector<int64_t>{testing::const_shape(task.compute(configs[0]).outputs[0])[3], 1})}};
+    one_column.emplace_back(k.kernel[2] == 1 && k.kernel[3] == 1 ? "tile_oh" : "unroll_kw", Json(1));
+    configs.push_back(task.space().from_values(one_column));
+    SCOPED_TRACE(task.workload().args.dump());
+    check_nchwc_configs(task, k.data, k.kernel, p, epi, configs, seed, 1e-5);
+  }
+}
+
+// A lowered kernel has neither a padded copy of its input nor a guard left once the register tile
+// covers the output row: the border's taps are gone, not multiplied by zero.
+TEST(Conv2d, NchwcBordersLowerWithoutGuards) {
+  ConvParams p;
+  p.pt = p.pl = p.pb = p.pr = 1;
+  for (int64_t n_oc : {int64_t{16}, int64_t{64}}) {
+    ops::Task task("conv2d_nchwc.x86", conv_args({1, 16, 7, 7}, {n_oc, 16, 3, 3}, p), kTarget);
+    auto cfg = task.space().from_values({{"tile_ic", Json::array_of(std::vector<int64_t>{1, 16})},
+                                         {"tile_oc", Json::array_of(std::vector<int64_t>{n_oc / 16, 16})},
+                                         {"tile_ow", Json::array_of(std::vector<int64_t>{1, 7})},
+                                         {"unroll_kw", 1}});
+    ir::LoweredFunc f = task.lower(cfg);
+    int guards = 0, allocations = 0;
+    ir::post_order_visit(f.body, [&](const ir::IRNode *n) {
+      guards += n->node_type == ir::NodeType::IfThenElse;
+      allocations += n->node_type == ir::NodeType::Allocate;
+    });
+    EXPECT_EQ(guards, 0) << f;
+    // One accumulator per copy of the tile loop (the first, last and inner rows when the output
+    // channels are one block), and nothing else.
+    EXPECT_LE(allocations, n_oc == 16 ? 3 : 1) << f;
   }
 }
 

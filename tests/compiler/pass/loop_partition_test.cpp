@@ -75,7 +75,11 @@ TEST(LoopPartition, ConstantBoundSplitsOuterLoopIntoMainAndTail) {
   EXPECT_TRUE(is_const_int(tail->min, 2) && is_const_int(tail->extent, 1)) << out;
   EXPECT_EQ(count(loops[0], NodeType::IfThenElse), 0) << out;
   EXPECT_TRUE(ir_equal(loops[0], loop(t.xo, 0, 2, loop(t.xi, 0, 8, store(t.b, load(t.a, t.idx) + 1.0f, t.idx)))));
-  EXPECT_EQ(count(loops[1], NodeType::IfThenElse), 1) << out;
+  // In the tail, xo * 8 + xi < 20 depends on xi alone: its loop stops at 4, unguarded.
+  EXPECT_EQ(count(loops[1], NodeType::IfThenElse), 0) << out;
+  const auto *tail_inner = tail->body.as<ForNode>();
+  ASSERT_NE(tail_inner, nullptr) << out;
+  EXPECT_TRUE(is_const_int(tail_inner->extent, 4)) << out;
   expect_same_results(s, out, t.a, t.b, n20, 0, 20);
 }
 
@@ -86,7 +90,8 @@ TEST(LoopPartition, SymbolicBoundGivesSymbolicSplitPoint) {
   auto loops = top_loops(out);
   ASSERT_EQ(loops.size(), 2u) << out;
   EXPECT_EQ(count(loops[0], NodeType::IfThenElse), 0) << out;
-  EXPECT_EQ(count(loops[1], NodeType::IfThenElse), 1) << out;
+  // The tail's inner loop stops at n - xo * 8, unguarded.
+  EXPECT_EQ(count(loops[1], NodeType::IfThenElse), 0) << out;
   // for (xo, 0, floordiv(n, 8)) unguarded, then the guarded tail from floordiv(n, 8) (clamped
   // to the loop's range: with n < 0 neither part may run).
   const auto *main = loops[0].as<ForNode>(), *tail = loops[1].as<ForNode>();
@@ -101,9 +106,10 @@ TEST(LoopPartition, SingleLoopWithSymbolicBound) {
   Var a = buffer_var("A"), b = buffer_var("B"), i("i"), n("n"), m("m");
   Stmt s = loop(i, 0, n, IfThenElseNode::make(likely(i < m), store(b, load(a, i), i)));
   Stmt out = loop_partition(s);
+  // i < m depends on no inner loop: it fails in the whole tail, which is dropped.
   auto loops = top_loops(out);
-  ASSERT_EQ(loops.size(), 2u) << out;
-  EXPECT_EQ(likely_calls(loops[0]), 0);
+  ASSERT_EQ(loops.size(), 1u) << out;
+  EXPECT_EQ(likely_calls(out), 0);
   for (int nv = 0; nv <= 6; ++nv) {
     for (int mv = -2; mv <= 8; ++mv) {
       StmtRunner x, y;
@@ -120,27 +126,116 @@ TEST(LoopPartition, SingleLoopWithSymbolicBound) {
   }
 }
 
-TEST(LoopPartition, LowerBoundConditionMakesAGuardedHead) {
-  Var a = buffer_var("A"), b = buffer_var("B"), i("i"), n("n");
-  Stmt s = loop(i, 0, 10, IfThenElseNode::make(likely(i >= 3), store(b, load(a, i - 3), i)));
+TEST(LoopPartition, LowerBoundConditionMakesAHead) {
+  // j runs inside: i + j >= 3 holds for every j only from i = 3 on, and for some j before; in
+  // the head, the loop over j starts where it holds.
+  Var a = buffer_var("A"), b = buffer_var("B"), i("i"), j("j"), n("n");
+  Stmt s = loop(i, 0, 10, loop(j, 0, 2, IfThenElseNode::make(likely(i + j >= 3), store(b, load(a, i + j - 3), i))));
   Stmt out = loop_partition(s);
   auto loops = top_loops(out);
   ASSERT_EQ(loops.size(), 2u) << out;
   const auto *head = loops[0].as<ForNode>(), *main = loops[1].as<ForNode>();
   ASSERT_TRUE(head && main);
   EXPECT_TRUE(is_const_int(head->extent, 3)) << out;
+  EXPECT_EQ(count(loops[0], NodeType::IfThenElse), 0) << out;
   EXPECT_TRUE(is_const_int(main->min, 3) && is_const_int(main->extent, 7)) << out;
-  EXPECT_TRUE(ir_equal(loops[1], loop(i, 3, 7, store(b, load(a, i - 3), i))));
+  EXPECT_TRUE(ir_equal(loops[1], loop(i, 3, 7, loop(j, 0, 2, store(b, load(a, i + j - 3), i)))));
+  expect_same_results(s, out, a, b, n, 0, 12);
+}
+
+TEST(LoopPartition, ExactConditionDropsThePartWhereItFails) {
+  // i >= 3 depends on nothing inside the loop: it fails at every i below 3, so the head does
+  // nothing and only the main loop is left.
+  Var a = buffer_var("A"), b = buffer_var("B"), i("i"), n("n");
+  Stmt s = loop(i, 0, 10, IfThenElseNode::make(likely(i >= 3), store(b, load(a, i - 3), i)));
+  Stmt out = loop_partition(s);
+  EXPECT_TRUE(ir_equal(out, loop(i, 3, 7, store(b, load(a, i - 3), i)))) << out;
   expect_same_results(s, out, a, b, n, 0, 10);
+}
+
+TEST(LoopPartition, ExactConditionKeepsWhatDoesNotNeedIt) {
+  // The head keeps the else branch and the statements outside the guard.
+  Var a = buffer_var("A"), b = buffer_var("B"), i("i"), n("n");
+  Stmt s = loop(i, 0, 10,
+                block({IfThenElseNode::make(likely(i >= 3), store(b, load(a, i - 3), i), store(b, 2.0f, i)),
+                       store(a, load(a, i) + 1.0f, i)}));
+  Stmt out = loop_partition(s);
+  auto loops = top_loops(out);
+  ASSERT_EQ(loops.size(), 2u) << out;
+  EXPECT_EQ(count(out, NodeType::IfThenElse), 0) << out;
+  EXPECT_EQ(count(loops[0], NodeType::Store), 2) << out;
+  expect_same_results(s, out, a, b, n, 0, 10);
+}
+
+TEST(LoopPartition, HeadAndTailWithNoMainPartAreSplitWhenConstant) {
+  // Every tile of 4 crosses one end of [1, 7): no iteration of xo is unguarded, but the two
+  // constant parts are separated.
+  Var a = buffer_var("A"), b = buffer_var("B"), xo("xo"), xi("xi"), n("n");
+  Expr x = xo * 4 + xi;
+  Stmt s =
+      loop(xo, 0, 2, loop(xi, 0, 4, IfThenElseNode::make(likely(x >= 1) && likely(x < 7), store(b, load(a, x), x))));
+  Stmt out = loop_partition(s);
+  auto loops = top_loops(out);
+  ASSERT_EQ(loops.size(), 2u) << out;
+  for (const auto &l : loops) EXPECT_TRUE(is_const_int(l.as<ForNode>()->extent, 1)) << out;
+  expect_same_results(s, out, a, b, n, 0, 8);
+}
+
+TEST(LoopPartition, InnerLoopStartingAtAnExpressionIsSolvedThroughIt) {
+  // A register tile placed at xo: for (x, xo * 4, 4). x >= 2 holds for all of it from xo = 1 on
+  // (with x * 2 + k: the same terms scaled), x < 14 up to xo = 3.
+  Var a = buffer_var("A"), b = buffer_var("B"), xo("xo"), x("x"), k("k"), n("n");
+  Expr e = x * 2 + k;
+  Stmt s = loop(
+      xo, 0, 4,
+      loop(
+          x, xo * 4, 4,
+          loop(k, 0, 2, IfThenElseNode::make(likely(e >= 3) && likely(e < 29), store(b, load(b, x) + load(a, e), x)))));
+  Stmt out = loop_partition(s);
+  auto loops = top_loops(out);
+  ASSERT_EQ(loops.size(), 3u) << out;
+  const auto *main = loops[1].as<ForNode>();
+  EXPECT_TRUE(is_const_int(main->min, 1) && is_const_int(main->extent, 2)) << out;
+  EXPECT_EQ(count(loops[1], NodeType::IfThenElse), 0) << out;
+  expect_same_results(s, out, a, b, n, 0, 32);
+}
+
+TEST(LoopPartition, SiblingCopiesAreSplitByTheSameInnerCondition) {
+  // The outer loop is split by x; the inner loop of every part, head and main alike, by y.
+  Var a = buffer_var("A"), b = buffer_var("B"), i("i"), j("j"), k("k"), n("n");
+  Expr x = i * 2 + k, y = j - 1;
+  Stmt s = loop(
+      i, 0, 4,
+      loop(j, 0, 4,
+           loop(k, 0, 2,
+                IfThenElseNode::make(likely(x >= 1) && likely(y >= 0), store(b, load(b, x) + load(a, y * 8 + x), x)))));
+  Stmt out = loop_partition(s);
+  auto loops = top_loops(out);
+  ASSERT_EQ(loops.size(), 2u) << out;
+  for (const auto &l : loops) {
+    const auto *inner = l.as<ForNode>()->body.as<ForNode>();
+    ASSERT_NE(inner, nullptr) << out;
+    EXPECT_TRUE(is_const_int(inner->min, 1) && is_const_int(inner->extent, 3)) << out;
+  }
+  expect_same_results(s, out, a, b, n, 0, 32);
 }
 
 TEST(LoopPartition, TwoSidedConditionMakesHeadMainAndTail) {
   Var a = buffer_var("A"), b = buffer_var("B"), i("i"), n("n");
   Stmt s = loop(i, 0, 12, IfThenElseNode::make(likely(i >= 2) && likely(i < n), store(b, load(a, i), i)));
   Stmt out = loop_partition(s);
+  // Both conditions fail where the main part ends: nothing is left of the head and the tail.
   auto loops = top_loops(out);
-  ASSERT_EQ(loops.size(), 3u) << out;
-  EXPECT_EQ(count(loops[1], NodeType::IfThenElse), 0) << out;
+  ASSERT_EQ(loops.size(), 1u) << out;
+  EXPECT_EQ(count(out, NodeType::IfThenElse), 0) << out;
+  // With j inside, the head and tail stay, guarded.
+  Var j("j");
+  Stmt inner = loop(
+      i, 0, 12, loop(j, 0, 2, IfThenElseNode::make(likely(i + j >= 2) && likely(i + j < n), store(b, load(a, i), i))));
+  Stmt parts = loop_partition(inner);
+  ASSERT_EQ(top_loops(parts).size(), 3u) << parts;
+  EXPECT_EQ(count(top_loops(parts)[1], NodeType::IfThenElse), 0) << parts;
+  for (int nv = 0; nv <= 14; ++nv) expect_same_results(inner, parts, a, b, n, nv, 12);
   for (int nv = 0; nv <= 14; ++nv) expect_same_results(s, out, a, b, n, nv, 12);
 }
 
@@ -159,7 +254,7 @@ TEST(LoopPartition, LikelyStorePredicateIsDroppedInTheMainLoop) {
   Stmt s = loop(i, 0, 16, store(b, load(a, i), i, likely(i < n)));
   Stmt out = loop_partition(s);
   auto loops = top_loops(out);
-  ASSERT_EQ(loops.size(), 2u) << out;
+  ASSERT_EQ(loops.size(), 1u) << out;
   const auto *main = loops[0].as<ForNode>();
   ASSERT_NE(main, nullptr);
   EXPECT_TRUE(ir_equal(main->body, store(b, load(a, i), i))) << out;
@@ -171,7 +266,7 @@ TEST(LoopPartition, ConstantSplitOfAVectorizedLoopKeepsConstantExtents) {
   Stmt s = loop(i, 0, 8, IfThenElseNode::make(likely(i < 5), store(b, load(a, i), i)), ForKind::Vectorized);
   Stmt out = loop_partition(s);
   auto loops = top_loops(out);
-  ASSERT_EQ(loops.size(), 2u) << out;
+  ASSERT_EQ(loops.size(), 1u) << out;
   for (const auto &l : loops) {
     ASSERT_TRUE(l.as<ForNode>());
     EXPECT_EQ(l.as<ForNode>()->kind, ForKind::Vectorized);
@@ -242,7 +337,9 @@ TEST(LoopPartition, InnerLoopWithNonConstantRangeIsSplitItself) {
   const auto *outer = out.as<ForNode>();
   ASSERT_NE(outer, nullptr) << out;
   EXPECT_TRUE(outer->loop_var.same_as(t.xo));
-  EXPECT_EQ(top_loops(outer->body).size(), 2u) << out;
+  // The inner loop stops where xo * 8 + xi < n fails; nothing of its tail is left.
+  EXPECT_EQ(top_loops(outer->body).size(), 1u) << out;
+  EXPECT_EQ(count(out, NodeType::IfThenElse), 0) << out;
   for (int mv : {0, 3, 8}) {
     for (int nv = 0; nv <= 20; ++nv) {
       StmtRunner x, y;
