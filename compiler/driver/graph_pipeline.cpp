@@ -42,6 +42,7 @@ graph::Graph optimize_graph(const graph::Graph &input, const GraphPipelineOption
   run("eliminate_common_subexpressions", options.eliminate_common_subexpressions,
       graph::passes::eliminate_common_subexpressions);
   run("simplify", options.simplify, graph::passes::simplify);
+  run("fuse_epilogues", options.fuse, graph::passes::fuse_epilogues);
   run("eliminate_dead_code", true, graph::passes::eliminate_dead_code);
   return g;
 }

@@ -13,6 +13,7 @@ struct GraphPipelineOptions {
   bool simplify = true;
   bool fold_batch_norm = true;
   bool eliminate_common_subexpressions = true;
+  bool fuse = true;
   // Print the graph after every pass; defaults to the KILN_DEBUG_GRAPH environment switch.
   bool debug = false;
   static GraphPipelineOptions from_env();

@@ -74,6 +74,8 @@ struct OpDef {
   std::vector<int> const_inputs;
   // Output 0 is input 0's data with the inferred shape: no kernel runs (Reshape, Squeeze, ...).
   bool view = false;
+  // An op of Kiln's own that the graph passes make (FusedConv); frontends never produce it.
+  bool internal = false;
   // The types of the node's outputs (as many as the node has). Throws GraphError (ctx.fail).
   std::function<std::vector<TensorType>(const OpContext &ctx)> infer;
   // The kernel; unused for view ops and ops with `evaluate`.

@@ -630,7 +630,66 @@ void batch_norm() {
 
 }  // namespace
 
+// FusedConv(x, w, b?, extra...) {Conv's attributes, epilogue}: a 2-D float32 Conv with a chain of
+// elementwise ops applied to its output in the same kernel (compiler/ops/epilogue.h descriptors, as
+// a JSON list in the string attribute `epilogue`); descriptors that read a tensor (add, multiply,
+// prelu) take the extra inputs in order. Made by the fusion pass (passes/fuse_epilogues.cpp).
+Json fused_epilogue(const OpContext &ctx) {
+  Json list;
+  try {
+    list = Json::parse(ctx.node().attr_string("epilogue", "[]"));
+  } catch (const std::exception &e) {
+    ctx.fail(concat("epilogue is not JSON: ", e.what()));
+  }
+  if (!list.is_array()) ctx.fail("epilogue must be a JSON list");
+  return list;
+}
+
+int epilogue_inputs(const Json &list) {
+  int n = 0;
+  for (size_t k = 0; k < list.size(); ++k) {
+    const std::string op = list[k].get_or("op", Json("")).as_string();
+    if (op == "add" || op == "multiply" || op == "prelu" || op == "bias_add") ++n;
+  }
+  return n;
+}
+
+void fused_conv() {
+  OpDef d;
+  d.name = "FusedConv";
+  d.internal = true;
+  d.min_inputs = 2;
+  d.max_inputs = 64;
+  d.infer = [](const OpContext &ctx) {
+    TensorType t = conv_type(ctx);
+    if (t.rank() != 4 || t.dtype != ir::Float(32)) ctx.fail("fuses 2-D float32 convolutions only");
+    const Json list = fused_epilogue(ctx);
+    const int extras = std::max(0, ctx.num_inputs() - 3);
+    if (epilogue_inputs(list) != extras)
+      ctx.fail(concat("the epilogue reads ", epilogue_inputs(list), " tensors, the node has ", extras, " extra inputs"));
+    for (int i = 3; i < ctx.num_inputs(); ++i) {
+      if (ctx.in(i).dtype != t.dtype) ctx.fail(concat("extra input ", i, " is ", ctx.in(i).str()));
+    }
+    return std::vector<TensorType>{t};
+  };
+  d.kernel = [](const OpContext &ctx) {
+    Kernel k = conv_kernel(ctx);
+    Json epi = k.template_args["epilogue"];
+    const Json list = fused_epilogue(ctx);
+    for (size_t j = 0; j < list.size(); ++j) epi.push_back(list[j]);
+    k.template_args.set("epilogue", epi);
+    for (int i = 3; i < ctx.num_inputs(); ++i) k.input_map.push_back(i);
+    return k;
+  };
+  d.flops = [](const OpContext &ctx) {
+    double taps = static_cast<double>(ctx.in(1).numel() / ctx.in(1).shape[0]);
+    return 2.0 * static_cast<double>(conv_type(ctx).numel()) * taps;
+  };
+  register_op(std::move(d));
+}
+
 void register_nn_ops() {
+  fused_conv();
   {
     OpDef d;
     d.name = "Conv";

@@ -112,6 +112,13 @@ void check_model(const std::string &model, Kind kind) {
               opt.stats().kernels, opt_abs / max_want);
   EXPECT_LE(opt_abs / max_want, 1e-4) << model << " after the graph passes";
   EXPECT_LE(opt.stats().nodes, stats.nodes);
+  if (model == "resnet18") {
+    // Each conv with its ReLU (and each residual add with the ReLU after it) is one kernel.
+    int fused = 0;
+    for (const auto &n : opt.graph().nodes()) fused += n.op == "FusedConv" ? 1 : 0;
+    EXPECT_EQ(fused, 17) << graph::print(opt.graph());
+    EXPECT_LT(opt.stats().nodes, stats.nodes - 15);
+  }
 }
 
 TEST(OnnxModels, Resnet18) { check_model("resnet18", Kind::Classifier); }

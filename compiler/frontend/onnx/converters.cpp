@@ -216,7 +216,7 @@ const std::map<std::string, std::vector<ConverterVersion>> &converter_table() {
     // Every other op of the op table is converted directly: its ONNX form has not changed in a way
     // that matters here across the supported opsets.
     for (const auto &op : graph::op_names()) {
-      if (!t.count(op)) add(t, op, 1, direct());
+      if (!t.count(op) && !graph::find_op(op)->internal) add(t, op, 1, direct());
     }
     return t;
   }();

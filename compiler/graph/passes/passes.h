@@ -34,6 +34,13 @@ Graph fold_batch_norm(const Graph &g);
 // constants with the same type and data stored once.
 Graph eliminate_common_subexpressions(const Graph &g);
 
+// Operator fusion: a 2-D float32 Conv with the chain of elementwise consumers after it (Relu,
+// Clip with constant bounds, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Add or Mul of a
+// scalar constant or of a tensor of the output's shape, e.g. a residual) becomes one FusedConv node,
+// one kernel: the conv template with that chain as its epilogue. A value read by more than one
+// node, or a graph output, ends the chain.
+Graph fuse_epilogues(const Graph &g);
+
 // Dead-code elimination: nodes and constants no graph output needs.
 Graph eliminate_dead_code(const Graph &g);
 

@@ -171,5 +171,54 @@ TEST(GraphPasses, ConstantSubgraphsFoldAndDeadNodesGo) {
   EXPECT_EQ(max_difference(g, f), 0.0);
 }
 
+
+TEST(GraphPasses, ConvWithItsElementwiseConsumersIsOneKernel) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 4, 9, 9}});
+  ValueId skip = g.add_input("skip", TensorType{ir::Float(32), {1, 8, 9, 9}});
+  ValueId w = g.add_constant("w", random_tensor({8, 4, 3, 3}, 1));
+  ValueId b = g.add_constant("b", random_tensor({8}, 2));
+  ValueId c = add(g, "Conv", {x, w, b}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}});
+  ValueId v = add(g, "Add", {c, skip});                              // a residual
+  v = add(g, "Relu", {v});
+  v = add(g, "Mul", {v, g.add_constant("k", scalar(0.5f))});         // a scalar
+  v = add(g, "Clip", {v, g.add_constant("lo", scalar(-0.25f)), g.add_constant("hi", scalar(0.75f))});
+  ValueId y = add(g, "HardSwish", {v}, {}, "y");
+  // A second conv whose output is also read elsewhere: it keeps its own node.
+  ValueId w2 = g.add_constant("w2", random_tensor({8, 8, 1, 1}, 3));
+  ValueId c2 = add(g, "Conv", {y, w2});
+  ValueId r2 = add(g, "Relu", {c2});
+  g.add_output(y);
+  g.add_output(add(g, "Add", {r2, c2}, {}, "z"));
+  Graph f = passes::fuse_epilogues(g);
+  verify(f);
+  EXPECT_EQ(count(f, "FusedConv"), 1) << print(f);
+  EXPECT_EQ(count(f, "Conv"), 1);
+  EXPECT_EQ(count(f, "Relu"), 1);
+  EXPECT_EQ(count(f, "HardSwish"), 0);
+  EXPECT_EQ(f.value(f.outputs()[0]).name, "y");
+  EXPECT_LT(max_difference(g, f), 1e-5);
+  driver::GraphExecutor ex(f);
+  EXPECT_EQ(ex.stats().template_kernels, 2) << "the fused chain is the conv template's epilogue";
+}
+
+TEST(GraphPasses, FusionStopsAtAGraphOutputAndAtAValueReadTwice) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 2, 5, 5}});
+  ValueId w = g.add_constant("w", random_tensor({2, 2, 3, 3}, 5));
+  ValueId c = add(g, "Conv", {x, w}, {}, "c");
+  g.add_output(c);
+  g.add_output(add(g, "Relu", {c}, {}, "r"));
+  Graph f = passes::fuse_epilogues(g);
+  EXPECT_EQ(count(f, "FusedConv"), 0);
+  EXPECT_EQ(max_difference(g, f), 0.0);
+}
+
+TEST(GraphPasses, ImportersNeverProduceInternalOps) {
+  const OpDef *d = find_op("FusedConv");
+  ASSERT_NE(d, nullptr);
+  EXPECT_TRUE(d->internal);
+}
+
 }  // namespace
 }  // namespace kiln::graph
