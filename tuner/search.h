@@ -54,10 +54,19 @@ struct SearchOptions {
   size_t sa_chains = 64;
   int sa_iterations = 40;  // per plan; the chains persist across plans
   int sa_early_stop = 8;   // iterations without a change of the top candidates
+  // Large spaces, once the model has been fit: the chains anneal on a proxy (an XGBoost model of
+  // the knob values alone, refit with the model), which costs no lowering, for up to
+  // proxy_iterations steps per plan; the proxy's best shortlist * plan_size configs, with the last
+  // plan's runners-up, are then lowered and scored by the model. 0: anneal on the model itself.
+  size_t shortlist = 4;
+  int proxy_iterations = 100;
   double diversity = 2.0;  // the plan is picked among the top diversity * plan_size candidates
   cost_model::XgbOptions xgb;
   std::shared_ptr<const cost_model::XgbCostModel> prior;  // transfer learning; may be null
   int feature_threads = 0;                                // 0: one per core
+  // Candidates whose features are kept (least recently used dropped first; about 3.5 KB each).
+  // The measured configs' features are kept apart, for every refit.
+  size_t feature_cache = 16384;
 };
 
 // What a strategy has spent so far, in wall seconds on the thread that calls it: for progress
@@ -70,6 +79,11 @@ struct SearchStats {
   int64_t plans = 0;     // xgb: plans built
   int64_t fits = 0;      // xgb: model fits (a plan refits when trials were added since the last)
   double refit_s = 0;    // xgb: refitting at the start of each plan (features of new trials, fit)
+  int64_t featurized = 0;  // xgb: candidates lowered for their features (cache misses)
+  double feature_s = 0;    // xgb: extracting those features (wall)
+  double predict_s = 0;    // xgb: the model's predictions
+  double anneal_s = 0;     // xgb: annealing on the proxy, its predictions included
+  double proxy_predict_s = 0;
 };
 
 class SearchStrategy {
