@@ -240,13 +240,17 @@ class XgbStrategy : public SearchStrategy {
  protected:
   std::vector<Config> propose(size_t n) override {
     std::vector<Config> out;
+    pending_.clear();
     while (out.size() < n) {
       if (plan_.empty()) {
         build_plan();
         if (plan_.empty()) break;
       }
       while (!plan_.empty() && out.size() < n) {
-        if (!visited(plan_.back())) out.push_back(plan_.back());
+        if (!taken(plan_.back())) {
+          pending_.insert(plan_.back().index());
+          out.push_back(plan_.back());
+        }
         plan_.pop_back();
       }
     }
@@ -331,7 +335,8 @@ class XgbStrategy : public SearchStrategy {
       const Rows rows = rows_of(fresh);
       for (const Config &c : fresh) measured_.emplace(c.index(), Row{});
       for (size_t k = 0; k < rows.where.size(); ++k) {
-        measured_[fresh[rows.where[k]].index()].assign(rows.values.begin() + k * len, rows.values.begin() + (k + 1) * len);
+        measured_[fresh[rows.where[k]].index()].assign(rows.values.begin() + k * len,
+                                                       rows.values.begin() + (k + 1) * len);
       }
     }
     cost_model::Samples s;
@@ -351,16 +356,20 @@ class XgbStrategy : public SearchStrategy {
     const double t0 = now_s();
     refit();
     stats_.refit_s += now_s() - t0;
-    const size_t plan = std::max<size_t>(1, options_.plan_size);
+    // Small plans while there is little to learn from, so that the model is fit early and often;
+    // larger ones (up to plan_size) as the trials add up and a refit changes less.
+    const size_t largest = std::max<size_t>(1, options_.plan_size);
+    const size_t plan =
+        std::clamp(trials().size() / 2, std::min(largest, std::max<size_t>(1, options_.min_plan_size)), largest);
     if (!model_->trained() && !options_.prior) {
-      plan_ = random_unvisited(plan);
+      plan_ = random_unvisited(plan, pending_);
       return;
     }
     const size_t keep = std::max(plan, static_cast<size_t>(options_.diversity * static_cast<double>(plan)));
-    std::vector<Config> carried;  // the last plan's runners-up, still unvisited
+    std::vector<Config> carried;                       // the last plan's runners-up, still unvisited
     std::map<int64_t, std::pair<double, Config>> top;  // index -> (score, config)
     auto offer = [&](const Config &c, double s) {
-      if (visited(c) || !std::isfinite(s)) return false;
+      if (taken(c) || !std::isfinite(s)) return false;
       if (top.count(c.index())) return false;
       if (top.size() < keep) {
         top.emplace(c.index(), std::make_pair(s, c));
@@ -375,14 +384,14 @@ class XgbStrategy : public SearchStrategy {
     };
 
     for (const Config &c : carried_) {
-      if (!visited(c)) carried.push_back(c);
+      if (!taken(c)) carried.push_back(c);
     }
     if (valid_count() <= options_.exhaustive_limit) {
       cache_.grow(static_cast<size_t>(valid_count()));
       if (all_valid_.empty()) all_valid_ = task_.space().enumerate();
       std::vector<Config> unvisited;
       for (const Config &c : all_valid_) {
-        if (!visited(c)) unvisited.push_back(c);
+        if (!taken(c)) unvisited.push_back(c);
       }
       const std::vector<double> s = score(unvisited);
       for (size_t i = 0; i < unvisited.size(); ++i) offer(unvisited[i], s[i]);
@@ -437,12 +446,12 @@ class XgbStrategy : public SearchStrategy {
       for (size_t k = 0; k < knobs; ++k) covered.insert({k, cands[pick].second.digits()[k]});
       chosen.push_back(cands[pick].second);
     }
-    std::unordered_set<int64_t> taken;
-    for (const Config &c : chosen) taken.insert(c.index());
-    for (Config &c : random_unvisited(plan - chosen.size(), taken)) chosen.push_back(std::move(c));
+    std::unordered_set<int64_t> excluded = pending_;
+    for (const Config &c : chosen) excluded.insert(c.index());
+    for (Config &c : random_unvisited(plan - chosen.size(), excluded)) chosen.push_back(std::move(c));
     carried_.clear();
     for (size_t i = 0; i < cands.size(); ++i) {
-      if (!used[i] && !taken.count(cands[i].second.index())) carried_.push_back(cands[i].second);
+      if (!used[i] && !excluded.count(cands[i].second.index())) carried_.push_back(cands[i].second);
     }
     std::reverse(chosen.begin(), chosen.end());
     plan_ = std::move(chosen);
@@ -467,6 +476,9 @@ class XgbStrategy : public SearchStrategy {
     }
     return task_.space().neighbour(c, rng_);
   }
+
+  // Visited, or already proposed by the next_batch call in progress.
+  bool taken(const Config &c) const { return visited(c) || pending_.count(c.index()) != 0; }
 
   int64_t valid_count() {
     if (space_valid_ < 0) space_valid_ = task_.space().count_valid();
@@ -557,7 +569,7 @@ class XgbStrategy : public SearchStrategy {
     std::map<int64_t, std::pair<double, Config>> top;
     std::multimap<double, int64_t> by_score;  // the same, ordered
     auto offer = [&](const Config &c, double s) {
-      if (visited(c) || top.count(c.index())) return false;
+      if (taken(c) || top.count(c.index())) return false;
       if (top.size() >= keep) {
         if (s <= by_score.begin()->first) return false;
         top.erase(by_score.begin()->second);
@@ -635,7 +647,8 @@ class XgbStrategy : public SearchStrategy {
   std::vector<Config> plan_;  // consumed from the back
   std::vector<Config> chains_;
   std::vector<Config> all_valid_;
-  std::vector<Config> carried_;  // the last plan's candidates that were not picked
+  std::vector<Config> carried_;          // the last plan's candidates that were not picked
+  std::unordered_set<int64_t> pending_;  // proposed by the next_batch call in progress
   size_t fitted_rows_ = 0;
   int64_t space_valid_ = -1;  // valid configs of the space, counted on first use
   std::unique_ptr<cost_model::XgbCostModel> proxy_;

@@ -46,7 +46,11 @@ struct SearchOptions {
   double mutation_prob = 0.1;
 
   // xgb
+  // A plan holds trials / 2 configs, at least min_plan_size and at most plan_size: the first plans
+  // are small, so that the model is fit after few trials, the later ones large, so that refits
+  // (tens of milliseconds each) stay rare.
   size_t plan_size = 64;
+  size_t min_plan_size = 16;
   double epsilon = 0.05;  // the random share of each plan
   // Spaces with at most this many valid configs are scored exhaustively (their features are
   // extracted once and cached); larger ones are searched by annealing.
@@ -73,12 +77,12 @@ struct SearchOptions {
 // reports and the tuner benchmark (bench/tuner), which reports the search's share of the tuner's
 // overhead per trial and the model's refit time per plan.
 struct SearchStats {
-  int64_t batches = 0;   // next_batch calls
-  double propose_s = 0;  // inside next_batch: for xgb the plans (features, refits, scoring) included
-  double update_s = 0;   // inside update()
-  int64_t plans = 0;     // xgb: plans built
-  int64_t fits = 0;      // xgb: model fits (a plan refits when trials were added since the last)
-  double refit_s = 0;    // xgb: refitting at the start of each plan (features of new trials, fit)
+  int64_t batches = 0;     // next_batch calls
+  double propose_s = 0;    // inside next_batch: for xgb the plans (features, refits, scoring) included
+  double update_s = 0;     // inside update()
+  int64_t plans = 0;       // xgb: plans built
+  int64_t fits = 0;        // xgb: model fits (a plan refits when trials were added since the last)
+  double refit_s = 0;      // xgb: refitting at the start of each plan (features of new trials, fit)
   int64_t featurized = 0;  // xgb: candidates lowered for their features (cache misses)
   double feature_s = 0;    // xgb: extracting those features (wall)
   double predict_s = 0;    // xgb: the model's predictions

@@ -74,7 +74,7 @@ tuner::TuneTask task() {
   return {"matmul.x86", Json::object({{"a", t({512, 512})}, {"b", t({512, 512})}}), 1, "matmul_512"};
 }
 
-size_t g_plan_size = 0;  // 0: the tuner's default
+size_t g_plan_size = 0;      // 0: the tuner's default
 int g_feature_threads = -1;  // -1: the tuner's default
 
 tuner::TuneOptions options(const std::string &strategy, int64_t trials, int64_t batch) {
@@ -177,8 +177,8 @@ int main(int argc, char **argv) {
   for (const std::string &strategy : strategies) {
     const int64_t n = strategy == "xgb" ? xgb_trials : trials;
     for (const std::string &via : vias) {
-      const Run run = via == "tuner" ? through_tuner(dir, strategy, n, batch)
-                                                  : through_job_manager(dir, strategy, n, batch);
+      const Run run =
+          via == "tuner" ? through_tuner(dir, strategy, n, batch) : through_job_manager(dir, strategy, n, batch);
       std::printf(
           "service strategy=%s via=%s trials=%lld batch=%lld space=%lld wall_s=%.3f trials_per_s=%.0f "
           "us_per_trial=%.1f",
@@ -189,7 +189,8 @@ int main(int argc, char **argv) {
         const double n = static_cast<double>(run.trials);
         std::printf(
             " search_us_per_trial=%.1f refit_ms_per_plan=%.1f plans=%lld lowered_per_trial=%.1f "
-            "features_us_per_trial=%.1f predict_us_per_trial=%.1f anneal_us_per_trial=%.1f proxy_predict_us_per_trial=%.1f",
+            "features_us_per_trial=%.1f predict_us_per_trial=%.1f anneal_us_per_trial=%.1f "
+            "proxy_predict_us_per_trial=%.1f",
             1e6 * (s.propose_s + s.update_s) / n, 1e3 * s.refit_s / static_cast<double>(s.plans),
             static_cast<long long>(s.plans), static_cast<double>(s.featurized) / n, 1e6 * s.feature_s / n,
             1e6 * s.predict_s / n, 1e6 * s.anneal_s / n, 1e6 * s.proxy_predict_s / n);
