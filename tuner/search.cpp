@@ -356,11 +356,13 @@ class XgbStrategy : public SearchStrategy {
     const double t0 = now_s();
     refit();
     stats_.refit_s += now_s() - t0;
-    // Small plans while there is little to learn from, so that the model is fit early and often;
-    // larger ones (up to plan_size) as the trials add up and a refit changes less.
+    // Without a prior: small plans while there is little to learn from, so that the model is fit
+    // early and often, larger ones (up to plan_size) as the trials add up and a refit changes
+    // less. A prior ranks well from the start, and a fit on a handful of trials would only blur it:
+    // plans of plan_size.
     const size_t largest = std::max<size_t>(1, options_.plan_size);
-    const size_t plan =
-        std::clamp(trials().size() / 2, std::min(largest, std::max<size_t>(1, options_.min_plan_size)), largest);
+    const size_t smallest = options_.prior ? largest : std::min(largest, std::max<size_t>(1, options_.min_plan_size));
+    const size_t plan = std::clamp(trials().size() / 2, smallest, largest);
     if (!model_->trained() && !options_.prior) {
       plan_ = random_unvisited(plan, pending_);
       return;

@@ -46,9 +46,10 @@ struct SearchOptions {
   double mutation_prob = 0.1;
 
   // xgb
-  // A plan holds trials / 2 configs, at least min_plan_size and at most plan_size: the first plans
-  // are small, so that the model is fit after few trials, the later ones large, so that refits
-  // (tens of milliseconds each) stay rare.
+  // Without a prior, a plan holds trials / 2 configs, at least min_plan_size and at most
+  // plan_size: the first plans are small, so that the model is fit after few trials, the later
+  // ones large, so that refits (tens of milliseconds each) stay rare. With a prior every plan
+  // holds plan_size.
   size_t plan_size = 64;
   size_t min_plan_size = 16;
   double epsilon = 0.05;  // the random share of each plan
