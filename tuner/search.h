@@ -7,11 +7,13 @@
 //   genetic  TVM's GATuner: a population, elites kept, children by crossover of fitness-weighted
 //            parents and per-knob mutation
 //   xgb      model-based: the XGBoost cost model on IR features (cost_model/), refit from all of
-//            the task's trials every plan; a plan is the best unvisited configs the model finds,
-//            by scoring every valid config when the space is small and otherwise with parallel
-//            simulated-annealing chains that persist across refits; the plan is picked for
-//            diversity among the top candidates and its last 5 % are random (epsilon-greedy).
-//            An optional prior (transfer learning from the tuning log) ranks the first plan.
+//            the task's trials every plan (plans grow from 16 configs to plan_size); a plan is the
+//            best unvisited configs the model finds, by scoring every valid config when the space
+//            is small and otherwise from a shortlist that simulated-annealing chains, persistent
+//            across plans, find on a cheap proxy (a model of the knob values alone); the plan is
+//            picked for diversity among the top candidates and its last 5 % are random
+//            (epsilon-greedy). An optional prior (transfer learning from the tuning log) ranks the
+//            first plan.
 // Constraints of the space are never violated: every proposal comes from the space's valid
 // configs. A config is never proposed twice, nor one told through update() (a resumed job tells
 // the strategy what the log already holds before asking for more).
