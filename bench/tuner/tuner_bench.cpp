@@ -80,7 +80,8 @@
 //       dataset_best: the dataset's best config against oneDNN (on an exhaustively measured space,
 //       the best the template can do, whatever the search); top: top5_gflops against oneDNN.
 //
-// --plan-size P sets the model-based strategy's plan (default 64), to see what it changes.
+// --plan-size P sets the model-based strategy's largest plan (default 64; without a prior plans
+// start at 16 and grow with the trials), to see what it changes.
 // --svg PATH: one panel per workload, best found / best known against trials, one line per
 // strategy (mean over the seeds), the real run dashed.
 //
