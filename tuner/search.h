@@ -80,17 +80,17 @@ struct SearchOptions {
 // reports and the tuner benchmark (bench/tuner), which reports the search's share of the tuner's
 // overhead per trial and the model's refit time per plan.
 struct SearchStats {
-  int64_t batches = 0;     // next_batch calls
-  double propose_s = 0;    // inside next_batch: for xgb the plans (features, refits, scoring) included
-  double update_s = 0;     // inside update()
-  int64_t plans = 0;       // xgb: plans built
-  int64_t fits = 0;        // xgb: model fits (a plan refits when trials were added since the last)
-  double refit_s = 0;      // xgb: refitting at the start of each plan (features of new trials, the
-                           // model's fit and the proxy's)
-  int64_t featurized = 0;  // xgb: candidates lowered for their features (cache misses)
-  double feature_s = 0;    // xgb: extracting those features (wall)
-  double predict_s = 0;    // xgb: the model's predictions
-  double anneal_s = 0;     // xgb: annealing on the proxy, its predictions included
+  int64_t batches = 0;         // next_batch calls
+  double propose_s = 0;        // inside next_batch: for xgb the plans (features, refits, scoring) included
+  double update_s = 0;         // inside update()
+  int64_t plans = 0;           // xgb: plans built
+  int64_t fits = 0;            // xgb: model fits (a plan refits when trials were added since the last)
+  double refit_s = 0;          // xgb: refitting at the start of each plan (features of new trials, the
+                               // model's fit and the proxy's)
+  int64_t featurized = 0;      // xgb: candidates lowered for their features (cache misses)
+  double feature_s = 0;        // xgb: extracting those features (wall)
+  double predict_s = 0;        // xgb: the model's predictions
+  double anneal_s = 0;         // xgb: annealing on the proxy, its predictions included
   double proxy_predict_s = 0;  // xgb: the proxy's predictions (part of anneal_s)
 };
 
