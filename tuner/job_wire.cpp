@@ -1,5 +1,6 @@
 #include "tuner/job_wire.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -86,6 +87,8 @@ JobSubmission submission_from_proto(const kiln::v1::JobSpec &spec, const Submiss
   o.priority = spec.priority();
   o.seed = spec.seed();
   if (spec.has_measure()) o.measure = spec.measure();
+  if (spec.has_feature_threads()) o.search.feature_threads = spec.feature_threads();
+  if (spec.has_plan_size()) o.search.plan_size = static_cast<size_t>(std::max<int64_t>(0, spec.plan_size()));
   return out;
 }
 
@@ -113,6 +116,8 @@ kiln::v1::JobSpec submission_to_proto(const JobSubmission &submission) {
   spec.set_priority(o.priority);
   spec.set_seed(o.seed);
   if (o.measure) *spec.mutable_measure() = *o.measure;
+  spec.set_feature_threads(o.search.feature_threads);
+  spec.set_plan_size(static_cast<int64_t>(o.search.plan_size));
   return spec;
 }
 

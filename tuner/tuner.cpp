@@ -50,6 +50,14 @@ void check_options(const TuneOptions &o) {
     throw TuneError("the batch size must be between 1 and 4096, not " + std::to_string(o.batch_size));
   }
   if (o.max_infra_retries < 0 || o.max_infra_retries > 100) throw TuneError("max_infra_retries must be 0..100");
+  if (o.search.plan_size < 1 || o.search.plan_size > 4096 || o.search.min_plan_size > 4096) {
+    throw TuneError("the plan sizes must be between 1 and 4096, not " + std::to_string(o.search.min_plan_size) +
+                    " and " + std::to_string(o.search.plan_size));
+  }
+  if (o.search.feature_threads < 0 || o.search.feature_threads > 1024) {
+    throw TuneError("feature threads must be between 0 (one per core) and 1024, not " +
+                    std::to_string(o.search.feature_threads));
+  }
   if (o.priority < -kMaxPriority || o.priority > kMaxPriority) {
     throw TuneError("the priority must be between -" + std::to_string(kMaxPriority) + " and " +
                     std::to_string(kMaxPriority) + ", not " + std::to_string(o.priority));
@@ -161,7 +169,9 @@ Json TuneOptions::to_json() const {
                          {"max_infra_retries", max_infra_retries},
                          {"seed", std::to_string(seed)},
                          {"priority", priority},
-                         {"plan_size", static_cast<int64_t>(search.plan_size)}});
+                         {"plan_size", static_cast<int64_t>(search.plan_size)},
+                         {"min_plan_size", static_cast<int64_t>(search.min_plan_size)},
+                         {"feature_threads", search.feature_threads}});
   if (measure) {
     std::string text;
     KILN_CHECK(google::protobuf::util::MessageToJsonString(*measure, &text).ok(), "measure options as JSON");
@@ -192,6 +202,9 @@ TuneOptions TuneOptions::from_json(const Json &j) {
     o.measure = m;
   }
   o.search.plan_size = static_cast<size_t>(j.get_or("plan_size", static_cast<int64_t>(o.search.plan_size)).as_int());
+  o.search.min_plan_size =
+      static_cast<size_t>(j.get_or("min_plan_size", static_cast<int64_t>(o.search.min_plan_size)).as_int());
+  o.search.feature_threads = static_cast<int>(j.get_or("feature_threads", o.search.feature_threads).as_int());
   return o;
 }
 

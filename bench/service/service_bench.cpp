@@ -5,10 +5,17 @@
 // the service's queue, thread and progress reports. The peer, in the same run, is the same job
 // driven by Tuner::run directly (no JobManager): the difference is what the service adds.
 //
-// Usage: service_bench [--strategies random,xgb] [--trials N] [--xgb-trials N] [--batch B]
+// Usage: service_bench [--strategies random,xgb] [--trials N] [--xgb-trials N] [--batch B] [--via V]
+//                      [--plan-size P] [--feature-threads T]
 // Prints one line per strategy and driver:
 //   service strategy=S via=job_manager|tuner trials=N batch=B space=V wall_s= trials_per_s=
-//           us_per_trial=
+//           us_per_trial= [search_us_per_trial= refit_ms_per_plan= plans= lowered_per_trial=
+//           features_us_per_trial= predict_us_per_trial=]
+// The bracketed fields (model-based strategy, via=tuner): the strategy's own time per trial
+// (tuner::SearchStats), its refit per plan, the candidates lowered for their features and the
+// time that took, and the model's predictions.
+// --via job_manager|tuner runs one driver only; --plan-size P and --feature-threads T set the
+// model-based strategy's plan and feature threads.
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -67,8 +74,13 @@ tuner::TuneTask task() {
   return {"matmul.x86", Json::object({{"a", t({512, 512})}, {"b", t({512, 512})}}), 1, "matmul_512"};
 }
 
+size_t g_plan_size = 0;      // 0: the tuner's default
+int g_feature_threads = -1;  // -1: the tuner's default
+
 tuner::TuneOptions options(const std::string &strategy, int64_t trials, int64_t batch) {
   tuner::TuneOptions o;
+  if (g_plan_size > 0) o.search.plan_size = g_plan_size;
+  if (g_feature_threads >= 0) o.search.feature_threads = g_feature_threads;
   o.strategy = strategy;
   o.trials = trials;
   o.batch_size = batch;
@@ -80,6 +92,7 @@ tuner::TuneOptions options(const std::string &strategy, int64_t trials, int64_t 
 struct Run {
   double wall_s = 0;
   int64_t trials = 0;
+  tuner::SearchStats search;  // through Tuner::run only
 };
 
 Run through_tuner(const fs::path &dir, const std::string &strategy, int64_t trials, int64_t batch) {
@@ -89,7 +102,9 @@ Run through_tuner(const fs::path &dir, const std::string &strategy, int64_t tria
   const int64_t job = t.create_job("bench", {task()}, options(strategy, trials, batch));
   const Clock::time_point start = Clock::now();
   const tuner::JobStatus status = t.run(job);
-  return {seconds_since(start), status.trials_done};
+  Run run{seconds_since(start), status.trials_done, {}};
+  if (!status.tasks.empty()) run.search = status.tasks.front().search;
+  return run;
 }
 
 Run through_job_manager(const fs::path &dir, const std::string &strategy, int64_t trials, int64_t batch) {
@@ -131,6 +146,7 @@ Run through_job_manager(const fs::path &dir, const std::string &strategy, int64_
 int main(int argc, char **argv) {
   std::vector<std::string> strategies = {"random", "xgb"};
   int64_t trials = 5000, xgb_trials = 1000, batch = 16;
+  std::vector<std::string> vias = {"job_manager", "tuner"};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--strategies" && i + 1 < argc) {
@@ -141,9 +157,16 @@ int main(int argc, char **argv) {
       xgb_trials = std::atoll(argv[++i]);
     } else if (arg == "--batch" && i + 1 < argc) {
       batch = std::atoll(argv[++i]);
+    } else if (arg == "--via" && i + 1 < argc) {
+      vias = {argv[++i]};
+    } else if (arg == "--plan-size" && i + 1 < argc) {
+      g_plan_size = static_cast<size_t>(std::atoll(argv[++i]));
+    } else if (arg == "--feature-threads" && i + 1 < argc) {
+      g_feature_threads = std::atoi(argv[++i]);
     } else {
       std::fprintf(stderr,
-                   "usage: service_bench [--strategies random,xgb] [--trials N] [--xgb-trials N] [--batch B]\n");
+                   "usage: service_bench [--strategies random,xgb] [--trials N] [--xgb-trials N] [--batch B] "
+                   "[--via job_manager|tuner] [--plan-size P] [--feature-threads T]\n");
       return 2;
     }
   }
@@ -153,14 +176,26 @@ int main(int argc, char **argv) {
   const int64_t space = probe.space().size();
   for (const std::string &strategy : strategies) {
     const int64_t n = strategy == "xgb" ? xgb_trials : trials;
-    for (const char *via : {"job_manager", "tuner"}) {
-      const Run run = std::string(via) == "tuner" ? through_tuner(dir, strategy, n, batch)
-                                                  : through_job_manager(dir, strategy, n, batch);
+    for (const std::string &via : vias) {
+      const Run run =
+          via == "tuner" ? through_tuner(dir, strategy, n, batch) : through_job_manager(dir, strategy, n, batch);
       std::printf(
           "service strategy=%s via=%s trials=%lld batch=%lld space=%lld wall_s=%.3f trials_per_s=%.0f "
-          "us_per_trial=%.1f\n",
-          strategy.c_str(), via, static_cast<long long>(run.trials), static_cast<long long>(batch),
+          "us_per_trial=%.1f",
+          strategy.c_str(), via.c_str(), static_cast<long long>(run.trials), static_cast<long long>(batch),
           static_cast<long long>(space), run.wall_s, run.trials / run.wall_s, 1e6 * run.wall_s / run.trials);
+      const tuner::SearchStats &s = run.search;
+      if (s.plans > 0) {
+        const double n = static_cast<double>(run.trials);
+        std::printf(
+            " search_us_per_trial=%.1f refit_ms_per_plan=%.1f plans=%lld lowered_per_trial=%.1f "
+            "features_us_per_trial=%.1f predict_us_per_trial=%.1f anneal_us_per_trial=%.1f "
+            "proxy_predict_us_per_trial=%.1f",
+            1e6 * (s.propose_s + s.update_s) / n, 1e3 * s.refit_s / static_cast<double>(s.plans),
+            static_cast<long long>(s.plans), static_cast<double>(s.featurized) / n, 1e6 * s.feature_s / n,
+            1e6 * s.predict_s / n, 1e6 * s.anneal_s / n, 1e6 * s.proxy_predict_s / n);
+      }
+      std::printf("\n");
       std::fflush(stdout);
     }
   }

@@ -47,11 +47,15 @@
 //       random's side (expected_random_over_random compares the replayed random jobs with it).
 //   tuner_overhead mode=replay workload= strategy= runs= trials= ms_per_trial= ms_per_trial_without_prior=
 //                  prior_ms= search_ms_per_trial= other_ms_per_trial= refit_ms_per_plan= plans= fits=
+//                  lowered_per_trial= feature_ms_per_trial= predict_ms_per_trial= anneal_ms_per_trial=
 //       the tuner's own time (run()'s wall time minus the measurer's, which a decorator Measurer
 //       adds up) per trial, over the seeds' jobs: the transfer prior, once per job (TaskStatus::
 //       prior_s: the history, its features, the fit), the strategy's next_batch and update calls
 //       (SearchStats), and the rest (the log's inserts, the job loop). refit_ms_per_plan: the
-//       model's refit at the start of each plan (SearchStats::refit_s / plans).
+//       model's refit at the start of each plan (SearchStats::refit_s / plans). lowered_per_trial
+//       and feature_ms_per_trial: candidates lowered for their features and the time that took;
+//       predict_ms_per_trial: the model's predictions; anneal_ms_per_trial: annealing on the
+//       proxy (large spaces).
 //
 // Real (--real): for each workload, one job with the local measurer (worker processes, 1 thread,
 // build workers 1), strategy xgb with transfer from the dataset's records of the template's other
@@ -76,7 +80,8 @@
 //       dataset_best: the dataset's best config against oneDNN (on an exhaustively measured space,
 //       the best the template can do, whatever the search); top: top5_gflops against oneDNN.
 //
-// --plan-size P sets the model-based strategy's plan (default 64), to see what it changes.
+// --plan-size P sets the model-based strategy's largest plan (default 64; without a prior plans
+// start at 16 and grow with the trials), to see what it changes.
 // --svg PATH: one panel per workload, best found / best known against trials, one line per
 // strategy (mean over the seeds), the real run dashed.
 //
@@ -365,7 +370,12 @@ struct Picture {
 void print_overhead(const std::string &mode, const std::string &label, const std::string &strategy,
                     const std::vector<JobResult> &jobs) {
   double own = 0, prior = 0, search = 0, refit = 0, trials = 0, plans = 0, fits = 0;
+  double lowered = 0, feature = 0, predict = 0, anneal = 0;
   for (const JobResult &j : jobs) {
+    lowered += static_cast<double>(j.search.featurized);
+    feature += j.search.feature_s;
+    predict += j.search.predict_s;
+    anneal += j.search.anneal_s;
     own += j.wall_s - j.measure_s;
     prior += j.prior_s;
     search += j.search.propose_s + j.search.update_s;
@@ -378,10 +388,12 @@ void print_overhead(const std::string &mode, const std::string &label, const std
   std::printf(
       "tuner_overhead mode=%s workload=%s strategy=%s runs=%zu trials=%.0f ms_per_trial=%.3f "
       "ms_per_trial_without_prior=%.3f prior_ms=%.1f search_ms_per_trial=%.3f other_ms_per_trial=%.3f "
-      "refit_ms_per_plan=%s plans=%.1f fits=%.1f\n",
+      "refit_ms_per_plan=%s plans=%.1f fits=%.1f lowered_per_trial=%.2f feature_ms_per_trial=%.3f "
+      "predict_ms_per_trial=%.3f anneal_ms_per_trial=%.3f\n",
       mode.c_str(), label.c_str(), strategy.c_str(), jobs.size(), trials / n, own / trials * 1e3,
       (own - prior) / trials * 1e3, prior / n * 1e3, search / trials * 1e3, (own - prior - search) / trials * 1e3,
-      plans > 0 ? fmt("%.1f", refit / plans * 1e3).c_str() : "-", plans / n, fits / n);
+      plans > 0 ? fmt("%.1f", refit / plans * 1e3).c_str() : "-", plans / n, fits / n, lowered / trials,
+      feature / trials * 1e3, predict / trials * 1e3, anneal / trials * 1e3);
 }
 
 void replay_mode(const Options &o, db::TuningDb &dataset, std::vector<WorkloadData> &data, Picture *pic) {

@@ -501,8 +501,7 @@ TEST(TunerService, BadSpecsAreInvalidArgumentsWithTheTunersMessage) {
       {[](v1::JobSpec &j) { j.mutable_measure()->set_repeat(100000); }, "measure options: "},
       {[](v1::JobSpec &j) { j.set_time_budget_s(1e12); }, "time budget must be between 0 and"},
       {[](v1::JobSpec &j) { j.set_time_budget_s(std::nan("")); }, "time budget must be between 0 and"},
-      {[](v1::JobSpec &j) { j.mutable_tasks(0)->set_args_json(std::string(20 << 20, ' ') + "{}"); },
-       "bytes; at most"},
+      {[](v1::JobSpec &j) { j.mutable_tasks(0)->set_args_json(std::string(20 << 20, ' ') + "{}"); }, "bytes; at most"},
   };
   for (const Case &c : cases) {
     v1::JobSpec bad = spec("bad", 16);
@@ -644,6 +643,8 @@ TEST(JobWire, ASubmissionSurvivesTheWire) {
   sub.options.skip_logged = true;
   sub.options.priority = -3;
   sub.options.seed = 1234567890123ull;
+  sub.options.search.feature_threads = 3;
+  sub.options.search.plan_size = 32;
   kiln::v1::MeasureOptions m;
   m.set_threads(1);
   sub.options.measure = m;
@@ -656,6 +657,8 @@ TEST(JobWire, ASubmissionSurvivesTheWire) {
   EXPECT_EQ(back.target, kTarget);
   EXPECT_EQ(back.device_key, kDevice);
   EXPECT_EQ(back.options.to_json(), sub.options.to_json());
+  EXPECT_EQ(back.options.search.feature_threads, 3);
+  EXPECT_EQ(back.options.search.plan_size, 32u);
 
   // Zero fields take the defaults.
   v1::JobSpec minimal;

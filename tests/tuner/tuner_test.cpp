@@ -198,6 +198,70 @@ TEST(Search, ModelBasedNeedsFewerTrialsThanRandomOnASpaceWithStructure) {
   EXPECT_LT(xgb_mean * 2, random_mean);
 }
 
+// The proposals of the model-based strategy, batch after batch, told the synthetic cost of each.
+std::vector<int64_t> xgb_proposals(const ops::Task &task, SearchOptions o, int batches) {
+  std::unique_ptr<SearchStrategy> s = make_strategy("xgb", task, std::move(o));
+  std::vector<int64_t> out;
+  for (int b = 0; b < batches; ++b) {
+    std::vector<Trial> trials;
+    for (const Config &c : s->next_batch(16)) {
+      out.push_back(c.index());
+      trials.push_back({c, true, 1e-3 / synthetic_seconds(task, c)});
+    }
+    s->update(trials);
+  }
+  return out;
+}
+
+TEST(Search, ModelBasedIsTheSameWhateverItsFeatureThreadsAndCache) {
+  // A space too large to score whole: the plans come from the annealing chains and the proxy's
+  // shortlist. A cache of a few rows has to extract features again and again, and must give the
+  // same features, hence the same proposals; so must any number of threads.
+  const ops::Task task = make_task("dense_pack.x86", dense_args(256, 256, 256));
+  ASSERT_GT(task.space().count_valid(), 2048);
+  SearchOptions o;
+  o.seed = 5;
+  o.xgb.seed = 5;
+  o.feature_threads = 1;
+  const std::vector<int64_t> reference = xgb_proposals(task, o, 8);
+  ASSERT_EQ(reference.size(), 8u * 16);
+  EXPECT_EQ(std::set<int64_t>(reference.begin(), reference.end()).size(), reference.size());
+  o.feature_threads = 3;
+  EXPECT_EQ(xgb_proposals(task, o, 8), reference) << "3 feature threads";
+  o.feature_cache = 4;
+  EXPECT_EQ(xgb_proposals(task, o, 8), reference) << "a cache of 4 rows";
+  o.seed = 6;
+  o.xgb.seed = 6;
+  EXPECT_NE(xgb_proposals(task, o, 8), reference) << "another seed";
+}
+
+TEST(Search, ModelBasedPlansGrowFromTheSmallestToPlanSize) {
+  const ops::Task task = make_task("dense_pack.x86", dense_args(256, 256, 256));
+  SearchOptions o;
+  o.seed = 2;
+  std::unique_ptr<SearchStrategy> s = make_strategy("xgb", task, o);
+  int64_t trials = 0;
+  std::vector<int64_t> plans_at;  // the plans built after each batch
+  while (trials < 320) {
+    std::vector<Trial> told;
+    for (const Config &c : s->next_batch(16)) told.push_back({c, true, 1e-3 / synthetic_seconds(task, c)});
+    trials += static_cast<int64_t>(told.size());
+    s->update(told);
+    plans_at.push_back(s->stats().plans);
+  }
+  // Plans of 16 while there are fewer than 32 trials, of 64 from 128 on: 320 trials take
+  // 16 + 16 + 16 + 24 + 36 + 54 + 64 + 64 + 64 (9 plans, the last not used up), not 20 plans of 16
+  // nor 5 of 64.
+  EXPECT_EQ(s->stats().plans, 9);
+  EXPECT_EQ(plans_at[0], 1);
+  EXPECT_EQ(plans_at[1], 2);
+  EXPECT_GE(s->stats().fits, 8);
+  EXPECT_GT(s->stats().featurized, 0);
+  // Annealing on the proxy lowers only its shortlist: a few candidates per trial, not the
+  // chains' every step.
+  EXPECT_LT(s->stats().featurized, 10 * trials);
+}
+
 TEST(Search, UnknownStrategyIsAUserError) {
   const ops::Task task = make_task("matmul.x86", matmul_args(8));
   try {
@@ -316,6 +380,16 @@ TEST(TuneOptionsJson, PriorityAndMeasureOptionsSurviveTheLog) {
   EXPECT_TRUE(back.measure->has_check_correctness());
   EXPECT_FALSE(back.measure->check_correctness());
   EXPECT_FALSE(TuneOptions::from_json(Json::parse(TuneOptions().to_json().dump())).measure.has_value());
+
+  // A resumed job searches as it started: its plan sizes and feature threads are in its spec.
+  TuneOptions search;
+  search.search.plan_size = 32;
+  search.search.min_plan_size = 8;
+  search.search.feature_threads = 2;
+  const TuneOptions search_back = TuneOptions::from_json(Json::parse(search.to_json().dump()));
+  EXPECT_EQ(search_back.search.plan_size, 32u);
+  EXPECT_EQ(search_back.search.min_plan_size, 8u);
+  EXPECT_EQ(search_back.search.feature_threads, 2);
 
   // The priority is checked with the rest of the options.
   TuneOptions bad;
