@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "compiler/graph/graph.h"
+#include "compiler/ir/op.h"
 #include "compiler/te/tensor.h"
 #include "contracts/json.h"
 
@@ -104,6 +105,8 @@ double node_flops(const Graph &g, const Node &n);
 
 // Helpers for op definitions.
 namespace detail {
+// An int32 constant: the type of kernel indices.
+inline ir::Expr i32(int64_t v) { return ir::make_const(ir::Int(32), v); }
 // Shapes for kernels: a rank-0 shape becomes [1].
 std::vector<ir::Expr> kernel_shape(const std::vector<int64_t> &shape);
 // A placeholder for node input i (also recorded in k.input_map and k.placeholders).

@@ -23,8 +23,6 @@ using ir::DataType;
 using ir::Expr;
 using Index = std::vector<Expr>;
 
-Expr i32(int64_t v) { return ir::make_const(ir::Int(32), v); }
-
 // Floats of 16 bits are computed in float32; other types in themselves.
 DataType acc_type(DataType dt) { return dt.is_float() && dt.bits() == 16 ? ir::Float(32) : dt; }
 

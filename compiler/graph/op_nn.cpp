@@ -18,8 +18,6 @@ using contracts::Json;
 using ir::DataType;
 using ir::Expr;
 
-Expr i32(int64_t v) { return ir::make_const(ir::Int(32), v); }
-
 Json tensor_json(const TensorType &t) {
   return Json::object({{"shape", Json::array_of(t.shape)}, {"dtype", dtype_name(t.dtype)}});
 }

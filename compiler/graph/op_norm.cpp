@@ -16,8 +16,6 @@ namespace {
 using ir::DataType;
 using ir::Expr;
 
-Expr i32(int64_t v) { return ir::make_const(ir::Int(32), v); }
-
 DataType accumulator(DataType t) { return t.bits() == 64 ? t : ir::Float(32); }
 
 // Mean and 1 / sqrt(variance + eps) over the axes in `axes` (sorted), kept as extent-1 axes.

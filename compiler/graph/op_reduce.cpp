@@ -16,8 +16,6 @@ namespace {
 using ir::DataType;
 using ir::Expr;
 
-Expr i32(int64_t v) { return ir::make_const(ir::Int(32), v); }
-
 // The reduced axes (sorted) of a Reduce* node: input 1 or the `axes` attribute; none means all,
 // unless noop_with_empty_axes.
 std::vector<int64_t> reduce_axes(const OpContext &ctx, bool *noop) {

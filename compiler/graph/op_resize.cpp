@@ -17,8 +17,6 @@ namespace {
 using ir::DataType;
 using ir::Expr;
 
-Expr i32(int64_t v) { return ir::make_const(ir::Int(32), v); }
-
 struct ResizeSpec {
   std::vector<int64_t> out;
   std::vector<double> scale;  // per axis, as the coordinate transform uses it

@@ -20,8 +20,6 @@ namespace {
 using ir::DataType;
 using ir::Expr;
 
-Expr i32(int64_t v) { return ir::make_const(ir::Int(32), v); }
-
 deploy::Tensor int64_tensor(const std::vector<int64_t> &shape, const std::vector<int64_t> &values) {
   deploy::Tensor t = deploy::Tensor::empty(shape, deploy::DType::of<int64_t>());
   if (!values.empty()) std::memcpy(t.data(), values.data(), values.size() * sizeof(int64_t));
