@@ -1,5 +1,6 @@
 #include "compiler/graph/op_def.h"
 
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -20,13 +21,10 @@ const Value &OpContext::input(int i) const {
 }
 
 namespace {
+// The elements of `t` converted to T; `fail` is called (and must throw) for a dtype that cannot be
+// read as numbers.
 template <class T>
-std::vector<T> read_constant(const OpContext &ctx, int i) {
-  const Value &v = ctx.input(i);
-  if (!v.is_constant())
-    ctx.fail(concat("input ", i, " ('", v.name, "') must be a constant: it sets a shape, an axis or a size, ",
-                    "and Kiln compiles static shapes"));
-  const deploy::Tensor &t = v.constant;
+std::vector<T> read_values(const deploy::Tensor &t, const std::function<void(const std::string &)> &fail) {
   const int64_t n = t.numel();
   std::vector<T> out(static_cast<size_t>(n));
   const auto dt = t.dtype();
@@ -37,8 +35,6 @@ std::vector<T> read_constant(const OpContext &ctx, int i) {
       x = static_cast<T>(static_cast<const float *>(p)[k]);
     else if (dt.code == deploy::DType::Float && dt.bits == 64)
       x = static_cast<T>(static_cast<const double *>(p)[k]);
-    else if (dt.code == deploy::DType::Float && dt.bits == 16)
-      ctx.fail(concat("input ", i, " is float16, which cannot be read as a compile-time value"));
     else if (dt.code == deploy::DType::Int && dt.bits == 64)
       x = static_cast<T>(static_cast<const int64_t *>(p)[k]);
     else if (dt.code == deploy::DType::Int && dt.bits == 32)
@@ -56,10 +52,21 @@ std::vector<T> read_constant(const OpContext &ctx, int i) {
     else if (dt.code == deploy::DType::UInt && dt.bits == 64)
       x = static_cast<T>(static_cast<const uint64_t *>(p)[k]);
     else
-      ctx.fail(concat("input ", i, " has dtype ", dt.to_string(), ", which cannot be read as a compile-time value"));
+      fail(dt.to_string());
     out[static_cast<size_t>(k)] = x;
   }
   return out;
+}
+
+template <class T>
+std::vector<T> read_constant(const OpContext &ctx, int i) {
+  const Value &v = ctx.input(i);
+  if (!v.is_constant())
+    ctx.fail(concat("input ", i, " ('", v.name, "') must be a constant: it sets a shape, an axis or a size, ",
+                    "and Kiln compiles static shapes"));
+  return read_values<T>(v.constant, [&](const std::string &dtype) {
+    ctx.fail(concat("input ", i, " is ", dtype, ", which cannot be read as a compile-time value"));
+  });
 }
 }  // namespace
 
@@ -152,14 +159,9 @@ std::vector<TensorType> infer_types(const Graph &g, const Node &n) {
 }
 
 std::vector<double> tensor_values(const deploy::Tensor &t) {
-  Graph g;
-  ValueId c = g.add_constant("t", t);
-  Node n;
-  n.op = "Identity";
-  n.name = "values";
-  n.inputs = {c};
-  OpContext ctx(g, n);
-  return ctx.const_floats(0);
+  return read_values<double>(t, [](const std::string &dtype) {
+    throw GraphError(concat("a tensor of ", dtype, " cannot be read as numbers"));
+  });
 }
 
 double node_flops(const Graph &g, const Node &n) {
