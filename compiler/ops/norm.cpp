@@ -100,7 +100,8 @@ Compute softmax_compute(const Softmax &sm) {
   const bool log = sm.log;
   te::Tensor out = te::compute(shape, te::FCompute([=](const std::vector<Var> &i) {
                                  if (log) return x(exprs(i)) - mx(reduced(i)) - ir::log(sum(reduced(i)));
-                                 return e(exprs(i)) / sum(reduced(i));
+                                 // One division per row: the reciprocal is loop-invariant in the row.
+                                 return e(exprs(i)) * (make_const(x.dtype(), 1.0) / sum(reduced(i)));
                                }),
                                log ? "log_softmax" : "softmax", "softmax");
   r.parts["max"] = mx;
