@@ -51,7 +51,7 @@ void schedule_row_reduction(te::Schedule &s, const te::Tensor &t, te::Stage at, 
   block = std::max<int64_t>(1, block);
   // Independent accumulators: as many vectors as fit in the row, at most four (an add's latency
   // over its throughput on the cores Kiln targets).
-  const int64_t accumulators = std::clamp<int64_t>(len / block, 1, 4);
+  const int64_t accumulators = std::clamp<int64_t>(len / (4 * block), 1, 4);
   int64_t width = block * accumulators;
   IterVar ko, ki;
   st.split(k, static_cast<int>(width), &ko, &ki);
