@@ -268,11 +268,9 @@ void schedule_pool(te::Schedule &s, const Compute &c, const Config &cfg) {
     if (cfg.choice_bool("pad_inline")) {
       P.compute_inline();
     } else {
-      IterVar f;
-      std::vector<IterVar> outer = {P.axis(0), P.axis(1)};
-      if (blocked) outer.push_back(P.axis(2));
-      P.fuse(outer, &f);
-      P.parallel(f);
+      // The padded rows one output row reads, made next to it (in L1) rather than a padded copy
+      // of the whole input written to memory and read back.
+      P.compute_at(O, par);
       P.vectorize(P.axis(blocked ? 4 : 3));
     }
   }
