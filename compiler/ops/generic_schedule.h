@@ -15,4 +15,12 @@ void schedule_injective(te::Schedule &s, const te::Tensor &out, int64_t block);
 // As above with a block of four vectors of the target.
 void schedule_injective(te::Schedule &s, const te::Tensor &out, const Target &target);
 
+// Schedules `t`, a reduction over the innermost data (its reduce axes, fused), at `par` of `at`
+// (or at the root when `par` is undefined) as a vectorized row reduction: `block` (a vector of
+// lanes) partial results in up to four independent accumulators, so that the adds of consecutive
+// vectors do not wait on each other, and the partial results summed pairwise (a tree of halving
+// vector adds) rather than one after the other.
+void schedule_row_reduction(te::Schedule &s, const te::Tensor &t, te::Stage at, const te::IterVar &par,
+                            int64_t block);
+
 }  // namespace kiln::ops

@@ -36,6 +36,47 @@ void schedule_injective(te::Schedule &s, const te::Tensor &out, const Target &ta
   schedule_injective(s, out, 4 * static_cast<int64_t>(target.lanes(out.dtype())));
 }
 
+void schedule_row_reduction(te::Schedule &s, const te::Tensor &t, te::Stage at, const te::IterVar &par,
+                            int64_t block) {
+  te::Stage st = s[t];
+  const auto *op = dynamic_cast<const te::ComputeOpNode *>(st->op.get());
+  IterVar k = st.reduce_axis(0);
+  int64_t len = 1;
+  for (const IterVar &r : op->reduce_axis) len *= as_const_int(r->dom.extent).value_or(1);
+  if (op->reduce_axis.size() > 1) {
+    std::vector<IterVar> red;
+    for (size_t i = 0; i < op->reduce_axis.size(); ++i) red.push_back(st.reduce_axis(i));
+    st.fuse(red, &k);
+  }
+  block = std::max<int64_t>(1, block);
+  // Independent accumulators: as many vectors as fit in the row, at most four (an add's latency
+  // over its throughput on the cores Kiln targets).
+  const int64_t accumulators = std::clamp<int64_t>(len / (4 * block), 1, 4);
+  int64_t width = block * accumulators;
+  IterVar ko, ki;
+  st.split(k, static_cast<int>(width), &ko, &ki);
+  const int nd = t.ndim();
+  te::Tensor rf = s.rfactor(t, ki, nd);
+  te::Stage R = s[rf];
+  if (par.defined()) R.compute_at(at, par);
+  R.reorder({R.reduce_axis(0), R.axis(static_cast<size_t>(nd))});
+  R.vectorize(R.axis(static_cast<size_t>(nd)));
+  // The tree: each level adds the upper half of the partial results to the lower half.
+  while (width > 2 && width % 2 == 0) {
+    IterVar ho, hi;
+    st.split(st.reduce_axis(0), static_cast<int>(width / 2), &ho, &hi);
+    te::Tensor half = s.rfactor(t, hi, nd);
+    te::Stage H = s[half];
+    if (par.defined()) H.compute_at(at, par);
+    H.reorder({H.reduce_axis(0), H.axis(static_cast<size_t>(nd))});
+    H.unroll(H.reduce_axis(0));
+    H.vectorize(H.axis(static_cast<size_t>(nd)));
+    width /= 2;
+  }
+  if (par.defined()) st.compute_at(at, par);
+  st.unroll(st.reduce_axis(0));
+}
+
 namespace {
 
 // Vector blocks for a run of `n` elements: 1, 2, 4, 8 and 16 vectors, no longer than n (or n
@@ -280,23 +321,7 @@ void schedule_reduce(te::Schedule &s, const Compute &c, const Config &cfg) {
     IterVar par;
     O.fuse(all, &par);
     O.parallel(par);
-    te::Stage A = s[oa.acc];
-    A.compute_at(O, par);
-    const auto *op = dynamic_cast<const te::ComputeOpNode *>(A->op.get());
-    IterVar k = A.reduce_axis(0);
-    if (op->reduce_axis.size() > 1) {
-      std::vector<IterVar> red;
-      for (size_t i = 0; i < op->reduce_axis.size(); ++i) red.push_back(A.reduce_axis(i));
-      A.fuse(red, &k);
-    }
-    IterVar ko, ki;
-    A.split(k, static_cast<int>(block), &ko, &ki);
-    te::Tensor rf = s.rfactor(oa.acc, ki, oa.acc.ndim());
-    A.unroll(A.reduce_axis(0));
-    te::Stage R = s[rf];
-    R.compute_at(O, par);
-    R.reorder({R.reduce_axis(0), R.axis(static_cast<size_t>(oa.acc.ndim()))});
-    R.vectorize(R.axis(static_cast<size_t>(oa.acc.ndim())));
+    schedule_row_reduction(s, oa.acc, O, par, block);
   } else {
     // The innermost kept dimension is vectorized; the reduction runs outside it.
     IterVar io, ii;

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "compiler/ir/op.h"
+#include "compiler/ops/generic_schedule.h"
 #include "compiler/ops/templates.h"
 
 namespace kiln::ops {
@@ -34,31 +35,6 @@ void vectorize_run(te::Stage st, const std::vector<IterVar> &axes, int64_t exten
   IterVar o, i;
   st.split(f, static_cast<int>(block), &o, &i);
   st.vectorize(i);
-}
-
-// A reduction over the innermost data (its reduce axes, fused) computed at `par` of O (or at
-// the root) with `block` partial results: the reduction is split by `block`, the inner part
-// factored out (rfactor) into a vector of partial results that is updated one vector at a time,
-// then summed up unrolled.
-void vectorized_reduction(te::Schedule &s, const te::Tensor &t, te::Stage O, const IterVar &par, int64_t block) {
-  te::Stage st = s[t];
-  const size_t nred = dynamic_cast<const te::ComputeOpNode *>(st->op.get())->reduce_axis.size();
-  IterVar k = st.reduce_axis(0);
-  if (nred > 1) {
-    std::vector<IterVar> red;
-    for (size_t i = 0; i < nred; ++i) red.push_back(st.reduce_axis(i));
-    st.fuse(red, &k);
-  }
-  IterVar ko, ki;
-  st.split(k, static_cast<int>(block), &ko, &ki);
-  const int nd = t.ndim();
-  te::Tensor rf = s.rfactor(t, ki, nd);
-  if (par.defined()) st.compute_at(O, par);
-  st.unroll(st.reduce_axis(0));
-  te::Stage R = s[rf];
-  if (par.defined()) R.compute_at(O, par);
-  R.reorder({R.reduce_axis(0), R.axis(static_cast<size_t>(nd))});
-  R.vectorize(R.axis(static_cast<size_t>(nd)));
 }
 
 // --- softmax ---
@@ -124,7 +100,8 @@ Compute softmax_compute(const Softmax &sm) {
   const bool log = sm.log;
   te::Tensor out = te::compute(shape, te::FCompute([=](const std::vector<Var> &i) {
                                  if (log) return x(exprs(i)) - mx(reduced(i)) - ir::log(sum(reduced(i)));
-                                 return e(exprs(i)) / sum(reduced(i));
+                                 // One division per row: the reciprocal is loop-invariant in the row.
+                                 return e(exprs(i)) * (make_const(x.dtype(), 1.0) / sum(reduced(i)));
                                }),
                                log ? "log_softmax" : "softmax", "softmax");
   r.parts["max"] = mx;
@@ -214,7 +191,7 @@ void schedule_softmax(te::Schedule &s, const Compute &c, const Config &cfg) {
       st.reorder(order);
       vectorize_run(st, post, extent(axis + 1, nd), 64);
     } else {
-      vectorized_reduction(s, st->origin_op->output(0), O, par, block);
+      schedule_row_reduction(s, st->origin_op->output(0), O, par, block);
     }
   }
 }
@@ -368,7 +345,7 @@ void schedule_layer_norm(te::Schedule &s, const Compute &c, const Config &cfg) {
   std::vector<IterVar> norm;
   for (int d = first; d < nd; ++d) norm.push_back(O.axis(static_cast<size_t>(d)));
   vectorize_run(O, norm, n, block);
-  for (const char *part : {"sum", "var"}) vectorized_reduction(s, c.part(part), O, par, block);
+  for (const char *part : {"sum", "var"}) schedule_row_reduction(s, c.part(part), O, par, block);
 }
 
 Template softmax_template() {

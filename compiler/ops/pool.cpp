@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "compiler/ir/op.h"
+#include "compiler/ops/generic_schedule.h"
 #include "compiler/ops/templates.h"
 
 namespace kiln::ops {
@@ -267,11 +268,9 @@ void schedule_pool(te::Schedule &s, const Compute &c, const Config &cfg) {
     if (cfg.choice_bool("pad_inline")) {
       P.compute_inline();
     } else {
-      IterVar f;
-      std::vector<IterVar> outer = {P.axis(0), P.axis(1)};
-      if (blocked) outer.push_back(P.axis(2));
-      P.fuse(outer, &f);
-      P.parallel(f);
+      // The padded rows one output row reads, made next to it (in L1) rather than a padded copy
+      // of the whole input written to memory and read back.
+      P.compute_at(O, par);
       P.vectorize(P.axis(blocked ? 4 : 3));
     }
   }
@@ -281,20 +280,14 @@ void schedule_pool(te::Schedule &s, const Compute &c, const Config &cfg) {
 
 void define_global_space(ConfigSpace &s, const Pool &p) {
   s.define_split("tile_c", p.C, 2, SplitPolicy::factors(64));
-  if (!p.blocked) s.define_split("tile_w", p.W, 2, SplitPolicy::factors(16));
 }
 
 Config default_global(const ConfigSpace &s, const Pool &p, const Target &) {
   const int64_t tc = largest_divisor_at_most(p.C, p.blocked ? 4 : 8);
-  std::vector<std::pair<std::string, Json>> v = {{"tile_c", Json::array_of(std::vector<int64_t>{p.C / tc, tc})}};
-  if (!p.blocked) {
-    const int64_t tw = largest_divisor_at_most(p.W, 4);
-    v.emplace_back("tile_w", Json::array_of(std::vector<int64_t>{p.W / tw, tw}));
-  }
-  return s.from_values(v);
+  return s.from_values({{"tile_c", Json::array_of(std::vector<int64_t>{p.C / tc, tc})}});
 }
 
-void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg) {
+void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg, const Target &target) {
   auto [out, acc] = pool_stages(s, c);
   te::Stage O = s[out];
   const bool blocked = out.ndim() == 5;
@@ -302,16 +295,15 @@ void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg) {
   IterVar par;
   O.fuse(O.axis(0), cs[0], &par);
   O.parallel(par);
-  if (blocked) O.vectorize(O.axis(4));
-  te::Stage A = s[acc];
-  A.compute_at(O, par);
   if (blocked) {
+    O.vectorize(O.axis(4));
+    te::Stage A = s[acc];
+    A.compute_at(O, par);
     A.reorder({A.axis(1), A.reduce_axis(0), A.reduce_axis(1), A.axis(4)});
     A.vectorize(A.axis(4));
   } else {
-    IterVar wo, wi;
-    A.split(A.reduce_axis(1), static_cast<int>(cfg.split("tile_w")[1]), &wo, &wi);
-    A.unroll(wi);
+    // Each channel's plane is contiguous: one vectorized row reduction over it.
+    schedule_row_reduction(s, acc, O, par, target.lanes(acc.dtype()));
   }
 }
 
@@ -334,7 +326,8 @@ std::vector<ArgumentSpec> pool_arguments(bool global) {
 Template pool_template(const std::string &name, bool global, const std::string &summary) {
   Template t;
   t.name = name;
-  t.version = 1;
+  // global_pool2d version 2: NCHW planes are one vectorized row reduction (no tile_w knob).
+  t.version = global ? 2 : 1;
   t.summary = summary;
   t.arguments = pool_arguments(global);
   const Json data =
@@ -352,8 +345,8 @@ Template pool_template(const std::string &name, bool global, const std::string &
     return global ? default_global(s, p, tg) : default_pool(s, p, tg);
   };
   t.compute = [name, global](const Json &a, const Config &) { return pool_compute(parse(name, global, a)); };
-  t.schedule = [global](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
-    global ? schedule_global(s, c, cfg) : schedule_pool(s, c, cfg);
+  t.schedule = [global](te::Schedule &s, const Compute &c, const Config &cfg, const Target &tg) {
+    global ? schedule_global(s, c, cfg, tg) : schedule_pool(s, c, cfg);
   };
   return t;
 }

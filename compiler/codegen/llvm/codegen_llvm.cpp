@@ -809,11 +809,13 @@ llvm::Value *CodeGenLLVM::libm(const std::string &name, llvm::Value *x) {
 // ---------------------------------------------------------------------------------------------
 // Approximations of float32 math functions: straight-line code on scalars or vectors. The
 // polynomials are Cephes's (exp, log, tanh) and fits made for Kiln (erf); constants are rounded
-// to float and every operation is a plain float operation, so results do not depend on the target.
+// to float. With fp_contract, the polynomials' multiply-adds may become fmas (one rounding instead
+// of two: at most as far from the exact result, and half the instructions); the bounds of
+// docs/compiler.md hold either way.
 
 llvm::Value *CodeGenLLVM::horner(llvm::Value *x, const std::vector<double> &coeffs) {
   llvm::Value *y = fconst(x, coeffs[0]);
-  for (size_t i = 1; i < coeffs.size(); ++i) y = b_.CreateFAdd(b_.CreateFMul(y, x), fconst(x, coeffs[i]));
+  for (size_t i = 1; i < coeffs.size(); ++i) y = contract(b_.CreateFAdd(contract(b_.CreateFMul(y, x)), fconst(x, coeffs[i])));
   return y;
 }
 
@@ -826,19 +828,18 @@ llvm::Value *CodeGenLLVM::approx_exp(llvm::Value *x) {
   xc = b_.CreateSelect(b_.CreateFCmpOLT(xc, fconst(x, lo)), fconst(x, lo), xc);
   // NaN is replaced at the end; 0 in its place keeps every lane of the conversion below in range.
   xc = b_.CreateSelect(b_.CreateFCmpUNO(x, x), fconst(x, 0.0), xc);
-  // n = floor(x * log2(e) + 0.5), without a floor instruction (SSE2 has none). v is within
-  // [-150, 129], so a plain conversion (one vector instruction) is exact.
-  llvm::Value *v = b_.CreateFAdd(b_.CreateFMul(xc, fconst(x, 1.44269504088896341)), fconst(x, 0.5));
-  llvm::Value *vi = b_.CreateFPToSI(v, it);
-  llvm::Value *vf = b_.CreateSIToFP(vi, x->getType());
-  llvm::Value *down = b_.CreateFCmpOGT(vf, v);
-  llvm::Value *ni = b_.CreateSub(vi, b_.CreateZExt(down, it));
-  llvm::Value *n = b_.CreateSIToFP(ni, x->getType());
+  // n = x * log2(e) rounded to the nearest integer by adding and subtracting 1.5 * 2^23 (a float
+  // that large has no fraction bits, so the add rounds; the integer is then in the low bits of
+  // the sum), without a round instruction (SSE2 has none) or a float-int-float round trip.
+  const double magic = 12582912.0;
+  llvm::Value *v = contract(b_.CreateFAdd(contract(b_.CreateFMul(xc, fconst(x, 1.44269504088896341))), fconst(x, magic)));
+  llvm::Value *n = b_.CreateFSub(v, fconst(x, magic));
+  llvm::Value *ni = b_.CreateSub(b_.CreateBitCast(v, it), b_.CreateBitCast(fconst(x, magic), it));
   llvm::Value *r = b_.CreateFSub(xc, b_.CreateFMul(n, fconst(x, 0.693359375)));
   r = b_.CreateFSub(r, b_.CreateFMul(n, fconst(x, -2.12194440e-4)));
   llvm::Value *y =
       horner(r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1});
-  y = b_.CreateFAdd(b_.CreateFAdd(b_.CreateFMul(y, b_.CreateFMul(r, r)), r), fconst(x, 1.0));
+  y = b_.CreateFAdd(contract(b_.CreateFAdd(contract(b_.CreateFMul(y, b_.CreateFMul(r, r))), r)), fconst(x, 1.0));
   llvm::Value *n1 = b_.CreateAShr(ni, int_const(it, 1));
   llvm::Value *n2 = b_.CreateSub(ni, n1);
   auto pow2 = [&](llvm::Value *e) {

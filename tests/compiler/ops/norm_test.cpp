@@ -126,6 +126,22 @@ TEST(Norm, LayerNormTrailingAxes) {
   }
 }
 
+// Rows long enough for several independent vector accumulators and the pairwise sum of their
+// partial results, with tails that no vector width divides; the values of a row differ widely
+// (a sum that drops low-order partial results loses them).
+TEST(Norm, LongRowsUseSeveralAccumulatorsAndTails) {
+  for (int64_t len : {int64_t{1000}, int64_t{768}, int64_t{133}, int64_t{48}}) {
+    ops::Task sm("softmax.x86", Json::object({{"data", tensor({3, len})}}), kTarget);
+    testing::check_against_reference(
+        sm, testing::test_configs(sm, 3, 95 + static_cast<uint64_t>(len)),
+        [&](const std::vector<Host> &in) { return naive_softmax(in[0], 1, false); }, 2e-5);
+    ops::Task ln("layer_norm.x86", Json::object({{"data", tensor({2, len})}, {"epsilon", 1e-5}}), kTarget);
+    testing::check_against_reference(
+        ln, testing::test_configs(ln, 3, 97 + static_cast<uint64_t>(len)),
+        [&](const std::vector<Host> &in) { return naive_layer_norm(in[0], 1, 1e-5, &in[1], &in[2]); }, 5e-5);
+  }
+}
+
 TEST(Norm, LayerNormRejectsLeadingAxes) {
   Json args = Json::object({{"data", tensor({4, 8})}, {"axes", Json::array_of(std::vector<int64_t>{0})}});
   EXPECT_THROW(ops::Task("layer_norm.x86", args, kTarget), ops::OpError);
