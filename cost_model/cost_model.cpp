@@ -35,6 +35,19 @@ std::string row_problem(size_t row, const float *features, size_t length, double
 
 }  // namespace
 
+Samples Samples::without(const std::string &workload) const {
+  Samples out;
+  out.spec = spec;
+  for (size_t i = 0; i < rows(); ++i) {
+    const std::string &w = workloads.empty() ? std::string() : workloads[group.empty() ? 0 : group[i]];
+    if (!workloads.empty() && w == workload) continue;
+    out.add(std::vector<float>(features.begin() + static_cast<std::ptrdiff_t>(i * spec.length),
+                               features.begin() + static_cast<std::ptrdiff_t>((i + 1) * spec.length)),
+            throughput[i], w);
+  }
+  return out;
+}
+
 void Samples::add(const std::vector<float> &row, double flops_per_s, const std::string &workload) {
   const size_t index = rows();
   if (row.size() != spec.length) {

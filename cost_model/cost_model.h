@@ -55,6 +55,8 @@ struct Samples {
   // workload). Throws CostModelError for a row check() would refuse, naming it by the index it
   // would get ("sample 12: throughput is NaN"), and leaves the set as it was.
   void add(const std::vector<float> &row, double flops_per_s, const std::string &workload);
+  // The rows of every workload but `workload` (a copy; the spec and the other workloads' order kept).
+  Samples without(const std::string &workload) const;
   // Throws CostModelError naming the first problem: rows of the wrong length, a NaN or infinite
   // feature, a NaN, infinite or negative throughput, a group index out of range, sizes that
   // disagree.

@@ -280,28 +280,38 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
   std::vector<TaskState> tasks = spec_tasks(spec, target);
 
   int64_t done_before = 0;
+  // The history of each template on this device class with its features, extracted once per run
+  // and shared by the job's tasks of that template (a model's convolutions): each task's prior is
+  // fit on the rows of every other workload.
+  std::map<std::string, cost_model::HistorySamples> history;
   for (TaskState &t : tasks) {
     SearchOptions so = options.search;
     so.seed = options.seed ^ std::hash<std::string>()(t.task->key());
     if (options.strategy == "xgb" && options.transfer) {
       const double prior_t0 = now_s();
-      db::HistoryQuery q;
-      q.template_name = t.task->templ().name;
-      q.device_key = device_key_;
-      std::vector<cost_model::HistoryRow> rows;
-      for (const db::Record &r : log_.history(q)) {
-        if (r.workload.key == t.task->key() || r.error == db::ErrorClass::kInfra) continue;
-        rows.push_back({r.workload.template_name, r.workload.args, r.config,
-                        r.valid() && r.mean() > 0 ? r.workload.flop / r.mean() : 0.0});
-      }
-      if (static_cast<int64_t>(rows.size()) >= options.transfer_min_records) {
-        cost_model::HistorySamples hs =
-            cost_model::samples_from_history(rows, cost_model::IrFeatureExtractor(), target, so.feature_threads);
-        if (hs.samples.rows() > 0) {
-          auto prior = std::make_shared<cost_model::XgbCostModel>(so.xgb);
-          prior->fit(hs.samples);
-          so.prior = prior;
+      const std::string &tmpl = t.task->templ().name;
+      auto h = history.find(tmpl);
+      if (h == history.end()) {
+        db::HistoryQuery q;
+        q.template_name = tmpl;
+        q.device_key = device_key_;
+        std::vector<cost_model::HistoryRow> rows;
+        for (const db::Record &r : log_.history(q)) {
+          if (r.error == db::ErrorClass::kInfra) continue;
+          rows.push_back({r.workload.template_name, r.workload.args, r.config,
+                          r.valid() && r.mean() > 0 ? r.workload.flop / r.mean() : 0.0});
         }
+        h = history
+                .emplace(tmpl, cost_model::samples_from_history(rows, cost_model::IrFeatureExtractor(), target,
+                                                                so.feature_threads))
+                .first;
+      }
+      const cost_model::Samples others = h->second.samples.without(t.task->key());
+      if (static_cast<int64_t>(others.rows()) >= options.transfer_min_records) {
+        auto prior = std::make_shared<cost_model::XgbCostModel>(so.xgb);
+        prior->fit(others);
+        so.prior = prior;
+        t.status.prior_rows = static_cast<int64_t>(others.rows());
       }
       t.status.prior_s = now_s() - prior_t0;
     }

@@ -86,6 +86,8 @@ struct TaskStatus {
   std::map<std::string, int64_t> errors;  // error class name -> count
   SearchStats search;                     // what the task's strategy has spent in this run()
   double prior_s = 0;                     // building its transfer prior (history, features, fit)
+  int64_t prior_rows = 0;                 // the log's records of other workloads the prior was fit
+                                          // on; 0 without a prior
 
   double best_gflops() const { return best_s ? flop / *best_s / 1e9 : 0; }
   // default_s / best_s, when both exist.

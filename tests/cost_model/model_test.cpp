@@ -169,6 +169,25 @@ TEST(SamplesTest, AddRecordsWorkloadsAndGroups) {
   EXPECT_NO_THROW(s.check());
 }
 
+// A task's transfer prior is fit on the history of every other workload of its template.
+TEST(SamplesTest, WithoutDropsOneWorkloadsRows) {
+  Samples s;
+  s.spec = {"knob", 1, 2};
+  s.add({1, 2}, 5.0, "a");
+  s.add({3, 4}, 0.0, "b");
+  s.add({5, 6}, 7.0, "a");
+  s.add({7, 8}, 9.0, "c");
+  const Samples w = s.without("a");
+  EXPECT_EQ(w.rows(), 2u);
+  EXPECT_EQ(w.features, (std::vector<float>{3, 4, 7, 8}));
+  EXPECT_EQ(w.throughput, (std::vector<double>{0, 9}));
+  EXPECT_EQ(w.workloads, (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ(w.group, (std::vector<uint32_t>{0, 1}));
+  EXPECT_NO_THROW(w.check());
+  EXPECT_EQ(s.without("z").rows(), 4u);
+  EXPECT_EQ(s.rows(), 4u) << "the set itself is unchanged";
+}
+
 TEST(SamplesTest, AddRefusesBadRowsAndKeepsTheSet) {
   Samples s;
   s.spec = {"ir", 1, 164};

@@ -321,6 +321,44 @@ TEST_F(JobFixture, AJobRecordsEveryTrialWithinItsBudget) {
   EXPECT_NE(format_status(st).find("GFLOPS"), std::string::npos);
 }
 
+// With transfer, each task's prior is fit on the log's records of every other workload of its
+// template (its own left out), the history's features extracted once for the tasks that share it.
+TEST_F(JobFixture, EachTaskPriorIsFitOnTheOtherWorkloadsOfItsTemplate) {
+  db::TuningDb log = db::TuningDb::open(path());
+  SyntheticMeasurer m;
+  Tuner tuner(log, m, kTarget, kDevice);
+  const TuneTask w1{"dense_pack.x86", dense_args(64, 64, 64), 1, "w1"};
+  const TuneTask w2{"dense_pack.x86", dense_args(32, 128, 64), 1, "w2"};
+  const TuneTask w3{"dense_pack.x86", dense_args(16, 64, 128), 1, "w3"};
+  TuneOptions history;
+  history.strategy = "random";
+  history.trials = 60;
+  history.batch_size = 4;
+  const int64_t first = tuner.create_job("history", {w1, w2, w3}, history);
+  ASSERT_EQ(tuner.run(first).trials_done, 60);
+  std::map<std::string, int64_t> per_workload;
+  for (const db::Record &r : job_records(log, first)) ++per_workload[r.workload.key];
+  ASSERT_EQ(per_workload.size(), 3u);
+
+  TuneOptions o;
+  o.strategy = "xgb";
+  o.trials = 8;
+  o.batch_size = 4;
+  o.transfer_min_records = 10;
+  const int64_t job = tuner.create_job("with transfer", {w1, w2}, o);
+  const JobStatus st = tuner.run(job);
+  ASSERT_EQ(st.tasks.size(), 2u);
+  for (const TaskStatus &t : st.tasks) {
+    ASSERT_EQ(per_workload.count(t.workload_key), 1u) << t.name;
+    EXPECT_EQ(t.prior_rows, 60 - per_workload[t.workload_key]) << t.name;
+  }
+
+  // Too little history of other workloads: no prior.
+  o.transfer_min_records = 1000;
+  const JobStatus none = tuner.run(tuner.create_job("too little history", {w1}, o));
+  EXPECT_EQ(none.tasks.at(0).prior_rows, 0);
+}
+
 TEST_F(JobFixture, TheLogShowsAStoppedJobAsItsRunLeftIt) {
   db::TuningDb log = db::TuningDb::open(path());
   SyntheticMeasurer m([&](const ops::Task &task, const Config &c) {
