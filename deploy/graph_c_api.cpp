@@ -77,6 +77,22 @@ const int64_t *kiln_graph_output_shape(const KilnGraph *g, int32_t index) {
                                                           : nullptr;
 }
 
+int32_t kiln_graph_input_dtype(const KilnGraph *g, int32_t index, uint8_t *dtype_code, uint8_t *dtype_bits) {
+  if (!g || !in_range(index, g->module.inputs().size())) return 1;
+  const kiln::deploy::DType d = g->module.inputs()[static_cast<size_t>(index)].dtype;
+  if (dtype_code) *dtype_code = static_cast<uint8_t>(d.code);
+  if (dtype_bits) *dtype_bits = d.bits;
+  return 0;
+}
+
+int32_t kiln_graph_output_dtype(const KilnGraph *g, int32_t index, uint8_t *dtype_code, uint8_t *dtype_bits) {
+  if (!g || !in_range(index, g->module.outputs().size())) return 1;
+  const kiln::deploy::DType d = g->module.outputs()[static_cast<size_t>(index)].dtype;
+  if (dtype_code) *dtype_code = static_cast<uint8_t>(d.code);
+  if (dtype_bits) *dtype_bits = d.bits;
+  return 0;
+}
+
 int32_t kiln_graph_set_input(KilnGraph *g, int32_t index, const void *data, const int64_t *shape, int32_t ndim,
                              uint8_t dtype_code, uint8_t dtype_bits) {
   try {

@@ -40,6 +40,11 @@ const int64_t *kiln_graph_input_shape(const KilnGraph *g, int32_t index);
 int32_t kiln_graph_output_ndim(const KilnGraph *g, int32_t index);
 const int64_t *kiln_graph_output_shape(const KilnGraph *g, int32_t index);
 
+/* The element type of input/output `index` (see KilnDTypeCode); 0, or nonzero for an index out of
+ * range. */
+int32_t kiln_graph_input_dtype(const KilnGraph *g, int32_t index, uint8_t *dtype_code, uint8_t *dtype_bits);
+int32_t kiln_graph_output_dtype(const KilnGraph *g, int32_t index, uint8_t *dtype_code, uint8_t *dtype_bits);
+
 /* Copies row-major `data` of `shape` (ndim extents) and dtype (code, bits: see KilnDTypeCode)
  * into input `index`. Returns 0, or nonzero when the shape or dtype differs from the input's (the
  * error names the input). */

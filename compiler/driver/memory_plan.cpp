@@ -38,7 +38,7 @@ MemoryPlan plan_memory(const std::vector<BufferRequest> &requests) {
     const int src = r.in_place_of;
     if (src < 0 || static_cast<size_t>(src) >= n || taken[static_cast<size_t>(src)]) continue;
     const BufferRequest &s = requests[static_cast<size_t>(src)];
-    if (s.bytes != r.bytes || s.last != r.first) continue;
+    if (s.bytes != r.bytes || s.last != r.first || s.first >= r.first) continue;
     taken[static_cast<size_t>(src)] = true;
     parent[i] = root_of(parent, src);
     ++plan.in_place;

@@ -19,7 +19,7 @@ struct BufferRequest {
   int last = 0;   // the last step that reads it (inclusive); outputs and inputs: the last step
   // Another request (an index into the list) whose bytes this one may take over: it is read for
   // the last time by the step that writes this one, elementwise at the same element index, and has
-  // the same size. -1: none.
+  // the same size, and is written by an earlier step. -1: none.
   int in_place_of = -1;
 };
 
