@@ -133,5 +133,25 @@ TEST_F(ModelCommandTest, CompileThenRunTheArtifact) {
   EXPECT_FALSE(has(r.err, "internal error")) << r.err;
 }
 
+// With --db, `kiln compile` lists where each template kernel's config came from, counts the
+// defaults in one line with the `kiln tune` command for them, and writes their workloads to the
+// file that command reads.
+TEST_F(ModelCommandTest, CompileWithADbListsTheDefaultsAndHowToTuneThem) {
+  const std::string conv = std::string(KILN_ONNX_NODE_TEST_DIR) + "/test_basic_conv_with_padding/model.onnx";
+  const std::string db = dir.file("kiln.db"), empty = dir.file("empty.jsonl");
+  std::ofstream(empty).flush();
+  ASSERT_EQ(kiln({"db", "--db", db, "import", empty}).status, 0);
+  const std::string artifact = dir.file("conv.kiln");
+  pt::Run c = kiln({"compile", conv, "-o", artifact, "--db", db, "--device-key", "test-cpu"});
+  ASSERT_EQ(c.status, 0) << c.err;
+  EXPECT_TRUE(has(c.out, "conv2d_nchw")) << c.out;
+  EXPECT_TRUE(has(c.out, "0 of 1 template kernels use tuned configs from " + db + "; 1 use the default config; to tune "
+                         "them: kiln tune --db " + db)) << c.out;
+  EXPECT_TRUE(has(c.out, "--device-key test-cpu --workloads " + artifact + ".tune.json")) << c.out;
+  std::ifstream in(artifact + ".tune.json");
+  const std::string list((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(has(list, "\"template\": \"conv2d_nchw")) << list;
+}
+
 }  // namespace
 }  // namespace kiln::cli
