@@ -307,11 +307,9 @@ void print_config_sources(const ModelOptions &o, const std::vector<driver::Kerne
 
 // `kiln run model.kiln`: a compiled artifact through the deploy runtime.
 void run_artifact(const ModelOptions &o) {
-  for (const char *option : {"--input-shape", "--const-input"}) {
-    if ((std::string(option) == "--input-shape" && !o.input_shapes.empty()) ||
-        (std::string(option) == "--const-input" && !o.const_inputs.empty()))
-      throw UserError(concat(option, " does not apply to a compiled model (", o.model, "): its shapes are fixed"));
-  }
+  if (!o.input_shapes.empty() || !o.const_inputs.empty() || o.optimize || !o.db.empty())
+    throw UserError(concat(o.model, " is a compiled model: its shapes, constants, passes and configs were fixed by kiln "
+                           "compile (--input-shape, --const-input, --optimize and --db do not apply)"));
   const auto t0 = std::chrono::steady_clock::now();
   deploy::GraphModule m = deploy::GraphModule::load(o.model);
   const auto t1 = std::chrono::steady_clock::now();

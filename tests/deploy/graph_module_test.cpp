@@ -210,7 +210,9 @@ TEST_F(GraphModuleTest, TheFileCarriesReadableGraphAndPlan) {
   for (const Json &s : g.at("steps").as_array()) saw_view = saw_view || (s.contains("view") && s.at("op").as_string() == "Flatten");
   EXPECT_TRUE(saw_view);
   for (const Json &v : g.at("values").as_array()) {
-    if (v.contains("offset")) EXPECT_EQ(v.at("offset").as_int() % 64, 0) << v.at("name").as_string();
+    if (v.contains("offset")) {
+      EXPECT_EQ(v.at("offset").as_int() % 64, 0) << v.at("name").as_string();
+    }
   }
   EXPECT_LE(g.at("memory_plan").at("arena_bytes").as_int(), g.at("memory_plan").at("unplanned_bytes").as_int());
 }
@@ -245,7 +247,8 @@ TEST_F(GraphModuleTest, ATruncatedFileSaysSo) {
 
 TEST_F(GraphModuleTest, AForeignFileIsNotAnArtifact) {
   const std::string path = dir.file("model.onnx");
-  write_bytes(path, std::string("\x08\x07\x12\x07pytorch some onnx bytes", 31));
+  const std::string onnx_start = std::string("\x08\x07\x12\x07", 4) + "pytorch, and more of a protobuf";
+  write_bytes(path, onnx_start);
   EXPECT_FALSE(deploy::is_artifact(path));
   try {
     deploy::GraphModule::load(path);
