@@ -2,7 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -12,6 +17,7 @@
 #include <vector>
 
 #include "cli/table.h"
+#include "compiler/driver/graph_compiler.h"
 #include "compiler/driver/graph_executor.h"
 #include "compiler/driver/graph_pipeline.h"
 #include "compiler/frontend/onnx/onnx_importer.h"
@@ -20,6 +26,7 @@
 #include "compiler/graph/op_def.h"
 #include "compiler/ir/deploy_dtype.h"
 #include "contracts/error.h"
+#include "deploy/graph_module.h"
 #include "deploy/npy.h"
 
 namespace kiln::cli {
@@ -41,6 +48,8 @@ struct ModelOptions {
   bool optimize = false;
   std::string db;  // the tuning log whose best configs the template kernels use
   std::string device_key = "local-cpu";
+  int bench = 0;       // runs timed after a warm-up (kiln run --bench)
+  std::string output;  // the artifact (kiln compile -o)
 };
 
 std::pair<std::string, std::string> split_assignment(const std::string &s, const char *option) {
@@ -112,6 +121,66 @@ std::string human(double v, const char *unit) {
   char buf[64];
   std::snprintf(buf, sizeof buf, k ? "%.2f %s%s" : "%.0f %s%s", v, prefix[k], unit);
   return buf;
+}
+
+// The tuning log of --db and its lookup for --device-key; no lookup without --db.
+struct ConfigSource {
+  std::unique_ptr<db::TuningDb> log;
+  std::unique_ptr<tuner::DbConfigLookup> lookup;
+  explicit ConfigSource(const ModelOptions &o) {
+    if (o.db.empty()) return;
+    db::TuningDbOptions dbo;
+    dbo.read_only = true;
+    log = std::make_unique<db::TuningDb>(db::TuningDb::open(o.db, dbo));
+    lookup = std::make_unique<tuner::DbConfigLookup>(*log, o.device_key);
+  }
+};
+
+// Writes each output as NAME.npy in `dir` (created when missing), adds a row per output to `t` and
+// returns the outputs as JSON.
+ordered_json write_outputs(const std::string &dir, const std::vector<std::string> &names,
+                           const std::vector<deploy::Tensor> &out, Table &t) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw UserError(concat("cannot create ", dir, ": ", ec.message()));
+  ordered_json outs = ordered_json::array();
+  for (size_t k = 0; k < out.size(); ++k) {
+    std::string file_name = names[k];
+    for (char &c : file_name) {
+      if (c == '/' || c == '\\' || c == '\0') c = '_';
+    }
+    if (file_name.empty() || file_name == "." || file_name == "..") file_name = concat("output_", k);
+    const std::string path = (std::filesystem::path(dir) / (file_name + ".npy")).string();
+    deploy::write_npy(path, out[k]);
+    std::string type = out[k].dtype().to_string() + "[";
+    for (size_t d = 0; d < out[k].shape().size(); ++d) type += (d ? "," : "") + std::to_string(out[k].shape()[d]);
+    type += "]";
+    t.add_row({names[k], type, path});
+    outs.push_back({{"name", names[k]}, {"type", type}, {"file", path}});
+  }
+  return outs;
+}
+
+// Runs `run_once` a few times to warm up, then `n` times, and prints the latency percentiles.
+void print_bench(int n, const std::function<void()> &run_once) {
+  const int warmup = std::min(n, 5);
+  for (int i = 0; i < warmup; ++i) run_once();
+  std::vector<double> ms;
+  for (int i = 0; i < n; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run_once();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  auto pct = [&](double p) {
+    const size_t i = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(ms.size()))) - 1;
+    return ms[std::min(i, ms.size() - 1)];
+  };
+  double mean = 0;
+  for (double v : ms) mean += v;
+  mean /= static_cast<double>(ms.size());
+  std::printf("bench runs=%d warmup=%d p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f mean_ms=%.3f\n", n, warmup, pct(50), pct(90),
+              pct(99), mean);
 }
 
 void run_inspect(const ModelOptions &o) {
@@ -192,7 +261,117 @@ void run_inspect(const ModelOptions &o) {
   }
 }
 
+// Where each template kernel's config came from (with --db), the count of defaults and how to tune
+// them: one `kiln tune` command per kernel, or, given `workloads_file`, one command over that file
+// (written here with the kernels that use the default config).
+void print_config_sources(const ModelOptions &o, const std::vector<driver::KernelReport> &templates,
+                          const std::string &workloads_file) {
+  std::cout << "\n";
+  Table k({"NODE", "TEMPLATE", "CONFIG", "WORKLOAD"});
+  int defaults = 0;
+  auto is_default = [](const driver::KernelReport &r) {
+    return r.source == driver::KernelReport::Source::kDefault || r.source == driver::KernelReport::Source::kStale;
+  };
+  for (const auto &r : templates) {
+    k.add_row({r.node, r.template_name, driver::source_name(r.source), r.workload_key.substr(0, 12)});
+    if (is_default(r)) ++defaults;
+  }
+  k.print(std::cout);
+  const int tuned = static_cast<int>(templates.size()) - defaults;
+  const std::string tune = concat("kiln tune --db ", o.db, " --target '", o.target, "' --device-key ", o.device_key);
+  if (!workloads_file.empty()) {
+    ordered_json list = ordered_json::array();
+    for (const auto &r : templates) {
+      if (is_default(r))
+        list.push_back({{"template", r.template_name}, {"args", ordered_json::parse(r.args_json)}, {"name", r.node}});
+    }
+    if (defaults) {
+      std::ofstream out(workloads_file);
+      out << list.dump(2) << "\n";
+      if (!out) throw UserError(concat("cannot write ", workloads_file));
+    }
+    std::printf("%d of %zu template kernels use tuned configs from %s; %d use the default config%s\n", tuned,
+                templates.size(), o.db.c_str(), defaults,
+                defaults ? concat("; to tune them: ", tune, " --workloads ", workloads_file).c_str() : "");
+    return;
+  }
+  std::printf("%d of %zu template kernels use tuned configs from %s; %d use the default config\n", tuned,
+              templates.size(), o.db.c_str(), defaults);
+  if (defaults) {
+    std::cout << "to tune them:\n";
+    for (const auto &r : templates) {
+      if (is_default(r)) std::cout << "  " << tune << " --template " << r.template_name << " --args '" << r.args_json << "'\n";
+    }
+  }
+}
+
+// `kiln run model.kiln`: a compiled artifact through the deploy runtime.
+void run_artifact(const ModelOptions &o) {
+  if (!o.input_shapes.empty() || !o.const_inputs.empty() || o.optimize || !o.db.empty())
+    throw UserError(concat(o.model, " is a compiled model: its shapes, constants, passes and configs were fixed by kiln "
+                           "compile (--input-shape, --const-input, --optimize and --db do not apply)"));
+  const auto t0 = std::chrono::steady_clock::now();
+  deploy::GraphModule m = deploy::GraphModule::load(o.model);
+  const auto t1 = std::chrono::steady_clock::now();
+  std::map<std::string, bool> given;
+  for (const auto &s : o.inputs) {
+    auto [name, file] = split_assignment(s, "--input");
+    if (given.count(name)) throw UserError(concat("--input ", name, " is given twice"));
+    given[name] = true;
+    m.set_input(name, read_tensor(file));
+  }
+  std::vector<std::string> missing;
+  for (size_t i = 0; i < m.inputs().size(); ++i) {
+    const auto &in = m.inputs()[i];
+    if (given.count(in.name)) continue;
+    if (o.bench > 0) {
+      // Benchmarking needs no particular data: zeros.
+      deploy::Tensor zeros = deploy::Tensor::empty(in.shape, in.dtype);
+      if (zeros.nbytes()) std::memset(zeros.data(), 0, zeros.nbytes());
+      m.set_input(static_cast<int>(i), zeros);
+      continue;
+    }
+    std::string shape;
+    for (size_t d = 0; d < in.shape.size(); ++d) shape += (d ? "," : "") + std::to_string(in.shape[d]);
+    missing.push_back(concat(in.name, " (", in.dtype.to_string(), "[", shape, "])"));
+  }
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto &x : missing) list += (list.empty() ? "" : ", ") + x;
+    throw UserError(concat("no --input for ", list));
+  }
+  m.run();
+  const auto t2 = std::chrono::steady_clock::now();
+  if (!o.output_dir.empty()) {
+    std::vector<std::string> names;
+    std::vector<deploy::Tensor> out;
+    for (size_t k = 0; k < m.outputs().size(); ++k) {
+      names.push_back(m.outputs()[k].name);
+      out.push_back(m.get_output(static_cast<int>(k)));
+    }
+    Table t({"OUTPUT", "TYPE", "FILE"});
+    const ordered_json outs = write_outputs(o.output_dir, names, out, t);
+    if (o.json) {
+      ordered_json j;
+      j["outputs"] = outs;
+      j["arena_bytes"] = m.arena_bytes();
+      j["load_s"] = std::chrono::duration<double>(t1 - t0).count();
+      j["run_s"] = std::chrono::duration<double>(t2 - t1).count();
+      std::cout << j.dump(2) << "\n";
+    } else {
+      t.print(std::cout);
+    }
+  }
+  if (!o.json)
+    std::printf("compiled model for '%s': load %.3f s, first run %.3f s, arena %s\n", m.target().c_str(),
+                std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count(),
+                human(static_cast<double>(m.arena_bytes()), "B").c_str());
+  if (o.bench > 0) print_bench(o.bench, [&] { m.run(); });
+}
+
 void run_model(const ModelOptions &o) {
+  if (o.output_dir.empty() && o.bench <= 0) throw UserError("kiln run needs --output-dir (or --bench N)");
+  if (deploy::is_artifact(o.model)) return run_artifact(o);
   std::map<std::string, deploy::Tensor> inputs;
   frontend::onnx::ImportOptions opt = import_options(o, &inputs);
   const auto t0 = std::chrono::steady_clock::now();
@@ -209,15 +388,8 @@ void run_model(const ModelOptions &o) {
   }
   driver::ExecutorOptions eo;
   eo.target = o.target;
-  std::unique_ptr<db::TuningDb> log;
-  std::unique_ptr<tuner::DbConfigLookup> lookup;
-  if (!o.db.empty()) {
-    db::TuningDbOptions dbo;
-    dbo.read_only = true;
-    log = std::make_unique<db::TuningDb>(db::TuningDb::open(o.db, dbo));
-    lookup = std::make_unique<tuner::DbConfigLookup>(*log, o.device_key);
-    eo.configs = lookup.get();
-  }
+  ConfigSource configs(o);
+  eo.configs = configs.lookup.get();
   if (o.optimize) {
     driver::GraphPipelineOptions po = driver::GraphPipelineOptions::from_env();
     po.target = o.target;
@@ -230,23 +402,10 @@ void run_model(const ModelOptions &o) {
   const auto t2 = std::chrono::steady_clock::now();
   const double import_s = std::chrono::duration<double>(t1 - t0).count();
   const double run_s = std::chrono::duration<double>(t2 - t1).count();
-  std::error_code ec;
-  std::filesystem::create_directories(o.output_dir, ec);
-  if (ec) throw UserError(concat("cannot create ", o.output_dir, ": ", ec.message()));
-  ordered_json outs = ordered_json::array();
+  std::vector<std::string> names;
+  for (graph::ValueId id : ex.graph().outputs()) names.push_back(ex.graph().value(id).name);
   Table t({"OUTPUT", "TYPE", "FILE"});
-  for (size_t k = 0; k < out.size(); ++k) {
-    const auto &v = ex.graph().value(ex.graph().outputs()[k]);
-    std::string file_name = v.name;
-    for (char &c : file_name) {
-      if (c == '/' || c == '\\' || c == '\0') c = '_';
-    }
-    if (file_name.empty() || file_name == "." || file_name == "..") file_name = concat("output_", k);
-    const std::string path = (std::filesystem::path(o.output_dir) / (file_name + ".npy")).string();
-    deploy::write_npy(path, out[k]);
-    t.add_row({v.name, v.type.str(), path});
-    outs.push_back({{"name", v.name}, {"type", v.type.str()}, {"file", path}});
-  }
+  const ordered_json outs = write_outputs(o.output_dir, names, out, t);
   const auto &st = ex.stats();
   if (o.json) {
     ordered_json j;
@@ -266,30 +425,56 @@ void run_model(const ModelOptions &o) {
     return;
   }
   t.print(std::cout);
-  if (lookup) {
-    // Where each template kernel's config came from.
-    std::cout << "\n";
-    Table k({"NODE", "TEMPLATE", "CONFIG", "WORKLOAD"});
-    int defaults = 0;
-    for (const auto &r : st.templates) {
-      k.add_row({r.node, r.template_name, driver::source_name(r.source), r.workload_key.substr(0, 12)});
-      if (r.source == driver::KernelReport::Source::kDefault || r.source == driver::KernelReport::Source::kStale) ++defaults;
-    }
-    k.print(std::cout);
-    std::printf("%d of %d template kernels use tuned configs from %s; %d use the default config\n", st.tuned_kernels,
-                st.template_kernels, o.db.c_str(), defaults);
-    if (defaults) {
-      std::cout << "to tune them:\n";
-      for (const auto &r : st.templates) {
-        if (r.source != driver::KernelReport::Source::kDefault && r.source != driver::KernelReport::Source::kStale)
-          continue;
-        std::cout << "  kiln tune --db " << o.db << " --target '" << o.target << "' --device-key " << o.device_key
-                  << " --template " << r.template_name << " --args '" << r.args_json << "'\n";
-      }
-    }
-  }
+  if (configs.lookup) print_config_sources(o, st.templates, "");
   std::printf("%d nodes, %d kernels (%d from operator templates); import and compile %.2f s, run %.3f s\n", st.nodes,
               st.kernels, st.template_kernels, import_s, run_s);
+  if (o.bench > 0) print_bench(o.bench, [&] { ex.run(inputs); });
+}
+
+// `kiln compile`: import, optimize, compile into one artifact.
+void run_compile(const ModelOptions &o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  graph::Graph g = frontend::onnx::import_model(o.model, import_options(o, nullptr));
+  driver::GraphPipelineOptions po = driver::GraphPipelineOptions::from_env();
+  po.target = o.target;
+  g = driver::optimize_graph(g, po);
+  if (o.print_graph) std::cout << graph::print(g);
+  ConfigSource configs(o);
+  driver::GraphCompileOptions co;
+  co.kernels.target = o.target;
+  co.kernels.configs = configs.lookup.get();
+  driver::GraphCompileReport r = driver::compile_graph(g, o.output, co);
+  const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (o.json) {
+    ordered_json j;
+    j["artifact"] = o.output;
+    j["nodes"] = r.nodes;
+    j["steps"] = r.steps;
+    j["kernels"] = r.kernels;
+    j["template_kernels"] = r.template_kernels;
+    j["tuned_kernels"] = r.tuned_kernels;
+    ordered_json tk = ordered_json::array();
+    for (const auto &k : r.templates)
+      tk.push_back({{"node", k.node}, {"template", k.template_name}, {"workload_key", k.workload_key},
+                    {"config", driver::source_name(k.source)}});
+    j["templates"] = tk;
+    j["arena_bytes"] = r.arena_bytes;
+    j["unplanned_bytes"] = r.unplanned_bytes;
+    j["in_place"] = r.in_place;
+    j["params_bytes"] = r.params_bytes;
+    j["file_bytes"] = r.file_bytes;
+    j["compile_s"] = total_s;
+    std::cout << j.dump(2) << "\n";
+    return;
+  }
+  if (configs.lookup) print_config_sources(o, r.templates, o.output + ".tune.json");
+  std::printf("wrote %s: %s, %d nodes, %d kernel calls, %d kernels (%d from operator templates), compiled in %.2f s\n",
+              o.output.c_str(), human(static_cast<double>(r.file_bytes), "B").c_str(), r.nodes, r.steps, r.kernels,
+              r.template_kernels, total_s);
+  std::printf("memory plan: peak %s of %s without reuse (%.1f%%), %d in place; parameters %s\n",
+              human(static_cast<double>(r.arena_bytes), "B").c_str(), human(static_cast<double>(r.unplanned_bytes), "B").c_str(),
+              r.unplanned_bytes ? 100.0 * static_cast<double>(r.arena_bytes) / static_cast<double>(r.unplanned_bytes) : 100.0,
+              r.in_place, human(static_cast<double>(r.params_bytes), "B").c_str());
 }
 
 void add_model_options(CLI::App *c, ModelOptions &o) {
@@ -307,16 +492,29 @@ void add_model_options(CLI::App *c, ModelOptions &o) {
 
 void add_model_commands(CLI::App &app) {
   auto o = std::make_shared<ModelOptions>();
-  CLI::App *run = app.add_subcommand("run", "run an ONNX model through Kiln's reference executor");
+  CLI::App *run = app.add_subcommand(
+      "run", "run an ONNX model through Kiln's reference executor, or a compiled model (kiln compile) through the runtime");
   add_model_options(run, *o);
   run->add_option("--input", o->inputs, "NAME=FILE: an input tensor (.npy or ONNX TensorProto .pb)");
-  run->add_option("--output-dir", o->output_dir, "where each output is written as NAME.npy")->required();
+  run->add_option("--output-dir", o->output_dir, "where each output is written as NAME.npy");
+  run->add_option("--bench", o->bench, "after the run, time N more runs (after a warm-up) and print p50/p90/p99/mean")
+      ->check(CLI::Range(1, 1000000));
   run->add_flag("--print-graph", o->print_graph, "print the graph after import (and the passes)");
   run->add_option("--db", o->db, "a tuning log: template kernels use its best configs for --target / --device-key");
   run->add_option("--device-key", o->device_key, "the device class whose records --db may use")->capture_default_str();
   run->add_flag("--optimize", o->optimize,
                 "run the graph passes first (simplification, BatchNorm folding, constant folding, CSE, DCE)");
   run->callback([o] { run_model(*o); });
+
+  auto c = std::make_shared<ModelOptions>();
+  CLI::App *compile = app.add_subcommand(
+      "compile", "compile an ONNX model into one deployable file (kernels, graph, parameters, memory plan)");
+  add_model_options(compile, *c);
+  compile->add_option("-o,--output", c->output, "the artifact to write, e.g. model.kiln")->required();
+  compile->add_option("--db", c->db, "a tuning log: template kernels use its best configs for --target / --device-key");
+  compile->add_option("--device-key", c->device_key, "the device class whose records --db may use")->capture_default_str();
+  compile->add_flag("--print-graph", c->print_graph, "print the graph after the passes");
+  compile->callback([c] { run_compile(*c); });
 
   auto p = std::make_shared<ModelOptions>();
   CLI::App *inspect = app.add_subcommand(

@@ -3,18 +3,13 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
-#include <sstream>
 #include <unordered_map>
 
 #include "compiler/codegen/llvm/llvm_module.h"
-#include "compiler/driver/target.h"
+#include "compiler/driver/node_kernel.h"
 #include "compiler/graph/op_def.h"
 #include "compiler/ir/deploy_dtype.h"
 #include "compiler/ir/op.h"
-#include "compiler/lower/lower.h"
-#include "compiler/ops/registry.h"
-#include "compiler/te/schedule.h"
-#include "contracts/sha256.h"
 
 namespace kiln::driver {
 
@@ -48,116 +43,6 @@ const char *source_name(KernelReport::Source s) {
 
 namespace {
 
-std::string data_hash(const deploy::Tensor &t) {
-  return contracts::sha256_hex(std::string_view(static_cast<const char *>(t.data()), t.nbytes()));
-}
-
-// What identifies a node's kernel: op, attributes, input types, the data of compile-time inputs,
-// output types and the target.
-std::string signature(const graph::Graph &g, const Node &n, const OpDef &def, const std::vector<TensorType> &outs,
-                      const std::string &target) {
-  std::ostringstream os;
-  os << n.op << "|" << target << "|";
-  for (const auto &[k, a] : n.attrs) {
-    os << k << "=" << a.str();
-    if (a.kind == graph::Attribute::Kind::Tensor) os << "#" << data_hash(a.tensor);
-    os << ";";
-  }
-  os << "|";
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    if (n.inputs[i] == graph::kNoValue) {
-      os << "_,";
-      continue;
-    }
-    const auto &v = g.value(n.inputs[i]);
-    os << v.type.str();
-    const bool ct = std::find(def.const_inputs.begin(), def.const_inputs.end(), static_cast<int>(i)) != def.const_inputs.end();
-    if (ct && v.is_constant()) os << "#" << data_hash(v.constant);
-    os << ",";
-  }
-  os << "|";
-  for (const auto &t : outs) os << t.str() << ",";
-  return os.str();
-}
-
-// A generic CPU schedule: intermediate elementwise stages inlined; each output's loops fused and
-// split into blocks of 64, the outer loop parallel.
-void schedule_generic(te::Schedule &s, const std::vector<te::Tensor> &outputs) {
-  for (const auto &st : s.stages()) {
-    const auto *c = dynamic_cast<const te::ComputeOpNode *>(st->op.get());
-    if (!c || c->is_reduction() || st->is_output || st->attach_type != te::AttachType::Root) continue;
-    te::Stage(st.get()).compute_inline();
-  }
-  for (const auto &t : outputs) {
-    te::Stage st = s[t];
-    const auto *c = dynamic_cast<const te::ComputeOpNode *>(t.op().get());
-    if (!c) continue;
-    std::vector<te::IterVar> axes;
-    for (int i = 0; i < t.ndim(); ++i) axes.push_back(st.axis(static_cast<size_t>(i)));
-    te::IterVar fused;
-    st.fuse(axes, &fused);
-    int64_t total = 1;
-    for (const auto &d : t.shape()) total *= ir::as_const_int(d).value_or(1);
-    if (total > 4096) {
-      te::IterVar outer, inner;
-      st.split(fused, ir::make_const(ir::Int(32), int64_t{64}), &outer, &inner);
-      st.parallel(outer);
-    }
-  }
-}
-
-// A template kernel's task and the config it is built with: the lookup's when it has a usable one.
-struct TemplateChoice {
-  std::unique_ptr<ops::Task> task;
-  std::optional<autotune::Config> config;  // the tuned one; nullopt: the default
-  KernelReport report;
-};
-
-TemplateChoice choose_config(const graph::Kernel &k, const Node &n, const ExecutorOptions &options) {
-  TemplateChoice c;
-  c.task = std::make_unique<ops::Task>(k.template_name, k.template_args, resolve_target(options.target));
-  c.report.node = n.name;
-  c.report.template_name = k.template_name;
-  c.report.workload_key = c.task->key();
-  c.report.args_json = c.task->workload().args_json;
-  if (!options.configs) return c;
-  std::optional<ops::TunedConfig> tuned = options.configs->best(c.task->workload(), c.task->target().str());
-  if (!tuned) return c;
-  try {
-    c.config = c.task->space().from_record(tuned->config);
-    c.report.source = tuned->exact_target ? KernelReport::Source::kExact : KernelReport::Source::kDeviceClass;
-  } catch (const UserError &e) {
-    c.report.source = KernelReport::Source::kStale;
-    c.report.note = e.what();
-  }
-  return c;
-}
-
-std::shared_ptr<GraphExecutor::CompiledKernel> build_kernel(const OpContext &ctx, const graph::Kernel &k,
-                                                            TemplateChoice *choice, const std::string &target,
-                                                            const std::string &fname) {
-  auto ck = std::make_shared<GraphExecutor::CompiledKernel>();
-  ck->function = fname;
-  ck->input_map = k.input_map;
-  ir::LoweredFunc f;
-  if (!k.template_name.empty()) {
-    const ops::Task &task = *choice->task;
-    f = task.lower(choice->config ? *choice->config : task.default_config(), fname);
-    ck->from_template = true;
-  } else {
-    if (k.outputs.empty()) ctx.fail("the op built no kernel outputs");
-    auto s = te::create_schedule(k.outputs);
-    schedule_generic(*s, k.outputs);
-    std::vector<te::Tensor> args = k.placeholders;
-    args.insert(args.end(), k.outputs.begin(), k.outputs.end());
-    f = lower::lower(*s, args, fname);
-  }
-  codegen::LLVMBuildOptions opt;
-  opt.target = target;
-  ck->module = std::make_unique<codegen::LLVMModule>(f, opt);
-  return ck;
-}
-
 // The process's kernels by signature: nodes with the same signature share one compiled kernel.
 struct KernelCache {
   std::mutex mu;
@@ -171,42 +56,31 @@ KernelCache &cache() {
 }
 
 std::shared_ptr<const GraphExecutor::CompiledKernel> get_kernel(const graph::Graph &g, const Node &n, const OpDef &def,
-                                                                const std::vector<TensorType> &outs,
                                                                 const ExecutorOptions &options, bool *compiled,
                                                                 KernelReport *report = nullptr) {
-  const std::string &target = options.target;
-  OpContext ctx(g, n);
-  graph::Kernel kernel;
-  TemplateChoice choice;
-  std::string sig;
-  try {
-    kernel = def.kernel(ctx);
-    sig = signature(g, n, def, outs, target);
-    if (!kernel.template_name.empty()) {
-      choice = choose_config(kernel, n, options);
-      if (choice.config) sig += "|config=" + choice.config->record().space + ":" + std::to_string(choice.config->record().index);
-      // Where this node's config came from (the cached kernel may have been built for another lookup).
-      if (report) *report = choice.report;
-    }
-  } catch (const GraphError &) {
-    throw;
-  } catch (const UserError &e) {
-    throw GraphError(concat(n.describe(), ": ", e.what()));
-  }
+  NodeKernel nk = prepare_node_kernel(g, n, def, options);
+  // Where this node's config came from (the cached kernel may have been built for another lookup).
+  if (report && nk.from_template()) *report = nk.report;
   KernelCache &c = cache();
   std::string fname;
   {
     std::lock_guard<std::mutex> lock(c.mu);
-    auto it = c.kernels.find(sig);
+    auto it = c.kernels.find(nk.signature);
     if (it != c.kernels.end()) {
       *compiled = false;
       return it->second;
     }
     fname = concat("kiln_node_", c.next++);
   }
-  std::shared_ptr<const GraphExecutor::CompiledKernel> k;
+  auto k = std::make_shared<GraphExecutor::CompiledKernel>();
+  k->function = fname;
+  k->input_map = nk.kernel.input_map;
+  k->from_template = nk.from_template();
+  ir::LoweredFunc f = lower_node_kernel(g, n, nk, fname);
   try {
-    k = build_kernel(ctx, kernel, &choice, target, fname);
+    codegen::LLVMBuildOptions opt;
+    opt.target = options.target;
+    k->module = std::make_unique<codegen::LLVMModule>(f, opt);
   } catch (const GraphError &) {
     throw;
   } catch (const UserError &e) {
@@ -214,7 +88,7 @@ std::shared_ptr<const GraphExecutor::CompiledKernel> get_kernel(const graph::Gra
   }
   *compiled = true;
   std::lock_guard<std::mutex> lock(c.mu);
-  return c.kernels.emplace(sig, k).first->second;
+  return c.kernels.emplace(nk.signature, std::shared_ptr<const GraphExecutor::CompiledKernel>(k)).first->second;
 }
 
 // A kernel argument: rank-0 tensors are passed as shape [1].
@@ -271,15 +145,13 @@ GraphExecutor::GraphExecutor(graph::Graph g, const ExecutorOptions &options)
   std::map<const CompiledKernel *, bool> distinct;
   for (const Node &n : graph_.nodes()) {
     const OpDef *def = graph::find_op(n.op);
-    std::vector<TensorType> outs;
-    for (auto o : n.outputs) outs.push_back(graph_.value(o).type);
-    if (def->view || def->evaluate || is_empty(outs)) {
+    if (!needs_kernel(graph_, n, *def)) {
       kernels_.push_back(nullptr);
       continue;
     }
     bool compiled = false;
     KernelReport r;
-    auto k = get_kernel(graph_, n, *def, outs, options_, &compiled, &r);
+    auto k = get_kernel(graph_, n, *def, options_, &compiled, &r);
     if (!distinct.count(k.get())) {
       distinct[k.get()] = true;
       ++stats_.kernels;
@@ -373,7 +245,7 @@ std::vector<deploy::Tensor> evaluate_node(const graph::Graph &g, const Node &n, 
   std::shared_ptr<const GraphExecutor::CompiledKernel> k;
   if (!def->view && !is_empty(outs)) {
     bool compiled = false;
-    k = get_kernel(g, n, *def, outs, options, &compiled);
+    k = get_kernel(g, n, *def, options, &compiled);
   }
   // run_node needs output types from the graph: the node's outputs are values of g.
   std::vector<deploy::Tensor> r = run_node(g, n, *def, k.get(), in);

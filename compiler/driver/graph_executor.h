@@ -4,6 +4,7 @@
 // op's tensor-expression compute with a generic schedule), JIT-compiled with LLVM once per distinct
 // node signature (op, attributes, input types, compile-time inputs), and run in topological order.
 // It is the correctness baseline the optimizing graph compiler is checked against; it is not fast.
+// How a node becomes a kernel is node_kernel.h, shared with the graph compiler (graph_compiler.h).
 #include <map>
 #include <memory>
 #include <string>

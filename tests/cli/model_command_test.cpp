@@ -89,5 +89,69 @@ TEST_F(ModelCommandTest, AnInputOfTheWrongShapeIsAMessageNamingIt) {
   EXPECT_TRUE(has(r.err, "'x'")) << r.err;
 }
 
+
+// `kiln compile` writes an artifact; `kiln run` recognises it by its magic (whatever its name), runs
+// it through the runtime and writes the expected output; --bench prints the latency percentiles.
+TEST_F(ModelCommandTest, CompileThenRunTheArtifact) {
+  const std::string artifact = dir.file("relu.bin");
+  pt::Run c = kiln({"compile", model_, "-o", artifact});
+  ASSERT_EQ(c.status, 0) << c.err;
+  EXPECT_TRUE(has(c.out, "wrote " + artifact)) << c.out;
+  EXPECT_TRUE(has(c.out, "1 kernels")) << c.out;
+  EXPECT_TRUE(has(c.out, "memory plan: peak")) << c.out;
+
+  const std::string out_dir = dir.file("out");
+  pt::Run r = kiln({"run", artifact, "--input", "x=" + node_test_ + "/test_data_set_0/input_0.pb", "--output-dir", out_dir,
+                    "--bench", "3"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "compiled model")) << r.out;
+  EXPECT_TRUE(has(r.out, "bench runs=3")) << r.out;
+  EXPECT_TRUE(has(r.out, "p50_ms=")) << r.out;
+  EXPECT_TRUE(has(r.out, "p99_ms=")) << r.out;
+  const deploy::Tensor got = deploy::read_npy(out_dir + "/y.npy");
+  const deploy::Tensor want = frontend::onnx::read_tensor_file(node_test_ + "/test_data_set_0/output_0.pb");
+  ASSERT_EQ(got.shape(), want.shape());
+  ASSERT_EQ(got.nbytes(), want.nbytes());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.nbytes()), 0);
+
+  // A wrong input and a corrupt artifact are messages and status 1.
+  const std::string input = dir.file("x.npy");
+  deploy::write_npy(input, deploy::Tensor::empty({2, 2}, deploy::DType::of<float>()));
+  r = kiln({"run", artifact, "--input", "x=" + input, "--output-dir", out_dir});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "input 'x' is float32[2, 2]")) << r.err;
+  std::string bytes;
+  {
+    std::ifstream in(artifact, std::ios::binary);
+    bytes.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  bytes[bytes.size() - 10] ^= 1;
+  std::ofstream(artifact, std::ios::binary | std::ios::trunc) << bytes;
+  r = kiln({"run", artifact, "--output-dir", out_dir});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "is corrupt")) << r.err;
+  EXPECT_FALSE(has(r.err, "internal error")) << r.err;
+}
+
+// With --db, `kiln compile` lists where each template kernel's config came from, counts the
+// defaults in one line with the `kiln tune` command for them, and writes their workloads to the
+// file that command reads.
+TEST_F(ModelCommandTest, CompileWithADbListsTheDefaultsAndHowToTuneThem) {
+  const std::string conv = std::string(KILN_ONNX_NODE_TEST_DIR) + "/test_basic_conv_with_padding/model.onnx";
+  const std::string db = dir.file("kiln.db"), empty = dir.file("empty.jsonl");
+  std::ofstream(empty).flush();
+  ASSERT_EQ(kiln({"db", "--db", db, "import", empty}).status, 0);
+  const std::string artifact = dir.file("conv.kiln");
+  pt::Run c = kiln({"compile", conv, "-o", artifact, "--db", db, "--device-key", "test-cpu"});
+  ASSERT_EQ(c.status, 0) << c.err;
+  EXPECT_TRUE(has(c.out, "conv2d_nchw")) << c.out;
+  EXPECT_TRUE(has(c.out, "0 of 1 template kernels use tuned configs from " + db + "; 1 use the default config; to tune "
+                         "them: kiln tune --db " + db)) << c.out;
+  EXPECT_TRUE(has(c.out, "--device-key test-cpu --workloads " + artifact + ".tune.json")) << c.out;
+  std::ifstream in(artifact + ".tune.json");
+  const std::string list((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(has(list, "\"template\": \"conv2d_nchw")) << list;
+}
+
 }  // namespace
 }  // namespace kiln::cli

@@ -1,0 +1,142 @@
+#include "compiler/driver/node_kernel.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "compiler/driver/target.h"
+#include "compiler/lower/lower.h"
+#include "compiler/te/schedule.h"
+#include "contracts/sha256.h"
+
+namespace kiln::driver {
+
+using ::kiln::detail::concat;
+using graph::GraphError;
+using graph::Node;
+using graph::OpContext;
+using graph::OpDef;
+using graph::TensorType;
+
+namespace {
+
+std::string data_hash(const deploy::Tensor &t) {
+  return contracts::sha256_hex(std::string_view(static_cast<const char *>(t.data()), t.nbytes()));
+}
+
+std::string signature(const graph::Graph &g, const Node &n, const OpDef &def, const std::string &target) {
+  std::ostringstream os;
+  os << n.op << "|" << target << "|";
+  for (const auto &[k, a] : n.attrs) {
+    os << k << "=" << a.str();
+    if (a.kind == graph::Attribute::Kind::Tensor) os << "#" << data_hash(a.tensor);
+    os << ";";
+  }
+  os << "|";
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] == graph::kNoValue) {
+      os << "_,";
+      continue;
+    }
+    const auto &v = g.value(n.inputs[i]);
+    os << v.type.str();
+    const bool ct = std::find(def.const_inputs.begin(), def.const_inputs.end(), static_cast<int>(i)) != def.const_inputs.end();
+    if (ct && v.is_constant()) os << "#" << data_hash(v.constant);
+    os << ",";
+  }
+  os << "|";
+  for (graph::ValueId o : n.outputs) os << g.value(o).type.str() << ",";
+  return os.str();
+}
+
+// A generic CPU schedule: intermediate elementwise stages inlined; each output's loops fused and
+// split into blocks of 64, the outer loop parallel.
+void schedule_generic(te::Schedule &s, const std::vector<te::Tensor> &outputs) {
+  for (const auto &st : s.stages()) {
+    const auto *c = dynamic_cast<const te::ComputeOpNode *>(st->op.get());
+    if (!c || c->is_reduction() || st->is_output || st->attach_type != te::AttachType::Root) continue;
+    te::Stage(st.get()).compute_inline();
+  }
+  for (const auto &t : outputs) {
+    te::Stage st = s[t];
+    const auto *c = dynamic_cast<const te::ComputeOpNode *>(t.op().get());
+    if (!c) continue;
+    std::vector<te::IterVar> axes;
+    for (int i = 0; i < t.ndim(); ++i) axes.push_back(st.axis(static_cast<size_t>(i)));
+    te::IterVar fused;
+    st.fuse(axes, &fused);
+    int64_t total = 1;
+    for (const auto &d : t.shape()) total *= ir::as_const_int(d).value_or(1);
+    if (total > 4096) {
+      te::IterVar outer, inner;
+      st.split(fused, ir::make_const(ir::Int(32), int64_t{64}), &outer, &inner);
+      st.parallel(outer);
+    }
+  }
+}
+
+// A template kernel's task and the config it is built with: the lookup's when it has a usable one.
+void choose_config(NodeKernel &k, const Node &n, const ExecutorOptions &options) {
+  k.task = std::make_unique<ops::Task>(k.kernel.template_name, k.kernel.template_args, resolve_target(options.target));
+  k.report.node = n.name;
+  k.report.template_name = k.kernel.template_name;
+  k.report.workload_key = k.task->key();
+  k.report.args_json = k.task->workload().args_json;
+  if (!options.configs) return;
+  std::optional<ops::TunedConfig> tuned = options.configs->best(k.task->workload(), k.task->target().str());
+  if (!tuned) return;
+  try {
+    k.config = k.task->space().from_record(tuned->config);
+    k.report.source = tuned->exact_target ? KernelReport::Source::kExact : KernelReport::Source::kDeviceClass;
+  } catch (const UserError &e) {
+    k.report.source = KernelReport::Source::kStale;
+    k.report.note = e.what();
+  }
+}
+
+}  // namespace
+
+bool needs_kernel(const graph::Graph &g, const Node &n, const OpDef &def) {
+  if (def.view || def.evaluate) return false;
+  for (graph::ValueId o : n.outputs) {
+    if (g.value(o).type.numel() == 0) return false;
+  }
+  return true;
+}
+
+NodeKernel prepare_node_kernel(const graph::Graph &g, const Node &n, const OpDef &def, const ExecutorOptions &options) {
+  OpContext ctx(g, n);
+  NodeKernel k;
+  try {
+    k.kernel = def.kernel(ctx);
+    k.signature = signature(g, n, def, options.target);
+    if (k.from_template()) {
+      choose_config(k, n, options);
+      if (k.config)
+        k.signature += "|config=" + k.config->record().space + ":" + std::to_string(k.config->record().index);
+    }
+  } catch (const GraphError &) {
+    throw;
+  } catch (const UserError &e) {
+    throw GraphError(concat(n.describe(), ": ", e.what()));
+  }
+  return k;
+}
+
+ir::LoweredFunc lower_node_kernel(const graph::Graph &g, const Node &n, const NodeKernel &k, const std::string &name) {
+  OpContext ctx(g, n);
+  try {
+    if (k.from_template()) return k.task->lower(k.config ? *k.config : k.task->default_config(), name);
+    if (k.kernel.outputs.empty()) ctx.fail("the op built no kernel outputs");
+    auto s = te::create_schedule(k.kernel.outputs);
+    schedule_generic(*s, k.kernel.outputs);
+    std::vector<te::Tensor> args = k.kernel.placeholders;
+    args.insert(args.end(), k.kernel.outputs.begin(), k.kernel.outputs.end());
+    return lower::lower(*s, args, name);
+  } catch (const GraphError &) {
+    throw;
+  } catch (const UserError &e) {
+    throw GraphError(concat(n.describe(), ": ", e.what()));
+  }
+}
+
+}  // namespace kiln::driver

@@ -1,0 +1,393 @@
+// Compiled-model artifacts (driver::compile_graph) loaded by deploy::GraphModule in a fresh module:
+// the outputs match the reference executor on the unoptimized graph (a small graph with views and
+// in-place steps, and the test models of tests/frontend/make_models.py); the memory plan stored in
+// the file never lets two tensors live at the same time share bytes (recomputed here from the
+// file's steps); corrupt, truncated, foreign and other-version files and wrong inputs are
+// ArtifactError / GraphInputError with messages naming what is wrong; and a C program that links
+// only kiln_deploy runs an artifact through the C API.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "compiler/driver/graph_compiler.h"
+#include "compiler/driver/graph_executor.h"
+#include "compiler/driver/graph_pipeline.h"
+#include "compiler/frontend/onnx/onnx_importer.h"
+#include "compiler/graph/op_def.h"
+#include "contracts/json.h"
+#include "deploy/artifact_format.h"
+#include "deploy/graph_module.h"
+#include "tests/temp_dir.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+using contracts::Json;
+using graph::Graph;
+using graph::kNoValue;
+using graph::Node;
+using graph::TensorType;
+using graph::ValueId;
+
+std::string read_bytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+void write_bytes(const std::string &path, const std::string &bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+deploy::Tensor random_tensor(const std::vector<int64_t> &shape, uint64_t seed) {
+  deploy::Tensor t = deploy::Tensor::empty(shape, deploy::DType::of<float>());
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = u(rng);
+  return t;
+}
+
+ValueId add(Graph &g, const std::string &op, std::vector<ValueId> inputs) {
+  Node n;
+  n.op = op;
+  n.name = g.unique_name(op);
+  n.inputs = std::move(inputs);
+  n.outputs = {kNoValue};
+  auto types = graph::infer_types(g, n);
+  return g.add_node(n, {g.unique_name(op + "_out")}, types)[0];
+}
+
+// x[2,3,4] -> Exp -> Relu (in place) -> Flatten (a view, also an output) -> Add bias -> Sigmoid
+// (in place) -> output.
+Graph small_graph() {
+  Graph g;
+  const ValueId x = g.add_input("x", TensorType{ir::Float(32), {2, 3, 4}});
+  const ValueId e = add(g, "Exp", {x});
+  const ValueId r = add(g, "Relu", {e});
+  const ValueId f = add(g, "Flatten", {r});
+  const ValueId b = g.add_constant("bias", random_tensor({12}, 3));
+  const ValueId a = add(g, "Add", {f, b});
+  const ValueId s = add(g, "Sigmoid", {a});
+  g.add_output(s);
+  g.add_output(f);
+  return g;
+}
+
+// max |got - want| / max |want| (float outputs), or exact comparison of the bytes otherwise.
+double relative_error(const deploy::Tensor &got, const deploy::Tensor &want) {
+  EXPECT_EQ(got.shape(), want.shape());
+  EXPECT_EQ(got.dtype(), want.dtype());
+  if (got.shape() != want.shape() || got.dtype() != want.dtype()) return 1e9;
+  if (want.dtype() != deploy::DType::of<float>()) return std::memcmp(got.data(), want.data(), want.nbytes()) == 0 ? 0 : 1e9;
+  const float *g = got.data_as<float>(), *w = want.data_as<float>();
+  double max_abs = 0, max_want = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    max_abs = std::max(max_abs, std::fabs(static_cast<double>(g[i]) - w[i]));
+    max_want = std::max(max_want, std::fabs(static_cast<double>(w[i])));
+  }
+  return max_abs / std::max(max_want, 1e-30);
+}
+
+// The graph JSON of an artifact, read here from the file's layout.
+Json artifact_graph(const std::string &path) {
+  const std::string bytes = read_bytes(path);
+  deploy::ArtifactHeader h;
+  EXPECT_GE(bytes.size(), sizeof h);
+  std::memcpy(&h, bytes.data(), sizeof h);
+  return Json::parse(std::string_view(bytes.data() + h.graph.offset, h.graph.bytes));
+}
+
+// Pairs of arena tensors live at the same time whose bytes overlap, from the file's values and
+// steps: a tensor lives from the step that writes it (inputs: from the start) to the last step that
+// reads it or a view of it (graph inputs and outputs: to the end). A step that writes over an
+// input read for the last time by that very step is the one allowed overlap. Returns messages.
+std::vector<std::string> plan_conflicts(const Json &g) {
+  const auto &values = g.at("values").as_array();
+  const int end = 1 << 30;
+  std::vector<int> first(values.size(), -1), last(values.size(), -1);
+  auto root = [&](int64_t id) {
+    const Json &v = values[static_cast<size_t>(id)];
+    return v.contains("view_of") ? v.at("view_of").as_int() : id;
+  };
+  for (const Json &id : g.at("inputs").as_array()) {
+    first[static_cast<size_t>(id.as_int())] = 0;
+    last[static_cast<size_t>(id.as_int())] = end;
+  }
+  size_t num_nodes = 1;
+  for (const Json &s : g.at("steps").as_array()) num_nodes = std::max(num_nodes, static_cast<size_t>(s.at("index").as_int()) + 1);
+  std::vector<std::vector<int64_t>> step_reads(num_nodes);  // per step, the tensors its kernel reads
+  for (const Json &s : g.at("steps").as_array()) {
+    if (!s.contains("kernel")) continue;
+    const int index = static_cast<int>(s.at("index").as_int());
+    const auto args = s.at("args").as_int_vector();
+    const size_t outs = static_cast<size_t>(s.at("num_outputs").as_int());
+    for (size_t a = 0; a < args.size(); ++a) {
+      const size_t r = static_cast<size_t>(root(args[a]));
+      if (a + outs >= args.size()) {
+        first[r] = index;
+        last[r] = std::max(last[r], index);
+      } else {
+        last[r] = std::max(last[r], index);
+        step_reads[static_cast<size_t>(index)].push_back(static_cast<int64_t>(r));
+      }
+    }
+  }
+  for (const Json &id : g.at("outputs").as_array()) last[static_cast<size_t>(root(id.as_int()))] = end;
+  std::vector<std::string> bad;
+  for (size_t i = 0; i < values.size(); ++i) {
+    for (size_t j = i + 1; j < values.size(); ++j) {
+      const Json &a = values[i], &b = values[j];
+      if (first[i] < 0 || first[j] < 0 || a.contains("view_of") || b.contains("view_of")) continue;
+      if (a.at("region").as_string() != "arena" || b.at("region").as_string() != "arena") continue;
+      if (!(first[i] <= last[j] && first[j] <= last[i])) continue;
+      const int64_t ao = a.at("offset").as_int(), bo = b.at("offset").as_int();
+      const int64_t ab = a.at("bytes").as_int(), bb = b.at("bytes").as_int();
+      if (!(ao < bo + bb && bo < ao + ab)) continue;
+      // In place: j is written by the step that reads i for the last time (or the other way round).
+      auto in_place = [&](size_t src, size_t dst) {
+        const auto &reads = step_reads[static_cast<size_t>(first[dst])];
+        return last[src] == first[dst] && ao == bo && ab == bb &&
+               std::find(reads.begin(), reads.end(), static_cast<int64_t>(src)) != reads.end();
+      };
+      if (in_place(i, j) || in_place(j, i)) continue;
+      bad.push_back(a.at("name").as_string() + " and " + b.at("name").as_string());
+    }
+  }
+  return bad;
+}
+
+class GraphModuleTest : public ::testing::Test {
+ protected:
+  // Compiles the small graph into the temporary directory once per test.
+  std::string compile_small() {
+    const std::string path = dir.file("small.kiln");
+    report = driver::compile_graph(small_graph(), path);
+    return path;
+  }
+  test::TempDir dir;
+  driver::GraphCompileReport report;
+};
+
+TEST_F(GraphModuleTest, TheSmallGraphMatchesTheReferenceExecutorWithViewsAndInPlaceSteps) {
+  const std::string path = compile_small();
+  EXPECT_EQ(report.steps, 4);  // Flatten is an alias
+  EXPECT_GE(report.in_place, 1);
+  deploy::GraphModule m = deploy::GraphModule::load(path);
+  ASSERT_EQ(m.inputs().size(), 1u);
+  EXPECT_EQ(m.inputs()[0].name, "x");
+  EXPECT_EQ(m.inputs()[0].shape, (std::vector<int64_t>{2, 3, 4}));
+  ASSERT_EQ(m.outputs().size(), 2u);
+  EXPECT_EQ(m.outputs()[1].shape, (std::vector<int64_t>{2, 12}));
+  driver::GraphExecutor ref(small_graph());
+  for (uint64_t seed : {1, 2}) {  // twice: the second run reuses the arena
+    const deploy::Tensor x = random_tensor({2, 3, 4}, seed);
+    m.set_input("x", x);
+    m.run();
+    const auto want = ref.run(std::vector<deploy::Tensor>{x});
+    EXPECT_LE(relative_error(m.get_output(0), want[0]), 1e-6);
+    EXPECT_LE(relative_error(m.get_output(1), want[1]), 1e-6);
+  }
+  EXPECT_TRUE(plan_conflicts(artifact_graph(path)).empty());
+}
+
+TEST_F(GraphModuleTest, TheFileCarriesReadableGraphAndPlan) {
+  const Json g = artifact_graph(compile_small());
+  EXPECT_EQ(g.at("format").as_string(), "kiln-graph");
+  bool saw_view = false;
+  for (const Json &s : g.at("steps").as_array()) saw_view = saw_view || (s.contains("view") && s.at("op").as_string() == "Flatten");
+  EXPECT_TRUE(saw_view);
+  for (const Json &v : g.at("values").as_array()) {
+    if (v.contains("offset")) {
+      EXPECT_EQ(v.at("offset").as_int() % 64, 0) << v.at("name").as_string();
+    }
+  }
+  EXPECT_LE(g.at("memory_plan").at("arena_bytes").as_int(), g.at("memory_plan").at("unplanned_bytes").as_int());
+}
+
+TEST_F(GraphModuleTest, AFlippedByteIsACorruptFile) {
+  const std::string path = compile_small();
+  std::string bytes = read_bytes(path);
+  bytes[bytes.size() / 2] ^= 0x5a;
+  write_bytes(path, bytes);
+  try {
+    deploy::GraphModule::load(path);
+    FAIL() << "a corrupt file loaded";
+  } catch (const deploy::ArtifactError &e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is corrupt: its checksum does not match"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(GraphModuleTest, ATruncatedFileSaysSo) {
+  const std::string path = compile_small();
+  const std::string bytes = read_bytes(path);
+  for (size_t keep : {bytes.size() - 1, bytes.size() / 2, size_t{100}}) {
+    write_bytes(path, bytes.substr(0, keep));
+    try {
+      deploy::GraphModule::load(path);
+      FAIL() << "a truncated file loaded";
+    } catch (const deploy::ArtifactError &e) {
+      EXPECT_NE(std::string(e.what()).find("is truncated"), std::string::npos) << keep << ": " << e.what();
+    }
+  }
+}
+
+TEST_F(GraphModuleTest, AForeignFileIsNotAnArtifact) {
+  const std::string path = dir.file("model.onnx");
+  const std::string onnx_start = std::string("\x08\x07\x12\x07", 4) + "pytorch, and more of a protobuf";
+  write_bytes(path, onnx_start);
+  EXPECT_FALSE(deploy::is_artifact(path));
+  try {
+    deploy::GraphModule::load(path);
+    FAIL() << "a foreign file loaded";
+  } catch (const deploy::ModuleError &e) {  // ArtifactError is a ModuleError
+    EXPECT_NE(std::string(e.what()).find("is not a Kiln model artifact"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(deploy::GraphModule::load(dir.file("missing.kiln")), deploy::ArtifactError);
+}
+
+TEST_F(GraphModuleTest, AnotherFormatVersionIsRefusedByNumber) {
+  const std::string path = compile_small();
+  EXPECT_TRUE(deploy::is_artifact(path));
+  std::string bytes = read_bytes(path);
+  const uint32_t version = deploy::kArtifactVersion + 1;
+  std::memcpy(bytes.data() + 8, &version, sizeof version);
+  write_bytes(path, bytes);
+  try {
+    deploy::GraphModule::load(path);
+    FAIL() << "a file of another version loaded";
+  } catch (const deploy::ArtifactError &e) {
+    EXPECT_NE(std::string(e.what()).find("format version " + std::to_string(version)), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(GraphModuleTest, AWrongInputNamesTheInput) {
+  deploy::GraphModule m = deploy::GraphModule::load(compile_small());
+  try {
+    m.set_input("x", random_tensor({2, 3, 5}, 1));
+    FAIL() << "a wrong shape was accepted";
+  } catch (const deploy::GraphInputError &e) {
+    EXPECT_NE(std::string(e.what()).find("input 'x' is float32[2, 3, 5], the model expects float32[2, 3, 4]"),
+              std::string::npos)
+        << e.what();
+  }
+  deploy::Tensor ints = deploy::Tensor::empty({2, 3, 4}, deploy::DType::of<int32_t>());
+  try {
+    m.set_input(0, ints);
+    FAIL() << "a wrong dtype was accepted";
+  } catch (const deploy::GraphInputError &e) {
+    EXPECT_NE(std::string(e.what()).find("input 'x' is int32[2, 3, 4]"), std::string::npos) << e.what();
+  }
+  try {
+    m.set_input("y", random_tensor({2, 3, 4}, 1));
+    FAIL() << "an unknown input was accepted";
+  } catch (const deploy::GraphInputError &e) {
+    EXPECT_NE(std::string(e.what()).find("no input named 'y' (its inputs: x)"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(GraphModuleTest, AnOpEvaluatedOnlyAtCompileTimeIsAClearError) {
+  Graph g;
+  const ValueId x = g.add_input("x", TensorType{ir::Float(32), {2, 3}});
+  const ValueId s = add(g, "Shape", {x});
+  g.add_output(s);
+  try {
+    driver::compile_graph(g, dir.file("shape.kiln"));
+    FAIL() << "a Shape node compiled";
+  } catch (const graph::GraphError &e) {
+    EXPECT_NE(std::string(e.what()).find("cannot be compiled into an artifact"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(GraphModuleTest, ACProgramRunsTheArtifactThroughTheCApi) {
+  const std::string path = compile_small();
+  const deploy::Tensor x = random_tensor({2, 3, 4}, 9);
+  write_bytes(dir.file("in.raw"), std::string(static_cast<const char *>(x.data()), x.nbytes()));
+  const std::string program = KILN_GRAPH_C_PROGRAM, in = dir.file("in.raw"), out = dir.file("out.raw");
+  std::fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl(program.c_str(), program.c_str(), path.c_str(), in.c_str(), out.c_str(), static_cast<char *>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  const std::string got_bytes = read_bytes(out);
+  driver::GraphExecutor ref(small_graph());
+  const deploy::Tensor want = ref.run(std::vector<deploy::Tensor>{x})[0];
+  ASSERT_EQ(got_bytes.size(), want.nbytes());
+  deploy::Tensor got = deploy::Tensor::empty(want.shape(), want.dtype());
+  got.copy_from(got_bytes.data(), got_bytes.size());
+  EXPECT_LE(relative_error(got, want), 1e-6);
+}
+
+// The test models of tests/frontend (exported by make_models.py; skipped without torch).
+constexpr const char *kPython = "/usr/bin/python3";
+constexpr int kNoTorch = 77;
+
+int make_model(const std::string &model) {
+  const std::string script = KILN_MAKE_MODELS_SCRIPT, out_dir = KILN_MODELS_DIR;
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl(kPython, kPython, script.c_str(), out_dir.c_str(), model.c_str(), static_cast<char *>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+class ArtifactModelTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ArtifactModelTest, MatchesTheReferenceExecutorAndItsPlanNeverOverlaps) {
+  const std::string model = GetParam();
+  if (!fs::exists(kPython)) GTEST_SKIP() << kPython << " is missing: cannot export " << model;
+  const int status = make_model(model);
+  if (status == kNoTorch) GTEST_SKIP() << "torch is missing: " << model << " not tested";
+  ASSERT_EQ(status, 0) << "make_models.py " << model << " failed";
+  const fs::path mdir = fs::path(KILN_MODELS_DIR) / model;
+  const deploy::Tensor input = frontend::onnx::read_tensor_file((mdir / "input_0.pb").string());
+  const Graph g = frontend::onnx::import_model((mdir / "model.onnx").string());
+  test::TempDir dir;
+  const std::string path = dir.file(model + ".kiln");
+  const driver::GraphCompileReport r = driver::compile_graph(driver::optimize_graph(g, driver::GraphPipelineOptions{}), path);
+  EXPECT_LT(r.arena_bytes, r.unplanned_bytes) << model;
+  std::printf("artifact %s kernels=%d steps=%d arena_bytes=%lld unplanned_bytes=%lld in_place=%d file_bytes=%lld\n",
+              model.c_str(), r.kernels, r.steps, static_cast<long long>(r.arena_bytes),
+              static_cast<long long>(r.unplanned_bytes), r.in_place, static_cast<long long>(r.file_bytes));
+
+  const std::vector<std::string> conflicts = plan_conflicts(artifact_graph(path));
+  EXPECT_TRUE(conflicts.empty()) << model << ": " << conflicts.size() << " pairs overlap, e.g. " << conflicts.front();
+
+  deploy::GraphModule m = deploy::GraphModule::load(path);
+  ASSERT_EQ(m.inputs().size(), 1u);
+  m.set_input(0, input);
+  m.run();
+  driver::GraphExecutor ref(g);
+  const std::vector<deploy::Tensor> want = ref.run(std::vector<deploy::Tensor>{input});
+  ASSERT_EQ(want.size(), m.outputs().size());
+  for (size_t k = 0; k < want.size(); ++k)
+    EXPECT_LE(relative_error(m.get_output(static_cast<int>(k)), want[k]), 1e-4) << model << " output " << k;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ArtifactModelTest,
+                         ::testing::Values("resnet18", "mobilenet_v2", "squeezenet1_1", "shufflenet_v2_x1_0", "bert_encoder"));
+
+}  // namespace
+}  // namespace kiln
