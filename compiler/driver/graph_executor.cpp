@@ -8,6 +8,7 @@
 
 #include "compiler/codegen/llvm/llvm_module.h"
 #include "compiler/driver/target.h"
+#include "compiler/driver/task_extraction.h"
 #include "compiler/graph/op_def.h"
 #include "compiler/ir/deploy_dtype.h"
 #include "compiler/ir/op.h"
@@ -118,10 +119,12 @@ TemplateChoice choose_config(const graph::Kernel &k, const Node &n, const Execut
   c.task = std::make_unique<ops::Task>(k.template_name, k.template_args, resolve_target(options.target));
   c.report.node = n.name;
   c.report.template_name = k.template_name;
-  c.report.workload_key = c.task->key();
-  c.report.args_json = c.task->workload().args_json;
+  // Reported and looked up as the task it is tuned as (its anchor's workload).
+  const ops::Task tuned_as = tuning_task(*c.task);
+  c.report.workload_key = tuned_as.key();
+  c.report.args_json = tuned_as.workload().args_json;
   if (!options.configs) return c;
-  std::optional<ops::TunedConfig> tuned = options.configs->best(c.task->workload(), c.task->target().str());
+  std::optional<ops::TunedConfig> tuned = options.configs->best(tuned_as.workload(), c.task->target().str());
   if (!tuned) return c;
   try {
     c.config = c.task->space().from_record(tuned->config);
