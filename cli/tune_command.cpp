@@ -246,39 +246,55 @@ struct ModelLatency {
 
 constexpr int kWarmupRuns = 3;
 
-// The model compiled with `configs` (none: every template at its default config) and run on random
-// inputs: the median of `runs` runs after kWarmupRuns.
-ModelLatency measure_model(const graph::Graph &g, const std::string &target, const ops::ConfigLookup *configs,
-                           int64_t runs) {
-  driver::ExecutorOptions eo;
-  eo.target = target;
-  eo.configs = configs;
-  driver::GraphExecutor ex(g, eo);
-  const std::vector<deploy::Tensor> inputs = random_inputs(g);
-  for (int i = 0; i < kWarmupRuns; ++i) ex.run(inputs);
-  std::vector<double> times;
-  for (int64_t i = 0; i < runs; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    ex.run(inputs);
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The model compiled with each of `configs` (null: every template at its default config) and run on
+// the same random inputs: the median of `runs` runs of each after kWarmupRuns, the compilations'
+// runs interleaved so that each sees the same load of the machine.
+std::vector<ModelLatency> measure_model(const graph::Graph &g, const std::string &target,
+                                        const std::vector<const ops::ConfigLookup *> &configs, int64_t runs) {
+  std::vector<std::unique_ptr<driver::GraphExecutor>> executors;
+  for (const ops::ConfigLookup *c : configs) {
+    driver::ExecutorOptions eo;
+    eo.target = target;
+    eo.configs = c;
+    executors.push_back(std::make_unique<driver::GraphExecutor>(g, eo));
   }
-  std::sort(times.begin(), times.end());
-  const size_t n = times.size();
-  ModelLatency l;
-  l.median_s = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
-  l.compile_s = ex.stats().compile_s;
-  l.template_kernels = ex.stats().template_kernels;
-  l.tuned_kernels = ex.stats().tuned_kernels;
-  return l;
+  const std::vector<deploy::Tensor> inputs = random_inputs(g);
+  for (const auto &ex : executors) {
+    for (int i = 0; i < kWarmupRuns; ++i) ex->run(inputs);
+  }
+  std::vector<std::vector<double>> times(executors.size());
+  for (int64_t i = 0; i < runs; ++i) {
+    for (size_t k = 0; k < executors.size(); ++k) {
+      const auto t0 = std::chrono::steady_clock::now();
+      executors[k]->run(inputs);
+      times[k].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  std::vector<ModelLatency> result;
+  for (size_t k = 0; k < executors.size(); ++k) {
+    ModelLatency l;
+    l.median_s = median(times[k]);
+    l.compile_s = executors[k]->stats().compile_s;
+    l.template_kernels = executors[k]->stats().template_kernels;
+    l.tuned_kernels = executors[k]->stats().tuned_kernels;
+    result.push_back(l);
+  }
+  return result;
 }
 
 // The model's latency with default configs and with the log's best ones, and the speedup.
 void report_model_latency(const TuneCommandOptions &o, const ModelTasks &m, db::TuningDb &log,
                           const std::string &device_key) {
   if (!o.json) std::cout << "\ncompiling " << o.model << " with default and with tuned configs ...\n" << std::flush;
-  const ModelLatency before = measure_model(m.graph, o.target, nullptr, o.runs);
   tuner::DbConfigLookup lookup(log, device_key);
-  const ModelLatency after = measure_model(m.graph, o.target, &lookup, o.runs);
+  const std::vector<ModelLatency> l = measure_model(m.graph, o.target, {nullptr, &lookup}, o.runs);
+  const ModelLatency &before = l[0], &after = l[1];
   const double speedup = before.median_s / after.median_s;
   if (o.json) {
     nlohmann::ordered_json e = {{"event", "model"},
@@ -299,21 +315,13 @@ void report_model_latency(const TuneCommandOptions &o, const ModelTasks &m, db::
   t.add_row({o.model, "default", fmt::format("{:.3f}", before.median_s * 1e3), fmt::format("{:.1f}", before.compile_s)});
   t.add_row({o.model, "tuned", fmt::format("{:.3f}", after.median_s * 1e3), fmt::format("{:.1f}", after.compile_s)});
   t.print(std::cout);
-  std::cout << fmt::format("speedup {:.2f}x (median of {} runs after {} warm-up runs, random inputs)\n", speedup,
+  std::cout << fmt::format("speedup {:.2f}x (median of {} runs of each after {} warm-up runs, interleaved, on random inputs)\n", speedup,
                            o.runs, kWarmupRuns);
 }
 
 // What to tune: the tasks of --model (extracted by load_model), --template, --workloads or --preset.
 std::vector<tuner::TuneTask> read_tasks(const TuneCommandOptions &o, const ModelTasks *model) {
   std::vector<tuner::TuneTask> tasks;
-  const int sources =
-      (!o.template_name.empty()) + (!o.workloads_file.empty()) + (!o.preset.empty()) + (!o.model.empty());
-  if (sources != 1) {
-    throw UserError(
-        "say what to tune with exactly one of --model FILE, --template T --args JSON, --workloads FILE or --preset "
-        "NAME");
-  }
-  if (!o.input_shapes.empty() && o.model.empty()) throw UserError("--input-shape needs --model");
   if (model) {
     tasks = model->tasks;
   } else if (!o.template_name.empty()) {
@@ -507,6 +515,15 @@ void tune_in_daemon(const TuneCommandOptions &o) {
 }
 
 void tune_command(const TuneCommandOptions &o) {
+  // What to tune, checked before the model is read or the log opened.
+  const int sources =
+      (!o.template_name.empty()) + (!o.workloads_file.empty()) + (!o.preset.empty()) + (!o.model.empty());
+  if (o.resume == 0 && sources != 1) {
+    throw UserError(
+        "say what to tune with exactly one of --model FILE, --template T --args JSON, --workloads FILE or --preset "
+        "NAME");
+  }
+  if (!o.input_shapes.empty() && o.model.empty()) throw UserError("--input-shape needs --model");
   if (o.daemon.address.empty()) {
     tune_embedded(o);
   } else {
