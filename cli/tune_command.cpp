@@ -7,17 +7,17 @@
 
 #include <algorithm>
 #include <atomic>
-#include <filesystem>
-#include <map>
-#include <optional>
-#include <random>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>

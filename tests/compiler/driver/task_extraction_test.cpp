@@ -3,9 +3,6 @@
 // tasks of their own, and a config recorded for a task is what the executor replays for every
 // fused kernel on it. ResNet-18 comes from tests/frontend/make_models.py (skipped without torch).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <map>
 #include <random>
@@ -20,6 +17,7 @@
 #include "compiler/frontend/onnx/onnx_importer.h"
 #include "compiler/graph/op_def.h"
 #include "compiler/ops/registry.h"
+#include "tests/frontend/make_models.h"
 #include "tests/temp_dir.h"
 #include "tuner/db_config_lookup.h"
 #include "tuner/measurer.h"
@@ -29,23 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char *kPython = "/usr/bin/python3";
-constexpr int kNoTorch = 77;  // make_models.py: a model must be exported and torch is missing
 const std::string kTarget = "llvm -mcpu=native";
-
-// Runs make_models.py for one model; its exit status, or -1 when it could not run to the end.
-int make_model(const std::string &model) {
-  const std::string script = KILN_MAKE_MODELS_SCRIPT, out_dir = KILN_MODELS_DIR;
-  std::fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
-    execl(kPython, kPython, script.c_str(), out_dir.c_str(), model.c_str(), static_cast<char *>(nullptr));
-    _exit(127);
-  }
-  int status = 0;
-  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
-  return WEXITSTATUS(status);
-}
 
 deploy::Tensor random_tensor(const std::vector<int64_t> &shape, uint64_t seed) {
   deploy::Tensor t = deploy::Tensor::empty(shape, deploy::DType::of<float>());
@@ -73,13 +55,15 @@ graph::Graph residual_block() {
   graph::Graph g;
   graph::ValueId x = g.add_input("x", graph::TensorType{ir::Float(32), {1, 8, 12, 12}});
   const auto pads = graph::Attribute::of_ints({1, 1, 1, 1});
-  graph::ValueId c1 = add(g, "Conv", "conv1",
-                          {x, g.add_constant("w1", random_tensor({8, 8, 3, 3}, 1)), g.add_constant("b1", random_tensor({8}, 2))},
-                          {{"pads", pads}});
+  graph::ValueId c1 =
+      add(g, "Conv", "conv1",
+          {x, g.add_constant("w1", random_tensor({8, 8, 3, 3}, 1)), g.add_constant("b1", random_tensor({8}, 2))},
+          {{"pads", pads}});
   graph::ValueId a = add(g, "Relu", "relu1", {c1});
-  graph::ValueId c2 = add(g, "Conv", "conv2",
-                          {a, g.add_constant("w2", random_tensor({8, 8, 3, 3}, 3)), g.add_constant("b2", random_tensor({8}, 4))},
-                          {{"pads", pads}});
+  graph::ValueId c2 =
+      add(g, "Conv", "conv2",
+          {a, g.add_constant("w2", random_tensor({8, 8, 3, 3}, 3)), g.add_constant("b2", random_tensor({8}, 4))},
+          {{"pads", pads}});
   graph::ValueId s = add(g, "Add", "residual", {c2, x});
   g.add_output(add(g, "Relu", "relu2", {s}));
   return g;
@@ -142,9 +126,9 @@ TEST(TaskExtraction, FusedEpiloguesShareTheirConvsTaskAndItsTunedConfig) {
 }
 
 TEST(TaskExtraction, ResNet18HasElevenConvTasksAndOneDenseTaskWithTheExecutorsKeys) {
-  if (!fs::exists(kPython)) GTEST_SKIP() << kPython << " is missing: cannot export resnet18";
-  const int status = make_model("resnet18");
-  if (status == kNoTorch) GTEST_SKIP() << kPython << " cannot import torch, torchvision or onnx";
+  if (!fs::exists(test::kModelsPython)) GTEST_SKIP() << test::kModelsPython << " is missing: cannot export resnet18";
+  const int status = test::make_model("resnet18");
+  if (status == test::kNoTorch) GTEST_SKIP() << test::kModelsPython << " cannot import torch, torchvision or onnx";
   ASSERT_EQ(status, 0) << "make_models.py resnet18 failed";
   const std::string path = (fs::path(KILN_MODELS_DIR) / "resnet18" / "model.onnx").string();
   const graph::Graph g = driver::optimize_graph_for_target(frontend::onnx::import_model(path), kTarget);
