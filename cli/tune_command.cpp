@@ -459,7 +459,11 @@ void tune_embedded(const TuneCommandOptions &o) {
   if (!o.json) {
     std::cout << "\n";
     print_summary(std::cout, status);
-    print_end(std::cout, status, fmt::format("kiln tune --resume {} --db {}", job, o.db));
+    // A model's job is resumed with the model, so that it is measured at the end.
+    std::string again = fmt::format("kiln tune --resume {} --db {}", job, o.db);
+    if (model) again += " --model " + o.model;
+    for (const std::string &s : o.input_shapes) again += " --input-shape " + s;
+    print_end(std::cout, status, again);
   }
   // The model compiled with the log's best configs, against the defaults (a job paused, cancelled
   // or failed is not measured: the model is measured when it is done).

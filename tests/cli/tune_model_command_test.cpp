@@ -1,17 +1,20 @@
 // `kiln tune --model`, run as a user would, on a residual block (two convs of one shape, one fused
 // with a ReLU, one with the residual add and a ReLU) written by make_tune_models.py: the job tunes
 // its one task, the log holds the records, the model's latency is measured with default and tuned
-// configs, and `kiln run --optimize --db` then builds both convs with the tuned config. A bad model
+// configs, and `kiln run --optimize --db` then builds both convs with the tuned config; Ctrl-C
+// pauses the job and resuming it with the model finishes and measures it. A bad model
 // path, a file that is not a model, a model without tunable operators and a bad --input-shape are
 // clear errors that create no job.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "db/tuning_db.h"
@@ -124,6 +127,40 @@ TEST_F(TuneModelCommandTest, PrintsTheTaskTableAndTheLatencies) {
   EXPECT_TRUE(has(r.out, "2 of 2 template kernels use tuned configs")) << r.out;
   EXPECT_TRUE(has(r.out, "median of 3 runs")) << r.out;
   EXPECT_TRUE(has(r.out, "speedup")) << r.out;
+}
+
+TEST_F(TuneModelCommandTest, CtrlCPausesAndResumeWithTheModelFinishesAndMeasuresIt) {
+  pt::Child child = pt::spawn(KILN_CLI,
+                              {"tune", "--model", dir.file("block.onnx"), "--db", db(), "--trials", "40", "--batch",
+                               "4", "--threads", "1", "--strategy", "random", "--runs", "3"},
+                              /*capture=*/true);
+  for (int i = 0; i < 600; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    try {
+      db::TuningDb log = db::TuningDb::open(db());
+      const std::optional<db::Job> j = log.job(1);
+      if (j && j->trials_done >= 4) break;
+    } catch (const std::exception &) {
+    }
+  }
+  kill(child.pid, SIGINT);
+  const std::string out = pt::read_all(child.stdout_fd);
+  EXPECT_EQ(pt::wait_for(child), 0) << out;
+  // Paused: no latency yet, and the way on names the model.
+  EXPECT_TRUE(has(out, "kiln tune --resume 1 --db " + db() + " --model " + dir.file("block.onnx"))) << out;
+  EXPECT_FALSE(has(out, "template kernels use tuned configs")) << out;
+  {
+    db::TuningDb log = db::TuningDb::open(db());
+    EXPECT_EQ(log.job(1)->state, db::JobState::kPaused);
+    EXPECT_LT(log.job(1)->trials_done, 40);
+  }
+  const pt::Run r = kiln({"tune", "--resume", "1", "--db", db(), "--model", dir.file("block.onnx"), "--runs", "3"});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_TRUE(has(r.out, "job 1 done")) << r.out;
+  EXPECT_TRUE(has(r.out, "2 of 2 template kernels use tuned configs")) << r.out;
+  db::TuningDb log = db::TuningDb::open(db());
+  EXPECT_EQ(log.job(1)->trials_done, 40);
+  EXPECT_FALSE(log.job(2));
 }
 
 TEST_F(TuneModelCommandTest, BadModelsAndShapesAreClearErrorsAndMakeNoJob) {
