@@ -1,6 +1,7 @@
 #include "cli/tune_command.h"
 
 #include <fmt/format.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -8,10 +9,15 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -20,11 +26,19 @@
 #include "cli/command.h"
 #include "cli/daemon_client.h"
 #include "cli/job_view.h"
+#include "cli/table.h"
+#include "compiler/driver/graph_executor.h"
+#include "compiler/driver/graph_pipeline.h"
+#include "compiler/driver/task_extraction.h"
+#include "compiler/frontend/onnx/onnx_importer.h"
+#include "compiler/graph/op_def.h"
+#include "compiler/ir/deploy_dtype.h"
 #include "contracts/error.h"
 #include "contracts/json.h"
 #include "contracts/target.h"
 #include "db/tuning_db.h"
 #include "rpc_server/signals.h"
+#include "tuner/db_config_lookup.h"
 #include "tuner/measurer.h"
 #include "tuner/presets.h"
 #include "tuner/tuner.h"
@@ -38,6 +52,9 @@ struct TuneCommandOptions {
   double weight = 1;
   std::string workloads_file;
   std::string preset;
+  std::string model;                      // an ONNX model: its tasks, then its latency before and after
+  std::vector<std::string> input_shapes;  // NAME=DIMS, for the model's symbolic input dimensions
+  int64_t runs = 20;                      // timed runs of the model (after warm-up)
   int64_t trials = -1;  // not given: 64 per task
   std::string time_budget;
   std::string strategy = "xgb";
@@ -78,13 +95,236 @@ double parse_duration(const std::string &text) {
   return value * scale;
 }
 
-std::vector<tuner::TuneTask> read_tasks(const TuneCommandOptions &o) {
+// A model to tune: its graph after the passes the compiler runs (`kiln run --optimize`) and the
+// tasks extracted from it.
+struct ModelTasks {
+  graph::Graph graph;
+  driver::TaskExtraction extraction;
   std::vector<tuner::TuneTask> tasks;
-  const int sources = (!o.template_name.empty()) + (!o.workloads_file.empty()) + (!o.preset.empty());
-  if (sources != 1) {
-    throw UserError("say what to tune with exactly one of --template T --args JSON, --workloads FILE or --preset NAME");
+};
+
+// --input-shape NAME=DIMS, dimensions separated by ',' or 'x': 1,3,224,224 or 1x3x224x224.
+std::pair<std::string, std::vector<int64_t>> parse_input_shape(const std::string &text) {
+  const std::string form = " (NAME=DIMS, e.g. input=1,3,224,224)";
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw UserError("--input-shape '" + text + "' is not NAME=DIMS" + form);
+  const std::string name = text.substr(0, eq), dims = text.substr(eq + 1);
+  std::vector<int64_t> shape;
+  size_t p = 0;
+  while (p <= dims.size()) {
+    size_t e = dims.find_first_of(",x", p);
+    if (e == std::string::npos) e = dims.size();
+    const std::string part = dims.substr(p, e - p);
+    if (part.empty() || part.size() > 12 || part.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoll(part) == 0)
+      throw UserError("--input-shape " + text + ": '" + part + "' is not a positive dimension" + form);
+    shape.push_back(std::stoll(part));
+    p = e + 1;
   }
-  if (!o.template_name.empty()) {
+  return {name, shape};
+}
+
+// "1x64x56x56": a tensor argument's shape.
+std::string shape_text(const contracts::Json &tensor) {
+  const contracts::Json *shape = tensor.is_object() ? tensor.find("shape") : nullptr;
+  if (!shape || !shape->is_array()) return "?";
+  std::string s;
+  for (size_t i = 0; i < shape->size(); ++i) s += (i ? "x" : "") + std::to_string((*shape)[i].as_int());
+  return s;
+}
+
+// What a task computes, in a few words: its tensor arguments' shapes (data and weights), and a
+// convolution's strides where they are not 1.
+std::string task_summary(const driver::ExtractedTask &t) {
+  std::string s;
+  for (const auto &[key, value] : t.args.as_object()) {
+    if (!value.is_object() || !value.contains("shape")) continue;
+    s += (s.empty() ? "" : " * ") + shape_text(value);
+  }
+  if (const contracts::Json *strides = t.args.find("strides")) {
+    bool ones = true;
+    for (size_t i = 0; i < strides->size(); ++i) ones = ones && (*strides)[i].as_int() == 1;
+    if (!ones) s += " stride " + std::to_string((*strides)[0].as_int());
+  }
+  return s;
+}
+
+ModelTasks load_model(const TuneCommandOptions &o) {
+  frontend::onnx::ImportOptions io;
+  io.target = o.target;
+  for (const std::string &text : o.input_shapes) {
+    auto [name, shape] = parse_input_shape(text);
+    if (io.input_shapes.count(name)) throw UserError("--input-shape " + name + " is given twice");
+    io.input_shapes[name] = shape;
+  }
+  ModelTasks m;
+  m.graph = driver::optimize_graph_for_target(frontend::onnx::import_model(o.model, io), o.target);
+  m.extraction = driver::extract_tasks(m.graph, o.target);
+  const driver::TaskExtraction &x = m.extraction;
+  if (x.tasks.empty()) {
+    throw UserError(fmt::format("{} has no tunable operators: its {} kernel node(s) are tensor-expression kernels, none "
+                                "an operator template (convolutions, dense layers, matrix products)",
+                                o.model, x.other_nodes));
+  }
+  for (const driver::ExtractedTask &t : x.tasks)
+    m.tasks.push_back({t.template_name, t.args, static_cast<double>(t.weight), t.template_name + " " + task_summary(t)});
+  return m;
+}
+
+double share(double part, double total) { return total > 0 ? 100.0 * part / total : 0; }
+
+void print_model_tasks(const TuneCommandOptions &o, const ModelTasks &m) {
+  const driver::TaskExtraction &x = m.extraction;
+  if (o.json) {
+    nlohmann::ordered_json tasks = nlohmann::ordered_json::array();
+    for (const driver::ExtractedTask &t : x.tasks) {
+      tasks.push_back({{"template", t.template_name},
+                       {"shape", task_summary(t)},
+                       {"weight", t.weight},
+                       {"flops", t.flops},
+                       {"flops_share", share(t.flops, x.total_flops())},
+                       {"workload", t.workload_key},
+                       {"nodes", t.nodes}});
+    }
+    nlohmann::ordered_json e = {{"event", "tasks"},
+                                {"model", o.model},
+                                {"nodes", m.graph.nodes().size()},
+                                {"template_nodes", x.template_nodes},
+                                {"other_nodes", x.other_nodes},
+                                {"flops", x.total_flops()},
+                                {"tunable_flops_share", share(x.template_flops, x.total_flops())},
+                                {"tasks", tasks}};
+    std::cout << e.dump() << "\n" << std::flush;
+    return;
+  }
+  Table table({"TASK", "TEMPLATE", "SHAPE", "WEIGHT", "FLOPS %", "WORKLOAD"});
+  for (size_t i = 0; i < x.tasks.size(); ++i) {
+    const driver::ExtractedTask &t = x.tasks[i];
+    table.add_row({std::to_string(i + 1), t.template_name, task_summary(t), std::to_string(t.weight),
+                   fmt::format("{:.1f}", share(t.flops, x.total_flops())), t.workload_key.substr(0, 12)});
+  }
+  std::cout << o.model << " after the graph passes: " << m.graph.nodes().size() << " nodes\n";
+  table.print(std::cout);
+  std::cout << fmt::format(
+                   "{} tasks from {} template nodes ({:.1f}% of {:.2f} GFLOP); {} nodes with tensor-expression kernels "
+                   "are not tunable ({:.1f}%)\n\n",
+                   x.tasks.size(), x.template_nodes, share(x.template_flops, x.total_flops()), x.total_flops() / 1e9,
+                   x.other_nodes, share(x.other_flops, x.total_flops()))
+            << std::flush;
+}
+
+// Random inputs for the graph: floats uniform in [-1, 1], integers 0 or 1 (valid indices for any
+// gather or embedding).
+std::vector<deploy::Tensor> random_inputs(const graph::Graph &g) {
+  std::mt19937_64 rng(0x6b696c6e);
+  std::vector<deploy::Tensor> inputs;
+  for (graph::ValueId id : g.inputs()) {
+    const graph::TensorType &type = g.value(id).type;
+    deploy::Tensor t = deploy::Tensor::empty(type.shape, ir::to_deploy_dtype(type.dtype));
+    if (t.dtype() == deploy::DType::of<float>()) {
+      std::uniform_real_distribution<float> d(-1, 1);
+      for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = d(rng);
+    } else if (t.dtype() == deploy::DType::of<int64_t>()) {
+      for (int64_t i = 0; i < t.numel(); ++i) t.data_as<int64_t>()[i] = static_cast<int64_t>(rng() & 1);
+    } else if (t.dtype() == deploy::DType::of<int32_t>()) {
+      for (int64_t i = 0; i < t.numel(); ++i) t.data_as<int32_t>()[i] = static_cast<int32_t>(rng() & 1);
+    } else {
+      std::memset(t.data(), 0, t.nbytes());
+    }
+    inputs.push_back(t);
+  }
+  return inputs;
+}
+
+struct ModelLatency {
+  double median_s = 0;
+  double compile_s = 0;
+  int template_kernels = 0;
+  int tuned_kernels = 0;
+};
+
+constexpr int kWarmupRuns = 3;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The model compiled with each of `configs` (null: every template at its default config) and run on
+// the same random inputs: the median of `runs` runs of each after kWarmupRuns, the compilations'
+// runs interleaved so that each sees the same load of the machine.
+std::vector<ModelLatency> measure_model(const graph::Graph &g, const std::string &target,
+                                        const std::vector<const ops::ConfigLookup *> &configs, int64_t runs) {
+  std::vector<std::unique_ptr<driver::GraphExecutor>> executors;
+  for (const ops::ConfigLookup *c : configs) {
+    driver::ExecutorOptions eo;
+    eo.target = target;
+    eo.configs = c;
+    executors.push_back(std::make_unique<driver::GraphExecutor>(g, eo));
+  }
+  const std::vector<deploy::Tensor> inputs = random_inputs(g);
+  for (const auto &ex : executors) {
+    for (int i = 0; i < kWarmupRuns; ++i) ex->run(inputs);
+  }
+  std::vector<std::vector<double>> times(executors.size());
+  for (int64_t i = 0; i < runs; ++i) {
+    for (size_t k = 0; k < executors.size(); ++k) {
+      const auto t0 = std::chrono::steady_clock::now();
+      executors[k]->run(inputs);
+      times[k].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  std::vector<ModelLatency> result;
+  for (size_t k = 0; k < executors.size(); ++k) {
+    ModelLatency l;
+    l.median_s = median(times[k]);
+    l.compile_s = executors[k]->stats().compile_s;
+    l.template_kernels = executors[k]->stats().template_kernels;
+    l.tuned_kernels = executors[k]->stats().tuned_kernels;
+    result.push_back(l);
+  }
+  return result;
+}
+
+// The model's latency with default configs and with the log's best ones, and the speedup.
+void report_model_latency(const TuneCommandOptions &o, const ModelTasks &m, db::TuningDb &log,
+                          const std::string &device_key) {
+  if (!o.json) std::cout << "\ncompiling " << o.model << " with default and with tuned configs ...\n" << std::flush;
+  tuner::DbConfigLookup lookup(log, device_key);
+  const std::vector<ModelLatency> l = measure_model(m.graph, o.target, {nullptr, &lookup}, o.runs);
+  const ModelLatency &before = l[0], &after = l[1];
+  const double speedup = before.median_s / after.median_s;
+  if (o.json) {
+    nlohmann::ordered_json e = {{"event", "model"},
+                                {"model", o.model},
+                                {"runs", o.runs},
+                                {"warmup_runs", kWarmupRuns},
+                                {"default_s", before.median_s},
+                                {"tuned_s", after.median_s},
+                                {"speedup", speedup},
+                                {"template_kernels", after.template_kernels},
+                                {"tuned_kernels", after.tuned_kernels}};
+    std::cout << e.dump() << "\n" << std::flush;
+    return;
+  }
+  std::cout << fmt::format("{} of {} template kernels use tuned configs from {}\n", after.tuned_kernels,
+                           after.template_kernels, o.db);
+  Table t({"MODEL", "CONFIGS", "LATENCY MS", "COMPILE S"});
+  t.add_row({o.model, "default", fmt::format("{:.3f}", before.median_s * 1e3), fmt::format("{:.1f}", before.compile_s)});
+  t.add_row({o.model, "tuned", fmt::format("{:.3f}", after.median_s * 1e3), fmt::format("{:.1f}", after.compile_s)});
+  t.print(std::cout);
+  std::cout << fmt::format("speedup {:.2f}x (median of {} runs of each after {} warm-up runs, interleaved, on random inputs)\n", speedup,
+                           o.runs, kWarmupRuns);
+}
+
+// What to tune: the tasks of --model (extracted by load_model), --template, --workloads or --preset.
+std::vector<tuner::TuneTask> read_tasks(const TuneCommandOptions &o, const ModelTasks *model) {
+  std::vector<tuner::TuneTask> tasks;
+  if (model) {
+    tasks = model->tasks;
+  } else if (!o.template_name.empty()) {
     if (o.args.empty()) throw UserError("--template needs --args (the template's arguments as JSON)");
     tasks.push_back({o.template_name, contracts::Json::parse(o.args), o.weight, ""});
   } else if (!o.workloads_file.empty()) {
@@ -110,9 +350,9 @@ std::vector<tuner::TuneTask> read_tasks(const TuneCommandOptions &o) {
 }
 
 // The job `kiln tune` asks for, the same whether it runs embedded or in the tuning service.
-tuner::JobSubmission make_submission(const TuneCommandOptions &o) {
+tuner::JobSubmission make_submission(const TuneCommandOptions &o, const ModelTasks *model) {
   tuner::JobSubmission sub;
-  sub.tasks = read_tasks(o);
+  sub.tasks = read_tasks(o, model);
   tuner::TuneOptions &options = sub.options;
   options.strategy = o.strategy == "ga" ? "genetic" : o.strategy;
   options.trials = o.trials >= 0 ? o.trials : 64 * static_cast<int64_t>(sub.tasks.size());
@@ -130,6 +370,7 @@ tuner::JobSubmission make_submission(const TuneCommandOptions &o) {
     options.measure = measure;
   }
   sub.name = !o.name.empty()            ? o.name
+             : !o.model.empty()         ? std::filesystem::path(o.model).stem().string()
              : !o.preset.empty()        ? o.preset
              : !o.template_name.empty() ? o.template_name
                                         : o.workloads_file;
@@ -138,10 +379,28 @@ tuner::JobSubmission make_submission(const TuneCommandOptions &o) {
   return sub;
 }
 
+// SIGINT and SIGTERM back to their default action (after the job), with any pending one dropped.
+void unblock_shutdown_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  const timespec none{0, 0};
+  while (sigtimedwait(&set, nullptr, &none) > 0) {
+  }
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
 void tune_embedded(const TuneCommandOptions &o) {
   // Ctrl-C (or SIGTERM) pauses the job: blocked in every thread from here on and taken by the
   // watcher below, which cancels the batch in flight; what was measured stays.
   rpc::block_shutdown_signals();
+  // A model is read and its tasks extracted before anything is written: a bad model makes no job.
+  std::optional<ModelTasks> model;
+  if (!o.model.empty()) {
+    model = load_model(o);
+    print_model_tasks(o, *model);
+  }
   db::TuningDbOptions db_options;
   db_options.create = o.resume == 0;  // a new job may start a log; resuming needs one
   db::TuningDb log = db::TuningDb::open(o.db, db_options);
@@ -166,7 +425,7 @@ void tune_embedded(const TuneCommandOptions &o) {
   tuner::Tuner tuner(log, measurer, target, device_key);
 
   if (job == 0) {
-    const tuner::JobSubmission sub = make_submission(o);
+    const tuner::JobSubmission sub = make_submission(o, model ? &*model : nullptr);
     job = tuner.create_job(sub.name, sub.tasks, sub.options);
     if (!o.json) {
       std::cerr << fmt::format("job {} in {}: {} tasks, {} trials\n", job, o.db, sub.tasks.size(), sub.options.trials);
@@ -197,10 +456,21 @@ void tune_embedded(const TuneCommandOptions &o) {
   watcher.join();
 
   view.update(status, true);
-  if (o.json) return;
-  std::cout << "\n";
-  print_summary(std::cout, status);
-  print_end(std::cout, status, fmt::format("kiln tune --resume {} --db {}", job, o.db));
+  if (!o.json) {
+    std::cout << "\n";
+    print_summary(std::cout, status);
+    // A model's job is resumed with the model, so that it is measured at the end.
+    std::string again = fmt::format("kiln tune --resume {} --db {}", job, o.db);
+    if (model) again += " --model " + o.model;
+    for (const std::string &s : o.input_shapes) again += " --input-shape " + s;
+    print_end(std::cout, status, again);
+  }
+  // The model compiled with the log's best configs, against the defaults (a job paused, cancelled
+  // or failed is not measured: the model is measured when it is done).
+  if (model && status.state == "done") {
+    unblock_shutdown_signals();
+    report_model_latency(o, *model, log, device_key);
+  }
 }
 
 // The same job submitted to the tuning service and followed with the same view; Ctrl-C stops
@@ -213,7 +483,12 @@ void tune_in_daemon(const TuneCommandOptions &o) {
   if (o.resume > 0) {
     report = client.resume(o.resume);
   } else {
-    tuner::JobSubmission sub = make_submission(o);
+    std::optional<ModelTasks> model;
+    if (!o.model.empty()) {
+      model = load_model(o);
+      print_model_tasks(o, *model);
+    }
+    tuner::JobSubmission sub = make_submission(o, model ? &*model : nullptr);
     if (!o.target_given) sub.target.clear();
     if (!o.device_key_given) sub.device_key.clear();
     report = client.submit(sub);
@@ -244,6 +519,15 @@ void tune_in_daemon(const TuneCommandOptions &o) {
 }
 
 void tune_command(const TuneCommandOptions &o) {
+  // What to tune, checked before the model is read or the log opened.
+  const int sources =
+      (!o.template_name.empty()) + (!o.workloads_file.empty()) + (!o.preset.empty()) + (!o.model.empty());
+  if (o.resume == 0 && sources != 1) {
+    throw UserError(
+        "say what to tune with exactly one of --model FILE, --template T --args JSON, --workloads FILE or --preset "
+        "NAME");
+  }
+  if (!o.input_shapes.empty() && o.model.empty()) throw UserError("--input-shape needs --model");
   if (o.daemon.address.empty()) {
     tune_embedded(o);
   } else {
@@ -264,14 +548,22 @@ void resume_embedded(const std::string &db, int64_t job, bool json) {
 void add_tune_command(CLI::App &app) {
   auto o = std::make_shared<TuneCommandOptions>();
   CLI::App *c = app.add_subcommand("tune",
-                                   "Tune operators: a job in the tuning log, measured on this machine in a local "
-                                   "sandbox, or submitted to the tuning service (--daemon).");
+                                   "Tune operators or a model's operators: a job in the tuning log, measured on this "
+                                   "machine in a local sandbox, or submitted to the tuning service (--daemon).");
   c->add_option("--template", o->template_name, "an operator template, e.g. dense_pack.x86 (see `kiln templates`)");
   c->add_option("--args", o->args, "the template's arguments as JSON");
   c->add_option("--weight", o->weight, "how often the workload occurs (with --template)")->capture_default_str();
   c->add_option("--workloads", o->workloads_file,
                 "a JSON list of workloads: [{\"template\":..., \"args\":..., \"weight\":..., \"name\":...}]");
   c->add_option("--preset", o->preset, "a built-in task list: resnet18, bert-base");
+  c->add_option("--model", o->model,
+                "an ONNX model: tune the distinct operators of its optimized graph, then compare its latency with "
+                "default and with tuned configs");
+  c->add_option("--input-shape", o->input_shapes,
+                "NAME=DIMS: fix a model input's shape, e.g. input=1,3,224,224 (for symbolic or unknown dimensions)");
+  c->add_option("--runs", o->runs, "with --model: timed runs of the model per latency (the median is shown)")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}))
+      ->capture_default_str();
   c->add_option("--trials", o->trials, "measurements in all (default: 64 per task)");
   c->add_option("--time-budget", o->time_budget, "stop after this long, e.g. 90s, 10m, 2h");
   c->add_option("--strategy", o->strategy, "xgb, ga, random or grid")
@@ -296,6 +588,7 @@ void add_tune_command(CLI::App &app) {
   c->add_flag("--json", o->json, "one JSON event per batch, for scripts");
   c->footer(
       "Examples:\n"
+      "  kiln tune --model resnet18.onnx --trials 600\n"
       "  kiln tune --preset resnet18 --trials 600\n"
       "  kiln tune --template dense_pack.x86 --args "
       "'{\"data\":{\"shape\":[64,512]},\"weight\":{\"shape\":[1000,512]}}'\n"

@@ -47,4 +47,10 @@ graph::Graph optimize_graph(const graph::Graph &input, const GraphPipelineOption
   return g;
 }
 
+graph::Graph optimize_graph_for_target(const graph::Graph &g, const std::string &target) {
+  GraphPipelineOptions options = GraphPipelineOptions::from_env();
+  options.target = target;
+  return optimize_graph(g, options);
+}
+
 }  // namespace kiln::driver

@@ -23,4 +23,9 @@ struct GraphPipelineOptions {
 // inputs and outputs. Each pass's result is verified.
 graph::Graph optimize_graph(const graph::Graph &g, const GraphPipelineOptions &options = GraphPipelineOptions::from_env());
 
+// The pipeline as the commands run it on a model for `target` (`kiln run --optimize`, `kiln tune
+// --model`): every pass, KILN_DEBUG_GRAPH honoured. What `kiln tune --model` extracts tasks from
+// is then what the compiler replays.
+graph::Graph optimize_graph_for_target(const graph::Graph &g, const std::string &target);
+
 }  // namespace kiln::driver

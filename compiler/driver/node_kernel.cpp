@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "compiler/driver/target.h"
+#include "compiler/driver/task_extraction.h"
 #include "compiler/lower/lower.h"
 #include "compiler/te/schedule.h"
 #include "contracts/sha256.h"
@@ -79,10 +80,12 @@ void choose_config(NodeKernel &k, const Node &n, const ExecutorOptions &options)
   k.task = std::make_unique<ops::Task>(k.kernel.template_name, k.kernel.template_args, resolve_target(options.target));
   k.report.node = n.name;
   k.report.template_name = k.kernel.template_name;
-  k.report.workload_key = k.task->key();
-  k.report.args_json = k.task->workload().args_json;
+  // Reported and looked up as the task it is tuned as (its anchor's workload).
+  const ops::Task tuned_as = tuning_task(*k.task);
+  k.report.workload_key = tuned_as.key();
+  k.report.args_json = tuned_as.workload().args_json;
   if (!options.configs) return;
-  std::optional<ops::TunedConfig> tuned = options.configs->best(k.task->workload(), k.task->target().str());
+  std::optional<ops::TunedConfig> tuned = options.configs->best(tuned_as.workload(), k.task->target().str());
   if (!tuned) return;
   try {
     k.config = k.task->space().from_record(tuned->config);

@@ -2,6 +2,7 @@
 """Real architectures as ONNX models, with an input and torch's reference output.
 
 Usage: make_models.py OUT_DIR [MODEL ...]   (default: every model)
+       make_models.py --onnx MODEL FILE        (only MODEL's model.onnx, written to FILE)
 
 For each model, OUT_DIR/<model>/ gets model.onnx, input_0.pb and output_0.pb (ONNX TensorProto
 files) and a stamp holding this script's hash, written last. A model whose stamp matches is not
@@ -140,8 +141,28 @@ def build(name, torch, torchvision):
     return model.eval(), x
 
 
-def export(name, out_dir, stamp):
+def write_onnx(torch, model, x, path):
+    """The model exported with input x to `path`, through a temporary file in its folder and a
+    rename, so that an interrupted run never leaves a half-written model."""
     import onnx
+
+    fd, tmp_model = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".model", suffix=".onnx")
+    os.close(fd)
+    try:
+        with torch.no_grad():
+            torch.onnx.export(model, (x,), tmp_model, opset_version=OPSET, do_constant_folding=True,
+                              input_names=["input"], output_names=["output"])
+        onnx.checker.check_model(tmp_model)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp_model, 0o666 & ~umask)
+        os.replace(tmp_model, path)
+    finally:
+        if os.path.exists(tmp_model):
+            os.remove(tmp_model)
+
+
+def export(name, out_dir, stamp):
     import onnx.numpy_helper
     import torch
     import torchvision
@@ -162,13 +183,7 @@ def export(name, out_dir, stamp):
             f.write(data)
         os.replace(tmp, os.path.join(final, file_name))
 
-    fd, tmp_model = tempfile.mkstemp(dir=final, prefix=".model", suffix=".onnx")
-    os.close(fd)
-    with torch.no_grad():
-        torch.onnx.export(model, (x,), tmp_model, opset_version=OPSET, do_constant_folding=True,
-                          input_names=["input"], output_names=["output"])
-    onnx.checker.check_model(tmp_model)
-    os.replace(tmp_model, os.path.join(final, "model.onnx"))
+    write_onnx(torch, model, x, os.path.join(final, "model.onnx"))
     put("input_0.pb", onnx.numpy_helper.from_array(x.numpy(), "input").SerializeToString())
     put("output_0.pb", onnx.numpy_helper.from_array(ref.numpy(), "output").SerializeToString())
     put("stamp", (stamp + "\n").encode())
@@ -189,7 +204,40 @@ def is_current(out_dir, name, stamp):
     return all(os.path.isfile(os.path.join(folder, f)) for f in FILES)
 
 
+def imports_torch(what):
+    try:
+        import onnx  # noqa: F401
+        import torch  # noqa: F401
+        import torchvision  # noqa: F401
+    except ImportError as e:
+        print("cannot export %s: %s" % (what, e), file=sys.stderr)
+        return False
+    return True
+
+
+def export_one(name, path):
+    """Only the model, at `path` (what scripts/tune.sh tunes)."""
+    if name not in MODELS:
+        print("unknown model %s; known: %s" % (name, " ".join(MODELS)), file=sys.stderr)
+        return 2
+    if not imports_torch(name):
+        return 77
+    import torch
+    import torchvision
+
+    torch.use_deterministic_algorithms(True)
+    model, x = build(name, torch, torchvision)
+    write_onnx(torch, model, x, path)
+    print("exported %s to %s" % (name, path))
+    return 0
+
+
 def main(argv):
+    if len(argv) >= 2 and argv[1] == "--onnx":
+        if len(argv) != 4:
+            print(__doc__.strip().splitlines()[3], file=sys.stderr)
+            return 2
+        return export_one(argv[2], argv[3])
     if len(argv) < 2:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
@@ -202,12 +250,7 @@ def main(argv):
     for name in names:
         if is_current(out_dir, name, stamp):
             continue
-        try:
-            import onnx  # noqa: F401
-            import torch  # noqa: F401
-            import torchvision  # noqa: F401
-        except ImportError as e:
-            print("cannot export %s: %s" % (name, e), file=sys.stderr)
+        if not imports_torch(name):
             return 77
         export(name, out_dir, stamp)
         print("exported %s" % name)

@@ -18,28 +18,16 @@
 #include "compiler/driver/graph_executor.h"
 #include "compiler/driver/graph_pipeline.h"
 #include "compiler/frontend/onnx/onnx_importer.h"
+#include "tests/frontend/make_models.h"
 
 namespace kiln {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char *kPython = "/usr/bin/python3";
-constexpr int kNoTorch = 77;  // make_models.py: a model must be exported and torch is missing
-
-// Runs make_models.py for one model; its exit status, or -1 when it could not run to the end.
-int make_model(const std::string &model) {
-  const std::string script = KILN_MAKE_MODELS_SCRIPT, out_dir = KILN_MODELS_DIR;
-  std::fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
-    execl(kPython, kPython, script.c_str(), out_dir.c_str(), model.c_str(), static_cast<char *>(nullptr));
-    _exit(127);
-  }
-  int status = 0;
-  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
-  return WEXITSTATUS(status);
-}
+using test::kNoTorch;
+using test::make_model;
+constexpr const char *kPython = test::kModelsPython;
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

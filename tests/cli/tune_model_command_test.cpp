@@ -1,0 +1,207 @@
+// `kiln tune --model`, run as a user would, on a residual block (two convs of one shape, one fused
+// with a ReLU, one with the residual add and a ReLU) written by make_tune_models.py: the job tunes
+// its one task, the log holds the records, the model's latency is measured with default and tuned
+// configs, and `kiln run --optimize --db` then builds both convs with the tuned config; Ctrl-C
+// pauses the job and resuming it with the model finishes and measures it. A bad model
+// path, a file that is not a model, a model without tunable operators and a bad --input-shape are
+// clear errors that create no job.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "db/tuning_db.h"
+#include "tests/db/process_util.h"
+#include "tests/temp_dir.h"
+
+#ifndef KILN_CLI
+#error "KILN_CLI must name the kiln executable"
+#endif
+
+namespace kiln::cli {
+namespace {
+
+namespace pt = db::testing;
+namespace fs = std::filesystem;
+
+constexpr const char *kPython = "/usr/bin/python3";
+constexpr int kNoOnnx = 77;
+
+bool has(const std::string &text, const std::string &needle) { return text.find(needle) != std::string::npos; }
+
+class TuneModelCommandTest : public ::testing::Test {
+ protected:
+  test::TempDir dir;
+
+  void SetUp() override {
+    if (!fs::exists(kPython)) GTEST_SKIP() << kPython << " is missing";
+    const pt::Run r = pt::run_program(kPython, {KILN_MAKE_TUNE_MODELS, dir.path()}, dir.path());
+    if (r.status == kNoOnnx) GTEST_SKIP() << kPython << " cannot import onnx or numpy";
+    ASSERT_EQ(r.status, 0) << r.err;
+  }
+
+  std::string db() const { return dir.file("kiln.db"); }
+  pt::Run kiln(const std::vector<std::string> &args) { return pt::run_program(KILN_CLI, args, dir.path()); }
+};
+
+// The JSON events `kiln tune --json` printed, by their "event".
+std::vector<nlohmann::json> events(const std::string &out, const std::string &kind) {
+  std::vector<nlohmann::json> found;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const nlohmann::json e = nlohmann::json::parse(line);
+    if (e.value("event", "") == kind) found.push_back(e);
+  }
+  return found;
+}
+
+TEST_F(TuneModelCommandTest, TunesTheModelsTaskAndKilnRunReplaysItForBothConvs) {
+  pt::Run r = kiln({"tune", "--model", dir.file("block.onnx"), "--db", db(), "--trials", "8", "--strategy", "random",
+                    "--batch", "4", "--threads", "1", "--runs", "3", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+
+  // One task (the two convs share a shape), weight 2.
+  const auto tasks = events(r.out, "tasks");
+  ASSERT_EQ(tasks.size(), 1u) << r.out;
+  ASSERT_EQ(tasks[0]["tasks"].size(), 1u) << r.out;
+  const nlohmann::json &task = tasks[0]["tasks"][0];
+  EXPECT_EQ(task["template"], "conv2d_nchw.x86");
+  EXPECT_EQ(task["weight"], 2);
+  EXPECT_EQ(task["nodes"], nlohmann::json({"conv1", "conv2"}));
+  EXPECT_EQ(tasks[0]["template_nodes"], 2);
+  EXPECT_EQ(tasks[0]["other_nodes"], 0);
+  const std::string key = task["workload"];
+
+  const auto end = events(r.out, "end");
+  ASSERT_EQ(end.size(), 1u) << r.out;
+  EXPECT_EQ(end[0]["state"], "done");
+  EXPECT_EQ(end[0]["trials_done"], 8);
+
+  // The latency before and after, with both template kernels tuned.
+  const auto model = events(r.out, "model");
+  ASSERT_EQ(model.size(), 1u) << r.out;
+  EXPECT_EQ(model[0]["runs"], 3);
+  EXPECT_EQ(model[0]["template_kernels"], 2);
+  EXPECT_EQ(model[0]["tuned_kernels"], 2);
+  EXPECT_GT(model[0]["default_s"].get<double>(), 0);
+  EXPECT_GT(model[0]["tuned_s"].get<double>(), 0);
+
+  {
+    db::TuningDb log = db::TuningDb::open(db());
+    ASSERT_TRUE(log.job(1));
+    EXPECT_EQ(log.job(1)->state, db::JobState::kDone);
+    EXPECT_EQ(log.job(1)->trials_done, 8);
+    EXPECT_EQ(log.stats().records, 8);
+    EXPECT_FALSE(log.job(2));
+  }
+
+  // Compiled as `kiln run --optimize` compiles it: both fused convs take the task's record.
+  r = kiln({"run", dir.file("block.onnx"), "--optimize", "--db", db(), "--input", "input=" + dir.file("input.npy"),
+            "--output-dir", dir.file("out"), "--json"});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const nlohmann::json run = nlohmann::json::parse(r.out);
+  EXPECT_EQ(run["template_kernels"], 2);
+  EXPECT_EQ(run["tuned_kernels"], 2);
+  ASSERT_EQ(run["templates"].size(), 2u) << r.out;
+  for (const auto &k : run["templates"]) {
+    EXPECT_EQ(k["workload_key"], key) << r.out;
+    EXPECT_EQ(k["config"], "tuned") << r.out;
+  }
+}
+
+TEST_F(TuneModelCommandTest, PrintsTheTaskTableAndTheLatencies) {
+  const pt::Run r = kiln({"tune", "--model", dir.file("block.onnx"), "--db", db(), "--trials", "4", "--strategy",
+                          "random", "--batch", "4", "--threads", "1", "--runs", "3"});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_TRUE(has(r.out, "1x8x12x12 * 8x8x3x3")) << r.out;
+  EXPECT_TRUE(has(r.out, "1 tasks from 2 template nodes")) << r.out;
+  EXPECT_TRUE(has(r.out, "job 1 done")) << r.out;
+  EXPECT_TRUE(has(r.out, "2 of 2 template kernels use tuned configs")) << r.out;
+  EXPECT_TRUE(has(r.out, "median of 3 runs")) << r.out;
+  EXPECT_TRUE(has(r.out, "speedup")) << r.out;
+}
+
+TEST_F(TuneModelCommandTest, CtrlCPausesAndResumeWithTheModelFinishesAndMeasuresIt) {
+  pt::Child child = pt::spawn(KILN_CLI,
+                              {"tune", "--model", dir.file("block.onnx"), "--db", db(), "--trials", "40", "--batch",
+                               "4", "--threads", "1", "--strategy", "random", "--runs", "3"},
+                              /*capture=*/true);
+  for (int i = 0; i < 600; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    try {
+      db::TuningDb log = db::TuningDb::open(db());
+      const std::optional<db::Job> j = log.job(1);
+      if (j && j->trials_done >= 4) break;
+    } catch (const std::exception &) {
+    }
+  }
+  kill(child.pid, SIGINT);
+  const std::string out = pt::read_all(child.stdout_fd);
+  EXPECT_EQ(pt::wait_for(child), 0) << out;
+  // Paused: no latency yet, and the way on names the model.
+  EXPECT_TRUE(has(out, "kiln tune --resume 1 --db " + db() + " --model " + dir.file("block.onnx"))) << out;
+  EXPECT_FALSE(has(out, "template kernels use tuned configs")) << out;
+  {
+    db::TuningDb log = db::TuningDb::open(db());
+    EXPECT_EQ(log.job(1)->state, db::JobState::kPaused);
+    EXPECT_LT(log.job(1)->trials_done, 40);
+  }
+  const pt::Run r = kiln({"tune", "--resume", "1", "--db", db(), "--model", dir.file("block.onnx"), "--runs", "3"});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_TRUE(has(r.out, "job 1 done")) << r.out;
+  EXPECT_TRUE(has(r.out, "2 of 2 template kernels use tuned configs")) << r.out;
+  db::TuningDb log = db::TuningDb::open(db());
+  EXPECT_EQ(log.job(1)->trials_done, 40);
+  EXPECT_FALSE(log.job(2));
+}
+
+TEST_F(TuneModelCommandTest, BadModelsAndShapesAreClearErrorsAndMakeNoJob) {
+  pt::Run r = kiln({"tune", "--model", dir.file("missing.onnx"), "--db", db()});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "missing.onnx: cannot open")) << r.err;
+
+  r = kiln({"tune", "--model", dir.file("input.npy"), "--db", db()});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "input.npy: not a valid ONNX model")) << r.err;
+
+  r = kiln({"tune", "--model", dir.file("relu.onnx"), "--db", db()});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "relu.onnx has no tunable operators")) << r.err;
+
+  r = kiln({"tune", "--model", dir.file("block.onnx"), "--input-shape", "input=1,8,x12", "--db", db()});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "--input-shape input=1,8,x12")) << r.err;
+
+  r = kiln({"tune", "--model", dir.file("block.onnx"), "--input-shape", "input", "--db", db()});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "is not NAME=DIMS")) << r.err;
+
+  r = kiln({"tune", "--model", dir.file("block.onnx"), "--input-shape", "image=1,8,12,12", "--db", db()});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "no input named 'image'")) << r.err;
+
+  r = kiln({"tune", "--model", dir.file("block.onnx"), "--input-shape", "input=1,8,12,13", "--db", db()});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "input 'input' dimension 3 is 12")) << r.err;
+
+  r = kiln({"tune", "--preset", "resnet18", "--input-shape", "input=1,8,12,12", "--db", db()});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "--input-shape needs --model")) << r.err;
+
+  r = kiln({"tune", "--model", dir.file("block.onnx"), "--preset", "resnet18", "--db", db()});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "exactly one of --model FILE")) << r.err;
+
+  EXPECT_FALSE(fs::exists(db())) << "a bad model or option created the tuning log";
+}
+
+}  // namespace
+}  // namespace kiln::cli
