@@ -31,6 +31,28 @@
 
 namespace kiln::cli {
 
+std::pair<std::string, std::vector<int64_t>> parse_input_shape(const std::string &text) {
+  const std::string form = " (NAME=DIMS, e.g. input=1,3,224,224 or input=1x3x224x224; 'scalar' for rank 0)";
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw UserError("--input-shape '" + text + "' is not NAME=DIMS" + form);
+  const std::string name = text.substr(0, eq), dims = text.substr(eq + 1);
+  std::vector<int64_t> shape;
+  if (dims == "scalar") return {name, shape};
+  size_t p = 0;
+  while (p <= dims.size()) {
+    size_t e = dims.find_first_of(",x", p);
+    if (e == std::string::npos) e = dims.size();
+    const std::string part = dims.substr(p, e - p);
+    if (part.empty() || part.size() > 12 || part.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoll(part) == 0)
+      throw UserError("--input-shape " + text + ": '" + part + "' is not a positive dimension" + form);
+    shape.push_back(std::stoll(part));
+    p = e + 1;
+  }
+  return {name, shape};
+}
+
 namespace {
 
 using ::kiln::detail::concat;
@@ -59,22 +81,6 @@ std::pair<std::string, std::string> split_assignment(const std::string &s, const
   return {s.substr(0, eq), s.substr(eq + 1)};
 }
 
-std::vector<int64_t> parse_shape(const std::string &text, const std::string &name) {
-  std::vector<int64_t> shape;
-  if (text == "scalar") return shape;
-  size_t p = 0;
-  while (p <= text.size()) {
-    size_t e = text.find_first_of("x,", p);
-    if (e == std::string::npos) e = text.size();
-    const std::string part = text.substr(p, e - p);
-    if (part.empty() || part.size() > 12 || part.find_first_not_of("0123456789") != std::string::npos)
-      throw UserError(concat("--input-shape ", name, "=", text, ": a shape is dimensions separated by 'x', e.g. 1x3x224x224"));
-    shape.push_back(std::stoll(part));
-    p = e + 1;
-  }
-  return shape;
-}
-
 // A tensor file: .npy, or an ONNX TensorProto (.pb).
 deploy::Tensor read_tensor(const std::string &path) {
   const std::string ext = std::filesystem::path(path).extension().string();
@@ -86,8 +92,9 @@ frontend::onnx::ImportOptions import_options(const ModelOptions &o, std::map<std
   frontend::onnx::ImportOptions opt;
   opt.target = o.target;
   for (const auto &s : o.input_shapes) {
-    auto [name, text] = split_assignment(s, "--input-shape");
-    opt.input_shapes[name] = parse_shape(text, name);
+    auto [name, shape] = parse_input_shape(s);
+    if (opt.input_shapes.count(name)) throw UserError(concat("--input-shape ", name, " is given twice"));
+    opt.input_shapes[name] = shape;
   }
   for (const auto &s : o.const_inputs) {
     auto [name, file] = split_assignment(s, "--const-input");
@@ -250,8 +257,8 @@ void run_inspect(const ModelOptions &o) {
   if (!info.unsupported.empty()) {
     std::cout << info.unsupported.size() << " op type(s) are not supported:";
     for (const auto &u : info.unsupported)
-      std::cout << " " << (u.domain.empty() ? "" : u.domain + ".") << u.op_type << " (opset " << u.opset << ", " << u.nodes
-                << " nodes)";
+      std::cout << " " << (u.domain.empty() ? "" : u.domain + ".") << u.op_type << " (opset " << u.opset << ", "
+                << u.nodes << " nodes)";
     std::cout << "\n";
   } else if (g) {
     std::cout << "after import and constant folding: " << g->nodes().size() << " nodes, " << human(flops, "FLOP")
@@ -300,7 +307,8 @@ void print_config_sources(const ModelOptions &o, const std::vector<driver::Kerne
   if (defaults) {
     std::cout << "to tune them:\n";
     for (const auto &r : templates) {
-      if (is_default(r)) std::cout << "  " << tune << " --template " << r.template_name << " --args '" << r.args_json << "'\n";
+      if (is_default(r))
+        std::cout << "  " << tune << " --template " << r.template_name << " --args '" << r.args_json << "'\n";
     }
   }
 }
@@ -308,7 +316,8 @@ void print_config_sources(const ModelOptions &o, const std::vector<driver::Kerne
 // `kiln run model.kiln`: a compiled artifact through the deploy runtime.
 void run_artifact(const ModelOptions &o) {
   if (!o.input_shapes.empty() || !o.const_inputs.empty() || o.optimize || !o.db.empty())
-    throw UserError(concat(o.model, " is a compiled model: its shapes, constants, passes and configs were fixed by kiln "
+    throw UserError(concat(o.model,
+                           " is a compiled model: its shapes, constants, passes and configs were fixed by kiln "
                            "compile (--input-shape, --const-input, --optimize and --db do not apply)"));
   const auto t0 = std::chrono::steady_clock::now();
   deploy::GraphModule m = deploy::GraphModule::load(o.model);
@@ -391,9 +400,7 @@ void run_model(const ModelOptions &o) {
   ConfigSource configs(o);
   eo.configs = configs.lookup.get();
   if (o.optimize) {
-    driver::GraphPipelineOptions po = driver::GraphPipelineOptions::from_env();
-    po.target = o.target;
-    g = driver::optimize_graph(g, po);
+    g = driver::optimize_graph_for_target(g, o.target);
   }
   driver::GraphExecutor ex(std::move(g), eo);
   const auto t1 = std::chrono::steady_clock::now();
@@ -416,7 +423,9 @@ void run_model(const ModelOptions &o) {
     j["tuned_kernels"] = st.tuned_kernels;
     ordered_json tk = ordered_json::array();
     for (const auto &r : st.templates)
-      tk.push_back({{"node", r.node}, {"template", r.template_name}, {"workload_key", r.workload_key},
+      tk.push_back({{"node", r.node},
+                    {"template", r.template_name},
+                    {"workload_key", r.workload_key},
                     {"config", driver::source_name(r.source)}});
     j["templates"] = tk;
     j["compile_s"] = import_s;
@@ -435,9 +444,7 @@ void run_model(const ModelOptions &o) {
 void run_compile(const ModelOptions &o) {
   const auto t0 = std::chrono::steady_clock::now();
   graph::Graph g = frontend::onnx::import_model(o.model, import_options(o, nullptr));
-  driver::GraphPipelineOptions po = driver::GraphPipelineOptions::from_env();
-  po.target = o.target;
-  g = driver::optimize_graph(g, po);
+  g = driver::optimize_graph_for_target(g, o.target);
   if (o.print_graph) std::cout << graph::print(g);
   ConfigSource configs(o);
   driver::GraphCompileOptions co;
@@ -455,7 +462,9 @@ void run_compile(const ModelOptions &o) {
     j["tuned_kernels"] = r.tuned_kernels;
     ordered_json tk = ordered_json::array();
     for (const auto &k : r.templates)
-      tk.push_back({{"node", k.node}, {"template", k.template_name}, {"workload_key", k.workload_key},
+      tk.push_back({{"node", k.node},
+                    {"template", k.template_name},
+                    {"workload_key", k.workload_key},
                     {"config", driver::source_name(k.source)}});
     j["templates"] = tk;
     j["arena_bytes"] = r.arena_bytes;
@@ -471,10 +480,12 @@ void run_compile(const ModelOptions &o) {
   std::printf("wrote %s: %s, %d nodes, %d kernel calls, %d kernels (%d from operator templates), compiled in %.2f s\n",
               o.output.c_str(), human(static_cast<double>(r.file_bytes), "B").c_str(), r.nodes, r.steps, r.kernels,
               r.template_kernels, total_s);
-  std::printf("memory plan: peak %s of %s without reuse (%.1f%%), %d in place; parameters %s\n",
-              human(static_cast<double>(r.arena_bytes), "B").c_str(), human(static_cast<double>(r.unplanned_bytes), "B").c_str(),
-              r.unplanned_bytes ? 100.0 * static_cast<double>(r.arena_bytes) / static_cast<double>(r.unplanned_bytes) : 100.0,
-              r.in_place, human(static_cast<double>(r.params_bytes), "B").c_str());
+  std::printf(
+      "memory plan: peak %s of %s without reuse (%.1f%%), %d in place; parameters %s\n",
+      human(static_cast<double>(r.arena_bytes), "B").c_str(),
+      human(static_cast<double>(r.unplanned_bytes), "B").c_str(),
+      r.unplanned_bytes ? 100.0 * static_cast<double>(r.arena_bytes) / static_cast<double>(r.unplanned_bytes) : 100.0,
+      r.in_place, human(static_cast<double>(r.params_bytes), "B").c_str());
 }
 
 void add_model_options(CLI::App *c, ModelOptions &o) {
@@ -493,7 +504,8 @@ void add_model_options(CLI::App *c, ModelOptions &o) {
 void add_model_commands(CLI::App &app) {
   auto o = std::make_shared<ModelOptions>();
   CLI::App *run = app.add_subcommand(
-      "run", "run an ONNX model through Kiln's reference executor, or a compiled model (kiln compile) through the runtime");
+      "run",
+      "run an ONNX model through Kiln's reference executor, or a compiled model (kiln compile) through the runtime");
   add_model_options(run, *o);
   run->add_option("--input", o->inputs, "NAME=FILE: an input tensor (.npy or ONNX TensorProto .pb)");
   run->add_option("--output-dir", o->output_dir, "where each output is written as NAME.npy");
@@ -512,7 +524,8 @@ void add_model_commands(CLI::App &app) {
   add_model_options(compile, *c);
   compile->add_option("-o,--output", c->output, "the artifact to write, e.g. model.kiln")->required();
   compile->add_option("--db", c->db, "a tuning log: template kernels use its best configs for --target / --device-key");
-  compile->add_option("--device-key", c->device_key, "the device class whose records --db may use")->capture_default_str();
+  compile->add_option("--device-key", c->device_key, "the device class whose records --db may use")
+      ->capture_default_str();
   compile->add_flag("--print-graph", c->print_graph, "print the graph after the passes");
   compile->callback([c] { run_compile(*c); });
 

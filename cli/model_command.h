@@ -5,9 +5,17 @@
 // optimizes and compiles an ONNX model into one deployable file. `kiln inspect MODEL`: the model's
 // inputs, outputs, op counts, parameters, FLOPs and unsupported ops.
 #include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace kiln::cli {
 
 void add_model_commands(CLI::App &app);
+
+// An --input-shape: NAME=DIMS, positive dimensions separated by ',' or 'x' (1,3,224,224 or
+// 1x3x224x224), or NAME=scalar. Throws UserError showing the form.
+std::pair<std::string, std::vector<int64_t>> parse_input_shape(const std::string &text);
 
 }  // namespace kiln::cli

@@ -1,5 +1,7 @@
 #include "cli/tune_command.h"
 
+#include "cli/model_command.h"
+
 #include <fmt/format.h>
 #include <pthread.h>
 #include <signal.h>
@@ -55,7 +57,7 @@ struct TuneCommandOptions {
   std::string model;                      // an ONNX model: its tasks, then its latency before and after
   std::vector<std::string> input_shapes;  // NAME=DIMS, for the model's symbolic input dimensions
   int64_t runs = 20;                      // timed runs of the model (after warm-up)
-  int64_t trials = -1;  // not given: 64 per task
+  int64_t trials = -1;                    // not given: 64 per task
   std::string time_budget;
   std::string strategy = "xgb";
   std::string db = "kiln.db";
@@ -103,28 +105,6 @@ struct ModelTasks {
   std::vector<tuner::TuneTask> tasks;
 };
 
-// --input-shape NAME=DIMS, dimensions separated by ',' or 'x': 1,3,224,224 or 1x3x224x224.
-std::pair<std::string, std::vector<int64_t>> parse_input_shape(const std::string &text) {
-  const std::string form = " (NAME=DIMS, e.g. input=1,3,224,224)";
-  const size_t eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    throw UserError("--input-shape '" + text + "' is not NAME=DIMS" + form);
-  const std::string name = text.substr(0, eq), dims = text.substr(eq + 1);
-  std::vector<int64_t> shape;
-  size_t p = 0;
-  while (p <= dims.size()) {
-    size_t e = dims.find_first_of(",x", p);
-    if (e == std::string::npos) e = dims.size();
-    const std::string part = dims.substr(p, e - p);
-    if (part.empty() || part.size() > 12 || part.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoll(part) == 0)
-      throw UserError("--input-shape " + text + ": '" + part + "' is not a positive dimension" + form);
-    shape.push_back(std::stoll(part));
-    p = e + 1;
-  }
-  return {name, shape};
-}
-
 // "1x64x56x56": a tensor argument's shape.
 std::string shape_text(const contracts::Json &tensor) {
   const contracts::Json *shape = tensor.is_object() ? tensor.find("shape") : nullptr;
@@ -163,12 +143,14 @@ ModelTasks load_model(const TuneCommandOptions &o) {
   m.extraction = driver::extract_tasks(m.graph, o.target);
   const driver::TaskExtraction &x = m.extraction;
   if (x.tasks.empty()) {
-    throw UserError(fmt::format("{} has no tunable operators: its {} kernel node(s) are tensor-expression kernels, none "
-                                "an operator template (convolutions, dense layers, matrix products)",
-                                o.model, x.other_nodes));
+    throw UserError(
+        fmt::format("{} has no tunable operators: its {} kernel node(s) are tensor-expression kernels, none "
+                    "an operator template (convolutions, dense layers, matrix products)",
+                    o.model, x.other_nodes));
   }
   for (const driver::ExtractedTask &t : x.tasks)
-    m.tasks.push_back({t.template_name, t.args, static_cast<double>(t.weight), t.template_name + " " + task_summary(t)});
+    m.tasks.push_back(
+        {t.template_name, t.args, static_cast<double>(t.weight), t.template_name + " " + task_summary(t)});
   return m;
 }
 
@@ -312,11 +294,13 @@ void report_model_latency(const TuneCommandOptions &o, const ModelTasks &m, db::
   std::cout << fmt::format("{} of {} template kernels use tuned configs from {}\n", after.tuned_kernels,
                            after.template_kernels, o.db);
   Table t({"MODEL", "CONFIGS", "LATENCY MS", "COMPILE S"});
-  t.add_row({o.model, "default", fmt::format("{:.3f}", before.median_s * 1e3), fmt::format("{:.1f}", before.compile_s)});
+  t.add_row(
+      {o.model, "default", fmt::format("{:.3f}", before.median_s * 1e3), fmt::format("{:.1f}", before.compile_s)});
   t.add_row({o.model, "tuned", fmt::format("{:.3f}", after.median_s * 1e3), fmt::format("{:.1f}", after.compile_s)});
   t.print(std::cout);
-  std::cout << fmt::format("speedup {:.2f}x (median of {} runs of each after {} warm-up runs, interleaved, on random inputs)\n", speedup,
-                           o.runs, kWarmupRuns);
+  std::cout << fmt::format(
+      "speedup {:.2f}x (median of {} runs of each after {} warm-up runs, interleaved, on random inputs)\n", speedup,
+      o.runs, kWarmupRuns);
 }
 
 // What to tune: the tasks of --model (extracted by load_model), --template, --workloads or --preset.
