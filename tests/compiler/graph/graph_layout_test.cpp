@@ -20,6 +20,7 @@
 #include "compiler/frontend/onnx/onnx_importer.h"
 #include "compiler/graph/op_def.h"
 #include "compiler/graph/passes/passes.h"
+#include "compiler/ops/registry.h"
 
 namespace kiln::graph {
 namespace {
@@ -274,6 +275,75 @@ TEST(GraphLayout, LayoutTransformRejectsABlockThatDoesNotDivideTheChannels) {
   Graph g;
   ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 6, 2, 2}});
   EXPECT_THROW(add(g, "LayoutTransform", {x}, {{"dst_block", Attribute::of_int(4)}}), GraphError);
+}
+
+// A tuning log that holds, for every conv2d_nchwc workload, a config with input blocks of 4 and
+// output blocks of 2 (its other knobs the default's).
+class PinnedBlocks : public ops::ConfigLookup {
+ public:
+  std::optional<ops::TunedConfig> best(const contracts::Workload &w, const std::string &target) const override {
+    if (w.template_name != "conv2d_nchwc.x86") return std::nullopt;
+    ops::Task t(w.template_name, w.args, driver::resolve_target(target));
+    const autotune::Config d = t.default_config();
+    const int64_t c = w.args["data"]["shape"][1].as_int(), oc = w.args["kernel"]["shape"][0].as_int();
+    std::vector<std::pair<std::string, contracts::Json>> values = {
+        {"tile_ic", contracts::Json::array_of(std::vector<int64_t>{c / 4, 4})},
+        {"tile_oc", contracts::Json::array_of(std::vector<int64_t>{oc / 2, 2})}};
+    for (const char *k : {"tile_ow", "tile_oh", "unroll_kw"}) {
+      if (d.has(k)) values.emplace_back(k, d.value(k));
+    }
+    ops::TunedConfig tuned;
+    tuned.config = t.space().from_values(values).record();
+    tuned.target = target;
+    return tuned;
+  }
+};
+
+TEST(GraphLayout, TunedConfigsChooseTheBlocksAndTheExecutorReplaysThem) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 6, 6}});
+  ValueId v = add(g, "Relu", {conv(g, x, 8, 1)});
+  g.add_output(conv(g, v, 8, 3, 1, "y"));
+  PinnedBlocks log;
+  driver::GraphPipelineOptions po;
+  po.configs = &log;
+  Graph a = driver::optimize_graph(g, po);
+  ASSERT_EQ(count(a, "ConvNCHWc"), 2) << print(a);
+  for (const auto &n : a.nodes()) {
+    if (n.op != "ConvNCHWc") continue;
+    EXPECT_EQ(n.attr_int("ic_bn", 0), 4) << n.describe();
+    EXPECT_EQ(n.attr_int("oc_bn", 0), 2) << n.describe();
+  }
+  // In as 4c, out as 2c, into the second conv as 4c, out again as NCHW.
+  EXPECT_EQ(count(a, "LayoutTransform"), 3) << print(a);
+  driver::ExecutorOptions eo;
+  eo.configs = &log;
+  driver::GraphExecutor tuned(a, eo), reference(g);
+  const deploy::Tensor in = random_tensor({1, 8, 6, 6}, 5);
+  const deploy::Tensor got = tuned.run(std::vector<deploy::Tensor>{in})[0],
+                       want = reference.run(std::vector<deploy::Tensor>{in})[0];
+  EXPECT_EQ(tuned.stats().tuned_kernels, 2);
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < want.numel(); ++i) EXPECT_NEAR(got.data_as<float>()[i], want.data_as<float>()[i], 1e-4) << i;
+}
+
+TEST(GraphLayout, ExecutorWithOtherConfigsThanThePipelineIsAClearError) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 6, 6}});
+  g.add_output(conv(g, x, 8, 1, 1, "y"));
+  Graph a = alter(g);  // default blocks (8)
+  PinnedBlocks log;
+  driver::ExecutorOptions eo;
+  eo.configs = &log;  // blocks 4 and 2
+  try {
+    driver::GraphExecutor ex(a, eo);
+    ex.run(std::vector<deploy::Tensor>{random_tensor({1, 8, 6, 6}, 5)});
+    FAIL() << "a kernel built for other blocks than its node's ran";
+  } catch (const driver::ExecutionError &e) {
+    // The node and the argument whose shape the kernel's config does not take.
+    EXPECT_NE(std::string(e.what()).find("(ConvNCHWc)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(data)"), std::string::npos) << e.what();
+  }
 }
 
 // --- the exported models ---
