@@ -10,7 +10,8 @@
 //     residual) are in the output's layout. The workload's arguments are the NCHW/OIHW shapes, so a
 //     node's kernel is the workload the tuner tunes; the block sizes are those of the config the
 //     executor builds it with (the pass reads them from the same config).
-//   LayoutTransform(x) {src_block, dst_block}: NCHW (block 0) <-> NCHW[x]c, NCHW[x]c <-> NCHW[y]c.
+//   LayoutTransform(x) {src_block, dst_block}: NCHW (block 0) <-> NCHW[x]c, NCHW[x]c <-> NCHW[y]c,
+//     built from layout_transform.x86.
 //   PoolNCHWc(x) {mode, global, kernel_shape, strides, pads, dilations, ceil_mode,
 //     count_include_pad}: max or average pooling (or the global one) on NCHW[x]c data, built from
 //     pool2d.x86 / global_pool2d.x86.
@@ -182,18 +183,11 @@ void layout_transform() {
   };
   d.kernel = [](const OpContext &ctx) {
     Kernel k;
-    te::Tensor x = add_input(k, ctx, 0, "x");
-    const int64_t src = ctx.node().attr_int("src_block", 0), dst = ctx.node().attr_int("dst_block", 0);
-    const OpDef *self = find_op("LayoutTransform");
-    const TensorType out = self->infer(ctx)[0];
-    k.outputs.push_back(compute(
-        out.shape,
-        [&](const std::vector<Expr> &i) {
-          Expr c = dst == 0 ? i[1] : i[1] * i32(dst) + i[4];
-          if (src == 0) return x(i[0], c, i[2], i[3]);
-          return x(i[0], ir::floordiv(c, i32(src)), i[2], i[3], ir::floormod(c, i32(src)));
-        },
-        "layout_transform"));
+    k.template_name = "layout_transform.x86";
+    k.template_args = Json::object({{"data", shape_json(ctx.in(0).shape, ctx.in(0).dtype)},
+                                    {"src_block", ctx.node().attr_int("src_block", 0)},
+                                    {"dst_block", ctx.node().attr_int("dst_block", 0)}});
+    k.input_map = {0};
     return k;
   };
   d.flops = [](const OpContext &) { return 0.0; };

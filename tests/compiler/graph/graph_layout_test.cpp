@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -344,6 +345,33 @@ TEST(GraphLayout, ExecutorWithOtherConfigsThanThePipelineIsAClearError) {
     EXPECT_NE(std::string(e.what()).find("(ConvNCHWc)"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("(data)"), std::string::npos) << e.what();
   }
+}
+
+TEST(GraphLayout, LayoutTransformsBetweenBlocksRoundTripExactly) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {2, 24, 3, 5}});
+  ValueId v = x, first = kNoValue;
+  int64_t from = 0;
+  // Blocks that divide each other both ways, and 8 -> 12 where neither does.
+  for (int64_t to : {8, 4, 12, 3, 24, 8, 12, 0}) {
+    v = add(g, "LayoutTransform", {v}, {{"src_block", Attribute::of_int(from)}, {"dst_block", Attribute::of_int(to)}});
+    if (first == kNoValue) first = v;
+    from = to;
+  }
+  g.add_output(first);
+  g.add_output(v);
+  const deploy::Tensor in = random_tensor({2, 24, 3, 5}, 3);
+  driver::GraphExecutor ex(g);
+  const std::vector<deploy::Tensor> out = ex.run(std::vector<deploy::Tensor>{in});
+  ASSERT_EQ(out[0].shape(), (std::vector<int64_t>{2, 3, 3, 5, 8}));
+  const float *x8 = out[0].data_as<float>(), *src = in.data_as<float>();
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < 24; ++c)
+      for (int64_t hw = 0; hw < 15; ++hw)
+        ASSERT_EQ(x8[((n * 3 + c / 8) * 15 + hw) * 8 + c % 8], src[(n * 24 + c) * 15 + hw])
+            << n << "," << c << "," << hw;
+  ASSERT_EQ(out[1].shape(), in.shape());
+  EXPECT_EQ(std::memcmp(out[1].data(), in.data(), in.nbytes()), 0);
 }
 
 // --- the exported models ---
