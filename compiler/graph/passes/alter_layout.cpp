@@ -246,6 +246,11 @@ class LayoutPass {
       return false;  // a workload the NCHWc templates refuse stays NCHW
     }
     if (b.ic_bn <= 0 || b.oc_bn <= 0 || C % b.ic_bn != 0 || OC % b.oc_bn != 0) return false;
+    // The output block is the vector of the blocked templates: a block of whole vectors or a part of
+    // one. Any other (24 channels with 16 lanes) runs far slower than the NCHW template, so such a
+    // conv stays NCHW.
+    const int64_t lanes = target_.lanes(ir::Float(32));
+    if (b.oc_bn % lanes != 0 && lanes % b.oc_bn != 0) return false;
     c.attrs["ic_bn"] = Attribute::of_int(b.ic_bn);
     c.attrs["oc_bn"] = Attribute::of_int(b.oc_bn);
     c.inputs = {in_layout(n.inputs[0], b.ic_bn),
