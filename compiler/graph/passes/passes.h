@@ -47,12 +47,12 @@ Graph fuse_epilogues(const Graph &g);
 // float32 Conv or FusedConv with groups 1 (or depthwise with multiplier 1) and a constant weight
 // becomes a ConvNCHWc node (op_layout.cpp) whose weight is packed at compile time; its block sizes
 // are those of the config the executor will build its workload with: the tuned one that `configs`
-// (when given) has for `target`, else the template's default.
+// (when given) has for `target`, else the template's default. A conv whose output block is neither
+// whole vectors nor part of one stays NCHW.
 // Elementwise ops, pools and channel Concats whose inputs are blocked stay blocked; constants they
 // read are re-laid out at compile time. A LayoutTransform node is inserted where a producer and a
 // consumer disagree, once per (tensor, layout); graph outputs keep their layout and their names.
 Graph alter_layout(const Graph &g, const ops::Target &target, const ops::ConfigLookup *configs = nullptr);
-
 
 // Dead-code elimination: nodes and constants no graph output needs.
 Graph eliminate_dead_code(const Graph &g);
