@@ -118,7 +118,9 @@ int main(int argc, char **argv) {
     const deploy::Tensor input = frontend::onnx::read_tensor_file((fs::path(models_dir) / name / "input_0.pb").string());
     graph::Graph g = frontend::onnx::import_model(model);
     driver::GraphExecutor ref(g, eo);
-    driver::GraphExecutor opt(driver::optimize_graph(g, driver::GraphPipelineOptions{}), eo);
+    driver::GraphPipelineOptions po;
+    po.configs = eo.configs;  // the layout pass's blocks follow the configs the executor builds with
+    driver::GraphExecutor opt(driver::optimize_graph(g, po), eo);
     const double r = median_ms(ref, input, runs), o = median_ms(opt, input, runs);
     const double ort = ort_ms(ort_dir, script, model, input, threads, runs);
     std::printf("model=%s threads=%d kiln_ref_ms=%.3f kiln_opt_ms=%.3f ort_ms=%.3f opt_vs_ort=%.2f ref_vs_ort=%.2f "

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "compiler/driver/graph_executor.h"
+#include "compiler/driver/target.h"
 #include "compiler/graph/passes/passes.h"
 
 namespace kiln::driver {
@@ -43,6 +44,9 @@ graph::Graph optimize_graph(const graph::Graph &input, const GraphPipelineOption
       graph::passes::eliminate_common_subexpressions);
   run("simplify", options.simplify, graph::passes::simplify);
   run("fuse_epilogues", options.fuse, graph::passes::fuse_epilogues);
+  run("alter_layout", options.alter_layout, [&](const graph::Graph &x) {
+    return graph::passes::alter_layout(x, resolve_target(options.target), options.configs);
+  });
   run("eliminate_dead_code", true, graph::passes::eliminate_dead_code);
   return g;
 }

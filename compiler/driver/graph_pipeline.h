@@ -4,6 +4,7 @@
 #include <string>
 
 #include "compiler/graph/graph.h"
+#include "compiler/ops/config_lookup.h"
 
 namespace kiln::driver {
 
@@ -14,6 +15,12 @@ struct GraphPipelineOptions {
   bool fold_batch_norm = true;
   bool eliminate_common_subexpressions = true;
   bool fuse = true;
+  // Convolutions in the blocked NCHW[x]c layout (passes/alter_layout.cpp).
+  bool alter_layout = true;
+  // The tuning log the executor will build template kernels with: the layout pass takes each
+  // convolution's block sizes from its tuned config, so give the executor the same lookup (and
+  // target). Without one, blocks come from the templates' default configs.
+  const ops::ConfigLookup *configs = nullptr;
   // Print the graph after every pass; defaults to the KILN_DEBUG_GRAPH environment switch.
   bool debug = false;
   static GraphPipelineOptions from_env();

@@ -1,5 +1,7 @@
 #pragma once
 // The op families of the op table, one file each; op_def.cpp registers them all once.
+#include "compiler/graph/op_def.h"
+
 namespace kiln::graph::detail {
 void register_elementwise_ops();  // op_elementwise.cpp: unary, binary with broadcasting, Where, Cast, Clip
 void register_tensor_ops();       // op_tensor.cpp: shapes and data movement (Reshape, Transpose, Concat, Gather, ...)
@@ -8,4 +10,10 @@ void register_nn_ops();           // op_nn.cpp: Conv, ConvTranspose, Gemm, MatMu
 void register_norm_ops();         // op_norm.cpp: LayerNormalization, InstanceNormalization, LRN
 void register_resize_ops();       // op_resize.cpp: Resize
 void register_extra_ops();        // op_extra.cpp: losses, Einsum, quantization, scatter, OneHot, windows, ...
+void register_layout_ops();       // op_layout.cpp: ConvNCHWc, LayoutTransform, PoolNCHWc (the NCHW[x]c layout)
+
+// FusedConv's epilogue (op_nn.cpp), shared with the blocked convolution: the node's `epilogue`
+// attribute as a JSON list, and how many extra input tensors its descriptors read.
+contracts::Json fused_epilogue(const OpContext &ctx);
+int epilogue_inputs(const contracts::Json &list);
 }  // namespace kiln::graph::detail

@@ -28,6 +28,7 @@ const Registry &Registry::builtin() {
     register_pool_templates(reg);
     register_norm_templates(reg);
     register_injective_templates(reg);
+    register_layout_templates(reg);
     return reg;
   }();
   return r;

@@ -18,6 +18,7 @@ void register_conv2d_templates(Registry &r);     // conv2d_nchw, conv2d_nchwc, d
 void register_pool_templates(Registry &r);       // pool2d, global_pool2d
 void register_norm_templates(Registry &r);       // softmax, layer_norm
 void register_injective_templates(Registry &r);  // elemwise, broadcast, reduce
+void register_layout_templates(Registry &r);     // layout_transform
 
 namespace detail {
 

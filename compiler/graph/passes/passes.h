@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "compiler/graph/graph.h"
+#include "compiler/ops/config_lookup.h"
+#include "compiler/ops/target.h"
 
 namespace kiln::graph::passes {
 
@@ -40,6 +42,17 @@ Graph eliminate_common_subexpressions(const Graph &g);
 // one kernel: the conv template with that chain as its epilogue. A value read by more than one
 // node, or a graph output, ends the chain.
 Graph fuse_epilogues(const Graph &g);
+
+// Layout transformation to the blocked NCHW[x]c layout of the CPU convolution templates. Every 2-D
+// float32 Conv or FusedConv with groups 1 (or depthwise with multiplier 1) and a constant weight
+// becomes a ConvNCHWc node (op_layout.cpp) whose weight is packed at compile time; its block sizes
+// are those of the config the executor will build its workload with: the tuned one that `configs`
+// (when given) has for `target`, else the template's default. A conv whose output block is neither
+// whole vectors nor part of one stays NCHW.
+// Elementwise ops, pools and channel Concats whose inputs are blocked stay blocked; constants they
+// read are re-laid out at compile time. A LayoutTransform node is inserted where a producer and a
+// consumer disagree, once per (tensor, layout); graph outputs keep their layout and their names.
+Graph alter_layout(const Graph &g, const ops::Target &target, const ops::ConfigLookup *configs = nullptr);
 
 // Dead-code elimination: nodes and constants no graph output needs.
 Graph eliminate_dead_code(const Graph &g);

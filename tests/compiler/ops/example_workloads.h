@@ -47,6 +47,8 @@ inline std::vector<ExampleWorkload> example_workloads() {
       {"elemwise.x86", Json::object({{"data", t({3, 50})}, {"epilogue", relu}})},
       {"broadcast.x86", Json::object({{"lhs", t({3, 50})}, {"rhs", t({50})}})},
       {"reduce.x86", Json::object({{"data", t({3, 50})}, {"axes", 1}})},
+      {"layout_transform.x86", Json::object({{"data", t({1, 16, 5, 7})}, {"dst_block", 8}})},
+      {"layout_transform.x86", Json::object({{"data", t({1, 2, 5, 7, 8})}, {"src_block", 8}, {"dst_block", 16}})},
   };
 }
 

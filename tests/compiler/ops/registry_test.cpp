@@ -32,6 +32,7 @@ TEST(Registry, BuiltinTemplates) {
                                    "elemwise.x86",
                                    "global_pool2d.x86",
                                    "layer_norm.x86",
+                                   "layout_transform.x86",
                                    "matmul.x86",
                                    "pool2d.x86",
                                    "reduce.x86",

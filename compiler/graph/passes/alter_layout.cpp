@@ -1,0 +1,435 @@
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "compiler/graph/op_def.h"
+#include "compiler/graph/passes/passes.h"
+#include "compiler/graph/passes/rewriter.h"
+#include "compiler/ops/registry.h"
+#include "contracts/json.h"
+
+namespace kiln::graph::passes {
+
+namespace {
+
+using contracts::Json;
+using ::kiln::detail::concat;
+
+// A layout of a 4-D tensor: 0 for NCHW, x for NCHW[x]c.
+using Block = int64_t;
+
+std::string layout_name(Block b) { return b == 0 ? "nchw" : concat("nchw", b, "c"); }
+
+// NCHW data of `shape` (4-D, any dtype) re-laid out as NCHW[block]c.
+deploy::Tensor to_blocked(const deploy::Tensor &t, const std::vector<int64_t> &shape, Block block) {
+  const int64_t N = shape[0], C = shape[1], H = shape[2], W = shape[3];
+  deploy::Tensor out = deploy::Tensor::empty({N, C / block, H, W, block}, t.dtype());
+  const size_t es = t.dtype().bytes();
+  const auto *src = static_cast<const char *>(t.data());
+  auto *dst = static_cast<char *>(out.data());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t hw = 0; hw < H * W; ++hw) {
+        const int64_t s = (n * C + c) * H * W + hw;
+        const int64_t d = (((n * (C / block) + c / block) * H * W) + hw) * block + c % block;
+        std::memcpy(dst + static_cast<size_t>(d) * es, src + static_cast<size_t>(s) * es, es);
+      }
+  return out;
+}
+
+// An OIHW float32 weight packed as the NCHWc templates read it: [OC/ob, C/ib, KH, KW, ib, ob], or
+// for a depthwise one ([C, 1, KH, KW]) [C/cb, 1, KH, KW, 1, cb].
+deploy::Tensor pack_weight(const deploy::Tensor &w, int64_t ib, int64_t ob, bool depthwise) {
+  const auto &s = w.shape();
+  const int64_t O = s[0], I = s[1], KH = s[2], KW = s[3];
+  const float *src = w.data_as<float>();
+  if (depthwise) {
+    deploy::Tensor out = deploy::Tensor::empty({O / ob, 1, KH, KW, 1, ob}, w.dtype());
+    float *dst = out.data_as<float>();
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t k = 0; k < KH * KW; ++k) dst[((o / ob) * KH * KW + k) * ob + o % ob] = src[o * KH * KW + k];
+    return out;
+  }
+  deploy::Tensor out = deploy::Tensor::empty({O / ob, I / ib, KH, KW, ib, ob}, w.dtype());
+  float *dst = out.data_as<float>();
+  for (int64_t o = 0; o < O; ++o)
+    for (int64_t i = 0; i < I; ++i)
+      for (int64_t k = 0; k < KH * KW; ++k)
+        dst[((((o / ob) * (I / ib) + i / ib) * KH * KW + k) * ib + i % ib) * ob + o % ob] =
+            src[(o * I + i) * KH * KW + k];
+  return out;
+}
+
+struct ConvBlocks {
+  Block ic_bn = 0, oc_bn = 0;
+};
+
+// The block sizes a ConvNCHWc node is built with: its workload's tuned config in `configs` when
+// there is a usable one (as the executor chooses), else the template's default config. `probe` is
+// the node with blocks of 1 over values of `g`: its kernel gives the workload, which does not depend
+// on the blocks. The one place the pass chooses blocks.
+ConvBlocks conv_blocks(const Graph &g, const Node &probe, const ops::Target &target, const ops::ConfigLookup *configs) {
+  const Kernel k = find_op(probe.op)->kernel(OpContext(g, probe));
+  const ops::Task task(k.template_name, k.template_args, target);
+  std::optional<autotune::Config> cfg;
+  if (configs) {
+    if (std::optional<ops::TunedConfig> tuned = configs->best(task.workload(), task.target().str())) {
+      try {
+        cfg = task.space().from_record(tuned->config);
+      } catch (const UserError &) {
+        cfg.reset();  // a stale record: the executor builds the default too
+      }
+    }
+  }
+  if (!cfg) cfg = task.default_config();
+  if (probe.attr_int("depthwise", 0) != 0) {
+    const Block c = cfg->split("tile_c").back();
+    return {c, c};
+  }
+  return {cfg->split("tile_ic").back(), cfg->split("tile_oc").back()};
+}
+
+const std::set<std::string> &unary_ops() {
+  static const std::set<std::string> ops = {"Relu",     "Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "LeakyRelu",
+                                            "Clip",     "Abs",     "Neg",  "Exp",       "Elu",         "Selu",
+                                            "Softplus", "Sqrt",    "Erf",  "Identity",  "Floor",       "Ceil"};
+  return ops;
+}
+
+const std::set<std::string> &binary_ops() {
+  static const std::set<std::string> ops = {"Add", "Sub", "Mul", "Div"};
+  return ops;
+}
+
+class LayoutPass {
+ public:
+  LayoutPass(const Graph &g, const ops::Target &target, const ops::ConfigLookup *configs)
+      : g_(g),
+        rw_(g),
+        target_(target),
+        configs_(configs),
+        root_(g.values().size()),
+        old_block_(g.values().size(), 0),
+        primary_(g.values().size(), {kNoValue, 0}) {
+    for (size_t v = 0; v < g.values().size(); ++v) {
+      root_[v] = static_cast<ValueId>(v);
+      primary_[v] = {rw_.map(static_cast<ValueId>(v)), 0};
+    }
+  }
+
+  Graph run() {
+    for (const Node &n : g_.nodes()) {
+      if (n.op == "LayoutTransform" && from_transform(n)) continue;
+      bool plain = true;
+      for (ValueId i : n.inputs) plain = plain && (i == kNoValue || old_block_[static_cast<size_t>(i)] == 0);
+      if (plain && (conv(n) || unary(n) || binary(n) || pool(n) || concat_channels(n))) continue;
+      copy(n);
+    }
+    for (ValueId o : g_.outputs()) rw_.set(o, in_layout(o, old_block_[static_cast<size_t>(o)]));
+    return rw_.finish();
+  }
+
+ private:
+  struct Placed {
+    ValueId v;
+    Block block;
+  };
+
+  const Value &old(ValueId v) const { return g_.value(v); }
+  Block block_of(ValueId old_v) const { return primary_[static_cast<size_t>(root_[static_cast<size_t>(old_v)])].block; }
+  bool is_nchw4(const TensorType &t) const { return t.rank() == 4; }
+
+  // Old value `v` (NCHW in the old graph) in layout `b` in the new graph: its own value, or a
+  // transform of it made once per layout; constants are re-laid out at compile time. Transforms are
+  // always made from the value as produced, so two never follow each other.
+  ValueId in_layout(ValueId v, Block b) {
+    if (v == kNoValue) return kNoValue;
+    const ValueId r = root_[static_cast<size_t>(v)];
+    const Placed p = primary_[static_cast<size_t>(r)];
+    if (p.block == b) return p.v;
+    auto it = memo_.find({r, b});
+    if (it != memo_.end()) return it->second;
+    const Value &rv = old(r);
+    ValueId now;
+    if (rv.is_constant() && p.block == 0) {
+      now = rw_.constant(rv.name + "_" + layout_name(b), to_blocked(rv.constant, rv.type.shape, b));
+    } else {
+      Node t;
+      t.op = "LayoutTransform";
+      t.name = rv.name + "_to_" + layout_name(b);
+      t.inputs = {p.v};
+      t.attrs["src_block"] = Attribute::of_int(p.block);
+      t.attrs["dst_block"] = Attribute::of_int(b);
+      // Back in NCHW, a tensor takes its own name (graph outputs keep theirs).
+      now = rw_.add(std::move(t), {b == 0 ? rv.name : rv.name + "_" + layout_name(b)})[0];
+    }
+    memo_[{r, b}] = now;
+    return now;
+  }
+
+  // Emits `n` (over new values) with outputs named after the old ones; the old outputs become its
+  // outputs in layout `b`.
+  void emit(Node n, const Node &of, Block b) {
+    std::vector<std::string> names;
+    for (ValueId o : of.outputs) names.push_back(b == 0 ? old(o).name : old(o).name + "_" + layout_name(b));
+    const std::vector<ValueId> outs = rw_.add(std::move(n), names);
+    for (size_t k = 0; k < outs.size(); ++k) primary_[static_cast<size_t>(of.outputs[k])] = {outs[k], b};
+  }
+
+  // A LayoutTransform of the input graph: its output is its input's data in another layout, so it
+  // composes with the transforms this pass makes (or cancels).
+  bool from_transform(const Node &n) {
+    const ValueId in = n.inputs[0];
+    if (n.attr_int("src_block", 0) != old_block_[static_cast<size_t>(in)]) return false;
+    const size_t o = static_cast<size_t>(n.outputs[0]);
+    root_[o] = root_[static_cast<size_t>(in)];
+    old_block_[o] = n.attr_int("dst_block", 0);
+    return true;
+  }
+
+  void copy(const Node &n) {
+    Node c = n;
+    for (auto &i : c.inputs) i = i == kNoValue ? kNoValue : in_layout(i, old_block_[static_cast<size_t>(i)]);
+    emit(std::move(c), n, 0);
+  }
+
+  bool conv(const Node &n) {
+    if (n.op != "Conv" && n.op != "FusedConv") return false;
+    if (n.inputs.size() < 2 || n.outputs.size() != 1) return false;
+    const Value &x = old(n.inputs[0]), &w = old(n.inputs[1]);
+    const TensorType &out = old(n.outputs[0]).type;
+    if (x.type.rank() != 4 || x.type.dtype != ir::Float(32) || !w.is_constant() || w.type.rank() != 4 ||
+        w.type.dtype != ir::Float(32) || out.rank() != 4 || out.dtype != ir::Float(32))
+      return false;
+    const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+    if (auto_pad != "NOTSET" && auto_pad != "VALID") return false;
+    const int64_t group = n.attr_int("group", 1);
+    const int64_t C = x.type.shape[1], OC = w.type.shape[0];
+    bool depthwise = false;
+    if (group != 1) {
+      if (!(group == C && OC == C && w.type.shape[1] == 1)) return false;
+      depthwise = true;
+    }
+    const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != kNoValue;
+    Json epilogue = Json::array();
+    if (n.op == "FusedConv") {
+      try {
+        epilogue = Json::parse(n.attr_string("epilogue", "[]"));
+      } catch (const std::exception &) {
+        return false;
+      }
+      if (!epilogue.is_array()) return false;
+      for (size_t j = 0; j < epilogue.size(); ++j) {
+        const std::string op = epilogue[j].get_or("op", Json("")).as_string();
+        if (op == "prelu" || op == "bias_add") return false;
+      }
+      for (size_t i = 3; i < n.inputs.size(); ++i) {
+        if (n.inputs[i] == kNoValue || old(n.inputs[i]).type != out) return false;
+      }
+    } else if (n.inputs.size() > 3) {
+      return false;
+    }
+    Node c;
+    c.op = "ConvNCHWc";
+    c.name = n.name;
+    c.attrs["strides"] = Attribute::of_ints(n.attr_ints("strides", {1, 1}));
+    c.attrs["dilations"] = Attribute::of_ints(n.attr_ints("dilations", {1, 1}));
+    c.attrs["pads"] =
+        Attribute::of_ints(auto_pad == "VALID" ? std::vector<int64_t>{0, 0, 0, 0} : n.attr_ints("pads", {0, 0, 0, 0}));
+    c.attrs["epilogue"] = Attribute::of_string(epilogue.dump());
+    c.attrs["depthwise"] = Attribute::of_int(depthwise ? 1 : 0);
+    ConvBlocks b;
+    try {
+      b = blocks(c, x.type, w.type, has_bias ? n.inputs[2] : kNoValue, n, out);
+    } catch (const UserError &) {
+      return false;  // a workload the NCHWc templates refuse stays NCHW
+    }
+    if (b.ic_bn <= 0 || b.oc_bn <= 0 || C % b.ic_bn != 0 || OC % b.oc_bn != 0) return false;
+    // The output block is the vector of the blocked templates: a block of whole vectors or a part of
+    // one. Any other (24 channels with 16 lanes) runs far slower than the NCHW template, so such a
+    // conv stays NCHW.
+    const int64_t lanes = target_.lanes(ir::Float(32));
+    if (b.oc_bn % lanes != 0 && lanes % b.oc_bn != 0) return false;
+    c.attrs["ic_bn"] = Attribute::of_int(b.ic_bn);
+    c.attrs["oc_bn"] = Attribute::of_int(b.oc_bn);
+    c.inputs = {in_layout(n.inputs[0], b.ic_bn),
+                rw_.constant(w.name + "_packed", pack_weight(w.constant, b.ic_bn, b.oc_bn, depthwise)),
+                has_bias ? in_layout(n.inputs[2], 0) : kNoValue};
+    for (size_t i = 3; i < n.inputs.size(); ++i) c.inputs.push_back(in_layout(n.inputs[i], b.oc_bn));
+    emit(std::move(c), n, b.oc_bn);
+    const TensorType &now = rw_.out().value(primary_[static_cast<size_t>(n.outputs[0])].v).type;
+    KILN_CHECK(
+        now.shape == std::vector<int64_t>({out.shape[0], out.shape[1] / b.oc_bn, out.shape[2], out.shape[3], b.oc_bn}),
+        n.describe(), ": the blocked convolution gives ", now.str(), " for ", out.str());
+    return true;
+  }
+
+  // The blocks of node `c` (its attributes set but the blocks), found on a probe graph holding the
+  // node with blocks of 1.
+  ConvBlocks blocks(Node c, const TensorType &x, const TensorType &w, ValueId bias, const Node &n,
+                    const TensorType &out) {
+    Graph probe;
+    const bool dw = c.attr_int("depthwise", 0) != 0;
+    const std::vector<int64_t> &xs = x.shape, &ws = w.shape;
+    c.attrs["ic_bn"] = Attribute::of_int(1);
+    c.attrs["oc_bn"] = Attribute::of_int(1);
+    c.inputs = {probe.add_input("x", {x.dtype, {xs[0], xs[1], xs[2], xs[3], 1}}),
+                probe.add_input("w", {w.dtype, dw ? std::vector<int64_t>{ws[0], 1, ws[2], ws[3], 1, 1}
+                                                  : std::vector<int64_t>{ws[0], ws[1], ws[2], ws[3], 1, 1}}),
+                bias == kNoValue ? kNoValue : probe.add_input("b", old(bias).type)};
+    for (size_t i = 3; i < n.inputs.size(); ++i)
+      c.inputs.push_back(
+          probe.add_input(concat("e", i), {out.dtype, {out.shape[0], out.shape[1], out.shape[2], out.shape[3], 1}}));
+    c.outputs = {kNoValue};
+    const std::vector<TensorType> types = infer_types(probe, c);
+    c.outputs = probe.add_node(c, {"y"}, types);
+    return conv_blocks(probe, probe.nodes().back(), target_, configs_);
+  }
+
+  bool unary(const Node &n) {
+    if (!unary_ops().count(n.op) || n.inputs.empty() || n.outputs.size() != 1) return false;
+    const Block b = block_of(n.inputs[0]);
+    if (b == 0 || old(n.outputs[0]).type != old(n.inputs[0]).type) return false;
+    for (size_t i = 1; i < n.inputs.size(); ++i) {
+      if (n.inputs[i] != kNoValue && (!old(n.inputs[i]).is_constant() || old(n.inputs[i]).type.numel() != 1))
+        return false;
+    }
+    Node c = n;
+    c.inputs[0] = in_layout(n.inputs[0], b);
+    for (size_t i = 1; i < n.inputs.size(); ++i) c.inputs[i] = in_layout(n.inputs[i], 0);
+    emit(std::move(c), n, b);
+    return true;
+  }
+
+  // A constant operand of a binary op with output `out` (NCHW), broadcast to it, in layout `b`:
+  // one with a channel extent of 1 gets a block axis of 1; a per-channel one is re-laid out.
+  std::optional<ValueId> broadcast_constant(ValueId v, const TensorType &out, Block b) {
+    const Value &cv = old(v);
+    if (cv.type.rank() > 4) return std::nullopt;
+    std::vector<int64_t> s(static_cast<size_t>(4 - cv.type.rank()), 1);
+    s.insert(s.end(), cv.type.shape.begin(), cv.type.shape.end());
+    for (size_t a = 0; a < 4; ++a) {
+      if (s[a] != 1 && s[a] != out.shape[a]) return std::nullopt;
+    }
+    if (s[1] == 1) {
+      deploy::Tensor t = cv.constant.view(0, {s[0], 1, s[2], s[3], 1});
+      return rw_.constant(cv.name + "_" + layout_name(b), t);
+    }
+    if (s[1] % b != 0) return std::nullopt;
+    return rw_.constant(cv.name + "_" + layout_name(b), to_blocked(cv.constant, s, b));
+  }
+
+  bool binary(const Node &n) {
+    if (!binary_ops().count(n.op) || n.inputs.size() != 2 || n.outputs.size() != 1) return false;
+    const TensorType &out = old(n.outputs[0]).type;
+    if (out.rank() != 4) return false;
+    Block b = 0;
+    for (ValueId i : n.inputs) {
+      if (!old(i).is_constant() && block_of(i) != 0) {
+        b = block_of(i);
+        break;
+      }
+    }
+    if (b == 0 || out.shape[1] % b != 0) return false;
+    std::vector<ValueId> ins;
+    for (ValueId i : n.inputs) {
+      if (old(i).is_constant()) {
+        std::optional<ValueId> c = broadcast_constant(i, out, b);
+        if (!c) return false;
+        ins.push_back(*c);
+      } else {
+        if (old(i).type != out) return false;
+        ins.push_back(kNoValue);
+      }
+    }
+    for (size_t k = 0; k < ins.size(); ++k) {
+      if (ins[k] == kNoValue) ins[k] = in_layout(n.inputs[k], b);
+    }
+    Node c = n;
+    c.inputs = ins;
+    emit(std::move(c), n, b);
+    return true;
+  }
+
+  bool pool(const Node &n) {
+    const bool global = n.op == "GlobalAveragePool" || n.op == "GlobalMaxPool";
+    if (!global && n.op != "MaxPool" && n.op != "AveragePool") return false;
+    if (n.outputs.size() != 1 || n.inputs.size() != 1) return false;
+    const TensorType &x = old(n.inputs[0]).type, &out = old(n.outputs[0]).type;
+    const Block b = block_of(n.inputs[0]);
+    if (b == 0 || x.rank() != 4 || x.dtype != ir::Float(32)) return false;
+    Node c;
+    c.op = "PoolNCHWc";
+    c.name = n.name;
+    c.attrs["mode"] = Attribute::of_string(n.op == "MaxPool" || n.op == "GlobalMaxPool" ? "max" : "avg");
+    if (global) {
+      c.attrs["global"] = Attribute::of_int(1);
+    } else {
+      if (n.attr_string("auto_pad", "NOTSET") != "NOTSET" || n.attr_int("storage_order", 0) != 0) return false;
+      const std::vector<int64_t> k = n.attr_ints("kernel_shape");
+      const std::vector<int64_t> d = n.attr_ints("dilations", {1, 1}), p = n.attr_ints("pads", {0, 0, 0, 0});
+      if (k.size() != 2 || d.size() != 2 || p.size() != 4) return false;
+      // The template's padding stays inside the window.
+      for (size_t a = 0; a < 4; ++a) {
+        if (p[a] >= (k[a % 2] - 1) * d[a % 2] + 1) return false;
+      }
+      c.attrs["kernel_shape"] = Attribute::of_ints(k);
+      c.attrs["strides"] = Attribute::of_ints(n.attr_ints("strides", {1, 1}));
+      c.attrs["dilations"] = Attribute::of_ints(d);
+      c.attrs["pads"] = Attribute::of_ints(p);
+      c.attrs["ceil_mode"] = Attribute::of_int(n.attr_int("ceil_mode", 0));
+      c.attrs["count_include_pad"] = Attribute::of_int(n.attr_int("count_include_pad", 0));
+    }
+    c.inputs = {in_layout(n.inputs[0], b)};
+    emit(std::move(c), n, b);
+    const TensorType &now = rw_.out().value(primary_[static_cast<size_t>(n.outputs[0])].v).type;
+    KILN_CHECK(now.shape == std::vector<int64_t>({out.shape[0], out.shape[1] / b, out.shape[2], out.shape[3], b}),
+               n.describe(), ": the blocked pool gives ", now.str(), " for ", out.str());
+    return true;
+  }
+
+  bool concat_channels(const Node &n) {
+    if (n.op != "Concat" || n.outputs.size() != 1) return false;
+    const TensorType &out = old(n.outputs[0]).type;
+    if (out.rank() != 4) return false;
+    const int64_t axis = n.attr_int("axis", 0);
+    if (axis != 1 && axis != -3) return false;
+    Block b = 0;
+    for (ValueId i : n.inputs) {
+      if (i != kNoValue && !old(i).is_constant() && block_of(i) != 0) {
+        b = block_of(i);
+        break;
+      }
+    }
+    if (b == 0) return false;
+    for (ValueId i : n.inputs) {
+      if (i == kNoValue || old(i).type.rank() != 4 || old(i).type.shape[1] % b != 0) return false;
+    }
+    Node c = n;
+    c.attrs["axis"] = Attribute::of_int(1);
+    for (auto &i : c.inputs) i = in_layout(i, b);
+    emit(std::move(c), n, b);
+    return true;
+  }
+
+  const Graph &g_;
+  Rewriter rw_;
+  const ops::Target &target_;
+  const ops::ConfigLookup *configs_;
+  // Per old value: the old value whose data it is (itself, or the source of a LayoutTransform of the
+  // input graph), and its layout in the old graph.
+  std::vector<ValueId> root_;
+  std::vector<Block> old_block_;
+  // Per old value (a root): its value in the new graph as produced, and that value's layout.
+  std::vector<Placed> primary_;
+  std::map<std::pair<ValueId, Block>, ValueId> memo_;
+};
+
+}  // namespace
+
+Graph alter_layout(const Graph &g, const ops::Target &target, const ops::ConfigLookup *configs) {
+  return LayoutPass(g, target, configs).run();
+}
+
+}  // namespace kiln::graph::passes

@@ -1,0 +1,450 @@
+// The layout pass (passes/alter_layout.cpp): small graphs before and after (where the layout
+// transforms go, what stays NCHW) and the same outputs as the unoptimized graph through the
+// reference executor on random inputs; ResNet-18 and MobileNetV2 from the frontend's exported models.
+//
+// The small graphs use 8 channels: every block the templates' default configs choose for them is 8
+// (one or two vectors of at least 4 lanes), so which transforms are needed does not depend on the
+// machine.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "compiler/driver/graph_executor.h"
+#include "compiler/driver/graph_pipeline.h"
+#include "compiler/driver/target.h"
+#include "compiler/frontend/onnx/onnx_importer.h"
+#include "compiler/graph/op_def.h"
+#include "compiler/graph/passes/passes.h"
+#include "compiler/ops/registry.h"
+
+namespace kiln::graph {
+namespace {
+
+deploy::Tensor random_tensor(const std::vector<int64_t> &shape, uint64_t seed, float lo = -1, float hi = 1) {
+  deploy::Tensor t = deploy::Tensor::empty(shape, deploy::DType::of<float>());
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = d(rng);
+  return t;
+}
+
+deploy::Tensor scalar(float v) {
+  deploy::Tensor t = deploy::Tensor::empty({}, deploy::DType::of<float>());
+  *t.data_as<float>() = v;
+  return t;
+}
+
+ValueId add(Graph &g, const std::string &op, std::vector<ValueId> inputs, std::map<std::string, Attribute> attrs = {},
+            const std::string &out = "") {
+  Node n;
+  n.op = op;
+  n.name = g.unique_name(op);
+  n.inputs = std::move(inputs);
+  n.attrs = std::move(attrs);
+  n.outputs = {kNoValue};
+  auto types = infer_types(g, n);
+  return g.add_node(n, {g.unique_name(out.empty() ? op + "_out" : out)}, types)[0];
+}
+
+// A 3x3 convolution (padding 1) of `x` to `oc` channels with a random weight and bias.
+ValueId conv(Graph &g, ValueId x, int64_t oc, uint64_t seed, int64_t group = 1, const std::string &out = "") {
+  const int64_t c = g.value(x).type.shape[1];
+  ValueId w = g.add_constant(g.unique_name("w"), random_tensor({oc, c / group, 3, 3}, seed));
+  ValueId b = g.add_constant(g.unique_name("b"), random_tensor({oc}, seed + 1));
+  return add(g, "Conv", {x, w, b},
+             {{"kernel_shape", Attribute::of_ints({3, 3})},
+              {"pads", Attribute::of_ints({1, 1, 1, 1})},
+              {"group", Attribute::of_int(group)}},
+             out);
+}
+
+int count(const Graph &g, const std::string &op) {
+  int c = 0;
+  for (const auto &n : g.nodes()) c += n.op == op ? 1 : 0;
+  return c;
+}
+
+Graph alter(const Graph &g) {
+  Graph a = passes::alter_layout(g, driver::resolve_target("llvm -mcpu=native"));
+  verify(a);
+  return a;
+}
+
+// Max |a - b| / max(1, max |b|) over every output, on the same random inputs.
+double max_difference(const Graph &a, const Graph &b, uint64_t seed = 7) {
+  std::vector<deploy::Tensor> in;
+  for (ValueId i : a.inputs()) in.push_back(random_tensor(a.value(i).type.shape, seed++));
+  driver::GraphExecutor ea(a), eb(b);
+  auto oa = ea.run(in), ob = eb.run(in);
+  EXPECT_EQ(oa.size(), ob.size());
+  double worst = 0;
+  for (size_t k = 0; k < oa.size() && k < ob.size(); ++k) {
+    EXPECT_EQ(oa[k].shape(), ob[k].shape());
+    if (oa[k].shape() != ob[k].shape()) return 1e9;
+    double scale = 1;
+    for (int64_t i = 0; i < ob[k].numel(); ++i) scale = std::max(scale, std::fabs(double(ob[k].data_as<float>()[i])));
+    for (int64_t i = 0; i < oa[k].numel(); ++i)
+      worst = std::max(worst, std::fabs(double(oa[k].data_as<float>()[i]) - ob[k].data_as<float>()[i]) / scale);
+  }
+  return worst;
+}
+
+void expect_outputs_kept(const Graph &before, const Graph &after) {
+  ASSERT_EQ(before.outputs().size(), after.outputs().size());
+  for (size_t k = 0; k < before.outputs().size(); ++k) {
+    EXPECT_EQ(after.value(after.outputs()[k]).name, before.value(before.outputs()[k]).name);
+    EXPECT_EQ(after.value(after.outputs()[k]).type, before.value(before.outputs()[k]).type);
+  }
+}
+
+TEST(GraphLayout, AConvChainIsBlockedWithTransformsOnlyAtTheEnds) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 10, 10}});
+  ValueId v = conv(g, x, 8, 1);
+  v = add(g, "Relu", {v});
+  v = conv(g, v, 8, 3);
+  v = add(g, "Sigmoid", {v});
+  v = conv(g, v, 8, 5, 1, "y");
+  g.add_output(v);
+  Graph a = alter(g);
+  EXPECT_EQ(count(a, "Conv"), 0) << print(a);
+  EXPECT_EQ(count(a, "ConvNCHWc"), 3) << print(a);
+  EXPECT_EQ(count(a, "LayoutTransform"), 2) << print(a);
+  // The first node reads the input, the last one writes the output.
+  EXPECT_EQ(a.nodes().front().op, "LayoutTransform");
+  EXPECT_EQ(a.nodes().back().op, "LayoutTransform");
+  EXPECT_EQ(a.value(a.nodes()[1].outputs[0]).type.rank(), 5) << "the relu stays blocked";
+  expect_outputs_kept(g, a);
+  EXPECT_LE(max_difference(a, g), 1e-5);
+}
+
+TEST(GraphLayout, AResidualBlockHasNoTransformBetweenItsConvs) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 9, 9}});
+  ValueId a0 = add(g, "Relu", {conv(g, x, 8, 1)});
+  ValueId v = add(g, "Relu", {conv(g, a0, 8, 3)});
+  v = conv(g, v, 8, 5);
+  v = add(g, "Add", {v, a0});
+  v = add(g, "Relu", {v}, {}, "y");
+  g.add_output(v);
+  Graph f = passes::fuse_epilogues(g);
+  ASSERT_EQ(count(f, "FusedConv"), 3) << print(f);
+  Graph a = alter(f);
+  EXPECT_EQ(count(a, "ConvNCHWc"), 3) << print(a);
+  EXPECT_EQ(count(a, "LayoutTransform"), 2) << print(a);
+  // The residual reaches the last conv's epilogue in the blocked layout.
+  const Node &last = a.nodes()[a.nodes().size() - 2];
+  ASSERT_EQ(last.op, "ConvNCHWc");
+  ASSERT_EQ(last.inputs.size(), 4u);
+  EXPECT_EQ(a.value(last.inputs[3]).type.rank(), 5);
+  expect_outputs_kept(g, a);
+  EXPECT_LE(max_difference(a, g), 1e-5);
+}
+
+TEST(GraphLayout, ATensorReadByTwoNchwConsumersIsTransformedOnce) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 6, 6}});
+  ValueId c = conv(g, x, 8, 1);
+  ValueId f = add(g, "Flatten", {c}, {}, "flat");
+  ValueId t = add(g, "Transpose", {c}, {{"perm", Attribute::of_ints({0, 2, 3, 1})}}, "nhwc");
+  ValueId r = add(g, "ReduceMax", {c}, {{"keepdims", Attribute::of_int(0)}}, "max");
+  g.add_output(f);
+  g.add_output(t);
+  g.add_output(r);
+  Graph a = alter(g);
+  EXPECT_EQ(count(a, "ConvNCHWc"), 1);
+  EXPECT_EQ(count(a, "LayoutTransform"), 2) << "one into the conv, one back for all three readers\n" << print(a);
+  expect_outputs_kept(g, a);
+  EXPECT_LE(max_difference(a, g), 1e-5);
+}
+
+TEST(GraphLayout, BackToBackTransformsCancelOrCompose) {
+  auto transform = [](Graph &g, ValueId v, int64_t src, int64_t dst, const std::string &out = "") {
+    return add(g, "LayoutTransform", {v},
+               {{"src_block", Attribute::of_int(src)}, {"dst_block", Attribute::of_int(dst)}}, out);
+  };
+  {
+    Graph g;
+    ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 4, 4}});
+    ValueId v = transform(g, transform(g, x, 0, 8), 8, 0);
+    g.add_output(add(g, "Relu", {v}, {}, "y"));
+    Graph a = alter(g);
+    EXPECT_EQ(count(a, "LayoutTransform"), 0) << print(a);
+    EXPECT_EQ(max_difference(a, g), 0.0);
+  }
+  {
+    Graph g;
+    ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 4, 4}});
+    ValueId v = transform(g, transform(g, transform(g, x, 0, 8), 8, 2), 2, 4, "y");
+    g.add_output(v);
+    Graph a = alter(g);
+    ASSERT_EQ(count(a, "LayoutTransform"), 1) << print(a);
+    EXPECT_EQ(a.nodes()[0].attr_int("src_block", -1), 0);
+    EXPECT_EQ(a.nodes()[0].attr_int("dst_block", -1), 4);
+    EXPECT_EQ(a.value(a.outputs()[0]).type, g.value(g.outputs()[0]).type);
+    EXPECT_EQ(max_difference(a, g), 0.0);
+  }
+}
+
+TEST(GraphLayout, GraphOutputsKeepTheirLayoutAndNameWhenAlsoReadBlocked) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 5, 5}});
+  ValueId c1 = conv(g, x, 8, 1, 1, "first");
+  ValueId c2 = conv(g, c1, 8, 3, 1, "second");
+  g.add_output(c1);
+  g.add_output(c2);
+  Graph a = alter(g);
+  EXPECT_EQ(count(a, "ConvNCHWc"), 2);
+  EXPECT_EQ(count(a, "LayoutTransform"), 3) << print(a);
+  expect_outputs_kept(g, a);
+  EXPECT_LE(max_difference(a, g), 1e-5);
+}
+
+TEST(GraphLayout, ConvsTheBlockedTemplatesDoNotTakeStayNchw) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 6, 6}});
+  // Two groups of four channels: neither groups = 1 nor depthwise.
+  ValueId grouped = conv(g, x, 8, 1, 2, "grouped");
+  // A weight computed at run time cannot be packed at compile time.
+  ValueId wx = g.add_input("runtime_weight", TensorType{ir::Float(32), {8, 8, 1, 1}});
+  ValueId dynamic = add(g, "Conv", {grouped, wx}, {{"kernel_shape", Attribute::of_ints({1, 1})}}, "dynamic");
+  g.add_output(dynamic);
+  Graph d;
+  ValueId xd = d.add_input("x", TensorType{ir::Float(64), {1, 8, 6, 6}});
+  deploy::Tensor w64 = deploy::Tensor::empty({8, 8, 1, 1}, deploy::DType::of<double>());
+  for (int64_t i = 0; i < 64; ++i) w64.data_as<double>()[i] = 0.01 * static_cast<double>(i);
+  d.add_output(add(d, "Conv", {xd, d.add_constant("w", w64)}, {{"kernel_shape", Attribute::of_ints({1, 1})}}, "y"));
+  for (const Graph *in : {&g, &d}) {
+    Graph a = alter(*in);
+    EXPECT_EQ(count(a, "ConvNCHWc"), 0) << print(a);
+    EXPECT_EQ(count(a, "LayoutTransform"), 0) << print(a);
+    EXPECT_EQ(count(a, "Conv"), count(*in, "Conv"));
+  }
+  EXPECT_LE(max_difference(alter(g), g), 1e-6);
+}
+
+TEST(GraphLayout, PoolsDepthwiseChannelConstantsAndConcatStayBlocked) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 12, 12}});
+  ValueId c = add(g, "Relu", {conv(g, x, 8, 1)});
+  ValueId p = add(g, "MaxPool", {c},
+                  {{"kernel_shape", Attribute::of_ints({3, 3})},
+                   {"strides", Attribute::of_ints({2, 2})},
+                   {"pads", Attribute::of_ints({1, 1, 1, 1})}});
+  ValueId dw = conv(g, p, 8, 3, 8);
+  ValueId scale = g.add_constant("scale", random_tensor({8, 1, 1}, 9, 0.5f, 1.5f));
+  ValueId m = add(g, "Mul", {dw, scale});
+  m = add(g, "Add", {m, g.add_constant("half", scalar(0.5f))});
+  ValueId other = conv(g, p, 8, 11);
+  ValueId cat = add(g, "Concat", {m, other}, {{"axis", Attribute::of_int(1)}});
+  ValueId avg =
+      add(g, "AveragePool", {cat}, {{"kernel_shape", Attribute::of_ints({2, 2})}, {"ceil_mode", Attribute::of_int(1)}});
+  ValueId gap = add(g, "GlobalAveragePool", {avg});
+  g.add_output(add(g, "Flatten", {gap}, {}, "y"));
+  Graph a = alter(g);
+  EXPECT_EQ(count(a, "ConvNCHWc"), 3) << print(a);
+  EXPECT_EQ(count(a, "PoolNCHWc"), 3) << print(a);
+  EXPECT_EQ(count(a, "LayoutTransform"), 2) << "into the first conv and before the Flatten\n" << print(a);
+  expect_outputs_kept(g, a);
+  EXPECT_LE(max_difference(a, g), 1e-5);
+}
+
+TEST(GraphLayout, AConcatWhoseChannelsDoNotDivideTheBlockGoesBackToNchw) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 6, 6}});
+  ValueId z = g.add_input("z", TensorType{ir::Float(32), {1, 3, 6, 6}});
+  ValueId c = conv(g, x, 8, 1);
+  g.add_output(add(g, "Concat", {c, z}, {{"axis", Attribute::of_int(1)}}, "y"));
+  Graph a = alter(g);
+  EXPECT_EQ(count(a, "ConvNCHWc"), 1);
+  EXPECT_EQ(count(a, "LayoutTransform"), 2) << print(a);
+  for (const auto &n : a.nodes()) {
+    if (n.op == "Concat") {
+      EXPECT_EQ(a.value(n.outputs[0]).type.rank(), 4);
+    }
+  }
+  EXPECT_LE(max_difference(a, g), 1e-5);
+}
+
+TEST(GraphLayout, LayoutTransformRejectsABlockThatDoesNotDivideTheChannels) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 6, 2, 2}});
+  EXPECT_THROW(add(g, "LayoutTransform", {x}, {{"dst_block", Attribute::of_int(4)}}), GraphError);
+}
+
+// A tuning log that holds, for every conv2d_nchwc workload, a config with input blocks of 4 and
+// output blocks of 2 (its other knobs the default's).
+class PinnedBlocks : public ops::ConfigLookup {
+ public:
+  std::optional<ops::TunedConfig> best(const contracts::Workload &w, const std::string &target) const override {
+    if (w.template_name != "conv2d_nchwc.x86") return std::nullopt;
+    ops::Task t(w.template_name, w.args, driver::resolve_target(target));
+    const autotune::Config d = t.default_config();
+    const int64_t c = w.args["data"]["shape"][1].as_int(), oc = w.args["kernel"]["shape"][0].as_int();
+    std::vector<std::pair<std::string, contracts::Json>> values = {
+        {"tile_ic", contracts::Json::array_of(std::vector<int64_t>{c / 4, 4})},
+        {"tile_oc", contracts::Json::array_of(std::vector<int64_t>{oc / 2, 2})}};
+    for (const char *k : {"tile_ow", "tile_oh", "unroll_kw"}) {
+      if (d.has(k)) values.emplace_back(k, d.value(k));
+    }
+    ops::TunedConfig tuned;
+    tuned.config = t.space().from_values(values).record();
+    tuned.target = target;
+    return tuned;
+  }
+};
+
+TEST(GraphLayout, TunedConfigsChooseTheBlocksAndTheExecutorReplaysThem) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 6, 6}});
+  ValueId v = add(g, "Relu", {conv(g, x, 8, 1)});
+  g.add_output(conv(g, v, 8, 3, 1, "y"));
+  PinnedBlocks log;
+  driver::GraphPipelineOptions po;
+  po.configs = &log;
+  Graph a = driver::optimize_graph(g, po);
+  ASSERT_EQ(count(a, "ConvNCHWc"), 2) << print(a);
+  for (const auto &n : a.nodes()) {
+    if (n.op != "ConvNCHWc") continue;
+    EXPECT_EQ(n.attr_int("ic_bn", 0), 4) << n.describe();
+    EXPECT_EQ(n.attr_int("oc_bn", 0), 2) << n.describe();
+  }
+  // In as 4c, out as 2c, into the second conv as 4c, out again as NCHW.
+  EXPECT_EQ(count(a, "LayoutTransform"), 3) << print(a);
+  driver::ExecutorOptions eo;
+  eo.configs = &log;
+  driver::GraphExecutor tuned(a, eo), reference(g);
+  const deploy::Tensor in = random_tensor({1, 8, 6, 6}, 5);
+  const deploy::Tensor got = tuned.run(std::vector<deploy::Tensor>{in})[0],
+                       want = reference.run(std::vector<deploy::Tensor>{in})[0];
+  EXPECT_EQ(tuned.stats().tuned_kernels, 2);
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < want.numel(); ++i) EXPECT_NEAR(got.data_as<float>()[i], want.data_as<float>()[i], 1e-4) << i;
+}
+
+TEST(GraphLayout, ExecutorWithOtherConfigsThanThePipelineIsAClearError) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 6, 6}});
+  g.add_output(conv(g, x, 8, 1, 1, "y"));
+  Graph a = alter(g);  // default blocks (8)
+  PinnedBlocks log;
+  driver::ExecutorOptions eo;
+  eo.configs = &log;  // blocks 4 and 2
+  try {
+    driver::GraphExecutor ex(a, eo);
+    ex.run(std::vector<deploy::Tensor>{random_tensor({1, 8, 6, 6}, 5)});
+    FAIL() << "a kernel built for other blocks than its node's ran";
+  } catch (const driver::ExecutionError &e) {
+    // The node and the argument whose shape the kernel's config does not take.
+    EXPECT_NE(std::string(e.what()).find("(ConvNCHWc)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(data)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GraphLayout, LayoutTransformsBetweenBlocksRoundTripExactly) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {2, 24, 3, 5}});
+  ValueId v = x, first = kNoValue;
+  int64_t from = 0;
+  // Blocks that divide each other both ways, and 8 -> 12 where neither does.
+  for (int64_t to : {8, 4, 12, 3, 24, 8, 12, 0}) {
+    v = add(g, "LayoutTransform", {v}, {{"src_block", Attribute::of_int(from)}, {"dst_block", Attribute::of_int(to)}});
+    if (first == kNoValue) first = v;
+    from = to;
+  }
+  g.add_output(first);
+  g.add_output(v);
+  const deploy::Tensor in = random_tensor({2, 24, 3, 5}, 3);
+  driver::GraphExecutor ex(g);
+  const std::vector<deploy::Tensor> out = ex.run(std::vector<deploy::Tensor>{in});
+  ASSERT_EQ(out[0].shape(), (std::vector<int64_t>{2, 3, 3, 5, 8}));
+  const float *x8 = out[0].data_as<float>(), *src = in.data_as<float>();
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < 24; ++c)
+      for (int64_t hw = 0; hw < 15; ++hw)
+        ASSERT_EQ(x8[((n * 3 + c / 8) * 15 + hw) * 8 + c % 8], src[(n * 24 + c) * 15 + hw])
+            << n << "," << c << "," << hw;
+  ASSERT_EQ(out[1].shape(), in.shape());
+  EXPECT_EQ(std::memcmp(out[1].data(), in.data(), in.nbytes()), 0);
+}
+
+// --- the exported models ---
+
+namespace fs = std::filesystem;
+
+// Exports `model` with make_models.py (cached in the build tree); false when torch is missing.
+bool make_model(const std::string &model) {
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl("/usr/bin/python3", "/usr/bin/python3", KILN_MAKE_MODELS_SCRIPT, KILN_MODELS_DIR, model.c_str(),
+          static_cast<char *>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return false;
+  return WEXITSTATUS(status) == 0;
+}
+
+struct ModelCounts {
+  int blocked_convs, nchw_convs;
+  int transforms;                  // -1: any number of transforms between two blocked layouts
+  int from_nchw = 1, to_nchw = 1;  // transforms out of NCHW and back into it
+};
+
+void check_model(const std::string &model, const ModelCounts &want) {
+  if (!make_model(model)) GTEST_SKIP() << "make_models.py could not export " << model << " (no torch?)";
+  const fs::path dir = fs::path(KILN_MODELS_DIR) / model;
+  Graph g = frontend::onnx::import_model((dir / "model.onnx").string());
+  driver::GraphPipelineOptions po;
+  po.alter_layout = false;
+  Graph fused = driver::optimize_graph(g, po);
+  po.alter_layout = true;
+  Graph a = driver::optimize_graph(g, po);
+  EXPECT_EQ(count(a, "ConvNCHWc"), want.blocked_convs) << print(a);
+  EXPECT_EQ(count(a, "Conv") + count(a, "FusedConv"), want.nchw_convs) << print(a);
+  if (want.transforms >= 0) EXPECT_EQ(count(a, "LayoutTransform"), want.transforms) << print(a);
+  // Into the blocked layout at the input, back to NCHW before the classifier, and around the convs
+  // that stay NCHW; any other transform changes the block between two convolutions that chose
+  // different ones.
+  int from_nchw = 0, to_nchw = 0;
+  for (const auto &n : a.nodes()) {
+    if (n.op != "LayoutTransform") continue;
+    from_nchw += n.attr_int("src_block", -1) == 0 ? 1 : 0;
+    to_nchw += n.attr_int("dst_block", -1) == 0 ? 1 : 0;
+    EXPECT_NE(n.attr_int("src_block", -1), n.attr_int("dst_block", -1)) << n.describe();
+  }
+  EXPECT_EQ(from_nchw, want.from_nchw) << print(a);
+  EXPECT_EQ(to_nchw, want.to_nchw) << print(a);
+  expect_outputs_kept(g, a);
+  const deploy::Tensor input = frontend::onnx::read_tensor_file((dir / "input_0.pb").string());
+  driver::GraphExecutor ef(fused), ea(a);
+  const deploy::Tensor of = ef.run(std::vector<deploy::Tensor>{input})[0],
+                       oa = ea.run(std::vector<deploy::Tensor>{input})[0];
+  ASSERT_EQ(of.shape(), oa.shape());
+  double worst = 0, scale = 0;
+  for (int64_t i = 0; i < of.numel(); ++i) {
+    worst = std::max(worst, std::fabs(double(of.data_as<float>()[i]) - oa.data_as<float>()[i]));
+    scale = std::max(scale, std::fabs(double(of.data_as<float>()[i])));
+  }
+  EXPECT_LE(worst, 1e-4 * scale) << model << ": the blocked graph differs from the NCHW one";
+}
+
+// Every conv blocked; transforms at the input and before the classifier only.
+TEST(GraphLayout, Resnet18IsBlockedFromTheInputToTheClassifier) { check_model("resnet18", {20, 0, 2}); }
+
+// With 16 lanes (AVX-512), the default output block of the convs to 24 and 144 channels is 24,
+// not whole vectors: those four convs stay NCHW, between three pairs of transforms.
+TEST(GraphLayout, MobilenetV2IsBlockedButForBlocksThatAreNotWholeVectors) {
+  const bool avx512 = driver::resolve_target("llvm -mcpu=native").lanes(ir::Float(32)) == 16;
+  check_model("mobilenet_v2", avx512 ? ModelCounts{48, 4, -1, 3, 3} : ModelCounts{52, 0, -1, 1, 1});
+}
+
+}  // namespace
+}  // namespace kiln::graph
