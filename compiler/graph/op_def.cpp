@@ -101,6 +101,7 @@ const Table &table() {
     detail::register_norm_ops();
     detail::register_resize_ops();
     detail::register_extra_ops();
+    detail::register_fused_ops();
   });
   return table_storage();
 }

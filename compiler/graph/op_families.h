@@ -1,4 +1,9 @@
 #pragma once
+#include <string>
+#include <vector>
+
+#include "compiler/graph/op_def.h"
+
 // The op families of the op table, one file each; op_def.cpp registers them all once.
 namespace kiln::graph::detail {
 void register_elementwise_ops();  // op_elementwise.cpp: unary, binary with broadcasting, Where, Cast, Clip
@@ -8,4 +13,12 @@ void register_nn_ops();           // op_nn.cpp: Conv, ConvTranspose, Gemm, MatMu
 void register_norm_ops();         // op_norm.cpp: LayerNormalization, InstanceNormalization, LRN
 void register_resize_ops();       // op_resize.cpp: Resize
 void register_extra_ops();        // op_extra.cpp: losses, Einsum, quantization, scatter, OneHot, windows, ...
+void register_fused_ops();        // op_fused.cpp: FusedDense, FusedMatMul, FusedElementwise (made by passes)
+
+// The epilogue list of a fused node (its JSON attribute `epilogue`) and how many extra inputs its
+// descriptors read (op_nn.cpp).
+contracts::Json fused_epilogue(const OpContext &ctx);
+int epilogue_inputs(const contracts::Json &list);
+// The ops a FusedElementwise subgraph may hold (op_fused.cpp).
+std::vector<std::string> fused_elementwise_ops();
 }  // namespace kiln::graph::detail
