@@ -44,8 +44,14 @@ Graph eliminate_common_subexpressions(const Graph &g);
 // rank-3 views; a Transpose of b's last two axes read only there is absorbed); their chains also
 // take a bias (a constant of N elements over the last axis), GELU in its exported erf form, and Sub
 // and Div by a scalar constant. A value read by more than one node, or a graph output, ends the
-// chain. Then fuse_elementwise.
+// chain.
 Graph fuse_epilogues(const Graph &g);
+
+// Layer normalization over the last axis as exported before opset 17 (ReduceMean, Sub, Pow 2,
+// ReduceMean, Add epsilon, Sqrt, Div, Mul by a scale, Add of a bias, the scale and bias float32
+// constants) becomes one LayerNormalization node when none of its intermediate values is read
+// elsewhere.
+Graph fuse_layer_norms(const Graph &g);
 
 // Elementwise groups: a connected group of fusable elementwise nodes (op_fused.cpp's list: Add,
 // Sub, Mul, Div, Pow, Sqrt, Erf, Relu, Sigmoid, Tanh, Where, Cast, ...) whose values other than the
