@@ -15,6 +15,8 @@ void register_resize_ops();       // op_resize.cpp: Resize
 void register_extra_ops();        // op_extra.cpp: losses, Einsum, quantization, scatter, OneHot, windows, ...
 void register_fused_ops();        // op_fused.cpp: FusedDense, FusedMatMul, FusedElementwise (made by passes)
 
+// A template argument describing a tensor: {"shape": [...], "dtype": "float32"} (op_nn.cpp).
+contracts::Json tensor_json(const TensorType &t);
 // The epilogue list of a fused node (its JSON attribute `epilogue`) and how many extra inputs its
 // descriptors read (op_nn.cpp).
 contracts::Json fused_epilogue(const OpContext &ctx);

@@ -29,10 +29,6 @@ using contracts::Json;
 using ir::DataType;
 using ir::Expr;
 
-Json tensor_json(const TensorType &t) {
-  return Json::object({{"shape", Json::array_of(t.shape)}, {"dtype", dtype_name(t.dtype)}});
-}
-
 // The extra inputs' checks shared by FusedDense and FusedMatMul: as many as the epilogue reads,
 // each of the output's dtype.
 void check_extras(const OpContext &ctx, int first, const TensorType &out) {

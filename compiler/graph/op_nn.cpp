@@ -18,10 +18,6 @@ using contracts::Json;
 using ir::DataType;
 using ir::Expr;
 
-Json tensor_json(const TensorType &t) {
-  return Json::object({{"shape", Json::array_of(t.shape)}, {"dtype", dtype_name(t.dtype)}});
-}
-
 // Spatial geometry of a convolution or pooling window over the trailing `n` axes.
 struct Window {
   std::vector<int64_t> kernel, strides, dilations, pads;  // pads: begins then ends
@@ -650,6 +646,10 @@ void batch_norm() {
 }
 
 }  // namespace
+
+contracts::Json tensor_json(const TensorType &t) {
+  return contracts::Json::object({{"shape", contracts::Json::array_of(t.shape)}, {"dtype", dtype_name(t.dtype)}});
+}
 
 // FusedConv(x, w, b?, extra...) {Conv's attributes, epilogue}: a 2-D float32 Conv with a chain of
 // elementwise ops applied to its output in the same kernel (compiler/ops/epilogue.h descriptors, as

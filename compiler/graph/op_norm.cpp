@@ -110,7 +110,7 @@ void register_norm_ops() {
         for (int64_t a = first; a < ctx.in(0).rank(); ++a) axes.push_back(a);
         k.template_name = "layer_norm.x86";
         k.template_args = contracts::Json::object(
-            {{"data", contracts::Json::object({{"shape", contracts::Json::array_of(ctx.in(0).shape)}, {"dtype", "float32"}})},
+            {{"data", tensor_json(ctx.in(0))},
              {"axes", contracts::Json::array_of(axes)},
              {"epsilon", ctx.node().attr_float("epsilon", 1e-5)},
              {"scale", true},

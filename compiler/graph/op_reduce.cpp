@@ -248,7 +248,7 @@ void softmax_op(const std::string &name, SoftKind kind) {
     if (kind != SoftKind::Hardmax && ctx.in(0).dtype == ir::Float(32) && rank >= 1 && (!coerce || axis == rank - 1)) {
       k.template_name = "softmax.x86";
       k.template_args = contracts::Json::object(
-          {{"data", contracts::Json::object({{"shape", contracts::Json::array_of(in)}, {"dtype", "float32"}})},
+          {{"data", tensor_json(ctx.in(0))},
            {"axis", axis},
            {"log", kind == SoftKind::LogSoftmax},
            {"epilogue", contracts::Json::array()}});
