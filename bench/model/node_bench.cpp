@@ -52,7 +52,8 @@ int main(int argc, char **argv) {
     if (std::strcmp(argv[i], "--top") == 0) top = std::atoi(argv[i + 1]);
   }
   try {
-    const graph::Graph g = driver::optimize_graph(frontend::onnx::import_model(argv[1]), driver::GraphPipelineOptions{});
+    const graph::Graph g =
+        driver::optimize_graph(frontend::onnx::import_model(argv[1]), driver::GraphPipelineOptions{});
     std::vector<Row> rows;
     double total = 0;
     for (const graph::Node &n : g.nodes()) {
@@ -99,7 +100,8 @@ int main(int argc, char **argv) {
       total += rows.back().ms;
     }
     std::sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) { return a.ms > b.ms; });
-    std::printf("%d kernels, %.4f ms in all (one node at a time, median of %d runs)\n", static_cast<int>(rows.size()), total, runs);
+    std::printf("%d kernels, %.4f ms in all (one node at a time, median of %d runs)\n", static_cast<int>(rows.size()),
+                total, runs);
     for (size_t i = 0; i < rows.size() && static_cast<int>(i) < top; ++i)
       std::printf("%9.4f ms %5.1f%%  %-18s %-18s %s\n", rows[i].ms, 100 * rows[i].ms / total, rows[i].op.c_str(),
                   rows[i].kernel.c_str(), rows[i].node.c_str());

@@ -90,7 +90,8 @@ TensorType batch_matmul_type(const OpContext &ctx) {
   if (a.rank() != 3 || b.rank() != 3 || a.dtype != ir::Float(32) || b.dtype != ir::Float(32))
     ctx.fail(concat("needs float32 a[B,M,K] and b of rank 3, got ", a.str(), " and ", b.str()));
   const bool tb = ctx.node().attr_int("transpose_b", 0) != 0;
-  if (b.shape[0] != a.shape[0] && b.shape[0] != 1) ctx.fail(concat("the batch of ", b.str(), " is not that of ", a.str(), " or 1"));
+  if (b.shape[0] != a.shape[0] && b.shape[0] != 1)
+    ctx.fail(concat("the batch of ", b.str(), " is not that of ", a.str(), " or 1"));
   const int64_t kb = tb ? b.shape[2] : b.shape[1], n = tb ? b.shape[1] : b.shape[2];
   if (kb != a.shape[2]) ctx.fail(concat("inner dimensions differ: ", a.str(), " x ", b.str()));
   return TensorType{a.dtype, {a.shape[0], a.shape[1], n}};
@@ -134,15 +135,16 @@ Json subgraph_nodes(const OpContext &ctx) {
     ctx.fail(concat("subgraph is not JSON: ", e.what()));
   }
   const Json *nodes = sub.is_object() ? sub.find("nodes") : nullptr;
-  if (!nodes || !nodes->is_array() || nodes->size() == 0) ctx.fail("subgraph must be an object with a non-empty list \"nodes\"");
+  if (!nodes || !nodes->is_array() || nodes->size() == 0)
+    ctx.fail("subgraph must be an object with a non-empty list \"nodes\"");
   return *nodes;
 }
 
 int arity(const std::string &op) {
-  static const std::map<std::string, int> a = {
-      {"Add", 2},     {"Sub", 2},  {"Mul", 2},  {"Div", 2},     {"Pow", 2},     {"Max", 2},          {"Min", 2},
-      {"Where", 3},   {"Sqrt", 1}, {"Erf", 1},  {"Exp", 1},     {"Log", 1},     {"Neg", 1},          {"Abs", 1},
-      {"Relu", 1},    {"Sigmoid", 1}, {"Tanh", 1}, {"Reciprocal", 1}, {"Cast", 1}};
+  static const std::map<std::string, int> a = {{"Add", 2},     {"Sub", 2},  {"Mul", 2},        {"Div", 2},  {"Pow", 2},
+                                               {"Max", 2},     {"Min", 2},  {"Where", 3},      {"Sqrt", 1}, {"Erf", 1},
+                                               {"Exp", 1},     {"Log", 1},  {"Neg", 1},        {"Abs", 1},  {"Relu", 1},
+                                               {"Sigmoid", 1}, {"Tanh", 1}, {"Reciprocal", 1}, {"Cast", 1}};
   auto it = a.find(op);
   return it == a.end() ? -1 : it->second;
 }
@@ -273,7 +275,7 @@ void fused_elementwise() {
 }  // namespace
 
 std::vector<std::string> fused_elementwise_ops() {
-  return {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Where", "Sqrt", "Erf",
+  return {"Add", "Sub", "Mul", "Div", "Pow",  "Max",     "Min",  "Where",      "Sqrt", "Erf",
           "Exp", "Log", "Neg", "Abs", "Relu", "Sigmoid", "Tanh", "Reciprocal", "Cast"};
 }
 

@@ -39,9 +39,7 @@ const Node &only_node(const Graph &g, const std::string &op) {
 }
 
 // The template a node's kernel is built from ("" for a tensor-expression compute).
-std::string template_of(const Graph &g, const Node &n) {
-  return find_op(n.op)->kernel(OpContext(g, n)).template_name;
-}
+std::string template_of(const Graph &g, const Node &n) { return find_op(n.op)->kernel(OpContext(g, n)).template_name; }
 
 // GELU as torch exports it: x * 0.5 * (1 + erf(x / sqrt 2)), the 0.5 first or last.
 ValueId gelu(Graph &g, ValueId x, bool half_first) {
@@ -80,7 +78,8 @@ TEST(GraphFusion, GemmAndResidualAndScalarStepsJoinTheDense) {
   Graph g;
   ValueId x = g.add_input("x", TensorType{ir::Float(32), {6, 8}});
   ValueId skip = g.add_input("skip", TensorType{ir::Float(32), {6, 4}});
-  ValueId v = add(g, "Gemm", {x, g.add_constant("w", random_tensor({8, 4}, 3)), g.add_constant("c", random_tensor({4}, 4))});
+  ValueId v =
+      add(g, "Gemm", {x, g.add_constant("w", random_tensor({8, 4}, 3)), g.add_constant("c", random_tensor({4}, 4))});
   v = add(g, "Add", {v, skip});
   v = add(g, "Relu", {v});
   v = add(g, "Sub", {v, constant(g, 0.25f)});
@@ -169,7 +168,8 @@ TEST(GraphFusion, TheCapsSplitLongChainsAndWideGroups) {
   Graph g;
   ValueId x = g.add_input("x", TensorType{ir::Float(32), {3, 7}});
   ValueId v = x;
-  for (int i = 0; i < 40; ++i) v = add(g, i % 2 ? "Tanh" : "Mul", i % 2 ? std::vector<ValueId>{v} : std::vector<ValueId>{v, constant(g, 1.5f)});
+  for (int i = 0; i < 40; ++i)
+    v = add(g, i % 2 ? "Tanh" : "Mul", i % 2 ? std::vector<ValueId>{v} : std::vector<ValueId>{v, constant(g, 1.5f)});
   g.add_output(v);
   Graph f = passes::fuse_elementwise(g);
   verify(f);
@@ -181,7 +181,8 @@ TEST(GraphFusion, TheCapsSplitLongChainsAndWideGroups) {
   // A sum of 20 inputs: no kernel reads more than 16.
   Graph w;
   ValueId s = w.add_input("i0", TensorType{ir::Float(32), {5}});
-  for (int i = 1; i < 20; ++i) s = add(w, "Add", {s, w.add_input("i" + std::to_string(i), TensorType{ir::Float(32), {5}})});
+  for (int i = 1; i < 20; ++i)
+    s = add(w, "Add", {s, w.add_input("i" + std::to_string(i), TensorType{ir::Float(32), {5}})});
   w.add_output(s);
   Graph wf = passes::fuse_elementwise(w);
   EXPECT_EQ(count(wf, "FusedElementwise"), 2) << print(wf);
@@ -243,7 +244,8 @@ TEST(GraphFusion, AMalformedSubgraphIsAGraphErrorNamingTheNode) {
   n.name = "fe";
   n.inputs = {x};
   n.outputs = {kNoValue};
-  n.attrs["subgraph"] = Attribute::of_string(R"({"nodes":[{"op":"Conv","in":[{"i":0}],"shape":[4],"dtype":"float32"}]})");
+  n.attrs["subgraph"] =
+      Attribute::of_string(R"({"nodes":[{"op":"Conv","in":[{"i":0}],"shape":[4],"dtype":"float32"}]})");
   try {
     infer_types(g, n);
     FAIL() << "no error";
@@ -251,7 +253,8 @@ TEST(GraphFusion, AMalformedSubgraphIsAGraphErrorNamingTheNode) {
     EXPECT_NE(std::string(e.what()).find("'fe'"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("does not fuse"), std::string::npos) << e.what();
   }
-  n.attrs["subgraph"] = Attribute::of_string(R"({"nodes":[{"op":"Neg","in":[{"n":0}],"shape":[4],"dtype":"float32"}]})");
+  n.attrs["subgraph"] =
+      Attribute::of_string(R"({"nodes":[{"op":"Neg","in":[{"n":0}],"shape":[4],"dtype":"float32"}]})");
   EXPECT_THROW(infer_types(g, n), GraphError);
   n.attrs["subgraph"] = Attribute::of_string("[1,");
   EXPECT_THROW(infer_types(g, n), GraphError);
@@ -260,7 +263,8 @@ TEST(GraphFusion, AMalformedSubgraphIsAGraphErrorNamingTheNode) {
 // --- the BERT-style encoder ---
 
 int make_model(const std::string &model) {
-  const std::string cmd = std::string("/usr/bin/python3 '") + KILN_MAKE_MODELS_SCRIPT + "' '" + KILN_MODELS_DIR + "' " + model;
+  const std::string cmd =
+      std::string("/usr/bin/python3 '") + KILN_MAKE_MODELS_SCRIPT + "' '" + KILN_MODELS_DIR + "' " + model;
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -280,7 +284,8 @@ TEST(GraphFusion, TheEncoderRunsOnTemplateKernels) {
   EXPECT_EQ(count(f, "Softmax"), 2);
   EXPECT_EQ(count(f, "LayerNormalization"), 5);
   EXPECT_EQ(count(f, "FusedElementwise"), 0);
-  for (const char *op : {"MatMul", "Erf", "ReduceMean", "Div", "Mul", "Sub", "Pow", "Sqrt"}) EXPECT_EQ(count(f, op), 0) << op;
+  for (const char *op : {"MatMul", "Erf", "ReduceMean", "Div", "Mul", "Sub", "Pow", "Sqrt"})
+    EXPECT_EQ(count(f, op), 0) << op;
   std::map<std::string, int> templates;
   for (const auto &n : f.nodes()) {
     const OpDef *def = find_op(n.op);
@@ -295,7 +300,8 @@ TEST(GraphFusion, TheEncoderRunsOnTemplateKernels) {
   EXPECT_EQ(templates[""], 10);
   // The GELU of both feed-forward layers is in their first linear's epilogue.
   int gelus = 0;
-  for (const auto &n : f.nodes()) gelus += n.op == "FusedDense" && n.attr_string("epilogue", "").find("gelu") != std::string::npos;
+  for (const auto &n : f.nodes())
+    gelus += n.op == "FusedDense" && n.attr_string("epilogue", "").find("gelu") != std::string::npos;
   EXPECT_EQ(gelus, 2);
   const deploy::Tensor input = frontend::onnx::read_tensor_file((dir / "input_0.pb").string());
   const deploy::Tensor want = frontend::onnx::read_tensor_file((dir / "output_0.pb").string());
