@@ -21,6 +21,7 @@ contracts::Json tensor_json(const TensorType &t);
 // descriptors read (op_nn.cpp).
 contracts::Json fused_epilogue(const OpContext &ctx);
 int epilogue_inputs(const contracts::Json &list);
-// The ops a FusedElementwise subgraph may hold (op_fused.cpp).
-std::vector<std::string> fused_elementwise_ops();
+// How many operands an op of a FusedElementwise subgraph takes, or -1 for an op it may not hold
+// (op_fused.cpp).
+int fused_elementwise_arity(const std::string &op);
 }  // namespace kiln::graph::detail

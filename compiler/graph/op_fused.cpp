@@ -11,8 +11,8 @@
 // The subgraph of FusedElementwise is a JSON object {"nodes": [...]}, in topological order; the
 // last node's output is the node's output. Each node is {"op", "in", "shape", "dtype"} (and "to"
 // for Cast); an operand in "in" is {"i": k} (input k of the fused node), {"n": j} (the output of
-// subgraph node j < this one) or {"c": value} (a scalar constant of the node's operand dtype, see
-// fused_elementwise_ops()).
+// subgraph node j < this one) or {"c": value} (a scalar constant, of the dtype of the node's first
+// tensor operand; bool for Where's condition). The ops and their operand counts: arity() below.
 #include <algorithm>
 
 #include "compiler/graph/op_def.h"
@@ -183,6 +183,22 @@ std::vector<SubNode> parse_subgraph(const OpContext &ctx) {
       if (!i && !p && !c) ctx.fail(concat("subgraph node ", j, ": operand is not {\"i\"}, {\"n\"} or {\"c\"}"));
     }
     s.shape = n.get_or("shape", Json::array()).as_int_vector();
+    // Every tensor operand broadcasts to the node's shape (the kernel reads it at broadcast indices).
+    for (size_t o = 0; o < s.in.size(); ++o) {
+      const Json &r = s.in[o];
+      std::vector<int64_t> from;
+      if (const Json *i = r.find("i")) {
+        from = ctx.in(static_cast<int>(i->as_int())).shape;
+      } else if (const Json *p = r.find("n")) {
+        from = out[static_cast<size_t>(p->as_int())].shape;
+      }
+      bool fits = from.size() <= s.shape.size();
+      for (size_t d = 0; fits && d < from.size(); ++d) {
+        const int64_t want = s.shape[s.shape.size() - from.size() + d];
+        fits = from[d] == want || from[d] == 1;
+      }
+      if (!fits) ctx.fail(concat("subgraph node ", j, ": operand ", o, " does not broadcast to its shape"));
+    }
     auto dt = dtype_from_name(n.get_or("dtype", Json("")).as_string());
     if (!dt) ctx.fail(concat("subgraph node ", j, ": unknown dtype"));
     s.dtype = *dt;
@@ -274,10 +290,7 @@ void fused_elementwise() {
 
 }  // namespace
 
-std::vector<std::string> fused_elementwise_ops() {
-  return {"Add", "Sub", "Mul", "Div", "Pow",  "Max",     "Min",  "Where",      "Sqrt", "Erf",
-          "Exp", "Log", "Neg", "Abs", "Relu", "Sigmoid", "Tanh", "Reciprocal", "Cast"};
-}
+int fused_elementwise_arity(const std::string &op) { return arity(op); }
 
 void register_fused_ops() {
   fused_dense();

@@ -346,8 +346,8 @@ constexpr size_t kMaxGroupInputs = 16;
 bool fusable_dtype(ir::DataType t) { return !t.is_float16() && !t.is_bool(); }
 
 bool elementwise_fusable(const Graph &g, const Node &n) {
-  static const std::vector<std::string> ops = detail::fused_elementwise_ops();
-  if (std::find(ops.begin(), ops.end(), n.op) == ops.end() || n.outputs.size() != 1) return false;
+  const int arity = detail::fused_elementwise_arity(n.op);
+  if (arity < 0 || static_cast<int>(n.inputs.size()) != arity || n.outputs.size() != 1) return false;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (n.inputs[i] == kNoValue) return false;
     const ir::DataType t = g.value(n.inputs[i]).type.dtype;
@@ -358,7 +358,11 @@ bool elementwise_fusable(const Graph &g, const Node &n) {
 }
 
 // A scalar constant operand inlined into the subgraph rather than passed as an input.
-bool inline_constant(const Graph &g, ValueId v) { return scalar_constant(g, v).has_value(); }
+// (Integers beyond 2^53 are not: the subgraph holds constants as doubles.)
+bool inline_constant(const Graph &g, ValueId v) {
+  const std::optional<double> c = scalar_constant(g, v);
+  return c && (g.value(v).type.dtype.is_float() || std::abs(*c) <= 9007199254740992.0);
+}
 
 // --- layer normalization as exported before opset 17 ---
 

@@ -188,6 +188,17 @@ TEST(GraphFusion, TheCapsSplitLongChainsAndWideGroups) {
   EXPECT_EQ(count(wf, "FusedElementwise"), 2) << print(wf);
   for (const auto &n : wf.nodes()) EXPECT_LE(n.inputs.size(), 16u);
   EXPECT_LT(max_difference(w, wf), 1e-5);
+
+  // A variadic Max of three tensors is not one of the subgraph's binary ops: it stays a node.
+  Graph m;
+  ValueId a = m.add_input("a", TensorType{ir::Float(32), {4}});
+  ValueId b = m.add_input("b", TensorType{ir::Float(32), {4}});
+  ValueId mx = add(m, "Max", {add(m, "Neg", {a}), add(m, "Abs", {b}), a});
+  m.add_output(add(m, "Exp", {add(m, "Relu", {mx})}));
+  Graph mf = passes::fuse_elementwise(m);
+  EXPECT_EQ(count(mf, "Max"), 1) << print(mf);
+  EXPECT_EQ(count(mf, "FusedElementwise"), 1);
+  EXPECT_LT(max_difference(m, mf), 1e-6);
 }
 
 TEST(GraphFusion, AttentionProductsAreFusedMatMulsOnRankThreeViews) {
@@ -255,6 +266,9 @@ TEST(GraphFusion, AMalformedSubgraphIsAGraphErrorNamingTheNode) {
   }
   n.attrs["subgraph"] =
       Attribute::of_string(R"({"nodes":[{"op":"Neg","in":[{"n":0}],"shape":[4],"dtype":"float32"}]})");
+  EXPECT_THROW(infer_types(g, n), GraphError);
+  n.attrs["subgraph"] =
+      Attribute::of_string(R"({"nodes":[{"op":"Neg","in":[{"i":0}],"shape":[3],"dtype":"float32"}]})");
   EXPECT_THROW(infer_types(g, n), GraphError);
   n.attrs["subgraph"] = Attribute::of_string("[1,");
   EXPECT_THROW(infer_types(g, n), GraphError);
