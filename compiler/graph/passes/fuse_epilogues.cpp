@@ -136,6 +136,74 @@ std::vector<size_t> match_gelu(const Graph &g, const Uses &u, ValueId cur) {
   return {};
 }
 
+// GELU's tanh approximation as exported: x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))),
+// x^3 as Pow(x, 3) or x * (x * x), the 0.5 applied first or last. The nodes it spans, in order;
+// empty when `cur`'s readers are not that pattern.
+std::vector<size_t> match_gelu_tanh(const Graph &g, const Uses &u, ValueId cur) {
+  if (u.is_output[static_cast<size_t>(cur)]) return {};
+  std::set<size_t> readers(u.readers[static_cast<size_t>(cur)].begin(), u.readers[static_cast<size_t>(cur)].end());
+  auto is = [&](size_t k, const char *op) { return g.nodes()[k].op == op; };
+  auto out = [&](size_t k) { return g.nodes()[k].outputs[0]; };
+  // The only reader of `v` when it is `op` with a scalar constant other operand near `c` (c < 0:
+  // any other operand).
+  auto next = [&](ValueId v, const char *op, double c) -> std::optional<size_t> {
+    auto r = u.only(v);
+    if (!r || !is(*r, op)) return std::nullopt;
+    const ValueId o = other_operand(g.nodes()[*r], v);
+    if (o == kNoValue || (c >= 0 && !near(scalar_constant(g, o), c))) return std::nullopt;
+    return r;
+  };
+  std::vector<size_t> nodes;
+  std::optional<size_t> cube;
+  for (size_t k : readers) {
+    const Node &n = g.nodes()[k];
+    if (is(k, "Pow") && n.inputs[0] == cur && near(scalar_constant(g, n.inputs[1]), 3.0)) {
+      cube = k;
+      nodes = {k};
+    } else if (is(k, "Mul") && n.inputs.size() == 2 && n.inputs[0] == cur && n.inputs[1] == cur) {
+      auto c3 = u.only(out(k));
+      if (c3 && is(*c3, "Mul") && other_operand(g.nodes()[*c3], out(k)) == cur) {
+        cube = c3;
+        nodes = {k, *c3};
+      }
+    }
+  }
+  if (!cube) return {};
+  auto s1 = next(out(*cube), "Mul", 0.044715);
+  if (!s1) return {};
+  auto inner = next(out(*s1), "Add", -1);
+  if (!inner || other_operand(g.nodes()[*inner], out(*s1)) != cur) return {};
+  auto s2 = next(out(*inner), "Mul", std::sqrt(2.0 / M_PI));
+  auto th = s2 ? u.only(out(*s2)) : std::nullopt;
+  if (!th || !is(*th, "Tanh")) return {};
+  auto a1 = next(out(*th), "Add", 1.0);
+  if (!a1) return {};
+  nodes.insert(nodes.end(), {*s1, *inner, *s2, *th, *a1});
+  // The two remaining readers of x: (x * (1 + t)) * 0.5, or (x * 0.5) * (1 + t).
+  std::set<size_t> used(nodes.begin(), nodes.end());
+  std::vector<size_t> rest;
+  for (size_t k : readers) {
+    if (!used.count(k)) rest.push_back(k);
+  }
+  if (rest.size() != 1 || !is(rest[0], "Mul")) return {};
+  const size_t m = rest[0];
+  const ValueId a1_out = out(*a1);
+  if (other_operand(g.nodes()[m], cur) == a1_out && u.only(a1_out) == m) {
+    auto half = next(out(m), "Mul", 0.5);
+    if (!half) return {};
+    nodes.insert(nodes.end(), {m, *half});
+  } else if (near(scalar_constant(g, other_operand(g.nodes()[m], cur)), 0.5)) {
+    auto prod = u.only(out(m));
+    if (!prod || *prod != u.only(a1_out) || !is(*prod, "Mul") || other_operand(g.nodes()[*prod], out(m)) != a1_out) return {};
+    nodes.insert(nodes.end(), {m, *prod});
+  } else {
+    return {};
+  }
+  // In graph order, so the last one is the result.
+  std::sort(nodes.begin(), nodes.end());
+  return nodes;
+}
+
 // The epilogue chain after an anchor's output `cur` of type `t`: what step_for accepts, GELU, a
 // bias (a constant of N elements broadcast over the rows, N the last axis) and, for the matrix
 // anchors (`matrix`), Sub and Div by a scalar constant.
@@ -145,11 +213,16 @@ Chain follow_chain(const Graph &g, const Uses &u, ValueId cur, bool matrix, cons
   while (true) {
     if (matrix) {
       std::vector<size_t> gelu = match_gelu(g, u, cur);
+      bool tanh_form = false;
+      if (gelu.empty()) {
+        gelu = match_gelu_tanh(g, u, cur);
+        tanh_form = true;
+      }
       bool taken = false;
       for (size_t r : gelu) taken = taken || absorbed[r];
       if (!gelu.empty() && !taken) {
         c.nodes.insert(c.nodes.end(), gelu.begin(), gelu.end());
-        c.epilogue.push_back(Json::object({{"op", "gelu"}, {"approximate", "none"}}));
+        c.epilogue.push_back(Json::object({{"op", "gelu"}, {"approximate", tanh_form ? "tanh" : "none"}}));
         cur = g.nodes()[gelu.back()].outputs[0];
         continue;
       }

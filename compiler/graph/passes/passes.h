@@ -42,9 +42,9 @@ Graph eliminate_common_subexpressions(const Graph &g);
 // activations, the weight transposed to [N, K] once here), and a float32 batched MatMul of rank 3
 // or more whose b has a's batch axes or none becomes FusedMatMul (the batch_matmul template on
 // rank-3 views; a Transpose of b's last two axes read only there is absorbed); their chains also
-// take a bias (a constant of N elements over the last axis), GELU in its exported erf form, and Sub
-// and Div by a scalar constant. A value read by more than one node, or a graph output, ends the
-// chain.
+// take a bias (a constant of N elements over the last axis), GELU as exported (the erf form or the
+// tanh approximation), and Sub and Div by a scalar constant. A value read by more than one node,
+// or a graph output, ends the chain.
 Graph fuse_epilogues(const Graph &g);
 
 // Layer normalization over the last axis as exported before opset 17 (ReduceMean, Sub, Pow 2,

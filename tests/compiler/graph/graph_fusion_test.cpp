@@ -74,6 +74,30 @@ TEST(GraphFusion, LinearWithBiasAndGeluIsOneFusedDense) {
   }
 }
 
+// GELU's tanh approximation as torch exports it (constants on the left).
+ValueId gelu_tanh(Graph &g, ValueId x) {
+  ValueId cube = add(g, "Mul", {x, add(g, "Mul", {x, x})});
+  ValueId inner = add(g, "Add", {x, add(g, "Mul", {constant(g, 0.044715f), cube})});
+  ValueId t = add(g, "Tanh", {add(g, "Mul", {constant(g, 0.7978845608f), inner})});
+  ValueId m = add(g, "Mul", {x, add(g, "Add", {constant(g, 1.0f), t})});
+  return add(g, "Mul", {constant(g, 0.5f), m});
+}
+
+TEST(GraphFusion, TheTanhApproximationOfGeluIsADenseEpilogueToo) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {3, 4, 16}});
+  ValueId v = add(g, "MatMul", {x, g.add_constant("w", random_tensor({16, 24}, 11))});
+  v = add(g, "Add", {g.add_constant("b", random_tensor({24}, 12)), v});
+  g.add_output(gelu_tanh(g, v));
+  Graph f = passes::fuse_epilogues(g);
+  verify(f);
+  EXPECT_EQ(count(f, "Tanh"), 0) << print(f);
+  EXPECT_EQ(count(f, "Mul"), 0);
+  EXPECT_EQ(Json::parse(only_node(f, "FusedDense").attr_string("epilogue", "")).dump(),
+            R"([{"op":"bias_add"},{"approximate":"tanh","op":"gelu"}])");
+  EXPECT_LT(max_difference(g, f), 1e-5);
+}
+
 TEST(GraphFusion, GemmAndResidualAndScalarStepsJoinTheDense) {
   Graph g;
   ValueId x = g.add_input("x", TensorType{ir::Float(32), {6, 8}});
