@@ -102,6 +102,7 @@ const Table &table() {
     detail::register_resize_ops();
     detail::register_extra_ops();
     detail::register_layout_ops();
+    detail::register_fused_ops();
   });
   return table_storage();
 }

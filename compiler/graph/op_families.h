@@ -1,5 +1,8 @@
 #pragma once
 // The op families of the op table, one file each; op_def.cpp registers them all once.
+#include <string>
+#include <vector>
+
 #include "compiler/graph/op_def.h"
 
 namespace kiln::graph::detail {
@@ -11,9 +14,15 @@ void register_norm_ops();         // op_norm.cpp: LayerNormalization, InstanceNo
 void register_resize_ops();       // op_resize.cpp: Resize
 void register_extra_ops();        // op_extra.cpp: losses, Einsum, quantization, scatter, OneHot, windows, ...
 void register_layout_ops();       // op_layout.cpp: ConvNCHWc, LayoutTransform, PoolNCHWc (the NCHW[x]c layout)
+void register_fused_ops();        // op_fused.cpp: FusedDense, FusedMatMul, FusedElementwise (made by passes)
 
-// FusedConv's epilogue (op_nn.cpp), shared with the blocked convolution: the node's `epilogue`
-// attribute as a JSON list, and how many extra input tensors its descriptors read.
+// A template argument describing a tensor: {"shape": [...], "dtype": "float32"} (op_nn.cpp).
+contracts::Json tensor_json(const TensorType &t);
+// The epilogue list of a fused node (its JSON attribute `epilogue`) and how many extra inputs its
+// descriptors read (op_nn.cpp).
 contracts::Json fused_epilogue(const OpContext &ctx);
 int epilogue_inputs(const contracts::Json &list);
+// How many operands an op of a FusedElementwise subgraph takes, or -1 for an op it may not hold
+// (op_fused.cpp).
+int fused_elementwise_arity(const std::string &op);
 }  // namespace kiln::graph::detail

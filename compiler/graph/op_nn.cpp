@@ -18,10 +18,6 @@ using contracts::Json;
 using ir::DataType;
 using ir::Expr;
 
-Json tensor_json(const TensorType &t) {
-  return Json::object({{"shape", Json::array_of(t.shape)}, {"dtype", dtype_name(t.dtype)}});
-}
-
 // Spatial geometry of a convolution or pooling window over the trailing `n` axes.
 struct Window {
   std::vector<int64_t> kernel, strides, dilations, pads;  // pads: begins then ends
@@ -310,6 +306,19 @@ void matmul() {
       k.input_map = {0, 1};
       return k;
     }
+    // Batched float32 products of rank 3 whose b batch is a's or 1: the batch_matmul template (the
+    // fusion pass brings other ranks to this form with views).
+    if (ctx.in(0).rank() == 3 && ctx.in(1).rank() == 3 && ctx.in(0).dtype == ir::Float(32) &&
+        (ctx.in(1).shape[0] == ctx.in(0).shape[0] || ctx.in(1).shape[0] == 1)) {
+      k.template_name = "batch_matmul.x86";
+      k.template_args = Json::object({{"a", tensor_json(ctx.in(0))},
+                                      {"b", tensor_json(ctx.in(1))},
+                                      {"transpose_b", false},
+                                      {"out_dtype", "float32"},
+                                      {"epilogue", Json::array()}});
+      k.input_map = {0, 1};
+      return k;
+    }
     te::Tensor a = add_input(k, ctx, 0, "a"), b = add_input(k, ctx, 1, "b");
     const auto as = ctx.in(0).shape, bs = ctx.in(1).shape;
     const DataType dt = ctx.in(0).dtype;
@@ -386,6 +395,16 @@ void gemm() {
       Json epi = Json::array();
       if (ctx.has_input(2)) epi.push_back(Json::object({{"op", "bias_add"}}));
       k.template_args = Json::object({{"data", tensor_json(ctx.in(0))}, {"weight", tensor_json(ctx.in(1))}, {"epilogue", epi}});
+      k.input_map = {0, 1};
+      if (ctx.has_input(2)) k.input_map.push_back(2);
+      return k;
+    }
+    // y = x B (+ bias over columns): the matmul template, whose b is [K, N].
+    if (dt == ir::Float(32) && !ta && !tb && alpha == 1.0 && beta == 1.0 && (!ctx.has_input(2) || bias_vec)) {
+      k.template_name = "matmul.x86";
+      Json epi = Json::array();
+      if (ctx.has_input(2)) epi.push_back(Json::object({{"op", "bias_add"}}));
+      k.template_args = Json::object({{"a", tensor_json(ctx.in(0))}, {"b", tensor_json(ctx.in(1))}, {"epilogue", epi}});
       k.input_map = {0, 1};
       if (ctx.has_input(2)) k.input_map.push_back(2);
       return k;
@@ -627,6 +646,10 @@ void batch_norm() {
 }
 
 }  // namespace
+
+contracts::Json tensor_json(const TensorType &t) {
+  return contracts::Json::object({{"shape", contracts::Json::array_of(t.shape)}, {"dtype", dtype_name(t.dtype)}});
+}
 
 // FusedConv(x, w, b?, extra...) {Conv's attributes, epilogue}: a 2-D float32 Conv with a chain of
 // elementwise ops applied to its output in the same kernel (compiler/ops/epilogue.h descriptors, as

@@ -100,6 +100,26 @@ void register_norm_ops() {
     };
     d.kernel = [](const OpContext &ctx) {
       Kernel k;
+      const int64_t first = ctx.axis(ctx.node().attr_int("axis", -1), ctx.in(0).rank());
+      const std::vector<int64_t> norm(ctx.in(0).shape.begin() + first, ctx.in(0).shape.end());
+      // Float32 with the normalized shape's scale and bias and no statistics outputs: the
+      // layer_norm template (scale and bias are its inputs).
+      auto exact = [&](int i) { return ctx.in(i).shape == norm && ctx.in(i).dtype == ir::Float(32); };
+      if (ctx.in(0).dtype == ir::Float(32) && ctx.num_outputs() == 1 && exact(1) && (!ctx.has_input(2) || exact(2))) {
+        std::vector<int64_t> axes;
+        for (int64_t a = first; a < ctx.in(0).rank(); ++a) axes.push_back(a);
+        k.template_name = "layer_norm.x86";
+        k.template_args = contracts::Json::object(
+            {{"data", tensor_json(ctx.in(0))},
+             {"axes", contracts::Json::array_of(axes)},
+             {"epsilon", ctx.node().attr_float("epsilon", 1e-5)},
+             {"scale", true},
+             {"center", ctx.has_input(2)},
+             {"epilogue", contracts::Json::array()}});
+        k.input_map = {0, 1};
+        if (ctx.has_input(2)) k.input_map.push_back(2);
+        return k;
+      }
       te::Tensor x = add_input(k, ctx, 0, "x"), scale = add_input(k, ctx, 1, "scale"), bias;
       if (ctx.has_input(2)) bias = add_input(k, ctx, 2, "bias");
       const auto shape = ctx.in(0).shape;

@@ -240,11 +240,22 @@ void softmax_op(const std::string &name, SoftKind kind) {
   };
   d.kernel = [kind, name](const OpContext &ctx) {
     Kernel k;
-    te::Tensor x = add_input(k, ctx, 0, "x");
     const auto in = ctx.in(0).shape;
     const int rank = ctx.in(0).rank();
     const int64_t axis = ctx.axis(ctx.node().attr_int("axis", -1), std::max(rank, 1));
     const bool coerce = ctx.node().attr_int("coerce_2d", 0) != 0;
+    // Float32 softmax over one axis (or from the last axis on): the softmax template.
+    if (kind != SoftKind::Hardmax && ctx.in(0).dtype == ir::Float(32) && rank >= 1 && (!coerce || axis == rank - 1)) {
+      k.template_name = "softmax.x86";
+      k.template_args = contracts::Json::object(
+          {{"data", tensor_json(ctx.in(0))},
+           {"axis", axis},
+           {"log", kind == SoftKind::LogSoftmax},
+           {"epilogue", contracts::Json::array()}});
+      k.input_map = {0};
+      return k;
+    }
+    te::Tensor x = add_input(k, ctx, 0, "x");
     std::vector<int64_t> axes;
     for (int64_t a = axis; a < (coerce ? rank : axis + 1); ++a) axes.push_back(a);
     const DataType dt = ctx.in(0).dtype;

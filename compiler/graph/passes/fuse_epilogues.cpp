@@ -1,7 +1,11 @@
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "compiler/graph/op_def.h"
+#include "compiler/graph/op_families.h"
 #include "compiler/graph/passes/passes.h"
 #include "compiler/graph/passes/rewriter.h"
 #include "contracts/json.h"
@@ -56,30 +60,610 @@ std::optional<Step> step_for(const Graph &g, const Node &n, ValueId cur) {
   return std::nullopt;
 }
 
+// The value of `n`'s operands other than `cur`, when `n` is binary and reads `cur` once.
+ValueId other_operand(const Node &n, ValueId cur) {
+  if (n.inputs.size() != 2 || n.inputs[0] == n.inputs[1]) return kNoValue;
+  if (n.inputs[0] == cur) return n.inputs[1];
+  if (n.inputs[1] == cur) return n.inputs[0];
+  return kNoValue;
+}
+
 struct Chain {
   std::vector<size_t> nodes;  // the consumers fused, in order (indices into the old graph)
   Json epilogue = Json::array();
   std::vector<ValueId> extras;
+  std::vector<bool> extra_is_bias;  // an extra read as bias[N] (its data is reshaped to [N])
 };
+
+// Reader bookkeeping of the old graph.
+struct Uses {
+  std::vector<std::vector<size_t>> readers;
+  std::vector<bool> is_output;
+  explicit Uses(const Graph &g) : readers(g.values().size()), is_output(g.values().size(), false) {
+    for (size_t k = 0; k < g.nodes().size(); ++k) {
+      for (ValueId i : g.nodes()[k].inputs) {
+        if (i != kNoValue) readers[static_cast<size_t>(i)].push_back(k);
+      }
+    }
+    for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = true;
+  }
+  // The only reader of `v`, when it has one and is no graph output.
+  std::optional<size_t> only(ValueId v) const {
+    const auto &r = readers[static_cast<size_t>(v)];
+    if (r.size() != 1 || is_output[static_cast<size_t>(v)]) return std::nullopt;
+    return r[0];
+  }
+};
+
+bool near(std::optional<double> v, double want) { return v && std::abs(*v - want) <= 1e-4 * std::abs(want); }
+
+// GELU as exported: x * 0.5 * (1 + erf(x / sqrt 2)) (the constants on either side, the 0.5 applied
+// first or last, x / sqrt 2 as a division or a multiplication). The nodes it spans, in order, the
+// last one's output being gelu(x); empty when `cur`'s readers are not that pattern.
+std::vector<size_t> match_gelu(const Graph &g, const Uses &u, ValueId cur) {
+  const auto &rd = u.readers[static_cast<size_t>(cur)];
+  if (rd.size() != 2 || u.is_output[static_cast<size_t>(cur)]) return {};
+  for (int first = 0; first < 2; ++first) {
+    const size_t scale_k = rd[static_cast<size_t>(first)], mul_k = rd[static_cast<size_t>(1 - first)];
+    const Node &sc = g.nodes()[scale_k];
+    if (sc.inputs.size() != 2 || sc.inputs[0] != cur) continue;
+    const std::optional<double> c = scalar_constant(g, sc.inputs[1]);
+    if (!((sc.op == "Div" && near(c, std::sqrt(2.0))) || (sc.op == "Mul" && near(c, std::sqrt(0.5))))) continue;
+    auto erf_k = u.only(sc.outputs[0]);
+    if (!erf_k || g.nodes()[*erf_k].op != "Erf") continue;
+    auto add_k = u.only(g.nodes()[*erf_k].outputs[0]);
+    if (!add_k || g.nodes()[*add_k].op != "Add") continue;
+    const ValueId erf_out = g.nodes()[*erf_k].outputs[0];
+    if (!near(scalar_constant(g, other_operand(g.nodes()[*add_k], erf_out)), 1.0)) continue;
+    const ValueId add_out = g.nodes()[*add_k].outputs[0];
+    auto next = u.only(add_out);
+    if (!next) continue;
+    const Node &m = g.nodes()[mul_k];
+    if (m.op != "Mul") continue;
+    if (*next == mul_k && other_operand(m, add_out) == cur) {
+      // (x * (1 + erf)) * 0.5
+      auto half = u.only(m.outputs[0]);
+      if (!half || g.nodes()[*half].op != "Mul" || !near(scalar_constant(g, other_operand(g.nodes()[*half], m.outputs[0])), 0.5))
+        continue;
+      return {scale_k, *erf_k, *add_k, mul_k, *half};
+    }
+    // (x * 0.5) * (1 + erf)
+    if (!near(scalar_constant(g, other_operand(m, cur)), 0.5)) continue;
+    auto prod = u.only(m.outputs[0]);
+    if (!prod || *prod != *next || other_operand(g.nodes()[*prod], m.outputs[0]) != add_out) continue;
+    return {scale_k, *erf_k, *add_k, mul_k, *prod};
+  }
+  return {};
+}
+
+// GELU's tanh approximation as exported: x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))),
+// x^3 as Pow(x, 3) or x * (x * x), the 0.5 applied first or last. The nodes it spans, in order;
+// empty when `cur`'s readers are not that pattern.
+std::vector<size_t> match_gelu_tanh(const Graph &g, const Uses &u, ValueId cur) {
+  if (u.is_output[static_cast<size_t>(cur)]) return {};
+  std::set<size_t> readers(u.readers[static_cast<size_t>(cur)].begin(), u.readers[static_cast<size_t>(cur)].end());
+  auto is = [&](size_t k, const char *op) { return g.nodes()[k].op == op; };
+  auto out = [&](size_t k) { return g.nodes()[k].outputs[0]; };
+  // The only reader of `v` when it is `op` with a scalar constant other operand near `c` (c < 0:
+  // any other operand).
+  auto next = [&](ValueId v, const char *op, double c) -> std::optional<size_t> {
+    auto r = u.only(v);
+    if (!r || !is(*r, op)) return std::nullopt;
+    const ValueId o = other_operand(g.nodes()[*r], v);
+    if (o == kNoValue || (c >= 0 && !near(scalar_constant(g, o), c))) return std::nullopt;
+    return r;
+  };
+  std::vector<size_t> nodes;
+  std::optional<size_t> cube;
+  for (size_t k : readers) {
+    const Node &n = g.nodes()[k];
+    if (is(k, "Pow") && n.inputs[0] == cur && near(scalar_constant(g, n.inputs[1]), 3.0)) {
+      cube = k;
+      nodes = {k};
+    } else if (is(k, "Mul") && n.inputs.size() == 2 && n.inputs[0] == cur && n.inputs[1] == cur) {
+      auto c3 = u.only(out(k));
+      if (c3 && is(*c3, "Mul") && other_operand(g.nodes()[*c3], out(k)) == cur) {
+        cube = c3;
+        nodes = {k, *c3};
+      }
+    }
+  }
+  if (!cube) return {};
+  auto s1 = next(out(*cube), "Mul", 0.044715);
+  if (!s1) return {};
+  auto inner = next(out(*s1), "Add", -1);
+  if (!inner || other_operand(g.nodes()[*inner], out(*s1)) != cur) return {};
+  auto s2 = next(out(*inner), "Mul", std::sqrt(2.0 / M_PI));
+  auto th = s2 ? u.only(out(*s2)) : std::nullopt;
+  if (!th || !is(*th, "Tanh")) return {};
+  auto a1 = next(out(*th), "Add", 1.0);
+  if (!a1) return {};
+  nodes.insert(nodes.end(), {*s1, *inner, *s2, *th, *a1});
+  // The two remaining readers of x: (x * (1 + t)) * 0.5, or (x * 0.5) * (1 + t).
+  std::set<size_t> used(nodes.begin(), nodes.end());
+  std::vector<size_t> rest;
+  for (size_t k : readers) {
+    if (!used.count(k)) rest.push_back(k);
+  }
+  if (rest.size() != 1 || !is(rest[0], "Mul")) return {};
+  const size_t m = rest[0];
+  const ValueId a1_out = out(*a1);
+  if (other_operand(g.nodes()[m], cur) == a1_out && u.only(a1_out) == m) {
+    auto half = next(out(m), "Mul", 0.5);
+    if (!half) return {};
+    nodes.insert(nodes.end(), {m, *half});
+  } else if (near(scalar_constant(g, other_operand(g.nodes()[m], cur)), 0.5)) {
+    auto prod = u.only(out(m));
+    if (!prod || *prod != u.only(a1_out) || !is(*prod, "Mul") || other_operand(g.nodes()[*prod], out(m)) != a1_out) return {};
+    nodes.insert(nodes.end(), {m, *prod});
+  } else {
+    return {};
+  }
+  // In graph order, so the last one is the result.
+  std::sort(nodes.begin(), nodes.end());
+  return nodes;
+}
+
+// The epilogue chain after an anchor's output `cur` of type `t`: what step_for accepts, GELU, a
+// bias (a constant of N elements broadcast over the rows, N the last axis) and, for the matrix
+// anchors (`matrix`), Sub and Div by a scalar constant.
+Chain follow_chain(const Graph &g, const Uses &u, ValueId cur, bool matrix, const std::vector<bool> &absorbed) {
+  Chain c;
+  const TensorType t = g.value(cur).type;
+  while (true) {
+    if (matrix) {
+      std::vector<size_t> gelu = match_gelu(g, u, cur);
+      bool tanh_form = false;
+      if (gelu.empty()) {
+        gelu = match_gelu_tanh(g, u, cur);
+        tanh_form = true;
+      }
+      bool taken = false;
+      for (size_t r : gelu) taken = taken || absorbed[r];
+      if (!gelu.empty() && !taken) {
+        c.nodes.insert(c.nodes.end(), gelu.begin(), gelu.end());
+        c.epilogue.push_back(Json::object({{"op", "gelu"}, {"approximate", tanh_form ? "tanh" : "none"}}));
+        cur = g.nodes()[gelu.back()].outputs[0];
+        continue;
+      }
+    }
+    auto r = u.only(cur);
+    if (!r || absorbed[*r]) break;
+    const Node &n = g.nodes()[*r];
+    std::optional<Step> s;
+    if (matrix && n.outputs.size() == 1 && g.value(n.outputs[0]).type == t) {
+      const ValueId other = other_operand(n, cur);
+      if (other != kNoValue) {
+        const Value &ov = g.value(other);
+        const std::optional<double> sc = scalar_constant(g, other);
+        if (n.op == "Add" && !sc && ov.is_constant() && ov.type.dtype == t.dtype && ov.type.rank() >= 1 &&
+            ov.type.shape.back() == t.shape.back() && ov.type.numel() == t.shape.back()) {
+          s = Step{Json::object({{"op", "bias_add"}}), other};
+          c.extra_is_bias.push_back(true);
+        } else if (sc && n.inputs[0] == cur && (n.op == "Sub" || n.op == "Div") && !(n.op == "Div" && *sc == 0.0)) {
+          s = Step{Json::object({{"op", n.op == "Sub" ? "subtract_scalar" : "divide_scalar"}, {"value", *sc}})};
+        }
+      }
+    }
+    if (!s) {
+      s = step_for(g, n, cur);
+      if (s && s->extra != kNoValue) c.extra_is_bias.push_back(false);
+    }
+    if (!s) break;
+    c.nodes.push_back(*r);
+    c.epilogue.push_back(s->descriptor);
+    if (s->extra != kNoValue) c.extras.push_back(s->extra);
+    cur = n.outputs[0];
+  }
+  return c;
+}
+
+int64_t product(const std::vector<int64_t> &v, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i) p *= v[i];
+  return p;
+}
+
+// A matrix anchor: a MatMul (or Gemm) that becomes FusedDense or FusedMatMul.
+struct MatrixAnchor {
+  bool dense = false;
+  ValueId a = kNoValue;       // the activations (old graph)
+  ValueId b = kNoValue;       // FusedMatMul's b (old graph), before any absorbed Transpose
+  deploy::Tensor weight;      // FusedDense's weight [N, K]
+  ValueId bias = kNoValue;    // Gemm's bias constant
+  bool transpose_b = false;   // FusedMatMul: b is [.., N, K] (an absorbed Transpose)
+  std::optional<size_t> transpose_node;
+  int64_t batch = 1, b_batch = 1, m = 0, k = 0, n = 0;
+};
+
+// A float32 [K, N] (or, transposed, [N, K]) constant as [N, K].
+deploy::Tensor weight_nk(const deploy::Tensor &w, bool is_kn) {
+  const int64_t r = w.shape()[0], c = w.shape()[1];
+  if (!is_kn) return w;
+  deploy::Tensor t = deploy::Tensor::empty({c, r}, w.dtype());
+  const float *src = w.data_as<float>();
+  float *dst = t.data_as<float>();
+  for (int64_t i = 0; i < r; ++i) {
+    for (int64_t j = 0; j < c; ++j) dst[j * r + i] = src[i * c + j];
+  }
+  return t;
+}
+
+std::optional<MatrixAnchor> matrix_anchor(const Graph &g, const Uses &u, const Node &n) {
+  const TensorType &out = g.value(n.outputs[0]).type;
+  if (out.dtype != ir::Float(32)) return std::nullopt;
+  MatrixAnchor m;
+  if (n.op == "Gemm") {
+    const bool ta = n.attr_int("transA", 0) != 0, tb = n.attr_int("transB", 0) != 0;
+    if (ta || n.attr_float("alpha", 1.0) != 1.0 || n.attr_float("beta", 1.0) != 1.0) return std::nullopt;
+    const Value &w = g.value(n.inputs[1]);
+    if (!w.is_constant() || w.type.dtype != ir::Float(32)) return std::nullopt;
+    const ValueId c = n.inputs.size() > 2 ? n.inputs[2] : kNoValue;
+    if (c != kNoValue && !(g.value(c).is_constant() && g.value(c).type.numel() == out.shape[1] &&
+                           g.value(c).type.shape.back() == out.shape[1]))
+      return std::nullopt;
+    m.dense = true;
+    m.a = n.inputs[0];
+    m.weight = weight_nk(w.constant, !tb);
+    m.bias = c;
+    m.m = out.shape[0];
+    m.n = out.shape[1];
+    m.k = g.value(n.inputs[0]).type.shape[1];
+    return m;
+  }
+  if (n.op != "MatMul") return std::nullopt;
+  const TensorType &a = g.value(n.inputs[0]).type, &b = g.value(n.inputs[1]).type;
+  if (a.rank() < 2 || b.rank() < 2 || a.dtype != ir::Float(32) || b.dtype != ir::Float(32)) return std::nullopt;
+  m.a = n.inputs[0];
+  m.k = a.shape.back();
+  m.n = b.shape.back();
+  const Value &bv = g.value(n.inputs[1]);
+  if (b.rank() == 2 && bv.is_constant()) {
+    m.dense = true;
+    m.weight = weight_nk(bv.constant, true);
+    m.m = product(a.shape, 0, a.shape.size() - 1);
+    return m;
+  }
+  // Batched: b's batch axes are a's or all 1 (then b is shared); rank 2 b is shared too.
+  if (a.rank() < 3 || b.rank() > a.rank()) return std::nullopt;
+  const std::vector<int64_t> ab(a.shape.begin(), a.shape.end() - 2), bb(b.shape.begin(), b.shape.end() - 2);
+  m.batch = product(ab, 0, ab.size());
+  m.b_batch = product(bb, 0, bb.size());
+  if (!(bb == ab || m.b_batch == 1)) return std::nullopt;
+  m.m = a.shape[a.shape.size() - 2];
+  m.b = n.inputs[1];
+  // b = Transpose(y) swapping the last two axes, read only here: y is b transposed.
+  const Value &bval = g.value(n.inputs[1]);
+  if (bval.producer >= 0 && u.only(n.inputs[1])) {
+    const Node &tr = g.nodes()[static_cast<size_t>(bval.producer)];
+    std::vector<int64_t> perm = tr.attr_ints("perm");
+    std::vector<int64_t> swap;
+    for (int64_t i = 0; i < b.rank(); ++i) swap.push_back(i);
+    if (b.rank() >= 2) std::swap(swap[swap.size() - 1], swap[swap.size() - 2]);
+    if (tr.op == "Transpose" && perm == swap) {
+      m.transpose_b = true;
+      m.transpose_node = static_cast<size_t>(bval.producer);
+      m.b = tr.inputs[0];
+    }
+  }
+  return m;
+}
+
+ValueId int64_constant(Rewriter &rw, const std::vector<int64_t> &v) {
+  deploy::Tensor t = deploy::Tensor::empty({static_cast<int64_t>(v.size())}, deploy::DType::of<int64_t>());
+  std::copy(v.begin(), v.end(), t.data_as<int64_t>());
+  return rw.constant("shape", t);
+}
+
+// `v` (new graph) as shape `shape`: itself, or a Reshape view.
+ValueId view_as(Rewriter &rw, ValueId v, const std::vector<int64_t> &shape, const std::string &name) {
+  if (rw.out().value(v).type.shape == shape) return v;
+  Node r;
+  r.op = "Reshape";
+  r.name = name + "_view";
+  r.inputs = {v, int64_constant(rw, shape)};
+  return rw.add(r, {name + "_view"})[0];
+}
+
+// Emits the fused node of matrix anchor `m` (old node `anchor`) with chain `c`, ending at old value
+// `out`.
+void emit_matrix(Rewriter &rw, const Graph &g, const Node &anchor, const MatrixAnchor &m, const Chain &c, ValueId out) {
+  const std::string &name = anchor.name;
+  Node f;
+  f.name = name;
+  f.attrs["epilogue"] = Attribute::of_string(c.epilogue.dump());
+  std::vector<int64_t> flat;
+  if (m.dense) {
+    f.op = "FusedDense";
+    flat = {m.m, m.n};
+    ValueId bias = kNoValue;
+    if (m.bias != kNoValue) {
+      deploy::Tensor b = g.value(m.bias).constant.view(0, {m.n});
+      bias = rw.constant(name + "_bias", b);
+    }
+    f.inputs = {view_as(rw, rw.map(m.a), {m.m, m.k}, name + "_in"), rw.constant(name + "_weight", m.weight), bias};
+  } else {
+    f.op = "FusedMatMul";
+    flat = {m.batch, m.m, m.n};
+    const std::vector<int64_t> bshape = m.transpose_b ? std::vector<int64_t>{m.b_batch, m.n, m.k}
+                                                       : std::vector<int64_t>{m.b_batch, m.k, m.n};
+    f.attrs["transpose_b"] = Attribute::of_int(m.transpose_b ? 1 : 0);
+    f.inputs = {view_as(rw, rw.map(m.a), {m.batch, m.m, m.k}, name + "_a"), view_as(rw, rw.map(m.b), bshape, name + "_b")};
+  }
+  for (size_t e = 0; e < c.extras.size(); ++e) {
+    if (c.extra_is_bias[e]) {
+      f.inputs.push_back(rw.constant(name + "_bias", g.value(c.extras[e]).constant.view(0, {m.n})));
+    } else {
+      f.inputs.push_back(view_as(rw, rw.map(c.extras[e]), flat, name + "_extra"));
+    }
+  }
+  const TensorType &ot = g.value(out).type;
+  const bool reshaped = ot.shape != flat;
+  const ValueId y = rw.add(f, {reshaped ? name + "_flat" : g.value(out).name})[0];
+  if (!reshaped) {
+    rw.set(out, y);
+    return;
+  }
+  Node r;
+  r.op = "Reshape";
+  r.name = name + "_out";
+  r.inputs = {y, int64_constant(rw, ot.shape)};
+  rw.set(out, rw.add(r, {g.value(out).name})[0]);
+}
+
+// --- elementwise groups ---
+
+constexpr size_t kMaxGroupNodes = 32;
+constexpr size_t kMaxGroupInputs = 16;
+
+bool fusable_dtype(ir::DataType t) { return !t.is_float16() && !t.is_bool(); }
+
+bool elementwise_fusable(const Graph &g, const Node &n) {
+  const int arity = detail::fused_elementwise_arity(n.op);
+  if (arity < 0 || static_cast<int>(n.inputs.size()) != arity || n.outputs.size() != 1) return false;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] == kNoValue) return false;
+    const ir::DataType t = g.value(n.inputs[i]).type.dtype;
+    if (!(fusable_dtype(t) || (n.op == "Where" && i == 0 && t.is_bool()))) return false;
+  }
+  if (n.op == "Pow" && !g.value(n.inputs[0]).type.dtype.is_float()) return false;
+  return fusable_dtype(g.value(n.outputs[0]).type.dtype);
+}
+
+// A scalar constant operand inlined into the subgraph rather than passed as an input.
+// (Integers beyond 2^53 are not: the subgraph holds constants as doubles.)
+bool inline_constant(const Graph &g, ValueId v) {
+  const std::optional<double> c = scalar_constant(g, v);
+  return c && (g.value(v).type.dtype.is_float() || std::abs(*c) <= 9007199254740992.0);
+}
+
+// --- layer normalization as exported before opset 17 ---
+
+// The reduced axes of a ReduceMean over the last axis with keepdims, or false.
+bool mean_over_last_axis(const Graph &g, const Node &n) {
+  if (n.op != "ReduceMean" || n.attr_int("keepdims", 1) == 0) return false;
+  std::vector<int64_t> axes = n.attr_ints("axes");
+  if (n.inputs.size() > 1 && n.inputs[1] != kNoValue) {
+    const Value &a = g.value(n.inputs[1]);
+    if (!a.is_constant()) return false;
+    axes.clear();
+    for (double v : tensor_values(a.constant)) axes.push_back(static_cast<int64_t>(v));
+  }
+  const int64_t rank = g.value(n.inputs[0]).type.rank();
+  return axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1);
+}
+
+struct LayerNormMatch {
+  ValueId x = kNoValue, scale = kNoValue, bias = kNoValue;
+  double epsilon = 0;
+  std::vector<size_t> nodes;  // in order; the last one's output is the normalized value
+};
+
+// y = (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * scale (+ bias) over the last axis, scale
+// and bias constants of the last axis's extent, from the ReduceMean at `k`.
+std::optional<LayerNormMatch> match_layer_norm(const Graph &g, const Uses &u, size_t k) {
+  const Node &mean = g.nodes()[k];
+  if (!mean_over_last_axis(g, mean)) return std::nullopt;
+  LayerNormMatch m;
+  m.x = mean.inputs[0];
+  const TensorType &xt = g.value(m.x).type;
+  if (xt.dtype != ir::Float(32) || xt.rank() < 1) return std::nullopt;
+  const int64_t c = xt.shape.back();
+  auto node = [&](std::optional<size_t> i, const char *op) -> const Node * {
+    return i && g.nodes()[*i].op == op ? &g.nodes()[*i] : nullptr;
+  };
+  auto sub_k = u.only(mean.outputs[0]);
+  const Node *sub = node(sub_k, "Sub");
+  if (!sub || sub->inputs[0] != m.x || sub->inputs[1] != mean.outputs[0]) return std::nullopt;
+  const ValueId d = sub->outputs[0];
+  const auto &dr = u.readers[static_cast<size_t>(d)];
+  if (dr.size() != 2 || u.is_output[static_cast<size_t>(d)]) return std::nullopt;
+  const size_t pow_k = g.nodes()[dr[0]].op == "Pow" ? dr[0] : dr[1], div_k = pow_k == dr[0] ? dr[1] : dr[0];
+  const Node *pw = node(pow_k, "Pow");
+  if (!pw || pw->inputs[0] != d || !near(scalar_constant(g, pw->inputs[1]), 2.0)) return std::nullopt;
+  auto var_k = u.only(pw->outputs[0]);
+  if (!var_k || !mean_over_last_axis(g, g.nodes()[*var_k])) return std::nullopt;
+  auto add_k = u.only(g.nodes()[*var_k].outputs[0]);
+  const Node *add = node(add_k, "Add");
+  if (!add) return std::nullopt;
+  const std::optional<double> eps = scalar_constant(g, other_operand(*add, g.nodes()[*var_k].outputs[0]));
+  if (!eps || *eps < 0) return std::nullopt;
+  auto sqrt_k = u.only(add->outputs[0]);
+  const Node *sq = node(sqrt_k, "Sqrt");
+  if (!sq) return std::nullopt;
+  const Node *div = node(u.only(sq->outputs[0]), "Div");
+  if (!div || u.only(sq->outputs[0]) != div_k || div->inputs[0] != d || div->inputs[1] != sq->outputs[0]) return std::nullopt;
+  auto last_axis_constant = [&](ValueId v) {
+    const Value &val = g.value(v);
+    return val.is_constant() && val.type.dtype == ir::Float(32) && val.type.numel() == c && val.type.shape.back() == c;
+  };
+  auto mul_k = u.only(div->outputs[0]);
+  const Node *mul = node(mul_k, "Mul");
+  if (!mul) return std::nullopt;
+  m.scale = other_operand(*mul, div->outputs[0]);
+  if (m.scale == kNoValue || !last_axis_constant(m.scale) || g.value(mul->outputs[0]).type != xt) return std::nullopt;
+  m.epsilon = *eps;
+  m.nodes = {k, *sub_k, pow_k, *var_k, *add_k, *sqrt_k, div_k, *mul_k};
+  auto bias_k = u.only(mul->outputs[0]);
+  const Node *bias = node(bias_k, "Add");
+  if (bias) {
+    const ValueId b = other_operand(*bias, mul->outputs[0]);
+    if (b != kNoValue && last_axis_constant(b) && g.value(bias->outputs[0]).type == xt) {
+      m.bias = b;
+      m.nodes.push_back(*bias_k);
+    }
+  }
+  return m;
+}
 
 }  // namespace
 
-Graph fuse_epilogues(const Graph &g) {
-  std::vector<std::vector<size_t>> readers(g.values().size());
+Graph fuse_layer_norms(const Graph &g) {
+  const Uses u(g);
+  std::map<size_t, LayerNormMatch> matches;  // last node -> match
+  std::vector<bool> absorbed(g.nodes().size(), false);
   for (size_t k = 0; k < g.nodes().size(); ++k) {
-    for (ValueId i : g.nodes()[k].inputs) {
-      if (i != kNoValue) readers[static_cast<size_t>(i)].push_back(k);
-    }
+    if (absorbed[k]) continue;
+    std::optional<LayerNormMatch> m = match_layer_norm(g, u, k);
+    if (!m) continue;
+    for (size_t r : m->nodes) absorbed[r] = true;
+    matches.emplace(m->nodes.back(), *m);
   }
-  std::vector<bool> is_output(g.values().size(), false);
-  for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = true;
+  Rewriter rw(g);
+  for (size_t k = 0; k < g.nodes().size(); ++k) {
+    const Node &n = g.nodes()[k];
+    auto it = matches.find(k);
+    if (it == matches.end()) {
+      if (!absorbed[k]) rw.copy(n);
+      continue;
+    }
+    const LayerNormMatch &m = it->second;
+    const int64_t c = g.value(m.x).type.shape.back();
+    Node ln;
+    ln.op = "LayerNormalization";
+    ln.name = g.nodes()[m.nodes.front()].name;
+    ln.attrs["axis"] = Attribute::of_int(-1);
+    ln.attrs["epsilon"] = Attribute::of_float(m.epsilon);
+    ln.inputs = {rw.map(m.x), rw.constant(ln.name + "_scale", g.value(m.scale).constant.view(0, {c}))};
+    if (m.bias != kNoValue) ln.inputs.push_back(rw.constant(ln.name + "_bias", g.value(m.bias).constant.view(0, {c})));
+    const ValueId out = n.outputs[0];
+    rw.set(out, rw.add(ln, {g.value(out).name})[0]);
+  }
+  return rw.finish();
+}
 
-  // Chains from every 2-D float32 Conv.
+Graph fuse_elementwise(const Graph &g) {
+  const Uses u(g);
+  const size_t count = g.nodes().size();
+  std::vector<int> group_of(count, -1);
+  std::vector<std::vector<size_t>> groups;
+  for (size_t root = count; root-- > 0;) {
+    if (group_of[root] >= 0 || !elementwise_fusable(g, g.nodes()[root])) continue;
+    const int id = static_cast<int>(groups.size());
+    std::set<size_t> members{root};
+    group_of[root] = id;
+    auto inputs_with = [&](const std::set<size_t> &ms) {
+      std::set<ValueId> ins;
+      for (size_t k : ms) {
+        for (ValueId v : g.nodes()[k].inputs) {
+          const int32_t p = g.value(v).producer;
+          if ((p >= 0 && ms.count(static_cast<size_t>(p))) || inline_constant(g, v)) continue;
+          ins.insert(v);
+        }
+      }
+      return ins.size();
+    };
+    for (bool grew = true; grew && members.size() < kMaxGroupNodes;) {
+      grew = false;
+      for (auto it = members.rbegin(); it != members.rend() && !grew; ++it) {
+        for (ValueId v : g.nodes()[*it].inputs) {
+          const int32_t p = g.value(v).producer;
+          if (p < 0 || group_of[static_cast<size_t>(p)] >= 0 || u.is_output[static_cast<size_t>(v)]) continue;
+          if (!elementwise_fusable(g, g.nodes()[static_cast<size_t>(p)])) continue;
+          bool inside = true;
+          for (size_t r : u.readers[static_cast<size_t>(v)]) inside = inside && members.count(r);
+          if (!inside) continue;
+          std::set<size_t> bigger = members;
+          bigger.insert(static_cast<size_t>(p));
+          if (inputs_with(bigger) > kMaxGroupInputs) continue;
+          members = std::move(bigger);
+          group_of[static_cast<size_t>(p)] = id;
+          grew = true;
+          break;
+        }
+      }
+    }
+    groups.emplace_back(members.begin(), members.end());
+  }
+
+  Rewriter rw(g);
+  for (size_t k = 0; k < count; ++k) {
+    const int id = group_of[k];
+    if (id < 0 || groups[static_cast<size_t>(id)].size() < 2) {
+      rw.copy(g.nodes()[k]);
+      continue;
+    }
+    const std::vector<size_t> &members = groups[static_cast<size_t>(id)];
+    if (k != members.back()) continue;  // emitted at the root, the last member
+    Node f;
+    f.op = "FusedElementwise";
+    f.name = g.nodes()[k].name;
+    std::map<ValueId, int> input_index;
+    std::map<size_t, int> node_index;
+    Json nodes = Json::array();
+    for (size_t m : members) {
+      const Node &n = g.nodes()[m];
+      Json in = Json::array();
+      for (ValueId v : n.inputs) {
+        const int32_t p = g.value(v).producer;
+        if (p >= 0 && node_index.count(static_cast<size_t>(p))) {
+          in.push_back(Json::object({{"n", node_index[static_cast<size_t>(p)]}}));
+        } else if (inline_constant(g, v)) {
+          in.push_back(Json::object({{"c", *scalar_constant(g, v)}}));
+        } else {
+          if (!input_index.count(v)) {
+            input_index[v] = static_cast<int>(f.inputs.size());
+            f.inputs.push_back(rw.map(v));
+          }
+          in.push_back(Json::object({{"i", input_index[v]}}));
+        }
+      }
+      const TensorType &t = g.value(n.outputs[0]).type;
+      Json desc = Json::object({{"op", n.op}, {"in", in}, {"shape", Json::array_of(t.shape)}, {"dtype", dtype_name(t.dtype)}});
+      if (n.op == "Cast") desc.set("to", dtype_name(t.dtype));
+      nodes.push_back(desc);
+      node_index[m] = static_cast<int>(node_index.size());
+    }
+    f.attrs["subgraph"] = Attribute::of_string(Json::object({{"nodes", nodes}}).dump());
+    const ValueId out = g.nodes()[k].outputs[0];
+    rw.set(out, rw.add(f, {g.value(out).name})[0]);
+  }
+  return rw.finish();
+}
+
+Graph fuse_epilogues(const Graph &g) {
+  const Uses u(g);
+  const auto &readers = u.readers;
+  const auto &is_output = u.is_output;
+
+  // Chains from every 2-D float32 Conv, and from the matrix anchors (MatMul, Gemm).
   std::map<size_t, Chain> chains;           // anchor index -> chain
-  std::map<size_t, size_t> last_of_chain;   // last consumer index -> anchor index
+  std::map<size_t, MatrixAnchor> matrices;  // anchor index -> its matrix form
+  std::map<size_t, size_t> last_of_chain;   // last node index (consumer, or the anchor itself) -> anchor index
   std::vector<bool> absorbed(g.nodes().size(), false);
   for (size_t k = 0; k < g.nodes().size(); ++k) {
     const Node &n = g.nodes()[k];
+    if (absorbed[k]) continue;
+    if (std::optional<MatrixAnchor> m = matrix_anchor(g, u, n)) {
+      if (m->transpose_node && absorbed[*m->transpose_node]) m->transpose_node.reset();
+      Chain c = follow_chain(g, u, n.outputs[0], true, absorbed);
+      for (size_t r : c.nodes) absorbed[r] = true;
+      if (m->transpose_node) absorbed[*m->transpose_node] = true;
+      last_of_chain[c.nodes.empty() ? k : c.nodes.back()] = k;
+      chains.emplace(k, std::move(c));
+      matrices.emplace(k, *m);
+      continue;
+    }
     if (n.op != "Conv") continue;
     const TensorType &t = g.value(n.outputs[0]).type;
     if (t.rank() != 4 || t.dtype != ir::Float(32)) continue;
@@ -104,23 +688,28 @@ Graph fuse_epilogues(const Graph &g) {
   Rewriter rw(g);
   for (size_t k = 0; k < g.nodes().size(); ++k) {
     const Node &n = g.nodes()[k];
-    if (chains.count(k)) continue;  // emitted where its chain ends
     auto last = last_of_chain.find(k);
     if (last != last_of_chain.end()) {
-      const Node &conv = g.nodes()[last->second];
+      const Node &anchor = g.nodes()[last->second];
       const Chain &c = chains.at(last->second);
+      const ValueId out = n.outputs[0];
+      auto mat = matrices.find(last->second);
+      if (mat != matrices.end()) {
+        emit_matrix(rw, g, anchor, mat->second, c, out);
+        continue;
+      }
       Node f;
       f.op = "FusedConv";
-      f.name = conv.name;
-      f.attrs = conv.attrs;
+      f.name = anchor.name;
+      f.attrs = anchor.attrs;
       f.attrs["epilogue"] = Attribute::of_string(c.epilogue.dump());
-      f.inputs = {rw.map(conv.inputs[0]), rw.map(conv.inputs[1]),
-                  conv.inputs.size() > 2 ? rw.map(conv.inputs[2]) : kNoValue};
+      f.inputs = {rw.map(anchor.inputs[0]), rw.map(anchor.inputs[1]),
+                  anchor.inputs.size() > 2 ? rw.map(anchor.inputs[2]) : kNoValue};
       for (ValueId e : c.extras) f.inputs.push_back(rw.map(e));
-      const ValueId out = n.outputs[0];
       rw.set(out, rw.add(f, {g.value(out).name})[0]);
       continue;
     }
+    if (chains.count(k)) continue;  // emitted where its chain ends
     if (absorbed[k]) continue;
     rw.copy(n);
   }

@@ -39,8 +39,14 @@ Graph eliminate_common_subexpressions(const Graph &g);
 // Operator fusion: a 2-D float32 Conv with the chain of elementwise consumers after it (Relu,
 // Clip with constant bounds, LeakyRelu, HardSigmoid, HardSwish, Sigmoid, Tanh, Add or Mul of a
 // scalar constant or of a tensor of the output's shape, e.g. a residual) becomes one FusedConv node,
-// one kernel: the conv template with that chain as its epilogue. A value read by more than one
-// node, or a graph output, ends the chain.
+// one kernel: the conv template with that chain as its epilogue. Likewise a float32 MatMul or Gemm
+// with a constant 2-D weight becomes FusedDense (the dense template on the [M, K] view of the
+// activations, the weight transposed to [N, K] once here), and a float32 batched MatMul of rank 3
+// or more whose b has a's batch axes or none becomes FusedMatMul (the batch_matmul template on
+// rank-3 views; a Transpose of b's last two axes read only there is absorbed); their chains also
+// take a bias (a constant of N elements over the last axis), GELU as exported (the erf form or the
+// tanh approximation), and Sub and Div by a scalar constant. A value read by more than one node,
+// or a graph output, ends the chain.
 Graph fuse_epilogues(const Graph &g);
 
 // Layout transformation to the blocked NCHW[x]c layout of the CPU convolution templates. Every 2-D
@@ -53,6 +59,19 @@ Graph fuse_epilogues(const Graph &g);
 // read are re-laid out at compile time. A LayoutTransform node is inserted where a producer and a
 // consumer disagree, once per (tensor, layout); graph outputs keep their layout and their names.
 Graph alter_layout(const Graph &g, const ops::Target &target, const ops::ConfigLookup *configs = nullptr);
+
+// Layer normalization over the last axis as exported before opset 17 (ReduceMean, Sub, Pow 2,
+// ReduceMean, Add epsilon, Sqrt, Div, Mul by a scale, Add of a bias, the scale and bias float32
+// constants) becomes one LayerNormalization node when none of its intermediate values is read
+// elsewhere.
+Graph fuse_layer_norms(const Graph &g);
+
+// Elementwise groups: a connected group of fusable elementwise nodes (op_fused.cpp's list: Add,
+// Sub, Mul, Div, Pow, Sqrt, Erf, Relu, Sigmoid, Tanh, Where, Cast, ...) whose values other than the
+// last one are read only inside the group and are no graph outputs becomes one FusedElementwise
+// node, one kernel. At most 32 nodes and 16 tensor inputs per group (scalar constants are inlined);
+// a group of one node stays as it is.
+Graph fuse_elementwise(const Graph &g);
 
 // Dead-code elimination: nodes and constants no graph output needs.
 Graph eliminate_dead_code(const Graph &g);

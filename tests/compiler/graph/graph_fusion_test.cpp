@@ -1,0 +1,357 @@
+// Fusion beyond convolutions: matrix products with their elementwise consumers (FusedDense,
+// FusedMatMul), exported layer normalizations (LayerNormalization), and elementwise groups
+// (FusedElementwise). Each hand-built graph is checked before and after the pass (which nodes
+// remain) and through the executor against the unoptimized graph on random inputs; the BERT-style
+// encoder of tests/frontend/make_models.py is checked for the kernels the pipeline leaves.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "compiler/driver/graph_executor.h"
+#include "compiler/driver/graph_pipeline.h"
+#include "compiler/frontend/onnx/onnx_importer.h"
+#include "compiler/graph/op_def.h"
+#include "compiler/graph/passes/passes.h"
+#include "contracts/json.h"
+#include "tests/compiler/graph/graph_test_util.h"
+
+namespace kiln::graph {
+namespace {
+
+namespace fs = std::filesystem;
+using contracts::Json;
+
+using namespace test;
+
+ValueId constant(Graph &g, float v) { return g.add_constant(g.unique_name("c"), scalar(v)); }
+
+const Node &only_node(const Graph &g, const std::string &op) {
+  for (const auto &n : g.nodes()) {
+    if (n.op == op) return n;
+  }
+  throw std::runtime_error("no " + op + " node");
+}
+
+// The template a node's kernel is built from ("" for a tensor-expression compute).
+std::string template_of(const Graph &g, const Node &n) { return find_op(n.op)->kernel(OpContext(g, n)).template_name; }
+
+// GELU as torch exports it: x * 0.5 * (1 + erf(x / sqrt 2)), the 0.5 first or last.
+ValueId gelu(Graph &g, ValueId x, bool half_first) {
+  ValueId e = add(g, "Erf", {add(g, "Div", {x, constant(g, 1.4142135f)})});
+  ValueId one_plus = add(g, "Add", {e, constant(g, 1.0f)});
+  if (half_first) return add(g, "Mul", {add(g, "Mul", {x, constant(g, 0.5f)}), one_plus});
+  return add(g, "Mul", {add(g, "Mul", {x, one_plus}), constant(g, 0.5f)});
+}
+
+TEST(GraphFusion, LinearWithBiasAndGeluIsOneFusedDense) {
+  for (bool half_first : {false, true}) {
+    Graph g;
+    ValueId x = g.add_input("x", TensorType{ir::Float(32), {2, 5, 8}});
+    ValueId w = g.add_constant("w", random_tensor({8, 12}, 1));
+    ValueId b = g.add_constant("b", random_tensor({12}, 2));
+    ValueId v = add(g, "MatMul", {x, w});
+    v = add(g, "Add", {v, b});
+    g.add_output(gelu(g, v, half_first));
+    Graph f = passes::fuse_epilogues(g);
+    verify(f);
+    EXPECT_EQ(count(f, "FusedDense"), 1) << print(f);
+    for (const char *op : {"MatMul", "Add", "Mul", "Div", "Erf"}) EXPECT_EQ(count(f, op), 0) << op << "\n" << print(f);
+    const Node &d = only_node(f, "FusedDense");
+    EXPECT_EQ(Json::parse(d.attr_string("epilogue", "")).dump(),
+              R"([{"op":"bias_add"},{"approximate":"none","op":"gelu"}])");
+    EXPECT_EQ(template_of(f, d), "dense_pack.x86");
+    // The activations are viewed as [10, 8]; the weight is stored transposed, [12, 8].
+    EXPECT_EQ(f.value(d.inputs[0]).type.shape, (std::vector<int64_t>{10, 8}));
+    EXPECT_EQ(f.value(d.inputs[1]).type.shape, (std::vector<int64_t>{12, 8}));
+    EXPECT_EQ(f.value(f.outputs()[0]).type.shape, (std::vector<int64_t>{2, 5, 12}));
+    EXPECT_LT(max_difference(g, f), 1e-5);
+  }
+}
+
+// GELU's tanh approximation as torch exports it (constants on the left).
+ValueId gelu_tanh(Graph &g, ValueId x) {
+  ValueId cube = add(g, "Mul", {x, add(g, "Mul", {x, x})});
+  ValueId inner = add(g, "Add", {x, add(g, "Mul", {constant(g, 0.044715f), cube})});
+  ValueId t = add(g, "Tanh", {add(g, "Mul", {constant(g, 0.7978845608f), inner})});
+  ValueId m = add(g, "Mul", {x, add(g, "Add", {constant(g, 1.0f), t})});
+  return add(g, "Mul", {constant(g, 0.5f), m});
+}
+
+TEST(GraphFusion, TheTanhApproximationOfGeluIsADenseEpilogueToo) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {3, 4, 16}});
+  ValueId v = add(g, "MatMul", {x, g.add_constant("w", random_tensor({16, 24}, 11))});
+  v = add(g, "Add", {g.add_constant("b", random_tensor({24}, 12)), v});
+  g.add_output(gelu_tanh(g, v));
+  Graph f = passes::fuse_epilogues(g);
+  verify(f);
+  EXPECT_EQ(count(f, "Tanh"), 0) << print(f);
+  EXPECT_EQ(count(f, "Mul"), 0);
+  EXPECT_EQ(Json::parse(only_node(f, "FusedDense").attr_string("epilogue", "")).dump(),
+            R"([{"op":"bias_add"},{"approximate":"tanh","op":"gelu"}])");
+  EXPECT_LT(max_difference(g, f), 1e-5);
+}
+
+TEST(GraphFusion, GemmAndResidualAndScalarStepsJoinTheDense) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {6, 8}});
+  ValueId skip = g.add_input("skip", TensorType{ir::Float(32), {6, 4}});
+  ValueId v =
+      add(g, "Gemm", {x, g.add_constant("w", random_tensor({8, 4}, 3)), g.add_constant("c", random_tensor({4}, 4))});
+  v = add(g, "Add", {v, skip});
+  v = add(g, "Relu", {v});
+  v = add(g, "Sub", {v, constant(g, 0.25f)});
+  g.add_output(add(g, "Div", {v, constant(g, 3.0f)}, {}, "y"));
+  Graph f = passes::fuse_epilogues(g);
+  EXPECT_EQ(f.nodes().size(), 1u) << print(f);
+  const Node &d = only_node(f, "FusedDense");
+  EXPECT_EQ(Json::parse(d.attr_string("epilogue", "")).size(), 4u);
+  EXPECT_EQ(f.value(f.outputs()[0]).name, "y");
+  EXPECT_LT(max_difference(g, f), 1e-5);
+}
+
+TEST(GraphFusion, AValueReadTwiceEndsTheChainAndTheGroup) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {4, 8}});
+  ValueId y = g.add_input("y", TensorType{ir::Float(32), {4, 8}});
+  ValueId v = add(g, "MatMul", {x, g.add_constant("w", random_tensor({8, 8}, 5))});
+  ValueId biased = add(g, "Add", {v, g.add_constant("b", random_tensor({8}, 6))});
+  // `biased` is read by Relu and by Mul: the dense chain ends at it.
+  ValueId r = add(g, "Relu", {biased});
+  ValueId m = add(g, "Mul", {biased, y});
+  // Elementwise: a = r + m; e = exp(a) read by two nodes outside any one group.
+  ValueId a = add(g, "Add", {r, m});
+  ValueId e = add(g, "Exp", {a});
+  g.add_output(add(g, "Sigmoid", {e}, {}, "s"));
+  g.add_output(add(g, "Tanh", {e}, {}, "t"));
+  Graph f = passes::fuse_elementwise(passes::fuse_epilogues(g));
+  verify(f);
+  const Node &d = only_node(f, "FusedDense");
+  EXPECT_EQ(Json::parse(d.attr_string("epilogue", "")).dump(), R"([{"op":"bias_add"}])");
+  // Relu, Mul, Add and Exp are one group (Exp's output is read twice, outside it); Sigmoid and Tanh
+  // stay on their own.
+  EXPECT_EQ(count(f, "FusedElementwise"), 1) << print(f);
+  const Json sub = Json::parse(only_node(f, "FusedElementwise").attr_string("subgraph", ""));
+  EXPECT_EQ(sub["nodes"].size(), 4u);
+  EXPECT_EQ(count(f, "Sigmoid"), 1);
+  EXPECT_EQ(count(f, "Tanh"), 1);
+  EXPECT_LT(max_difference(g, f), 1e-5);
+
+  // A graph output inside the chain ends the group there too.
+  Graph h;
+  ValueId p = h.add_input("p", TensorType{ir::Float(32), {3, 5}});
+  ValueId q = add(h, "Neg", {p}, {}, "q");
+  h.add_output(q);
+  h.add_output(add(h, "Exp", {add(h, "Abs", {q})}, {}, "z"));
+  Graph hf = passes::fuse_elementwise(h);
+  EXPECT_EQ(count(hf, "Neg"), 1) << print(hf);
+  EXPECT_EQ(count(hf, "FusedElementwise"), 1);
+  EXPECT_LT(max_difference(h, hf), 1e-6);
+}
+
+TEST(GraphFusion, AnElementwiseDiamondWithBroadcastingIsOneKernel) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {4, 6}});
+  ValueId y = g.add_input("y", TensorType{ir::Float(32), {1, 6}});
+  ValueId a = add(g, "Add", {x, y});
+  ValueId p = add(g, "Mul", {a, constant(g, 3.0f)});
+  ValueId q = add(g, "Exp", {a});
+  ValueId r = add(g, "Sub", {p, q});
+  ValueId s = add(g, "Pow", {add(g, "Sqrt", {add(g, "Abs", {r})}), constant(g, 2.0f)});
+  g.add_output(add(g, "Where", {add(g, "Greater", {s, constant(g, 1.0f)}), s, r}, {}, "out"));
+  Graph f = passes::fuse_elementwise(g);
+  verify(f);
+  // Greater is not in the fusable list, and s and r are read by it or by Where as well as inside
+  // their groups: two groups, Greater and Where on their own.
+  EXPECT_EQ(count(f, "FusedElementwise"), 2) << print(f);
+  EXPECT_EQ(count(f, "Greater"), 1);
+  EXPECT_EQ(count(f, "Where"), 1);
+  EXPECT_EQ(f.nodes().size(), 4u);
+  EXPECT_LT(max_difference(g, f), 1e-5);
+
+  // Without it, one kernel reads x and y only (the scalars are inlined).
+  Graph h;
+  ValueId hx = h.add_input("x", TensorType{ir::Float(32), {4, 6}});
+  ValueId hy = h.add_input("y", TensorType{ir::Float(32), {1, 6}});
+  ValueId ha = add(h, "Add", {hx, hy});
+  h.add_output(add(h, "Sub", {add(h, "Mul", {ha, constant(h, 3.0f)}), add(h, "Exp", {ha})}, {}, "out"));
+  Graph hf = passes::fuse_elementwise(h);
+  ASSERT_EQ(hf.nodes().size(), 1u) << print(hf);
+  EXPECT_EQ(hf.nodes()[0].op, "FusedElementwise");
+  EXPECT_EQ(hf.nodes()[0].inputs.size(), 2u);
+  EXPECT_LT(max_difference(h, hf), 1e-6);
+}
+
+TEST(GraphFusion, TheCapsSplitLongChainsAndWideGroups) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {3, 7}});
+  ValueId v = x;
+  for (int i = 0; i < 40; ++i)
+    v = add(g, i % 2 ? "Tanh" : "Mul", i % 2 ? std::vector<ValueId>{v} : std::vector<ValueId>{v, constant(g, 1.5f)});
+  g.add_output(v);
+  Graph f = passes::fuse_elementwise(g);
+  verify(f);
+  ASSERT_EQ(f.nodes().size(), 2u) << print(f);
+  EXPECT_EQ(Json::parse(f.nodes()[1].attr_string("subgraph", ""))["nodes"].size(), 32u);
+  EXPECT_EQ(Json::parse(f.nodes()[0].attr_string("subgraph", ""))["nodes"].size(), 8u);
+  EXPECT_LT(max_difference(g, f), 1e-5);
+
+  // A sum of 20 inputs: no kernel reads more than 16.
+  Graph w;
+  ValueId s = w.add_input("i0", TensorType{ir::Float(32), {5}});
+  for (int i = 1; i < 20; ++i)
+    s = add(w, "Add", {s, w.add_input("i" + std::to_string(i), TensorType{ir::Float(32), {5}})});
+  w.add_output(s);
+  Graph wf = passes::fuse_elementwise(w);
+  EXPECT_EQ(count(wf, "FusedElementwise"), 2) << print(wf);
+  for (const auto &n : wf.nodes()) EXPECT_LE(n.inputs.size(), 16u);
+  EXPECT_LT(max_difference(w, wf), 1e-5);
+
+  // A variadic Max of three tensors is not one of the subgraph's binary ops: it stays a node.
+  Graph m;
+  ValueId a = m.add_input("a", TensorType{ir::Float(32), {4}});
+  ValueId b = m.add_input("b", TensorType{ir::Float(32), {4}});
+  ValueId mx = add(m, "Max", {add(m, "Neg", {a}), add(m, "Abs", {b}), a});
+  m.add_output(add(m, "Exp", {add(m, "Relu", {mx})}));
+  Graph mf = passes::fuse_elementwise(m);
+  EXPECT_EQ(count(mf, "Max"), 1) << print(mf);
+  EXPECT_EQ(count(mf, "FusedElementwise"), 1);
+  EXPECT_LT(max_difference(m, mf), 1e-6);
+}
+
+TEST(GraphFusion, AttentionProductsAreFusedMatMulsOnRankThreeViews) {
+  Graph g;
+  ValueId q = g.add_input("q", TensorType{ir::Float(32), {2, 3, 5, 4}});
+  ValueId k = g.add_input("k", TensorType{ir::Float(32), {2, 3, 6, 4}});
+  ValueId v = g.add_input("v", TensorType{ir::Float(32), {6, 4}});
+  ValueId kt = add(g, "Transpose", {k}, {{"perm", Attribute::of_ints({0, 1, 3, 2})}});
+  ValueId scores = add(g, "Div", {add(g, "MatMul", {q, kt}), constant(g, 2.0f)});
+  ValueId p = add(g, "Softmax", {scores}, {{"axis", Attribute::of_int(-1)}});
+  // A rank-2 activation b is shared by every batch.
+  g.add_output(add(g, "MatMul", {p, v}, {}, "out"));
+  Graph f = passes::fuse_epilogues(g);
+  verify(f);
+  EXPECT_EQ(count(f, "FusedMatMul"), 2) << print(f);
+  EXPECT_EQ(count(f, "Transpose"), 0);
+  EXPECT_EQ(count(f, "Div"), 0);
+  for (const auto &n : f.nodes()) {
+    if (n.op == "FusedMatMul" || n.op == "Softmax") EXPECT_NE(template_of(f, n), "") << n.describe();
+  }
+  EXPECT_EQ(template_of(f, only_node(f, "Softmax")), "softmax.x86");
+  EXPECT_LT(max_difference(g, f), 1e-5);
+}
+
+TEST(GraphFusion, AnExportedLayerNormIsOneLayerNormalizationOnItsTemplate) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {2, 3, 16}});
+  ValueId mean = add(g, "ReduceMean", {x}, {{"axes", Attribute::of_ints({-1})}});
+  ValueId d = add(g, "Sub", {x, mean});
+  ValueId var = add(g, "ReduceMean", {add(g, "Pow", {d, constant(g, 2.0f)})}, {{"axes", Attribute::of_ints({-1})}});
+  ValueId n = add(g, "Div", {d, add(g, "Sqrt", {add(g, "Add", {var, constant(g, 1e-5f)})})});
+  ValueId y = add(g, "Mul", {n, g.add_constant("gamma", random_tensor({16}, 8))});
+  g.add_output(add(g, "Add", {y, g.add_constant("beta", random_tensor({16}, 9))}, {}, "y"));
+  Graph f = passes::fuse_layer_norms(g);
+  verify(f);
+  ASSERT_EQ(f.nodes().size(), 1u) << print(f);
+  EXPECT_EQ(f.nodes()[0].op, "LayerNormalization");
+  EXPECT_EQ(template_of(f, f.nodes()[0]), "layer_norm.x86");
+  EXPECT_LT(max_difference(g, f), 1e-5);
+
+  // Over another axis than the last, it stays as it is.
+  Graph h;
+  ValueId hx = h.add_input("x", TensorType{ir::Float(32), {4, 8}});
+  ValueId hm = add(h, "ReduceMean", {hx}, {{"axes", Attribute::of_ints({0})}});
+  h.add_output(add(h, "Sub", {hx, hm}));
+  EXPECT_EQ(count(passes::fuse_layer_norms(h), "LayerNormalization"), 0);
+}
+
+TEST(GraphFusion, AMalformedSubgraphIsAGraphErrorNamingTheNode) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {4}});
+  Node n;
+  n.op = "FusedElementwise";
+  n.name = "fe";
+  n.inputs = {x};
+  n.outputs = {kNoValue};
+  n.attrs["subgraph"] =
+      Attribute::of_string(R"({"nodes":[{"op":"Conv","in":[{"i":0}],"shape":[4],"dtype":"float32"}]})");
+  try {
+    infer_types(g, n);
+    FAIL() << "no error";
+  } catch (const GraphError &e) {
+    EXPECT_NE(std::string(e.what()).find("'fe'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("does not fuse"), std::string::npos) << e.what();
+  }
+  n.attrs["subgraph"] =
+      Attribute::of_string(R"({"nodes":[{"op":"Neg","in":[{"n":0}],"shape":[4],"dtype":"float32"}]})");
+  EXPECT_THROW(infer_types(g, n), GraphError);
+  n.attrs["subgraph"] =
+      Attribute::of_string(R"({"nodes":[{"op":"Neg","in":[{"i":0}],"shape":[3],"dtype":"float32"}]})");
+  EXPECT_THROW(infer_types(g, n), GraphError);
+  n.attrs["subgraph"] = Attribute::of_string("[1,");
+  EXPECT_THROW(infer_types(g, n), GraphError);
+}
+
+// --- the BERT-style encoder ---
+
+int make_model(const std::string &model) {
+  const std::string cmd =
+      std::string("/usr/bin/python3 '") + KILN_MAKE_MODELS_SCRIPT + "' '" + KILN_MODELS_DIR + "' " + model;
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(GraphFusion, TheEncoderRunsOnTemplateKernels) {
+  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no python3 to export the model";
+  const int status = make_model("bert_encoder");
+  if (status == 77) GTEST_SKIP() << "torch or onnx is missing";
+  ASSERT_EQ(status, 0);
+  const fs::path dir = fs::path(KILN_MODELS_DIR) / "bert_encoder";
+  const Graph g = frontend::onnx::import_model((dir / "model.onnx").string());
+  const Graph f = driver::optimize_graph(g, driver::GraphPipelineOptions{});
+  // Two layers: q, k, v, out and the two feed-forward linears each; QK^T and PV each; a softmax each;
+  // the embedding norm and two norms each; no elementwise node left on its own but the embedding sum.
+  EXPECT_EQ(count(f, "FusedDense"), 12) << print(f);
+  EXPECT_EQ(count(f, "FusedMatMul"), 4);
+  EXPECT_EQ(count(f, "Softmax"), 2);
+  EXPECT_EQ(count(f, "LayerNormalization"), 5);
+  EXPECT_EQ(count(f, "FusedElementwise"), 0);
+  for (const char *op : {"MatMul", "Erf", "ReduceMean", "Div", "Mul", "Sub", "Pow", "Sqrt"})
+    EXPECT_EQ(count(f, op), 0) << op;
+  std::map<std::string, int> templates;
+  for (const auto &n : f.nodes()) {
+    const OpDef *def = find_op(n.op);
+    if (def->view || def->evaluate) continue;
+    ++templates[template_of(f, n)];
+  }
+  EXPECT_EQ(templates["dense_pack.x86"], 12);
+  EXPECT_EQ(templates["batch_matmul.x86"], 4);
+  EXPECT_EQ(templates["softmax.x86"], 2);
+  EXPECT_EQ(templates["layer_norm.x86"], 5);
+  // Left as computes: the embedding Gather and Add and the attention's head transposes.
+  EXPECT_EQ(templates[""], 10);
+  // The GELU of both feed-forward layers is in their first linear's epilogue.
+  int gelus = 0;
+  for (const auto &n : f.nodes())
+    gelus += n.op == "FusedDense" && n.attr_string("epilogue", "").find("gelu") != std::string::npos;
+  EXPECT_EQ(gelus, 2);
+  const deploy::Tensor input = frontend::onnx::read_tensor_file((dir / "input_0.pb").string());
+  const deploy::Tensor want = frontend::onnx::read_tensor_file((dir / "output_0.pb").string());
+  const deploy::Tensor got = driver::GraphExecutor(f).run(std::vector<deploy::Tensor>{input})[0];
+  ASSERT_EQ(got.shape(), want.shape());
+  double worst = 0, scale = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    worst = std::max(worst, std::fabs(double(got.data_as<float>()[i]) - want.data_as<float>()[i]));
+    scale = std::max(scale, std::fabs(double(want.data_as<float>()[i])));
+  }
+  EXPECT_LT(worst / scale, 1e-4);
+}
+
+}  // namespace
+}  // namespace kiln::graph
