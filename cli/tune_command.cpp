@@ -100,7 +100,8 @@ double parse_duration(const std::string &text) {
 // A model to tune: its graph after the passes the compiler runs (`kiln run --optimize`) and the
 // tasks extracted from it.
 struct ModelTasks {
-  graph::Graph graph;
+  graph::Graph imported;  // before the passes: the layout pass takes its blocks from the configs
+  graph::Graph graph;     // after the passes, with default configs (what the tasks come from)
   driver::TaskExtraction extraction;
   std::vector<tuner::TuneTask> tasks;
 };
@@ -139,7 +140,8 @@ ModelTasks load_model(const TuneCommandOptions &o) {
     io.input_shapes[name] = shape;
   }
   ModelTasks m;
-  m.graph = driver::optimize_graph_for_target(frontend::onnx::import_model(o.model, io), o.target);
+  m.imported = frontend::onnx::import_model(o.model, io);
+  m.graph = driver::optimize_graph_for_target(m.imported, o.target);
   m.extraction = driver::extract_tasks(m.graph, o.target);
   const driver::TaskExtraction &x = m.extraction;
   if (x.tasks.empty()) {
@@ -189,8 +191,8 @@ void print_model_tasks(const TuneCommandOptions &o, const ModelTasks &m) {
   std::cout << o.model << " after the graph passes: " << m.graph.nodes().size() << " nodes\n";
   table.print(std::cout);
   std::cout << fmt::format(
-                   "{} tasks from {} template nodes ({:.1f}% of {:.2f} GFLOP); {} nodes with tensor-expression kernels "
-                   "are not tunable ({:.1f}%)\n\n",
+                   "{} tasks from {} template nodes ({:.1f}% of {:.2f} GFLOP); {} nodes are not tuned (tensor-expression "
+                   "kernels and layout transforms, {:.1f}%)\n\n",
                    x.tasks.size(), x.template_nodes, share(x.template_flops, x.total_flops()), x.total_flops() / 1e9,
                    x.other_nodes, share(x.other_flops, x.total_flops()))
             << std::flush;
@@ -234,9 +236,9 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// The model compiled with each of `configs` (null: every template at its default config) and run on
-// the same random inputs: the median of `runs` runs of each after kWarmupRuns, the compilations'
-// runs interleaved so that each sees the same load of the machine.
+// The model (`g`, as imported) optimized and compiled with each of `configs` (null: every template at
+// its default config) and run on the same random inputs: the median of `runs` runs of each after
+// kWarmupRuns, the compilations' runs interleaved so that each sees the same load of the machine.
 std::vector<ModelLatency> measure_model(const graph::Graph &g, const std::string &target,
                                         const std::vector<const ops::ConfigLookup *> &configs, int64_t runs) {
   std::vector<std::unique_ptr<driver::GraphExecutor>> executors;
@@ -244,7 +246,7 @@ std::vector<ModelLatency> measure_model(const graph::Graph &g, const std::string
     driver::ExecutorOptions eo;
     eo.target = target;
     eo.configs = c;
-    executors.push_back(std::make_unique<driver::GraphExecutor>(g, eo));
+    executors.push_back(std::make_unique<driver::GraphExecutor>(driver::optimize_graph_for_target(g, target, c), eo));
   }
   const std::vector<deploy::Tensor> inputs = random_inputs(g);
   for (const auto &ex : executors) {
@@ -275,7 +277,7 @@ void report_model_latency(const TuneCommandOptions &o, const ModelTasks &m, db::
                           const std::string &device_key) {
   if (!o.json) std::cout << "\ncompiling " << o.model << " with default and with tuned configs ...\n" << std::flush;
   tuner::DbConfigLookup lookup(log, device_key);
-  const std::vector<ModelLatency> l = measure_model(m.graph, o.target, {nullptr, &lookup}, o.runs);
+  const std::vector<ModelLatency> l = measure_model(m.imported, o.target, {nullptr, &lookup}, o.runs);
   const ModelLatency &before = l[0], &after = l[1];
   const double speedup = before.median_s / after.median_s;
   if (o.json) {

@@ -146,7 +146,7 @@ GraphCompileReport compile_graph(const graph::Graph &g, const std::string &path,
       funcs.push_back(lower_node_kernel(g, n, nk, name));
       it = kernel_names.emplace(nk.signature, name).first;
       ++report.kernels;
-      if (nk.from_template()) {
+      if (nk.tuned_as_task) {
         ++report.template_kernels;
         if (nk.report.source == KernelReport::Source::kExact || nk.report.source == KernelReport::Source::kDeviceClass)
           ++report.tuned_kernels;

@@ -23,9 +23,9 @@ struct GraphCompileReport {
   int nodes = 0;
   int steps = 0;             // kernel calls per run
   int kernels = 0;           // distinct kernels in the library
-  int template_kernels = 0;  // of which from an operator template
+  int template_kernels = 0;  // of which template kernels tuned as tasks (layout transforms aside)
   int tuned_kernels = 0;     // of which with a config from the lookup
-  std::vector<KernelReport> templates;  // one per distinct template kernel
+  std::vector<KernelReport> templates;  // one per distinct template kernel tuned as a task
   int64_t arena_bytes = 0;      // planned peak: inputs, outputs and intermediates
   int64_t unplanned_bytes = 0;  // the same tensors without reuse
   int in_place = 0;             // steps that write over an input

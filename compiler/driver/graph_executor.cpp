@@ -25,6 +25,7 @@ struct GraphExecutor::CompiledKernel {
   std::string function;
   std::vector<int> input_map;
   bool from_template = false;
+  bool tuned_as_task = false;  // see NodeKernel
 };
 
 const char *source_name(KernelReport::Source s) {
@@ -60,7 +61,7 @@ std::shared_ptr<const GraphExecutor::CompiledKernel> get_kernel(const graph::Gra
                                                                 KernelReport *report = nullptr) {
   NodeKernel nk = prepare_node_kernel(g, n, def, options);
   // Where this node's config came from (the cached kernel may have been built for another lookup).
-  if (report && nk.from_template()) *report = nk.report;
+  if (report && nk.tuned_as_task) *report = nk.report;
   KernelCache &c = cache();
   std::string fname;
   {
@@ -76,6 +77,7 @@ std::shared_ptr<const GraphExecutor::CompiledKernel> get_kernel(const graph::Gra
   k->function = fname;
   k->input_map = nk.kernel.input_map;
   k->from_template = nk.from_template();
+  k->tuned_as_task = nk.tuned_as_task;
   ir::LoweredFunc f = lower_node_kernel(g, n, nk, fname);
   try {
     codegen::LLVMBuildOptions opt;
@@ -156,7 +158,7 @@ GraphExecutor::GraphExecutor(graph::Graph g, const ExecutorOptions &options)
       distinct[k.get()] = true;
       ++stats_.kernels;
       if (compiled) ++stats_.kernels_compiled;
-      if (k->from_template) {
+      if (k->tuned_as_task) {
         ++stats_.template_kernels;
         if (r.source == KernelReport::Source::kExact || r.source == KernelReport::Source::kDeviceClass)
           ++stats_.tuned_kernels;

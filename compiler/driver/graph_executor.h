@@ -45,10 +45,10 @@ struct ExecutorStats {
   int nodes = 0;             // nodes of the graph
   int kernels = 0;           // distinct kernels the graph uses
   int kernels_compiled = 0;  // of which compiled now (the rest came from the process's cache)
-  int template_kernels = 0;  // of which built from an operator template
+  int template_kernels = 0;  // of which template kernels tuned as tasks (layout transforms aside)
   int tuned_kernels = 0;     // of which with a config from the lookup
   double compile_s = 0;
-  std::vector<KernelReport> templates;  // one per distinct template kernel
+  std::vector<KernelReport> templates;  // one per distinct template kernel tuned as a task
 };
 
 class GraphExecutor {

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "compiler/driver/target.h"
-#include "compiler/driver/task_extraction.h"
+#include "compiler/ops/tuning_task.h"
 #include "compiler/lower/lower.h"
 #include "compiler/te/schedule.h"
 #include "contracts/sha256.h"
@@ -78,25 +78,29 @@ void schedule_generic(te::Schedule &s, const std::vector<te::Tensor> &outputs) {
 // A template kernel's task and the config it is built with: the lookup's when it has a usable one.
 void choose_config(NodeKernel &k, const Node &n, const ExecutorOptions &options) {
   k.task = std::make_unique<ops::Task>(k.kernel.template_name, k.kernel.template_args, resolve_target(options.target));
+  k.tuned_as_task = tuned_as_task(n, k.kernel);
+  if (!k.tuned_as_task) return;
   k.report.node = n.name;
   k.report.template_name = k.kernel.template_name;
   // Reported and looked up as the task it is tuned as (its anchor's workload).
-  const ops::Task tuned_as = tuning_task(*k.task);
+  const ops::Task tuned_as = ops::tuning_task(*k.task);
   k.report.workload_key = tuned_as.key();
   k.report.args_json = tuned_as.workload().args_json;
-  if (!options.configs) return;
-  std::optional<ops::TunedConfig> tuned = options.configs->best(tuned_as.workload(), k.task->target().str());
-  if (!tuned) return;
-  try {
-    k.config = k.task->space().from_record(tuned->config);
-    k.report.source = tuned->exact_target ? KernelReport::Source::kExact : KernelReport::Source::kDeviceClass;
-  } catch (const UserError &e) {
+  const ops::TunedChoice c = ops::choose_tuned_config(options.configs, *k.task);
+  k.config = c.config;
+  if (c.config) {
+    k.report.source = c.exact_target ? KernelReport::Source::kExact : KernelReport::Source::kDeviceClass;
+  } else if (c.found) {
     k.report.source = KernelReport::Source::kStale;
-    k.report.note = e.what();
+    k.report.note = c.stale;
   }
 }
 
 }  // namespace
+
+bool tuned_as_task(const Node &n, const graph::Kernel &k) {
+  return !k.template_name.empty() && n.op != graph::kLayoutTransformOp;
+}
 
 bool needs_kernel(const graph::Graph &g, const Node &n, const OpDef &def) {
   if (def.view || def.evaluate) return false;

@@ -31,7 +31,14 @@ struct NodeKernel {
   // target and the tuned config. Nodes with equal signatures share one kernel.
   std::string signature;
   bool from_template() const { return !kernel.template_name.empty(); }
+  // A template kernel tuned as a task of its own, whose config comes from the lookup and which the
+  // reports list: every template kernel but a layout transform's (its workload follows from the
+  // blocks the tuned convolutions choose; it runs at its template's default config).
+  bool tuned_as_task = false;
 };
+
+// Whether node `n`, whose kernel is `k`, is tuned as a task of its own (see NodeKernel).
+bool tuned_as_task(const graph::Node &n, const graph::Kernel &k);
 
 // The kernel of node `n` for options.target, its config from options.configs. Throws GraphError
 // naming the node.

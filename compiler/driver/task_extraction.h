@@ -3,7 +3,7 @@
 // executor builds from operator templates), each with how many nodes use it, and how much of the
 // model's work lies outside them (tensor-expression kernels, which are not tunable).
 //
-// A template kernel is tuned as its anchor's workload: tuning_task() drops the epilogue (bias, the
+// A template kernel is tuned as its anchor's workload: ops::tuning_task() (compiler/ops/tuning_task.h) drops the epilogue (bias, the
 // activation, a residual add fused into a conv), so that conv+relu and conv+add+relu of one shape
 // are one task. The executor looks tuned configs up under the same workload, so a config recorded
 // for the task is replayed for every fused kernel built on that anchor.
@@ -16,14 +16,9 @@
 
 namespace kiln::driver {
 
-// The task `kernel` (a template kernel as the executor builds it) is tuned and looked up as: the
-// same template and arguments without the epilogue, where the epilogue leaves the config space
-// as it is (same fingerprint, so one config applies to both); otherwise `kernel` itself.
-ops::Task tuning_task(const ops::Task &kernel);
-
 struct ExtractedTask {
   std::string template_name;
-  contracts::Json args;      // canonical, epilogue dropped (tuning_task)
+  contracts::Json args;      // canonical, epilogue dropped (ops::tuning_task)
   std::string workload_key;  // the key the tuning log records and the executor looks up
   int weight = 0;            // nodes that use the workload
   double flops = 0;          // graph::node_flops summed over those nodes
@@ -32,8 +27,9 @@ struct ExtractedTask {
 
 struct TaskExtraction {
   std::vector<ExtractedTask> tasks;  // in the order of their first node
-  int template_nodes = 0;            // nodes built from an operator template (the sum of the weights)
-  int other_nodes = 0;               // nodes with a tensor-expression kernel: not tunable
+  int template_nodes = 0;            // nodes tuned as a task (the sum of the weights)
+  int other_nodes = 0;               // nodes not tuned: tensor-expression kernels and layout
+                                     // transforms (made for the blocks the tuned convs choose)
   double template_flops = 0;
   double other_flops = 0;
   double total_flops() const { return template_flops + other_flops; }

@@ -104,6 +104,10 @@ std::vector<double> tensor_values(const deploy::Tensor &t);
 double node_flops(const Graph &g, const Node &n);
 
 // Helpers for op definitions.
+// The internal op the layout pass inserts between a producer and a consumer that disagree on a
+// tensor's layout (op_layout.cpp).
+inline constexpr const char *kLayoutTransformOp = "LayoutTransform";
+
 namespace detail {
 // An int32 constant: the type of kernel indices.
 inline ir::Expr i32(int64_t v) { return ir::make_const(ir::Int(32), v); }

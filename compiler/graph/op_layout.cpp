@@ -165,7 +165,7 @@ int64_t channels(const TensorType &t, int64_t block) { return block == 0 ? t.sha
 
 void layout_transform() {
   OpDef d;
-  d.name = "LayoutTransform";
+  d.name = kLayoutTransformOp;
   d.internal = true;
   d.infer = [](const OpContext &ctx) {
     const TensorType &x = ctx.in(0);

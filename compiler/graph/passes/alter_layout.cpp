@@ -7,6 +7,7 @@
 #include "compiler/graph/passes/passes.h"
 #include "compiler/graph/passes/rewriter.h"
 #include "compiler/ops/registry.h"
+#include "compiler/ops/tuning_task.h"
 #include "contracts/json.h"
 
 namespace kiln::graph::passes {
@@ -72,16 +73,8 @@ struct ConvBlocks {
 ConvBlocks conv_blocks(const Graph &g, const Node &probe, const ops::Target &target, const ops::ConfigLookup *configs) {
   const Kernel k = find_op(probe.op)->kernel(OpContext(g, probe));
   const ops::Task task(k.template_name, k.template_args, target);
-  std::optional<autotune::Config> cfg;
-  if (configs) {
-    if (std::optional<ops::TunedConfig> tuned = configs->best(task.workload(), task.target().str())) {
-      try {
-        cfg = task.space().from_record(tuned->config);
-      } catch (const UserError &) {
-        cfg.reset();  // a stale record: the executor builds the default too
-      }
-    }
-  }
+  // The config the executor builds the kernel with (a stale record: the default, there too).
+  std::optional<autotune::Config> cfg = ops::choose_tuned_config(configs, task).config;
   if (!cfg) cfg = task.default_config();
   if (probe.attr_int("depthwise", 0) != 0) {
     const Block c = cfg->split("tile_c").back();
@@ -120,7 +113,7 @@ class LayoutPass {
 
   Graph run() {
     for (const Node &n : g_.nodes()) {
-      if (n.op == "LayoutTransform" && from_transform(n)) continue;
+      if (n.op == kLayoutTransformOp && from_transform(n)) continue;
       bool plain = true;
       for (ValueId i : n.inputs) plain = plain && (i == kNoValue || old_block_[static_cast<size_t>(i)] == 0);
       if (plain && (conv(n) || unary(n) || binary(n) || pool(n) || concat_channels(n))) continue;
@@ -156,7 +149,7 @@ class LayoutPass {
       now = rw_.constant(rv.name + "_" + layout_name(b), to_blocked(rv.constant, rv.type.shape, b));
     } else {
       Node t;
-      t.op = "LayoutTransform";
+      t.op = kLayoutTransformOp;
       t.name = rv.name + "_to_" + layout_name(b);
       t.inputs = {p.v};
       t.attrs["src_block"] = Attribute::of_int(p.block);

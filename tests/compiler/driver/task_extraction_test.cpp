@@ -77,15 +77,16 @@ int count_ops(const graph::Graph &g, const std::set<std::string> &ops) {
 
 TEST(TaskExtraction, FusedEpiloguesShareTheirConvsTaskAndItsTunedConfig) {
   const graph::Graph g = driver::optimize_graph_for_target(residual_block(), kTarget);
-  ASSERT_EQ(count_ops(g, {"FusedConv"}), 2) << graph::print(g);
+  ASSERT_EQ(count_ops(g, {"ConvNCHWc"}), 2) << graph::print(g);
 
   const driver::TaskExtraction x = driver::extract_tasks(g, kTarget);
   ASSERT_EQ(x.tasks.size(), 1u) << "conv+relu and conv+add+relu of one shape are one task";
   const driver::ExtractedTask &t = x.tasks[0];
-  EXPECT_EQ(t.template_name, "conv2d_nchw.x86");
+  EXPECT_EQ(t.template_name, "conv2d_nchwc.x86");
   EXPECT_EQ(t.weight, 2);
   EXPECT_EQ(x.template_nodes, 2);
-  EXPECT_EQ(x.other_nodes, 0);
+  EXPECT_EQ(x.other_nodes, count_ops(g, {graph::kLayoutTransformOp})) << "layout transforms are not tasks";
+  EXPECT_EQ(x.other_nodes, 2) << graph::print(g);
   ASSERT_TRUE(t.args.contains("epilogue"));
   EXPECT_EQ(t.args.at("epilogue").size(), 0u) << t.args.dump();
   EXPECT_EQ(t.args.at("data").at("shape").as_int_vector(), (std::vector<int64_t>{1, 8, 12, 12}));
@@ -99,24 +100,38 @@ TEST(TaskExtraction, FusedEpiloguesShareTheirConvsTaskAndItsTunedConfig) {
   driver::ExecutorOptions options;
   options.target = kTarget;
   options.configs = &lookup;
-  driver::GraphExecutor plain(g, options);
-  ASSERT_EQ(plain.stats().templates.size(), 2u);
-  for (const auto &r : plain.stats().templates) {
+  auto conv_reports = [&](const driver::GraphExecutor &ex) {
+    std::vector<driver::KernelReport> r;
+    for (const auto &k : ex.stats().templates) {
+      if (k.template_name == t.template_name) r.push_back(k);
+    }
+    return r;
+  };
+  driver::GraphExecutor plain(driver::optimize_graph_for_target(residual_block(), kTarget, &lookup), options);
+  ASSERT_EQ(conv_reports(plain).size(), 2u);
+  for (const auto &r : conv_reports(plain)) {
     EXPECT_EQ(r.workload_key, t.workload_key) << r.node;
     EXPECT_EQ(r.source, driver::KernelReport::Source::kDefault) << r.node;
   }
 
-  // A config recorded for the task (as the tuner records it): both fused kernels use it, and the
-  // model computes the same values.
+  // A config recorded for the task (as the tuner records it), with other blocks than the default:
+  // the graph is laid out for it and both fused kernels use it, and the model computes the same
+  // values.
   ops::Task task(t.template_name, t.args, driver::resolve_target(kTarget));
   ASSERT_EQ(task.key(), t.workload_key);
-  const int64_t other = task.default_config().record().index == 0 ? 1 : 0;
+  const autotune::Config def = task.default_config();
+  std::optional<autotune::Config> other;
+  for (int64_t i = 0; i < task.space().size() && !other; ++i) {
+    autotune::Config c = task.space().get(i);
+    if (c.split("tile_oc") != def.split("tile_oc")) other = c;
+  }
+  ASSERT_TRUE(other.has_value());
   tuner::MeasureOutcome ok;
   ok.costs = {1e-5, 1e-5};
-  log.insert(tuner::make_record(task, "local-cpu", task.space().get(other), ok));
-  driver::GraphExecutor tuned(g, options);
-  EXPECT_EQ(tuned.stats().tuned_kernels, 2);
-  for (const auto &r : tuned.stats().templates) EXPECT_EQ(r.source, driver::KernelReport::Source::kExact) << r.node;
+  log.insert(tuner::make_record(task, "local-cpu", *other, ok));
+  driver::GraphExecutor tuned(driver::optimize_graph_for_target(residual_block(), kTarget, &lookup), options);
+  ASSERT_EQ(conv_reports(tuned).size(), 2u);
+  for (const auto &r : conv_reports(tuned)) EXPECT_EQ(r.source, driver::KernelReport::Source::kExact) << r.node;
 
   const deploy::Tensor in = random_tensor({1, 8, 12, 12}, 5);
   const deploy::Tensor want = driver::GraphExecutor(residual_block()).run(std::vector<deploy::Tensor>{in})[0];
@@ -125,7 +140,7 @@ TEST(TaskExtraction, FusedEpiloguesShareTheirConvsTaskAndItsTunedConfig) {
   for (int64_t i = 0; i < want.numel(); ++i) EXPECT_NEAR(got.data_as<float>()[i], want.data_as<float>()[i], 1e-4);
 }
 
-TEST(TaskExtraction, ResNet18HasElevenConvTasksAndOneDenseTaskWithTheExecutorsKeys) {
+TEST(TaskExtraction, ResNet18HasElevenConvTasksADenseTaskAndTwoPoolTasksWithTheExecutorsKeys) {
   if (!fs::exists(test::kModelsPython)) GTEST_SKIP() << test::kModelsPython << " is missing: cannot export resnet18";
   const int status = test::make_model("resnet18");
   if (status == test::kNoTorch) GTEST_SKIP() << test::kModelsPython << " cannot import torch, torchvision or onnx";
@@ -135,29 +150,36 @@ TEST(TaskExtraction, ResNet18HasElevenConvTasksAndOneDenseTaskWithTheExecutorsKe
   const driver::TaskExtraction x = driver::extract_tasks(g, kTarget);
 
   // Counted from the graph: every conv (fused or not) and the classifier are template kernels.
-  const int convs = count_ops(g, {"Conv", "FusedConv"});
-  const int dense = count_ops(g, {"Gemm", "MatMul"});
+  const int convs = count_ops(g, {"Conv", "FusedConv", "ConvNCHWc"});
+  const int dense = count_ops(g, {"Gemm", "MatMul", "FusedDense"});
   EXPECT_EQ(convs, 20) << graph::print(g);
   EXPECT_EQ(dense, 1) << graph::print(g);
-  int weights = 0, conv_tasks = 0, dense_tasks = 0;
-  std::map<int, int> tasks_by_weight;
+  const int pools = count_ops(g, {"MaxPool", "GlobalAveragePool", "PoolNCHWc"});
+  int weights = 0, conv_tasks = 0, dense_tasks = 0, pool_tasks = 0;
+  std::map<int, int> conv_tasks_by_weight;
   for (const auto &t : x.tasks) {
     weights += t.weight;
-    conv_tasks += t.template_name.rfind("conv2d", 0) == 0 ? 1 : 0;
+    const bool conv = t.template_name.rfind("conv2d", 0) == 0;
+    conv_tasks += conv ? 1 : 0;
     dense_tasks += t.template_name.rfind("dense", 0) == 0 || t.template_name.rfind("matmul", 0) == 0 ? 1 : 0;
-    ++tasks_by_weight[t.weight];
+    pool_tasks += t.template_name.find("pool2d") != std::string::npos ? 1 : 0;
+    if (conv) ++conv_tasks_by_weight[t.weight];
     EXPECT_EQ(t.nodes.size(), static_cast<size_t>(t.weight));
   }
   // The stem, the 3x3 convs of each stage (4 in the first, 3 in the others), the strided 3x3 and
   // the 1x1 downsample of stages 2 to 4.
   EXPECT_EQ(conv_tasks, 11);
   EXPECT_EQ(dense_tasks, 1);
-  EXPECT_EQ(x.tasks.size(), 12u);
-  EXPECT_EQ(weights, convs + dense);
-  EXPECT_EQ(x.template_nodes, convs + dense);
-  EXPECT_EQ((tasks_by_weight), (std::map<int, int>{{1, 8}, {3, 3}, {4, 1}}));
-  // The pools are not tunable and hold little of the work.
-  EXPECT_EQ(x.other_nodes, count_ops(g, {"MaxPool", "GlobalAveragePool"}));
+  // The pools run on the blocked pool templates: tasks of their own, one each.
+  EXPECT_EQ(pools, 2);
+  EXPECT_EQ(pool_tasks, 2);
+  EXPECT_EQ(x.tasks.size(), 14u);
+  EXPECT_EQ(weights, convs + dense + pools);
+  EXPECT_EQ(x.template_nodes, convs + dense + pools);
+  EXPECT_EQ((conv_tasks_by_weight), (std::map<int, int>{{1, 7}, {3, 3}, {4, 1}}));
+  // Not tuned: the two layout transforms (at the input and before the classifier).
+  EXPECT_EQ(x.other_nodes, count_ops(g, {graph::kLayoutTransformOp}));
+  EXPECT_EQ(x.other_nodes, 2);
   EXPECT_GT(x.template_flops / x.total_flops(), 0.99);
 
   // Each kernel the executor builds is reported under the key of its node's task: what the tuner
@@ -171,7 +193,12 @@ TEST(TaskExtraction, ResNet18HasElevenConvTasksAndOneDenseTaskWithTheExecutorsKe
   }
   std::set<std::string> reported;
   ASSERT_FALSE(ex.stats().templates.empty());
+  std::set<std::string> transforms;
+  for (const auto &n : g.nodes()) {
+    if (n.op == graph::kLayoutTransformOp) transforms.insert(n.name);
+  }
   for (const auto &r : ex.stats().templates) {
+    if (transforms.count(r.node)) continue;
     ASSERT_TRUE(task_of_node.count(r.node)) << r.node;
     EXPECT_EQ(r.workload_key, task_of_node[r.node]) << r.node;
     reported.insert(r.workload_key);
