@@ -190,12 +190,13 @@ void print_model_tasks(const TuneCommandOptions &o, const ModelTasks &m) {
   }
   std::cout << o.model << " after the graph passes: " << m.graph.nodes().size() << " nodes\n";
   table.print(std::cout);
-  std::cout << fmt::format(
-                   "{} tasks from {} template nodes ({:.1f}% of {:.2f} GFLOP); {} nodes are not tuned (tensor-expression "
-                   "kernels and layout transforms, {:.1f}%)\n\n",
-                   x.tasks.size(), x.template_nodes, share(x.template_flops, x.total_flops()), x.total_flops() / 1e9,
-                   x.other_nodes, share(x.other_flops, x.total_flops()))
-            << std::flush;
+  std::cout
+      << fmt::format(
+             "{} tasks from {} template nodes ({:.1f}% of {:.2f} GFLOP); {} nodes are not tuned (tensor-expression "
+             "kernels and layout transforms, {:.1f}%)\n\n",
+             x.tasks.size(), x.template_nodes, share(x.template_flops, x.total_flops()), x.total_flops() / 1e9,
+             x.other_nodes, share(x.other_flops, x.total_flops()))
+      << std::flush;
 }
 
 // Random inputs for the graph: floats uniform in [-1, 1], integers 0 or 1 (valid indices for any

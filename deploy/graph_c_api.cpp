@@ -42,7 +42,8 @@ int32_t kiln_graph_num_inputs(const KilnGraph *g) { return g ? static_cast<int32
 int32_t kiln_graph_num_outputs(const KilnGraph *g) { return g ? static_cast<int32_t>(g->module.outputs().size()) : 0; }
 
 const char *kiln_graph_input_name(const KilnGraph *g, int32_t index) {
-  return g && in_range(index, g->module.inputs().size()) ? g->module.inputs()[static_cast<size_t>(index)].name.c_str() : nullptr;
+  return g && in_range(index, g->module.inputs().size()) ? g->module.inputs()[static_cast<size_t>(index)].name.c_str()
+                                                         : nullptr;
 }
 const char *kiln_graph_output_name(const KilnGraph *g, int32_t index) {
   return g && in_range(index, g->module.outputs().size()) ? g->module.outputs()[static_cast<size_t>(index)].name.c_str()

@@ -16,8 +16,8 @@
 
 namespace kiln::deploy {
 
-using ::kiln::detail::concat;
 using contracts::Json;
+using ::kiln::detail::concat;
 
 namespace {
 
@@ -123,7 +123,8 @@ bool is_artifact(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   char magic[sizeof kArtifactMagic] = {};
   in.read(magic, sizeof magic);
-  return in.gcount() == static_cast<std::streamsize>(sizeof magic) && std::memcmp(magic, kArtifactMagic, sizeof magic) == 0;
+  return in.gcount() == static_cast<std::streamsize>(sizeof magic) &&
+         std::memcmp(magic, kArtifactMagic, sizeof magic) == 0;
 }
 
 GraphModule::GraphModule(std::unique_ptr<State> s) : state_(std::move(s)) {}
@@ -193,7 +194,8 @@ GraphModule GraphModule::load(const std::string &path) {
         v.in_params = region->as_string() == "params";
         v.offset = j.at("offset").as_int();
         const int64_t limit = v.in_params ? params_bytes : arena_bytes;
-        if (v.offset < 0 || v.bytes < 0 || v.offset + v.bytes > limit || v.offset % static_cast<int64_t>(kTensorAlignment))
+        if (v.offset < 0 || v.bytes < 0 || v.offset + v.bytes > limit ||
+            v.offset % static_cast<int64_t>(kTensorAlignment))
           throw ArtifactError(concat(path, " is corrupt: value '", v.io.name, "' lies outside its region"));
       }
       st->values.push_back(std::move(v));
@@ -274,11 +276,12 @@ void GraphModule::set_input(int index, const Tensor &t) {
 
 void GraphModule::set_input(int index, const void *data, const std::vector<int64_t> &shape, DType dtype) {
   if (index < 0 || static_cast<size_t>(index) >= state_->inputs.size())
-    throw GraphInputError(concat("input index ", index, " is out of range: the model has ", state_->inputs.size(), " inputs"));
+    throw GraphInputError(
+        concat("input index ", index, " is out of range: the model has ", state_->inputs.size(), " inputs"));
   const GraphIo &io = state_->inputs[static_cast<size_t>(index)];
   if (dtype != io.dtype || shape != io.shape)
-    throw GraphInputError(concat("input '", io.name, "' is ", dtype.to_string(), shape_text(shape), ", the model expects ",
-                                 io.dtype.to_string(), shape_text(io.shape)));
+    throw GraphInputError(concat("input '", io.name, "' is ", dtype.to_string(), shape_text(shape),
+                                 ", the model expects ", io.dtype.to_string(), shape_text(io.shape)));
   const Value &v = state_->values[static_cast<size_t>(state_->input_ids[static_cast<size_t>(index)])];
   if (v.bytes && !data) throw GraphInputError(concat("input '", io.name, "' has no data"));
   if (v.bytes) std::memcpy(state_->address(v), data, static_cast<size_t>(v.bytes));
@@ -293,7 +296,8 @@ void GraphModule::run() {
 
 const void *GraphModule::output_data(int i) const {
   if (i < 0 || static_cast<size_t>(i) >= state_->outputs.size())
-    throw GraphInputError(concat("output index ", i, " is out of range: the model has ", state_->outputs.size(), " outputs"));
+    throw GraphInputError(
+        concat("output index ", i, " is out of range: the model has ", state_->outputs.size(), " outputs"));
   return state_->address(state_->values[static_cast<size_t>(state_->output_ids[static_cast<size_t>(i)])]);
 }
 

@@ -66,7 +66,8 @@ Tensor parse_npy(std::string_view bytes, const std::string &name) {
   } else {
     throw NpyError(concat(name, ": .npy format version ", static_cast<int>(major), " is not supported"));
   }
-  if (header_len > (1u << 20) || offset + header_len > bytes.size()) throw NpyError(concat(name, ": truncated .npy header"));
+  if (header_len > (1u << 20) || offset + header_len > bytes.size())
+    throw NpyError(concat(name, ": truncated .npy header"));
   const std::string h(bytes.substr(offset, header_len));
   std::string descr = header_value(h, "descr", name);
   if (descr.size() >= 2 && (descr.front() == '\'' || descr.front() == '"')) descr = descr.substr(1, descr.size() - 2);
@@ -74,7 +75,8 @@ Tensor parse_npy(std::string_view bytes, const std::string &name) {
   const DescrMap *dm = nullptr;
   for (const auto &m : kDescrs) {
     std::string alt = m.descr;
-    if (descr == alt || (alt[0] == '<' && descr == "=" + alt.substr(1)) || (alt[0] == '|' && descr == "<" + alt.substr(1)))
+    if (descr == alt || (alt[0] == '<' && descr == "=" + alt.substr(1)) ||
+        (alt[0] == '|' && descr == "<" + alt.substr(1)))
       dm = &m;
   }
   if (!dm) throw NpyError(concat(name, ": dtype '", descr, "' is not supported (little-endian numbers and bool only)"));
@@ -129,7 +131,8 @@ std::string to_npy(const Tensor &t) {
   if (!descr) throw NpyError(concat("a tensor of ", t.dtype().to_string(), " cannot be written as .npy"));
   std::ostringstream h;
   h << "{'descr': '" << descr << "', 'fortran_order': False, 'shape': (";
-  for (size_t k = 0; k < t.shape().size(); ++k) h << t.shape()[k] << (t.shape().size() == 1 ? "," : (k + 1 < t.shape().size() ? ", " : ""));
+  for (size_t k = 0; k < t.shape().size(); ++k)
+    h << t.shape()[k] << (t.shape().size() == 1 ? "," : (k + 1 < t.shape().size() ? ", " : ""));
   h << "), }";
   std::string header = h.str();
   // Pad with spaces and a newline so that the data starts at a multiple of 64.

@@ -48,9 +48,10 @@ double median_ms(const driver::GraphExecutor &ex, const deploy::Tensor &input, i
 }
 
 // Runs the ONNX Runtime peer in a node process; its median in ms, or -1.
-double ort_ms(const std::string &ort_dir, const std::string &script, const std::string &model, const deploy::Tensor &input,
-              int threads, int runs) {
-  const std::string raw = (fs::temp_directory_path() / ("kiln_model_bench_input_" + std::to_string(::getpid()))).string();
+double ort_ms(const std::string &ort_dir, const std::string &script, const std::string &model,
+              const deploy::Tensor &input, int threads, int runs) {
+  const std::string raw =
+      (fs::temp_directory_path() / ("kiln_model_bench_input_" + std::to_string(::getpid()))).string();
   {
     std::ofstream f(raw, std::ios::binary);
     f.write(static_cast<const char *>(input.data()), static_cast<std::streamsize>(input.nbytes()));
@@ -85,20 +86,29 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-    if (a == "--models") models_dir = next();
-    else if (a == "--names") names_text = next();
-    else if (a == "--threads") threads = std::max(1, std::atoi(next().c_str()));
-    else if (a == "--runs") runs = std::max(1, std::atoi(next().c_str()));
-    else if (a == "--ort") ort_dir = next();
-    else if (a == "--db") db_path = next();
-    else if (a == "--device-key") device_key = next();
+    if (a == "--models")
+      models_dir = next();
+    else if (a == "--names")
+      names_text = next();
+    else if (a == "--threads")
+      threads = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--runs")
+      runs = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--ort")
+      ort_dir = next();
+    else if (a == "--db")
+      db_path = next();
+    else if (a == "--device-key")
+      device_key = next();
     else {
-      std::fprintf(stderr, "usage: model_bench --models DIR [--names a,b] [--threads 1,2] [--runs N] [--ort DIR] [--db F]\n");
+      std::fprintf(stderr,
+                   "usage: model_bench --models DIR [--names a,b] [--threads 1,2] [--runs N] [--ort DIR] [--db F]\n");
       return 2;
     }
   }
   if (models_dir.empty()) {
-    std::fprintf(stderr, "model_bench: --models DIR is required (tests/frontend/make_models.py DIR writes the models)\n");
+    std::fprintf(stderr,
+                 "model_bench: --models DIR is required (tests/frontend/make_models.py DIR writes the models)\n");
     return 2;
   }
   setenv("KILN_NUM_THREADS", std::to_string(threads).c_str(), 1);
@@ -115,7 +125,8 @@ int main(int argc, char **argv) {
   }
   for (const std::string &name : bench::split_list(names_text)) {
     const std::string model = (fs::path(models_dir) / name / "model.onnx").string();
-    const deploy::Tensor input = frontend::onnx::read_tensor_file((fs::path(models_dir) / name / "input_0.pb").string());
+    const deploy::Tensor input =
+        frontend::onnx::read_tensor_file((fs::path(models_dir) / name / "input_0.pb").string());
     graph::Graph g = frontend::onnx::import_model(model);
     driver::GraphExecutor ref(g, eo);
     driver::GraphPipelineOptions po;
@@ -123,10 +134,11 @@ int main(int argc, char **argv) {
     driver::GraphExecutor opt(driver::optimize_graph(g, po), eo);
     const double r = median_ms(ref, input, runs), o = median_ms(opt, input, runs);
     const double ort = ort_ms(ort_dir, script, model, input, threads, runs);
-    std::printf("model=%s threads=%d kiln_ref_ms=%.3f kiln_opt_ms=%.3f ort_ms=%.3f opt_vs_ort=%.2f ref_vs_ort=%.2f "
-                "kernels_ref=%d kernels_opt=%d tuned=%d\n",
-                name.c_str(), threads, r, o, ort, ort > 0 ? ort / o : 0.0, ort > 0 ? ort / r : 0.0, ref.stats().kernels,
-                opt.stats().kernels, opt.stats().tuned_kernels);
+    std::printf(
+        "model=%s threads=%d kiln_ref_ms=%.3f kiln_opt_ms=%.3f ort_ms=%.3f opt_vs_ort=%.2f ref_vs_ort=%.2f "
+        "kernels_ref=%d kernels_opt=%d tuned=%d\n",
+        name.c_str(), threads, r, o, ort, ort > 0 ? ort / o : 0.0, ort > 0 ? ort / r : 0.0, ref.stats().kernels,
+        opt.stats().kernels, opt.stats().tuned_kernels);
     std::fflush(stdout);
   }
   return 0;

@@ -21,12 +21,12 @@
 
 namespace kiln::driver {
 
-using ::kiln::detail::concat;
 using contracts::Json;
 using graph::GraphError;
 using graph::Node;
 using graph::OpDef;
 using graph::ValueId;
+using ::kiln::detail::concat;
 
 namespace {
 
@@ -34,8 +34,8 @@ namespace {
 // from broadcast inputs), so that the output may take over an input of its own type.
 const std::set<std::string> &elementwise_ops() {
   static const std::set<std::string> ops = {
-      "Relu", "LeakyRelu", "Sigmoid", "Tanh",  "Exp",  "Log",   "Sqrt", "Erf",         "Neg",
-      "Abs",  "Clip",      "Add",     "Sub",   "Mul",  "Div",   "Pow",  "HardSigmoid", "HardSwish",
+      "Relu", "LeakyRelu", "Sigmoid",  "Tanh",       "Exp",   "Log",  "Sqrt",    "Erf",         "Neg",
+      "Abs",  "Clip",      "Add",      "Sub",        "Mul",   "Div",  "Pow",     "HardSigmoid", "HardSwish",
       "Elu",  "Selu",      "Softplus", "Reciprocal", "Floor", "Ceil", "Identity"};
   return ops;
 }
@@ -70,7 +70,7 @@ struct ValueInfo {
   ValueId base = graph::kNoValue;  // kView: the value whose bytes it shares (not itself a view)
   int first = 0, last = -1;        // kArena / kInput: steps that write / last read it
   bool output = false;
-  int request = -1;   // its index in the memory plan's requests
+  int request = -1;    // its index in the memory plan's requests
   int64_t offset = 0;  // in the arena or the parameters
 };
 
@@ -190,7 +190,8 @@ GraphCompileReport compile_graph(const graph::Graph &g, const std::string &path,
   }
   if (options.in_place) {
     for (const Step &st : steps) {
-      if (st.function.empty() || st.from_template || st.node->outputs.size() != 1 || !elementwise_ops().count(st.node->op))
+      if (st.function.empty() || st.from_template || st.node->outputs.size() != 1 ||
+          !elementwise_ops().count(st.node->op))
         continue;
       const ValueId out = st.node->outputs[0];
       if (info(out).output || info(out).request < 0) continue;
@@ -235,8 +236,9 @@ GraphCompileReport compile_graph(const graph::Graph &g, const std::string &path,
     const graph::Value &val = g.values()[v];
     const ValueInfo &x = vi[v];
     const ValueInfo &b = x.storage == Storage::kView ? vi[static_cast<size_t>(x.base)] : x;
-    const bool placed = (b.storage == Storage::kArena || b.storage == Storage::kInput ||
-                         (b.storage == Storage::kParams && used[x.storage == Storage::kView ? static_cast<size_t>(x.base) : v]));
+    const bool placed =
+        (b.storage == Storage::kArena || b.storage == Storage::kInput ||
+         (b.storage == Storage::kParams && used[x.storage == Storage::kView ? static_cast<size_t>(x.base) : v]));
     Json j = Json::object();
     j.set("id", static_cast<int64_t>(v));
     j.set("name", val.name);
@@ -254,7 +256,8 @@ GraphCompileReport compile_graph(const graph::Graph &g, const std::string &path,
       j.set("region", b.storage == Storage::kParams ? "params" : "arena");
       j.set("offset", b.offset);
     }
-    if (x.storage == Storage::kArena || x.storage == Storage::kInput) j.set("live", Json::array_of(std::vector<int64_t>{x.first, x.last}));
+    if (x.storage == Storage::kArena || x.storage == Storage::kInput)
+      j.set("live", Json::array_of(std::vector<int64_t>{x.first, x.last}));
     values.push_back(std::move(j));
   }
   Json jsteps = Json::array();

@@ -21,14 +21,14 @@ struct GraphCompileOptions {
 
 struct GraphCompileReport {
   int nodes = 0;
-  int steps = 0;             // kernel calls per run
-  int kernels = 0;           // distinct kernels in the library
-  int template_kernels = 0;  // of which template kernels tuned as tasks (layout transforms aside)
-  int tuned_kernels = 0;     // of which with a config from the lookup
+  int steps = 0;                        // kernel calls per run
+  int kernels = 0;                      // distinct kernels in the library
+  int template_kernels = 0;             // of which template kernels tuned as tasks (layout transforms aside)
+  int tuned_kernels = 0;                // of which with a config from the lookup
   std::vector<KernelReport> templates;  // one per distinct template kernel tuned as a task
-  int64_t arena_bytes = 0;      // planned peak: inputs, outputs and intermediates
-  int64_t unplanned_bytes = 0;  // the same tensors without reuse
-  int in_place = 0;             // steps that write over an input
+  int64_t arena_bytes = 0;              // planned peak: inputs, outputs and intermediates
+  int64_t unplanned_bytes = 0;          // the same tensors without reuse
+  int in_place = 0;                     // steps that write over an input
   int64_t params_bytes = 0;
   int64_t file_bytes = 0;
   double compile_s = 0;
@@ -37,6 +37,7 @@ struct GraphCompileReport {
 // Compiles `g` and writes the artifact to `path`. Throws graph::GraphError naming the node for a
 // node that cannot be compiled (an op evaluated only at compile time, a kernel the compiler cannot
 // build), UserError when the library cannot be linked or the file written.
-GraphCompileReport compile_graph(const graph::Graph &g, const std::string &path, const GraphCompileOptions &options = {});
+GraphCompileReport compile_graph(const graph::Graph &g, const std::string &path,
+                                 const GraphCompileOptions &options = {});
 
 }  // namespace kiln::driver

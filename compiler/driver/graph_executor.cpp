@@ -13,12 +13,12 @@
 
 namespace kiln::driver {
 
-using ::kiln::detail::concat;
 using graph::GraphError;
 using graph::Node;
 using graph::OpContext;
 using graph::OpDef;
 using graph::TensorType;
+using ::kiln::detail::concat;
 
 struct GraphExecutor::CompiledKernel {
   std::unique_ptr<codegen::LLVMModule> module;
@@ -139,8 +139,7 @@ std::vector<deploy::Tensor> evaluate_op(const graph::Graph &g, const Node &n, co
 
 }  // namespace
 
-GraphExecutor::GraphExecutor(graph::Graph g, const ExecutorOptions &options)
-    : graph_(std::move(g)), options_(options) {
+GraphExecutor::GraphExecutor(graph::Graph g, const ExecutorOptions &options) : graph_(std::move(g)), options_(options) {
   graph::verify(graph_);
   const auto t0 = std::chrono::steady_clock::now();
   stats_.nodes = static_cast<int>(graph_.nodes().size());
@@ -197,7 +196,8 @@ std::vector<deploy::Tensor> GraphExecutor::run(const std::vector<deploy::Tensor>
     const deploy::Tensor &t = inputs[i];
     if (!t.defined()) throw ExecutionError(concat("input '", v.name, "' has no data"));
     TensorType got{ir::to_ir_type(t.dtype()), t.shape()};
-    if (got != v.type) throw ExecutionError(concat("input '", v.name, "' is ", got.str(), ", the model expects ", v.type.str()));
+    if (got != v.type)
+      throw ExecutionError(concat("input '", v.name, "' is ", got.str(), ", the model expects ", v.type.str()));
     if (!t.is_contiguous()) throw ExecutionError(concat("input '", v.name, "' is not contiguous"));
     values[static_cast<size_t>(graph_.inputs()[i])] = t;
   }
@@ -213,7 +213,8 @@ std::vector<deploy::Tensor> GraphExecutor::run(const std::vector<deploy::Tensor>
       outs = evaluate_op(graph_, n, *def);
     } else {
       std::vector<deploy::Tensor> in;
-      for (graph::ValueId i : n.inputs) in.push_back(i == graph::kNoValue ? deploy::Tensor() : values[static_cast<size_t>(i)]);
+      for (graph::ValueId i : n.inputs)
+        in.push_back(i == graph::kNoValue ? deploy::Tensor() : values[static_cast<size_t>(i)]);
       outs = run_node(graph_, n, *def, kernels_[k].get(), in);
     }
     for (size_t o = 0; o < n.outputs.size(); ++o) values[static_cast<size_t>(n.outputs[o])] = outs[o];

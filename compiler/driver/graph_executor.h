@@ -32,7 +32,7 @@ struct ExecutorOptions {
 
 // Where one template kernel's config came from.
 struct KernelReport {
-  std::string node;       // the first node that uses the kernel
+  std::string node;  // the first node that uses the kernel
   std::string template_name;
   std::string workload_key;
   std::string args_json;  // the workload's canonical arguments (what `kiln tune --args` takes)

@@ -28,12 +28,13 @@ struct GraphPipelineOptions {
 
 // The optimized graph; it computes what `g` computes (within float rounding) and has the same
 // inputs and outputs. Each pass's result is verified.
-graph::Graph optimize_graph(const graph::Graph &g, const GraphPipelineOptions &options = GraphPipelineOptions::from_env());
+graph::Graph optimize_graph(const graph::Graph &g,
+                            const GraphPipelineOptions &options = GraphPipelineOptions::from_env());
 
 // The pipeline as the commands run it on a model for `target` (`kiln run --optimize`, `kiln compile`,
 // `kiln tune --model`): every pass, KILN_DEBUG_GRAPH honoured, the layout's blocks from `configs`
-// (the lookup the executor or compiler is then given: both must see the same configs). What `kiln tune --model` extracts tasks from
-// is then what the compiler replays.
+// (the lookup the executor or compiler is then given: both must see the same configs). What `kiln tune --model`
+// extracts tasks from is then what the compiler replays.
 graph::Graph optimize_graph_for_target(const graph::Graph &g, const std::string &target,
                                        const ops::ConfigLookup *configs = nullptr);
 

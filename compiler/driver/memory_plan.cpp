@@ -13,7 +13,9 @@ namespace {
 
 int64_t align_up(int64_t v) { return (v + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
 
-bool lifetimes_overlap(int a_first, int a_last, int b_first, int b_last) { return a_first <= b_last && b_first <= a_last; }
+bool lifetimes_overlap(int a_first, int a_last, int b_first, int b_last) {
+  return a_first <= b_last && b_first <= a_last;
+}
 
 // The root of request i's in-place chain (the request that owns the bytes).
 int root_of(const std::vector<int> &parent, int i) {
@@ -91,7 +93,8 @@ MemoryPlan plan_memory(const std::vector<BufferRequest> &requests) {
     plan.arena_bytes = std::max(plan.arena_bytes, offset + g.bytes);
     placed.push_back(gi);
   }
-  for (size_t i = 0; i < n; ++i) plan.offsets[i] = groups[static_cast<size_t>(root_of(parent, static_cast<int>(i)))].offset;
+  for (size_t i = 0; i < n; ++i)
+    plan.offsets[i] = groups[static_cast<size_t>(root_of(parent, static_cast<int>(i)))].offset;
   return plan;
 }
 
@@ -109,8 +112,9 @@ std::string find_plan_conflict(const std::vector<BufferRequest> &requests, const
                             (a.in_place_of == static_cast<int>(j) && b.last == a.first);
       if (in_place && plan.offsets[i] == plan.offsets[j]) continue;
       if (plan.offsets[i] < plan.offsets[j] + b.bytes && plan.offsets[j] < plan.offsets[i] + a.bytes)
-        return concat("buffers ", i, " (steps ", a.first, "..", a.last, ", bytes ", plan.offsets[i], "+", a.bytes, ") and ", j,
-                      " (steps ", b.first, "..", b.last, ", bytes ", plan.offsets[j], "+", b.bytes, ") are live together and overlap");
+        return concat("buffers ", i, " (steps ", a.first, "..", a.last, ", bytes ", plan.offsets[i], "+", a.bytes,
+                      ") and ", j, " (steps ", b.first, "..", b.last, ", bytes ", plan.offsets[j], "+", b.bytes,
+                      ") are live together and overlap");
     }
   }
   return "";

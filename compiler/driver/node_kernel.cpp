@@ -11,12 +11,12 @@
 
 namespace kiln::driver {
 
-using ::kiln::detail::concat;
 using graph::GraphError;
 using graph::Node;
 using graph::OpContext;
 using graph::OpDef;
 using graph::TensorType;
+using ::kiln::detail::concat;
 
 namespace {
 
@@ -40,7 +40,8 @@ std::string signature(const graph::Graph &g, const Node &n, const OpDef &def, co
     }
     const auto &v = g.value(n.inputs[i]);
     os << v.type.str();
-    const bool ct = std::find(def.const_inputs.begin(), def.const_inputs.end(), static_cast<int>(i)) != def.const_inputs.end();
+    const bool ct =
+        std::find(def.const_inputs.begin(), def.const_inputs.end(), static_cast<int>(i)) != def.const_inputs.end();
     if (ct && v.is_constant()) os << "#" << data_hash(v.constant);
     os << ",";
   }

@@ -3,8 +3,8 @@
 // executor builds from operator templates), each with how many nodes use it, and how much of the
 // model's work lies outside them (tensor-expression kernels, which are not tunable).
 //
-// A template kernel is tuned as its anchor's workload: ops::tuning_task() (compiler/ops/tuning_task.h) drops the epilogue (bias, the
-// activation, a residual add fused into a conv), so that conv+relu and conv+add+relu of one shape
+// A template kernel is tuned as its anchor's workload: ops::tuning_task() (compiler/ops/tuning_task.h) drops the
+// epilogue (bias, the activation, a residual add fused into a conv), so that conv+relu and conv+add+relu of one shape
 // are one task. The executor looks tuned configs up under the same workload, so a config recorded
 // for the task is replayed for every fused kernel built on that anchor.
 #include <string>

@@ -265,8 +265,8 @@ ValueId Graph::add_constant(const std::string &n, deploy::Tensor data) {
 std::vector<ValueId> Graph::add_node(Node node, const std::vector<std::string> &output_names,
                                      const std::vector<TensorType> &output_types) {
   if (output_names.size() != output_types.size())
-    throw GraphError(concat(node.describe(), ": ", output_names.size(), " output names for ", output_types.size(),
-                            " output types"));
+    throw GraphError(
+        concat(node.describe(), ": ", output_names.size(), " output names for ", output_types.size(), " output types"));
   if (node.name.empty()) node.name = concat(node.op, "_", nodes_.size());
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     ValueId in = node.inputs[i];
@@ -318,8 +318,9 @@ Graph Graph::prune() const {
   Graph g;
   g.name = name;
   std::vector<ValueId> remap(values_.size(), kNoValue);
-  for (ValueId i : inputs_) remap[static_cast<size_t>(i)] = g.add_input(values_[static_cast<size_t>(i)].name,
-                                                                         values_[static_cast<size_t>(i)].type);
+  for (ValueId i : inputs_)
+    remap[static_cast<size_t>(i)] =
+        g.add_input(values_[static_cast<size_t>(i)].name, values_[static_cast<size_t>(i)].type);
   for (size_t v = 0; v < values_.size(); ++v) {
     if (values_[v].is_constant() && needed_value[v]) remap[v] = g.add_constant(values_[v].name, values_[v].constant);
   }
@@ -416,7 +417,8 @@ void verify(const Graph &g) {
       ValueId in = n.inputs[i];
       if (in == kNoValue) continue;
       if (in < 0 || static_cast<size_t>(in) >= defined.size() || !defined[static_cast<size_t>(in)])
-        throw GraphError(concat(n.describe(), ": input ", i, " is used before it is defined (a cycle or a missing value)"));
+        throw GraphError(
+            concat(n.describe(), ": input ", i, " is used before it is defined (a cycle or a missing value)"));
     }
     std::vector<TensorType> types = infer_types(g, n);
     for (size_t o = 0; o < n.outputs.size(); ++o) {
@@ -430,7 +432,8 @@ void verify(const Graph &g) {
     }
   }
   for (ValueId o : g.outputs()) {
-    if (!defined[static_cast<size_t>(o)]) throw GraphError(concat("graph output '", g.value(o).name, "' is never defined"));
+    if (!defined[static_cast<size_t>(o)])
+      throw GraphError(concat("graph output '", g.value(o).name, "' is never defined"));
   }
 }
 

@@ -135,12 +135,13 @@ std::vector<TensorType> infer_types(const Graph &g, const Node &n) {
   OpContext ctx(g, n);
   const int ni = ctx.num_inputs();
   if (ni < def->min_inputs || ni > def->max_inputs)
-    ctx.fail(concat("takes ", def->min_inputs, def->min_inputs == def->max_inputs ? "" : concat(" to ", def->max_inputs),
-                    " inputs, got ", ni));
+    ctx.fail(concat("takes ", def->min_inputs,
+                    def->min_inputs == def->max_inputs ? "" : concat(" to ", def->max_inputs), " inputs, got ", ni));
   const int no = ctx.num_outputs();
   if (no < def->min_outputs || no > def->max_outputs)
     ctx.fail(concat("gives ", def->min_outputs,
-                    def->min_outputs == def->max_outputs ? "" : concat(" to ", def->max_outputs), " outputs, got ", no));
+                    def->min_outputs == def->max_outputs ? "" : concat(" to ", def->max_outputs), " outputs, got ",
+                    no));
   for (int i = 0; i < def->min_inputs; ++i) {
     if (!ctx.has_input(i)) ctx.fail(concat("input ", i, " is required"));
   }
@@ -228,7 +229,8 @@ std::vector<int64_t> broadcast_shapes(const OpContext &ctx, const std::vector<st
         continue;
       }
       std::string list;
-      for (const auto &t : shapes) list += concat(list.empty() ? "" : ", ", TensorType{ir::Float(32), t}.str().substr(7));
+      for (const auto &t : shapes)
+        list += concat(list.empty() ? "" : ", ", TensorType{ir::Float(32), t}.str().substr(7));
       ctx.fail(concat("input shapes ", list, " do not broadcast"));
     }
   }

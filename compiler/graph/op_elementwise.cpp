@@ -47,8 +47,8 @@ void unary(const std::string &name, UnaryFn f, bool float_only = true,
     te::Tensor x = add_input(k, ctx, 0, "x");
     const int rank = ctx.in(0).rank();
     const Node &n = ctx.node();
-    k.outputs.push_back(
-        compute(ctx.in(0).shape, [&](const std::vector<Expr> &i) { return f(at(x, rank, i), n); }, name));
+    k.outputs.push_back(compute(
+        ctx.in(0).shape, [&](const std::vector<Expr> &i) { return f(at(x, rank, i), n); }, name));
     return k;
   };
   register_op(std::move(d));
@@ -180,8 +180,7 @@ void register_elementwise_ops() {
   unary("Selu", [](const Expr &x, const Node &n) {
     const double alpha = n.attr_float("alpha", 1.67326319217681884765625);
     const double gamma = n.attr_float("gamma", 1.05070102214813232421875);
-    return fconst(x, gamma) *
-           ir::select(x <= fconst(x, 0.0), fconst(x, alpha) * ir::exp(x) - fconst(x, alpha), x);
+    return fconst(x, gamma) * ir::select(x <= fconst(x, 0.0), fconst(x, alpha) * ir::exp(x) - fconst(x, alpha), x);
   });
   unary("LeakyRelu", [](const Expr &x, const Node &n) {
     const double alpha = n.attr_float("alpha", 0.01);
@@ -201,49 +200,67 @@ void register_elementwise_ops() {
   unary("Mish", [](const Expr &x, const Node &) {
     return x * ir::tanh(ir::max(x, fconst(x, 0.0)) + ir::log(fconst(x, 1.0) + ir::exp(-ir::fabs(x))));
   });
-  unary("Shrink", [](const Expr &x, const Node &n) {
-    const double lambd = n.attr_float("lambd", 0.5), bias = n.attr_float("bias", 0.0);
-    if (!x.type().is_float()) {
-      Expr xf = ir::cast(ir::Float(64), x);
-      Expr r = ir::select(xf < make_const(ir::Float(64), -lambd), xf + make_const(ir::Float(64), bias),
-                          ir::select(xf > make_const(ir::Float(64), lambd), xf - make_const(ir::Float(64), bias),
-                                     make_const(ir::Float(64), 0.0)));
-      return ir::cast(x.type(), r);
-    }
-    return ir::select(x < fconst(x, -lambd), x + fconst(x, bias),
-                      ir::select(x > fconst(x, lambd), x - fconst(x, bias), fconst(x, 0.0)));
-  }, false);
+  unary(
+      "Shrink",
+      [](const Expr &x, const Node &n) {
+        const double lambd = n.attr_float("lambd", 0.5), bias = n.attr_float("bias", 0.0);
+        if (!x.type().is_float()) {
+          Expr xf = ir::cast(ir::Float(64), x);
+          Expr r = ir::select(xf < make_const(ir::Float(64), -lambd), xf + make_const(ir::Float(64), bias),
+                              ir::select(xf > make_const(ir::Float(64), lambd), xf - make_const(ir::Float(64), bias),
+                                         make_const(ir::Float(64), 0.0)));
+          return ir::cast(x.type(), r);
+        }
+        return ir::select(x < fconst(x, -lambd), x + fconst(x, bias),
+                          ir::select(x > fconst(x, lambd), x - fconst(x, bias), fconst(x, 0.0)));
+      },
+      false);
   // --- unary on any number ---
-  unary("Abs", [](const Expr &x, const Node &) { return ir::abs(x); }, false);
-  unary("Neg", [](const Expr &x, const Node &) { return -x; }, false);
-  unary("Relu", [](const Expr &x, const Node &) { return ir::max(x, make_const(x.type(), int64_t{0})); }, false);
-  unary("Sign", [](const Expr &x, const Node &) {
-    Expr zero = make_const(x.type(), int64_t{0});
-    return ir::select(x > zero, make_const(x.type(), int64_t{1}),
-                      ir::select(x < zero, make_const(x.type(), int64_t{-1}), zero));
-  }, false);
-  unary("Not", [](const Expr &x, const Node &) { return !x; }, false);
-  unary("IsNaN", [](const Expr &x, const Node &) { return x != x; }, true, to_bool_type);
-  unary("IsInf", [](const Expr &x, const Node &n) {
-    const bool pos = n.attr_int("detect_positive", 1) != 0, neg = n.attr_int("detect_negative", 1) != 0;
-    Expr inf = fconst(x, std::numeric_limits<double>::infinity());
-    Expr r = ir::const_false();
-    if (pos) r = r || x == inf;
-    if (neg) r = r || x == -inf;
-    return r;
-  }, true, to_bool_type);
-  unary("Identity", [](const Expr &x, const Node &) { return x; }, false);
+  unary(
+      "Abs", [](const Expr &x, const Node &) { return ir::abs(x); }, false);
+  unary(
+      "Neg", [](const Expr &x, const Node &) { return -x; }, false);
+  unary(
+      "Relu", [](const Expr &x, const Node &) { return ir::max(x, make_const(x.type(), int64_t{0})); }, false);
+  unary(
+      "Sign",
+      [](const Expr &x, const Node &) {
+        Expr zero = make_const(x.type(), int64_t{0});
+        return ir::select(x > zero, make_const(x.type(), int64_t{1}),
+                          ir::select(x < zero, make_const(x.type(), int64_t{-1}), zero));
+      },
+      false);
+  unary(
+      "Not", [](const Expr &x, const Node &) { return !x; }, false);
+  unary(
+      "IsNaN", [](const Expr &x, const Node &) { return x != x; }, true, to_bool_type);
+  unary(
+      "IsInf",
+      [](const Expr &x, const Node &n) {
+        const bool pos = n.attr_int("detect_positive", 1) != 0, neg = n.attr_int("detect_negative", 1) != 0;
+        Expr inf = fconst(x, std::numeric_limits<double>::infinity());
+        Expr r = ir::const_false();
+        if (pos) r = r || x == inf;
+        if (neg) r = r || x == -inf;
+        return r;
+      },
+      true, to_bool_type);
+  unary(
+      "Identity", [](const Expr &x, const Node &) { return x; }, false);
 
   // --- binary arithmetic ---
   binary("Add", [](Expr a, Expr b, const Node &, DataType) { return a + b; });
   binary("Sub", [](Expr a, Expr b, const Node &, DataType) { return a - b; });
   binary("Mul", [](Expr a, Expr b, const Node &, DataType) { return a * b; });
   binary("Div", [](Expr a, Expr b, const Node &, DataType t) { return t.is_float() ? a / b : ir::truncdiv(a, b); });
-  binary("Pow", [](Expr a, Expr b, const Node &, DataType t) {
-    if (!t.is_float()) return int_pow(a, b);
-    if (!b.type().is_float() || b.type() != t) b = ir::cast(t, b);
-    return ir::pow(a, b);
-  }, false);
+  binary(
+      "Pow",
+      [](Expr a, Expr b, const Node &, DataType t) {
+        if (!t.is_float()) return int_pow(a, b);
+        if (!b.type().is_float() || b.type() != t) b = ir::cast(t, b);
+        return ir::pow(a, b);
+      },
+      false);
   binary("Mod", [](Expr a, Expr b, const Node &n, DataType t) {
     if (n.attr_int("fmod", 0) != 0 || t.is_float()) {
       if (t.is_float()) {
@@ -266,17 +283,26 @@ void register_elementwise_ops() {
     return n.attr_string("direction", "LEFT") == "RIGHT" ? ir::truncdiv(a, p) : a * p;
   });
   // --- comparisons and logic: bool out ---
-  binary("Equal", [](Expr a, Expr b, const Node &, DataType) { return a == b; }, true, to_bool_type);
-  binary("Greater", [](Expr a, Expr b, const Node &, DataType) { return a > b; }, true, to_bool_type);
-  binary("GreaterOrEqual", [](Expr a, Expr b, const Node &, DataType) { return a >= b; }, true, to_bool_type);
-  binary("Less", [](Expr a, Expr b, const Node &, DataType) { return a < b; }, true, to_bool_type);
-  binary("LessOrEqual", [](Expr a, Expr b, const Node &, DataType) { return a <= b; }, true, to_bool_type);
-  binary("And", [](Expr a, Expr b, const Node &, DataType) { return a && b; }, true, to_bool_type);
-  binary("Or", [](Expr a, Expr b, const Node &, DataType) { return a || b; }, true, to_bool_type);
-  binary("Xor", [](Expr a, Expr b, const Node &, DataType) { return a != b; }, true, to_bool_type);
+  binary(
+      "Equal", [](Expr a, Expr b, const Node &, DataType) { return a == b; }, true, to_bool_type);
+  binary(
+      "Greater", [](Expr a, Expr b, const Node &, DataType) { return a > b; }, true, to_bool_type);
+  binary(
+      "GreaterOrEqual", [](Expr a, Expr b, const Node &, DataType) { return a >= b; }, true, to_bool_type);
+  binary(
+      "Less", [](Expr a, Expr b, const Node &, DataType) { return a < b; }, true, to_bool_type);
+  binary(
+      "LessOrEqual", [](Expr a, Expr b, const Node &, DataType) { return a <= b; }, true, to_bool_type);
+  binary(
+      "And", [](Expr a, Expr b, const Node &, DataType) { return a && b; }, true, to_bool_type);
+  binary(
+      "Or", [](Expr a, Expr b, const Node &, DataType) { return a || b; }, true, to_bool_type);
+  binary(
+      "Xor", [](Expr a, Expr b, const Node &, DataType) { return a != b; }, true, to_bool_type);
   // --- variadic ---
   variadic("Sum", [](Expr a, Expr b) { return a + b; });
-  variadic("Mean", [](Expr a, Expr b) { return a + b; }, true);
+  variadic(
+      "Mean", [](Expr a, Expr b) { return a + b; }, true);
   variadic("Max", [](Expr a, Expr b) { return ir::max(a, b); });
   variadic("Min", [](Expr a, Expr b) { return ir::min(a, b); });
 
@@ -362,8 +388,12 @@ void register_elementwise_ops() {
           ctx.in(0).shape,
           [&](const std::vector<Expr> &i) {
             Expr v = at(x, rank, i);
-            if (lo.defined()) v = ir::max(v, lo(std::vector<Expr>(static_cast<size_t>(lo.ndim()), ir::make_const(ir::Int(32), int64_t{0}))));
-            if (hi.defined()) v = ir::min(v, hi(std::vector<Expr>(static_cast<size_t>(hi.ndim()), ir::make_const(ir::Int(32), int64_t{0}))));
+            if (lo.defined())
+              v = ir::max(
+                  v, lo(std::vector<Expr>(static_cast<size_t>(lo.ndim()), ir::make_const(ir::Int(32), int64_t{0}))));
+            if (hi.defined())
+              v = ir::min(
+                  v, hi(std::vector<Expr>(static_cast<size_t>(hi.ndim()), ir::make_const(ir::Int(32), int64_t{0}))));
             return v;
           },
           "clip"));
@@ -379,16 +409,19 @@ void register_elementwise_ops() {
     d.max_outputs = 2;
     d.infer = [](const OpContext &ctx) {
       if (ctx.has_input(2) && (!ctx.is_constant(2) || ctx.const_ints(2).at(0) != 0))
-        ctx.fail("training mode is not supported: Kiln compiles for inference (training_mode must be a constant false)");
+        ctx.fail(
+            "training mode is not supported: Kiln compiles for inference (training_mode must be a constant false)");
       return std::vector<TensorType>{ctx.in(0), TensorType{ir::Bool(), ctx.in(0).shape}};
     };
     d.kernel = [](const OpContext &ctx) {
       Kernel k;
       te::Tensor x = add_input(k, ctx, 0, "x");
       const int rank = ctx.in(0).rank();
-      k.outputs.push_back(compute(ctx.in(0).shape, [&](const std::vector<Expr> &i) { return at(x, rank, i); }, "y"));
+      k.outputs.push_back(compute(
+          ctx.in(0).shape, [&](const std::vector<Expr> &i) { return at(x, rank, i); }, "y"));
       if (ctx.num_outputs() > 1)
-        k.outputs.push_back(compute(ctx.in(0).shape, [&](const std::vector<Expr> &) { return ir::const_true(); }, "mask"));
+        k.outputs.push_back(compute(
+            ctx.in(0).shape, [&](const std::vector<Expr> &) { return ir::const_true(); }, "mask"));
       return k;
     };
     register_op(std::move(d));

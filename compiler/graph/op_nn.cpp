@@ -58,7 +58,9 @@ Window window(const OpContext &ctx, const std::vector<int64_t> &in, std::vector<
   for (size_t a = 0; a < n; ++a) {
     const int64_t eff = (w.kernel[a] - 1) * w.dilations[a] + 1;
     const int64_t span = in[a] + w.pads[a] + w.pads[a + n] - eff;
-    if (span < 0) ctx.fail(concat("the window (", eff, ") is larger than the padded input (", in[a] + w.pads[a] + w.pads[a + n], ")"));
+    if (span < 0)
+      ctx.fail(
+          concat("the window (", eff, ") is larger than the padded input (", in[a] + w.pads[a] + w.pads[a + n], ")"));
     int64_t o = (ceil_mode ? (span + w.strides[a] - 1) / w.strides[a] : span / w.strides[a]) + 1;
     // With ceil_mode, the last window must start inside the input or its begin padding.
     if (ceil_mode && (o - 1) * w.strides[a] >= in[a] + w.pads[a]) --o;
@@ -77,13 +79,15 @@ std::vector<int64_t> conv_kernel_shape(const OpContext &ctx) {
 
 TensorType conv_type(const OpContext &ctx) {
   const auto &x = ctx.in(0), &w = ctx.in(1);
-  if (x.rank() < 3 || w.rank() != x.rank()) ctx.fail(concat("input ", x.str(), " and weight ", w.str(), " do not match"));
+  if (x.rank() < 3 || w.rank() != x.rank())
+    ctx.fail(concat("input ", x.str(), " and weight ", w.str(), " do not match"));
   if (x.dtype != w.dtype) ctx.fail("input and weight dtypes differ");
   const int64_t group = ctx.node().attr_int("group", 1);
   if (group <= 0 || x.shape[1] % group != 0 || w.shape[0] % group != 0)
     ctx.fail(concat("group ", group, " does not divide the channels"));
   if (w.shape[1] * group != x.shape[1])
-    ctx.fail(concat("the weight ", w.str(), " expects ", w.shape[1] * group, " input channels, the input has ", x.shape[1]));
+    ctx.fail(
+        concat("the weight ", w.str(), " expects ", w.shape[1] * group, " input channels, the input has ", x.shape[1]));
   if (ctx.has_input(2) && (ctx.in(2).rank() != 1 || ctx.in(2).shape[0] != w.shape[0]))
     ctx.fail(concat("the bias ", ctx.in(2).str(), " does not match ", w.shape[0], " output channels"));
   if (conv_kernel_shape(ctx) != spatial(w.shape)) ctx.fail("kernel_shape differs from the weight's shape");
@@ -103,13 +107,14 @@ Kernel conv_kernel(const OpContext &ctx) {
     k.template_name = "conv2d_nchw.x86";
     Json epi = Json::array();
     if (ctx.has_input(2)) epi.push_back(Json::object({{"op", "bias_add"}}));
-    k.template_args = Json::object({{"data", tensor_json(x)},
-                                    {"kernel", tensor_json(w)},
-                                    {"strides", Json::array_of(win.strides)},
-                                    {"dilation", Json::array_of(win.dilations)},
-                                    {"padding", Json::array_of(std::vector<int64_t>{win.pads[0], win.pads[1], win.pads[2], win.pads[3]})},
-                                    {"groups", group},
-                                    {"epilogue", epi}});
+    k.template_args = Json::object(
+        {{"data", tensor_json(x)},
+         {"kernel", tensor_json(w)},
+         {"strides", Json::array_of(win.strides)},
+         {"dilation", Json::array_of(win.dilations)},
+         {"padding", Json::array_of(std::vector<int64_t>{win.pads[0], win.pads[1], win.pads[2], win.pads[3]})},
+         {"groups", group},
+         {"epilogue", epi}});
     k.input_map = {0, 1};
     if (ctx.has_input(2)) k.input_map.push_back(2);
     return k;
@@ -201,10 +206,12 @@ void conv_transpose() {
   };
   d.infer = [](const OpContext &ctx) {
     const auto &x = ctx.in(0), &w = ctx.in(1);
-    if (x.rank() < 3 || w.rank() != x.rank()) ctx.fail(concat("input ", x.str(), " and weight ", w.str(), " do not match"));
+    if (x.rank() < 3 || w.rank() != x.rank())
+      ctx.fail(concat("input ", x.str(), " and weight ", w.str(), " do not match"));
     const int64_t group = ctx.node().attr_int("group", 1);
     if (group <= 0 || x.shape[1] != w.shape[0] || x.shape[1] % group != 0)
-      ctx.fail(concat("the weight ", w.str(), " does not match the input's channels ", x.shape[1], " with group ", group));
+      ctx.fail(
+          concat("the weight ", w.str(), " does not match the input's channels ", x.shape[1], " with group ", group));
     TransposeGeom g = transpose_geom(ctx);
     std::vector<int64_t> out{x.shape[0], w.shape[1] * group};
     out.insert(out.end(), g.out.begin(), g.out.end());
@@ -349,8 +356,8 @@ void matmul() {
         },
         "matmul");
     const int orank = static_cast<int>(s.out.size());
-    k.outputs.push_back(
-        compute(s.out, [&](const std::vector<Expr> &i) { return ir::cast(dt, at(mm, orank, i)); }, "matmul_out"));
+    k.outputs.push_back(compute(
+        s.out, [&](const std::vector<Expr> &i) { return ir::cast(dt, at(mm, orank, i)); }, "matmul_out"));
     return k;
   };
   register_op(std::move(d));
@@ -394,7 +401,8 @@ void gemm() {
       k.template_name = "dense_pack.x86";
       Json epi = Json::array();
       if (ctx.has_input(2)) epi.push_back(Json::object({{"op", "bias_add"}}));
-      k.template_args = Json::object({{"data", tensor_json(ctx.in(0))}, {"weight", tensor_json(ctx.in(1))}, {"epilogue", epi}});
+      k.template_args =
+          Json::object({{"data", tensor_json(ctx.in(0))}, {"weight", tensor_json(ctx.in(1))}, {"epilogue", epi}});
       k.input_map = {0, 1};
       if (ctx.has_input(2)) k.input_map.push_back(2);
       return k;
@@ -461,8 +469,8 @@ void pool(const std::string &name, Pool kind) {
     te::Tensor x = add_input(k, ctx, 0, "x");
     const auto &xt = ctx.in(0);
     const size_t n = static_cast<size_t>(xt.rank() - 2);
-    Window w = window(ctx, spatial(xt.shape), ctx.node().attr_ints("kernel_shape"),
-                      ctx.node().attr_int("ceil_mode", 0) != 0);
+    Window w =
+        window(ctx, spatial(xt.shape), ctx.node().attr_ints("kernel_shape"), ctx.node().attr_int("ceil_mode", 0) != 0);
     std::vector<int64_t> out{xt.shape[0], xt.shape[1]};
     out.insert(out.end(), w.out.begin(), w.out.end());
     const DataType dt = xt.dtype;
@@ -518,8 +526,8 @@ void pool(const std::string &name, Pool kind) {
               return te::min(ir::select(inside && x(src) == mx(i), flat, i32(std::numeric_limits<int32_t>::max())), r2);
             },
             name + "_index");
-        k.outputs.push_back(compute(out, [&](const std::vector<Expr> &i) { return ir::cast(ir::Int(64), first(i)); },
-                                    name + "_indices"));
+        k.outputs.push_back(compute(
+            out, [&](const std::vector<Expr> &i) { return ir::cast(ir::Int(64), first(i)); }, name + "_indices"));
       }
       return k;
     }
@@ -530,7 +538,9 @@ void pool(const std::string &name, Pool kind) {
           Expr inside;
           auto src = source(i, r, &inside);
           Expr v = ir::cast(acc, x(src));
-          if (kind == Pool::Lp) v = p == 1 ? ir::abs(v) : (p == 2 ? v * v : ir::pow(ir::abs(v), ir::make_const(acc, static_cast<double>(p))));
+          if (kind == Pool::Lp)
+            v = p == 1 ? ir::abs(v)
+                       : (p == 2 ? v * v : ir::pow(ir::abs(v), ir::make_const(acc, static_cast<double>(p))));
           return te::sum(ir::select(inside, v, ir::make_zero(acc)), r);
         },
         name + "_sum");
@@ -618,7 +628,8 @@ void batch_norm() {
   d.infer = [](const OpContext &ctx) {
     const auto &x = ctx.in(0);
     if (x.rank() < 2) ctx.fail("needs an input of rank 2 or more");
-    if (ctx.node().attr_int("training_mode", 0) != 0) ctx.fail("training mode is not supported: Kiln compiles for inference");
+    if (ctx.node().attr_int("training_mode", 0) != 0)
+      ctx.fail("training mode is not supported: Kiln compiles for inference");
     for (int i = 1; i < 5; ++i) {
       if (ctx.in(i).rank() != 1 || ctx.in(i).shape[0] != x.shape[1])
         ctx.fail(concat("input ", i, " is ", ctx.in(i).str(), ", expected [", x.shape[1], "]"));
@@ -636,7 +647,8 @@ void batch_norm() {
         ctx.in(0).shape,
         [&](const std::vector<Expr> &i) {
           Expr c = i[1];
-          Expr y = (ir::cast(acc, x(i)) - f(mean, c)) / ir::sqrt(f(var, c) + ir::make_const(acc, eps)) * f(sc, c) + f(b, c);
+          Expr y =
+              (ir::cast(acc, x(i)) - f(mean, c)) / ir::sqrt(f(var, c) + ir::make_const(acc, eps)) * f(sc, c) + f(b, c);
           return ir::cast(dt, y);
         },
         "batch_norm"));
@@ -687,7 +699,8 @@ void fused_conv() {
     const Json list = fused_epilogue(ctx);
     const int extras = std::max(0, ctx.num_inputs() - 3);
     if (epilogue_inputs(list) != extras)
-      ctx.fail(concat("the epilogue reads ", epilogue_inputs(list), " tensors, the node has ", extras, " extra inputs"));
+      ctx.fail(
+          concat("the epilogue reads ", epilogue_inputs(list), " tensors, the node has ", extras, " extra inputs"));
     for (int i = 3; i < ctx.num_inputs(); ++i) {
       if (ctx.in(i).dtype != t.dtype) ctx.fail(concat("extra input ", i, " is ", ctx.in(i).str()));
     }

@@ -46,7 +46,8 @@ Moments moments(const te::Tensor &x, const std::vector<int64_t> &shape, const st
   te::Tensor sum = compute(
       rshape, [&](const std::vector<Expr> &i) { return te::sum(ir::cast(acc, at(x, rank, src(i, r1))), r1); }, "sum");
   te::Tensor mean = compute(
-      rshape, [&](const std::vector<Expr> &i) { return at(sum, rank, i) / ir::make_const(acc, static_cast<double>(count)); },
+      rshape,
+      [&](const std::vector<Expr> &i) { return at(sum, rank, i) / ir::make_const(acc, static_cast<double>(count)); },
       "mean");
   auto r2 = raxes("v");
   te::Tensor sq = compute(
@@ -109,13 +110,12 @@ void register_norm_ops() {
         std::vector<int64_t> axes;
         for (int64_t a = first; a < ctx.in(0).rank(); ++a) axes.push_back(a);
         k.template_name = "layer_norm.x86";
-        k.template_args = contracts::Json::object(
-            {{"data", tensor_json(ctx.in(0))},
-             {"axes", contracts::Json::array_of(axes)},
-             {"epsilon", ctx.node().attr_float("epsilon", 1e-5)},
-             {"scale", true},
-             {"center", ctx.has_input(2)},
-             {"epilogue", contracts::Json::array()}});
+        k.template_args = contracts::Json::object({{"data", tensor_json(ctx.in(0))},
+                                                   {"axes", contracts::Json::array_of(axes)},
+                                                   {"epsilon", ctx.node().attr_float("epsilon", 1e-5)},
+                                                   {"scale", true},
+                                                   {"center", ctx.has_input(2)},
+                                                   {"epilogue", contracts::Json::array()}});
         k.input_map = {0, 1};
         if (ctx.has_input(2)) k.input_map.push_back(2);
         return k;
@@ -147,10 +147,11 @@ void register_norm_ops() {
       if (ctx.num_outputs() > 1) {
         std::vector<int64_t> stat = shape;
         for (int64_t a : axes) stat[static_cast<size_t>(a)] = 1;
-        k.outputs.push_back(compute(stat, [&](const std::vector<Expr> &i) { return ir::cast(st, at(m.mean, rank, i)); }, "mean_out"));
+        k.outputs.push_back(compute(
+            stat, [&](const std::vector<Expr> &i) { return ir::cast(st, at(m.mean, rank, i)); }, "mean_out"));
         if (ctx.num_outputs() > 2)
-          k.outputs.push_back(
-              compute(stat, [&](const std::vector<Expr> &i) { return ir::cast(st, at(m.inv_std, rank, i)); }, "inv_std_out"));
+          k.outputs.push_back(compute(
+              stat, [&](const std::vector<Expr> &i) { return ir::cast(st, at(m.inv_std, rank, i)); }, "inv_std_out"));
       }
       return k;
     };
@@ -173,7 +174,8 @@ void register_norm_ops() {
     };
     d.kernel = [](const OpContext &ctx) {
       Kernel k;
-      te::Tensor x = add_input(k, ctx, 0, "x"), scale = add_input(k, ctx, 1, "scale"), bias = add_input(k, ctx, 2, "bias");
+      te::Tensor x = add_input(k, ctx, 0, "x"), scale = add_input(k, ctx, 1, "scale"),
+                 bias = add_input(k, ctx, 2, "bias");
       const auto shape = ctx.in(0).shape;
       const int rank = ctx.in(0).rank();
       std::vector<int64_t> axes;
@@ -184,7 +186,8 @@ void register_norm_ops() {
           shape,
           [&](const std::vector<Expr> &i) {
             auto r = reduced_index(i, axes);
-            Expr y = (ir::cast(acc, x(i)) - m.mean(r)) * m.inv_std(r) * ir::cast(acc, scale(i[1])) + ir::cast(acc, bias(i[1]));
+            Expr y = (ir::cast(acc, x(i)) - m.mean(r)) * m.inv_std(r) * ir::cast(acc, scale(i[1])) +
+                     ir::cast(acc, bias(i[1]));
             return ir::cast(dt, y);
           },
           "instance_norm"));
@@ -225,8 +228,9 @@ void register_norm_ops() {
       k.outputs.push_back(compute(
           shape,
           [&](const std::vector<Expr> &i) {
-            Expr den = ir::pow(ir::make_const(acc, bias) + ir::make_const(acc, alpha / static_cast<double>(size)) * sq(i),
-                               ir::make_const(acc, beta));
+            Expr den =
+                ir::pow(ir::make_const(acc, bias) + ir::make_const(acc, alpha / static_cast<double>(size)) * sq(i),
+                        ir::make_const(acc, beta));
             return ir::cast(dt, ir::cast(acc, x(i)) / den);
           },
           "lrn"));

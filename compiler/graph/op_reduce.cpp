@@ -70,7 +70,8 @@ void reduce_op(const std::string &name, Kind kind) {
     const int rank = ctx.in(0).rank();
     const DataType dt = ctx.in(0).dtype;
     if (noop) {
-      k.outputs.push_back(compute(in, [&](const std::vector<Expr> &i) { return at(x, rank, i); }, name));
+      k.outputs.push_back(compute(
+          in, [&](const std::vector<Expr> &i) { return at(x, rank, i); }, name));
       return k;
     }
     const bool keep = ctx.node().attr_int("keepdims", 1) != 0;
@@ -90,7 +91,8 @@ void reduce_op(const std::string &name, Kind kind) {
                              : (kind == Kind::Max   ? ir::min_value(dt)
                                 : kind == Kind::Min ? ir::max_value(dt)
                                                     : ir::make_const(dt, static_cast<int64_t>(v)));
-      k.outputs.push_back(compute(out_shape, [&](const std::vector<Expr> &) { return c; }, name));
+      k.outputs.push_back(compute(
+          out_shape, [&](const std::vector<Expr> &) { return c; }, name));
       return k;
     }
     std::vector<te::IterVar> raxes;
@@ -247,11 +249,10 @@ void softmax_op(const std::string &name, SoftKind kind) {
     // Float32 softmax over one axis (or from the last axis on): the softmax template.
     if (kind != SoftKind::Hardmax && ctx.in(0).dtype == ir::Float(32) && rank >= 1 && (!coerce || axis == rank - 1)) {
       k.template_name = "softmax.x86";
-      k.template_args = contracts::Json::object(
-          {{"data", tensor_json(ctx.in(0))},
-           {"axis", axis},
-           {"log", kind == SoftKind::LogSoftmax},
-           {"epilogue", contracts::Json::array()}});
+      k.template_args = contracts::Json::object({{"data", tensor_json(ctx.in(0))},
+                                                 {"axis", axis},
+                                                 {"log", kind == SoftKind::LogSoftmax},
+                                                 {"epilogue", contracts::Json::array()}});
       k.input_map = {0};
       return k;
     }
@@ -281,8 +282,8 @@ void softmax_op(const std::string &name, SoftKind kind) {
     if (kind == SoftKind::Hardmax) {
       // 1 at the first maximum along the axes, 0 elsewhere: the first index whose value is the max.
       auto r1 = make_axes("m");
-      te::Tensor mx = compute(rshape, [&](const std::vector<Expr> &i) { return te::max(at(x, rank, src_of(i, r1)), r1); },
-                              name + "_max");
+      te::Tensor mx = compute(
+          rshape, [&](const std::vector<Expr> &i) { return te::max(at(x, rank, src_of(i, r1)), r1); }, name + "_max");
       // Flat position along the reduced axes of the first maximum.
       auto r2 = make_axes("f");
       auto flat = [&](const std::vector<Expr> &s) {
@@ -371,7 +372,8 @@ void register_reduce_ops() {
             std::vector<Expr> s = i;
             s[axis] = r->var;
             Expr j = i[axis];
-            Expr cond = rev ? (excl ? Expr(r->var) > j : Expr(r->var) >= j) : (excl ? Expr(r->var) < j : Expr(r->var) <= j);
+            Expr cond =
+                rev ? (excl ? Expr(r->var) > j : Expr(r->var) >= j) : (excl ? Expr(r->var) < j : Expr(r->var) <= j);
             return te::sum(ir::select(cond, x(s), ir::make_zero(x.dtype())), {r});
           },
           "cumsum"));
@@ -437,8 +439,8 @@ void register_reduce_ops() {
             return x(s);
           },
           "values"));
-      k.outputs.push_back(compute(oshape, [&](const std::vector<Expr> &i) { return ir::cast(ir::Int(64), idx(i)); },
-                                  "indices"));
+      k.outputs.push_back(compute(
+          oshape, [&](const std::vector<Expr> &i) { return ir::cast(ir::Int(64), idx(i)); }, "indices"));
       return k;
     };
     register_op(std::move(d));

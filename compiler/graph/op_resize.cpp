@@ -41,7 +41,8 @@ ResizeSpec resize_spec(const OpContext &ctx) {
   } else {
     if (scales.size() != rank) ctx.fail(concat("scales has ", scales.size(), " entries for rank ", rank));
     for (size_t a = 0; a < rank; ++a) {
-      if (!(scales[a] > 0) || !std::isfinite(scales[a]) || scales[a] > 1e6) ctx.fail("scales must be positive and finite");
+      if (!(scales[a] > 0) || !std::isfinite(scales[a]) || scales[a] > 1e6)
+        ctx.fail("scales must be positive and finite");
       const double o = std::floor(static_cast<double>(in[a]) * scales[a]);
       if (o < 1 || o > 1e9) ctx.fail(concat("axis ", a, " would have ", o, " elements"));
       s.out.push_back(static_cast<int64_t>(o));
@@ -71,7 +72,8 @@ void register_resize_ops() {
       ctx.fail(concat("unknown nearest_mode '", nm, "'"));
     if (ctx.in(0).rank() == 0) ctx.fail("cannot resize a scalar");
     ResizeSpec s = resize_spec(ctx);
-    if (ct == "tf_crop_and_resize" && s.roi.size() != 2 * s.out.size()) ctx.fail("tf_crop_and_resize needs a roi of 2 x rank values");
+    if (ct == "tf_crop_and_resize" && s.roi.size() != 2 * s.out.size())
+      ctx.fail("tf_crop_and_resize needs a roi of 2 x rank values");
     TensorType t = ctx.in(0);
     t.shape = s.out;
     if (t.numel() > (int64_t{1} << 31)) ctx.fail(concat("the output ", t.str(), " is too large"));
@@ -157,7 +159,8 @@ void register_resize_ops() {
               std::vector<Tap> t;
               Expr c = coord[a];
               if (mode == "linear") {
-                Expr cl = ct == "tf_crop_and_resize" ? c : ir::min(ir::max(c, fc(0.0)), fc(static_cast<double>(in[a] - 1)));
+                Expr cl =
+                    ct == "tf_crop_and_resize" ? c : ir::min(ir::max(c, fc(0.0)), fc(static_cast<double>(in[a] - 1)));
                 Expr x0 = ir::floor(cl);
                 Expr w = cl - x0;
                 Expr i0 = ir::cast(ir::Int(32), x0);
@@ -179,14 +182,15 @@ void register_resize_ops() {
                 if (exclude) {
                   Expr sum = fc(0.0);
                   for (int q = 0; q < 4; ++q) {
-                    ws[static_cast<size_t>(q)] = ir::select(idx[static_cast<size_t>(q)] >= i32(0) &&
-                                                                idx[static_cast<size_t>(q)] < i32(in[a]),
-                                                            ws[static_cast<size_t>(q)], fc(0.0));
+                    ws[static_cast<size_t>(q)] =
+                        ir::select(idx[static_cast<size_t>(q)] >= i32(0) && idx[static_cast<size_t>(q)] < i32(in[a]),
+                                   ws[static_cast<size_t>(q)], fc(0.0));
                     sum = sum + ws[static_cast<size_t>(q)];
                   }
                   for (auto &w : ws) w = w / sum;
                 }
-                for (int q = 0; q < 4; ++q) t.push_back({clampi(idx[static_cast<size_t>(q)], a), ws[static_cast<size_t>(q)]});
+                for (int q = 0; q < 4; ++q)
+                  t.push_back({clampi(idx[static_cast<size_t>(q)], a), ws[static_cast<size_t>(q)]});
               }
               taps.push_back(std::move(t));
             }

@@ -284,7 +284,8 @@ void register_tensor_ops() {
     d.min_inputs = d.max_inputs = 3;
     d.const_inputs = {0, 1, 2};
     auto count = [](const OpContext &ctx) {
-      const double start = ctx.const_floats(0).at(0), limit = ctx.const_floats(1).at(0), delta = ctx.const_floats(2).at(0);
+      const double start = ctx.const_floats(0).at(0), limit = ctx.const_floats(1).at(0),
+                   delta = ctx.const_floats(2).at(0);
       if (delta == 0) ctx.fail("delta is 0");
       const double n = std::ceil((limit - start) / delta);
       if (!(n < 1e9)) ctx.fail("the range has more than 10^9 elements");
@@ -340,7 +341,8 @@ void register_tensor_ops() {
       if (perm.empty()) {
         for (int64_t k = rank - 1; k >= 0; --k) perm.push_back(k);
       }
-      if (static_cast<int64_t>(perm.size()) != rank) ctx.fail(concat("perm has ", perm.size(), " entries for rank ", rank));
+      if (static_cast<int64_t>(perm.size()) != rank)
+        ctx.fail(concat("perm has ", perm.size(), " entries for rank ", rank));
       for (auto &p : perm) p = ctx.axis(p, rank);
       std::vector<int64_t> sorted = perm;
       std::sort(sorted.begin(), sorted.end());
@@ -392,7 +394,8 @@ void register_tensor_ops() {
           ctx.fail(concat("input ", i, " is ", t.str(), ", input 0 is ", first.str()));
         for (int64_t a = 0; a < t.rank(); ++a) {
           if (a != axis && t.shape[static_cast<size_t>(a)] != first.shape[static_cast<size_t>(a)])
-            ctx.fail(concat("input ", i, " is ", t.str(), ", input 0 is ", first.str(), ": they differ off axis ", axis));
+            ctx.fail(
+                concat("input ", i, " is ", t.str(), ", input 0 is ", first.str(), ": they differ off axis ", axis));
         }
         out.shape[static_cast<size_t>(axis)] += t.shape[static_cast<size_t>(axis)];
       }

@@ -20,7 +20,6 @@ void schedule_injective(te::Schedule &s, const te::Tensor &out, const Target &ta
 // lanes) partial results in up to four independent accumulators, so that the adds of consecutive
 // vectors do not wait on each other, and the partial results summed pairwise (a tree of halving
 // vector adds) rather than one after the other.
-void schedule_row_reduction(te::Schedule &s, const te::Tensor &t, te::Stage at, const te::IterVar &par,
-                            int64_t block);
+void schedule_row_reduction(te::Schedule &s, const te::Tensor &t, te::Stage at, const te::IterVar &par, int64_t block);
 
 }  // namespace kiln::ops

@@ -36,8 +36,7 @@ void schedule_injective(te::Schedule &s, const te::Tensor &out, const Target &ta
   schedule_injective(s, out, 4 * static_cast<int64_t>(target.lanes(out.dtype())));
 }
 
-void schedule_row_reduction(te::Schedule &s, const te::Tensor &t, te::Stage at, const te::IterVar &par,
-                            int64_t block) {
+void schedule_row_reduction(te::Schedule &s, const te::Tensor &t, te::Stage at, const te::IterVar &par, int64_t block) {
   te::Stage st = s[t];
   const auto *op = dynamic_cast<const te::ComputeOpNode *>(st->op.get());
   IterVar k = st.reduce_axis(0);

@@ -278,9 +278,7 @@ void schedule_pool(te::Schedule &s, const Compute &c, const Config &cfg) {
 
 // --- global pooling ---
 
-void define_global_space(ConfigSpace &s, const Pool &p) {
-  s.define_split("tile_c", p.C, 2, SplitPolicy::factors(64));
-}
+void define_global_space(ConfigSpace &s, const Pool &p) { s.define_split("tile_c", p.C, 2, SplitPolicy::factors(64)); }
 
 Config default_global(const ConfigSpace &s, const Pool &p, const Target &) {
   const int64_t tc = largest_divisor_at_most(p.C, p.blocked ? 4 : 8);

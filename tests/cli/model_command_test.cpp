@@ -89,7 +89,6 @@ TEST_F(ModelCommandTest, AnInputOfTheWrongShapeIsAMessageNamingIt) {
   EXPECT_TRUE(has(r.err, "'x'")) << r.err;
 }
 
-
 // `kiln compile` writes an artifact; `kiln run` recognises it by its magic (whatever its name), runs
 // it through the runtime and writes the expected output; --bench prints the latency percentiles.
 TEST_F(ModelCommandTest, CompileThenRunTheArtifact) {
@@ -101,8 +100,8 @@ TEST_F(ModelCommandTest, CompileThenRunTheArtifact) {
   EXPECT_TRUE(has(c.out, "memory plan: peak")) << c.out;
 
   const std::string out_dir = dir.file("out");
-  pt::Run r = kiln({"run", artifact, "--input", "x=" + node_test_ + "/test_data_set_0/input_0.pb", "--output-dir", out_dir,
-                    "--bench", "3"});
+  pt::Run r = kiln({"run", artifact, "--input", "x=" + node_test_ + "/test_data_set_0/input_0.pb", "--output-dir",
+                    out_dir, "--bench", "3"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(has(r.out, "compiled model")) << r.out;
   EXPECT_TRUE(has(r.out, "bench runs=3")) << r.out;
@@ -145,8 +144,11 @@ TEST_F(ModelCommandTest, CompileWithADbListsTheDefaultsAndHowToTuneThem) {
   pt::Run c = kiln({"compile", conv, "-o", artifact, "--db", db, "--device-key", "test-cpu"});
   ASSERT_EQ(c.status, 0) << c.err;
   EXPECT_TRUE(has(c.out, "conv2d_nchw")) << c.out;
-  EXPECT_TRUE(has(c.out, "0 of 1 template kernels use tuned configs from " + db + "; 1 use the default config; to tune "
-                         "them: kiln tune --db " + db)) << c.out;
+  EXPECT_TRUE(has(c.out, "0 of 1 template kernels use tuned configs from " + db +
+                             "; 1 use the default config; to tune "
+                             "them: kiln tune --db " +
+                             db))
+      << c.out;
   EXPECT_TRUE(has(c.out, "--device-key test-cpu --workloads " + artifact + ".tune.json")) << c.out;
   std::ifstream in(artifact + ".tune.json");
   const std::string list((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

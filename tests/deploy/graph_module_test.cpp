@@ -91,7 +91,8 @@ double relative_error(const deploy::Tensor &got, const deploy::Tensor &want) {
   EXPECT_EQ(got.shape(), want.shape());
   EXPECT_EQ(got.dtype(), want.dtype());
   if (got.shape() != want.shape() || got.dtype() != want.dtype()) return 1e9;
-  if (want.dtype() != deploy::DType::of<float>()) return std::memcmp(got.data(), want.data(), want.nbytes()) == 0 ? 0 : 1e9;
+  if (want.dtype() != deploy::DType::of<float>())
+    return std::memcmp(got.data(), want.data(), want.nbytes()) == 0 ? 0 : 1e9;
   const float *g = got.data_as<float>(), *w = want.data_as<float>();
   double max_abs = 0, max_want = 0;
   for (int64_t i = 0; i < want.numel(); ++i) {
@@ -127,7 +128,8 @@ std::vector<std::string> plan_conflicts(const Json &g) {
     last[static_cast<size_t>(id.as_int())] = end;
   }
   size_t num_nodes = 1;
-  for (const Json &s : g.at("steps").as_array()) num_nodes = std::max(num_nodes, static_cast<size_t>(s.at("index").as_int()) + 1);
+  for (const Json &s : g.at("steps").as_array())
+    num_nodes = std::max(num_nodes, static_cast<size_t>(s.at("index").as_int()) + 1);
   std::vector<std::vector<int64_t>> step_reads(num_nodes);  // per step, the tensors its kernel reads
   for (const Json &s : g.at("steps").as_array()) {
     if (!s.contains("kernel")) continue;
@@ -207,7 +209,8 @@ TEST_F(GraphModuleTest, TheFileCarriesReadableGraphAndPlan) {
   const Json g = artifact_graph(compile_small());
   EXPECT_EQ(g.at("format").as_string(), "kiln-graph");
   bool saw_view = false;
-  for (const Json &s : g.at("steps").as_array()) saw_view = saw_view || (s.contains("view") && s.at("op").as_string() == "Flatten");
+  for (const Json &s : g.at("steps").as_array())
+    saw_view = saw_view || (s.contains("view") && s.at("op").as_string() == "Flatten");
   EXPECT_TRUE(saw_view);
   for (const Json &v : g.at("values").as_array()) {
     if (v.contains("offset")) {
@@ -366,7 +369,8 @@ TEST_P(ArtifactModelTest, MatchesTheReferenceExecutorAndItsPlanNeverOverlaps) {
   const Graph g = frontend::onnx::import_model((mdir / "model.onnx").string());
   test::TempDir dir;
   const std::string path = dir.file(model + ".kiln");
-  const driver::GraphCompileReport r = driver::compile_graph(driver::optimize_graph(g, driver::GraphPipelineOptions{}), path);
+  const driver::GraphCompileReport r =
+      driver::compile_graph(driver::optimize_graph(g, driver::GraphPipelineOptions{}), path);
   EXPECT_LT(r.arena_bytes, r.unplanned_bytes) << model;
   std::printf("artifact %s kernels=%d steps=%d arena_bytes=%lld unplanned_bytes=%lld in_place=%d file_bytes=%lld\n",
               model.c_str(), r.kernels, r.steps, static_cast<long long>(r.arena_bytes),
@@ -387,7 +391,8 @@ TEST_P(ArtifactModelTest, MatchesTheReferenceExecutorAndItsPlanNeverOverlaps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ArtifactModelTest,
-                         ::testing::Values("resnet18", "mobilenet_v2", "squeezenet1_1", "shufflenet_v2_x1_0", "bert_encoder"));
+                         ::testing::Values("resnet18", "mobilenet_v2", "squeezenet1_1", "shufflenet_v2_x1_0",
+                                           "bert_encoder"));
 
 }  // namespace
 }  // namespace kiln

@@ -118,7 +118,8 @@ std::string run_one(const fs::path &dir) {
   frontend::onnx::ModelInfo info = frontend::onnx::inspect_model(model);
   if (!info.unsupported.empty()) {
     std::string ops;
-    for (const auto &u : info.unsupported) ops += (ops.empty() ? "" : ",") + (u.domain.empty() ? "" : u.domain + ".") + u.op_type;
+    for (const auto &u : info.unsupported)
+      ops += (ops.empty() ? "" : ",") + (u.domain.empty() ? "" : u.domain + ".") + u.op_type;
     return "UNSUPPORTED: " + ops;
   }
   if (info.opset > frontend::onnx::kMaxOpset) return "UNSUPPORTED: opset " + std::to_string(info.opset);
@@ -135,7 +136,8 @@ std::string run_one(const fs::path &dir) {
   frontend::onnx::ImportOptions opt;
   std::vector<deploy::Tensor> inputs;
   for (const auto &f : numbered(sets[0], "input_")) inputs.push_back(frontend::onnx::read_tensor_file(f));
-  for (size_t i = 0; i < inputs.size() && i < info.inputs.size(); ++i) opt.input_shapes[info.inputs[i].name] = inputs[i].shape();
+  for (size_t i = 0; i < inputs.size() && i < info.inputs.size(); ++i)
+    opt.input_shapes[info.inputs[i].name] = inputs[i].shape();
   // Inputs that set a shape, an axis or a size must be known at compile time: freeze the ones the
   // importer asks for to the data set's values (what a Kiln user does with --const-input).
   std::map<std::string, deploy::Tensor> first_inputs;
@@ -363,9 +365,10 @@ int main(int argc, char **argv) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double pass_rate = supported ? 100.0 * passed / supported : 0;
   const double coverage = total ? 100.0 * supported / total : 0;
-  std::printf("node tests: %d directories, %d with every op supported (%.1f %%), %d pass (%.1f %% of supported), "
-              "%d expected failures, %d unexpected failures, %.0f s\n",
-              total, supported, coverage, passed, pass_rate, expected_fail, static_cast<int>(unexpected.size()), secs);
+  std::printf(
+      "node tests: %d directories, %d with every op supported (%.1f %%), %d pass (%.1f %% of supported), "
+      "%d expected failures, %d unexpected failures, %.0f s\n",
+      total, supported, coverage, passed, pass_rate, expected_fail, static_cast<int>(unexpected.size()), secs);
   if (verbose) {
     std::vector<std::pair<int, std::string>> ops;
     for (const auto &[op, c] : unsupported_ops) ops.push_back({c, op});

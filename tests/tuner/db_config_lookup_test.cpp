@@ -44,8 +44,8 @@ graph::Graph conv_graph() {
 const std::string kTarget = "llvm -mcpu=native";
 
 // Records config `index` of the conv's workload as measured in `cost` seconds on `target`.
-void record(db::TuningDb &log, const driver::KernelReport &kernel, int64_t index, double cost, const std::string &target,
-            const std::string &device_key = "local-cpu") {
+void record(db::TuningDb &log, const driver::KernelReport &kernel, int64_t index, double cost,
+            const std::string &target, const std::string &device_key = "local-cpu") {
   ops::Task task(kernel.template_name, contracts::Json::parse(kernel.args_json), driver::resolve_target(target));
   tuner::MeasureOutcome ok;
   ok.costs = {cost, cost};

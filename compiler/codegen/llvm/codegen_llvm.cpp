@@ -815,7 +815,8 @@ llvm::Value *CodeGenLLVM::libm(const std::string &name, llvm::Value *x) {
 
 llvm::Value *CodeGenLLVM::horner(llvm::Value *x, const std::vector<double> &coeffs) {
   llvm::Value *y = fconst(x, coeffs[0]);
-  for (size_t i = 1; i < coeffs.size(); ++i) y = contract(b_.CreateFAdd(contract(b_.CreateFMul(y, x)), fconst(x, coeffs[i])));
+  for (size_t i = 1; i < coeffs.size(); ++i)
+    y = contract(b_.CreateFAdd(contract(b_.CreateFMul(y, x)), fconst(x, coeffs[i])));
   return y;
 }
 
@@ -832,7 +833,8 @@ llvm::Value *CodeGenLLVM::approx_exp(llvm::Value *x) {
   // that large has no fraction bits, so the add rounds; the integer is then in the low bits of
   // the sum), without a round instruction (SSE2 has none) or a float-int-float round trip.
   const double magic = 12582912.0;
-  llvm::Value *v = contract(b_.CreateFAdd(contract(b_.CreateFMul(xc, fconst(x, 1.44269504088896341))), fconst(x, magic)));
+  llvm::Value *v =
+      contract(b_.CreateFAdd(contract(b_.CreateFMul(xc, fconst(x, 1.44269504088896341))), fconst(x, magic)));
   llvm::Value *n = b_.CreateFSub(v, fconst(x, magic));
   llvm::Value *ni = b_.CreateSub(b_.CreateBitCast(v, it), b_.CreateBitCast(fconst(x, magic), it));
   llvm::Value *r = b_.CreateFSub(xc, b_.CreateFMul(n, fconst(x, 0.693359375)));

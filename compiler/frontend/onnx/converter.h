@@ -15,7 +15,8 @@ namespace kiln::frontend::onnx {
 // The graph being built and how a converter adds to it.
 class ConvertContext {
  public:
-  ConvertContext(graph::Graph &g, const ImportOptions &options, int64_t opset) : g_(g), options_(options), opset_(opset) {}
+  ConvertContext(graph::Graph &g, const ImportOptions &options, int64_t opset)
+      : g_(g), options_(options), opset_(opset) {}
 
   graph::Graph &graph() { return g_; }
   int64_t opset() const { return opset_; }

@@ -8,9 +8,9 @@
 
 namespace kiln::frontend::onnx {
 
-using ::kiln::detail::concat;
 using graph::Attribute;
 using graph::ValueId;
+using ::kiln::detail::concat;
 using Attrs = std::map<std::string, Attribute>;
 
 namespace {
@@ -24,16 +24,17 @@ Converter direct(const std::string &op = "") {
 
 // Moves an ints attribute into a constant input at position `pos` (opset changes that turned
 // attributes into inputs: Squeeze, Unsqueeze, Split, ReduceSum, Slice, Pad, TopK, ...).
-Converter attr_to_input(const std::string &op, std::vector<std::pair<std::string, int>> moves,
-                        std::function<void(ConvertContext &, const ::onnx::NodeProto &, Attrs &, std::vector<ValueId> &)> extra =
-                            nullptr) {
+Converter attr_to_input(
+    const std::string &op, std::vector<std::pair<std::string, int>> moves,
+    std::function<void(ConvertContext &, const ::onnx::NodeProto &, Attrs &, std::vector<ValueId> &)> extra = nullptr) {
   return [op, moves, extra](ConvertContext &cx, const ::onnx::NodeProto &n) {
     std::vector<ValueId> ins = cx.inputs(n);
     Attrs attrs = cx.attributes(n);
     for (const auto &[name, pos] : moves) {
       auto it = attrs.find(name);
       if (it == attrs.end()) continue;
-      std::vector<int64_t> v = it->second.kind == Attribute::Kind::Int ? std::vector<int64_t>{it->second.i} : it->second.ints;
+      std::vector<int64_t> v =
+          it->second.kind == Attribute::Kind::Int ? std::vector<int64_t>{it->second.i} : it->second.ints;
       attrs.erase(it);
       if (ins.size() <= static_cast<size_t>(pos)) ins.resize(static_cast<size_t>(pos) + 1, graph::kNoValue);
       ins[static_cast<size_t>(pos)] = cx.constant_ints(concat(cx.node_name(n), "_", name), v);
@@ -126,9 +127,8 @@ const std::map<std::string, std::vector<ConverterVersion>> &converter_table() {
     });
     add(t, "Clip", 11, direct());
     // Dropout: inference is a copy; ratio/is_test attributes of old versions are dropped.
-    add(t, "Dropout", 1, [](ConvertContext &cx, const ::onnx::NodeProto &n) {
-      cx.emit_as(n, "Dropout", {cx.input(n, 0)}, {});
-    });
+    add(t, "Dropout", 1,
+        [](ConvertContext &cx, const ::onnx::NodeProto &n) { cx.emit_as(n, "Dropout", {cx.input(n, 0)}, {}); });
     add(t, "Dropout", 12, [](ConvertContext &cx, const ::onnx::NodeProto &n) {
       Attrs a = cx.attributes(n);
       a.erase("seed");
@@ -143,7 +143,8 @@ const std::map<std::string, std::vector<ConverterVersion>> &converter_table() {
       if (outs.size() > 1) {
         if (a.count("training_mode") && a["training_mode"].i != 0)
           cx.fail(n, "training mode is not supported: Kiln compiles for inference");
-        cx.fail(n, "the running mean and variance outputs are only computed in training mode, which Kiln does not support");
+        cx.fail(
+            n, "the running mean and variance outputs are only computed in training mode, which Kiln does not support");
       }
       a.erase("training_mode");
       cx.emit("BatchNormalization", cx.inputs(n), a, outs, cx.node_name(n));

@@ -20,10 +20,10 @@
 
 namespace kiln::frontend::onnx {
 
-using ::kiln::detail::concat;
 using graph::Attribute;
 using graph::TensorType;
 using graph::ValueId;
+using ::kiln::detail::concat;
 
 namespace {
 
@@ -39,7 +39,8 @@ std::string read_file(const std::string &path, int64_t limit) {
   f.seekg(0, std::ios::end);
   const std::streamoff size = f.tellg();
   if (size < 0) throw ImportError(concat(path, ": cannot read its size"));
-  if (size > limit) throw ImportError(concat(path, ": ", size, " bytes is more than the ", limit, " a model file may have"));
+  if (size > limit)
+    throw ImportError(concat(path, ": ", size, " bytes is more than the ", limit, " a model file may have"));
   f.seekg(0);
   std::string data(static_cast<size_t>(size), '\0');
   f.read(data.data(), size);
@@ -53,7 +54,8 @@ void parse_message(Message &m, std::string_view bytes, const std::string &what, 
                                             static_cast<int>(std::min<size_t>(bytes.size(), INT_MAX)));
   in.SetTotalBytesLimit(INT_MAX);
   if (!m.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage())
-    throw ImportError(concat(what, ": not a valid ", kind, " (the protobuf does not parse; truncated or another format)"));
+    throw ImportError(
+        concat(what, ": not a valid ", kind, " (the protobuf does not parse; truncated or another format)"));
 }
 
 int64_t model_opset(const ::onnx::ModelProto &m, const std::string &what) {
@@ -104,13 +106,15 @@ TensorType input_type(const ::onnx::ValueInfoProto &vi, const ImportOptions &opt
     throw ImportError(concat(what, ": input '", name, "' is not a tensor (sequences and maps are not supported)"));
   const auto &tt = vi.type().tensor_type();
   const std::string dt = dtype_of_onnx(tt.elem_type());
-  if (dt.empty()) throw ImportError(concat(what, ": input '", name, "' has an unsupported element type ", tt.elem_type()));
+  if (dt.empty())
+    throw ImportError(concat(what, ": input '", name, "' has an unsupported element type ", tt.elem_type()));
   TensorType t;
   t.dtype = *graph::dtype_from_name(dt);
   auto given = options.input_shapes.find(name);
   if (!tt.has_shape()) {
     if (given == options.input_shapes.end())
-      throw ImportError(concat(what, ": input '", name, "' has no declared shape: give it (--input-shape ", name, "=...)"));
+      throw ImportError(
+          concat(what, ": input '", name, "' has no declared shape: give it (--input-shape ", name, "=...)"));
     t.shape = given->second;
     return t;
   }
@@ -133,14 +137,14 @@ TensorType input_type(const ::onnx::ValueInfoProto &vi, const ImportOptions &opt
     if (!dims[k].has_dim_value() || dims[k].dim_value() < 0) {
       std::string shown;
       for (int j = 0; j < dims.size(); ++j) shown += (j ? "x" : "") + dim_text(dims[j]);
-      throw ImportError(concat(what, ": input '", name, "' dimension ", k, " ('", dim_text(dims[k]),
-                               "') is not fixed (shape ", shown, "): give the input's shape, e.g. --input-shape ", name,
-                               "=", [&] {
-                                 std::string s;
-                                 for (int j = 0; j < dims.size(); ++j)
-                                   s += (j ? "x" : "") + (dims[j].has_dim_value() ? std::to_string(dims[j].dim_value()) : "1");
-                                 return s;
-                               }()));
+      throw ImportError(
+          concat(what, ": input '", name, "' dimension ", k, " ('", dim_text(dims[k]), "') is not fixed (shape ", shown,
+                 "): give the input's shape, e.g. --input-shape ", name, "=", [&] {
+                   std::string s;
+                   for (int j = 0; j < dims.size(); ++j)
+                     s += (j ? "x" : "") + (dims[j].has_dim_value() ? std::to_string(dims[j].dim_value()) : "1");
+                   return s;
+                 }()));
     }
     t.shape.push_back(dims[k].dim_value());
   }
@@ -189,7 +193,8 @@ graph::Graph build(const ::onnx::ModelProto &m, const ImportOptions &options, co
   }
   for (const auto &vi : gp.input()) {
     if (init_names.count(vi.name())) continue;
-    if (g.find(vi.name()) != graph::kNoValue) throw ImportError(concat(what, ": input '", vi.name(), "' is defined twice"));
+    if (g.find(vi.name()) != graph::kNoValue)
+      throw ImportError(concat(what, ": input '", vi.name(), "' is defined twice"));
     auto frozen = options.frozen_inputs.find(vi.name());
     if (frozen != options.frozen_inputs.end()) {
       const deploy::Tensor &t = frozen->second;
@@ -198,7 +203,8 @@ graph::Graph build(const ::onnx::ModelProto &m, const ImportOptions &options, co
       TensorType want = input_type(vi, with_shape, what);
       TensorType got{ir::to_ir_type(t.dtype()), t.shape()};
       if (got != want)
-        throw ImportError(concat(what, ": input '", vi.name(), "' is ", want.str(), ", the value it is frozen to is ", got.str()));
+        throw ImportError(
+            concat(what, ": input '", vi.name(), "' is ", want.str(), ", the value it is frozen to is ", got.str()));
       g.add_constant(vi.name(), t);
       continue;
     }
@@ -209,12 +215,14 @@ graph::Graph build(const ::onnx::ModelProto &m, const ImportOptions &options, co
   for (const auto &[name, t] : options.frozen_inputs) {
     bool found = false;
     for (const auto &vi : gp.input()) found = found || (vi.name() == name && !init_names.count(name));
-    if (!found) throw ImportError(concat(what, ": the model has no input named '", name, "' (a value was given for it)"));
+    if (!found)
+      throw ImportError(concat(what, ": the model has no input named '", name, "' (a value was given for it)"));
   }
   for (const auto &[name, shape] : options.input_shapes) {
     bool found = false;
     for (const auto &vi : gp.input()) found = found || (vi.name() == name && !init_names.count(name));
-    if (!found) throw ImportError(concat(what, ": the model has no input named '", name, "' (a shape was given for it)"));
+    if (!found)
+      throw ImportError(concat(what, ": the model has no input named '", name, "' (a shape was given for it)"));
   }
   for (const auto &n : gp.node()) {
     const Converter *c = find_converter(n.op_type(), opset);
@@ -296,7 +304,8 @@ std::string read_external(const ::onnx::TensorProto &t, const std::string &base_
   if (location.empty()) throw ImportError(concat(what, ": external data without a location"));
   std::filesystem::path rel(location);
   if (rel.is_absolute() || location.find("..") != std::string::npos)
-    throw ImportError(concat(what, ": external data location '", location, "' must be a path inside the model's folder"));
+    throw ImportError(
+        concat(what, ": external data location '", location, "' must be a path inside the model's folder"));
   if (offset < 0) throw ImportError(concat(what, ": a negative external data offset"));
   const std::string path = (std::filesystem::path(base_dir) / rel).string();
   std::ifstream f(path, std::ios::binary);
@@ -346,8 +355,8 @@ deploy::Tensor tensor_from_proto(const ::onnx::TensorProto &t, const std::string
   }
   if (raw) {
     if (static_cast<int64_t>(raw->size()) != bytes)
-      throw ImportError(concat(what, ": declared as ", graph::TensorType{type, shape}.str(), " (", bytes, " bytes) but holds ",
-                               raw->size(), " bytes"));
+      throw ImportError(concat(what, ": declared as ", graph::TensorType{type, shape}.str(), " (", bytes,
+                               " bytes) but holds ", raw->size(), " bytes"));
     deploy::Tensor out = deploy::Tensor::empty(shape, ir::to_deploy_dtype(type));
     if (bytes) std::memcpy(out.data(), raw->data(), static_cast<size_t>(bytes));
     return out;
@@ -373,8 +382,8 @@ deploy::Tensor tensor_from_proto(const ::onnx::TensorProto &t, const std::string
       break;
   }
   if (have != n)
-    throw ImportError(concat(what, ": declared as ", graph::TensorType{type, shape}.str(), " (", n, " elements) but holds ",
-                             have));
+    throw ImportError(
+        concat(what, ": declared as ", graph::TensorType{type, shape}.str(), " (", n, " elements) but holds ", have));
   deploy::Tensor out = deploy::Tensor::empty(shape, ir::to_deploy_dtype(type));
   switch (t.data_type()) {
     case ::onnx::TensorProto::FLOAT:
@@ -512,7 +521,8 @@ ValueId ConvertContext::input(const ::onnx::NodeProto &n, int i) const {
   if (a != aliases_.end()) return a->second;
   ValueId v = g_.find(name);
   if (v == graph::kNoValue)
-    fail(n, concat("input '", name, "' is not defined before the node (a missing initializer, a cycle, or nodes out of order)"));
+    fail(n, concat("input '", name,
+                   "' is not defined before the node (a missing initializer, a cycle, or nodes out of order)"));
   return v;
 }
 
@@ -651,8 +661,8 @@ std::vector<ValueId> ConvertContext::emit(const std::string &op, const std::vect
   return g_.add_node(std::move(node), output_names, types);
 }
 
-std::vector<ValueId> ConvertContext::emit_as(const ::onnx::NodeProto &n, const std::string &op, std::vector<ValueId> ins,
-                                             std::map<std::string, Attribute> attrs) {
+std::vector<ValueId> ConvertContext::emit_as(const ::onnx::NodeProto &n, const std::string &op,
+                                             std::vector<ValueId> ins, std::map<std::string, Attribute> attrs) {
   return emit(op, ins, std::move(attrs), outputs(n), node_name(n));
 }
 

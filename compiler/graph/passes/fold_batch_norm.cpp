@@ -62,7 +62,8 @@ Graph fold_batch_norm(const Graph &g) {
     const Value &xv = g.value(x_old);
     if (xv.producer >= 0 && readers[static_cast<size_t>(x_old)] == 1 && !rw.is_output(x_old)) {
       const Node &conv = g.node(xv.producer);
-      const bool bias_ok = conv.inputs.size() < 3 || conv.inputs[2] == kNoValue || g.value(conv.inputs[2]).is_constant();
+      const bool bias_ok =
+          conv.inputs.size() < 3 || conv.inputs[2] == kNoValue || g.value(conv.inputs[2]).is_constant();
       if (conv.op == "Conv" && g.value(conv.inputs[1]).is_constant() && bias_ok) {
         // The Conv was copied already: rebuild it with the folded weight and bias.
         const Value &w = g.value(conv.inputs[1]);

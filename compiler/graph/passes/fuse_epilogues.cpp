@@ -123,7 +123,8 @@ std::vector<size_t> match_gelu(const Graph &g, const Uses &u, ValueId cur) {
     if (*next == mul_k && other_operand(m, add_out) == cur) {
       // (x * (1 + erf)) * 0.5
       auto half = u.only(m.outputs[0]);
-      if (!half || g.nodes()[*half].op != "Mul" || !near(scalar_constant(g, other_operand(g.nodes()[*half], m.outputs[0])), 0.5))
+      if (!half || g.nodes()[*half].op != "Mul" ||
+          !near(scalar_constant(g, other_operand(g.nodes()[*half], m.outputs[0])), 0.5))
         continue;
       return {scale_k, *erf_k, *add_k, mul_k, *half};
     }
@@ -194,7 +195,8 @@ std::vector<size_t> match_gelu_tanh(const Graph &g, const Uses &u, ValueId cur) 
     nodes.insert(nodes.end(), {m, *half});
   } else if (near(scalar_constant(g, other_operand(g.nodes()[m], cur)), 0.5)) {
     auto prod = u.only(out(m));
-    if (!prod || *prod != u.only(a1_out) || !is(*prod, "Mul") || other_operand(g.nodes()[*prod], out(m)) != a1_out) return {};
+    if (!prod || *prod != u.only(a1_out) || !is(*prod, "Mul") || other_operand(g.nodes()[*prod], out(m)) != a1_out)
+      return {};
     nodes.insert(nodes.end(), {m, *prod});
   } else {
     return {};
@@ -267,11 +269,11 @@ int64_t product(const std::vector<int64_t> &v, size_t from, size_t to) {
 // A matrix anchor: a MatMul (or Gemm) that becomes FusedDense or FusedMatMul.
 struct MatrixAnchor {
   bool dense = false;
-  ValueId a = kNoValue;       // the activations (old graph)
-  ValueId b = kNoValue;       // FusedMatMul's b (old graph), before any absorbed Transpose
-  deploy::Tensor weight;      // FusedDense's weight [N, K]
-  ValueId bias = kNoValue;    // Gemm's bias constant
-  bool transpose_b = false;   // FusedMatMul: b is [.., N, K] (an absorbed Transpose)
+  ValueId a = kNoValue;      // the activations (old graph)
+  ValueId b = kNoValue;      // FusedMatMul's b (old graph), before any absorbed Transpose
+  deploy::Tensor weight;     // FusedDense's weight [N, K]
+  ValueId bias = kNoValue;   // Gemm's bias constant
+  bool transpose_b = false;  // FusedMatMul: b is [.., N, K] (an absorbed Transpose)
   std::optional<size_t> transpose_node;
   int64_t batch = 1, b_batch = 1, m = 0, k = 0, n = 0;
 };
@@ -385,10 +387,11 @@ void emit_matrix(Rewriter &rw, const Graph &g, const Node &anchor, const MatrixA
   } else {
     f.op = "FusedMatMul";
     flat = {m.batch, m.m, m.n};
-    const std::vector<int64_t> bshape = m.transpose_b ? std::vector<int64_t>{m.b_batch, m.n, m.k}
-                                                       : std::vector<int64_t>{m.b_batch, m.k, m.n};
+    const std::vector<int64_t> bshape =
+        m.transpose_b ? std::vector<int64_t>{m.b_batch, m.n, m.k} : std::vector<int64_t>{m.b_batch, m.k, m.n};
     f.attrs["transpose_b"] = Attribute::of_int(m.transpose_b ? 1 : 0);
-    f.inputs = {view_as(rw, rw.map(m.a), {m.batch, m.m, m.k}, name + "_a"), view_as(rw, rw.map(m.b), bshape, name + "_b")};
+    f.inputs = {view_as(rw, rw.map(m.a), {m.batch, m.m, m.k}, name + "_a"),
+                view_as(rw, rw.map(m.b), bshape, name + "_b")};
   }
   for (size_t e = 0; e < c.extras.size(); ++e) {
     if (c.extra_is_bias[e]) {
@@ -492,7 +495,8 @@ std::optional<LayerNormMatch> match_layer_norm(const Graph &g, const Uses &u, si
   const Node *sq = node(sqrt_k, "Sqrt");
   if (!sq) return std::nullopt;
   const Node *div = node(u.only(sq->outputs[0]), "Div");
-  if (!div || u.only(sq->outputs[0]) != div_k || div->inputs[0] != d || div->inputs[1] != sq->outputs[0]) return std::nullopt;
+  if (!div || u.only(sq->outputs[0]) != div_k || div->inputs[0] != d || div->inputs[1] != sq->outputs[0])
+    return std::nullopt;
   auto last_axis_constant = [&](ValueId v) {
     const Value &val = g.value(v);
     return val.is_constant() && val.type.dtype == ir::Float(32) && val.type.numel() == c && val.type.shape.back() == c;
@@ -629,7 +633,8 @@ Graph fuse_elementwise(const Graph &g) {
         }
       }
       const TensorType &t = g.value(n.outputs[0]).type;
-      Json desc = Json::object({{"op", n.op}, {"in", in}, {"shape", Json::array_of(t.shape)}, {"dtype", dtype_name(t.dtype)}});
+      Json desc =
+          Json::object({{"op", n.op}, {"in", in}, {"shape", Json::array_of(t.shape)}, {"dtype", dtype_name(t.dtype)}});
       if (n.op == "Cast") desc.set("to", dtype_name(t.dtype));
       nodes.push_back(desc);
       node_index[m] = static_cast<int>(node_index.size());

@@ -16,8 +16,7 @@ class Rewriter {
     out_.name = old.name;
     for (ValueId i : old.inputs()) map_[static_cast<size_t>(i)] = out_.add_input(old.value(i).name, old.value(i).type);
     for (size_t v = 0; v < old.values().size(); ++v) {
-      if (old.values()[v].is_constant())
-        map_[v] = out_.add_constant(old.values()[v].name, old.values()[v].constant);
+      if (old.values()[v].is_constant()) map_[v] = out_.add_constant(old.values()[v].name, old.values()[v].constant);
     }
   }
 
@@ -57,7 +56,9 @@ class Rewriter {
     return out_.add_node(std::move(n), unique, types);
   }
 
-  ValueId constant(const std::string &base, deploy::Tensor t) { return out_.add_constant(out_.unique_name(base), std::move(t)); }
+  ValueId constant(const std::string &base, deploy::Tensor t) {
+    return out_.add_constant(out_.unique_name(base), std::move(t));
+  }
 
   // The new graph with the old outputs mapped, pruned of what nothing reads.
   Graph finish() {

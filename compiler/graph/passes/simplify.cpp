@@ -83,8 +83,8 @@ Graph simplify(const Graph &g) {
         r.op = "Reshape";
         r.name = n.name;
         r.inputs = {src, rw.constant(n.name + "_shape", [&] {
-                      deploy::Tensor t = deploy::Tensor::empty({static_cast<int64_t>(ty.shape.size())},
-                                                               deploy::DType::of<int64_t>());
+                      deploy::Tensor t =
+                          deploy::Tensor::empty({static_cast<int64_t>(ty.shape.size())}, deploy::DType::of<int64_t>());
                       for (size_t k = 0; k < ty.shape.size(); ++k) t.data_as<int64_t>()[k] = ty.shape[k];
                       return t;
                     }())};

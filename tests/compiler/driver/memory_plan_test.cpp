@@ -20,9 +20,9 @@ int overlapping_pairs(const std::vector<BufferRequest> &rs, const MemoryPlan &p)
     for (size_t j = i + 1; j < rs.size(); ++j) {
       const bool live = rs[i].first <= rs[j].last && rs[j].first <= rs[i].last;
       const bool bytes = p.offsets[i] < p.offsets[j] + rs[j].bytes && p.offsets[j] < p.offsets[i] + rs[i].bytes;
-      const bool in_place = p.offsets[i] == p.offsets[j] &&
-                            ((rs[j].in_place_of == static_cast<int>(i) && rs[i].last == rs[j].first) ||
-                             (rs[i].in_place_of == static_cast<int>(j) && rs[j].last == rs[i].first));
+      const bool in_place =
+          p.offsets[i] == p.offsets[j] && ((rs[j].in_place_of == static_cast<int>(i) && rs[i].last == rs[j].first) ||
+                                           (rs[i].in_place_of == static_cast<int>(j) && rs[j].last == rs[i].first));
       if (live && bytes && !in_place) ++bad;
     }
   }

@@ -117,7 +117,6 @@ TEST(GraphPasses, ConstantSubgraphsFoldAndDeadNodesGo) {
   EXPECT_EQ(max_difference(g, f), 0.0);
 }
 
-
 TEST(GraphPasses, ConvWithItsElementwiseConsumersIsOneKernel) {
   Graph g;
   ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 4, 9, 9}});
@@ -125,9 +124,9 @@ TEST(GraphPasses, ConvWithItsElementwiseConsumersIsOneKernel) {
   ValueId w = g.add_constant("w", random_tensor({8, 4, 3, 3}, 1));
   ValueId b = g.add_constant("b", random_tensor({8}, 2));
   ValueId c = add(g, "Conv", {x, w, b}, {{"pads", Attribute::of_ints({1, 1, 1, 1})}});
-  ValueId v = add(g, "Add", {c, skip});                              // a residual
+  ValueId v = add(g, "Add", {c, skip});  // a residual
   v = add(g, "Relu", {v});
-  v = add(g, "Mul", {v, g.add_constant("k", scalar(0.5f))});         // a scalar
+  v = add(g, "Mul", {v, g.add_constant("k", scalar(0.5f))});  // a scalar
   v = add(g, "Clip", {v, g.add_constant("lo", scalar(-0.25f)), g.add_constant("hi", scalar(0.75f))});
   ValueId y = add(g, "HardSwish", {v}, {}, "y");
   // A second conv whose output is also read elsewhere: it keeps its own node.
