@@ -22,6 +22,9 @@ contracts::Json tensor_json(const TensorType &t);
 // descriptors read (op_nn.cpp).
 contracts::Json fused_epilogue(const OpContext &ctx);
 int epilogue_inputs(const contracts::Json &list);
+// Fails (ctx.fail) unless the node's inputs from `first` on are the extra tensors its epilogue reads:
+// as many as epilogue_inputs() says, each of the output's dtype (op_nn.cpp).
+void check_epilogue_inputs(const OpContext &ctx, int first, const TensorType &out);
 // How many operands an op of a FusedElementwise subgraph takes, or -1 for an op it may not hold
 // (op_fused.cpp).
 int fused_elementwise_arity(const std::string &op);

@@ -29,18 +29,6 @@ using contracts::Json;
 using ir::DataType;
 using ir::Expr;
 
-// The extra inputs' checks shared by FusedDense and FusedMatMul: as many as the epilogue reads,
-// each of the output's dtype.
-void check_extras(const OpContext &ctx, int first, const TensorType &out) {
-  const Json list = fused_epilogue(ctx);
-  const int extras = std::max(0, ctx.num_inputs() - first);
-  if (epilogue_inputs(list) != extras)
-    ctx.fail(concat("the epilogue reads ", epilogue_inputs(list), " tensors, the node has ", extras, " extra inputs"));
-  for (int i = first; i < ctx.num_inputs(); ++i) {
-    if (ctx.in(i).dtype != out.dtype) ctx.fail(concat("extra input ", i, " is ", ctx.in(i).str()));
-  }
-}
-
 TensorType dense_type(const OpContext &ctx) {
   const auto &x = ctx.in(0), &w = ctx.in(1);
   if (x.rank() != 2 || w.rank() != 2 || x.dtype != ir::Float(32) || w.dtype != ir::Float(32))
@@ -59,7 +47,7 @@ void fused_dense() {
   d.max_inputs = 64;
   d.infer = [](const OpContext &ctx) {
     TensorType t = dense_type(ctx);
-    check_extras(ctx, 3, t);
+    check_epilogue_inputs(ctx, 3, t);
     return std::vector<TensorType>{t};
   };
   d.kernel = [](const OpContext &ctx) {
@@ -105,7 +93,7 @@ void fused_matmul() {
   d.max_inputs = 64;
   d.infer = [](const OpContext &ctx) {
     TensorType t = batch_matmul_type(ctx);
-    check_extras(ctx, 2, t);
+    check_epilogue_inputs(ctx, 2, t);
     return std::vector<TensorType>{t};
   };
   d.kernel = [](const OpContext &ctx) {

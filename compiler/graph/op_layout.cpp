@@ -117,14 +117,7 @@ void conv_nchwc() {
   d.infer = [](const OpContext &ctx) {
     const BlockedConv c = blocked_conv(ctx);
     const TensorType t{ir::Float(32), c.out};
-    const Json list = fused_epilogue(ctx);
-    const int extras = std::max(0, ctx.num_inputs() - 3);
-    if (epilogue_inputs(list) != extras)
-      ctx.fail(
-          concat("the epilogue reads ", epilogue_inputs(list), " tensors, the node has ", extras, " extra inputs"));
-    for (int i = 3; i < ctx.num_inputs(); ++i) {
-      if (ctx.in(i) != t) ctx.fail(concat("extra input ", i, " is ", ctx.in(i).str(), ", not the output's ", t.str()));
-    }
+    check_epilogue_inputs(ctx, 3, t);
     return std::vector<TensorType>{t};
   };
   d.kernel = [](const OpContext &ctx) {

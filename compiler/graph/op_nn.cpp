@@ -687,6 +687,26 @@ int epilogue_inputs(const Json &list) {
   return n;
 }
 
+void check_epilogue_inputs(const OpContext &ctx, int first, const TensorType &out) {
+  const Json list = fused_epilogue(ctx);
+  const int extras = std::max(0, ctx.num_inputs() - first);
+  if (epilogue_inputs(list) != extras)
+    ctx.fail(concat("the epilogue reads ", epilogue_inputs(list), " tensors, the node has ", extras, " extra inputs"));
+  int i = first;
+  for (size_t k = 0; k < list.size(); ++k) {
+    const std::string op = list[k].get_or("op", Json("")).as_string();
+    if (op == "add" || op == "multiply") {
+      // A tensor of the output's type (a residual, in the output's layout).
+      if (ctx.in(i) != out)
+        ctx.fail(concat("extra input ", i, " is ", ctx.in(i).str(), ", not the output's ", out.str()));
+      ++i;
+    } else if (op == "prelu" || op == "bias_add") {
+      if (ctx.in(i).dtype != out.dtype) ctx.fail(concat("extra input ", i, " is ", ctx.in(i).str()));
+      ++i;
+    }
+  }
+}
+
 void fused_conv() {
   OpDef d;
   d.name = "FusedConv";
@@ -696,14 +716,7 @@ void fused_conv() {
   d.infer = [](const OpContext &ctx) {
     TensorType t = conv_type(ctx);
     if (t.rank() != 4 || t.dtype != ir::Float(32)) ctx.fail("fuses 2-D float32 convolutions only");
-    const Json list = fused_epilogue(ctx);
-    const int extras = std::max(0, ctx.num_inputs() - 3);
-    if (epilogue_inputs(list) != extras)
-      ctx.fail(
-          concat("the epilogue reads ", epilogue_inputs(list), " tensors, the node has ", extras, " extra inputs"));
-    for (int i = 3; i < ctx.num_inputs(); ++i) {
-      if (ctx.in(i).dtype != t.dtype) ctx.fail(concat("extra input ", i, " is ", ctx.in(i).str()));
-    }
+    check_epilogue_inputs(ctx, 3, t);
     return std::vector<TensorType>{t};
   };
   d.kernel = [](const OpContext &ctx) {
