@@ -10,36 +10,44 @@ namespace kiln::rpc {
 
 namespace {
 
+// Appends the escape of `c` when it is one of the characters both log formats escape (quote,
+// backslash, newline, carriage return, tab); false for any other character.
+bool append_escape(std::string &out, char c) {
+  switch (c) {
+    case '"':
+      out += "\\\"";
+      return true;
+    case '\\':
+      out += "\\\\";
+      return true;
+    case '\n':
+      out += "\\n";
+      return true;
+    case '\r':
+      out += "\\r";
+      return true;
+    case '\t':
+      out += "\\t";
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Appends `s` as a JSON string; invalid UTF-8 bytes become U+FFFD.
 void append_json_string(std::string &out, std::string_view s) {
   out += '"';
   for (size_t i = 0; i < s.size();) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
-      switch (c) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        default:
-          if (c < 0x20 || c == 0x7f) {
-            char buffer[8];
-            std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
-            out += buffer;
-          } else {
-            out += static_cast<char>(c);
-          }
+      if (!append_escape(out, static_cast<char>(c))) {
+        if (c < 0x20 || c == 0x7f) {
+          char buffer[8];
+          std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
+          out += buffer;
+        } else {
+          out += static_cast<char>(c);
+        }
       }
       ++i;
       continue;
@@ -89,25 +97,7 @@ void append_text_string(std::string &out, std::string_view s) {
   }
   out += '"';
   for (char ch : s) {
-    switch (ch) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        out += ch;
-    }
+    if (!append_escape(out, ch)) out += ch;
   }
   out += '"';
 }
