@@ -1,5 +1,6 @@
 #include "cost_model/history.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -7,6 +8,34 @@
 #include "contracts/json.h"
 
 namespace kiln::cost_model {
+
+std::vector<HistoryRow> thin_history(const std::vector<HistoryRow> &rows, size_t max_per_workload) {
+  if (max_per_workload == 0) return rows;
+  std::map<std::pair<std::string, std::string>, std::vector<size_t>> by_workload;
+  for (size_t i = 0; i < rows.size(); ++i) by_workload[{rows[i].template_name, rows[i].args_json}].push_back(i);
+  std::vector<bool> keep(rows.size(), false);
+  for (auto &[key, idx] : by_workload) {
+    if (idx.size() <= max_per_workload) {
+      for (size_t i : idx) keep[i] = true;
+      continue;
+    }
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](size_t a, size_t b) { return rows[a].throughput > rows[b].throughput; });
+    const size_t best = std::max<size_t>(1, max_per_workload / 4), spread = max_per_workload - best;
+    for (size_t k = 0; k < best; ++k) keep[idx[k]] = true;
+    // `spread` rows at even steps over the remaining ranks, the slowest (or a failure) included.
+    const size_t rest = idx.size() - best;
+    for (size_t k = 0; k < spread; ++k) {
+      const size_t at = spread == 1 ? 0 : k * (rest - 1) / (spread - 1);
+      keep[idx[best + at]] = true;
+    }
+  }
+  std::vector<HistoryRow> out;
+  out.reserve(std::min(rows.size(), max_per_workload * by_workload.size()));
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (keep[i]) out.push_back(rows[i]);
+  return out;
+}
 
 HistorySamples samples_from_history(const std::vector<HistoryRow> &rows, const FeatureExtractor &extractor,
                                     const ops::Target &target, int threads, const ops::Registry &registry) {

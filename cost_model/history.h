@@ -29,6 +29,13 @@ struct HistorySamples {
   std::vector<std::string> skip_reasons;  // at most one per workload or error kind
 };
 
+// At most `max_per_workload` rows of each workload of `rows` (0: all), in their order: the fastest
+// quarter of the budget, then an even spread over the rest by throughput (failures included), so
+// that a prior sees both what wins and the whole range of the space. Deterministic. Feature
+// extraction costs about a lowering per row; a template with a long history would otherwise make
+// the prior cost more than the trials it saves.
+std::vector<HistoryRow> thin_history(const std::vector<HistoryRow> &rows, size_t max_per_workload);
+
 // Features of every row, extracted with `threads` threads, on `target` (the task's target: the
 // history of a device class may have been measured under other spellings of it). Rows of the
 // same workload share one ops::Task.

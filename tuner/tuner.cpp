@@ -50,6 +50,9 @@ void check_options(const TuneOptions &o) {
     throw TuneError("the batch size must be between 1 and 4096, not " + std::to_string(o.batch_size));
   }
   if (o.max_infra_retries < 0 || o.max_infra_retries > 100) throw TuneError("max_infra_retries must be 0..100");
+  if (o.transfer_max_records_per_workload < 0) {
+    throw TuneError("transfer_max_records_per_workload must not be negative (0: every record)");
+  }
   if (o.search.plan_size < 1 || o.search.plan_size > 4096 || o.search.min_plan_size > 4096) {
     throw TuneError("the plan sizes must be between 1 and 4096, not " + std::to_string(o.search.min_plan_size) +
                     " and " + std::to_string(o.search.plan_size));
@@ -165,6 +168,7 @@ Json TuneOptions::to_json() const {
                          {"batch_size", batch_size},
                          {"transfer", transfer},
                          {"transfer_min_records", transfer_min_records},
+                         {"transfer_max_records_per_workload", transfer_max_records_per_workload},
                          {"skip_logged", skip_logged},
                          {"max_infra_retries", max_infra_retries},
                          {"seed", std::to_string(seed)},
@@ -190,6 +194,8 @@ TuneOptions TuneOptions::from_json(const Json &j) {
   o.batch_size = j.get_or("batch_size", o.batch_size).as_int();
   o.transfer = j.get_or("transfer", o.transfer).as_bool();
   o.transfer_min_records = j.get_or("transfer_min_records", o.transfer_min_records).as_int();
+  o.transfer_max_records_per_workload =
+      j.get_or("transfer_max_records_per_workload", o.transfer_max_records_per_workload).as_int();
   o.skip_logged = j.get_or("skip_logged", o.skip_logged).as_bool();
   o.max_infra_retries = static_cast<int>(j.get_or("max_infra_retries", o.max_infra_retries).as_int());
   o.seed = std::stoull(j.get_or("seed", "0").as_string());
@@ -302,7 +308,10 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
                           r.valid() && r.mean() > 0 ? r.workload.flop / r.mean() : 0.0});
         }
         h = history
-                .emplace(tmpl, cost_model::samples_from_history(rows, cost_model::IrFeatureExtractor(), target,
+                .emplace(tmpl, cost_model::samples_from_history(
+                                   cost_model::thin_history(
+                                       rows, static_cast<size_t>(options.transfer_max_records_per_workload)),
+                                   cost_model::IrFeatureExtractor(), target,
                                                                 so.feature_threads))
                 .first;
       }

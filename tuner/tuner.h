@@ -55,6 +55,9 @@ struct TuneOptions {
   int64_t batch_size = 16;      // configs per measurement batch
   bool transfer = true;         // a prior from the log's history of each template (XGB only)
   int64_t transfer_min_records = 100;
+  // At most this many records of each other workload feed the prior (cost_model::thin_history);
+  // 0: all of them.
+  int64_t transfer_max_records_per_workload = 128;
   bool skip_logged = false;  // never measure a config the log holds for the same workload
                              // and target, from any job
   int max_infra_retries = 3;

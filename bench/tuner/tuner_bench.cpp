@@ -5,6 +5,7 @@
 //   tuner_bench --replay DATASET [--seeds N] [--replay-trials N] [--strategies LIST]
 //   tuner_bench --real --db DATASET [--trials N] [--trials-for LABEL=N,...]
 //   common: [--workloads SUBSTR,...] [--svg PATH] [--batch B] [--plan-size P] [--work-dir DIR] [--keep]
+//           [--transfer-cap N] (records of each other workload the transfer prior is fit on; 0: all)
 //   defaults: 10 seeds, 300 trials per replayed job and per real job, batches of 16; --replay and
 //   --real may be given together (one picture with both).
 //
@@ -139,6 +140,7 @@ struct Options {
   std::map<std::string, int64_t> real_trials_for;  // label -> trials
   int64_t batch = 16;
   int64_t plan_size = 0;  // 0: the tuner's default
+  int64_t transfer_cap = -1;  // records per other workload for the prior; -1: the tuner's default
   std::vector<std::string> filters;
   std::string svg;
   std::string work_dir;
@@ -227,6 +229,7 @@ JobResult run_job(const Options &o, const std::string &log_path, const std::stri
   to.batch_size = o.batch;
   to.seed = seed;
   if (o.plan_size > 0) to.search.plan_size = static_cast<size_t>(o.plan_size);
+  if (o.transfer_cap >= 0) to.transfer_max_records_per_workload = o.transfer_cap;
   const int64_t job = tuner.create_job(d.w.label + "-" + s.name + "-" + std::to_string(seed),
                                        {tuner::TuneTask{d.w.template_name, d.w.args, 1.0, d.w.label}}, to);
   JobResult r;
@@ -762,7 +765,7 @@ int run(const Options &o_in) {
                "[--strategies random,genetic,xgb,xgb_transfer]\n"
                "       tuner_bench --real --db DATASET [--trials N] [--trials-for LABEL=N,...]\n"
                "       common: [--workloads SUBSTR,...] [--svg PATH] [--batch B] [--plan-size P] [--work-dir DIR] "
-               "[--keep] [--target T]\n",
+               "[--keep] [--target T] [--transfer-cap N]\n",
                problem.c_str());
   std::exit(2);
 }
@@ -805,6 +808,8 @@ Options parse(int argc, char **argv) {
       o.batch = std::stoll(value);
     } else if (flag == "--plan-size") {
       o.plan_size = std::stoll(value);
+    } else if (flag == "--transfer-cap") {
+      o.transfer_cap = std::stoll(value);
     } else if (flag == "--workloads") {
       o.filters = split_list(value);
     } else if (flag == "--svg") {

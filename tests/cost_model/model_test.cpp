@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "cost_model/history.h"
 #include "cost_model/model_file.h"
 #include "tests/temp_dir.h"
 
@@ -186,6 +188,31 @@ TEST(SamplesTest, WithoutDropsOneWorkloadsRows) {
   EXPECT_NO_THROW(w.check());
   EXPECT_EQ(s.without("z").rows(), 4u);
   EXPECT_EQ(s.rows(), 4u) << "the set itself is unchanged";
+}
+
+// The prior's history is thinned per workload: the fastest rows kept, the rest spread over the
+// range (the slowest and a failure included), the order of the log kept, small workloads whole.
+TEST(ThinHistoryTest, KeepsTheFastestAndASpreadOfTheRestPerWorkload) {
+  std::vector<HistoryRow> rows;
+  for (int i = 0; i < 100; ++i) rows.push_back({"t", "{\"n\":1}", {}, static_cast<double>((i * 37) % 100)});
+  for (int i = 0; i < 5; ++i) rows.push_back({"t", "{\"n\":2}", {}, static_cast<double>(i)});
+  const std::vector<HistoryRow> out = thin_history(rows, 8);
+  std::vector<double> big, small;
+  for (const HistoryRow &r : out) (r.args_json == "{\"n\":1}" ? big : small).push_back(r.throughput);
+  EXPECT_EQ(small, (std::vector<double>{0, 1, 2, 3, 4}));
+  ASSERT_EQ(big.size(), 8u);
+  std::vector<double> sorted = big;
+  std::sort(sorted.rbegin(), sorted.rend());
+  EXPECT_EQ(sorted[0], 99);  // the fastest two (a quarter of 8)
+  EXPECT_EQ(sorted[1], 98);
+  EXPECT_EQ(sorted.back(), 0);  // the slowest (a failed measurement) is kept
+  // In the log's order: row i has throughput i*37 % 100.
+  std::vector<double> in_order;
+  for (const HistoryRow &r : rows)
+    if (r.args_json == "{\"n\":1}" && std::count(big.begin(), big.end(), r.throughput)) in_order.push_back(r.throughput);
+  EXPECT_EQ(big, in_order);
+  EXPECT_EQ(thin_history(rows, 0).size(), rows.size());
+  EXPECT_EQ(thin_history(rows, 1).size(), 2u);  // one per workload: the fastest
 }
 
 TEST(SamplesTest, AddRefusesBadRowsAndKeepsTheSet) {

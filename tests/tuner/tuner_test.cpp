@@ -353,6 +353,13 @@ TEST_F(JobFixture, EachTaskPriorIsFitOnTheOtherWorkloadsOfItsTemplate) {
     EXPECT_EQ(t.prior_rows, 60 - per_workload[t.workload_key]) << t.name;
   }
 
+  // A cap on the records per other workload (each has more than 5 here).
+  for (const auto &[key, n] : per_workload) ASSERT_GT(n, 5) << key;
+  o.transfer_max_records_per_workload = 5;
+  const JobStatus capped = tuner.run(tuner.create_job("capped transfer", {w1}, o));
+  EXPECT_EQ(capped.tasks.at(0).prior_rows, 10);
+  o.transfer_max_records_per_workload = 0;
+
   // Too little history of other workloads: no prior.
   o.transfer_min_records = 1000;
   const JobStatus none = tuner.run(tuner.create_job("too little history", {w1}, o));
@@ -625,6 +632,9 @@ TEST_F(JobFixture, BadJobsAreRefusedBeforeAnythingIsCreated) {
   TuneOptions huge = o;
   huge.trials = 1000000000000;
   refused(good, huge, "between 1 and");
+  TuneOptions negative_cap = o;
+  negative_cap.transfer_max_records_per_workload = -1;
+  refused(good, negative_cap, "must not be negative");
   TuneOptions unknown = o;
   unknown.strategy = "annealing";
   refused(good, unknown, "unknown search strategy");
