@@ -3,6 +3,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "compiler/arith/analyzer.h"
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/ir/op.h"
 #include "compiler/pass/passes.h"
@@ -55,6 +56,15 @@ std::optional<int64_t> reusable_size(const AllocateNode *a) {
     n *= *c;
   }
   return n;
+}
+
+// A constant scalar index or a ramp with a constant base and stride.
+// (Unrolled loops leave indices such as 0 * 16 + 8 to the simplifier that runs later.)
+bool constant_index(const Expr &index) {
+  if (as_const_int(index)) return true;
+  const auto *r = index.as<RampNode>();
+  if (r) return as_const_int(arith::simplify(r->base)) && as_const_int(arith::simplify(r->stride));
+  return as_const_int(arith::simplify(index)).has_value();
 }
 
 // A sequence of statements at one loop level, with the allocations of constant size that enclose
@@ -119,6 +129,24 @@ class StorageRewriter : public IRMutator {
       }
     });
     if (reallocated) return std::nullopt;
+    // A buffer read and written only at constant indices (the partial results of a reduction
+    // tree, a small accumulator) is a register candidate: LLVM keeps it in registers unless it
+    // shares memory with another buffer, whose accesses of other widths or at variable indices
+    // would keep both in memory, extracted and inserted lane by lane. It keeps its own.
+    std::unordered_set<const VariableNode *> variable_index;
+    post_order_visit(root, [&](const IRNode *n) {
+      if (n->node_type == NodeType::Load) {
+        const auto *l = static_cast<const LoadNode *>(n);
+        if (!constant_index(l->index)) variable_index.insert(l->buffer_var.get());
+      }
+      if (n->node_type == NodeType::Store) {
+        const auto *st = static_cast<const StoreNode *>(n);
+        if (!constant_index(st->index)) variable_index.insert(st->buffer_var.get());
+      }
+    });
+    for (auto it = candidates.begin(); it != candidates.end();) {
+      it = variable_index.count(it->first) ? std::next(it) : candidates.erase(it);
+    }
     std::unordered_map<const VariableNode *, std::pair<int, int>> lifetime;
     for (int i = 0; i < static_cast<int>(region.seq.size()); ++i) {
       post_order_visit(region.seq[i], [&](const IRNode *n) {

@@ -7,6 +7,7 @@
 #include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
@@ -103,6 +104,8 @@ class CodeGenLLVM {
     i8p_ = b_.getInt8PtrTy();
     const llvm::Triple triple(m.getTargetTriple());
     native_half_ = triple.isAArch64() || (triple.isX86() && target.has_feature("f16c"));
+    scalef_ = triple.isX86() && target.has_feature("avx512f");
+    scalef_vl_ = scalef_ && target.has_feature("avx512vl");
     declare_abi();
   }
 
@@ -150,6 +153,7 @@ class CodeGenLLVM {
   llvm::Value *fconst(llvm::Value *like_value, double v) { return llvm::ConstantFP::get(like_value->getType(), v); }
   llvm::Value *horner(llvm::Value *x, const std::vector<double> &coeffs);
   llvm::Value *approx_exp(llvm::Value *x);
+  llvm::Value *scalef_intrinsic(llvm::Type *t);
   llvm::Value *approx_log(llvm::Value *x);
   llvm::Value *approx_tanh(llvm::Value *x);
   llvm::Value *approx_erf(llvm::Value *x);
@@ -221,6 +225,7 @@ class CodeGenLLVM {
   llvm::Type *i8_, *i16_, *i32_, *i64_;
   llvm::PointerType *i8p_;
   bool native_half_ = false;
+  bool scalef_ = false, scalef_vl_ = false;  // AVX-512's vscalefps (VL: on 128/256-bit vectors)
 
   // The C ABI.
   llvm::StructType *arg_type_ = nullptr, *api_type_ = nullptr, *param_info_type_ = nullptr,
@@ -820,15 +825,21 @@ llvm::Value *CodeGenLLVM::horner(llvm::Value *x, const std::vector<double> &coef
   return y;
 }
 
-// exp(x) = 2^n * e^r with n = round(x / ln 2) and |r| <= ln(2) / 2; 2^n is applied as two powers
-// of two so that results near the overflow and subnormal limits round correctly.
+// exp(x) = 2^n * e^r with n = round(x / ln 2) and |r| <= ln(2) / 2. 2^n is applied by AVX-512's
+// vscalefps where the vector has a width it takes (one instruction that rounds near the overflow
+// and subnormal limits, gives inf and 0 beyond them and passes NaN through), else as two powers of
+// two with the limits and NaN selected afterwards.
 llvm::Value *CodeGenLLVM::approx_exp(llvm::Value *x) {
   llvm::Type *it = like(i32_, x->getType());
   const double hi = 88.72283935546875, lo = -103.97208404541016;
-  llvm::Value *xc = b_.CreateSelect(b_.CreateFCmpOGT(x, fconst(x, hi)), fconst(x, hi), x);
-  xc = b_.CreateSelect(b_.CreateFCmpOLT(xc, fconst(x, lo)), fconst(x, lo), xc);
+  llvm::Value *scalef = scalef_intrinsic(x->getType());
+  // With vscalefps the clamp only keeps n finite: past 89 the result is inf, below -104 it is 0,
+  // and NaN passes the selects (an unordered compare is false) and every step after them.
+  const double chi = scalef ? 89.0 : hi, clo = scalef ? -104.0 : lo;
+  llvm::Value *xc = b_.CreateSelect(b_.CreateFCmpOGT(x, fconst(x, chi)), fconst(x, chi), x);
+  xc = b_.CreateSelect(b_.CreateFCmpOLT(xc, fconst(x, clo)), fconst(x, clo), xc);
   // NaN is replaced at the end; 0 in its place keeps every lane of the conversion below in range.
-  xc = b_.CreateSelect(b_.CreateFCmpUNO(x, x), fconst(x, 0.0), xc);
+  if (!scalef) xc = b_.CreateSelect(b_.CreateFCmpUNO(x, x), fconst(x, 0.0), xc);
   // n = x * log2(e) rounded to the nearest integer by adding and subtracting 1.5 * 2^23 (a float
   // that large has no fraction bits, so the add rounds; the integer is then in the low bits of
   // the sum), without a round instruction (SSE2 has none) or a float-int-float round trip.
@@ -836,12 +847,19 @@ llvm::Value *CodeGenLLVM::approx_exp(llvm::Value *x) {
   llvm::Value *v =
       contract(b_.CreateFAdd(contract(b_.CreateFMul(xc, fconst(x, 1.44269504088896341))), fconst(x, magic)));
   llvm::Value *n = b_.CreateFSub(v, fconst(x, magic));
-  llvm::Value *ni = b_.CreateSub(b_.CreateBitCast(v, it), b_.CreateBitCast(fconst(x, magic), it));
-  llvm::Value *r = b_.CreateFSub(xc, b_.CreateFMul(n, fconst(x, 0.693359375)));
-  r = b_.CreateFSub(r, b_.CreateFMul(n, fconst(x, -2.12194440e-4)));
+  llvm::Value *r = contract(b_.CreateFSub(xc, contract(b_.CreateFMul(n, fconst(x, 0.693359375)))));
+  r = contract(b_.CreateFSub(r, contract(b_.CreateFMul(n, fconst(x, -2.12194440e-4)))));
   llvm::Value *y =
       horner(r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1});
   y = b_.CreateFAdd(contract(b_.CreateFAdd(contract(b_.CreateFMul(y, b_.CreateFMul(r, r))), r)), fconst(x, 1.0));
+  if (scalef) {
+    auto *vt = llvm::cast<llvm::FixedVectorType>(x->getType());
+    std::vector<llvm::Value *> args = {y, n, llvm::UndefValue::get(vt),
+                                       llvm::ConstantInt::get(b_.getIntNTy(std::max(8u, vt->getNumElements())), -1)};
+    if (vt->getNumElements() == 16) args.push_back(b_.getInt32(4));  // the current rounding mode
+    return b_.CreateCall(llvm::cast<llvm::Function>(scalef), args);
+  }
+  llvm::Value *ni = b_.CreateSub(b_.CreateBitCast(v, it), b_.CreateBitCast(fconst(x, magic), it));
   llvm::Value *n1 = b_.CreateAShr(ni, int_const(it, 1));
   llvm::Value *n2 = b_.CreateSub(ni, n1);
   auto pow2 = [&](llvm::Value *e) {
@@ -851,6 +869,22 @@ llvm::Value *CodeGenLLVM::approx_exp(llvm::Value *x) {
   res = b_.CreateSelect(b_.CreateFCmpOGT(x, fconst(x, hi)), fconst(x, INFINITY), res);
   res = b_.CreateSelect(b_.CreateFCmpOLT(x, fconst(x, lo)), fconst(x, 0.0), res);
   return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, res);
+}
+
+// AVX-512's scalef (x * 2^floor(n)) for float vectors of `t`'s width, or null where the target or
+// the width has none (a scalar, a vector of another element type or width).
+llvm::Value *CodeGenLLVM::scalef_intrinsic(llvm::Type *t) {
+  auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(t);
+  if (!scalef_ || !vt || !vt->getElementType()->isFloatTy()) return nullptr;
+  llvm::Intrinsic::ID id;
+  switch (vt->getNumElements()) {
+    case 16: id = llvm::Intrinsic::x86_avx512_mask_scalef_ps_512; break;
+    case 8: id = llvm::Intrinsic::x86_avx512_mask_scalef_ps_256; break;
+    case 4: id = llvm::Intrinsic::x86_avx512_mask_scalef_ps_128; break;
+    default: return nullptr;
+  }
+  if (vt->getNumElements() < 16 && !scalef_vl_) return nullptr;
+  return llvm::Intrinsic::getDeclaration(&mod_, id);
 }
 
 // log(x) = e * ln 2 + log(m) with m in [sqrt(1/2), sqrt(2)); subnormal x is scaled by 2^23 first.

@@ -113,6 +113,23 @@ TEST(StorageRewrite, AccessesInsideOneLoopAreOneLifetime) {
   EXPECT_TRUE(storage_rewrite(s).same_as(s));
 }
 
+// Buffers read and written only at constant indices (a reduction tree's partial results) are
+// register candidates: sharing memory with another buffer would keep both in memory.
+TEST(StorageRewrite, BuffersAtConstantIndicesKeepTheirOwnMemory) {
+  Chain c;
+  Stmt s0 = store(c.t1, load(c.a, 0) + 1.0f, 0);
+  Stmt s1 = store(c.t2, load(c.t1, 0) * 2.0f, 0);
+  Stmt s2 = store(c.t3, load(c.t2, 0) - 3.0f, 0);
+  Stmt s3 = store(c.b, load(c.t3, 0), 0);
+  Stmt s = c.alloc(c.t1, c.alloc(c.t2, c.alloc(c.t3, block({s0, s1, s2, s3}))));
+  EXPECT_TRUE(storage_rewrite(s).same_as(s));
+  // A variable index anywhere makes a buffer shareable again: T1 and T3 share.
+  Var i("i");
+  Stmt v0 = loop(i, 0, 1, store(c.t1, load(c.a, i) + 1.0f, i));
+  Stmt shared = c.alloc(c.t1, c.alloc(c.t2, c.alloc(c.t3, block({v0, s1, loop(c.i2, 0, 1, store(c.t3, load(c.t2, 0), c.i2)), s3}))));
+  EXPECT_EQ(allocations(storage_rewrite(shared)), 2);
+}
+
 TEST(StorageRewrite, UntouchedIrIsReturnedAsIs) {
   Chain c;
   Stmt s = c.alloc(c.t1, block({c.s0, loop(c.i1, 0, 16, store(c.b, load(c.t1, c.i1), c.i1))}));
