@@ -245,6 +245,28 @@ TEST(VtaGolden, EveryAluOpWithAndWithoutImmediate) {
   }
 }
 
+// A bare ACC load leaves OUT stale on the hardware (STORE reads OUT); the functional simulator's
+// mode stores the accumulator truncated to int8 instead.
+TEST(VtaGolden, StoreAfterAccLoadReadsOutOrTruncatedAcc) {
+  std::vector<int32_t> a(4 * 16);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<int32_t>(i * 37) - 1000;
+  for (bool from_out : {true, false}) {
+    SimOptions opt;
+    opt.store_from_out = from_out;
+    Runtime rt(VtaConfig{}, opt);
+    const DramBuffer da = rt.alloc(a.size() * 4), dy = rt.alloc(64);
+    rt.copy_to_device(da, a.data(), a.size() * 4);
+    rt.load_2d(da, 0, 4, 1, 4, MemType::Acc, 0);
+    rt.dep_push(Stage::Compute, Stage::Store);
+    rt.dep_pop(Stage::Compute, Stage::Store);
+    rt.store_2d(dy, 0, 4, 1, 4, 0);
+    rt.synchronize();
+    std::vector<int8_t> y(64);
+    rt.copy_from_device(y.data(), dy, 64);
+    for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], from_out ? 0 : static_cast<int8_t>(a[i])) << i;
+  }
+}
+
 // ResNet-18's C2 layer (56x56, 64 -> 64, 3x3, pad 1) against a plain NCHW convolution.
 TEST(VtaGolden, ResNet18LayerWithTwoVirtualThreads) {
   Conv2dLayer layer;
