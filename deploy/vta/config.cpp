@@ -31,7 +31,8 @@ std::string VtaConfig::model_name() const {
   VtaConfig d;
   if (log_uop_buff_size != d.log_uop_buff_size || log_inp_buff_size != d.log_inp_buff_size ||
       log_wgt_buff_size != d.log_wgt_buff_size || log_acc_buff_size != d.log_acc_buff_size) {
-    name += detail::concat("_", log_uop_buff_size, "_", log_inp_buff_size, "_", log_wgt_buff_size, "_", log_acc_buff_size);
+    name +=
+        detail::concat("_", log_uop_buff_size, "_", log_inp_buff_size, "_", log_wgt_buff_size, "_", log_acc_buff_size);
   }
   return name;
 }
@@ -70,8 +71,9 @@ void VtaConfig::validate() const {
   check_range("log_wgt_width", log_wgt_width, 3, 5);
   check_range("log_acc_width", log_acc_width, 3, 5);
   if (log_acc_width < log_inp_width || log_acc_width < log_wgt_width) {
-    throw VtaConfigError(detail::concat("VTA config: the accumulator (", acc_bits(), " bits) is narrower than the inputs (",
-                                        inp_bits(), ") or weights (", wgt_bits(), ")"));
+    throw VtaConfigError(detail::concat("VTA config: the accumulator (", acc_bits(),
+                                        " bits) is narrower than the inputs (", inp_bits(), ") or weights (",
+                                        wgt_bits(), ")"));
   }
   check_range("log_batch", log_batch, 0, 4);
   check_range("log_block", log_block, 1, 6);

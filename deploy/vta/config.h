@@ -26,11 +26,11 @@ class VtaConfigError : public VtaError {
 };
 
 struct VtaConfig {
-  int log_inp_width = 3;  // input element bits = 1 << log_inp_width (8..32 bits: 3..5)
-  int log_wgt_width = 3;  // weight element bits
-  int log_acc_width = 5;  // accumulator bits (>= input and weight bits)
-  int log_batch = 0;      // GEMM core rows
-  int log_block = 4;      // GEMM core columns (BLOCK_IN = BLOCK_OUT)
+  int log_inp_width = 3;       // input element bits = 1 << log_inp_width (8..32 bits: 3..5)
+  int log_wgt_width = 3;       // weight element bits
+  int log_acc_width = 5;       // accumulator bits (>= input and weight bits)
+  int log_batch = 0;           // GEMM core rows
+  int log_block = 4;           // GEMM core columns (BLOCK_IN = BLOCK_OUT)
   int log_uop_buff_size = 15;  // bytes, log2
   int log_inp_buff_size = 15;
   int log_wgt_buff_size = 18;

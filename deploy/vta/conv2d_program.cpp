@@ -13,8 +13,8 @@ Conv2dResult run_conv2d(Runtime &rt, const Conv2dLayer &l, const Conv2dSchedule 
   if (cfg.batch() != 1 || cfg.inp_bits() != 8 || cfg.wgt_bits() != 8) {
     throw VtaRuntimeError("conv2d example: needs batch 1 and 8-bit inputs and weights");
   }
-  if (l.in_channels % bk || l.out_channels % bk || H <= 0 || W <= 0 || K <= 0 || P < 0 || P > 15 ||
-      H + 2 * P < K || W + 2 * P < K) {
+  if (l.in_channels % bk || l.out_channels % bk || H <= 0 || W <= 0 || K <= 0 || P < 0 || P > 15 || H + 2 * P < K ||
+      W + 2 * P < K) {
     throw VtaRuntimeError("conv2d example: channels must be multiples of the block and the kernel fit the input");
   }
   const int OH = H + 2 * P - K + 1, OW = W + 2 * P - K + 1;
@@ -39,13 +39,15 @@ Conv2dResult run_conv2d(Runtime &rt, const Conv2dLayer &l, const Conv2dSchedule 
   for (int c = 0; c < l.in_channels; ++c)
     for (int y = 0; y < H; ++y)
       for (int x = 0; x < W; ++x)
-        pin[((static_cast<size_t>(c / bk) * H + y) * W + x) * bk + c % bk] = input[(static_cast<size_t>(c) * H + y) * W + x];
+        pin[((static_cast<size_t>(c / bk) * H + y) * W + x) * bk + c % bk] =
+            input[(static_cast<size_t>(c) * H + y) * W + x];
   for (int o = 0; o < l.out_channels; ++o)
     for (int i = 0; i < l.in_channels; ++i)
       for (int ky = 0; ky < K; ++ky)
         for (int kx = 0; kx < K; ++kx) {
           const size_t e = ((static_cast<size_t>(o / bk) * ICB + i / bk) * K + ky) * K + kx;
-          pw[(e * bk + o % bk) * bk + i % bk] = weight[((static_cast<size_t>(o) * l.in_channels + i) * K + ky) * K + kx];
+          pw[(e * bk + o % bk) * bk + i % bk] =
+              weight[((static_cast<size_t>(o) * l.in_channels + i) * K + ky) * K + kx];
         }
   const DramBuffer din = rt.alloc(pin.size()), dw = rt.alloc(pw.size());
   const DramBuffer dout = rt.alloc(static_cast<uint64_t>(l.out_channels) * OH * OW);
@@ -71,13 +73,16 @@ Conv2dResult run_conv2d(Runtime &rt, const Conv2dLayer &l, const Conv2dSchedule 
     // Compute: wait for the loads and for the store of the tile T before (its OUT rows).
     rt.dep_pop(Stage::Load, Stage::Compute);
     if (i >= T) rt.dep_pop(Stage::Store, Stage::Compute);
-    rt.push_gemm("conv.reset" + tag, [&](UopKernelBuilder &k) {
-      k.loop_begin(ocb_t, th * OW, 0, 0);
-      k.loop_begin(th, OW, 0, 0);
-      for (int ow = 0; ow < OW; ++ow) k.push(acc_base + ow, 0, 0);
-      k.loop_end();
-      k.loop_end();
-    }, true);
+    rt.push_gemm(
+        "conv.reset" + tag,
+        [&](UopKernelBuilder &k) {
+          k.loop_begin(ocb_t, th * OW, 0, 0);
+          k.loop_begin(th, OW, 0, 0);
+          for (int ow = 0; ow < OW; ++ow) k.push(acc_base + ow, 0, 0);
+          k.loop_end();
+          k.loop_end();
+        },
+        true);
     rt.push_gemm("conv.gemm" + tag, [&](UopKernelBuilder &k) {
       k.loop_begin(ocb_t, th * OW, 0, ICB * K * K);
       k.loop_begin(th, OW, in_cols, 0);
@@ -103,8 +108,7 @@ Conv2dResult run_conv2d(Runtime &rt, const Conv2dLayer &l, const Conv2dSchedule 
     // Store.
     rt.dep_pop(Stage::Compute, Stage::Store);
     for (int o = 0; o < ocb_t; ++o) {
-      rt.store_2d(dout, (static_cast<uint64_t>(ocb0 + o) * OH + oh0) * OW, th * OW, 1, th * OW,
-                  acc_base + o * th * OW);
+      rt.store_2d(dout, (static_cast<uint64_t>(ocb0 + o) * OH + oh0) * OW, th * OW, 1, th * OW, acc_base + o * th * OW);
     }
     rt.dep_push(Stage::Store, Stage::Compute);
   }

@@ -52,8 +52,8 @@ uint64_t get(const InsnWord &w, BitField f) {
 
 void put(InsnWord &w, BitField f, uint64_t value, const char *name) {
   if (value > f.max()) {
-    throw VtaDecodeError(detail::concat("cannot encode ", name, " = ", value, ": the field has ", f.width,
-                                        " bits (max ", f.max(), ")"));
+    throw VtaDecodeError(
+        detail::concat("cannot encode ", name, " = ", value, ": the field has ", f.width, " bits (max ", f.max(), ")"));
   }
   if (f.pos >= 64) {
     w.hi |= value << (f.pos - 64);
@@ -66,55 +66,76 @@ void put(InsnWord &w, BitField f, uint64_t value, const char *name) {
 
 const char *opcode_name(Opcode op) {
   switch (op) {
-    case Opcode::Load: return "LOAD";
-    case Opcode::Store: return "STORE";
-    case Opcode::Gemm: return "GEMM";
-    case Opcode::Finish: return "FINISH";
-    case Opcode::Alu: return "ALU";
+    case Opcode::Load:
+      return "LOAD";
+    case Opcode::Store:
+      return "STORE";
+    case Opcode::Gemm:
+      return "GEMM";
+    case Opcode::Finish:
+      return "FINISH";
+    case Opcode::Alu:
+      return "ALU";
   }
   return "?";
 }
 
 const char *mem_type_name(MemType m) {
   switch (m) {
-    case MemType::Uop: return "UOP";
-    case MemType::Wgt: return "WGT";
-    case MemType::Inp: return "INP";
-    case MemType::Acc: return "ACC";
-    case MemType::Out: return "OUT";
-    case MemType::Acc8: return "ACC_8BIT";
+    case MemType::Uop:
+      return "UOP";
+    case MemType::Wgt:
+      return "WGT";
+    case MemType::Inp:
+      return "INP";
+    case MemType::Acc:
+      return "ACC";
+    case MemType::Out:
+      return "OUT";
+    case MemType::Acc8:
+      return "ACC_8BIT";
   }
   return "?";
 }
 
 const char *alu_op_name(AluOp op) {
   switch (op) {
-    case AluOp::Min: return "MIN";
-    case AluOp::Max: return "MAX";
-    case AluOp::Add: return "ADD";
-    case AluOp::Shr: return "SHR";
-    case AluOp::Mul: return "MUL";
+    case AluOp::Min:
+      return "MIN";
+    case AluOp::Max:
+      return "MAX";
+    case AluOp::Add:
+      return "ADD";
+    case AluOp::Shr:
+      return "SHR";
+    case AluOp::Mul:
+      return "MUL";
   }
   return "?";
 }
 
 const char *module_name(Module m) {
   switch (m) {
-    case Module::Load: return "load";
-    case Module::Compute: return "compute";
-    case Module::Store: return "store";
+    case Module::Load:
+      return "load";
+    case Module::Compute:
+      return "compute";
+    case Module::Store:
+      return "store";
   }
   return "?";
 }
 
 Module module_of(const Insn &insn) {
   switch (insn.opcode) {
-    case Opcode::Store: return Module::Store;
+    case Opcode::Store:
+      return Module::Store;
     case Opcode::Load:
       return insn.mem.mem_type == MemType::Inp || insn.mem.mem_type == MemType::Wgt ? Module::Load : Module::Compute;
     case Opcode::Gemm:
     case Opcode::Alu:
-    case Opcode::Finish: return Module::Compute;
+    case Opcode::Finish:
+      return Module::Compute;
   }
   return Module::Compute;
 }
@@ -127,8 +148,8 @@ bool MemInsn::operator==(const MemInsn &o) const {
 
 bool LoopNest::operator==(const LoopNest &o) const {
   return uop_bgn == o.uop_bgn && uop_end == o.uop_end && iter_out == o.iter_out && iter_in == o.iter_in &&
-         dst_factor_out == o.dst_factor_out && dst_factor_in == o.dst_factor_in &&
-         src_factor_out == o.src_factor_out && src_factor_in == o.src_factor_in;
+         dst_factor_out == o.dst_factor_out && dst_factor_in == o.dst_factor_in && src_factor_out == o.src_factor_out &&
+         src_factor_in == o.src_factor_in;
 }
 
 bool GemmInsn::operator==(const GemmInsn &o) const {
@@ -143,10 +164,14 @@ bool Insn::operator==(const Insn &o) const {
   if (opcode != o.opcode || !(deps == o.deps)) return false;
   switch (opcode) {
     case Opcode::Load:
-    case Opcode::Store: return mem == o.mem;
-    case Opcode::Gemm: return gemm == o.gemm;
-    case Opcode::Alu: return alu == o.alu;
-    case Opcode::Finish: return true;
+    case Opcode::Store:
+      return mem == o.mem;
+    case Opcode::Gemm:
+      return gemm == o.gemm;
+    case Opcode::Alu:
+      return alu == o.alu;
+    case Opcode::Finish:
+      return true;
   }
   return false;
 }
@@ -214,8 +239,11 @@ IsaLayout IsaLayout::from(const VtaConfig &cfg) {
 }
 
 std::vector<std::pair<std::string, BitField>> IsaLayout::fields(Opcode format) const {
-  std::vector<std::pair<std::string, BitField>> f = {
-      {"opcode", opcode}, {"pop_prev", pop_prev}, {"pop_next", pop_next}, {"push_prev", push_prev}, {"push_next", push_next}};
+  std::vector<std::pair<std::string, BitField>> f = {{"opcode", opcode},
+                                                     {"pop_prev", pop_prev},
+                                                     {"pop_next", pop_next},
+                                                     {"push_prev", push_prev},
+                                                     {"push_next", push_next}};
   switch (format) {
     case Opcode::Load:
     case Opcode::Store:
@@ -257,7 +285,8 @@ std::vector<std::pair<std::string, BitField>> IsaLayout::fields(Opcode format) c
                          {"use_imm", use_imm},
                          {"imm", imm}});
       break;
-    case Opcode::Finish: break;
+    case Opcode::Finish:
+      break;
   }
   return f;
 }
@@ -315,12 +344,14 @@ InsnWord Isa::encode(const Insn &insn) const {
       const int64_t lo = -(int64_t{1} << (l.imm.width - 1));
       const int64_t hi = (int64_t{1} << (l.imm.width - 1)) - 1;
       if (insn.alu.imm < lo || insn.alu.imm > hi) {
-        throw VtaDecodeError(detail::concat("cannot encode imm = ", insn.alu.imm, ": the field holds [", lo, ", ", hi, "]"));
+        throw VtaDecodeError(
+            detail::concat("cannot encode imm = ", insn.alu.imm, ": the field holds [", lo, ", ", hi, "]"));
       }
       put(w, l.imm, static_cast<uint64_t>(insn.alu.imm) & l.imm.max(), "imm");
       break;
     }
-    case Opcode::Finish: break;
+    case Opcode::Finish:
+      break;
   }
   return w;
 }
@@ -330,7 +361,8 @@ Insn Isa::decode(const InsnWord &w) const {
   Insn insn;
   const uint64_t op = get(w, l.opcode);
   if (op > static_cast<uint64_t>(Opcode::Alu)) {
-    throw VtaDecodeError(detail::concat("instruction 0x", std::hex, w.hi, "_", w.lo, std::dec, ": unknown opcode ", op));
+    throw VtaDecodeError(
+        detail::concat("instruction 0x", std::hex, w.hi, "_", w.lo, std::dec, ": unknown opcode ", op));
   }
   insn.opcode = static_cast<Opcode>(op);
   insn.deps.pop_prev = get(w, l.pop_prev) != 0;
@@ -357,7 +389,8 @@ Insn Isa::decode(const InsnWord &w) const {
       }
       m.mem_type = static_cast<MemType>(mt);
       if (insn.opcode == Opcode::Store && m.mem_type != MemType::Out) {
-        throw VtaDecodeError(detail::concat("STORE of memory type ", mem_type_name(m.mem_type), ": only OUT can be stored"));
+        throw VtaDecodeError(
+            detail::concat("STORE of memory type ", mem_type_name(m.mem_type), ": only OUT can be stored"));
       }
       if (insn.opcode == Opcode::Load && m.mem_type == MemType::Out) {
         throw VtaDecodeError("LOAD of memory type OUT: the output buffer cannot be loaded");
@@ -383,7 +416,8 @@ Insn Isa::decode(const InsnWord &w) const {
     case Opcode::Alu: {
       get_loop(insn.alu.loop, l.alu_dst_factor_out, l.alu_dst_factor_in, l.alu_src_factor_out, l.alu_src_factor_in);
       const uint64_t aop = get(w, l.alu_opcode);
-      if (aop > static_cast<uint64_t>(AluOp::Mul)) throw VtaDecodeError(detail::concat("ALU: unknown ALU opcode ", aop));
+      if (aop > static_cast<uint64_t>(AluOp::Mul))
+        throw VtaDecodeError(detail::concat("ALU: unknown ALU opcode ", aop));
       insn.alu.op = static_cast<AluOp>(aop);
       insn.alu.use_imm = get(w, l.use_imm) != 0;
       const uint64_t raw = get(w, l.imm);
@@ -391,7 +425,8 @@ Insn Isa::decode(const InsnWord &w) const {
       insn.alu.imm = static_cast<int32_t>(static_cast<int64_t>(raw ^ sign) - static_cast<int64_t>(sign));
       break;
     }
-    case Opcode::Finish: break;
+    case Opcode::Finish:
+      break;
   }
   const Module mod = module_of(insn);
   const bool bad = (mod == Module::Load && (insn.deps.pop_prev || insn.deps.push_prev)) ||
@@ -406,7 +441,8 @@ Insn Isa::decode(const InsnWord &w) const {
 uint32_t Isa::encode_uop(const Uop &u) const {
   auto check = [](uint32_t v, BitField f, const char *name) {
     if (v > f.max()) {
-      throw VtaDecodeError(detail::concat("cannot encode micro-op ", name, " = ", v, ": the field has ", f.width, " bits"));
+      throw VtaDecodeError(
+          detail::concat("cannot encode micro-op ", name, " = ", v, ": the field has ", f.width, " bits"));
     }
     return v << f.pos;
   };
@@ -448,7 +484,8 @@ std::string disassemble(const Insn &insn) {
       if (insn.alu.use_imm) os << " imm=" << insn.alu.imm;
       loop(insn.alu.loop);
       break;
-    case Opcode::Finish: break;
+    case Opcode::Finish:
+      break;
   }
   const DepFlags &d = insn.deps;
   if (d.pop_prev || d.pop_next || d.push_prev || d.push_next) {
@@ -463,9 +500,7 @@ std::string disassemble(const Insn &insn) {
   return os.str();
 }
 
-std::string disassemble(const Uop &u) {
-  return detail::concat("uop dst=", u.dst, " src=", u.src, " wgt=", u.wgt);
-}
+std::string disassemble(const Uop &u) { return detail::concat("uop dst=", u.dst, " src=", u.src, " wgt=", u.wgt); }
 
 std::string disassemble(const Isa &isa, const std::vector<InsnWord> &words) {
   std::ostringstream os;

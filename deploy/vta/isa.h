@@ -39,8 +39,7 @@ struct DepFlags {
   bool push_prev = false;
   bool push_next = false;
   bool operator==(const DepFlags &o) const {
-    return pop_prev == o.pop_prev && pop_next == o.pop_next && push_prev == o.push_prev &&
-           push_next == o.push_next;
+    return pop_prev == o.pop_prev && pop_next == o.pop_next && push_prev == o.push_prev && push_next == o.push_next;
   }
 };
 

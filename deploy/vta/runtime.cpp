@@ -49,16 +49,16 @@ void Runtime::free(DramBuffer buf) { dram_.free(buf.phys); }
 
 void Runtime::copy_to_device(DramBuffer dst, const void *src, uint64_t bytes, uint64_t offset) {
   if (offset > dst.bytes || bytes > dst.bytes - offset) {
-    throw VtaAddressError(detail::concat("copy of ", bytes, " bytes at offset ", offset, " into a buffer of ",
-                                         dst.bytes, " bytes"));
+    throw VtaAddressError(
+        detail::concat("copy of ", bytes, " bytes at offset ", offset, " into a buffer of ", dst.bytes, " bytes"));
   }
   dram_.write(dst.phys + offset, src, bytes);
 }
 
 void Runtime::copy_from_device(void *dst, DramBuffer src, uint64_t bytes, uint64_t offset) {
   if (offset > src.bytes || bytes > src.bytes - offset) {
-    throw VtaAddressError(detail::concat("copy of ", bytes, " bytes at offset ", offset, " from a buffer of ",
-                                         src.bytes, " bytes"));
+    throw VtaAddressError(
+        detail::concat("copy of ", bytes, " bytes at offset ", offset, " from a buffer of ", src.bytes, " bytes"));
   }
   dram_.read(src.phys + offset, dst, bytes);
 }
@@ -87,14 +87,22 @@ void Runtime::load_2d(DramBuffer src, uint64_t elem_offset, uint32_t x_size, uin
   const VtaConfig &c = config();
   int elem = 0;
   switch (type) {
-    case MemType::Inp: elem = c.inp_elem_bytes(); break;
-    case MemType::Wgt: elem = c.wgt_elem_bytes(); break;
-    case MemType::Acc: elem = c.acc_elem_bytes(); break;
-    case MemType::Acc8: elem = c.batch() * c.block(); break;
+    case MemType::Inp:
+      elem = c.inp_elem_bytes();
+      break;
+    case MemType::Wgt:
+      elem = c.wgt_elem_bytes();
+      break;
+    case MemType::Acc:
+      elem = c.acc_elem_bytes();
+      break;
+    case MemType::Acc8:
+      elem = c.batch() * c.block();
+      break;
     case MemType::Uop:
     case MemType::Out:
-      throw VtaRuntimeError(detail::concat("load_2d of ", mem_type_name(type),
-                                           ": only INP, WGT, ACC and ACC_8BIT are loaded this way"));
+      throw VtaRuntimeError(
+          detail::concat("load_2d of ", mem_type_name(type), ": only INP, WGT, ACC and ACC_8BIT are loaded this way"));
   }
   Insn insn;
   insn.opcode = Opcode::Load;

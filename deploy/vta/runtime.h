@@ -84,8 +84,8 @@ class Runtime {
   // A LOAD of y_size rows of x_size elements of `type` (INP, WGT, ACC, ACC_8BIT), starting
   // elem_offset elements into `src`, row stride x_stride, written densely from SRAM element
   // sram_index with `pad` zeros around.
-  void load_2d(DramBuffer src, uint64_t elem_offset, uint32_t x_size, uint32_t y_size, uint32_t x_stride,
-               MemType type, uint32_t sram_index, Pad pad = {});
+  void load_2d(DramBuffer src, uint64_t elem_offset, uint32_t x_size, uint32_t y_size, uint32_t x_stride, MemType type,
+               uint32_t sram_index, Pad pad = {});
   // A STORE of OUT elements from sram_index into `dst` (in output elements), 2-D strided.
   void store_2d(DramBuffer dst, uint64_t elem_offset, uint32_t x_size, uint32_t y_size, uint32_t x_stride,
                 uint32_t sram_index);

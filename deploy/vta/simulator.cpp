@@ -20,7 +20,8 @@ int64_t wrap(int64_t v, int bits) {
 
 int32_t read_value(const uint8_t *p, int bits) {
   switch (bits) {
-    case 8: return static_cast<int8_t>(p[0]);
+    case 8:
+      return static_cast<int8_t>(p[0]);
     case 16: {
       int16_t v;
       std::memcpy(&v, p, 2);
@@ -37,13 +38,17 @@ int32_t read_value(const uint8_t *p, int bits) {
 void write_value(uint8_t *p, int bits, int64_t value) {
   const int32_t v = static_cast<int32_t>(wrap(value, bits));
   switch (bits) {
-    case 8: p[0] = static_cast<uint8_t>(v); break;
+    case 8:
+      p[0] = static_cast<uint8_t>(v);
+      break;
     case 16: {
       const int16_t h = static_cast<int16_t>(v);
       std::memcpy(p, &h, 2);
       break;
     }
-    default: std::memcpy(p, &v, 4); break;
+    default:
+      std::memcpy(p, &v, 4);
+      break;
   }
 }
 
@@ -144,13 +149,20 @@ double SimCounters::gops(const VtaConfig &cfg) const {
 }
 
 std::vector<std::pair<std::string, uint64_t>> SimCounters::items() const {
-  return {{"inp_load_nbytes", inp_load_nbytes}, {"wgt_load_nbytes", wgt_load_nbytes},
-          {"acc_load_nbytes", acc_load_nbytes}, {"uop_load_nbytes", uop_load_nbytes},
-          {"out_store_nbytes", out_store_nbytes}, {"gemm_counter", gemm_counter},
-          {"alu_counter", alu_counter},         {"total_cycles", total_cycles},
-          {"load_busy_cycles", load_busy_cycles}, {"compute_busy_cycles", compute_busy_cycles},
-          {"store_busy_cycles", store_busy_cycles}, {"gemm_cycles", gemm_cycles},
-          {"alu_cycles", alu_cycles},           {"instructions", instructions}};
+  return {{"inp_load_nbytes", inp_load_nbytes},
+          {"wgt_load_nbytes", wgt_load_nbytes},
+          {"acc_load_nbytes", acc_load_nbytes},
+          {"uop_load_nbytes", uop_load_nbytes},
+          {"out_store_nbytes", out_store_nbytes},
+          {"gemm_counter", gemm_counter},
+          {"alu_counter", alu_counter},
+          {"total_cycles", total_cycles},
+          {"load_busy_cycles", load_busy_cycles},
+          {"compute_busy_cycles", compute_busy_cycles},
+          {"store_busy_cycles", store_busy_cycles},
+          {"gemm_cycles", gemm_cycles},
+          {"alu_cycles", alu_cycles},
+          {"instructions", instructions}};
 }
 
 void SimCounters::accumulate(const SimCounters &o) {
@@ -172,8 +184,7 @@ void SimCounters::accumulate(const SimCounters &o) {
 
 // ---- Simulator ----
 
-Simulator::Simulator(const VtaConfig &cfg, Dram &dram, SimOptions options)
-    : isa_(cfg), dram_(dram), options_(options) {
+Simulator::Simulator(const VtaConfig &cfg, Dram &dram, SimOptions options) : isa_(cfg), dram_(dram), options_(options) {
   const VtaConfig &c = isa_.config();
   uop_.assign(c.uop_depth(), 0);
   inp_.assign(static_cast<size_t>(c.inp_depth()) * c.batch() * c.block(), 0);
@@ -187,8 +198,8 @@ namespace {
 void add_steps(uint64_t &steps, uint64_t n, uint64_t limit, const Insn &insn) {
   steps += n;
   if (steps > limit) {
-    throw VtaStepLimitError(detail::concat(disassemble(insn), ": the run exceeds the limit of ", limit,
-                                           " micro-op and element steps"));
+    throw VtaStepLimitError(
+        detail::concat(disassemble(insn), ": the run exceeds the limit of ", limit, " micro-op and element steps"));
   }
 }
 
@@ -222,7 +233,8 @@ uint64_t Simulator::exec_load(const Insn &insn, SimCounters &c, uint64_t &steps)
       elem_bytes = cfg.batch() * cfg.block(), depth = cfg.acc_depth(), values = cfg.batch() * cfg.block();
       bits = 8, counter = &c.acc_load_nbytes;
       break;
-    case MemType::Out: throw VtaProtocolError(detail::concat(disassemble(insn), ": the OUT buffer cannot be loaded"));
+    case MemType::Out:
+      throw VtaProtocolError(detail::concat(disassemble(insn), ": the OUT buffer cannot be loaded"));
   }
   const uint64_t rows = uint64_t{m.y_pad_0} + m.y_size + m.y_pad_1;
   const uint64_t cols = uint64_t{m.x_pad_0} + m.x_size + m.x_pad_1;
@@ -248,8 +260,8 @@ uint64_t Simulator::exec_load(const Insn &insn, SimCounters &c, uint64_t &steps)
   zero(m.y_pad_0 * cols);
   for (uint32_t y = 0; y < m.y_size; ++y) {
     zero(m.x_pad_0);
-    const uint8_t *src = dram_.at(base + uint64_t{y} * m.x_stride * elem_bytes,
-                                  uint64_t{m.x_size} * elem_bytes, what.c_str());
+    const uint8_t *src =
+        dram_.at(base + uint64_t{y} * m.x_stride * elem_bytes, uint64_t{m.x_size} * elem_bytes, what.c_str());
     for (uint32_t x = 0; x < m.x_size; ++x, ++dst) {
       const uint8_t *e = src + uint64_t{x} * elem_bytes;
       if (m.mem_type == MemType::Uop) {
@@ -304,13 +316,6 @@ uint64_t Simulator::exec_store(const Insn &insn, SimCounters &c, uint64_t &steps
 
 namespace {
 
-void check_uop_range(const Insn &insn, const LoopNest &n, int depth) {
-  if (n.uop_bgn > n.uop_end || n.uop_end > static_cast<uint32_t>(depth)) {
-    throw VtaAddressError(detail::concat(disassemble(insn), ": micro-op range [", n.uop_bgn, ", ", n.uop_end,
-                                         ") is not within the micro-op buffer (depth ", depth, ")"));
-  }
-}
-
 void check_index(const Insn &insn, const char *buffer, uint64_t index, int depth, const Uop &u) {
   if (index >= static_cast<uint64_t>(depth)) {
     throw VtaAddressError(detail::concat(disassemble(insn), ": ", disassemble(u), " reaches ", buffer, " element ",
@@ -320,17 +325,27 @@ void check_index(const Insn &insn, const char *buffer, uint64_t index, int depth
 
 }  // namespace
 
+std::vector<Uop> Simulator::loop_uops(const Insn &insn, const LoopNest &n, uint64_t &steps, uint64_t *count) const {
+  const int depth = config().uop_depth();
+  if (n.uop_bgn > n.uop_end || n.uop_end > static_cast<uint32_t>(depth)) {
+    throw VtaAddressError(detail::concat(disassemble(insn), ": micro-op range [", n.uop_bgn, ", ", n.uop_end,
+                                         ") is not within the micro-op buffer (depth ", depth, ")"));
+  }
+  *count = uint64_t{n.iter_out} * n.iter_in * (n.uop_end - n.uop_bgn);
+  add_steps(steps, *count, options_.max_steps, insn);
+  std::vector<Uop> uops;
+  for (uint32_t u = n.uop_bgn; u < n.uop_end; ++u) uops.push_back(isa_.decode_uop(uop_[u]));
+  return uops;
+}
+
 uint64_t Simulator::exec_gemm(const Insn &insn, SimCounters &c, uint64_t &steps) {
   const VtaConfig &cfg = config();
   const CycleModel &cm = options_.cycles;
   const GemmInsn &g = insn.gemm;
   const LoopNest &n = g.loop;
-  check_uop_range(insn, n, cfg.uop_depth());
-  const uint64_t count = uint64_t{n.iter_out} * n.iter_in * (n.uop_end - n.uop_bgn);
-  add_steps(steps, count, options_.max_steps, insn);
+  uint64_t count = 0;
+  const std::vector<Uop> uops = loop_uops(insn, n, steps, &count);
   const int batch = cfg.batch(), block = cfg.block();
-  std::vector<Uop> uops;
-  for (uint32_t u = n.uop_bgn; u < n.uop_end; ++u) uops.push_back(isa_.decode_uop(uop_[u]));
   for (uint32_t o = 0; o < n.iter_out; ++o) {
     for (uint32_t i = 0; i < n.iter_in; ++i) {
       for (const Uop &u : uops) {
@@ -374,13 +389,10 @@ uint64_t Simulator::exec_alu(const Insn &insn, SimCounters &c, uint64_t &steps) 
   const CycleModel &cm = options_.cycles;
   const AluInsn &a = insn.alu;
   const LoopNest &n = a.loop;
-  check_uop_range(insn, n, cfg.uop_depth());
-  const uint64_t count = uint64_t{n.iter_out} * n.iter_in * (n.uop_end - n.uop_bgn);
-  add_steps(steps, count, options_.max_steps, insn);
+  uint64_t count = 0;
+  const std::vector<Uop> uops = loop_uops(insn, n, steps, &count);
   const int lanes = cfg.batch() * cfg.block();
   const int bits = cfg.acc_bits();
-  std::vector<Uop> uops;
-  for (uint32_t u = n.uop_bgn; u < n.uop_end; ++u) uops.push_back(isa_.decode_uop(uop_[u]));
   for (uint32_t o = 0; o < n.iter_out; ++o) {
     for (uint32_t i = 0; i < n.iter_in; ++i) {
       for (const Uop &u : uops) {
@@ -395,10 +407,18 @@ uint64_t Simulator::exec_alu(const Insn &insn, SimCounters &c, uint64_t &steps) 
           const int64_t y = a.use_imm ? a.imm : acc_[s * lanes + l];
           int64_t r = 0;
           switch (a.op) {
-            case AluOp::Min: r = std::min(x, y); break;
-            case AluOp::Max: r = std::max(x, y); break;
-            case AluOp::Add: r = x + y; break;
-            case AluOp::Mul: r = x * y; break;
+            case AluOp::Min:
+              r = std::min(x, y);
+              break;
+            case AluOp::Max:
+              r = std::max(x, y);
+              break;
+            case AluOp::Add:
+              r = x + y;
+              break;
+            case AluOp::Mul:
+              r = x * y;
+              break;
             case AluOp::Shr:
               if (y >= 0) {
                 r = x >> std::min<int64_t>(y, 63);
@@ -494,11 +514,21 @@ SimCounters Simulator::run(const std::vector<InsnWord> &stream) {
     uint64_t cycles = 0;
     try {
       switch (insn.opcode) {
-        case Opcode::Load: cycles = exec_load(insn, c, steps); break;
-        case Opcode::Store: cycles = exec_store(insn, c, steps); break;
-        case Opcode::Gemm: cycles = exec_gemm(insn, c, steps); break;
-        case Opcode::Alu: cycles = exec_alu(insn, c, steps); break;
-        case Opcode::Finish: cycles = options_.cycles.insn_overhead; break;
+        case Opcode::Load:
+          cycles = exec_load(insn, c, steps);
+          break;
+        case Opcode::Store:
+          cycles = exec_store(insn, c, steps);
+          break;
+        case Opcode::Gemm:
+          cycles = exec_gemm(insn, c, steps);
+          break;
+        case Opcode::Alu:
+          cycles = exec_alu(insn, c, steps);
+          break;
+        case Opcode::Finish:
+          cycles = options_.cycles.insn_overhead;
+          break;
       }
     } catch (const VtaAddressError &e) {
       throw VtaAddressError(detail::concat("instruction ", idx, ": ", e.what()));
@@ -517,15 +547,17 @@ SimCounters Simulator::run(const std::vector<InsnWord> &stream) {
       std::ostringstream left;
       for (int m = 0; m < 3; ++m) {
         if (head[m] != queue[m].size()) {
-          left << " " << queue[m].size() - head[m] << " instruction(s) still queued on " << module_name(static_cast<Module>(m))
-               << " (next: " << queue[m][head[m]] << ": " << disassemble(insns[queue[m][head[m]]]) << ");";
+          left << " " << queue[m].size() - head[m] << " instruction(s) still queued on "
+               << module_name(static_cast<Module>(m)) << " (next: " << queue[m][head[m]] << ": "
+               << disassemble(insns[queue[m][head[m]]]) << ");";
         }
       }
       for (int q = 0; q < 4; ++q) {
         if (!tokens[q].empty()) left << " " << tokens[q].size() << " token(s) left on " << queue_name(q) << ";";
       }
       if (!left.str().empty()) {
-        throw VtaProtocolError(detail::concat("FINISH (instruction ", idx, ") reached with work left over:", left.str()));
+        throw VtaProtocolError(
+            detail::concat("FINISH (instruction ", idx, ") reached with work left over:", left.str()));
       }
       break;
     }

@@ -128,9 +128,10 @@ class Simulator {
   const std::vector<int32_t> &out_buffer() const { return out_; }
 
  private:
-  struct Queued;
   uint64_t exec_load(const Insn &insn, SimCounters &c, uint64_t &steps);
   uint64_t exec_store(const Insn &insn, SimCounters &c, uint64_t &steps);
+  // The micro-ops of a GEMM or ALU loop nest; checks the range, counts the steps (*count).
+  std::vector<Uop> loop_uops(const Insn &insn, const LoopNest &n, uint64_t &steps, uint64_t *count) const;
   uint64_t exec_gemm(const Insn &insn, SimCounters &c, uint64_t &steps);
   uint64_t exec_alu(const Insn &insn, SimCounters &c, uint64_t &steps);
 

@@ -128,7 +128,16 @@ TEST(VtaIsa, RandomInstructionsRoundTrip) {
     i.deps = DepFlags{r(2) == 1, r(2) == 1, r(2) == 1, r(2) == 1};
     switch (i.opcode) {
       case Opcode::Load:
-        i.mem = MemInsn{static_cast<MemType>(r(4)), r(65536), r(1u << 31), r(65536), r(65536), r(65536), r(16), r(16), r(16), r(16)};
+        i.mem = MemInsn{static_cast<MemType>(r(4)),
+                        r(65536),
+                        r(1u << 31),
+                        r(65536),
+                        r(65536),
+                        r(65536),
+                        r(16),
+                        r(16),
+                        r(16),
+                        r(16)};
         break;
       case Opcode::Store:
         i.mem = MemInsn{MemType::Out, r(65536), r(1u << 31), r(65536), r(65536), r(65536), 0, 0, 0, 0};
@@ -145,7 +154,8 @@ TEST(VtaIsa, RandomInstructionsRoundTrip) {
         i.alu.use_imm = r(2) == 1;
         i.alu.imm = static_cast<int32_t>(r(65536)) - 32768;
         break;
-      case Opcode::Finish: break;
+      case Opcode::Finish:
+        break;
     }
     const Module m = module_of(i);
     if (m == Module::Load) i.deps.pop_prev = i.deps.push_prev = false;
@@ -156,8 +166,8 @@ TEST(VtaIsa, RandomInstructionsRoundTrip) {
 
 TEST(VtaIsa, BadWordsAreDecodeErrors) {
   const Isa isa{VtaConfig{}};
-  EXPECT_THROW(isa.decode(InsnWord{7, 0}), VtaDecodeError);                           // opcode 7
-  EXPECT_THROW(isa.decode(InsnWord{1 | (uint64_t{2} << 7), 0}), VtaDecodeError);      // STORE of INP
+  EXPECT_THROW(isa.decode(InsnWord{7, 0}), VtaDecodeError);                                        // opcode 7
+  EXPECT_THROW(isa.decode(InsnWord{1 | (uint64_t{2} << 7), 0}), VtaDecodeError);                   // STORE of INP
   EXPECT_THROW(isa.decode(InsnWord{(uint64_t{1} << 3) | (uint64_t{2} << 7), 0}), VtaDecodeError);  // load pop_prev
   Insn i;
   i.opcode = Opcode::Load;

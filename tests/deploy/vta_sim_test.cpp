@@ -42,13 +42,16 @@ std::vector<int8_t> gemm_4x16x64(Runtime &rt, const std::vector<int8_t> &x, cons
     const uint32_t inp = t * cfg.inp_depth() / 2, wgt = t * cfg.wgt_depth() / 2, acc = t * cfg.acc_depth() / 2;
     const std::string tag = std::to_string(t);
     rt.dep_pop(Stage::Load, Stage::Compute);
-    rt.push_gemm("reset" + tag, [&](UopKernelBuilder &k) {
-      k.loop_begin(rows, 4, 0);
-      k.loop_begin(4, 1, 0);
-      k.push(acc, 0, 0);
-      k.loop_end();
-      k.loop_end();
-    }, true);
+    rt.push_gemm(
+        "reset" + tag,
+        [&](UopKernelBuilder &k) {
+          k.loop_begin(rows, 4, 0);
+          k.loop_begin(4, 1, 0);
+          k.push(acc, 0, 0);
+          k.loop_end();
+          k.loop_end();
+        },
+        true);
     rt.push_gemm("gemm" + tag, [&](UopKernelBuilder &k) {
       k.loop_begin(rows, 4, 1, 0);
       k.loop_begin(4, 1, 0, 1);
@@ -121,11 +124,14 @@ TEST(VtaGolden, Tutorial1x256x256GemmAndItsCounters) {
   rt.load_2d(dw, 0, 256, 1, 256, MemType::Wgt, 0);
   rt.dep_push(Stage::Load, Stage::Compute);
   rt.dep_pop(Stage::Load, Stage::Compute);
-  rt.push_gemm("reset", [](UopKernelBuilder &k) {
-    k.loop_begin(16, 1, 0);
-    k.push(0, 0);
-    k.loop_end();
-  }, true);
+  rt.push_gemm(
+      "reset",
+      [](UopKernelBuilder &k) {
+        k.loop_begin(16, 1, 0);
+        k.push(0, 0);
+        k.loop_end();
+      },
+      true);
   rt.push_gemm("gemm", [](UopKernelBuilder &k) {
     k.loop_begin(16, 1, 0, 16);
     k.loop_begin(16, 0, 1, 1);
@@ -187,19 +193,24 @@ TEST(VtaGolden, PaddedLoads) {
         for (int l = 0; l < 16; ++l) {
           const bool inside = r >= pad.y0 && r < pad.y0 + Y && c >= pad.x0 && c < pad.x0 + X;
           const int8_t want = inside ? src[((r - pad.y0) * stride + (c - pad.x0)) * 16 + l] : 0;
-          ASSERT_EQ(y[(r * cols + c) * 16 + l], want) << "pad (" << pad.y0 << "," << pad.y1 << "," << pad.x0 << ","
-                                                      << pad.x1 << ") row " << r << " col " << c;
+          ASSERT_EQ(y[(r * cols + c) * 16 + l], want)
+              << "pad (" << pad.y0 << "," << pad.y1 << "," << pad.x0 << "," << pad.x1 << ") row " << r << " col " << c;
         }
   }
 }
 
 int64_t alu_reference(AluOp op, int64_t a, int64_t b) {
   switch (op) {
-    case AluOp::Min: return std::min(a, b);
-    case AluOp::Max: return std::max(a, b);
-    case AluOp::Add: return a + b;
-    case AluOp::Mul: return a * b;
-    case AluOp::Shr: return b >= 0 ? a >> b : a * (int64_t{1} << -b);
+    case AluOp::Min:
+      return std::min(a, b);
+    case AluOp::Max:
+      return std::max(a, b);
+    case AluOp::Add:
+      return a + b;
+    case AluOp::Mul:
+      return a * b;
+    case AluOp::Shr:
+      return b >= 0 ? a >> b : a * (int64_t{1} << -b);
   }
   return 0;
 }
@@ -349,13 +360,17 @@ TEST(VtaErrors, OutOfRangeDramLoadIsAnAddressError) {
 
 TEST(VtaErrors, SramIndexBeyondTheBufferIsAnAddressError) {
   Runtime rt;
-  rt.push_alu("far", [](UopKernelBuilder &k) { k.push(2047, 0); }, AluOp::Add, 1);
+  rt.push_alu(
+      "far", [](UopKernelBuilder &k) { k.push(2047, 0); }, AluOp::Add, 1);
   EXPECT_NO_THROW(rt.synchronize());
-  rt.push_alu("far2", [](UopKernelBuilder &k) {
-    k.loop_begin(2, 1, 0);
-    k.push(2047, 0);
-    k.loop_end();
-  }, AluOp::Add, 1);
+  rt.push_alu(
+      "far2",
+      [](UopKernelBuilder &k) {
+        k.loop_begin(2, 1, 0);
+        k.push(2047, 0);
+        k.loop_end();
+      },
+      AluOp::Add, 1);
   try {
     rt.synchronize();
     FAIL();
@@ -415,11 +430,13 @@ TEST(VtaRuntime, BadCallsAreRuntimeErrors) {
   Runtime rt;
   EXPECT_THROW(rt.dep_push(Stage::Load, Stage::Store), VtaRuntimeError);
   EXPECT_THROW(rt.dep_pop(Stage::Compute, Stage::Compute), VtaRuntimeError);
-  EXPECT_THROW(rt.push_gemm("three", [](UopKernelBuilder &b) {
-    b.loop_begin(2, 0, 0);
-    b.loop_begin(2, 0, 0);
-    b.loop_begin(2, 0, 0);
-  }), VtaRuntimeError);
+  EXPECT_THROW(rt.push_gemm("three",
+                            [](UopKernelBuilder &b) {
+                              b.loop_begin(2, 0, 0);
+                              b.loop_begin(2, 0, 0);
+                              b.loop_begin(2, 0, 0);
+                            }),
+               VtaRuntimeError);
   const DramBuffer buf = rt.alloc(16);
   EXPECT_THROW(rt.load_2d(buf, 0, 70000, 1, 1, MemType::Inp, 0), VtaRuntimeError);
   EXPECT_THROW(rt.load_2d(buf, 0, 1, 1, 1, MemType::Inp, 0, Pad{16, 0, 0, 0}), VtaRuntimeError);
