@@ -543,7 +543,7 @@ SimCounters Simulator::run(const std::vector<InsnWord> &stream) {
     time[pick] = end;
     for (int q : use.pushes) tokens[q].push_back(end);
     if (insn.opcode == Opcode::Finish) {
-      c.total_cycles = end;
+      c.total_cycles = std::max({end, time[0], time[1], time[2]});
       std::ostringstream left;
       for (int m = 0; m < 3; ++m) {
         if (head[m] != queue[m].size()) {

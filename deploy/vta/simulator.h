@@ -89,7 +89,7 @@ struct SimCounters {
   uint64_t gemm_counter = 0;  // non-reset GEMM micro-op executions (batch x block x block MACs each)
   uint64_t alu_counter = 0;   // ALU micro-op executions (batch x block lane operations each)
   // Cycle model.
-  uint64_t total_cycles = 0;  // FINISH completion
+  uint64_t total_cycles = 0;  // when the last module is done (normally FINISH's completion)
   uint64_t load_busy_cycles = 0;
   uint64_t compute_busy_cycles = 0;
   uint64_t store_busy_cycles = 0;

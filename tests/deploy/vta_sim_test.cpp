@@ -318,6 +318,31 @@ TEST(VtaGolden, ResNet18LayerWithTwoVirtualThreads) {
   EXPECT_EQ(two.uop_loads_emitted(), 6u);
 }
 
+// A 64-element INP load (1 + 16 per row + 1024 B / 8 B per cycle = 145 cycles) and a 100 micro-op
+// GEMM (1 + 4 fill + 100 = 105 cycles) overlap without tokens and run back to back with one.
+TEST(VtaCycles, ModulesOverlapOnlyAsTokensAllow) {
+  for (bool token : {false, true}) {
+    Dram dram;
+    const uint64_t region = dram.alloc(64 * 16);
+    Simulator sim(VtaConfig{}, dram);
+    Insn load;
+    load.opcode = Opcode::Load;
+    load.mem = MemInsn{MemType::Inp, 0, static_cast<uint32_t>(region / 16), 1, 64, 64, 0, 0, 0, 0};
+    load.deps.push_next = token;
+    Insn gemm;
+    gemm.opcode = Opcode::Gemm;
+    gemm.gemm.reset = true;
+    gemm.gemm.loop = LoopNest{0, 1, 1, 100, 0, 1, 0, 0};
+    gemm.deps.pop_prev = token;
+    const SimCounters c = sim.run({sim.isa().encode(load), sim.isa().encode(gemm), sim.isa().encode(Insn{})});
+    EXPECT_EQ(c.load_busy_cycles, 145u);
+    EXPECT_EQ(c.gemm_cycles, 105u);
+    EXPECT_EQ(c.total_cycles, token ? 145u + 105 + 1 : 145u) << "token " << token;
+    EXPECT_EQ(c.inp_load_nbytes, 1024u);
+    EXPECT_EQ(c.gemm_counter, 0u);  // reset micro-ops do no MACs
+  }
+}
+
 // ---- error classes ----
 
 TEST(VtaErrors, HandBuiltDeadlockIsDetected) {
