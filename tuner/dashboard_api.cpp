@@ -241,22 +241,25 @@ HttpResponse DashboardApi::api(const HttpRequest &request) {
     if (parts.size() == 3 && parts[2] == "curves") {
       if (!get) return error_reply(405, "GET " + request.path);
       const JobReport report = manager_.get(*id);  // UnknownJobError for an unknown job
-      std::map<std::string, double> flop;
-      for (const TaskStatus &task : report.status.tasks) flop[task.name] = task.flop;
       std::vector<Curve> curves;
       {
         std::lock_guard<std::mutex> lock(log_mutex_);
         curves = job_curves(log_locked(), *id);
       }
+      // The curves and the tasks both follow the job's spec; two tasks may share a name.
+      const std::vector<TaskStatus> &tasks = report.status.tasks;
+      const bool in_order = tasks.size() == curves.size();
       json out = json::array();
-      for (const Curve &curve : curves) {
-        const double f = flop.count(curve.name) ? flop[curve.name] : 0;
+      for (size_t i = 0; i < curves.size(); ++i) {
+        const Curve &curve = curves[i];
+        const double f = in_order ? tasks[i].flop : 0;
         json best_s = json::array(), gflops = json::array();
         for (double g : curve.best_gflops) {
           gflops.push_back(g);
           best_s.push_back(g > 0 && f > 0 ? json(f / (g * 1e9)) : json(nullptr));
         }
         out.push_back(json{{"name", curve.name},
+                           {"workload_key", in_order ? tasks[i].workload_key : std::string()},
                            {"best_gflops", gflops},
                            {"best_s", best_s},
                            {"default_gflops", curve.default_gflops},
@@ -309,7 +312,9 @@ HttpResponse DashboardApi::api(const HttpRequest &request) {
       const std::string search = query_value(request, "q");
       const db::Stats stats = log.stats();
       json by_error = json::object();
-      for (const auto &[error, count] : stats.by_error) by_error[std::string(db::to_string(error))] = count;
+      for (const auto &[error, count] : stats.by_error) {
+        if (error != db::ErrorClass::kOk) by_error[std::string(db::to_string(error))] = count;
+      }
       json workloads = json::array();
       for (const db::WorkloadSummary &w : log.workloads(template_name, 0)) {
         if (!search.empty() && w.workload.key.find(search) == std::string::npos &&

@@ -53,9 +53,16 @@ function duration(s) {
 }
 function latency(s) {
   if (s === null || s === undefined) return '—';
-  if (s < 1e-3) return (s * 1e6).toFixed(1) + ' µs';
-  if (s < 1) return (s * 1e3).toFixed(3) + ' ms';
-  return s.toFixed(3) + ' s';
+  const p = (x) => String(+x.toPrecision(3));
+  if (s < 1e-6) return p(s * 1e9) + ' ns';
+  if (s < 1e-3) return p(s * 1e6) + ' µs';
+  if (s < 1) return p(s * 1e3) + ' ms';
+  return p(s) + ' s';
+}
+function count(x) {
+  if (!x) return '—';
+  for (const [unit, scale] of [['G', 1e9], ['M', 1e6], ['k', 1e3]]) if (x >= scale) return (x / scale).toFixed(1) + unit;
+  return String(x);
 }
 const times = (x) => (x === null || x === undefined ? '—' : x.toFixed(2) + '×');
 const errorList = (errors) =>
@@ -132,17 +139,28 @@ function tasksTable(job) {
       el('td', {}, errorList(t.errors))))));
 }
 
+// Labels that tell tasks of the same name apart by their workload key.
+function curveLabels(curves) {
+  const seen = {};
+  for (const c of curves) seen[c.name] = (seen[c.name] || 0) + 1;
+  return curves.map((c) => (seen[c.name] > 1 && c.workload_key ? `${c.name} ${c.workload_key.slice(0, 6)}` : c.name));
+}
+
 function drawCurves(container, curves) {
   const latencyMode = state.metric === 'latency';
   const length = Math.max(0, ...curves.map((c) => c.best_gflops.length));
   const xs = Array.from({ length }, (_, i) => i + 1);
+  // Latency in the unit that suits the slowest best-so-far.
+  const slowest = Math.max(0, ...curves.flatMap((c) => c.best_s.filter((v) => v !== null)));
+  const [unit, scale] = slowest >= 1 ? ['s', 1] : slowest >= 1e-3 ? ['ms', 1e3] : ['µs', 1e6];
   const series = curves.map((c) => {
-    const values = latencyMode ? c.best_s.map((v) => (v === null ? null : v * 1e3)) : c.best_gflops.map((v) => (v > 0 ? v : null));
+    const values = latencyMode ? c.best_s.map((v) => (v === null ? null : v * scale)) : c.best_gflops.map((v) => (v > 0 ? v : null));
     return xs.map((_, i) => (i < values.length ? values[i] : null));
   });
   const points = series.reduce((n, s) => n + s.filter((v) => v !== null).length, 0);
   container.setAttribute('data-points', points);
-  const key = [state.jobId, state.metric, state.logScale, curves.map((c) => c.name).join('|')].join(';');
+  const labels = curveLabels(curves);
+  const key = [state.jobId, state.metric, state.logScale, unit, labels.join('|')].join(';');
   const data = [xs, ...series];
   if (state.chart && state.chartKey === key && container.contains(state.chart.root)) {
     state.chart.setData(data);
@@ -152,13 +170,18 @@ function drawCurves(container, curves) {
   container.replaceChildren();
   state.chartKey = key;
   const width = Math.max(400, container.clientWidth || 900);
+  const yUnit = latencyMode ? unit : 'GFLOPS';
+  const short = (v) => (v === null || v === undefined ? '' : String(+v.toPrecision(3)));
   state.chart = new uPlot({
     width, height: 320,
     scales: { x: { time: false }, y: { distr: state.logScale ? 3 : 1 } },
-    axes: [{ label: 'trials' }, { label: latencyMode ? 'best latency (ms)' : 'best GFLOPS', size: 70 }],
+    axes: [
+      { label: 'trials', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000] },
+      { label: latencyMode ? `best latency (${unit})` : 'best GFLOPS', size: 70, values: (u, splits) => splits.map(short) },
+    ],
     series: [{ label: 'trial' }, ...curves.map((c, i) => ({
-      label: c.name, stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true, points: { show: false },
-      value: (u, v) => (v === null ? '—' : latencyMode ? v.toFixed(4) + ' ms' : v.toFixed(2) + ' GFLOPS'),
+      label: labels[i], stroke: COLORS[i % COLORS.length], width: 2, spanGaps: true, points: { show: false },
+      value: (u, v) => (v === null || v === undefined ? '—' : `${short(v)} ${yUnit}`),
     }))],
   }, data, container);
 }
@@ -258,7 +281,7 @@ async function renderLog() {
     const bestRow = el('tr', { hidden: true }, bestCell);
     return [el('tr', {},
       el('td', {}, w.template), el('td', {}, el('code', { title: w.args }, w.key.slice(0, 16))),
-      el('td', { class: 'num' }, w.flop ? (w.flop / 1e9).toFixed(3) : '—'),
+      el('td', { class: 'num' }, count(w.flop)),
       el('td', { class: 'num' }, w.records), el('td', { class: 'num' }, w.valid), el('td', { class: 'num' }, latency(w.best_s)),
       el('td', {},
         el('a', { href: '#/log', onclick: (e) => { e.preventDefault(); bestRow.hidden = !bestRow.hidden; if (!bestRow.hidden) showBest(w.key, bestCell); } }, 'best per target'), ' · ',
@@ -273,7 +296,7 @@ async function renderLog() {
     el('div', { class: 'toolbar' }, search,
       el('a', { href: '#/log', onclick: (e) => { e.preventDefault(); download('log/export', 'kiln-records.jsonl'); } }, 'export the whole log')),
     el('table', { id: 'workloads' },
-      el('thead', {}, el('tr', {}, ['Template', 'Workload', 'GFLOP', 'Records', 'Valid', 'Best', ''].map((h, i) => el('th', { class: i >= 2 && i <= 5 ? 'num' : null }, h)))),
+      el('thead', {}, el('tr', {}, ['Template', 'Workload', 'FLOP', 'Records', 'Valid', 'Best', ''].map((h, i) => el('th', { class: i >= 2 && i <= 5 ? 'num' : null }, h)))),
       el('tbody', {}, rows.flat())))];
 }
 
@@ -298,6 +321,8 @@ async function refresh() {
     if (!focused) main.replaceChildren(...nodes);
     for (const p of parts) if (typeof p === 'function') p();
     document.getElementById('forget').hidden = false;
+    const service = document.getElementById('service');
+    if (!service.textContent) getJson('service').then((s) => { service.textContent = `measuring ${s.measuring}`; }).catch(() => {});
     main.removeAttribute('data-error');
   } catch (e) {
     refreshing = false;
@@ -321,5 +346,4 @@ function route() {
 
 document.getElementById('forget').addEventListener('click', () => showLogin());
 window.addEventListener('hashchange', route);
-getJson('service').then((s) => { document.getElementById('service').textContent = `measuring ${s.measuring}`; }).catch(() => {});
 route();
