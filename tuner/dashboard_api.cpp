@@ -10,6 +10,7 @@
 
 #include "db/error_class.h"
 #include "db/record_json.h"
+#include "db/sqlite_db.h"
 #include "db/tuning_db.h"
 #include "rpc_server/shared_token.h"
 #include "tuner/curves.h"
@@ -130,6 +131,30 @@ std::optional<int64_t> parse_id(const std::string &text) {
 std::string query_value(const HttpRequest &request, const std::string &name) {
   auto it = request.query.find(name);
   return it == request.query.end() ? std::string() : it->second;
+}
+
+// Per runner, what the tuning log holds of its measurements: trials, failures by error class and the
+// time of the last one, busiest first.
+json runners_from_log(db::TuningDb &log) {
+  db::Statement query = log.database().prepare(
+      "SELECT runner, error_class, COUNT(*), MAX(measured_at) FROM record WHERE runner != '' "
+      "GROUP BY runner, error_class");
+  std::map<std::string, json> runners;
+  while (query.step()) {
+    json &r = runners[query.column_text(0)];
+    if (r.is_null()) r = json{{"runner", query.column_text(0)}, {"trials", 0}, {"failures", json::object()}, {"last_measured", 0.0}};
+    const int64_t count = query.column_int64(2);
+    r["trials"] = r["trials"].get<int64_t>() + count;
+    r["last_measured"] = std::max(r["last_measured"].get<double>(), query.column_double(3));
+    const std::optional<db::ErrorClass> error = db::error_class_from_code(static_cast<int>(query.column_int64(1)));
+    if (!error || *error != db::ErrorClass::kOk) {
+      r["failures"][error ? std::string(db::to_string(*error)) : "UNKNOWN"] = count;
+    }
+  }
+  json out = json::array();
+  for (auto &[name, r] : runners) out.push_back(std::move(r));
+  std::sort(out.begin(), out.end(), [](const json &a, const json &b) { return a["trials"] > b["trials"]; });
+  return out;
 }
 
 }  // namespace
@@ -279,8 +304,16 @@ HttpResponse DashboardApi::api(const HttpRequest &request) {
   }
 
   if (parts[0] == "farm" && parts.size() == 1 && get) {
+    json runners;
+    {
+      std::lock_guard<std::mutex> lock(log_mutex_);
+      runners = runners_from_log(log_locked());
+    }
     if (!options_.farm_summary) {
-      return json_reply(200, json{{"farm", false}, {"measuring", options_.measuring}, {"devices", json::array()}});
+      return json_reply(200, json{{"farm", false},
+                                  {"measuring", options_.measuring},
+                                  {"devices", json::array()},
+                                  {"runners", runners}});
     }
     json devices = json::array();
     try {
@@ -298,10 +331,14 @@ HttpResponse DashboardApi::api(const HttpRequest &request) {
                                   {"measuring", options_.measuring},
                                   {"reachable", false},
                                   {"error", e.what()},
-                                  {"devices", json::array()}});
+                                  {"devices", json::array()},
+                                  {"runners", runners}});
     }
-    return json_reply(200,
-                      json{{"farm", true}, {"measuring", options_.measuring}, {"reachable", true}, {"devices", devices}});
+    return json_reply(200, json{{"farm", true},
+                                {"measuring", options_.measuring},
+                                {"reachable", true},
+                                {"devices", devices},
+                                {"runners", runners}});
   }
 
   if (parts[0] == "log" && get) {

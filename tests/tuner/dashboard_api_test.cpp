@@ -15,6 +15,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -52,7 +53,14 @@ class SyntheticMeasurer : public Measurer {
     std::vector<MeasureOutcome> out;
     for (const autotune::Config &c : configs) {
       MeasureOutcome o;
-      o.costs = {cost_of(c.index())};
+      // Every fifth config fails on the second runner.
+      o.runner = c.index() % 2 == 0 ? "runner-even" : "runner-odd";
+      if (c.index() % 10 == 5) {
+        o.error = db::ErrorClass::kRuntimeDevice;
+        o.message = "synthetic failure";
+      } else {
+        o.costs = {cost_of(c.index())};
+      }
       out.push_back(o);
     }
     return out;
@@ -155,13 +163,24 @@ class DashboardApiTest : public ::testing::Test {
     return job;
   }
 
-  // The job's records in the log, by workload key: their mean costs in the order recorded.
-  std::map<std::string, std::vector<double>> logged_costs(int64_t job) {
+  // The job's records in the log, by workload key, in the order recorded: the mean cost of each,
+  // nullopt for a failed one.
+  std::map<std::string, std::vector<std::optional<double>>> logged(int64_t job) {
     db::TuningDb log = db::TuningDb::open(dir_.file("kiln.db"));
-    std::map<std::string, std::vector<double>> out;
+    std::map<std::string, std::vector<std::optional<double>>> out;
     log.for_each_record({}, [&](const db::Record &r) {
-      if (r.job_id && *r.job_id == job && r.valid()) out[r.workload.key].push_back(r.mean());
+      if (r.job_id && *r.job_id == job) out[r.workload.key].push_back(r.valid() ? std::optional(r.mean()) : std::nullopt);
     });
+    return out;
+  }
+  // The valid costs of each workload.
+  std::map<std::string, std::vector<double>> logged_costs(int64_t job) {
+    std::map<std::string, std::vector<double>> out;
+    for (const auto &[key, records] : logged(job)) {
+      for (const auto &cost : records) {
+        if (cost) out[key].push_back(*cost);
+      }
+    }
     return out;
   }
 
@@ -246,23 +265,31 @@ TEST_F(DashboardApiTest, JobsAndTasksShowTheLoggedTrialsBestLatenciesAndSpeedups
   const Reply detail = get("/api/v1/jobs/" + std::to_string(job));
   ASSERT_EQ(detail.status, 200) << detail.raw;
   ASSERT_EQ(detail.body["tasks"].size(), 2u);
-  const auto logged = logged_costs(job);
+  const auto all = logged(job);
+  const auto valid = logged_costs(job);
   double weighted_default = 0, weighted_best = 0;
+  std::map<std::string, int64_t> failures;
   for (const json &task : detail.body["tasks"]) {
     const std::string key = task["workload_key"];
-    ASSERT_TRUE(logged.count(key)) << key;
-    const std::vector<double> &costs = logged.at(key);
+    ASSERT_TRUE(valid.count(key)) << key;
+    const std::vector<double> &costs = valid.at(key);
     // The scheduler shares the job's trials between its tasks; each one's are its records.
-    EXPECT_EQ(task["trials"], costs.size());
+    EXPECT_EQ(task["trials"], all.at(key).size());
     EXPECT_EQ(task["valid"], costs.size());
-    EXPECT_DOUBLE_EQ(task["valid_fraction"].get<double>(), 1.0);
+    EXPECT_DOUBLE_EQ(task["valid_fraction"].get<double>(), static_cast<double>(costs.size()) / all.at(key).size());
+    const int64_t failed = static_cast<int64_t>(all.at(key).size() - costs.size());
+    if (failed > 0) {
+      EXPECT_EQ(task["errors"], json({{"RUNTIME_DEVICE", failed}})) << task.dump();
+      failures["RUNTIME_DEVICE"] += failed;
+    } else {
+      EXPECT_TRUE(task["errors"].empty()) << task.dump();
+    }
     // The best is the fastest record of the task in the log; the default is one of its records.
     const double best = *std::min_element(costs.begin(), costs.end());
     EXPECT_NEAR(task["best_s"].get<double>(), best, 1e-12);
     ASSERT_TRUE(task["default_s"].is_number()) << task.dump();
     const double default_s = task["default_s"];
     EXPECT_NEAR(task["speedup"].get<double>(), default_s / best, 1e-9);
-    EXPECT_TRUE(task["errors"].empty());
     const double weight = task["name"] == "b" ? 3 : 1;
     EXPECT_EQ(task["weight"].get<double>(), weight);
     weighted_default += weight * default_s;
@@ -270,6 +297,7 @@ TEST_F(DashboardApiTest, JobsAndTasksShowTheLoggedTrialsBestLatenciesAndSpeedups
   }
   EXPECT_NEAR(detail.body["weighted_speedup"].get<double>(), weighted_default / weighted_best, 1e-9);
   EXPECT_NEAR(listed["weighted_speedup"].get<double>(), weighted_default / weighted_best, 1e-9);
+  EXPECT_EQ(listed["errors"], json(failures));
 }
 
 TEST_F(DashboardApiTest, CurvesAreTheBestSoFarOfEachTaskAfterEachTrial) {
@@ -278,24 +306,30 @@ TEST_F(DashboardApiTest, CurvesAreTheBestSoFarOfEachTaskAfterEachTrial) {
   const Reply reply = get("/api/v1/jobs/" + std::to_string(job) + "/curves");
   ASSERT_EQ(reply.status, 200) << reply.raw;
   ASSERT_EQ(reply.body["curves"].size(), 2u);
-  const auto logged = logged_costs(job);
+  const auto all = logged(job);
   for (const json &curve : reply.body["curves"]) {
     const json *task = nullptr;
     for (const json &t : detail.body["tasks"]) {
       if (t["name"] == curve["name"]) task = &t;
     }
     ASSERT_NE(task, nullptr) << curve["name"];
-    const std::vector<double> &costs = logged.at((*task)["workload_key"]);
+    EXPECT_EQ(curve["workload_key"], (*task)["workload_key"]);
+    const std::vector<std::optional<double>> &costs = all.at((*task)["workload_key"]);
     const json &best_s = curve["best_s"];
     ASSERT_EQ(best_s.size(), costs.size());
     ASSERT_EQ(curve["best_gflops"].size(), costs.size());
-    // Independently: the running minimum of the logged costs, in the order recorded.
-    double running = costs[0];
+    // Independently: the running minimum of the logged costs, in the order recorded; none before
+    // the first valid trial.
+    std::optional<double> running;
     for (size_t i = 0; i < costs.size(); ++i) {
-      running = std::min(running, costs[i]);
-      EXPECT_NEAR(best_s[i].get<double>(), running, running * 1e-9) << "trial " << i + 1;
+      if (costs[i]) running = running ? std::min(*running, *costs[i]) : *costs[i];
+      if (!running) {
+        EXPECT_TRUE(best_s[i].is_null()) << "trial " << i + 1;
+        continue;
+      }
+      EXPECT_NEAR(best_s[i].get<double>(), *running, *running * 1e-9) << "trial " << i + 1;
       const double flop = (*task)["flop"];
-      EXPECT_NEAR(curve["best_gflops"][i].get<double>(), flop / running / 1e9, 1e-6);
+      EXPECT_NEAR(curve["best_gflops"][i].get<double>(), flop / *running / 1e9, 1e-6);
     }
     EXPECT_NEAR(best_s.back().get<double>(), (*task)["best_s"].get<double>(), 1e-12);
   }
@@ -323,6 +357,7 @@ TEST_F(DashboardApiTest, UnknownJobsBadIdsRefusedActionsAndUnknownRoutesGetClear
 }
 
 TEST_F(DashboardApiTest, TheFarmShowsTheTrackersSummaryOrWhyItCannot) {
+  const int64_t job = run_to_done("runners", 40);
   Reply r = get("/api/v1/farm");
   ASSERT_EQ(r.status, 200) << r.raw;
   EXPECT_EQ(r.body["farm"], true);
@@ -335,6 +370,28 @@ TEST_F(DashboardApiTest, TheFarmShowsTheTrackersSummaryOrWhyItCannot) {
   EXPECT_EQ(d["quarantined"], 1);
   EXPECT_EQ(d["queue_length"], 4);
   EXPECT_EQ(d["targets"], json::array({kTarget}));
+
+  // Per runner, from the log: its trials, failures by class and last measurement.
+  std::map<std::string, int64_t> trials, failed;
+  db::TuningDb log = db::TuningDb::open(dir_.file("kiln.db"));
+  std::map<std::string, double> last;
+  log.for_each_record({}, [&](const db::Record &rec) {
+    if (!rec.job_id || *rec.job_id != job) return;
+    ++trials[rec.runner];
+    if (!rec.valid()) ++failed[rec.runner];
+    last[rec.runner] = std::max(last[rec.runner], rec.timestamp);
+  });
+  ASSERT_EQ(trials.size(), 2u);
+  ASSERT_EQ(r.body["runners"].size(), 2u) << r.raw;
+  for (const json &runner : r.body["runners"]) {
+    const std::string name = runner["runner"];
+    EXPECT_EQ(runner["trials"], trials[name]) << name;
+    EXPECT_EQ(runner["failures"], failed[name] ? json({{"RUNTIME_DEVICE", failed[name]}}) : json::object()) << name;
+    EXPECT_DOUBLE_EQ(runner["last_measured"].get<double>(), last[name]) << name;
+  }
+  EXPECT_GE(r.body["runners"][0]["trials"].get<int64_t>(), r.body["runners"][1]["trials"].get<int64_t>());
+  EXPECT_EQ(failed.count("runner-even"), 0u) << "only odd configs fail";
+
   farm_up_ = false;
   r = get("/api/v1/farm");
   EXPECT_EQ(r.status, 200);
@@ -345,17 +402,23 @@ TEST_F(DashboardApiTest, TheFarmShowsTheTrackersSummaryOrWhyItCannot) {
 
 TEST_F(DashboardApiTest, TheTuningLogListsWorkloadsTheirBestPerTargetAndExportsRecords) {
   const int64_t job = run_to_done("log", 16);
+  const auto all = logged(job);
   const auto logged = logged_costs(job);
+  const size_t valid = logged.begin()->second.size() + logged.rbegin()->second.size();
   Reply r = get("/api/v1/log");
   ASSERT_EQ(r.status, 200) << r.raw;
   EXPECT_EQ(r.body["records"], 16);
-  EXPECT_EQ(r.body["valid"], 16);
+  EXPECT_EQ(r.body["valid"], valid);
+  if (valid < 16) {
+    EXPECT_EQ(r.body["errors"], json({{"RUNTIME_DEVICE", 16 - valid}}));
+  }
   EXPECT_EQ(r.body["jobs"], 1);
   ASSERT_EQ(r.body["workloads"].size(), 2u);
   for (const json &w : r.body["workloads"]) {
     const std::vector<double> &costs = logged.at(w["key"]);
     EXPECT_EQ(w["template"], "dense_pack.x86");
-    EXPECT_EQ(w["records"], costs.size());
+    EXPECT_EQ(w["records"], all.at(w["key"]).size());
+    EXPECT_EQ(w["valid"], costs.size());
     EXPECT_NEAR(w["best_s"].get<double>(), *std::min_element(costs.begin(), costs.end()), 1e-12);
 
     const Reply best = get("/api/v1/log/best", {{"workload", w["key"]}});
@@ -369,11 +432,11 @@ TEST_F(DashboardApiTest, TheTuningLogListsWorkloadsTheirBestPerTargetAndExportsR
   EXPECT_EQ(get("/api/v1/log", {{"q", key}}).body["workloads"].size(), 1u);
   EXPECT_EQ(get("/api/v1/log", {{"q", "no-such-workload"}}).body["workloads"].size(), 0u);
 
-  const Reply all = get("/api/v1/log/export");
-  EXPECT_EQ(all.content_type, "application/x-ndjson");
-  EXPECT_EQ(std::count(all.raw.begin(), all.raw.end(), '\n'), 16);
+  const Reply whole = get("/api/v1/log/export");
+  EXPECT_EQ(whole.content_type, "application/x-ndjson");
+  EXPECT_EQ(std::count(whole.raw.begin(), whole.raw.end(), '\n'), 16);
   const Reply one = get("/api/v1/log/export", {{"workload", key}});
-  EXPECT_EQ(std::count(one.raw.begin(), one.raw.end(), '\n'), static_cast<long>(logged.at(key).size()));
+  EXPECT_EQ(std::count(one.raw.begin(), one.raw.end(), '\n'), static_cast<long>(all.at(key).size()));
   EXPECT_NE(one.raw.find(key), std::string::npos);
 }
 

@@ -161,6 +161,9 @@ TEST_F(DashboardE2eTest, ThePageShowsARunningJobItsProgressAndCurvesAndItsPauseB
   EXPECT_EQ(seen["task_rows"], 2);
   EXPECT_EQ(seen["paused_row"], true);
   EXPECT_EQ(seen["farm_devices"], nlohmann::json::array({kKey}));
+  // The one runner is listed with the trials it measured (from the tuning log).
+  ASSERT_EQ(seen["runner_trials"].size(), 1u) << said;
+  EXPECT_GE(seen["runner_trials"][0].get<int64_t>(), 1);
   EXPECT_EQ(seen["log_workloads"], 2);
   // The token stays in the tab's session storage, never in a URL; nothing is fetched elsewhere.
   EXPECT_EQ(seen["session_token"], kToken);

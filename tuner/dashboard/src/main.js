@@ -246,7 +246,22 @@ async function renderFarm() {
         el('td', { class: 'num' }, d.queue_length),
         el('td', {}, d.targets.map((t) => el('div', {}, el('code', {}, t)))))))));
   }
-  return [el('section', { id: 'farm' }, body)];
+  const runners = farm.runners || [];
+  const runnerSection = el('section', { id: 'runners' }, el('h2', {}, 'Runners, from the tuning log'),
+    runners.length === 0 ? el('p', { class: 'muted' }, 'The tuning log holds no measurement with a runner yet.') :
+      el('table', {},
+        el('thead', {}, el('tr', {}, ['Runner', 'Trials measured', 'Failed', 'Last measurement', 'Failures by class']
+          .map((h, i) => el('th', { class: i === 1 || i === 2 ? 'num' : null }, h)))),
+        el('tbody', {}, runners.map((r) => {
+          const failed = Object.values(r.failures).reduce((a, b) => a + b, 0);
+          return el('tr', {},
+            el('td', {}, el('code', {}, r.runner)),
+            el('td', { class: 'num' }, r.trials),
+            el('td', { class: 'num' }, failed ? el('span', { class: 'badge failed' }, failed) : 0),
+            el('td', {}, r.last_measured ? new Date(r.last_measured * 1000).toLocaleString() : '—'),
+            el('td', {}, errorList(r.failures)));
+        }))));
+  return [el('section', { id: 'farm' }, body), runnerSection];
 }
 
 // --- tuning log -------------------------------------------------------------------------------
