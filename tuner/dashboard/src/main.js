@@ -244,7 +244,7 @@ async function renderFarm() {
         el('td', { class: 'num' }, d.busy ? el('span', { class: 'badge running' }, d.busy) : 0),
         el('td', { class: 'num' }, d.quarantined ? el('span', { class: 'badge quarantined' }, d.quarantined) : 0),
         el('td', { class: 'num' }, d.queue_length),
-        el('td', {}, d.targets.map((t) => el('div', {}, el('code', {}, t)))))))));
+        el('td', { class: 'wrap' }, d.targets.map((t) => el('div', {}, el('code', {}, t)))))))));
   }
   const runners = farm.runners || [];
   const runnerSection = el('section', { id: 'runners' }, el('h2', {}, 'Runners, from the tuning log'),
@@ -282,7 +282,7 @@ async function showBest(key, cell) {
   const { best } = await getJson('log/best?workload=' + encodeURIComponent(key));
   cell.replaceChildren(best.length === 0 ? 'no valid record' :
     el('table', {}, best.map((b) => el('tr', {},
-      el('td', {}, el('code', {}, b.target)), el('td', {}, b.device_key), el('td', { class: 'num' }, latency(b.mean_s)),
+      el('td', { class: 'wrap' }, el('code', {}, b.target)), el('td', {}, b.device_key), el('td', { class: 'num' }, latency(b.mean_s)),
       el('td', {}, el('code', {}, JSON.stringify(b.record.config || b.record.knobs || '')))))));
 }
 
