@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <cctype>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -43,7 +44,8 @@ struct MetricsServer::Impl {
 MetricsServer::MetricsServer(std::unique_ptr<Impl> impl, std::string address, int port)
     : impl_(std::move(impl)), address_(std::move(address)), port_(port) {}
 
-std::unique_ptr<MetricsServer> MetricsServer::start(const std::string &address, MetricsRegistry &registry) {
+std::unique_ptr<MetricsServer> MetricsServer::start(const std::string &address, MetricsRegistry &registry,
+                                                    HttpHandler handler) {
   auto [host, port] = split_address(address);
   auto impl = std::make_unique<Impl>();
   httplib::Server &server = impl->server;
@@ -59,6 +61,26 @@ std::unique_ptr<MetricsServer> MetricsServer::start(const std::string &address, 
   server.Get("/metrics", [&registry](const httplib::Request &, httplib::Response &response) {
     response.set_content(registry.render(), kMetricsContentType);
   });
+  if (handler) {
+    auto answer = [handler](const httplib::Request &request, httplib::Response &response) {
+      HttpRequest in;
+      in.method = request.method;
+      in.path = request.path;
+      for (const auto &[name, value] : request.params) in.query.emplace(name, value);
+      for (const auto &[name, value] : request.headers) {
+        std::string lower = name;
+        for (char &c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        in.headers.emplace(lower, value);
+      }
+      in.body = request.body;
+      HttpResponse out = handler(in);
+      response.status = out.status;
+      for (const auto &[name, value] : out.headers) response.set_header(name, value);
+      response.set_content(out.body, out.content_type);
+    };
+    server.Get(".*", answer);
+    server.Post(".*", answer);
+  }
   server.set_exception_handler([](const httplib::Request &, httplib::Response &response, std::exception_ptr) {
     response.status = 500;
     response.set_content("internal error\n", "text/plain");

@@ -1,9 +1,12 @@
 #pragma once
 // MetricsServer: a daemon's metrics over HTTP for Prometheus. GET /metrics answers the registry's
-// text exposition (kMetricsContentType); every other path is 404, and a malformed request gets
+// text exposition (kMetricsContentType); a daemon may answer other paths with a handler of its
+// own (HttpHandler), else they are 404, and a malformed request gets
 // an HTTP error without disturbing the daemon. Serves on threads of its own; stop() (or the
 // destructor) closes the port and joins them. The HTTP library stays inside this one file's
 // implementation.
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -11,12 +14,33 @@
 
 namespace kiln::rpc {
 
+// A request to a path other than /metrics, as an HttpHandler sees it.
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string path;    // without the query
+  std::map<std::string, std::string> query;
+  std::map<std::string, std::string> headers;  // names in lower case
+  std::string body;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+  std::map<std::string, std::string> headers;  // besides Content-Type and Content-Length
+};
+
+// Answers GET and POST requests to every path but /metrics. Exceptions become a 500.
+using HttpHandler = std::function<HttpResponse(const HttpRequest &)>;
+
 class MetricsServer {
  public:
   // Serves `registry` (which must outlive the server) on `address`, HOST:PORT ("[::1]:PORT" for
   // an IPv6 host), where port 0 lets the OS choose a free port. Throws kiln::UserError when the
   // address is malformed or cannot be bound.
-  static std::unique_ptr<MetricsServer> start(const std::string &address, MetricsRegistry &registry);
+  // With `handler`, the other paths go to it (which must outlive the server).
+  static std::unique_ptr<MetricsServer> start(const std::string &address, MetricsRegistry &registry,
+                                              HttpHandler handler = {});
 
   ~MetricsServer();
   MetricsServer(const MetricsServer &) = delete;

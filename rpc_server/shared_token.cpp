@@ -17,6 +17,10 @@ bool same_secret(const std::string &a, const std::string &b) {
 
 }  // namespace
 
+bool bearer_matches(const std::string &authorization, const std::string &token) {
+  return same_secret(authorization, kScheme + token);
+}
+
 void attach_token(grpc::ClientContext &context, const std::string &token) {
   context.AddMetadata(kMetadataKey, kScheme + token);
 }
@@ -25,7 +29,7 @@ grpc::Status check_token(const grpc::ServerContextBase &context, const std::stri
   const auto &metadata = context.client_metadata();
   auto range = metadata.equal_range(kMetadataKey);
   for (auto it = range.first; it != range.second; ++it) {
-    if (same_secret(std::string(it->second.data(), it->second.size()), kScheme + token)) {
+    if (bearer_matches(std::string(it->second.data(), it->second.size()), token)) {
       return grpc::Status::OK;
     }
   }

@@ -12,6 +12,10 @@ namespace kiln::rpc {
 // Adds the token to a client call's metadata.
 void attach_token(grpc::ClientContext &context, const std::string &token);
 
+// Whether an "authorization" value (HTTP header or call metadata) is "Bearer <token>", compared
+// in time independent of where the strings first differ.
+bool bearer_matches(const std::string &authorization, const std::string &token);
+
 // OK when the call carries `token`; UNAUTHENTICATED when it carries none or another one.
 grpc::Status check_token(const grpc::ServerContextBase &context, const std::string &token);
 

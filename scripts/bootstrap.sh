@@ -23,7 +23,13 @@ packages=(
   # ONNX: the protobuf definitions, the backend node tests, and torch/torchvision to export real
   # architectures with a reference output (tests/frontend)
   libonnx-dev libonnx-testdata python3-onnx python3-torch python3-torchvision python3-numpy
+  # headless Chromium for the dashboard's end-to-end test (tests/tuner/dashboard_e2e_test.cpp)
+  chromium
 )
+# node and npm build kilnd's dashboard (tuner/dashboard/); a node that ships its own npm is kept.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
 
 is_installed() {
   [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" == "install ok installed" ]]

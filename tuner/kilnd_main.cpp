@@ -2,8 +2,10 @@
 // jobs over gRPC (kiln.v1.Tuner); kilnd runs them from one tuning log, several at once, measuring
 // on a device farm (--tracker) or on this machine (--local). The bound address is the first line
 // on stdout once it serves; one line per event goes to stderr (--log-format text|json). With
-// --metrics-listen it serves Prometheus metrics (tuner/tuner_metrics.h) and prints
-// "metrics listening on HOST:PORT" as the next line on stdout. SIGINT or SIGTERM pauses the
+// --http (alias --metrics-listen) it serves over HTTP Prometheus metrics at /metrics
+// (tuner/tuner_metrics.h) and the web dashboard at / with its JSON API under /api/v1/
+// (docs/dashboard.md), and prints "metrics listening on HOST:PORT" and then
+// "dashboard at http://HOST:PORT/" as the next lines on stdout. SIGINT or SIGTERM pauses the
 // running jobs after their batch in flight and exits 0; the next start resumes them. Run with
 // --help for the flags.
 #include <CLI/CLI.hpp>
@@ -26,6 +28,7 @@
 #include "rpc_server/metrics_http.h"
 #include "rpc_server/service_host.h"
 #include "rpc_server/signals.h"
+#include "tuner/dashboard_api.h"
 #include "tuner/job_manager.h"
 #include "tuner/measurer.h"
 #include "tuner/tuner_metrics.h"
@@ -39,7 +42,7 @@ int main(int argc, char **argv) {
   app.set_version_flag("--version", "kilnd " + kiln::deploy::version());
   std::string db = "kiln.db", tracker, listen = "127.0.0.1:9290", token_file, farm_token_file, address_file;
   std::string target = "llvm -mcpu=native", device_key = "local-cpu";
-  std::string log_format = "text", metrics_listen;
+  std::string log_format = "text", http_listen;
   bool local = false;
   int max_jobs = 2, build_workers = 0;
   double give_up_after_s = 3600;
@@ -73,8 +76,9 @@ int main(int argc, char **argv) {
   app.add_option("--log-format", log_format, "the format of the event lines on stderr")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
-  app.add_option("--metrics-listen", metrics_listen,
-                 "serve Prometheus metrics at http://HOST:PORT/metrics (port 0: any free port)");
+  app.add_option("--http,--metrics-listen", http_listen,
+                 "serve the dashboard at http://HOST:PORT/ and Prometheus metrics at /metrics (port 0: any free "
+                 "port)");
   app.footer(
       "Examples:\n"
       "  kilnd --db kiln.db --local --token-file kiln.token\n"
@@ -136,6 +140,15 @@ int main(int argc, char **argv) {
       };
       measures = "on the farm of " + tracker;
     }
+    kiln::tuner::DashboardOptions dashboard_options;
+    dashboard_options.log_path = db;
+    dashboard_options.token = token;
+    dashboard_options.measuring = measures;
+    if (!local) {
+      const kiln::rpc::Endpoint farm_tracker{tracker, farm_token_file.empty() ? token : kiln::rpc::load_token(farm_token_file),
+                                             farm_tls};
+      dashboard_options.farm_summary = [farm_tracker] { return kiln::rpc::TrackerClient(farm_tracker).summary(); };
+    }
 
     kiln::tuner::JobManager manager(options);
     manager.start();
@@ -146,8 +159,12 @@ int main(int argc, char **argv) {
     host_options.max_message_bytes = kiln::tuner::TunerService::kMaxMessageBytes;
     auto host = kiln::rpc::ServiceHost::start(listen, {&service}, host_options);
     std::cout << host->address() << std::endl;
+    kiln::tuner::DashboardApi dashboard(manager, dashboard_options);
     std::unique_ptr<kiln::rpc::MetricsServer> metrics_server;
-    if (!metrics_listen.empty()) metrics_server = kiln::rpc::MetricsServer::start(metrics_listen, metrics);
+    if (!http_listen.empty()) {
+      metrics_server = kiln::rpc::MetricsServer::start(
+          http_listen, metrics, [&dashboard](const kiln::rpc::HttpRequest &r) { return dashboard.handle(r); });
+    }
     if (!address_file.empty()) kiln::rpc::write_file_atomically(address_file, host->address() + "\n");
     log.info("serving", {{"version", kiln::deploy::version()},
                          {"address", host->address()},
@@ -157,6 +174,7 @@ int main(int argc, char **argv) {
     if (metrics_server) {
       log.info("metrics_serving", {{"address", metrics_server->address()}});
       std::cout << "metrics listening on " << metrics_server->address() << std::endl;
+      std::cout << "dashboard at http://" << metrics_server->address() << "/" << std::endl;
     }
     const int signal = kiln::rpc::wait_for_shutdown_signal();
     log.info("shutting_down",
