@@ -1,6 +1,8 @@
 // The layout pass (passes/alter_layout.cpp): small graphs before and after (where the layout
 // transforms go, what stays NCHW) and the same outputs as the unoptimized graph through the
 // reference executor on random inputs; ResNet-18 and MobileNetV2 from the frontend's exported models.
+// Tuned configs (any of the fixed-block workloads, or older records with the blocks as knobs) never
+// change the layout.
 //
 // The small graphs use 8 channels: every block the templates' default configs choose for them is 8
 // (one or two vectors of at least 4 lanes), so which transforms are needed does not depend on the
