@@ -7,9 +7,9 @@
 //     conv2d_nchwc.x86 (groups 1; weight pre-packed as [OC/oc_bn, C/ic_bn, KH, KW, ic_bn, oc_bn])
 //     or depthwise_conv2d_nchwc.x86 (depthwise = 1, multiplier 1, ic_bn = oc_bn; weight
 //     [C/c_bn, 1, KH, KW, 1, c_bn]). The bias stays [OC]; the extra inputs of the epilogue (a
-//     residual) are in the output's layout. The workload's arguments are the NCHW/OIHW shapes, so a
-//     node's kernel is the workload the tuner tunes; the block sizes are those of the config the
-//     executor builds it with (the pass reads them from the same config).
+//     residual) are in the output's layout. The workload's arguments are the NCHW/OIHW shapes and
+//     the node's blocks, fixed (ic_bn, oc_bn; c_bn for depthwise): a node's kernel is the workload
+//     the tuner tunes, and its tuned configs tune the schedule with the blocks held.
 //   LayoutTransform(x) {src_block, dst_block}: NCHW (block 0) <-> NCHW[x]c, NCHW[x]c <-> NCHW[y]c,
 //     built from layout_transform.x86.
 //   PoolNCHWc(x) {mode, global, kernel_shape, strides, pads, dilations, ceil_mode,
@@ -136,6 +136,12 @@ void conv_nchwc() {
                                     {"dilation", Json::array_of(c.geo.dilations)},
                                     {"padding", Json::array_of(c.geo.pads)},
                                     {"epilogue", epi}});
+    if (c.depthwise) {
+      k.template_args.set("c_bn", c.oc_bn);
+    } else {
+      k.template_args.set("ic_bn", c.ic_bn);
+      k.template_args.set("oc_bn", c.oc_bn);
+    }
     k.input_map = {0, 1};
     if (ctx.has_input(2)) k.input_map.push_back(2);
     for (int i = 3; i < ctx.num_inputs(); ++i) k.input_map.push_back(i);

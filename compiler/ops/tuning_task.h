@@ -6,6 +6,12 @@
 // A kernel with an epilogue (a bias, an activation, a residual add fused into a conv or a dense) is
 // tuned as its anchor's workload: the same template and arguments without the epilogue, so that
 // conv+relu and conv+add+relu of one shape are one task and one record serves both.
+//
+// A blocked convolution (conv2d_nchwc.x86, depthwise_conv2d_nchwc.x86) is built and tuned with its
+// blocks fixed by its arguments (ic_bn, oc_bn; c_bn), the blocks the layout pass chose for the whole
+// graph: its space tunes the rest of the schedule, and no tuned config changes the layout. A record
+// of the same workload with the blocks as knobs (a log from before the blocks were fixed) still
+// serves it when its blocks are the fixed ones.
 #include <optional>
 #include <string>
 
@@ -19,7 +25,12 @@ namespace kiln::ops {
 // both); otherwise `kernel` itself.
 Task tuning_task(const Task &kernel);
 
-// The config `kernel` is built with, from `configs` (may be null).
+// `kernel` with the blocks its arguments fix (ic_bn, oc_bn, c_bn) made knobs again: the template's
+// own choice of blocks is this task's default config. `kernel` itself when it fixes none.
+Task without_fixed_blocks(const Task &kernel);
+
+// The config `kernel` is built with, from `configs` (may be null): the record of its tuning task,
+// else for fixed blocks the record of the free-block tuning task when its blocks are the fixed ones.
 struct TunedChoice {
   std::optional<autotune::Config> config;  // the tuned config; nullopt: the template's default
   bool found = false;                      // the lookup had a record for the tuning task

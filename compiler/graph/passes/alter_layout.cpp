@@ -66,21 +66,48 @@ struct ConvBlocks {
   Block ic_bn = 0, oc_bn = 0;
 };
 
-// The block sizes a ConvNCHWc node is built with: its workload's tuned config in `configs` when
-// there is a usable one (as the executor chooses), else the template's default config. `probe` is
-// the node with blocks of 1 over values of `g`: its kernel gives the workload, which does not depend
-// on the blocks. The one place the pass chooses blocks.
-ConvBlocks conv_blocks(const Graph &g, const Node &probe, const ops::Target &target, const ops::ConfigLookup *configs) {
-  const Kernel k = find_op(probe.op)->kernel(OpContext(g, probe));
-  const ops::Task task(k.template_name, k.template_args, target);
-  // The config the executor builds the kernel with (a stale record: the default, there too).
-  std::optional<autotune::Config> cfg = ops::choose_tuned_config(configs, task).config;
-  if (!cfg) cfg = task.default_config();
-  if (probe.attr_int("depthwise", 0) != 0) {
-    const Block c = cfg->split("tile_c").back();
-    return {c, c};
+// Whether a block of `b` channels is whole vectors or a part of one: the vector of the blocked
+// templates. Any other (24 channels with 16 lanes) runs far slower than the NCHW template.
+bool vector_block(Block b, int64_t lanes) { return b > 0 && (b % lanes == 0 || lanes % b == 0); }
+
+// The widest block of at most two vectors that divides `channels` and is whole vectors or a part of
+// one.
+Block widest_vector_block(int64_t channels, int64_t lanes) {
+  for (Block b = 2 * lanes; b > 1; --b) {
+    if (channels % b == 0 && vector_block(b, lanes)) return b;
   }
-  return {cfg->split("tile_ic").back(), cfg->split("tile_oc").back()};
+  return 1;
+}
+
+// The block sizes of a ConvNCHWc node, chosen for the graph so that consecutive layers agree: the
+// input block is `in` (its producer's output block; 0: NCHW) where it divides the channels, else
+// the template's default; a depthwise conv's output block is its input block; another conv's is
+// `out` (the block of a residual it adds; 0: none) where it is legal, else the template's default,
+// else the widest vector block. `probe` is the node over values of `g` with blocks of 1: its kernel
+// with the blocks made knobs gives the template's defaults. The one place the pass chooses blocks;
+// the node's workload then fixes them, so that no tuned config changes them.
+ConvBlocks conv_blocks(const Graph &g, const Node &probe, const ops::Target &target, Block in, Block out) {
+  const Kernel k = find_op(probe.op)->kernel(OpContext(g, probe));
+  const ops::Task task = ops::without_fixed_blocks(ops::Task(k.template_name, k.template_args, target));
+  const autotune::Config d = task.default_config();
+  const int64_t lanes = target.lanes(ir::Float(32));
+  const int64_t C = g.value(probe.inputs[0]).type.shape[1];
+  const int64_t OC = probe.attr_int("depthwise", 0) != 0 ? C : g.value(probe.inputs[1]).type.shape[0];
+  auto legal = [&](Block b, int64_t channels) { return b > 0 && channels % b == 0 && vector_block(b, lanes); };
+  if (probe.attr_int("depthwise", 0) != 0) {
+    if (legal(in, C)) return {in, in};
+    const Block c = d.split("tile_c").back();
+    return legal(c, C) ? ConvBlocks{c, c} : ConvBlocks{widest_vector_block(C, lanes), widest_vector_block(C, lanes)};
+  }
+  ConvBlocks b;
+  b.ic_bn = in > 0 && C % in == 0 ? in : d.split("tile_ic").back();
+  b.oc_bn = d.split("tile_oc").back();
+  if (legal(out, OC)) {
+    b.oc_bn = out;
+  } else if (!legal(b.oc_bn, OC)) {
+    b.oc_bn = widest_vector_block(OC, lanes);
+  }
+  return b;
 }
 
 const std::set<std::string> &unary_ops() {
@@ -97,11 +124,10 @@ const std::set<std::string> &binary_ops() {
 
 class LayoutPass {
  public:
-  LayoutPass(const Graph &g, const ops::Target &target, const ops::ConfigLookup *configs)
+  LayoutPass(const Graph &g, const ops::Target &target)
       : g_(g),
         rw_(g),
         target_(target),
-        configs_(configs),
         root_(g.values().size()),
         old_block_(g.values().size(), 0),
         primary_(g.values().size(), {kNoValue, 0}) {
@@ -277,7 +303,9 @@ class LayoutPass {
     c.outputs = {kNoValue};
     const std::vector<TensorType> types = infer_types(probe, c);
     c.outputs = probe.add_node(c, {"y"}, types);
-    return conv_blocks(probe, probe.nodes().back(), target_, configs_);
+    Block residual = 0;
+    for (size_t i = 3; i < n.inputs.size() && residual == 0; ++i) residual = block_of(n.inputs[i]);
+    return conv_blocks(probe, probe.nodes().back(), target_, block_of(n.inputs[0]), residual);
   }
 
   bool unary(const Node &n) {
@@ -409,7 +437,6 @@ class LayoutPass {
   const Graph &g_;
   Rewriter rw_;
   const ops::Target &target_;
-  const ops::ConfigLookup *configs_;
   // Per old value: the old value whose data it is (itself, or the source of a LayoutTransform of the
   // input graph), and its layout in the old graph.
   std::vector<ValueId> root_;
@@ -421,8 +448,6 @@ class LayoutPass {
 
 }  // namespace
 
-Graph alter_layout(const Graph &g, const ops::Target &target, const ops::ConfigLookup *configs) {
-  return LayoutPass(g, target, configs).run();
-}
+Graph alter_layout(const Graph &g, const ops::Target &target) { return LayoutPass(g, target).run(); }
 
 }  // namespace kiln::graph::passes

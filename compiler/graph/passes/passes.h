@@ -51,14 +51,17 @@ Graph fuse_epilogues(const Graph &g);
 
 // Layout transformation to the blocked NCHW[x]c layout of the CPU convolution templates. Every 2-D
 // float32 Conv or FusedConv with groups 1 (or depthwise with multiplier 1) and a constant weight
-// becomes a ConvNCHWc node (op_layout.cpp) whose weight is packed at compile time; its block sizes
-// are those of the config the executor will build its workload with: the tuned one that `configs`
-// (when given) has for `target`, else the template's default. A conv whose output block is neither
-// whole vectors nor part of one stays NCHW.
+// becomes a ConvNCHWc node (op_layout.cpp) whose weight is packed at compile time. Its blocks are
+// chosen for the graph, not per conv, and are fixed in its workload, so tuned configs do not change
+// the layout: a conv's input block is its producer's output block where that divides its channels
+// (a depthwise conv's output block is its input block), its output block that of a residual it adds
+// where legal, else the template's default (two vectors where the channels allow), else the widest
+// block of whole vectors or part of one that divides the channels. A conv whose output block would
+// be neither whole vectors nor part of one stays NCHW.
 // Elementwise ops, pools and channel Concats whose inputs are blocked stay blocked; constants they
 // read are re-laid out at compile time. A LayoutTransform node is inserted where a producer and a
 // consumer disagree, once per (tensor, layout); graph outputs keep their layout and their names.
-Graph alter_layout(const Graph &g, const ops::Target &target, const ops::ConfigLookup *configs = nullptr);
+Graph alter_layout(const Graph &g, const ops::Target &target);
 
 // Layer normalization over the last axis as exported before opset 17 (ReduceMean, Sub, Pow 2,
 // ReduceMean, Add epsilon, Sqrt, Div, Mul by a scale, Add of a bias, the scale and bias float32

@@ -1,6 +1,8 @@
 // The layout pass (passes/alter_layout.cpp): small graphs before and after (where the layout
 // transforms go, what stays NCHW) and the same outputs as the unoptimized graph through the
 // reference executor on random inputs; ResNet-18 and MobileNetV2 from the frontend's exported models.
+// Tuned configs (any of the fixed-block workloads, or older records with the blocks as knobs) never
+// change the layout.
 //
 // The small graphs use 8 channels: every block the templates' default configs choose for them is 8
 // (one or two vectors of at least 4 lanes), so which transforms are needed does not depend on the
@@ -13,6 +15,7 @@
 #include <cstring>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <random>
 
 #include "compiler/driver/graph_executor.h"
@@ -278,73 +281,123 @@ TEST(GraphLayout, LayoutTransformRejectsABlockThatDoesNotDivideTheChannels) {
   EXPECT_THROW(add(g, "LayoutTransform", {x}, {{"dst_block", Attribute::of_int(4)}}), GraphError);
 }
 
-// A tuning log that holds, for every conv2d_nchwc workload, a config with input blocks of 4 and
-// output blocks of 2 (its other knobs the default's).
-class PinnedBlocks : public ops::ConfigLookup {
+// A tuning log whose record for a workload is `make`'s (nullopt: none); the workloads it was asked
+// (their arguments).
+class FakeLog : public ops::ConfigLookup {
  public:
+  using Make = std::function<std::optional<autotune::Config>(const ops::Task &)>;
+  explicit FakeLog(Make make) : make_(std::move(make)) {}
   std::optional<ops::TunedConfig> best(const contracts::Workload &w, const std::string &target) const override {
-    if (w.template_name != "conv2d_nchwc.x86") return std::nullopt;
-    ops::Task t(w.template_name, w.args, driver::resolve_target(target));
-    const autotune::Config d = t.default_config();
-    const int64_t c = w.args["data"]["shape"][1].as_int(), oc = w.args["kernel"]["shape"][0].as_int();
-    std::vector<std::pair<std::string, contracts::Json>> values = {
-        {"tile_ic", contracts::Json::array_of(std::vector<int64_t>{c / 4, 4})},
-        {"tile_oc", contracts::Json::array_of(std::vector<int64_t>{oc / 2, 2})}};
-    for (const char *k : {"tile_ow", "tile_oh", "unroll_kw"}) {
-      if (d.has(k)) values.emplace_back(k, d.value(k));
-    }
+    asked.push_back(w.args_json);
+    const ops::Task t(w.template_name, w.args, driver::resolve_target(target));
+    const std::optional<autotune::Config> c = make_(t);
+    if (!c) return std::nullopt;
     ops::TunedConfig tuned;
-    tuned.config = t.space().from_values(values).record();
+    tuned.config = c->record();
     tuned.target = target;
+    tuned.exact_target = true;
     return tuned;
   }
+  mutable std::vector<std::string> asked;
+
+ private:
+  Make make_;
 };
 
-TEST(GraphLayout, TunedConfigsChooseTheBlocksAndTheExecutorReplaysThem) {
+bool fixes_blocks(const ops::Task &t) {
+  return t.workload().args.contains("ic_bn") || t.workload().args.contains("c_bn");
+}
+
+// For a conv2d_nchwc workload with the blocks as knobs (a log from before they were fixed): the
+// default config with input blocks `ic` and output blocks `oc`, and a register tile of one column.
+FakeLog::Make free_block_records(int64_t ic, int64_t oc) {
+  return [=](const ops::Task &t) -> std::optional<autotune::Config> {
+    if (t.workload().template_name != "conv2d_nchwc.x86" || fixes_blocks(t)) return std::nullopt;
+    const autotune::Config d = t.default_config();
+    const int64_t c = t.workload().args["data"]["shape"][1].as_int();
+    const int64_t o = t.workload().args["kernel"]["shape"][0].as_int();
+    const int64_t ow = d.split("tile_ow")[0] * d.split("tile_ow")[1];
+    std::vector<std::pair<std::string, contracts::Json>> values = {
+        {"tile_ic", contracts::Json::array_of(std::vector<int64_t>{c / ic, ic})},
+        {"tile_oc", contracts::Json::array_of(std::vector<int64_t>{o / oc, oc})},
+        {"tile_ow", contracts::Json::array_of(std::vector<int64_t>{ow, 1})}};
+    for (const char *k : {"tile_oh", "unroll_kw"}) {
+      if (d.has(k)) values.emplace_back(k, d.value(k));
+    }
+    return t.space().from_values(values);
+  };
+}
+
+// The (op, blocks) of each node: what the layout is.
+std::vector<std::string> layout_of(const Graph &g) {
+  std::vector<std::string> r;
+  for (const auto &n : g.nodes()) {
+    r.push_back(::kiln::detail::concat(n.op, " ", n.attr_int("ic_bn", 0), "/", n.attr_int("oc_bn", 0), " ",
+                                       n.attr_int("src_block", 0), "->", n.attr_int("dst_block", 0)));
+  }
+  return r;
+}
+
+// conv (8 -> 8) -> relu -> conv (8 -> 8, 1x1): every default block is 8.
+Graph two_convs() {
   Graph g;
   ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 6, 6}});
   ValueId v = add(g, "Relu", {conv(g, x, 8, 1)});
   g.add_output(conv(g, v, 8, 3, 1, "y"));
-  PinnedBlocks log;
+  return g;
+}
+
+// The layout, the kernels the executor builds with `log` (how many from a record) and its values
+// against the unoptimized graph's.
+void expect_layout_and_values(const Graph &g, const FakeLog &log, int tuned_kernels) {
+  const Graph untuned = driver::optimize_graph(g);
   driver::GraphPipelineOptions po;
   po.configs = &log;
-  Graph a = driver::optimize_graph(g, po);
-  ASSERT_EQ(count(a, "ConvNCHWc"), 2) << print(a);
-  for (const auto &n : a.nodes()) {
-    if (n.op != "ConvNCHWc") continue;
-    EXPECT_EQ(n.attr_int("ic_bn", 0), 4) << n.describe();
-    EXPECT_EQ(n.attr_int("oc_bn", 0), 2) << n.describe();
-  }
-  // In as 4c, out as 2c, into the second conv as 4c, out again as NCHW.
-  EXPECT_EQ(count(a, "LayoutTransform"), 3) << print(a);
+  const Graph a = driver::optimize_graph(g, po);
+  EXPECT_EQ(layout_of(a), layout_of(untuned)) << print(a);
   driver::ExecutorOptions eo;
   eo.configs = &log;
   driver::GraphExecutor tuned(a, eo), reference(g);
-  const deploy::Tensor in = random_tensor({1, 8, 6, 6}, 5);
+  const deploy::Tensor in = random_tensor(g.value(g.inputs()[0]).type.shape, 5);
   const deploy::Tensor got = tuned.run(std::vector<deploy::Tensor>{in})[0],
                        want = reference.run(std::vector<deploy::Tensor>{in})[0];
-  EXPECT_EQ(tuned.stats().tuned_kernels, 2);
+  EXPECT_EQ(tuned.stats().tuned_kernels, tuned_kernels);
   ASSERT_EQ(got.shape(), want.shape());
   for (int64_t i = 0; i < want.numel(); ++i) EXPECT_NEAR(got.data_as<float>()[i], want.data_as<float>()[i], 1e-4) << i;
 }
 
-TEST(GraphLayout, ExecutorWithOtherConfigsThanThePipelineIsAClearError) {
-  Graph g;
-  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 6, 6}});
-  g.add_output(conv(g, x, 8, 1, 1, "y"));
-  Graph a = alter(g);  // default blocks (8)
-  PinnedBlocks log;
-  driver::ExecutorOptions eo;
-  eo.configs = &log;  // blocks 4 and 2
-  try {
-    driver::GraphExecutor ex(a, eo);
-    ex.run(std::vector<deploy::Tensor>{random_tensor({1, 8, 6, 6}, 5)});
-    FAIL() << "a kernel built for other blocks than its node's ran";
-  } catch (const driver::ExecutionError &e) {
-    // The node and the argument whose shape the kernel's config does not take.
-    EXPECT_NE(std::string(e.what()).find("(ConvNCHWc)"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("(data)"), std::string::npos) << e.what();
+TEST(GraphLayout, TheBlocksAreFixedInTheWorkloadsAndArbitraryTunedConfigsKeepTheLayout) {
+  const Graph g = two_convs();
+  const Graph a = driver::optimize_graph(g);
+  ASSERT_EQ(count(a, "ConvNCHWc"), 2) << print(a);
+  EXPECT_EQ(count(a, "LayoutTransform"), 2) << print(a);
+  for (const auto &n : a.nodes()) {
+    if (n.op != "ConvNCHWc") continue;
+    EXPECT_EQ(n.attr_int("ic_bn", 0), 8) << n.describe();
+    EXPECT_EQ(n.attr_int("oc_bn", 0), 8) << n.describe();
+    const Kernel k = find_op(n.op)->kernel(OpContext(a, n));
+    EXPECT_EQ(k.template_args["ic_bn"].as_int(), 8) << k.template_args.dump();
+    EXPECT_EQ(k.template_args["oc_bn"].as_int(), 8) << k.template_args.dump();
   }
+  // Random configs of each workload asked (its blocks held): the layout stays, both kernels use them.
+  std::mt19937_64 rng(11);
+  FakeLog log([&](const ops::Task &t) -> std::optional<autotune::Config> { return t.space().sample(rng); });
+  expect_layout_and_values(g, log, 2);
+  for (const std::string &args : log.asked) EXPECT_NE(args.find("_bn"), std::string::npos) << args;
+}
+
+TEST(GraphLayout, OlderRecordsWithOtherBlocksDoNotChangeTheLayoutAndAreNotUsed) {
+  FakeLog log(free_block_records(4, 2));
+  expect_layout_and_values(two_convs(), log, 0);
+  // Asked under the fixed-block workload first, then under the free-block one.
+  bool free_asked = false;
+  for (const std::string &args : log.asked) free_asked = free_asked || args.find("_bn") == std::string::npos;
+  EXPECT_TRUE(free_asked);
+}
+
+TEST(GraphLayout, OlderRecordsWithTheChosenBlocksStillApply) {
+  FakeLog log(free_block_records(8, 8));
+  expect_layout_and_values(two_convs(), log, 2);
 }
 
 TEST(GraphLayout, LayoutTransformsBetweenBlocksRoundTripExactly) {
@@ -422,6 +475,11 @@ void check_model(const std::string &model, const ModelCounts &want) {
   }
   EXPECT_EQ(from_nchw, want.from_nchw) << print(a);
   EXPECT_EQ(to_nchw, want.to_nchw) << print(a);
+  // Tuned with any configs of the workloads the executor asks for, the model keeps its layout.
+  std::mt19937_64 rng(3);
+  FakeLog log([&](const ops::Task &t) -> std::optional<autotune::Config> { return t.space().sample(rng); });
+  po.configs = &log;
+  EXPECT_EQ(layout_of(driver::optimize_graph(g, po)), layout_of(a));
   expect_outputs_kept(g, a);
   const deploy::Tensor input = frontend::onnx::read_tensor_file((dir / "input_0.pb").string());
   driver::GraphExecutor ef(fused), ea(a);
@@ -439,12 +497,10 @@ void check_model(const std::string &model, const ModelCounts &want) {
 // Every conv blocked; transforms at the input and before the classifier only.
 TEST(GraphLayout, Resnet18IsBlockedFromTheInputToTheClassifier) { check_model("resnet18", {20, 0, 2}); }
 
-// With 16 lanes (AVX-512), the default output block of the convs to 24 and 144 channels is 24,
-// not whole vectors: those four convs stay NCHW, between three pairs of transforms.
-TEST(GraphLayout, MobilenetV2IsBlockedButForBlocksThatAreNotWholeVectors) {
-  const bool avx512 = driver::resolve_target("llvm -mcpu=native").lanes(ir::Float(32)) == 16;
-  check_model("mobilenet_v2", avx512 ? ModelCounts{48, 4, -1, 3, 3} : ModelCounts{52, 0, -1, 1, 1});
-}
+// The same for MobileNetV2: each depthwise conv keeps its producer's block, the 1x1 projections to
+// 24 channels (no block of whole vectors with 16 lanes) take a part of a vector, 8, and the 1x1
+// expansions read it.
+TEST(GraphLayout, MobilenetV2IsBlockedFromTheInputToTheClassifier) { check_model("mobilenet_v2", {52, 0, 2}); }
 
 }  // namespace
 }  // namespace kiln::graph
