@@ -49,6 +49,8 @@ inline std::vector<ExampleWorkload> example_workloads() {
       {"reduce.x86", Json::object({{"data", t({3, 50})}, {"axes", 1}})},
       {"layout_transform.x86", Json::object({{"data", t({1, 16, 5, 7})}, {"dst_block", 8}})},
       {"layout_transform.x86", Json::object({{"data", t({1, 2, 5, 7, 8})}, {"src_block", 8}, {"dst_block", 16}})},
+      {"elemwise.cuda", Json::object({{"data", t({3, 50})}, {"epilogue", relu}})},
+      {"matmul.cuda", Json::object({{"a", t({6, 20})}, {"b", t({20, 12})}})},
   };
 }
 
