@@ -44,35 +44,60 @@ int64_t numel(const te::Tensor &t) {
   return n;
 }
 
-// ------------------------------------------------------------------ elemwise.cuda
-// All axes fused, split into blocks of `num_thread` threads.
+// ------------------------------------------------------------------ one thread per output
+// The output's axes fused and split into blocks of `num_thread` threads; every other stage is
+// inlined (injective stages: padding, epilogues) or, for a reduction, computed by the thread that
+// needs it, in local memory. A schedule for every operator, and the one for the injective ones.
 
-void register_elemwise(Registry &r) {
-  Template t = derived(r, "elemwise.x86", "elemwise.cuda", "a chain of elementwise ops on one tensor, on CUDA threads");
-  auto base = r.get("elemwise.x86");
-  t.define_space = [base](ConfigSpace &s, const Json &a, const Target &) {
-    const int64_t n = numel(base->compute(a, Config()).outputs[0]);
-    std::vector<int64_t> threads;
-    for (int64_t v : {32, 64, 128, 256, 512, 1024}) {
-      if (v <= std::max<int64_t>(32, n)) threads.push_back(v);
+void define_thread_per_output(ConfigSpace &s, int64_t outputs) {
+  std::vector<int64_t> threads;
+  for (int64_t v : {32, 64, 128, 256, 512, 1024}) {
+    if (v <= std::max<int64_t>(32, outputs) && v <= kMaxThreadsPerBlock) threads.push_back(v);
+  }
+  s.define_choice("num_thread", threads);
+}
+
+Config default_thread_per_output(const ConfigSpace &s) {
+  const auto &k = s.knob("num_thread");
+  const Json v = k.find(Json(int64_t{256})) >= 0 ? Json(int64_t{256}) : k.entities.back();
+  return s.from_values({{"num_thread", v}});
+}
+
+void schedule_thread_per_output(te::Schedule &s, const Compute &c, const Config &cfg) {
+  const te::Tensor &out = c.outputs.at(0);
+  te::Stage so = s[out];
+  std::vector<IterVar> axes;
+  for (size_t i = 0; i < out.shape().size(); ++i) axes.push_back(so.axis(i));
+  IterVar fused = axes[0], bx, tx;
+  if (axes.size() > 1) so.fuse(axes, &fused);
+  so.split(fused, cfg.choice_int("num_thread"), &bx, &tx);
+  so.bind(bx, "blockIdx.x");
+  so.bind(tx, "threadIdx.x");
+  std::vector<te::Operation> others;
+  for (const auto &st : s.stages()) {
+    if (st->op != out.op() && dynamic_cast<const te::ComputeOpNode *>(st->op.get())) others.push_back(st->op);
+  }
+  for (const te::Operation &op : others) {
+    te::Stage st = s[op];
+    if (static_cast<const te::ComputeOpNode *>(op.get())->is_reduction()) {
+      st.set_scope("local");
+      st.compute_at(so, tx);
+    } else {
+      st.compute_inline();
     }
-    s.define_choice("num_thread", threads);
+  }
+}
+
+// `name` (NAME.cuda) with the compute of NAME.x86 and the schedule above.
+void register_thread_per_output(Registry &r, const std::string &op, const std::string &summary) {
+  Template t = derived(r, op + ".x86", op + ".cuda", summary);
+  auto base = r.get(op + ".x86");
+  t.define_space = [base](ConfigSpace &s, const Json &a, const Target &) {
+    define_thread_per_output(s, numel(base->compute(a, Config()).outputs[0]));
   };
-  t.default_config = [](const ConfigSpace &s, const Json &, const Target &) {
-    const auto &k = s.knob("num_thread");
-    const Json v = k.find(Json(int64_t{256})) >= 0 ? Json(int64_t{256}) : k.entities.back();
-    return s.from_values({{"num_thread", v}});
-  };
+  t.default_config = [](const ConfigSpace &s, const Json &, const Target &) { return default_thread_per_output(s); };
   t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
-    inline_epilogue(s, c);
-    te::Stage st = s[c.outputs[0]];
-    std::vector<IterVar> axes;
-    for (size_t i = 0; i < c.outputs[0].shape().size(); ++i) axes.push_back(st.axis(i));
-    IterVar fused = axes[0], bx, tx;
-    if (axes.size() > 1) st.fuse(axes, &fused);
-    st.split(fused, cfg.choice_int("num_thread"), &bx, &tx);
-    st.bind(bx, "blockIdx.x");
-    st.bind(tx, "threadIdx.x");
+    schedule_thread_per_output(s, c, cfg);
   };
   r.add(std::move(t));
 }
@@ -168,7 +193,15 @@ void register_matmul(Registry &r) {
 }  // namespace
 
 void register_cuda_templates(Registry &r) {
-  register_elemwise(r);
+  register_thread_per_output(r, "elemwise", "a chain of elementwise ops on one tensor, one CUDA thread per element");
+  register_thread_per_output(r, "broadcast", "a broadcasting binary op, one CUDA thread per element");
+  register_thread_per_output(r, "reduce", "a reduction over axes, one CUDA thread per output");
+  register_thread_per_output(r, "pool2d", "max/average 2-D pooling, one CUDA thread per output");
+  register_thread_per_output(r, "softmax", "softmax over the last axis, one CUDA thread per output");
+  register_thread_per_output(r, "layer_norm", "layer normalization, one CUDA thread per output");
+  register_thread_per_output(r, "conv2d_nchw", "direct 2-D convolution in NCHW, one CUDA thread per output");
+  register_thread_per_output(r, "depthwise_conv2d_nchw",
+                             "depthwise 2-D convolution in NCHW, one CUDA thread per output");
   register_matmul(r);
 }
 

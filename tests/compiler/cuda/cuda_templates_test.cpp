@@ -12,6 +12,7 @@
 #include "compiler/codegen/cuda/nvrtc_compiler.h"
 #include "compiler/ops/epilogue.h"
 #include "compiler/ops/registry.h"
+#include "tests/compiler/ops/example_workloads.h"
 #include "tests/compiler/schedule/harness.h"
 
 namespace kiln::ops {
@@ -31,9 +32,9 @@ std::vector<std::vector<int64_t>> shapes_of(const std::vector<te::Tensor> &ts) {
   return out;
 }
 
-// Runs `configs` random configs of the task (the default first) in the interpreter against the
-// unscheduled compute; returns how many were checked.
-int check_random_configs(const Task &task, int configs, double tol) {
+// Runs each config in the interpreter against the unscheduled compute, the lowered function as it
+// is and as the CUDA back end rewrites it (make_block_phases); returns how many matched.
+int check_configs(const Task &task, const std::vector<autotune::Config> &configs, double tol) {
   Compute ref_c = task.compute(task.default_config());
   auto ref_s = te::create_schedule(ref_c.outputs);
   ir::LoweredFunc ref = lower::lower(*ref_s, ref_c.args(), "reference");
@@ -42,10 +43,8 @@ int check_random_configs(const Task &task, int configs, double tol) {
   auto expect = testing::run_interp(ref, in);
   const size_t n_in = ref_c.inputs.size();
 
-  std::mt19937_64 rng(42);
   int checked = 0;
-  for (int i = 0; i < configs; ++i) {
-    autotune::Config cfg = i == 0 ? task.default_config() : task.space().sample(rng);
+  for (const autotune::Config &cfg : configs) {
     SCOPED_TRACE(cfg.to_string());
     ir::LoweredFunc f = task.lower(cfg, "k");
     codegen::LaunchDims dims = codegen::launch_dims(f);
@@ -63,6 +62,14 @@ int check_random_configs(const Task &task, int configs, double tol) {
   return checked;
 }
 
+// The default config and `n - 1` random ones.
+std::vector<autotune::Config> random_configs(const Task &task, int n) {
+  std::mt19937_64 rng(42);
+  std::vector<autotune::Config> configs = {task.default_config()};
+  while (static_cast<int>(configs.size()) < n) configs.push_back(task.space().sample(rng));
+  return configs;
+}
+
 void expect_compiles(const Task &task, int random_configs) {
   if (!codegen::nvrtc_available()) GTEST_SKIP() << "Kiln was built without the CUDA toolkit (NVRTC)";
   std::mt19937_64 rng(7);
@@ -76,19 +83,29 @@ void expect_compiles(const Task &task, int random_configs) {
   }
 }
 
-TEST(CudaTemplates, ElemwiseRandomConfigsMatchTheUnscheduledCompute) {
-  Json args = Json::object({{"data", Json::object({{"shape", Json::array_of(std::vector<int64_t>{3, 37, 5})}})},
-                            {"epilogue", Json::array({epilogue::relu(), epilogue::scale(0.5)})}});
-  Task task("elemwise.cuda", args, cuda_target());
-  EXPECT_EQ(check_random_configs(task, 200, 0), 200);
-  expect_compiles(task, 3);
+// The templates with one thread per output have small spaces (the block size): every config of
+// each is checked, on the example workload of the operator (tests/compiler/ops).
+TEST(CudaTemplates, EveryConfigOfTheThreadPerOutputTemplatesMatchesTheUnscheduledCompute) {
+  int templates = 0;
+  for (const testing::ExampleWorkload &w : testing::example_workloads()) {
+    const std::string &name = w.template_name;
+    if (name.size() < 5 || name.compare(name.size() - 5, 5, ".cuda") != 0 || name == "matmul.cuda") continue;
+    SCOPED_TRACE(name);
+    Task task(name, w.args, cuda_target());
+    const int n = static_cast<int>(task.space().count_valid());
+    EXPECT_GE(n, 1);
+    EXPECT_EQ(check_configs(task, task.space().enumerate(), 1e-4), n);
+    expect_compiles(task, 1);
+    ++templates;
+  }
+  EXPECT_EQ(templates, 8);
 }
 
 TEST(CudaTemplates, MatmulRandomConfigsMatchTheUnscheduledCompute) {
   Json args = Json::parse(R"({"a": {"shape": [12, 20]}, "b": {"shape": [20, 18]}})");
   Task task("matmul.cuda", args, cuda_target());
   EXPECT_GT(task.space().count_valid(), 200);
-  EXPECT_EQ(check_random_configs(task, 200, 1e-4), 200);
+  EXPECT_EQ(check_configs(task, random_configs(task, 200), 1e-4), 200);
   expect_compiles(task, 3);
 }
 
