@@ -21,6 +21,8 @@ namespace {
 // threads and, without opting in to more, 48 KiB of static shared memory.
 constexpr int64_t kMaxThreadsPerBlock = 1024;
 constexpr int64_t kMaxSharedBytes = 48 * 1024;
+// Virtual threads a block runs one after the other in each thread (their registers add up).
+constexpr int64_t kMaxVirtualThreads = 16;
 
 // A CUDA template with the arguments, compute and FLOP count of the template `base` (registered
 // before it) and its own summary; the space, default config and schedule are left to the caller.
@@ -103,9 +105,9 @@ void register_thread_per_output(Registry &r, const std::string &op, const std::s
 }
 
 // ------------------------------------------------------------------ matmul.cuda
-// C[M, N] = A[M, K] x B[K, N]: a block computes a tile of C, each of its threads a register tile
-// of yi x xi outputs accumulated in local memory; tiles of A and B over ko are staged through
-// shared memory by all threads of the block.
+// C[M, N] = A[M, K] x B[K, N]: a block computes a tile of C as vy x vx virtual-thread tiles, in
+// each of which a thread computes a register tile of yi x xi outputs accumulated in local memory;
+// tiles of A and B over ko are staged through shared memory by all threads of the block.
 
 void register_matmul(Registry &r) {
   Template t = derived(r, "matmul.x86", "matmul.cuda",
@@ -123,26 +125,27 @@ void register_matmul(Registry &r) {
   };
   t.define_space = [dims](ConfigSpace &s, const Json &a, const Target &) {
     const Dims d = dims(a);
-    s.define_split("tile_y", d.M, 3);  // blocks, threads, per thread
-    s.define_split("tile_x", d.N, 3);
+    s.define_split("tile_y", d.M, 4);  // blocks, virtual threads, threads, per thread
+    s.define_split("tile_x", d.N, 4);
     s.define_split("tile_k", d.K, 2);  // stages, per stage
     s.define_bool("unroll_k");
-    s.add_product_limit("threads_per_block", {{"tile_y", 1}, {"tile_x", 1}}, 1, kMaxThreadsPerBlock);
+    s.add_product_limit("threads_per_block", {{"tile_y", 2}, {"tile_x", 2}}, 1, kMaxThreadsPerBlock);
+    s.add_product_limit("virtual_threads", {{"tile_y", 1}, {"tile_x", 1}}, 1, kMaxVirtualThreads);
     s.add_constraint("shared_memory", {"tile_y", "tile_x", "tile_k"}, [d](const Config &c) {
       const auto y = c.split("tile_y"), x = c.split("tile_x"), k = c.split("tile_k");
-      return (y[1] * y[2] + x[1] * x[2]) * k[1] * d.bytes <= kMaxSharedBytes;
+      return (y[2] * y[3] + x[2] * x[3]) * k[1] * d.bytes <= kMaxSharedBytes;
     });
   };
   t.default_config = [dims](const ConfigSpace &s, const Json &a, const Target &) {
     const Dims d = dims(a);
-    auto split3 = [](int64_t n, int64_t threads, int64_t inner) {
+    auto split4 = [](int64_t n, int64_t threads, int64_t inner) {
       const int64_t i = largest_divisor_at_most(n, inner);
       const int64_t th = largest_divisor_at_most(n / i, threads);
-      return Json::array_of(std::vector<int64_t>{n / i / th, th, i});
+      return Json::array_of(std::vector<int64_t>{n / i / th, 1, th, i});
     };
     const int64_t kb = largest_divisor_at_most(d.K, 8);
-    return s.from_values({{"tile_y", split3(d.M, 8, 4)},
-                          {"tile_x", split3(d.N, 16, 4)},
+    return s.from_values({{"tile_y", split4(d.M, 8, 4)},
+                          {"tile_x", split4(d.N, 16, 4)},
                           {"tile_k", Json::array_of(std::vector<int64_t>{d.K / kb, kb})},
                           {"unroll_k", Json(int64_t{1})}});
   };
@@ -157,14 +160,19 @@ void register_matmul(Registry &r) {
     }
     const auto ty = cfg.split("tile_y"), tx = cfg.split("tile_x"), tk = cfg.split("tile_k");
     te::Stage so = s[out];
-    IterVar by, yt, yi, bx, xt, xi, tmp;
-    so.split(so.axis(0), ty[1] * ty[2], &by, &tmp);
-    so.split(tmp, ty[2], &yt, &yi);
-    so.split(so.axis(1), tx[1] * tx[2], &bx, &tmp);
-    so.split(tmp, tx[2], &xt, &xi);
-    so.reorder({by, bx, yt, xt, yi, xi});
+    IterVar by, vy, yt, yi, bx, vx, xt, xi, tmp, rest;
+    so.split(so.axis(0), ty[1] * ty[2] * ty[3], &by, &tmp);
+    so.split(tmp, ty[2] * ty[3], &vy, &rest);
+    so.split(rest, ty[3], &yt, &yi);
+    so.split(so.axis(1), tx[1] * tx[2] * tx[3], &bx, &tmp);
+    so.split(tmp, tx[2] * tx[3], &vx, &rest);
+    so.split(rest, tx[3], &xt, &xi);
+    so.reorder({by, bx, vy, vx, yt, xt, yi, xi});
     so.bind(by, "blockIdx.y");
     so.bind(bx, "blockIdx.x");
+    IterVar v;  // one vthread loop: a binding may not nest in another of its tag
+    so.fuse(vy, vx, &v);
+    so.bind(v, "vthread");
     so.bind(yt, "threadIdx.y");
     so.bind(xt, "threadIdx.x");
 
@@ -179,10 +187,10 @@ void register_matmul(Registry &r) {
       te::Tensor shared = s.cache_read(in, "shared", {acc.op()});
       te::Stage st = s[shared];
       st.compute_at(sa, ko);
-      IterVar fused, fo, fx, fy, rest;
+      IterVar fused, fo, fx, fy, fr;
       st.fuse(st.axis(0), st.axis(1), &fused);
-      st.split(fused, tx[1], &rest, &fx);
-      st.split(rest, ty[1], &fo, &fy);
+      st.split(fused, tx[2], &fr, &fx);
+      st.split(fr, ty[2], &fo, &fy);
       st.bind(fy, "threadIdx.y");
       st.bind(fx, "threadIdx.x");
     }

@@ -105,7 +105,26 @@ TEST(CudaTemplates, MatmulRandomConfigsMatchTheUnscheduledCompute) {
   Json args = Json::parse(R"({"a": {"shape": [12, 20]}, "b": {"shape": [20, 18]}})");
   Task task("matmul.cuda", args, cuda_target());
   EXPECT_GT(task.space().count_valid(), 200);
-  EXPECT_EQ(check_configs(task, random_configs(task, 200), 1e-4), 200);
+  const std::vector<autotune::Config> configs = random_configs(task, 200);
+  EXPECT_EQ(check_configs(task, configs, 1e-4), 200);
+  // Virtual threads, several threads and several stages of shared memory all come up.
+  int vthreads = 0, threads = 0, stages = 0;
+  for (const auto &cfg : configs) {
+    const auto y = cfg.split("tile_y"), x = cfg.split("tile_x"), k = cfg.split("tile_k");
+    vthreads += y[1] * x[1] > 1;
+    threads += y[2] * x[2] > 1;
+    stages += k[0] > 1;
+  }
+  EXPECT_GT(vthreads, 50);
+  EXPECT_GT(threads, 50);
+  EXPECT_GT(stages, 50);
+  const autotune::Config with_vthreads =
+      task.space().from_values({{"tile_y", Json::array_of(std::vector<int64_t>{1, 2, 3, 2})},
+                                {"tile_x", Json::array_of(std::vector<int64_t>{1, 3, 3, 2})},
+                                {"tile_k", Json::array_of(std::vector<int64_t>{4, 5})}});
+  const std::string src = codegen::codegen_cuda(task.lower(with_vthreads, "k"));
+  EXPECT_NE(src.find("// vthread"), std::string::npos) << src;
+  EXPECT_NE(src.find("__shared__"), std::string::npos) << src;
   expect_compiles(task, 3);
 }
 
@@ -119,8 +138,9 @@ TEST(CudaTemplates, SpacesKeepToTheBlockLimits) {
   for (int i = 0; i < 200; ++i) {
     autotune::Config cfg = task.space().sample(rng);
     const auto y = cfg.split("tile_y"), x = cfg.split("tile_x"), k = cfg.split("tile_k");
-    EXPECT_LE(y[1] * x[1], 1024) << cfg.to_string();
-    EXPECT_LE((y[1] * y[2] + x[1] * x[2]) * k[1] * 4, 48 * 1024) << cfg.to_string();
+    EXPECT_LE(y[2] * x[2], 1024) << cfg.to_string();
+    EXPECT_LE(y[1] * x[1], 16) << cfg.to_string();
+    EXPECT_LE((y[2] * y[3] + x[2] * x[3]) * k[1] * 4, 48 * 1024) << cfg.to_string();
   }
 }
 
