@@ -91,6 +91,8 @@ class CodeGenC {
   void pop(const ir::Var &v) { bound_[v.get()].pop_back(); }
   // Writes one line of the current function at the current indentation.
   void line(const std::string &s) { body_ << std::string(static_cast<size_t>(indent_) * 2, ' ') << s << "\n"; }
+  // Indents the lines that follow by `delta` more levels (less when negative).
+  void indent_by(int delta) { indent_ += delta; }
   // The text of an expression (scalar, or one lane inside a lane loop) and of a statement.
   std::string expr(const ir::Expr &e);
   void stmt(const ir::Stmt &s);

@@ -52,6 +52,14 @@ std::string nvrtc_version() {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
+std::vector<int> nvrtc_supported_archs() {
+  int count = 0;
+  check(nvrtcGetNumSupportedArchs(&count), "counting the supported architectures");
+  std::vector<int> archs(static_cast<size_t>(count));
+  if (count > 0) check(nvrtcGetSupportedArchs(archs.data()), "listing the supported architectures");
+  return archs;
+}
+
 std::string compile_cuda_to_ptx(const std::string &source, const std::string &program_name,
                                 const std::vector<std::string> &options) {
   Program program(source, program_name);
@@ -78,6 +86,8 @@ std::string compile_cuda_to_ptx(const std::string &source, const std::string &pr
 bool nvrtc_available() { return false; }
 
 std::string nvrtc_version() { return {}; }
+
+std::vector<int> nvrtc_supported_archs() { return {}; }
 
 std::string compile_cuda_to_ptx(const std::string & /*source*/, const std::string &program_name,
                                 const std::vector<std::string> & /*options*/) {

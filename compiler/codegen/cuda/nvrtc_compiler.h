@@ -27,6 +27,10 @@ bool nvrtc_available();
 // NVRTC's version as "MAJOR.MINOR", or "" without NVRTC.
 std::string nvrtc_version();
 
+// The compute capabilities this NVRTC compiles for (75, 80, ..., each major * 10 + minor),
+// ascending; empty without NVRTC. Toolkits drop old architectures: CUDA 13 has no sm_70.
+std::vector<int> nvrtc_supported_archs();
+
 // Compiles `source` to PTX. `program_name` names the source in messages ("axpy.cu");
 // `options` are NVRTC options, for example {"--gpu-architecture=compute_90", "-default-device"}.
 // Throws NvrtcError, with NVRTC's log, when compilation fails.

@@ -49,6 +49,20 @@ inline std::vector<ExampleWorkload> example_workloads() {
       {"reduce.x86", Json::object({{"data", t({3, 50})}, {"axes", 1}})},
       {"layout_transform.x86", Json::object({{"data", t({1, 16, 5, 7})}, {"dst_block", 8}})},
       {"layout_transform.x86", Json::object({{"data", t({1, 2, 5, 7, 8})}, {"src_block", 8}, {"dst_block", 16}})},
+      {"elemwise.cuda", Json::object({{"data", t({3, 50})}, {"epilogue", relu}})},
+      {"broadcast.cuda", Json::object({{"lhs", t({3, 50})}, {"rhs", t({50})}})},
+      {"reduce.cuda", Json::object({{"data", t({3, 50})}, {"axes", 1}})},
+      {"pool2d.cuda", Json::object({{"data", t({1, 4, 9, 9})},
+                                    {"kernel", Json::array_of(std::vector<int64_t>{3, 3})},
+                                    {"padding", 1},
+                                    {"pool_type", "avg"}})},
+      {"softmax.cuda", Json::object({{"data", t({4, 37})}})},
+      {"layer_norm.cuda", Json::object({{"data", t({4, 40})}})},
+      {"conv2d_nchw.cuda",
+       Json::object({{"data", t({1, 4, 7, 9})}, {"kernel", t({8, 4, 3, 3})}, {"padding", 1}, {"epilogue", relu}})},
+      {"depthwise_conv2d_nchw.cuda",
+       Json::object({{"data", t({1, 4, 9, 9})}, {"kernel", t({4, 1, 3, 3})}, {"strides", 2}, {"padding", 1}})},
+      {"matmul.cuda", Json::object({{"a", t({6, 20})}, {"b", t({20, 12})}})},
   };
 }
 

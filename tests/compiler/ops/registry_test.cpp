@@ -21,21 +21,30 @@ const ops::Target kTarget = driver::resolve_target("llvm -mcpu=znver4");
 
 TEST(Registry, BuiltinTemplates) {
   std::vector<std::string> want = {"batch_matmul.x86",
+                                   "broadcast.cuda",
                                    "broadcast.x86",
+                                   "conv2d_nchw.cuda",
                                    "conv2d_nchw.x86",
                                    "conv2d_nchwc.x86",
                                    "conv2d_transpose_nchw.x86",
                                    "dense_nopack.x86",
                                    "dense_pack.x86",
+                                   "depthwise_conv2d_nchw.cuda",
                                    "depthwise_conv2d_nchw.x86",
                                    "depthwise_conv2d_nchwc.x86",
+                                   "elemwise.cuda",
                                    "elemwise.x86",
                                    "global_pool2d.x86",
+                                   "layer_norm.cuda",
                                    "layer_norm.x86",
                                    "layout_transform.x86",
+                                   "matmul.cuda",
                                    "matmul.x86",
+                                   "pool2d.cuda",
                                    "pool2d.x86",
+                                   "reduce.cuda",
                                    "reduce.x86",
+                                   "softmax.cuda",
                                    "softmax.x86"};
   EXPECT_EQ(ops::Registry::builtin().names(), want);
   EXPECT_THROW(ops::Registry::builtin().get("conv3d.x86"), ops::OpError);

@@ -1,0 +1,461 @@
+#include "compiler/codegen/cuda/codegen_cuda.h"
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <sstream>
+
+#include "compiler/codegen/c/codegen_c.h"
+#include "compiler/codegen/cuda/nvrtc_compiler.h"
+#include "compiler/ir/ir_printer.h"
+#include "compiler/ir/ir_visitor.h"
+#include "compiler/ir/op.h"
+
+namespace kiln::codegen {
+
+using ir::DataType;
+
+namespace {
+
+// The axis (0, 1, 2) of a blockIdx.* or threadIdx.* tag; -1 for any other tag.
+int tag_axis(const std::string &tag, const std::string &prefix) {
+  if (tag.size() != prefix.size() + 2 || tag.compare(0, prefix.size(), prefix) != 0 || tag[prefix.size()] != '.') {
+    return -1;
+  }
+  const char c = tag.back();
+  return c >= 'x' && c <= 'z' ? c - 'x' : -1;
+}
+
+bool is_vthread(const std::string &tag) { return tag == "vthread" || tag.rfind("vthread.", 0) == 0; }
+
+bool has_barrier(const ir::Stmt &s) {
+  bool found = false;
+  ir::post_order_visit(s, [&](const ir::IRNode *n) {
+    if (n->node_type != ir::NodeType::Call) return;
+    if (static_cast<const ir::CallNode *>(n)->name == ir::intrinsic::kSyncThreads) found = true;
+  });
+  return found;
+}
+
+// The kernel's symbol: f's name with every character that is not a letter, digit or '_' as '_'.
+std::string kernel_symbol(const std::string &name) {
+  std::string s;
+  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '_') s = "k" + s;
+  return s;
+}
+
+bool is_barrier(const ir::Stmt &s) {
+  const auto *e = s.as<ir::EvaluateNode>();
+  const auto *c = e ? e->value.as<ir::CallNode>() : nullptr;
+  return c && c->name == ir::intrinsic::kSyncThreads;
+}
+
+ir::Stmt barrier() {
+  return ir::EvaluateNode::make(
+      ir::CallNode::make(ir::Int(32), ir::intrinsic::kSyncThreads, {}, ir::CallNode::Kind::Intrinsic));
+}
+
+bool contains_thread_loop(const ir::Stmt &s) {
+  bool found = false;
+  ir::post_order_visit(s, [&](const ir::IRNode *n) {
+    if (n->node_type != ir::NodeType::For) return;
+    const auto *op = static_cast<const ir::ForNode *>(n);
+    if (op->kind == ir::ForKind::ThreadBinding && tag_axis(op->thread_tag, "threadIdx") >= 0) found = true;
+  });
+  return found;
+}
+
+// Whether s writes memory or calls something: what must run as often as the interpreter runs it.
+bool has_effect(const ir::Stmt &s) {
+  bool found = false;
+  ir::post_order_visit(s, [&](const ir::IRNode *n) {
+    if (n->node_type == ir::NodeType::Store) found = true;
+    if (n->node_type == ir::NodeType::Call &&
+        static_cast<const ir::CallNode *>(n)->name != ir::intrinsic::kSyncThreads) {
+      found = true;
+    }
+  });
+  return found;
+}
+
+// The rewrite of make_block_phases: where a statement is, which thread axes enclosing threadIdx
+// loops bind, and whether every thread of the block reaches it.
+class BlockPhases {
+ public:
+  BlockPhases(const ir::LoweredFunc &f, const LaunchDims &dims) : f_(f), dims_(dims) {}
+
+  ir::Stmt run(const ir::Stmt &body) { return sequence({body}, {}, true); }
+
+ private:
+  using Bound = std::array<bool, 3>;
+
+  // The launched thread axes that no enclosing loop binds: the threads that would repeat work the
+  // interpreter does once.
+  std::vector<int> unbound(const Bound &bound) const {
+    std::vector<int> axes;
+    for (int a = 0; a < 3; ++a) {
+      if (!bound[a] && dims_.block[a] > 1) axes.push_back(a);
+    }
+    return axes;
+  }
+
+  // A run of statements: work without thread loops goes to thread 0 of the unbound axes, and a
+  // barrier separates each phase that threads share from the next.
+  ir::Stmt sequence(const std::vector<ir::Stmt> &nested, const Bound &bound, bool uniform) {
+    const std::vector<int> axes = unbound(bound);
+    // Nested blocks are part of the same run.
+    std::vector<ir::Stmt> stmts;
+    std::function<void(const ir::Stmt &)> flatten = [&](const ir::Stmt &s) {
+      if (const auto *b = s.as<ir::BlockNode>()) {
+        for (const auto &c : b->stmts) flatten(c);
+      } else {
+        stmts.push_back(s);
+      }
+    };
+    for (const auto &s : nested) flatten(s);
+    std::vector<ir::Stmt> out;
+    std::vector<ir::Stmt> single;  // consecutive work for thread 0, run under one guard
+    auto flush = [&] {
+      if (single.empty()) return;
+      out.push_back(single_thread(single.size() == 1 ? single[0] : ir::BlockNode::make(single), bound, axes));
+      single.clear();
+    };
+    bool prev_threads = false;  // the previous statement ran thread loops
+    bool prev_any = false;
+    bool prev_barrier = false;
+    for (const ir::Stmt &s : stmts) {
+      if (ir::is_nop(s)) continue;
+      const bool barrier_here = is_barrier(s);
+      const bool threads = contains_thread_loop(s);
+      const bool alone = !barrier_here && !threads && !axes.empty() && has_effect(s);
+      if (!alone) flush();
+      if (!axes.empty() && prev_any && !prev_barrier && !barrier_here && (threads || prev_threads)) {
+        if (!uniform) {
+          throw UserError(detail::concat("function ", f_.name,
+                                         ": the CUDA back end needs a barrier between phases of a block at a place "
+                                         "only some of its threads reach"));
+        }
+        out.push_back(barrier());
+      }
+      if (alone) {
+        single.push_back(s);
+      } else {
+        out.push_back(threads ? rewrite(s, bound, uniform) : s);
+      }
+      prev_any = true;
+      prev_threads = threads;
+      prev_barrier = barrier_here;
+    }
+    flush();
+    if (out.empty()) return ir::make_nop();
+    return out.size() == 1 ? out[0] : ir::BlockNode::make(out);
+  }
+
+  // s, which holds thread loops, with its runs of statements rewritten.
+  ir::Stmt rewrite(const ir::Stmt &s, const Bound &bound, bool uniform) {
+    switch (s.node_type()) {
+      case ir::NodeType::For: {
+        const auto *op = s.as<ir::ForNode>();
+        Bound inner = bound;
+        bool inner_uniform = uniform;
+        const int axis = op->kind == ir::ForKind::ThreadBinding ? tag_axis(op->thread_tag, "threadIdx") : -1;
+        if (axis >= 0) {
+          inner[axis] = true;
+          auto extent = ir::as_const_int(op->extent);
+          if (!extent || *extent < dims_.block[axis]) inner_uniform = false;
+        }
+        std::vector<ir::Stmt> body{op->body};
+        // The interpreter finishes one iteration's threads before the next iteration starts.
+        if (axis < 0 && tag_axis(op->thread_tag, "blockIdx") < 0 && !unbound(bound).empty()) {
+          body.push_back(barrier());
+        }
+        return ir::ForNode::make(op->loop_var, op->min, op->extent, op->kind, sequence(body, inner, inner_uniform),
+                                 op->thread_tag);
+      }
+      case ir::NodeType::LetStmt: {
+        const auto *op = s.as<ir::LetStmtNode>();
+        return ir::LetStmtNode::make(op->var, op->value, sequence({op->body}, bound, uniform));
+      }
+      case ir::NodeType::Allocate: {
+        const auto *op = s.as<ir::AllocateNode>();
+        return ir::AllocateNode::make(op->buffer_var, op->dtype, op->extents, op->scope,
+                                      sequence({op->body}, bound, uniform));
+      }
+      case ir::NodeType::AttrStmt: {
+        const auto *op = s.as<ir::AttrStmtNode>();
+        return ir::AttrStmtNode::make(op->node, op->key, op->value, sequence({op->body}, bound, uniform));
+      }
+      case ir::NodeType::AssertStmt: {
+        const auto *op = s.as<ir::AssertStmtNode>();
+        return ir::AssertStmtNode::make(op->condition, op->message, sequence({op->body}, bound, uniform));
+      }
+      case ir::NodeType::IfThenElse: {
+        const auto *op = s.as<ir::IfThenElseNode>();
+        // A condition inside a thread loop may differ between threads.
+        const bool inner_uniform = uniform && bound == Bound{};
+        ir::Stmt else_case = op->else_case.defined() ? sequence({op->else_case}, bound, inner_uniform) : ir::Stmt();
+        return ir::IfThenElseNode::make(op->condition, sequence({op->then_case}, bound, inner_uniform), else_case);
+      }
+      case ir::NodeType::Block:
+        return sequence(s.as<ir::BlockNode>()->stmts, bound, uniform);
+      default:
+        return s;
+    }
+  }
+
+  // s run by thread 0 of each axis in `axes`: inside loops of extent 1 bound to them.
+  ir::Stmt single_thread(const ir::Stmt &s, const Bound &bound, const std::vector<int> &axes) {
+    ir::Stmt body = s;
+    bool barriers = false;
+    ir::post_order_visit(s, [&](const ir::IRNode *n) {
+      if (n->node_type == ir::NodeType::Call &&
+          static_cast<const ir::CallNode *>(n)->name == ir::intrinsic::kSyncThreads) {
+        barriers = true;
+      }
+    });
+    if (barriers) {
+      if (bound != Bound{}) {
+        throw UserError(
+            detail::concat("function ", f_.name, ": a barrier in work that only one thread of the block does"));
+      }
+      // Outside every thread loop a barrier has nothing to wait for.
+      body = strip_barriers(body);
+    }
+    for (int a : axes) {
+      const char tag[] = {'t', 'h', 'r', 'e', 'a', 'd', 'I', 'd', 'x', '.', static_cast<char>('x' + a), '\0'};
+      body = ir::ForNode::make(ir::Var(detail::concat("single_", static_cast<char>('x' + a))), 0, 1,
+                               ir::ForKind::ThreadBinding, body, tag);
+    }
+    return body;
+  }
+
+  static ir::Stmt strip_barriers(const ir::Stmt &s) {
+    class Strip : public ir::IRMutator {
+     public:
+      using ir::IRMutator::mutate;
+
+     protected:
+      ir::Stmt visit(const ir::EvaluateNode *op, const ir::Stmt &self) override {
+        return is_barrier(self) ? ir::make_nop() : ir::IRMutator::visit(op, self);
+      }
+    };
+    return Strip().mutate(s);
+  }
+
+  const ir::LoweredFunc &f_;
+  const LaunchDims &dims_;
+};
+
+// The preamble's own definitions of what the C back end's code takes from the C headers, which
+// NVRTC does not have.
+constexpr const char *kPreamble = R"(typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+typedef unsigned long long uintptr_t;
+#define INT64_C(c) c##LL
+#define UINT64_C(c) c##ULL
+#define INFINITY __int_as_float(0x7f800000)
+#define NAN __int_as_float(0x7fffffff)
+#define NULL 0
+)";
+
+class CodeGenCuda : public CodeGenC {
+ public:
+  CodeGenCuda(const ir::LoweredFunc &f, LaunchDims launch) : CodeGenC(f), launch_(launch) {}
+
+ protected:
+  std::string preamble() override { return "// Kiln CUDA back end: function " + f_.name + ".\n" + kPreamble + "\n"; }
+
+  std::string functions() override {
+    const std::string entry = kernel_symbol(f_.name);
+    fresh(entry);  // the kernel's name, which no variable may take
+    for (const auto &p : f_.params) push(p.data, fresh(p.name));
+    for (const auto &v : f_.size_vars) push(v, fresh(v.name()));
+    std::string text = kernel_function(entry, f_.body);
+    // kernel_function ends a C kernel with its status; a __global__ function returns nothing.
+    const std::string c_end = "  return 0;\n}\n";
+    KILN_CHECK(text.size() >= c_end.size() && text.compare(text.size() - c_end.size(), c_end.size(), c_end) == 0,
+               "CUDA back end: unexpected end of kernel ", f_.name);
+    text.replace(text.size() - c_end.size(), c_end.size(), "}\n");
+    return text;
+  }
+
+  std::string kernel_qualifiers() override {
+    return detail::concat("extern \"C\" __global__ void __launch_bounds__(", launch_.threads_per_block(), ")");
+  }
+
+  std::string pointer_param(DataType elem, const std::string &name) override {
+    return storage_type_name(elem) + "* __restrict__ " + name;
+  }
+
+  std::string intrinsic_call(const ir::CallNode *op) override {
+    if (op->name == ir::intrinsic::kSyncThreads) return "__syncthreads()";
+    return "";
+  }
+
+  void thread_loop(const ir::ForNode *op) override {
+    const std::string &tag = op->thread_tag;
+    if (is_vthread(tag)) {
+      line("#pragma unroll");
+      serial_loop(op, "  // " + tag);
+      return;
+    }
+    int axis = tag_axis(tag, "threadIdx");
+    const bool thread = axis >= 0;
+    if (!thread) axis = tag_axis(tag, "blockIdx");
+    KILN_CHECK(axis >= 0, "CUDA back end: thread tag ", tag);  // launch_dims() checked the tags
+    const int64_t launched = thread ? launch_.block[axis] : launch_.grid[axis];
+    const int64_t extent = *ir::as_const_int(op->extent);
+    const std::string index = detail::concat(thread ? "threadIdx." : "blockIdx.", static_cast<char>('x' + axis));
+    const bool guarded = extent < launched;
+    if (guarded && has_barrier(op->body)) {
+      throw UserError(detail::concat("function ", f_.name, ": a ", tag, " loop of extent ", extent,
+                                     " holds a barrier but the block has ", launched,
+                                     " threads there: only some of them would reach it"));
+    }
+    const std::string name = fresh(op->loop_var.name());
+    const std::string ty = type_name(op->loop_var.type());
+    line("{  // " + tag);
+    indent_by(1);
+    const std::string min = ir::is_zero(op->min) ? "" : expr(op->min) + " + ";
+    line(ty + " " + name + " = " + min + "(" + ty + ")" + index + ";");
+    if (guarded) {
+      line(detail::concat("if (", index, " < ", extent, ") {"));
+      indent_by(1);
+    }
+    push(op->loop_var, name);
+    stmt(op->body);
+    pop(op->loop_var);
+    if (guarded) {
+      indent_by(-1);
+      line("}");
+    }
+    indent_by(-1);
+    line("}");
+  }
+
+  std::string scope_qualifier(const std::string &scope) override { return scope == "shared" ? "__shared__" : ""; }
+
+ private:
+  LaunchDims launch_;
+};
+
+}  // namespace
+
+std::string CudaTarget::arch() const { return detail::concat("sm_", compute_capability); }
+
+CudaTarget parse_cuda_target(const std::string &text) {
+  contracts::Target t = contracts::Target::parse(text);
+  if (t.kind() != "cuda") {
+    throw contracts::TargetError("target '" + t.str() + "' is not a CUDA target (expected 'cuda -arch=sm_XX')");
+  }
+  const auto arch = t.value("arch");
+  if (!arch) throw contracts::TargetError("CUDA target '" + t.str() + "' has no -arch=sm_XX");
+  int cc = 0;
+  bool ok = arch->size() > 3 && arch->size() <= 6 && arch->compare(0, 3, "sm_") == 0;
+  for (size_t i = 3; ok && i < arch->size(); ++i) {
+    ok = std::isdigit(static_cast<unsigned char>((*arch)[i])) != 0;
+    cc = cc * 10 + ((*arch)[i] - '0');
+  }
+  if (!ok || cc < 50) {
+    throw contracts::TargetError("CUDA target '" + t.str() + "': -arch=" + *arch +
+                                 " is not sm_XX with a compute capability of 5.0 or newer");
+  }
+  CudaTarget out{t, cc};
+  return out;
+}
+
+LaunchDims launch_dims(const ir::LoweredFunc &f) {
+  LaunchDims dims;
+  ir::post_order_visit(f.body, [&](const ir::IRNode *n) {
+    if (n->node_type != ir::NodeType::For) return;
+    const auto *op = static_cast<const ir::ForNode *>(n);
+    if (op->kind != ir::ForKind::ThreadBinding) return;
+    const std::string &tag = op->thread_tag;
+    int axis = tag_axis(tag, "threadIdx");
+    std::array<int64_t, 3> *target = &dims.block;
+    if (axis < 0) {
+      axis = tag_axis(tag, "blockIdx");
+      target = &dims.grid;
+    }
+    if (axis < 0 && !is_vthread(tag)) {
+      throw UserError(detail::concat("function ", f.name, ": the CUDA back end cannot bind a loop to '", tag,
+                                     "' (blockIdx.x/y/z, threadIdx.x/y/z or vthread)"));
+    }
+    auto extent = ir::as_const_int(op->extent);
+    if (!extent || *extent < 1) {
+      throw UserError(detail::concat("function ", f.name, ": the loop bound to ", tag,
+                                     " needs a constant positive extent for the launch, not ",
+                                     ir::to_string(op->extent)));
+    }
+    if (axis >= 0) (*target)[axis] = std::max((*target)[axis], *extent);
+  });
+  return dims;
+}
+
+int64_t shared_memory_bytes(const ir::LoweredFunc &f) {
+  int64_t bytes = 0;
+  ir::post_order_visit(f.body, [&](const ir::IRNode *n) {
+    if (n->node_type != ir::NodeType::Allocate) return;
+    const auto *op = static_cast<const ir::AllocateNode *>(n);
+    if (op->scope != "shared") return;
+    int64_t count = op->dtype.lanes();
+    for (const auto &e : op->extents) {
+      auto c = ir::as_const_int(e);
+      if (!c) {
+        throw UserError(detail::concat("function ", f.name, ": shared allocation ", op->buffer_var.name(),
+                                       " needs a constant size"));
+      }
+      count *= *c;
+    }
+    bytes += count * op->dtype.element_of().bytes();
+  });
+  return bytes;
+}
+
+ir::LoweredFunc make_block_phases(const ir::LoweredFunc &f) {
+  const LaunchDims dims = launch_dims(f);
+  ir::LoweredFunc out = f;
+  out.body = BlockPhases(f, dims).run(f.body);
+  return out;
+}
+
+std::string codegen_cuda(const ir::LoweredFunc &f) {
+  return CodeGenCuda(make_block_phases(f), launch_dims(f)).generate();
+}
+
+std::vector<std::string> nvrtc_options(const CudaTarget &target) {
+  return {detail::concat("--gpu-architecture=compute_", target.compute_capability), "-default-device", "--std=c++17"};
+}
+
+CudaModule::CudaModule(const ir::LoweredFunc &f, const CudaTarget &target)
+    : target_(target), entry_(kernel_symbol(f.name)), launch_(launch_dims(f)), shared_bytes_(shared_memory_bytes(f)) {
+  if (launch_.threads_per_block() > target.max_threads_per_block) {
+    throw UserError(detail::concat("function ", f.name, ": ", launch_.threads_per_block(),
+                                   " threads per block, more than the ", target.max_threads_per_block, " of ",
+                                   target.target.str()));
+  }
+  if (shared_bytes_ > target.max_shared_bytes_per_block) {
+    throw UserError(detail::concat("function ", f.name, ": ", shared_bytes_,
+                                   " bytes of shared memory per block, more than the ",
+                                   target.max_shared_bytes_per_block, " of ", target.target.str()));
+  }
+  source_ = CodeGenCuda(make_block_phases(f), launch_).generate();
+  const std::vector<int> archs = nvrtc_supported_archs();
+  if (nvrtc_available() && std::find(archs.begin(), archs.end(), target.compute_capability) == archs.end()) {
+    std::string list;
+    for (int a : archs) list += detail::concat(list.empty() ? "" : ", ", "sm_", a);
+    throw NvrtcError(
+        detail::concat("nvrtc ", nvrtc_version(), " cannot compile for ", target.arch(), " (it supports ", list, ")"),
+        "");
+  }
+  ptx_ = compile_cuda_to_ptx(source_, entry_ + ".cu", nvrtc_options(target));
+}
+
+}  // namespace kiln::codegen

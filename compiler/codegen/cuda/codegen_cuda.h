@@ -1,0 +1,102 @@
+#pragma once
+// The CUDA back end: a lowered function whose loops are bound to GPU threads (ForKind::
+// ThreadBinding with a thread tag) as one CUDA C kernel, `extern "C" __global__ void <name>(...)`,
+// and that kernel compiled to PTX with NVRTC for a target `cuda -arch=sm_XX`.
+//
+// The kernel takes the data pointers of f.params, then f.size_vars, in that order. Its launch
+// dimensions come from the bound loops: the grid from the blockIdx.* loops, the block from the
+// threadIdx.* loops, each the largest constant extent bound to that tag. A bound loop becomes the
+// thread's index (guarded where the loop is shorter than the launch); a threadIdx loop that
+// appears at several places of a block is one phase of the block's threads per place, the phases
+// separated by the IR's sync_threads barriers (`__syncthreads()`), which is what the interpreter
+// simulates. Virtual threads (vthread) run as unrolled serial loops in each thread, as the
+// interpreter runs them. Allocations in scope "shared" are `__shared__` arrays, "local" ones
+// per-thread arrays. Vectors are written lane by lane, float16 is stored as 16 bits and computed
+// in float, as in the C back end (compiler/codegen/c/codegen_c.h), whose walk over the IR this
+// generator shares.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/function.h"
+#include "contracts/target.h"
+
+namespace kiln::codegen {
+
+// A CUDA target: `cuda -arch=sm_XX`, XX the compute capability (major * 10 + minor).
+struct CudaTarget {
+  contracts::Target target;
+  int compute_capability = 0;  // 70 for sm_70, 90 for sm_90
+  int max_threads_per_block = 1024;
+  int64_t max_shared_bytes_per_block = 48 * 1024;
+
+  // "sm_90"
+  std::string arch() const;
+};
+
+// Parses a CUDA target string through the target grammar (contracts/target.h). Throws
+// contracts::TargetError for a malformed string, a kind other than "cuda", or an -arch that is
+// missing or not sm_XX with XX >= 50.
+CudaTarget parse_cuda_target(const std::string &text);
+
+// The launch of a kernel: grid (blockIdx x, y, z) and block (threadIdx x, y, z) extents.
+struct LaunchDims {
+  std::array<int64_t, 3> grid{1, 1, 1};
+  std::array<int64_t, 3> block{1, 1, 1};
+  int64_t threads_per_block() const { return block[0] * block[1] * block[2]; }
+};
+
+// The launch dimensions of f's bound loops. Throws UserError for a bound loop whose extent is not
+// a constant, or a thread tag other than blockIdx.[xyz], threadIdx.[xyz] and vthread.
+LaunchDims launch_dims(const ir::LoweredFunc &f);
+
+// f with the interpreter's order of a block made explicit for CUDA, where every thread of a block
+// runs the whole kernel: work outside the threadIdx loops of a launched axis (a statement the
+// interpreter runs once) is put in loops of extent 1 bound to those axes, which only thread 0 of
+// each runs, and a sync_threads barrier separates each phase that threads share from the next
+// (and ends each iteration of a loop around threadIdx loops). The interpreter computes the same
+// with and without the rewrite. Throws UserError where a needed barrier would be reached by only
+// some threads of the block.
+ir::LoweredFunc make_block_phases(const ir::LoweredFunc &f);
+
+// The CUDA C source of f: one kernel named after f (its name made an identifier). Throws UserError
+// for a function CUDA cannot run as written (see launch_dims; a barrier inside a thread loop that
+// is shorter than the launch, which only part of the block would reach).
+std::string codegen_cuda(const ir::LoweredFunc &f);
+
+// A lowered function compiled for one CUDA target: source, PTX and launch.
+class CudaModule {
+ public:
+  // Generates the source and compiles it with NVRTC for target.arch(). Throws UserError when the
+  // function needs more threads per block or more shared memory than the target has, NvrtcError
+  // (a UserError) when this build has no NVRTC, its NVRTC does not support the architecture, or
+  // NVRTC rejects the source.
+  CudaModule(const ir::LoweredFunc &f, const CudaTarget &target);
+
+  const std::string &get_source() const { return source_; }
+  const std::string &ptx() const { return ptx_; }
+  // The kernel's symbol in the PTX.
+  const std::string &entry_name() const { return entry_; }
+  const LaunchDims &launch() const { return launch_; }
+  // Bytes of the kernel's static shared allocations.
+  int64_t shared_bytes() const { return shared_bytes_; }
+  const CudaTarget &target() const { return target_; }
+
+ private:
+  CudaTarget target_;
+  std::string entry_;
+  std::string source_;
+  std::string ptx_;
+  LaunchDims launch_;
+  int64_t shared_bytes_ = 0;
+};
+
+// The bytes of f's "shared" allocations, all counted as live at once. Throws UserError for a
+// shared allocation whose size is not a constant.
+int64_t shared_memory_bytes(const ir::LoweredFunc &f);
+
+// The NVRTC options that compile for `target`: PTX for compute_XX, device functions by default.
+std::vector<std::string> nvrtc_options(const CudaTarget &target);
+
+}  // namespace kiln::codegen

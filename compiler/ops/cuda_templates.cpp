@@ -1,0 +1,216 @@
+// Templates for CUDA targets (`cuda -arch=sm_XX`): the computes, arguments and FLOP counts of the
+// x86 templates of the same operators, with GPU schedules (blocks, threads, shared-memory staging)
+// and config spaces whose constraints keep every launch within the target's limits.
+#include <algorithm>
+#include <cctype>
+
+#include "compiler/ops/registry.h"
+#include "compiler/ops/templates.h"
+
+namespace kiln::ops {
+
+using autotune::Config;
+using autotune::ConfigSpace;
+using contracts::Json;
+using ir::IterVar;
+using namespace detail;
+
+namespace {
+
+// The limits of a block that every CUDA template's space keeps to: sm_70 and newer allow 1024
+// threads and, without opting in to more, 48 KiB of static shared memory.
+constexpr int64_t kMaxThreadsPerBlock = 1024;
+constexpr int64_t kMaxSharedBytes = 48 * 1024;
+// Virtual threads a block runs one after the other in each thread (their registers add up).
+constexpr int64_t kMaxVirtualThreads = 16;
+
+// A CUDA template with the arguments, compute and FLOP count of the template `base` (registered
+// before it) and its own summary; the space, default config and schedule are left to the caller.
+Template derived(const Registry &r, const std::string &base, const std::string &name, const std::string &summary) {
+  std::shared_ptr<const Template> b = r.get(base);
+  Template t;
+  t.name = name;
+  t.version = 1;
+  t.summary = summary;
+  t.arguments = b->arguments;
+  t.example = b->example;
+  t.canonicalize = b->canonicalize;
+  t.flop = b->flop;
+  t.compute = b->compute;
+  return t;
+}
+
+int64_t numel(const te::Tensor &t) {
+  int64_t n = 1;
+  for (const auto &d : t.shape()) n *= *ir::as_const_int(d);
+  return n;
+}
+
+// ------------------------------------------------------------------ one thread per output
+// The output's axes fused and split into blocks of `num_thread` threads; every other stage is
+// inlined (injective stages: padding, epilogues) or, for a reduction, computed by the thread that
+// needs it, in local memory. A schedule for every operator, and the one for the injective ones.
+
+void define_thread_per_output(ConfigSpace &s, int64_t outputs) {
+  std::vector<int64_t> threads;
+  for (int64_t v : {32, 64, 128, 256, 512, 1024}) {
+    if (v <= std::max<int64_t>(32, outputs) && v <= kMaxThreadsPerBlock) threads.push_back(v);
+  }
+  s.define_choice("num_thread", threads);
+}
+
+Config default_thread_per_output(const ConfigSpace &s) {
+  const auto &k = s.knob("num_thread");
+  const Json v = k.find(Json(int64_t{256})) >= 0 ? Json(int64_t{256}) : k.entities.back();
+  return s.from_values({{"num_thread", v}});
+}
+
+void schedule_thread_per_output(te::Schedule &s, const Compute &c, const Config &cfg) {
+  const te::Tensor &out = c.outputs.at(0);
+  te::Stage so = s[out];
+  std::vector<IterVar> axes;
+  for (size_t i = 0; i < out.shape().size(); ++i) axes.push_back(so.axis(i));
+  IterVar fused = axes[0], bx, tx;
+  if (axes.size() > 1) so.fuse(axes, &fused);
+  so.split(fused, cfg.choice_int("num_thread"), &bx, &tx);
+  so.bind(bx, "blockIdx.x");
+  so.bind(tx, "threadIdx.x");
+  std::vector<te::Operation> others;
+  for (const auto &st : s.stages()) {
+    if (st->op != out.op() && dynamic_cast<const te::ComputeOpNode *>(st->op.get())) others.push_back(st->op);
+  }
+  for (const te::Operation &op : others) {
+    te::Stage st = s[op];
+    if (static_cast<const te::ComputeOpNode *>(op.get())->is_reduction()) {
+      st.set_scope("local");
+      st.compute_at(so, tx);
+    } else {
+      st.compute_inline();
+    }
+  }
+}
+
+// `name` (NAME.cuda) with the compute of NAME.x86 and the schedule above.
+void register_thread_per_output(Registry &r, const std::string &op, const std::string &summary) {
+  Template t = derived(r, op + ".x86", op + ".cuda", summary);
+  auto base = r.get(op + ".x86");
+  t.define_space = [base](ConfigSpace &s, const Json &a, const Target &) {
+    define_thread_per_output(s, numel(base->compute(a, Config()).outputs[0]));
+  };
+  t.default_config = [](const ConfigSpace &s, const Json &, const Target &) { return default_thread_per_output(s); };
+  t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+    schedule_thread_per_output(s, c, cfg);
+  };
+  r.add(std::move(t));
+}
+
+// ------------------------------------------------------------------ matmul.cuda
+// C[M, N] = A[M, K] x B[K, N]: a block computes a tile of C as vy x vx virtual-thread tiles, in
+// each of which a thread computes a register tile of yi x xi outputs accumulated in local memory;
+// tiles of A and B over ko are staged through shared memory by all threads of the block.
+
+void register_matmul(Registry &r) {
+  Template t = derived(r, "matmul.x86", "matmul.cuda",
+                       "matrix multiply a[M,K] x b[K,N] tiled over CUDA blocks and threads, shared-memory staging");
+  auto base = r.get("matmul.x86");
+  struct Dims {
+    int64_t M, N, K, bytes;
+  };
+  auto dims = [base](const Json &a) {
+    Compute c = base->compute(a, Config());
+    const te::Tensor &A = c.inputs[0];
+    const te::Tensor &B = c.inputs[1];
+    return Dims{*ir::as_const_int(A.shape()[0]), *ir::as_const_int(B.shape()[1]), *ir::as_const_int(A.shape()[1]),
+                A.dtype().bytes()};
+  };
+  t.define_space = [dims](ConfigSpace &s, const Json &a, const Target &) {
+    const Dims d = dims(a);
+    s.define_split("tile_y", d.M, 4);  // blocks, virtual threads, threads, per thread
+    s.define_split("tile_x", d.N, 4);
+    s.define_split("tile_k", d.K, 2);  // stages, per stage
+    s.define_bool("unroll_k");
+    s.add_product_limit("threads_per_block", {{"tile_y", 2}, {"tile_x", 2}}, 1, kMaxThreadsPerBlock);
+    s.add_product_limit("virtual_threads", {{"tile_y", 1}, {"tile_x", 1}}, 1, kMaxVirtualThreads);
+    s.add_constraint("shared_memory", {"tile_y", "tile_x", "tile_k"}, [d](const Config &c) {
+      const auto y = c.split("tile_y"), x = c.split("tile_x"), k = c.split("tile_k");
+      return (y[2] * y[3] + x[2] * x[3]) * k[1] * d.bytes <= kMaxSharedBytes;
+    });
+  };
+  t.default_config = [dims](const ConfigSpace &s, const Json &a, const Target &) {
+    const Dims d = dims(a);
+    auto split4 = [](int64_t n, int64_t threads, int64_t inner) {
+      const int64_t i = largest_divisor_at_most(n, inner);
+      const int64_t th = largest_divisor_at_most(n / i, threads);
+      return Json::array_of(std::vector<int64_t>{n / i / th, 1, th, i});
+    };
+    const int64_t kb = largest_divisor_at_most(d.K, 8);
+    return s.from_values({{"tile_y", split4(d.M, 8, 4)},
+                          {"tile_x", split4(d.N, 16, 4)},
+                          {"tile_k", Json::array_of(std::vector<int64_t>{d.K / kb, kb})},
+                          {"unroll_k", Json(int64_t{1})}});
+  };
+  t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+    inline_epilogue(s, c);
+    te::Tensor out = c.outputs[0];
+    te::Tensor acc = c.part("anchor");
+    if (c.epilogue.empty()) {
+      acc = s.cache_write(out, "local");
+    } else {
+      s[acc].set_scope("local");
+    }
+    const auto ty = cfg.split("tile_y"), tx = cfg.split("tile_x"), tk = cfg.split("tile_k");
+    te::Stage so = s[out];
+    IterVar by, vy, yt, yi, bx, vx, xt, xi, tmp, rest;
+    so.split(so.axis(0), ty[1] * ty[2] * ty[3], &by, &tmp);
+    so.split(tmp, ty[2] * ty[3], &vy, &rest);
+    so.split(rest, ty[3], &yt, &yi);
+    so.split(so.axis(1), tx[1] * tx[2] * tx[3], &bx, &tmp);
+    so.split(tmp, tx[2] * tx[3], &vx, &rest);
+    so.split(rest, tx[3], &xt, &xi);
+    so.reorder({by, bx, vy, vx, yt, xt, yi, xi});
+    so.bind(by, "blockIdx.y");
+    so.bind(bx, "blockIdx.x");
+    IterVar v;  // one vthread loop: a binding may not nest in another of its tag
+    so.fuse(vy, vx, &v);
+    so.bind(v, "vthread");
+    so.bind(yt, "threadIdx.y");
+    so.bind(xt, "threadIdx.x");
+
+    te::Stage sa = s[acc];
+    sa.compute_at(so, xt);
+    IterVar ko, ki;
+    sa.split(sa.reduce_axis(0), tk[1], &ko, &ki);
+    sa.reorder({ko, ki, sa.axis(0), sa.axis(1)});
+    if (cfg.choice_bool("unroll_k")) sa.unroll(ki);
+
+    for (const te::Tensor &in : {c.inputs[0], c.inputs[1]}) {
+      te::Tensor shared = s.cache_read(in, "shared", {acc.op()});
+      te::Stage st = s[shared];
+      st.compute_at(sa, ko);
+      IterVar fused, fo, fx, fy, fr;
+      st.fuse(st.axis(0), st.axis(1), &fused);
+      st.split(fused, tx[2], &fr, &fx);
+      st.split(fr, ty[2], &fo, &fy);
+      st.bind(fy, "threadIdx.y");
+      st.bind(fx, "threadIdx.x");
+    }
+  };
+  r.add(std::move(t));
+}
+
+}  // namespace
+
+void register_cuda_templates(Registry &r) {
+  register_thread_per_output(r, "elemwise", "a chain of elementwise ops on one tensor, one CUDA thread per element");
+  register_thread_per_output(r, "broadcast", "a broadcasting binary op, one CUDA thread per element");
+  register_thread_per_output(r, "reduce", "a reduction over axes, one CUDA thread per output");
+  register_thread_per_output(r, "pool2d", "max/average 2-D pooling, one CUDA thread per output");
+  register_thread_per_output(r, "softmax", "softmax over the last axis, one CUDA thread per output");
+  register_thread_per_output(r, "layer_norm", "layer normalization, one CUDA thread per output");
+  register_thread_per_output(r, "conv2d_nchw", "direct 2-D convolution in NCHW, one CUDA thread per output");
+  register_thread_per_output(r, "depthwise_conv2d_nchw",
+                             "depthwise 2-D convolution in NCHW, one CUDA thread per output");
+  register_matmul(r);
+}
+
+}  // namespace kiln::ops

@@ -1,0 +1,148 @@
+// The CUDA templates: random configs of each space, lowered and run through the interpreter's GPU
+// simulation, against the unscheduled compute on the same inputs; the default config and a few
+// random ones compiled with NVRTC.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/cuda/codegen_cuda.h"
+#include "compiler/codegen/cuda/nvrtc_compiler.h"
+#include "compiler/ops/epilogue.h"
+#include "compiler/ops/registry.h"
+#include "tests/compiler/ops/example_workloads.h"
+#include "tests/compiler/schedule/harness.h"
+
+namespace kiln::ops {
+namespace {
+
+using contracts::Json;
+
+Target cuda_target() { return Target(contracts::Target::parse("cuda -arch=sm_80"), 128); }
+
+std::vector<std::vector<int64_t>> shapes_of(const std::vector<te::Tensor> &ts) {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto &t : ts) {
+    std::vector<int64_t> shape;
+    for (const auto &d : t.shape()) shape.push_back(*ir::as_const_int(d));
+    out.push_back(shape);
+  }
+  return out;
+}
+
+// Runs each config in the interpreter against the unscheduled compute, the lowered function as it
+// is and as the CUDA back end rewrites it (make_block_phases); returns how many matched.
+int check_configs(const Task &task, const std::vector<autotune::Config> &configs, double tol) {
+  Compute ref_c = task.compute(task.default_config());
+  auto ref_s = te::create_schedule(ref_c.outputs);
+  ir::LoweredFunc ref = lower::lower(*ref_s, ref_c.args(), "reference");
+  auto shapes = shapes_of(ref_c.args());
+  auto in = testing::make_args(ref, shapes, 17);
+  auto expect = testing::run_interp(ref, in);
+  const size_t n_in = ref_c.inputs.size();
+
+  int checked = 0;
+  for (const autotune::Config &cfg : configs) {
+    SCOPED_TRACE(cfg.to_string());
+    ir::LoweredFunc f = task.lower(cfg, "k");
+    codegen::LaunchDims dims = codegen::launch_dims(f);
+    EXPECT_LE(dims.threads_per_block(), 1024);
+    EXPECT_LE(codegen::shared_memory_bytes(f), 48 * 1024);
+    for (const ir::LoweredFunc &g : {f, codegen::make_block_phases(f)}) {
+      auto got = testing::run_interp(g, in);
+      for (size_t a = n_in; a < got.size(); ++a) {
+        EXPECT_LE(testing::max_diff(expect[a], got[a]), tol) << g;
+      }
+    }
+    if (::testing::Test::HasFailure()) break;
+    ++checked;
+  }
+  return checked;
+}
+
+// The default config and `n - 1` random ones.
+std::vector<autotune::Config> random_configs(const Task &task, int n) {
+  std::mt19937_64 rng(42);
+  std::vector<autotune::Config> configs = {task.default_config()};
+  while (static_cast<int>(configs.size()) < n) configs.push_back(task.space().sample(rng));
+  return configs;
+}
+
+void expect_compiles(const Task &task, int random_configs) {
+  if (!codegen::nvrtc_available()) GTEST_SKIP() << "Kiln was built without the CUDA toolkit (NVRTC)";
+  std::mt19937_64 rng(7);
+  for (int i = 0; i <= random_configs; ++i) {
+    autotune::Config cfg = i == 0 ? task.default_config() : task.space().sample(rng);
+    SCOPED_TRACE(cfg.to_string());
+    for (const char *arch : {"sm_80", "sm_90"}) {
+      codegen::CudaModule m(task.lower(cfg, "k"), codegen::parse_cuda_target(std::string("cuda -arch=") + arch));
+      EXPECT_NE(m.ptx().find(".entry k"), std::string::npos);
+    }
+  }
+}
+
+// The templates with one thread per output have small spaces (the block size): every config of
+// each is checked, on the example workload of the operator (tests/compiler/ops).
+TEST(CudaTemplates, EveryConfigOfTheThreadPerOutputTemplatesMatchesTheUnscheduledCompute) {
+  int templates = 0;
+  for (const testing::ExampleWorkload &w : testing::example_workloads()) {
+    const std::string &name = w.template_name;
+    if (name.size() < 5 || name.compare(name.size() - 5, 5, ".cuda") != 0 || name == "matmul.cuda") continue;
+    SCOPED_TRACE(name);
+    Task task(name, w.args, cuda_target());
+    const int n = static_cast<int>(task.space().count_valid());
+    EXPECT_GE(n, 1);
+    EXPECT_EQ(check_configs(task, task.space().enumerate(), 1e-4), n);
+    expect_compiles(task, 1);
+    ++templates;
+  }
+  EXPECT_EQ(templates, 8);
+}
+
+TEST(CudaTemplates, MatmulRandomConfigsMatchTheUnscheduledCompute) {
+  Json args = Json::parse(R"({"a": {"shape": [12, 20]}, "b": {"shape": [20, 18]}})");
+  Task task("matmul.cuda", args, cuda_target());
+  EXPECT_GT(task.space().count_valid(), 200);
+  const std::vector<autotune::Config> configs = random_configs(task, 200);
+  EXPECT_EQ(check_configs(task, configs, 1e-4), 200);
+  // Virtual threads, several threads and several stages of shared memory all come up.
+  int vthreads = 0, threads = 0, stages = 0;
+  for (const auto &cfg : configs) {
+    const auto y = cfg.split("tile_y"), x = cfg.split("tile_x"), k = cfg.split("tile_k");
+    vthreads += y[1] * x[1] > 1;
+    threads += y[2] * x[2] > 1;
+    stages += k[0] > 1;
+  }
+  EXPECT_GT(vthreads, 50);
+  EXPECT_GT(threads, 50);
+  EXPECT_GT(stages, 50);
+  const autotune::Config with_vthreads =
+      task.space().from_values({{"tile_y", Json::array_of(std::vector<int64_t>{1, 2, 3, 2})},
+                                {"tile_x", Json::array_of(std::vector<int64_t>{1, 3, 3, 2})},
+                                {"tile_k", Json::array_of(std::vector<int64_t>{4, 5})}});
+  const std::string src = codegen::codegen_cuda(task.lower(with_vthreads, "k"));
+  EXPECT_NE(src.find("// vthread"), std::string::npos) << src;
+  EXPECT_NE(src.find("__shared__"), std::string::npos) << src;
+  expect_compiles(task, 3);
+}
+
+TEST(CudaTemplates, SpacesKeepToTheBlockLimits) {
+  // A large matmul: splits that would need more than 1024 threads or 48 KiB of shared memory are
+  // not in the space.
+  Json args = Json::parse(R"({"a": {"shape": [2048, 2048]}, "b": {"shape": [2048, 2048]}})");
+  Task task("matmul.cuda", args, cuda_target());
+  EXPECT_LT(task.space().count_valid(), task.space().size());
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 200; ++i) {
+    autotune::Config cfg = task.space().sample(rng);
+    const auto y = cfg.split("tile_y"), x = cfg.split("tile_x"), k = cfg.split("tile_k");
+    EXPECT_LE(y[2] * x[2], 1024) << cfg.to_string();
+    EXPECT_LE(y[1] * x[1], 16) << cfg.to_string();
+    EXPECT_LE((y[2] * y[3] + x[2] * x[3]) * k[1] * 4, 48 * 1024) << cfg.to_string();
+  }
+}
+
+}  // namespace
+}  // namespace kiln::ops
