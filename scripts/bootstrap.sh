@@ -23,6 +23,8 @@ packages=(
   # ONNX: the protobuf definitions, the backend node tests, and torch/torchvision to export real
   # architectures with a reference output (tests/frontend)
   libonnx-dev libonnx-testdata python3-onnx python3-torch python3-torchvision python3-numpy
+  # the kiln Python package (python/) and its tests
+  pybind11-dev python3-dev python3-pytest
 )
 
 is_installed() {
