@@ -328,13 +328,18 @@ Reductions use te.sum / te.max / te.min over axes made by te.reduce_axis.
         },
         py::arg("dom"), py::arg("name") = "k", "A reduction axis over [0, dom) or [begin, end).");
   m.def("thread_axis", [](py::object dom, const std::string &tag, const std::string &name) {
-          std::string var_name = name.empty() ? tag : name;
+          std::string thread_tag = tag;
+          if (py::isinstance<py::str>(dom)) {  // thread_axis("threadIdx.x")
+            thread_tag = dom.cast<std::string>();
+            dom = py::none();
+          }
+          std::string var_name = name.empty() ? thread_tag : name;
           ir::Range range;
           if (!dom.is_none()) {
             auto d = to_exprs(dom);
             range = d.size() == 1 ? ir::Range(0, d[0]) : ir::Range(d[0], d[1] - d[0]);
           }
-          return IterVar(range, Var(var_name), ir::IterVarType::ThreadIndex, tag);
+          return IterVar(range, Var(var_name), ir::IterVarType::ThreadIndex, thread_tag);
         },
         py::arg("dom") = py::none(), py::arg("tag") = "", py::arg("name") = "",
         "A thread index (\"blockIdx.x\", \"threadIdx.x\", \"vthread\") to bind a loop to.");
