@@ -198,3 +198,37 @@ def test_max_reduction(rng):
     m = np.zeros(16, dtype="float32")
     f(a, m)
     np.testing.assert_allclose(m, a.max(axis=1))
+
+
+def test_an_inlined_stage_among_the_arguments_is_computed_into_its_buffer(rng):
+    # the seed tutorials pass [A, B, C] after inlining B
+    A, B, C = two_stage()
+    s = te.create_schedule(C.op)
+    s[B].compute_inline()
+    text = str(kiln.lower(s, [A, B, C]))
+    assert text.startswith("func main(A: float32[1024], B: float32[1024], C: float32[1024])")
+    assert "B[i] = (A[i] * 2.0f)" in text
+    assert "C[i] = ((A[i] * 2.0f) + 1.0f)" in text  # C still reads B inline
+    f = kiln.build(s, [A, B, C])
+    a = rng.standard_normal(1024).astype("float32")
+    b = np.zeros(1024, dtype="float32")
+    c = np.zeros(1024, dtype="float32")
+    f(a, b, c)
+    np.testing.assert_allclose(b, a * 2, rtol=1e-6)
+    np.testing.assert_allclose(c, a * 2 + 1, rtol=1e-6)
+
+
+def test_an_inlined_argument_read_by_a_stage_attached_elsewhere_is_a_schedule_error():
+    n = 64
+    A = te.placeholder((n,), name="A")
+    D = te.compute((n,), lambda i: A[i] + 1.0, name="D")
+    B = te.compute((n,), lambda i: D[i] * 2.0, name="B")
+    C = te.compute((n,), lambda i: B[i] - 1.0, name="C")
+    s = te.create_schedule(C.op)
+    s[B].compute_inline()
+    xo, xi = s[C].split(C.op.axis[0], factor=8)
+    s[D].compute_at(s[C], xo)
+    # computing B whole at the root needs all of D, which exists only inside C's loop
+    with pytest.raises(kiln.ScheduleError, match="stage D is computed at axis i.outer of stage C, but its reader B"):
+        kiln.lower(s, [A, B, C])
+    kiln.lower(s, [A, C])  # without B among the arguments the schedule is fine
