@@ -25,6 +25,8 @@ packages=(
   libonnx-dev libonnx-testdata python3-onnx python3-torch python3-torchvision python3-numpy
   # headless Chromium for the dashboard's end-to-end test (tests/tuner/dashboard_e2e_test.cpp)
   chromium
+  # the kiln Python package (python/) and its tests
+  pybind11-dev python3-dev python3-pytest
 )
 # node and npm build kilnd's dashboard (tuner/dashboard/); a node that ships its own npm is kept.
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then

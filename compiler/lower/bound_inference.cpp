@@ -73,14 +73,14 @@ namespace {
 
 // Every stage that reads an attached stage must run inside its attach point: the attach stage
 // itself, or a stage attached (through any chain) into it at the same loop or deeper.
-void check_attachments(const te::Schedule &sch, const BodyMap &bodies) {
+void check_attachments(const te::Schedule &sch, const BodyMap &bodies, const InlinedArgs &inlined_args) {
   for (const auto &s : sch.stages()) {
     if (s->attach_type != te::AttachType::Scope) continue;
     const te::StageNode *a = s->attach_stage;
     const auto &al = a->leaf_iter_vars;
     auto pos_of = [&](const IterVar &iv) { return std::find(al.begin(), al.end(), iv) - al.begin(); };
     for (const auto &c : sch.stages()) {
-      if (c.get() == s.get() || c->attach_type == te::AttachType::Inline) continue;
+      if (c.get() == s.get() || without_nest(*c, inlined_args)) continue;
       auto bit = bodies.find(c->op.get());
       if (bit == bodies.end()) continue;
       std::vector<std::vector<Expr>> reads;
@@ -106,13 +106,13 @@ void check_attachments(const te::Schedule &sch, const BodyMap &bodies) {
 
 }  // namespace
 
-BoundMap infer_bound(const te::Schedule &sch, const BodyMap &bodies) {
+BoundMap infer_bound(const te::Schedule &sch, const BodyMap &bodies, const InlinedArgs &inlined_args) {
   BoundMap bounds;
   const auto &stages = sch.stages();
   for (const auto &s : stages) {
     if (s->attach_type == te::AttachType::Scope) attach_path(*s);
   }
-  check_attachments(sch, bodies);
+  check_attachments(sch, bodies, inlined_args);
   // Known facts for simplification: symbolic sizes are positive; every loop variable lies in its
   // range once that range is known.
   arith::Analyzer an;
@@ -130,13 +130,14 @@ BoundMap infer_bound(const te::Schedule &sch, const BodyMap &bodies) {
   }
   for (size_t si = stages.size(); si-- > 0;) {
     const te::StageNode &s = *stages[si];
-    if (s.attach_type == te::AttachType::Inline) continue;
+    if (without_nest(s, inlined_args)) continue;
     const auto *c = dynamic_cast<const te::ComputeOpNode *>(s.op.get());
     if (!c) continue;
 
     std::vector<Interval> region(c->axis.size());
     bool have_region = false;
-    if (!s.is_output) {
+    // An output, or an inlined argument, is computed whole.
+    if (!s.is_output && !inlined_args.count(&s)) {
       // Loops fixed at the attach point.
       std::unordered_set<const VariableNode *> fixed;
       for (const auto &[st, iv] : attach_path(s)) {
@@ -157,7 +158,7 @@ BoundMap infer_bound(const te::Schedule &sch, const BodyMap &bodies) {
       }
       for (size_t ci = si + 1; ci < stages.size(); ++ci) {
         const te::StageNode &cs = *stages[ci];
-        if (cs.attach_type == te::AttachType::Inline) continue;
+        if (without_nest(cs, inlined_args)) continue;
         auto bit = bodies.find(cs.op.get());
         if (bit == bodies.end()) continue;
         std::vector<std::vector<Expr>> reads;

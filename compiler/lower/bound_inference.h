@@ -8,7 +8,7 @@
 
 namespace kiln::lower {
 
-BoundMap infer_bound(const te::Schedule &sch, const BodyMap &bodies);
+BoundMap infer_bound(const te::Schedule &sch, const BodyMap &bodies, const InlinedArgs &inlined_args = {});
 
 // The loops (leaf iteration variables, outermost first) that enclose the attach point of a stage.
 std::vector<std::pair<const te::StageNode *, ir::IterVar>> attach_path(const te::StageNode &stage);

@@ -30,7 +30,8 @@ LowerOptions LowerOptions::from_env() {
 namespace {
 
 // Binds argument tensors to buffers and collects the symbolic sizes.
-void bind_arguments(const te::Schedule &sch, const std::vector<te::Tensor> &args, LoweredFunc *f, BufferBinds *binds) {
+void bind_arguments(const te::Schedule &sch, const std::vector<te::Tensor> &args, LoweredFunc *f, BufferBinds *binds,
+                    InlinedArgs *inlined_args) {
   std::set<std::string> names;
   std::set<const VariableNode *> size_set;
   std::set<std::pair<const te::OperationNode *, int>> seen;
@@ -44,9 +45,8 @@ void bind_arguments(const te::Schedule &sch, const std::vector<te::Tensor> &args
     if (!seen.insert({st->origin_op.get(), t.value_index()}).second) {
       throw ExprError("argument " + t.name() + " of " + f->name + " is listed twice");
     }
-    if (st->attach_type == te::AttachType::Inline) {
-      throw ScheduleError("stage " + t.name() + " is an argument of " + f->name + " but is inlined");
-    }
+    // An inlined stage passed as an argument is computed into it as well.
+    if (st->attach_type == te::AttachType::Inline) inlined_args->insert(st.get());
     std::string name = t.name();
     if (t.op()->num_outputs() > 1) name += ".v" + std::to_string(t.value_index());
     while (!names.insert(name).second) name += "_";
@@ -120,12 +120,13 @@ LoweredFunc lower(const te::Schedule &sch, const std::vector<te::Tensor> &args, 
   LoweredFunc f;
   f.name = name;
   BufferBinds binds;
-  bind_arguments(sch, args, &f, &binds);
+  InlinedArgs inlined_args;
+  bind_arguments(sch, args, &f, &binds, &inlined_args);
   PassTimer timer(options.debug, f);
 
   BodyMap bodies = inline_bodies(sch);
-  BoundMap bounds = infer_bound(sch, bodies);
-  f.body = schedule_ops(sch, bounds, bodies);
+  BoundMap bounds = infer_bound(sch, bodies, inlined_args);
+  f.body = schedule_ops(sch, bounds, bodies, inlined_args);
   timer.after("schedule_ops");
   f.body = storage_flatten(f.body, binds, sch);
   timer.after("storage_flatten");

@@ -455,13 +455,14 @@ class ThreadUnifier : public IRMutator {
 
 }  // namespace
 
-Stmt schedule_ops(const te::Schedule &sch, const BoundMap &bounds, const BodyMap &bodies) {
+Stmt schedule_ops(const te::Schedule &sch, const BoundMap &bounds, const BodyMap &bodies,
+                  const InlinedArgs &inlined_args) {
   Stmt body = make_nop();
   const auto &stages = sch.stages();
   for (size_t i = stages.size(); i-- > 0;) {
     const te::StageNode &s = *stages[i];
-    if (s.is_placeholder() || s.attach_type == te::AttachType::Inline) continue;
-    if (s.attach_type == te::AttachType::Root) {
+    if (s.is_placeholder() || without_nest(s, inlined_args)) continue;
+    if (s.attach_type != te::AttachType::Scope) {  // at the root, or an inlined argument
       body = make_pipeline(s, bounds, bodies, body);
       continue;
     }

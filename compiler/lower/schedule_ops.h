@@ -7,6 +7,7 @@
 
 namespace kiln::lower {
 
-ir::Stmt schedule_ops(const te::Schedule &sch, const BoundMap &bounds, const BodyMap &bodies);
+ir::Stmt schedule_ops(const te::Schedule &sch, const BoundMap &bounds, const BodyMap &bodies,
+                      const InlinedArgs &inlined_args = {});
 
 }  // namespace kiln::lower

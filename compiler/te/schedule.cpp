@@ -179,6 +179,36 @@ Stage &Stage::fuse(const IterVar &outer, const IterVar &inner, IterVar *fused) {
   return *this;
 }
 
+SplitResult Stage::split(const IterVar &parent, Expr factor) {
+  SplitResult r;
+  split(parent, std::move(factor), &r.outer, &r.inner);
+  return r;
+}
+
+SplitResult Stage::split_nparts(const IterVar &parent, Expr nparts) {
+  SplitResult r;
+  split_nparts(parent, std::move(nparts), &r.outer, &r.inner);
+  return r;
+}
+
+TileResult Stage::tile(const IterVar &x, const IterVar &y, TileFactors factors) {
+  TileResult r;
+  tile(x, y, std::move(factors.x), std::move(factors.y), &r.x_outer, &r.y_outer, &r.x_inner, &r.y_inner);
+  return r;
+}
+
+IterVar Stage::fuse(const IterVar &outer, const IterVar &inner) {
+  IterVar fused;
+  fuse(outer, inner, &fused);
+  return fused;
+}
+
+IterVar Stage::fuse(const std::vector<IterVar> &axes) {
+  IterVar fused;
+  fuse(axes, &fused);
+  return fused;
+}
+
 Stage &Stage::fuse(const std::vector<IterVar> &axes, IterVar *fused) {
   if (axes.empty()) fail("fuse of an empty list of axes");
   IterVar acc = axes[0];
@@ -399,7 +429,7 @@ IterVar Stage::reduce_axis(size_t i) const {
 // ---------------------------------------------------------------------------------------------
 // Schedule
 
-std::unique_ptr<Schedule> create_schedule(const std::vector<Operation> &outputs) {
+ScheduleOwner create_schedule(const std::vector<Operation> &outputs) {
   auto sch = std::make_unique<Schedule>();
   for (const auto &o : outputs) {
     if (!o) throw ScheduleError("create_schedule: an output is undefined");

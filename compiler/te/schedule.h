@@ -17,6 +17,7 @@
 namespace kiln::te {
 
 class Schedule;
+class ScheduleOwner;
 class StageNode;
 struct TensorIntrinNode;
 using TensorIntrin = std::shared_ptr<const TensorIntrinNode>;
@@ -79,6 +80,19 @@ class StageNode {
   bool is_placeholder() const { return op->kind == OperationNode::Kind::Placeholder; }
 };
 
+// The loops split() makes: auto [xo, xi] = s[C].split(C.axis(0), 32);
+struct SplitResult {
+  IterVar outer, inner;
+};
+// The loops tile() makes, in their loop order.
+struct TileResult {
+  IterVar x_outer, y_outer, x_inner, y_inner;
+};
+// The inner extents of tile(): s[C].tile(i, j, {.x = 32, .y = 8}).
+struct TileFactors {
+  Expr x, y;
+};
+
 // A handle to a stage; schedule primitives are its methods.
 class Stage {
  public:
@@ -100,6 +114,12 @@ class Stage {
   Stage &fuse(const IterVar &outer, const IterVar &inner, IterVar *fused);
   // Fuses a run of adjacent loops, outermost first.
   Stage &fuse(const std::vector<IterVar> &axes, IterVar *fused);
+  // The same primitives returning the loops they make.
+  SplitResult split(const IterVar &parent, Expr factor);
+  SplitResult split_nparts(const IterVar &parent, Expr nparts);
+  TileResult tile(const IterVar &x, const IterVar &y, TileFactors factors);
+  IterVar fuse(const IterVar &outer, const IterVar &inner);
+  IterVar fuse(const std::vector<IterVar> &axes);
   Stage &reorder(const std::vector<IterVar> &order);
 
   Stage &compute_at(Stage parent, const IterVar &scope);
@@ -156,7 +176,7 @@ class Schedule {
 
   // Internal: replaces the stage list (used by primitives that add stages).
   friend Schedule *create_schedule_ptr(const std::vector<Operation> &outputs);
-  friend std::unique_ptr<Schedule> create_schedule(const std::vector<Operation> &outputs);
+  friend ScheduleOwner create_schedule(const std::vector<Operation> &outputs);
   // Rewrites every read of `from` ops into reads of `to` in the bodies of all stages except those
   // in `skip`.
   void replace_dataflow(const std::unordered_map<const OperationNode *, Operation> &map,
@@ -168,8 +188,17 @@ class Schedule {
   std::vector<std::unique_ptr<StageNode>> stages_;  // producers before consumers
 };
 
-std::unique_ptr<Schedule> create_schedule(const std::vector<Operation> &outputs);
-inline std::unique_ptr<Schedule> create_schedule(const std::vector<Tensor> &outputs) {
+// The schedule create_schedule() makes, owned; s[C] reads as (*s)[C].
+class ScheduleOwner : public std::unique_ptr<Schedule> {
+ public:
+  using std::unique_ptr<Schedule>::unique_ptr;
+  ScheduleOwner(std::unique_ptr<Schedule> s) : std::unique_ptr<Schedule>(std::move(s)) {}  // NOLINT
+  Stage operator[](const Tensor &t) const { return (**this)[t]; }
+  Stage operator[](const Operation &op) const { return (**this)[op]; }
+};
+
+ScheduleOwner create_schedule(const std::vector<Operation> &outputs);
+inline ScheduleOwner create_schedule(const std::vector<Tensor> &outputs) {
   std::vector<Operation> ops;
   for (const auto &t : outputs) ops.push_back(t.op());
   return create_schedule(ops);

@@ -49,6 +49,18 @@ std::vector<Tensor> ComputeOpNode::input_tensors() const {
   return out;
 }
 
+IterVar Tensor::axis(size_t i) const {
+  const auto *c = dynamic_cast<const ComputeOpNode *>(op_.get());
+  if (!c || i >= c->axis.size()) throw ExprError(detail::concat("tensor ", name(), " has no axis ", i));
+  return c->axis[i];
+}
+
+IterVar Tensor::reduce_axis(size_t i) const {
+  const auto *c = dynamic_cast<const ComputeOpNode *>(op_.get());
+  if (!c || i >= c->reduce_axis.size()) throw ExprError(detail::concat("tensor ", name(), " has no reduce axis ", i));
+  return c->reduce_axis[i];
+}
+
 Expr Tensor::operator()(const std::vector<Expr> &indices) const {
   if (!defined()) throw ExprError("read of an undefined tensor");
   auto shp = shape();

@@ -82,6 +82,11 @@ class Tensor {
   bool operator!=(const Tensor &o) const { return !(*this == o); }
   bool operator<(const Tensor &o) const { return op_ != o.op_ ? op_ < o.op_ : value_index_ < o.value_index_; }
 
+  // Data-parallel axis i and reduce axis i of the compute that makes this tensor: C.axis(0).
+  // Throws ExprError for a placeholder or an axis it does not have.
+  IterVar axis(size_t i) const;
+  IterVar reduce_axis(size_t i) const;
+
   // An element read: A(i, j). Throws ExprError if the number of indices differs from the rank.
   Expr operator()(const std::vector<Expr> &indices) const;
   template <typename... Args>

@@ -1,0 +1,31 @@
+"""The package as a user meets it: docstrings, type hints, error classes."""
+import pathlib
+
+import kiln
+from kiln import te
+
+
+def test_help_says_what_compute_does():
+    doc = te.compute.__doc__
+    assert "whose element at index (i, j, ...) is fcompute(i, j, ...)" in doc
+    assert "te.sum" in doc
+    assert kiln.build.__doc__ and "callable on numpy arrays" in kiln.build.__doc__
+    assert "split" in te.Stage.split.__doc__.lower()
+
+
+def test_type_hints_ship_with_the_package():
+    pkg = pathlib.Path(kiln.__file__).parent
+    for name in ["__init__.pyi", "te.pyi", "py.typed"]:
+        assert (pkg / name).exists(), name
+    stub = (pkg / "te.pyi").read_text()
+    # every public name of kiln.te has a hint
+    public = [n for n in dir(te) if not n.startswith("_") and n not in ("annotations",)]
+    missing = [n for n in public if f"def {n}(" not in stub and f"class {n}" not in stub and f"{n} =" not in stub]
+    assert missing == []
+
+
+def test_error_classes_form_kilns_hierarchy():
+    for cls in [kiln.ScheduleError, kiln.ExprError, kiln.KernelError, kiln.TensorError, kiln.ModuleError]:
+        assert issubclass(cls, kiln.UserError)
+    assert issubclass(kiln.UserError, ValueError)
+    assert not issubclass(kiln.InternalError, kiln.UserError)
