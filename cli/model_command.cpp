@@ -399,7 +399,7 @@ void run_model(const ModelOptions &o) {
   eo.target = o.target;
   ConfigSource configs(o);
   eo.configs = configs.lookup.get();
-  if (o.optimize) g = driver::optimize_graph_for_target(g, o.target, eo.configs);
+  if (o.optimize) g = driver::optimize_graph_for_target(g, o.target);
   driver::GraphExecutor ex(std::move(g), eo);
   const auto t1 = std::chrono::steady_clock::now();
   if (o.print_graph) std::cout << graph::print(ex.graph());
@@ -443,7 +443,7 @@ void run_compile(const ModelOptions &o) {
   const auto t0 = std::chrono::steady_clock::now();
   graph::Graph g = frontend::onnx::import_model(o.model, import_options(o, nullptr));
   ConfigSource configs(o);
-  g = driver::optimize_graph_for_target(g, o.target, configs.lookup.get());
+  g = driver::optimize_graph_for_target(g, o.target);
   if (o.print_graph) std::cout << graph::print(g);
   driver::GraphCompileOptions co;
   co.kernels.target = o.target;

@@ -53,11 +53,9 @@ graph::Graph optimize_graph(const graph::Graph &input, const GraphPipelineOption
   return g;
 }
 
-graph::Graph optimize_graph_for_target(const graph::Graph &g, const std::string &target,
-                                       const ops::ConfigLookup *configs) {
+graph::Graph optimize_graph_for_target(const graph::Graph &g, const std::string &target) {
   GraphPipelineOptions options = GraphPipelineOptions::from_env();
   options.target = target;
-  options.configs = configs;
   return optimize_graph(g, options);
 }
 

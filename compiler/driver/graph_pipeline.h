@@ -17,10 +17,6 @@ struct GraphPipelineOptions {
   bool fuse = true;
   // Convolutions in the blocked NCHW[x]c layout (passes/alter_layout.cpp).
   bool alter_layout = true;
-  // The tuning log the executor will build template kernels with. No pass depends on it: the
-  // layout pass chooses blocks for the graph and fixes them in the convolutions' workloads, so a
-  // tuned config never changes the layout (passes.h).
-  const ops::ConfigLookup *configs = nullptr;
   // Print the graph after every pass; defaults to the KILN_DEBUG_GRAPH environment switch.
   bool debug = false;
   static GraphPipelineOptions from_env();
@@ -32,10 +28,9 @@ graph::Graph optimize_graph(const graph::Graph &g,
                             const GraphPipelineOptions &options = GraphPipelineOptions::from_env());
 
 // The pipeline as the commands run it on a model for `target` (`kiln run --optimize`, `kiln compile`,
-// `kiln tune --model`): every pass, KILN_DEBUG_GRAPH honoured; `configs` is the lookup the executor
-// or compiler is then given (the layout does not depend on it). What `kiln tune --model` extracts
-// tasks from is then what the compiler replays.
-graph::Graph optimize_graph_for_target(const graph::Graph &g, const std::string &target,
-                                       const ops::ConfigLookup *configs = nullptr);
+// `kiln tune --model`): every pass, KILN_DEBUG_GRAPH honoured. No pass reads the tuning log: the
+// layout pass chooses the blocks for the graph and fixes them in the convolutions' workloads, so the
+// graph `kiln tune --model` extracts tasks from is the one the compiler replays tuned configs on.
+graph::Graph optimize_graph_for_target(const graph::Graph &g, const std::string &target);
 
 }  // namespace kiln::driver
