@@ -29,6 +29,7 @@ const Registry &Registry::builtin() {
     register_norm_templates(reg);
     register_injective_templates(reg);
     register_layout_templates(reg);
+    register_vta_templates(reg);
     return reg;
   }();
   return r;

@@ -49,6 +49,11 @@ inline std::vector<ExampleWorkload> example_workloads() {
       {"reduce.x86", Json::object({{"data", t({3, 50})}, {"axes", 1}})},
       {"layout_transform.x86", Json::object({{"data", t({1, 16, 5, 7})}, {"dst_block", 8}})},
       {"layout_transform.x86", Json::object({{"data", t({1, 2, 5, 7, 8})}, {"src_block", 8}, {"dst_block", 16}})},
+      {"dense_int8.vta",
+       Json::object(
+           {{"data", Json::object({{"shape", Json::array_of(std::vector<int64_t>{4, 2, 1, 16})}, {"dtype", "int8"}})},
+            {"weight",
+             Json::object({{"shape", Json::array_of(std::vector<int64_t>{4, 2, 16, 16})}, {"dtype", "int8"}})}})},
   };
 }
 

@@ -25,6 +25,7 @@ TEST(Registry, BuiltinTemplates) {
                                    "conv2d_nchw.x86",
                                    "conv2d_nchwc.x86",
                                    "conv2d_transpose_nchw.x86",
+                                   "dense_int8.vta",
                                    "dense_nopack.x86",
                                    "dense_pack.x86",
                                    "depthwise_conv2d_nchw.x86",
