@@ -246,8 +246,248 @@ Template dense_template() {
   return t;
 }
 
+// --- conv2d_nchw_int8.vta ---
+
+constexpr const char *kConv = "conv2d_nchw_int8.vta";
+
+struct Conv {
+  TensorArg data, kernel;
+  bool bias = false;
+  int64_t stride = 1, pad = 0;
+  Epilogue ep;
+  int64_t n() const { return data.shape[0]; }
+  int64_t icb() const { return data.shape[1]; }
+  int64_t h() const { return data.shape[2]; }
+  int64_t w() const { return data.shape[3]; }
+  int64_t ocb() const { return kernel.shape[0]; }
+  int64_t k() const { return kernel.shape[2]; }
+  int64_t oh() const { return (h() + 2 * pad - k()) / stride + 1; }
+  int64_t ow() const { return (w() + 2 * pad - k()) / stride + 1; }
+};
+
+Conv parse_conv(const Json &a) {
+  check_keys(kConv, a, {"data", "kernel", "bias", "strides", "padding", "shift", "clip"});
+  Conv c;
+  c.data = tensor_arg(kConv, a, "data", 6);
+  c.kernel = tensor_arg(kConv, a, "kernel", 6);
+  c.bias = bool_arg(kConv, a, "bias", false);
+  c.stride = int_arg(kConv, a, "strides", 1);
+  c.pad = int_arg(kConv, a, "padding", 0);
+  c.ep = epilogue_args(kConv, a);
+  if (c.data.dtype != Int(8) || c.kernel.dtype != Int(8)) bad_args(kConv, "data and kernel must be int8");
+  const auto &d = c.data.shape, &k = c.kernel.shape;
+  if (k[1] != d[1] || k[2] != k[3] || k[4] != d[5] || k[5] != d[5]) {
+    bad_args(kConv, "data [N/b][C/B][H][W][b][B] and kernel [O/B][C/B][K][K][B][B] do not match");
+  }
+  if (c.stride < 1 || c.pad < 0 || c.pad > 15) bad_args(kConv, "strides must be >= 1 and padding in [0, 15]");
+  if (c.h() + 2 * c.pad < c.k() || c.w() + 2 * c.pad < c.k()) bad_args(kConv, "the kernel is larger than the input");
+  return c;
+}
+
+// The on-chip elements one tile of a config takes: inputs, weights, accumulators.
+struct ConvTile {
+  int64_t inp, wgt, acc, uops;
+};
+ConvTile conv_tile(const Conv &c, const Config &cfg) {
+  const int64_t tb = cfg.split("tile_b").back(), tco = cfg.split("tile_co").back();
+  const int64_t th = cfg.split("tile_h").back(), tw = cfg.split("tile_w").back();
+  const int64_t tci = cfg.split("tile_ci").back();
+  const int64_t threads = cfg.choice_int("oc_nthread") * cfg.choice_int("h_nthread");
+  const int64_t ih = (th - 1) * c.stride + c.k(), iw = (tw - 1) * c.stride + c.k();
+  return {tb * tci * ih * iw * threads, tco * tci * c.k() * c.k() * threads,
+          (tb * tco * th * tw + (c.bias ? tco : 0)) * threads, tci * c.k() * c.k() * tw * tb};
+}
+
+void schedule_conv(te::Schedule &s, const Compute &c, const Config &cfg, const Target &target) {
+  const kiln::vta::VtaConfig vc = vta_config(target);
+  const te::Tensor &data = c.inputs[0], &kernel = c.inputs[1];
+  const te::Tensor &acc = c.part("anchor"), &out = c.outputs[0];
+  te::Stage so = s[out], sc = s[acc];
+  sc.set_scope(codegen::vta::kAccScope);
+  for (const te::Tensor &t : c.epilogue) {
+    if (t.op() != out.op()) s[t].set_scope(codegen::vta::kAccScope);
+  }
+  // Output tiles: b.o, h.o, co.o, w.o, [threads], b.i, co.i, h.i, w.i, bi, ci.
+  const int64_t ht = cfg.choice_int("h_nthread"), ot = cfg.choice_int("oc_nthread");
+  IterVar b_o, b_i, co_o, co_i, h_o, h_i, w_o, w_i, ht_v, ot_v;
+  so.split(so.axis(0), cfg.split("tile_b").back(), &b_o, &b_i);
+  so.split(so.axis(1), cfg.split("tile_co").back(), &co_o, &co_i);
+  so.split(so.axis(2), cfg.split("tile_h").back(), &h_o, &h_i);
+  so.split(so.axis(3), cfg.split("tile_w").back(), &w_o, &w_i);
+  if (ht > 1) so.split_nparts(h_o, ht, &ht_v, &h_o);
+  if (ot > 1) so.split_nparts(co_o, ot, &ot_v, &co_o);
+  std::vector<IterVar> order = {b_o, h_o, co_o, w_o};
+  if (ht > 1) order.push_back(ht_v);
+  if (ot > 1) order.push_back(ot_v);
+  const IterVar at = order.back();
+  order.insert(order.end(), {b_i, co_i, h_i, w_i, so.axis(4), so.axis(5)});
+  so.reorder(order);
+  if (ht > 1) so.bind(ht_v, "vthread");
+  if (ot > 1) so.bind(ot_v, "vthread");
+  so.pragma(b_i, "dma_copy");
+  sc.compute_at(so, at);
+  for (const te::Tensor &t : c.epilogue) {
+    if (t.op() == out.op()) continue;
+    s[t].compute_at(so, at);
+    s[t].pragma(s[t].axis(0), "alu");
+  }
+  // The convolution: ic.o.outer, then b, co, h (folded into the GEMM's loops), ic.o.inner, kh,
+  // kw, w, and the tensorized block (bi, ci, ic.i).
+  IterVar ko_o, ko_i;
+  sc.split(sc.reduce_axis(0), cfg.split("tile_ci").back(), &ko_o, &ko_i);
+  sc.reorder({ko_o, sc.axis(0), sc.axis(1), sc.axis(2), ko_i, sc.reduce_axis(1), sc.reduce_axis(2), sc.axis(3),
+              sc.axis(4), sc.axis(5), sc.reduce_axis(3)});
+  sc.tensorize(sc.axis(4), codegen::vta::gemm_intrin(vc));
+  te::Tensor src = data;
+  if (c.has_part("pad")) {
+    s[c.part("pad")].compute_inline();
+    src = c.part("pad");
+  }
+  te::Tensor db = s.cache_read(src, codegen::vta::kInpScope, {acc.op()});
+  te::Tensor kb = s.cache_read(kernel, codegen::vta::kWgtScope, {acc.op()});
+  for (const te::Tensor &b : {db, kb}) {
+    s[b].compute_at(sc, ko_o);
+    s[b].pragma(s[b].axis(0), "dma_copy");
+  }
+  if (c.inputs.size() > 2) {
+    te::Tensor bb = s.cache_read(c.inputs[2], codegen::vta::kAccScope, {c.part("bias_add").op()});
+    s[bb].compute_at(so, at);
+    s[bb].pragma(s[bb].axis(0), "dma_copy");
+  }
+}
+
+Template conv_template() {
+  Template t;
+  t.name = kConv;
+  t.version = 1;
+  t.summary = "int8 conv2d on VTA over packed layouts (NCHW1n16c, OIHW16o16i): >> shift, + bias, clip";
+  t.arguments = {tensor_spec("data", 6, "int8 [N/b][C/16][H][W][b][16]"),
+                 tensor_spec("kernel", 6, "int8 [O/16][C/16][K][K][16 o][16 c]"),
+                 {"bias", "bool", "false", "an int32 bias [O/16][16] added after the shift"},
+                 {"strides", "int", "1", "stride of both spatial axes"},
+                 {"padding", "int", "0", "zero padding on each side of both spatial axes (0..15)"},
+                 {"shift", "int", "8", "arithmetic right shift of the int32 sums"},
+                 {"clip", "[int, int] | false", "[0, 127]", "clip bounds, or false for none"}};
+  auto shape = [](std::vector<int64_t> s) {
+    return Json::object({{"shape", Json::array_of(s)}, {"dtype", Json("int8")}});
+  };
+  t.example = Json::object({{"data", shape({1, 4, 8, 8, 1, 16})},
+                            {"kernel", shape({4, 4, 3, 3, 16, 16})},
+                            {"padding", Json(int64_t{1})},
+                            {"bias", Json(true)}});
+  t.canonicalize = [](const Json &a) {
+    Conv c = parse_conv(a);
+    Json j = epilogue_json(c.ep);
+    j.set("data", tensor_json(c.data));
+    j.set("kernel", tensor_json(c.kernel));
+    j.set("bias", Json(c.bias));
+    j.set("strides", Json(c.stride));
+    j.set("padding", Json(c.pad));
+    return j;
+  };
+  t.flop = [](const Json &a) {
+    Conv c = parse_conv(a);
+    return 2.0 * static_cast<double>(c.n() * c.data.shape[4] * c.ocb() * 16 * c.oh() * c.ow()) *
+           static_cast<double>(c.icb() * 16 * c.k() * c.k());
+  };
+  t.define_space = [](ConfigSpace &s, const Json &a, const Target &tg) {
+    Conv c = parse_conv(a);
+    const kiln::vta::VtaConfig vc = vta_config(tg);
+    s.define_split("tile_b", c.n(), 2);
+    s.define_split("tile_co", c.ocb(), 2);
+    s.define_split("tile_h", c.oh(), 2);
+    s.define_split("tile_w", c.ow(), 2);
+    s.define_split("tile_ci", c.icb(), 2);
+    s.define_choice("oc_nthread", {1, 2});
+    s.define_choice("h_nthread", {1, 2});
+    const int64_t ocb = c.ocb(), oh = c.oh();
+    s.add_constraint("threads divide the tiles", {"tile_co", "tile_h", "oc_nthread", "h_nthread"},
+                     [ocb, oh](const Config &k) {
+                       return (ocb / k.split("tile_co").back()) % k.choice_int("oc_nthread") == 0 &&
+                              (oh / k.split("tile_h").back()) % k.choice_int("h_nthread") == 0;
+                     });
+    s.add_constraint("tiles fit the on-chip buffers",
+                     {"tile_b", "tile_co", "tile_h", "tile_w", "tile_ci", "oc_nthread", "h_nthread"},
+                     [c, vc](const Config &k) {
+                       const ConvTile t = conv_tile(c, k);
+                       return t.inp <= vc.inp_depth() && t.wgt <= vc.wgt_depth() && t.acc <= vc.acc_depth() &&
+                              t.uops <= vc.uop_depth() / 2;
+                     });
+  };
+  t.default_config = [](const ConfigSpace &s, const Json &a, const Target &) {
+    // The tile with the most MACs that fits, then two virtual threads over the output channels.
+    Conv c = parse_conv(a);
+    Config best;
+    double best_score = -1;
+    s.for_each_valid([&](const Config &k) {
+      const double macs = static_cast<double>(k.split("tile_b").back() * k.split("tile_co").back() *
+                                              k.split("tile_h").back() * k.split("tile_w").back()) *
+                          static_cast<double>(k.split("tile_ci").back());
+      const double score = macs * 4 + (k.choice_int("oc_nthread") == 2 ? 2 : 0) + (k.choice_int("h_nthread") == 1);
+      if (score > best_score) best = k, best_score = score;
+      return true;
+    });
+    if (!best.defined()) throw OpError(std::string(kConv) + ": no config fits the on-chip buffers");
+    (void)c;
+    return best;
+  };
+  t.compute = [](const Json &a, const Config &) {
+    Conv cv = parse_conv(a);
+    te::Tensor data = te::placeholder(cv.data.shape_exprs(), Int(8), "data");
+    te::Tensor kernel = te::placeholder(cv.kernel.shape_exprs(), Int(8), "kernel");
+    Compute c;
+    c.inputs = {data, kernel};
+    te::Tensor src = pad(data, {0, 0, cv.pad, cv.pad, 0, 0}, {0, 0, cv.pad, cv.pad, 0, 0}, "data.pad");
+    if (src.op() != data.op()) c.parts["pad"] = src;
+    te::IterVar ic = te::reduce_axis(cv.icb(), "ic"), kh = te::reduce_axis(cv.k(), "kh"),
+                kw = te::reduce_axis(cv.k(), "kw"), ii = te::reduce_axis(cv.data.shape[5], "ii");
+    const int64_t st = cv.stride;
+    te::Tensor acc = te::compute(
+        {cv.n(), cv.ocb(), cv.oh(), cv.ow(), cv.data.shape[4], cv.kernel.shape[4]},
+        te::FCompute([&](const std::vector<Var> &i) {
+          Expr x = src({i[0], ic, i[2] * static_cast<int>(st) + kh, i[3] * static_cast<int>(st) + kw, i[4], ii});
+          return te::sum(cast(Int(32), x) * cast(Int(32), kernel({i[1], ic, kh, kw, i[5], ii})), {ic, kh, kw, ii});
+        }),
+        "conv");
+    c.parts["anchor"] = acc;
+    Epilogue ep = cv.ep;
+    std::vector<te::Tensor> st_list;
+    te::Tensor cur = acc;
+    if (ep.shift > 0) {
+      Epilogue only_shift = ep;
+      only_shift.clip = false;
+      auto s1 = epilogue_stages(acc, only_shift, "conv.out");
+      cur = s1[0];
+      st_list.push_back(cur);
+    }
+    if (cv.bias) {
+      te::Tensor bias = te::placeholder({cv.ocb(), cv.kernel.shape[4]}, Int(32), "bias");
+      c.inputs.push_back(bias);
+      te::Tensor in = cur;
+      cur = te::compute(in.shape(), te::FCompute([in, bias](const std::vector<Var> &i) {
+                          return in({i[0], i[1], i[2], i[3], i[4], i[5]}) + bias({i[1], i[5]});
+                        }),
+                        "conv.out.bias");
+      c.parts["bias_add"] = cur;
+      st_list.push_back(cur);
+    }
+    Epilogue rest = ep;
+    rest.shift = 0;
+    auto tail = epilogue_stages(cur, rest, "conv.out");
+    st_list.insert(st_list.end(), tail.begin(), tail.end());
+    c.epilogue = st_list;
+    c.outputs = {st_list.back()};
+    return c;
+  };
+  t.schedule = schedule_conv;
+  return t;
+}
+
 }  // namespace
 
-void register_vta_templates(Registry &r) { r.add(dense_template()); }
+void register_vta_templates(Registry &r) {
+  r.add(dense_template());
+  r.add(conv_template());
+}
 
 }  // namespace kiln::ops

@@ -54,6 +54,13 @@ inline std::vector<ExampleWorkload> example_workloads() {
            {{"data", Json::object({{"shape", Json::array_of(std::vector<int64_t>{4, 2, 1, 16})}, {"dtype", "int8"}})},
             {"weight",
              Json::object({{"shape", Json::array_of(std::vector<int64_t>{4, 2, 16, 16})}, {"dtype", "int8"}})}})},
+      {"conv2d_nchw_int8.vta",
+       Json::object({{"data", Json::object({{"shape", Json::array_of(std::vector<int64_t>{1, 2, 6, 6, 1, 16})},
+                                            {"dtype", "int8"}})},
+                     {"kernel", Json::object({{"shape", Json::array_of(std::vector<int64_t>{2, 2, 3, 3, 16, 16})},
+                                              {"dtype", "int8"}})},
+                     {"padding", 1},
+                     {"bias", true}})},
   };
 }
 

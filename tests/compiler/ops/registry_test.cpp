@@ -23,6 +23,7 @@ TEST(Registry, BuiltinTemplates) {
   std::vector<std::string> want = {"batch_matmul.x86",
                                    "broadcast.x86",
                                    "conv2d_nchw.x86",
+                                   "conv2d_nchw_int8.vta",
                                    "conv2d_nchwc.x86",
                                    "conv2d_transpose_nchw.x86",
                                    "dense_int8.vta",
