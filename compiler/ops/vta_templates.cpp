@@ -27,8 +27,7 @@ constexpr const char *kDense = "dense_int8.vta";
 // The VTA configuration a target names (-model, default the reference design).
 kiln::vta::VtaConfig vta_config(const Target &target) {
   if (target.target.kind() != "vta") return kiln::vta::VtaConfig{};
-  auto model = target.target.value("model");
-  return model ? kiln::vta::VtaConfig::parse(*model) : kiln::vta::VtaConfig{};
+  return codegen::vta::vta_target_config(target.str());
 }
 
 struct Epilogue {

@@ -7,6 +7,7 @@
 
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/op.h"
+#include "contracts/target.h"
 
 namespace kiln::codegen::vta {
 
@@ -29,6 +30,21 @@ std::string show(const Expr &e) {
 }
 
 }  // namespace
+
+lower::LowerOptions vta_lower_options() {
+  lower::LowerOptions o = lower::LowerOptions::from_env();
+  o.partition_loops = false;
+  o.unroll = false;
+  o.vectorize = false;
+  o.reuse_storage = false;
+  return o;
+}
+
+VtaConfig vta_target_config(const std::string &target) {
+  const contracts::Target t = contracts::Target::parse(target);
+  auto model = t.value("model");
+  return model && !model->empty() ? VtaConfig::parse(*model) : VtaConfig{};
+}
 
 te::TensorIntrin gemm_intrin(const VtaConfig &cfg) {
   const int b = cfg.batch(), n = cfg.block();

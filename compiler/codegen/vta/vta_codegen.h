@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "compiler/ir/function.h"
+#include "compiler/lower/lower.h"
 #include "compiler/te/schedule.h"
 #include "deploy/vta/runtime.h"
 
@@ -53,6 +54,15 @@ class VtaCodegenError : public kiln::vta::VtaError {
 // The 1xBLOCK x (BLOCKxBLOCK)^T GEMM intrinsic of the configuration: out[i, j] (int32) =
 // sum_k int32(x[i, k]) * int32(w[j, k]) with int8 x and w.
 te::TensorIntrin gemm_intrin(const kiln::vta::VtaConfig &cfg);
+
+// The lowering a VTA schedule needs: loops, buffers and pragma regions as the schedule made them
+// (no loop partitioning, unrolling, vectorizing or storage reuse), so that the code generator sees
+// the DMA and ALU regions whole. Task::lower uses it for `vta` targets.
+lower::LowerOptions vta_lower_options();
+
+// The VTA configuration a target string's -model names (the reference design without one).
+// Throws VtaConfigError for a model name that does not parse.
+kiln::vta::VtaConfig vta_target_config(const std::string &target);
 
 // A host tensor argument of a program run.
 struct HostArg {
