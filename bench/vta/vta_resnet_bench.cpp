@@ -45,6 +45,7 @@ struct Result {
   uint64_t cycles = 0;
   double gops = 0, util = 0;
   std::string config;
+  kiln::vta::SimCounters counters;
 };
 
 Result measure(const ops::Task &task, const autotune::Config &cfg, const kiln::vta::VtaConfig &vc,
@@ -62,6 +63,7 @@ Result measure(const ops::Task &task, const autotune::Config &cfg, const kiln::v
     r.cycles = c.total_cycles;
     r.gops = task.flop() / (static_cast<double>(c.total_cycles) / (vc.clock_mhz * 1e6)) / 1e9;
     r.util = c.gemm_utilization();
+    r.counters = c;
   } catch (const std::exception &e) {
     r.config += std::string(" (") + e.what() + ")";
   }
@@ -73,8 +75,15 @@ void print(const char *what, const Result &r) {
     std::printf("  %-22s failed: %s\n", what, r.config.c_str());
     return;
   }
-  std::printf("  %-22s %10llu cycles %7.2f GOPS  util %.2f  %s\n", what, static_cast<unsigned long long>(r.cycles),
-              r.gops, r.util, r.config.c_str());
+  const kiln::vta::SimCounters &c = r.counters;
+  std::printf(
+      "  %-24s %9llu cycles %6.2f GOPS util %.2f  busy load %llu compute %llu (gemm %llu alu %llu) store "
+      "%llu, uop loads %llu B  %s\n",
+      what, static_cast<unsigned long long>(r.cycles), r.gops, r.util,
+      static_cast<unsigned long long>(c.load_busy_cycles), static_cast<unsigned long long>(c.compute_busy_cycles),
+      static_cast<unsigned long long>(c.gemm_cycles), static_cast<unsigned long long>(c.alu_cycles),
+      static_cast<unsigned long long>(c.store_busy_cycles), static_cast<unsigned long long>(c.uop_load_nbytes),
+      r.config.c_str());
 }
 
 }  // namespace

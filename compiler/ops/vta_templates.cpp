@@ -414,20 +414,23 @@ Template conv_template() {
                      });
   };
   t.default_config = [](const ConfigSpace &s, const Json &a, const Target &) {
-    // The tile with the most MACs that fits, then two virtual threads over the output channels.
+    // Two virtual threads over the output channels (one loads while the other computes), each with
+    // the tile of the most MACs that fits its half of the buffers, whole rows preferred (fewer DMA
+    // rows); one thread where two do not fit.
     Conv c = parse_conv(a);
     Config best;
     double best_score = -1;
     s.for_each_valid([&](const Config &k) {
+      const int64_t threads = k.choice_int("oc_nthread") * k.choice_int("h_nthread");
+      if (threads > 2 || k.choice_int("h_nthread") > 1) return true;
       const double macs = static_cast<double>(k.split("tile_b").back() * k.split("tile_co").back() *
                                               k.split("tile_h").back() * k.split("tile_w").back()) *
                           static_cast<double>(k.split("tile_ci").back());
-      const double score = macs * 4 + (k.choice_int("oc_nthread") == 2 ? 2 : 0) + (k.choice_int("h_nthread") == 1);
+      const double score = macs + (k.split("tile_w").back() == c.ow() ? 1e12 : 0) + (threads == 2 ? 1e13 : 0);
       if (score > best_score) best = k, best_score = score;
       return true;
     });
     if (!best.defined()) throw OpError(std::string(kConv) + ": no config fits the on-chip buffers");
-    (void)c;
     return best;
   };
   t.compute = [](const Json &a, const Config &) {

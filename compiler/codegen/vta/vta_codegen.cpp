@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -365,6 +366,10 @@ class ProgramBuilder {
         return true;
       case NodeType::LetStmt:
         return only_gemm(s.as<LetStmtNode>()->body);
+      case NodeType::AttrStmt: {
+        const auto *a = s.as<AttrStmtNode>();
+        return a->key.rfind(attr::kPragmaPrefix, 0) != 0 && only_gemm(a->body);
+      }
       case NodeType::IfThenElse: {
         const auto *c = s.as<IfThenElseNode>();
         return only_gemm(c->then_case) && (!c->else_case.defined() || only_gemm(c->else_case));
@@ -443,27 +448,35 @@ class ProgramBuilder {
     return base(buf) + scalar / e;
   }
 
+  // A loop nest of GEMM intrinsic calls: one reset instruction over every accumulator row the nest
+  // resets, then one GEMM instruction over its updates (a reset guarded inside the reduction loop
+  // moves ahead of the updates; a reset of a row the nest has already updated starts a new pair).
   void gemm(const Stmt &s, std::vector<VtaProgram::Action> *out) {
-    std::vector<Uop> flat;
-    int reset = -1;
+    std::vector<Uop> resets, updates;
+    std::set<uint32_t> updated;
+    auto flush = [&] {
+      if (!resets.empty()) emit_gemm(resets, true, out);
+      if (!updates.empty()) emit_gemm(updates, false, out);
+      resets.clear();
+      updates.clear();
+      updated.clear();
+    };
     iterate(s, [&](const Stmt &leaf) {
       const auto *c = leaf.as<EvaluateNode>()->value.as<CallNode>();
       const bool r = c->name == "vta.gemm_reset";
-      if (reset >= 0 && reset != int(r)) {
-        // A reset nest followed by an update nest in one region: flush the first.
-        emit_gemm(flat, reset != 0, out);
-        flat.clear();
-      }
-      reset = r;
       Uop u;
       u.dst = static_cast<uint32_t>(elem_of(Var(c->args[0]), eval(c->args[1]), "the output"));
-      if (!r) {
-        u.src = static_cast<uint32_t>(elem_of(Var(c->args[2]), eval(c->args[3]), "the input"));
-        u.wgt = static_cast<uint32_t>(elem_of(Var(c->args[4]), eval(c->args[5]), "the weight"));
+      if (r) {
+        if (updated.count(u.dst)) flush();
+        resets.push_back(u);
+        return;
       }
-      flat.push_back(u);
+      u.src = static_cast<uint32_t>(elem_of(Var(c->args[2]), eval(c->args[3]), "the input"));
+      u.wgt = static_cast<uint32_t>(elem_of(Var(c->args[4]), eval(c->args[5]), "the weight"));
+      updates.push_back(u);
+      updated.insert(u.dst);
     });
-    if (!flat.empty()) emit_gemm(flat, reset != 0, out);
+    flush();
   }
 
   void emit_gemm(const std::vector<Uop> &flat, bool reset, std::vector<VtaProgram::Action> *out) {

@@ -41,15 +41,6 @@ Json tensor(std::vector<int64_t> shape) {
   return Json::object({{"shape", Json::array_of(shape)}, {"dtype", Json("int8")}});
 }
 
-lower::LowerOptions vta_lowering() {
-  lower::LowerOptions o;
-  o.partition_loops = false;
-  o.unroll = false;
-  o.vectorize = false;
-  o.reuse_storage = false;
-  return o;
-}
-
 Json conv_args(const Layer &l, int64_t h) {
   return Json::object({{"data", tensor({1, l.ic / 16, h, h, 1, 16})},
                        {"kernel", tensor({l.oc / 16, l.ic / 16, l.k, l.k, 16, 16})},
@@ -67,7 +58,7 @@ ConvRun run_conv(const Layer &l, int64_t h, const autotune::Config *cfg_in, cons
                  const std::vector<int8_t> &w, const std::vector<int32_t> &bias, int64_t oh) {
   ops::Task task("conv2d_nchw_int8.vta", conv_args(l, h), ops::Target(contracts::Target::parse("vta"), 128));
   const autotune::Config cfg = cfg_in ? *cfg_in : task.default_config();
-  const ir::LoweredFunc f = task.lower(cfg, "conv", vta_lowering());
+  const ir::LoweredFunc f = task.lower(cfg, "conv", codegen::vta::vta_lower_options());
   codegen::vta::VtaProgram program(f, VtaConfig{});
   kiln::vta::Runtime rt;
   ConvRun r;

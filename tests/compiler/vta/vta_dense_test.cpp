@@ -33,15 +33,6 @@ ops::Target vta_target(const std::string &model = "sim_1x16_i8w8a32") {
   return ops::Target(contracts::Target::parse("vta -model=" + model), 128);
 }
 
-lower::LowerOptions vta_lowering() {
-  lower::LowerOptions o;
-  o.partition_loops = false;
-  o.unroll = false;
-  o.vectorize = false;
-  o.reuse_storage = false;
-  return o;
-}
-
 struct DenseRun {
   std::vector<int8_t> out;
   SimCounters counters;
@@ -54,7 +45,7 @@ DenseRun run_dense(const Json &args, const std::vector<std::pair<std::string, Js
                    const std::vector<int8_t> &x, const std::vector<int8_t> &w, int64_t out_size) {
   ops::Task task("dense_int8.vta", args, vta_target());
   const autotune::Config cfg = knobs.empty() ? task.default_config() : task.space().from_values(knobs);
-  const ir::LoweredFunc f = task.lower(cfg, "dense", vta_lowering());
+  const ir::LoweredFunc f = task.lower(cfg, "dense", codegen::vta::vta_lower_options());
   codegen::vta::VtaProgram program(f, VtaConfig{});
   kiln::vta::Runtime rt;
   DenseRun r;
@@ -179,8 +170,8 @@ TEST(VtaDense, TilesBeyondABufferAreABufferOverflowError) {
   // elements): the 64x64-block tile of inputs does not fit.
   const Json args = Json::object({{"data", tensor({64, 8, 1, 16})}, {"weight", tensor({4, 8, 16, 16})}});
   ops::Task task("dense_int8.vta", args, vta_target());
-  const ir::LoweredFunc f =
-      task.lower(task.space().from_values(dense_knobs(64, 4, 8, 1, 1, 64, 4, 8)), "dense", vta_lowering());
+  const ir::LoweredFunc f = task.lower(task.space().from_values(dense_knobs(64, 4, 8, 1, 1, 64, 4, 8)), "dense",
+                                       codegen::vta::vta_lower_options());
   try {
     codegen::vta::VtaProgram program(f, VtaConfig::parse("sim_1x16_i8w8a32_15_12_18_17"));
     FAIL() << "expected VtaBufferOverflowError";
