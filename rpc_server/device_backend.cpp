@@ -16,6 +16,7 @@
 #include "deploy/module.h"
 #include "deploy/thread_pool.h"
 #include "rpc_server/time_evaluator.h"
+#include "rpc_server/vta_backend.h"
 
 namespace kiln::rpc {
 
@@ -114,8 +115,9 @@ class CpuBackend final : public DeviceBackend {
 std::unique_ptr<DeviceBackend> make_device_backend(const std::string &target) {
   const std::string kind = target_kind(target);
   if (kind == "llvm") return std::make_unique<CpuBackend>();
+  if (kind == "vta") return make_vta_backend(target);
   throw UserError("no measurement back end for target kind \"" + kind +
-                  "\" (this runner measures \"llvm\" CPU targets)");
+                  "\" (this runner measures \"llvm\" CPU targets and \"vta\" simulators)");
 }
 
 void check_target_runs(const std::string &target) {
@@ -132,7 +134,11 @@ void check_target_runs(const std::string &target) {
     int status = 0;
     std::string message;
     try {
-      run_test_kernel(target);
+      if (target_kind(target) == "vta") {
+        check_vta_target(target);
+      } else {
+        run_test_kernel(target);
+      }
     } catch (const std::exception &e) {
       message = e.what();
       status = 1;

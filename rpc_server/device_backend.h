@@ -16,6 +16,13 @@
 
 namespace kiln::rpc {
 
+// The device's compiler rejected a candidate (device code, not host code, failed to compile); a
+// measurement records it as COMPILE_DEVICE.
+class DeviceCompileError : public UserError {
+ public:
+  using UserError::UserError;
+};
+
 // A candidate compiled for a device.
 class DeviceKernel {
  public:
@@ -43,9 +50,13 @@ class DeviceBackend {
   virtual void set_threads(int threads) = 0;
   // Evicts `tensors` from the device's caches before a timed repeat.
   virtual void flush_caches(const std::vector<deploy::Tensor> &tensors) = 0;
+  // The clock timings are read from, in seconds: empty for the host's steady clock; a simulated
+  // device returns its modelled time.
+  virtual std::function<double()> clock() { return {}; }
 };
 
-// The back end for a target string: "llvm ..." -> the CPU back end. Throws kiln::UserError naming
+// The back end for a target string: "llvm ..." -> the CPU back end, "vta ..." -> the VTA
+// simulator (vta_backend.h). Throws kiln::UserError naming
 // the target kind when no back end serves it.
 std::unique_ptr<DeviceBackend> make_device_backend(const std::string &target);
 

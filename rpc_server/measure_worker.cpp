@@ -286,6 +286,8 @@ class Worker {
       }
       try {
         b->kernel = w->backend->compile(f, req.target());
+      } catch (const DeviceCompileError &e) {
+        throw Failure{v1::COMPILE_DEVICE, e.what()};
       } catch (const std::bad_alloc &) {
         throw Failure{v1::COMPILE_HOST, "out of memory while compiling"};
       } catch (const std::exception &e) {
@@ -343,6 +345,7 @@ class Worker {
       eval.number = o.number();
       eval.repeat = o.repeat();
       eval.min_repeat_ms = o.min_repeat_ms();
+      eval.clock = device.clock();
       if (o.cpu_cache_flush()) {
         eval.before_repeat = [&] { device.flush_caches(d.device_inputs); };
       }

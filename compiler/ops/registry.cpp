@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "contracts/workload.h"
+#include "compiler/codegen/vta/vta_codegen.h"
 #include "compiler/lower/lower.h"
 #include "compiler/ops/templates.h"
 
@@ -30,6 +31,7 @@ const Registry &Registry::builtin() {
     register_injective_templates(reg);
     register_layout_templates(reg);
     register_cuda_templates(reg);
+    register_vta_templates(reg);
     return reg;
   }();
   return r;
@@ -139,6 +141,7 @@ Instance Task::instantiate(const autotune::Config &cfg) const {
 }
 
 ir::LoweredFunc Task::lower(const autotune::Config &cfg, const std::string &name) const {
+  if (target_.target.kind() == "vta") return lower(cfg, name, codegen::vta::vta_lower_options());
   return lower(cfg, name, lower::LowerOptions::from_env());
 }
 

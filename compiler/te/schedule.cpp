@@ -393,9 +393,17 @@ Stage &Stage::double_buffer() {
   return *this;
 }
 
+namespace {
+// global, shared, local, or local.<tag>: a special on-chip memory of an accelerator
+// (local.inp_buffer, ...), local to a thread.
+bool known_scope(const std::string &scope) {
+  return scope == "global" || scope == "shared" || scope == "local" || scope.rfind("local.", 0) == 0;
+}
+}  // namespace
+
 Stage &Stage::set_scope(const std::string &scope) {
-  if (scope != "global" && scope != "shared" && scope != "local") {
-    fail("unknown storage scope '" + scope + "' (global, shared, local)");
+  if (!known_scope(scope)) {
+    fail("unknown storage scope '" + scope + "' (global, shared, local, local.<tag>)");
   }
   if (node_->is_output && scope != "global") fail("an output stage must stay in global memory");
   node_->scope = scope;
@@ -537,8 +545,8 @@ Tensor Schedule::cache_read(const Tensor &t, const std::string &scope, const std
   if (!t.defined()) throw ScheduleError("cache_read of an undefined tensor");
   Stage src = stage_of(t.op().get());
   if (!src.defined()) throw ScheduleError("cache_read: tensor " + t.name() + " is not part of this schedule");
-  if (scope != "global" && scope != "shared" && scope != "local") {
-    throw ScheduleError("cache_read of " + t.name() + ": unknown scope '" + scope + "' (global, shared, local)");
+  if (!known_scope(scope)) {
+    throw ScheduleError("cache_read of " + t.name() + ": unknown scope '" + scope + "' (global, shared, local, local.<tag>)");
   }
   if (readers.empty()) throw ScheduleError("cache_read of " + t.name() + ": no readers given");
   std::vector<StageNode *> reader_stages;

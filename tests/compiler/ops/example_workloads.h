@@ -63,6 +63,18 @@ inline std::vector<ExampleWorkload> example_workloads() {
       {"depthwise_conv2d_nchw.cuda",
        Json::object({{"data", t({1, 4, 9, 9})}, {"kernel", t({4, 1, 3, 3})}, {"strides", 2}, {"padding", 1}})},
       {"matmul.cuda", Json::object({{"a", t({6, 20})}, {"b", t({20, 12})}})},
+      {"dense_int8.vta",
+       Json::object(
+           {{"data", Json::object({{"shape", Json::array_of(std::vector<int64_t>{4, 2, 1, 16})}, {"dtype", "int8"}})},
+            {"weight",
+             Json::object({{"shape", Json::array_of(std::vector<int64_t>{4, 2, 16, 16})}, {"dtype", "int8"}})}})},
+      {"conv2d_nchw_int8.vta",
+       Json::object({{"data", Json::object({{"shape", Json::array_of(std::vector<int64_t>{1, 2, 6, 6, 1, 16})},
+                                            {"dtype", "int8"}})},
+                     {"kernel", Json::object({{"shape", Json::array_of(std::vector<int64_t>{2, 2, 3, 3, 16, 16})},
+                                              {"dtype", "int8"}})},
+                     {"padding", 1},
+                     {"bias", true}})},
   };
 }
 
