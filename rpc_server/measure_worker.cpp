@@ -164,6 +164,10 @@ class Worker {
       }
       reply.mutable_result()->set_busy_seconds(seconds_since(t0));
       if (!write_frame(fd_, reply)) return 1;
+      // A device left unusable (a GPU context after an illegal address): a fresh worker takes over.
+      for (const auto &entry : workloads_) {
+        if (entry.second->backend && entry.second->backend->lost()) return 0;
+      }
     }
     return 0;
   }
@@ -327,11 +331,7 @@ class Worker {
       DeviceBackend &device = *b->workload->backend;
       device.set_threads(static_cast<int>(o.threads()));
       ShapeData &d = *b->data;
-      for (auto &out : d.outputs) {
-        deploy::Tensor poison = device.to_host(out);
-        std::memset(poison.data(), 0xff, poison.nbytes());
-        out = device.to_device(poison);
-      }
+      for (auto &out : d.outputs) device.fill_bytes(out, 0xff);
       std::vector<deploy::Tensor> tensors = d.device_inputs;
       tensors.insert(tensors.end(), d.outputs.begin(), d.outputs.end());
       const std::function<void()> call = b->kernel->bind(tensors);
@@ -343,6 +343,7 @@ class Worker {
       eval.number = o.number();
       eval.repeat = o.repeat();
       eval.min_repeat_ms = o.min_repeat_ms();
+      eval.clock = device.clock();
       if (o.cpu_cache_flush()) {
         eval.before_repeat = [&] { device.flush_caches(d.device_inputs); };
       }
