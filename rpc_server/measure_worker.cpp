@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "contracts/json.h"
+#include "compiler/codegen/cuda/nvrtc_compiler.h"
 #include "compiler/codegen/llvm/llvm_module.h"
 #include "compiler/ir/deploy_dtype.h"
 #include "compiler/ir/error.h"
@@ -290,6 +291,8 @@ class Worker {
       }
       try {
         b->kernel = w->backend->compile(f, req.target());
+      } catch (const codegen::NvrtcError &e) {
+        throw Failure{v1::COMPILE_DEVICE, e.what()};
       } catch (const std::bad_alloc &) {
         throw Failure{v1::COMPILE_HOST, "out of memory while compiling"};
       } catch (const std::exception &e) {
