@@ -104,23 +104,31 @@ void register_thread_per_output(Registry &r, const std::string &op, const std::s
   r.add(std::move(t));
 }
 
-// ------------------------------------------------------------------ matmul.cuda
-// C[M, N] = A[M, K] x B[K, N]: a block computes a tile of C as vy x vx virtual-thread tiles, in
-// each of which a thread computes a register tile of yi x xi outputs accumulated in local memory;
-// tiles of A and B over ko are staged through shared memory by all threads of the block.
+// ------------------------------------------------------------------ matmul, dense, batch_matmul
+// C[.., M, N] = A[.., M, K] x B: a block computes a tile of C (one batch of it: blockIdx.z) as
+// vy x vx virtual-thread tiles, in each of which a thread computes a register tile of yi x xi
+// outputs accumulated in local memory; tiles of A and B over ko are staged through shared memory
+// by all threads of the block. B is read as the x86 template's compute reads it: b[K, N], or for
+// dense and batch_matmul the weight packed in blocks of xi columns, whose packing is inlined into
+// the shared-memory staging (no packed copy is made).
 
-void register_matmul(Registry &r) {
-  Template t = derived(r, "matmul.x86", "matmul.cuda",
-                       "matrix multiply a[M,K] x b[K,N] tiled over CUDA blocks and threads, shared-memory staging");
-  auto base = r.get("matmul.x86");
+// Registers `name` with the compute of `base` (matmul.x86, dense_pack.x86 or batch_matmul.x86,
+// whose packing factor is the last factor of tile_x) and the schedule above.
+void register_gemm(Registry &r, const std::string &base_name, const std::string &name, const std::string &summary) {
+  Template t = derived(r, base_name, name, summary);
+  auto base = r.get(base_name);
   struct Dims {
     int64_t M, N, K, bytes;
   };
+  // The unpacked compute gives the shapes (the packing factor does not change them).
   auto dims = [base](const Json &a) {
-    Compute c = base->compute(a, Config());
+    ConfigSpace unpacked("shapes", 1);
+    unpacked.define_split("tile_x", 1, 1);
+    Compute c = base->compute(a, unpacked.from_values({{"tile_x", Json::array_of(std::vector<int64_t>{1})}}));
     const te::Tensor &A = c.inputs[0];
-    const te::Tensor &B = c.inputs[1];
-    return Dims{*ir::as_const_int(A.shape()[0]), *ir::as_const_int(B.shape()[1]), *ir::as_const_int(A.shape()[1]),
+    const auto &out = c.outputs[0].shape();
+    const size_t rank = out.size();
+    return Dims{*ir::as_const_int(out[rank - 2]), *ir::as_const_int(out[rank - 1]), *ir::as_const_int(A.shape().back()),
                 A.dtype().bytes()};
   };
   t.define_space = [dims](ConfigSpace &s, const Json &a, const Target &) {
@@ -153,21 +161,29 @@ void register_matmul(Registry &r) {
     inline_epilogue(s, c);
     te::Tensor out = c.outputs[0];
     te::Tensor acc = c.part("anchor");
-    if (c.epilogue.empty()) {
+    if (c.epilogue.empty() && !c.has_part("unpad")) {
       acc = s.cache_write(out, "local");
     } else {
       s[acc].set_scope("local");
     }
+    if (c.has_part("unpad")) s[c.part("unpad")].compute_inline();
+    const bool batch = out.shape().size() == 3;
+    const int m_axis = batch ? 1 : 0;
     const auto ty = cfg.split("tile_y"), tx = cfg.split("tile_x"), tk = cfg.split("tile_k");
     te::Stage so = s[out];
     IterVar by, vy, yt, yi, bx, vx, xt, xi, tmp, rest;
-    so.split(so.axis(0), ty[1] * ty[2] * ty[3], &by, &tmp);
+    so.split(so.axis(m_axis), ty[1] * ty[2] * ty[3], &by, &tmp);
     so.split(tmp, ty[2] * ty[3], &vy, &rest);
     so.split(rest, ty[3], &yt, &yi);
-    so.split(so.axis(1), tx[1] * tx[2] * tx[3], &bx, &tmp);
+    so.split(so.axis(m_axis + 1), tx[1] * tx[2] * tx[3], &bx, &tmp);
     so.split(tmp, tx[2] * tx[3], &vx, &rest);
     so.split(rest, tx[3], &xt, &xi);
-    so.reorder({by, bx, vy, vx, yt, xt, yi, xi});
+    std::vector<IterVar> order = {by, bx, vy, vx, yt, xt, yi, xi};
+    if (batch) {
+      order.insert(order.begin(), so.axis(0));
+      so.bind(so.axis(0), "blockIdx.z");
+    }
+    so.reorder(order);
     so.bind(by, "blockIdx.y");
     so.bind(bx, "blockIdx.x");
     IterVar v;  // one vthread loop: a binding may not nest in another of its tag
@@ -180,20 +196,27 @@ void register_matmul(Registry &r) {
     sa.compute_at(so, xt);
     IterVar ko, ki;
     sa.split(sa.reduce_axis(0), tk[1], &ko, &ki);
-    sa.reorder({ko, ki, sa.axis(0), sa.axis(1)});
+    std::vector<IterVar> acc_order = {ko, ki};
+    for (size_t i = 0; i < acc.shape().size(); ++i) acc_order.push_back(sa.axis(i));
+    sa.reorder(acc_order);
     if (cfg.choice_bool("unroll_k")) sa.unroll(ki);
 
-    for (const te::Tensor &in : {c.inputs[0], c.inputs[1]}) {
+    // B as the accumulation reads it: the packed weight, whose packing is inlined into the copy.
+    const te::Tensor b = c.has_part("pack") ? c.part("pack") : c.inputs[1];
+    for (const te::Tensor &in : {c.inputs[0], b}) {
       te::Tensor shared = s.cache_read(in, "shared", {acc.op()});
       te::Stage st = s[shared];
       st.compute_at(sa, ko);
+      std::vector<IterVar> axes;
+      for (size_t i = 0; i < shared.shape().size(); ++i) axes.push_back(st.axis(i));
       IterVar fused, fo, fx, fy, fr;
-      st.fuse(st.axis(0), st.axis(1), &fused);
+      st.fuse(axes, &fused);
       st.split(fused, tx[2], &fr, &fx);
       st.split(fr, ty[2], &fo, &fy);
       st.bind(fy, "threadIdx.y");
       st.bind(fx, "threadIdx.x");
     }
+    if (c.has_part("pack")) s[c.part("pack")].compute_inline();
   };
   r.add(std::move(t));
 }
@@ -210,7 +233,13 @@ void register_cuda_templates(Registry &r) {
   register_thread_per_output(r, "conv2d_nchw", "direct 2-D convolution in NCHW, one CUDA thread per output");
   register_thread_per_output(r, "depthwise_conv2d_nchw",
                              "depthwise 2-D convolution in NCHW, one CUDA thread per output");
-  register_matmul(r);
+  register_gemm(r, "matmul.x86", "matmul.cuda",
+                "matrix multiply a[M,K] x b[K,N] tiled over CUDA blocks and threads, shared-memory staging");
+  register_gemm(r, "dense_pack.x86", "dense.cuda",
+                "dense data[M,K] x weight[N,K]^T tiled over CUDA blocks and threads, shared-memory staging");
+  register_gemm(r, "batch_matmul.x86", "batch_matmul.cuda",
+                "batched matrix multiply tiled over CUDA blocks (one grid z per batch) and threads, shared-memory "
+                "staging");
 }
 
 }  // namespace kiln::ops

@@ -89,7 +89,8 @@ TEST(CudaTemplates, EveryConfigOfTheThreadPerOutputTemplatesMatchesTheUnschedule
   int templates = 0;
   for (const testing::ExampleWorkload &w : testing::example_workloads()) {
     const std::string &name = w.template_name;
-    if (name.size() < 5 || name.compare(name.size() - 5, 5, ".cuda") != 0 || name == "matmul.cuda") continue;
+    if (name.size() < 5 || name.compare(name.size() - 5, 5, ".cuda") != 0) continue;
+    if (name == "matmul.cuda" || name == "dense.cuda" || name == "batch_matmul.cuda") continue;
     SCOPED_TRACE(name);
     Task task(name, w.args, cuda_target());
     const int n = static_cast<int>(task.space().count_valid());
@@ -126,6 +127,30 @@ TEST(CudaTemplates, MatmulRandomConfigsMatchTheUnscheduledCompute) {
   EXPECT_NE(src.find("// vthread"), std::string::npos) << src;
   EXPECT_NE(src.find("__shared__"), std::string::npos) << src;
   expect_compiles(task, 3);
+}
+
+// dense and batch_matmul share matmul.cuda's schedule; their weight is read in the packed layout
+// of the x86 compute, the packing inlined into the shared-memory staging. A batch is a grid z.
+TEST(CudaTemplates, DenseAndBatchMatmulRandomConfigsMatchTheUnscheduledCompute) {
+  const Json relu = Json::array({epilogue::bias_add(), epilogue::relu()});
+  const Json t12x16 = Json::parse(R"({"shape": [12, 16]})");
+  const std::vector<std::pair<std::string, Json>> workloads = {
+      {"dense.cuda",
+       Json::object({{"data", t12x16}, {"weight", Json::parse(R"({"shape": [18, 16]})")}, {"epilogue", relu}})},
+      {"batch_matmul.cuda", Json::parse(R"({"a": {"shape": [2, 12, 16]}, "b": {"shape": [2, 18, 16]}})")},
+      {"batch_matmul.cuda", Json::parse(R"({"a": {"shape": [3, 12, 16]}, "b": {"shape": [1, 16, 18]},
+                                            "transpose_b": false})")},
+  };
+  for (const auto &[name, args] : workloads) {
+    SCOPED_TRACE(name + " " + args.dump());
+    Task task(name, args, cuda_target());
+    EXPECT_GT(task.space().count_valid(), 200);
+    EXPECT_EQ(check_configs(task, random_configs(task, 200), 1e-4), 200);
+    expect_compiles(task, 2);
+  }
+  Task batched("batch_matmul.cuda", workloads[1].second, cuda_target());
+  const codegen::LaunchDims dims = codegen::launch_dims(batched.lower(batched.default_config(), "k"));
+  EXPECT_EQ(dims.grid[2], 2);
 }
 
 TEST(CudaTemplates, SpacesKeepToTheBlockLimits) {

@@ -63,6 +63,8 @@ inline std::vector<ExampleWorkload> example_workloads() {
       {"depthwise_conv2d_nchw.cuda",
        Json::object({{"data", t({1, 4, 9, 9})}, {"kernel", t({4, 1, 3, 3})}, {"strides", 2}, {"padding", 1}})},
       {"matmul.cuda", Json::object({{"a", t({6, 20})}, {"b", t({20, 12})}})},
+      {"dense.cuda", Json::object({{"data", t({6, 20})}, {"weight", t({12, 20})}, {"epilogue", relu}})},
+      {"batch_matmul.cuda", Json::object({{"a", t({2, 6, 8})}, {"b", t({2, 12, 8})}})},
   };
 }
 

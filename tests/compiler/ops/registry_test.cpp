@@ -20,13 +20,15 @@ using testing::tensor;
 const ops::Target kTarget = driver::resolve_target("llvm -mcpu=znver4");
 
 TEST(Registry, BuiltinTemplates) {
-  std::vector<std::string> want = {"batch_matmul.x86",
+  std::vector<std::string> want = {"batch_matmul.cuda",
+                                   "batch_matmul.x86",
                                    "broadcast.cuda",
                                    "broadcast.x86",
                                    "conv2d_nchw.cuda",
                                    "conv2d_nchw.x86",
                                    "conv2d_nchwc.x86",
                                    "conv2d_transpose_nchw.x86",
+                                   "dense.cuda",
                                    "dense_nopack.x86",
                                    "dense_pack.x86",
                                    "depthwise_conv2d_nchw.cuda",
