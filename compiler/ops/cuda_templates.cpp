@@ -3,6 +3,7 @@
 // and config spaces whose constraints keep every launch within the target's limits.
 #include <algorithm>
 #include <cctype>
+#include <functional>
 
 #include "compiler/ops/registry.h"
 #include "compiler/ops/templates.h"
@@ -221,66 +222,81 @@ void register_gemm(Registry &r, const std::string &base_name, const std::string 
   r.add(std::move(t));
 }
 
-// ------------------------------------------------------------------ softmax.cuda
-// A block per row (the other axes fused); the row's max and sum are cross-thread reductions: each
-// of num_thread threads reduces a strided slice of the row into shared memory (rfactor), and
-// after a barrier one thread combines the partial results; then every thread writes its slice of
-// the row. The exponentials are recomputed where they are read.
+// ------------------------------------------------------------------ softmax.cuda, layer_norm.cuda
+// A block per row (the axes not reduced, fused); the row's statistics (softmax: max and sum;
+// layer norm: sum and variance) are cross-thread reductions: each of num_thread threads reduces
+// a strided slice of the row into shared memory (rfactor), and after a barrier one thread
+// combines the partial results; then every thread writes its slice of the row. Elementwise parts
+// (the exponentials, the mean) are recomputed where they are read.
 
-void register_softmax(Registry &r) {
-  Template t = derived(r, "softmax.x86", "softmax.cuda",
-                       "softmax over an axis, a CUDA block per row with cross-thread reductions in shared memory");
+struct RowOp {
+  std::string base, name, summary;
+  std::vector<std::string> reductions;  // parts reduced across the block, in order
+  std::vector<std::string> inlined;     // parts recomputed where read
+  // The axes a row spans (the reduced ones), from the canonical arguments and the rank.
+  std::function<std::vector<int64_t>(const Json &canon, int64_t rank)> row_axes;
+};
+
+void register_row_op(Registry &r, const RowOp &op) {
+  Template t = derived(r, op.base, op.name, op.summary);
   t.version = 2;
-  auto base = r.get("softmax.x86");
-  t.define_space = [base](ConfigSpace &s, const Json &a, const Target &) {
+  auto base = r.get(op.base);
+  t.define_space = [base, op](ConfigSpace &s, const Json &a, const Target &) {
     const Json canon = base->canonicalize(a);
-    const int64_t axis = canon.at("axis").as_int();
-    const Compute c = base->compute(a, Config());
-    const int64_t len = *ir::as_const_int(c.inputs[0].shape()[static_cast<size_t>(axis)]);
+    const te::Tensor data = base->compute(a, Config()).inputs[0];
+    const std::vector<int64_t> axes = op.row_axes(canon, static_cast<int64_t>(data.shape().size()));
+    int64_t len = 1;
+    for (int64_t d : axes) len *= *ir::as_const_int(data.shape()[static_cast<size_t>(d)]);
     std::vector<int64_t> threads;
     for (int64_t v : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}) {
       if (v <= len) threads.push_back(v);
     }
     s.define_choice("num_thread", threads);
-    s.define_choice("row_axis", {axis});  // the softmax axis, for the schedule (one value)
+    // The first reduced axis, for the schedule (one value; the reduced axes are contiguous).
+    s.define_choice("row_axis", {axes.front()});
   };
   t.default_config = [](const ConfigSpace &s, const Json &, const Target &) {
     const auto &k = s.knob("num_thread");
     const Json v = k.find(Json(int64_t{128})) >= 0 ? Json(int64_t{128}) : k.entities.back();
     return s.from_values({{"num_thread", v}, {"row_axis", s.knob("row_axis").entities.front()}});
   };
-  t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+  t.schedule = [op](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
     inline_epilogue(s, c);
     const te::Tensor &anchor = c.part("anchor");
     if (!c.epilogue.empty()) s[anchor].compute_inline();
+    for (const std::string &part : op.inlined) s[c.part(part)].compute_inline();
     const te::Tensor out = c.outputs[0];
-    const int64_t axis = cfg.choice_int("row_axis");
+    const size_t first = static_cast<size_t>(cfg.choice_int("row_axis"));
     const int nt = static_cast<int>(cfg.choice_int("num_thread"));
-    s[c.part("exp")].compute_inline();
+    const size_t reduced =
+        static_cast<const te::ComputeOpNode *>(c.part(op.reductions.front()).op().get())->reduce_axis.size();
 
     te::Stage so = s[out];
-    std::vector<IterVar> rows;
+    std::vector<IterVar> rows, cols;
     for (size_t i = 0; i < out.shape().size(); ++i) {
-      if (static_cast<int64_t>(i) != axis) rows.push_back(so.axis(i));
+      (i >= first && i < first + reduced ? cols : rows).push_back(so.axis(i));
     }
-    const IterVar k = so.axis(static_cast<size_t>(axis));
-    IterVar row, ko, ki;
+    std::vector<IterVar> order = rows;
+    order.insert(order.end(), cols.begin(), cols.end());
+    so.reorder(order);
+    IterVar row, col = cols[0], ko, ki;
+    if (cols.size() > 1) so.fuse(cols, &col);
     if (!rows.empty()) {
-      rows.push_back(k);
-      so.reorder(rows);
-      rows.pop_back();
       row = rows[0];
       if (rows.size() > 1) so.fuse(rows, &row);
       so.bind(row, "blockIdx.x");
     }
-    so.split(k, nt, &ko, &ki);
+    so.split(col, nt, &ko, &ki);
     so.bind(ki, "threadIdx.x");
 
-    for (const char *part : {"max", "sum"}) {
+    for (const std::string &part : op.reductions) {
       const te::Tensor red = c.part(part);
       te::Stage sr = s[red];
-      IterVar rko, rki;
-      sr.split(sr.reduce_axis(0), nt, &rko, &rki);
+      std::vector<IterVar> raxes;
+      for (size_t i = 0; i < reduced; ++i) raxes.push_back(sr.reduce_axis(i));
+      IterVar rk = raxes[0], rko, rki;
+      if (raxes.size() > 1) sr.fuse(raxes, &rk);
+      sr.split(rk, nt, &rko, &rki);
       te::Tensor partial = s.rfactor(red, rki);
       s[partial].set_scope("shared");
       sr.set_scope("shared");
@@ -300,11 +316,22 @@ void register_cuda_templates(Registry &r) {
   register_thread_per_output(r, "broadcast", "a broadcasting binary op, one CUDA thread per element");
   register_thread_per_output(r, "reduce", "a reduction over axes, one CUDA thread per output");
   register_thread_per_output(r, "pool2d", "max/average 2-D pooling, one CUDA thread per output");
-  register_thread_per_output(r, "layer_norm", "layer normalization, one CUDA thread per output");
   register_thread_per_output(r, "conv2d_nchw", "direct 2-D convolution in NCHW, one CUDA thread per output");
   register_thread_per_output(r, "depthwise_conv2d_nchw",
                              "depthwise 2-D convolution in NCHW, one CUDA thread per output");
-  register_softmax(r);
+  register_row_op(r, {"softmax.x86",
+                      "softmax.cuda",
+                      "softmax over an axis, a CUDA block per row with cross-thread reductions in shared memory",
+                      {"max", "sum"},
+                      {"exp"},
+                      [](const Json &canon, int64_t) { return std::vector<int64_t>{canon.at("axis").as_int()}; }});
+  register_row_op(r, {"layer_norm.x86",
+                      "layer_norm.cuda",
+                      "layer normalization over the trailing axes, a CUDA block per row with cross-thread reductions "
+                      "in shared memory",
+                      {"sum", "var"},
+                      {"mean"},
+                      [](const Json &canon, int64_t) { return canon.at("axes").as_int_vector(); }});
   register_gemm(r, "matmul.x86", "matmul.cuda",
                 "matrix multiply a[M,K] x b[K,N] tiled over CUDA blocks and threads, shared-memory staging");
   register_gemm(r, "dense_pack.x86", "dense.cuda",
