@@ -15,6 +15,7 @@
 #include "deploy/c_abi.h"
 #include "deploy/module.h"
 #include "deploy/thread_pool.h"
+#include "rpc_server/cuda_backend.h"
 #include "rpc_server/time_evaluator.h"
 #include "rpc_server/vta_backend.h"
 
@@ -112,12 +113,19 @@ class CpuBackend final : public DeviceBackend {
 
 }  // namespace
 
+void DeviceBackend::fill_bytes(deploy::Tensor &device, uint8_t byte) {
+  deploy::Tensor host = to_host(device);
+  std::memset(host.data(), byte, host.nbytes());
+  device = to_device(host);
+}
+
 std::unique_ptr<DeviceBackend> make_device_backend(const std::string &target) {
   const std::string kind = target_kind(target);
   if (kind == "llvm") return std::make_unique<CpuBackend>();
   if (kind == "vta") return make_vta_backend(target);
+  if (kind == "cuda") return make_cuda_backend(target);
   throw UserError("no measurement back end for target kind \"" + kind +
-                  "\" (this runner measures \"llvm\" CPU targets and \"vta\" simulators)");
+                  "\" (this runner measures \"llvm\" CPU targets, \"cuda\" GPU targets and \"vta\" simulators)");
 }
 
 void check_target_runs(const std::string &target) {

@@ -4,8 +4,9 @@
 // the reference, the time evaluator, error classes); a back end compiles a lowered function for
 // its target, moves tensors between the host and the device, runs a compiled kernel to
 // completion, and flushes caches before a timing. The CPU back end (LLVM, in the worker's own
-// process) is the one implemented; a GPU or accelerator runner adds a back end and a case in
-// make_device_backend(), and the rest of the farm stays as it is.
+// process) and the CUDA one (cuda_backend.h) are implemented; another device adds a back end and a
+// case in make_device_backend(), and the rest of the farm stays as it is.
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -28,8 +29,10 @@ class DeviceKernel {
  public:
   virtual ~DeviceKernel() = default;
   // A call of the kernel on `args` (device tensors: inputs then outputs, as in the lowered
-  // function's signature) that returns once the device has finished. The callable throws
-  // deploy::KernelError when the kernel reports a failure. `args` must outlive the callable.
+  // function's signature) that returns once the device has finished, or, on a back end with a
+  // clock(), once the call is queued (the clock and to_host() then wait for it). The callable, or
+  // the wait, throws deploy::KernelError when the kernel reports a failure. `args` must outlive
+  // the callable.
   virtual std::function<void()> bind(const std::vector<deploy::Tensor> &args) = 0;
 };
 
@@ -50,14 +53,19 @@ class DeviceBackend {
   virtual void set_threads(int threads) = 0;
   // Evicts `tensors` from the device's caches before a timed repeat.
   virtual void flush_caches(const std::vector<deploy::Tensor> &tensors) = 0;
-  // The clock timings are read from, in seconds: empty for the host's steady clock; a simulated
-  // device returns its modelled time.
+  // Sets every byte of the device tensor `device` to `byte`.
+  virtual void fill_bytes(deploy::Tensor &device, uint8_t byte);
+  // The device's clock for the time evaluator (seconds; each reading waits for the work queued
+  // before it), or empty to time on the host's steady clock.
   virtual std::function<double()> clock() { return {}; }
+  // Whether a failure has left the device unusable by this process (a GPU context after an
+  // illegal address): the worker then ends once it has replied, and a fresh one takes over.
+  virtual bool lost() const { return false; }
 };
 
-// The back end for a target string: "llvm ..." -> the CPU back end, "vta ..." -> the VTA
-// simulator (vta_backend.h). Throws kiln::UserError naming
-// the target kind when no back end serves it.
+// The back end for a target string: "llvm ..." -> the CPU back end, "cuda ..." -> the GPU back
+// end (cuda_backend.h), "vta ..." -> the VTA simulator (vta_backend.h). Throws kiln::UserError naming the target kind when no back end serves it,
+// and the CUDA back end's error when the host has no CUDA driver or device.
 std::unique_ptr<DeviceBackend> make_device_backend(const std::string &target);
 
 // Checks that this host can run code for `target`: compiles a small vectorized kernel with the

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "contracts/json.h"
+#include "compiler/codegen/cuda/nvrtc_compiler.h"
 #include "compiler/codegen/llvm/llvm_module.h"
 #include "compiler/ir/deploy_dtype.h"
 #include "compiler/ir/error.h"
@@ -164,6 +165,10 @@ class Worker {
       }
       reply.mutable_result()->set_busy_seconds(seconds_since(t0));
       if (!write_frame(fd_, reply)) return 1;
+      // A device left unusable (a GPU context after an illegal address): a fresh worker takes over.
+      for (const auto &entry : workloads_) {
+        if (entry.second->backend && entry.second->backend->lost()) return 0;
+      }
     }
     return 0;
   }
@@ -288,6 +293,8 @@ class Worker {
         b->kernel = w->backend->compile(f, req.target());
       } catch (const DeviceCompileError &e) {
         throw Failure{v1::COMPILE_DEVICE, e.what()};
+      } catch (const codegen::NvrtcError &e) {
+        throw Failure{v1::COMPILE_DEVICE, e.what()};
       } catch (const std::bad_alloc &) {
         throw Failure{v1::COMPILE_HOST, "out of memory while compiling"};
       } catch (const std::exception &e) {
@@ -329,11 +336,7 @@ class Worker {
       DeviceBackend &device = *b->workload->backend;
       device.set_threads(static_cast<int>(o.threads()));
       ShapeData &d = *b->data;
-      for (auto &out : d.outputs) {
-        deploy::Tensor poison = device.to_host(out);
-        std::memset(poison.data(), 0xff, poison.nbytes());
-        out = device.to_device(poison);
-      }
+      for (auto &out : d.outputs) device.fill_bytes(out, 0xff);
       std::vector<deploy::Tensor> tensors = d.device_inputs;
       tensors.insert(tensors.end(), d.outputs.begin(), d.outputs.end());
       const std::function<void()> call = b->kernel->bind(tensors);

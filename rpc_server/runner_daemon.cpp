@@ -19,6 +19,7 @@
 #include "compiler/driver/target.h"
 #include "deploy/version.h"
 #include "rpc_server/credentials.h"
+#include "rpc_server/cuda_backend.h"
 #include "rpc_server/device_backend.h"
 #include "rpc_server/event_log.h"
 #include "rpc_server/measure_pool.h"
@@ -33,6 +34,21 @@
 namespace kiln::rpc {
 
 namespace {
+
+// Info's description of the GPU.
+kiln::v1::GpuDevice gpu_device(const CudaDeviceInfo &info) {
+  kiln::v1::GpuDevice gpu;
+  gpu.set_name(info.name);
+  gpu.set_compute_capability(static_cast<uint32_t>(info.compute_capability));
+  gpu.set_sm_count(static_cast<uint32_t>(info.sm_count));
+  gpu.set_memory_bytes(static_cast<uint64_t>(info.memory_bytes));
+  gpu.set_core_clock_khz(static_cast<uint32_t>(info.core_clock_khz));
+  gpu.set_memory_clock_khz(static_cast<uint32_t>(info.memory_clock_khz));
+  gpu.set_memory_bus_bits(static_cast<uint32_t>(info.memory_bus_bits));
+  gpu.set_l2_bytes(static_cast<uint64_t>(info.l2_bytes));
+  gpu.set_driver_version(static_cast<uint32_t>(info.driver_version));
+  return gpu;
+}
 
 // The runner's metrics (besides the process metrics):
 //   kiln_runner_builds_total, kiln_runner_runs_total      counters: builds and timed runs done
@@ -144,6 +160,7 @@ int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension)
     service_options.accept_lease = [&agent](const std::string &lease) { return agent && agent->holds_lease(lease); };
     service_options.runner_id = [&agent] { return agent ? agent->runner_id() : std::string(); };
     RunnerIdentity identity(key, target);
+    if (target.rfind("cuda", 0) == 0) identity.gpu = gpu_device(cuda_device_info(*load_cuda_driver()));
     const ops::Registry registry = extended_registry(extension);
     for (const std::string &name : registry.names()) {
       identity.templates.emplace_back(name, registry.get(name)->version);

@@ -116,6 +116,7 @@ grpc::Status RunnerService::Info(grpc::ServerContext *context, const kiln::v1::I
     entry->set_name(name);
     entry->set_version(version);
   }
+  if (identity_.gpu) *reply->mutable_gpu() = *identity_.gpu;
   return grpc::Status::OK;
 }
 

@@ -44,6 +44,8 @@ struct RunnerIdentity {
   std::vector<std::string> cpu_features;
   // The templates it measures: name and version.
   std::vector<std::pair<std::string, int>> templates;
+  // The GPU of a CUDA runner, reported by Info.
+  std::optional<kiln::v1::GpuDevice> gpu;
 };
 
 // The features of this machine's CPU that matter to code generation, for example "avx2", "fma".

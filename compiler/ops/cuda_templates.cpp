@@ -3,6 +3,7 @@
 // and config spaces whose constraints keep every launch within the target's limits.
 #include <algorithm>
 #include <cctype>
+#include <functional>
 
 #include "compiler/ops/registry.h"
 #include "compiler/ops/templates.h"
@@ -104,23 +105,31 @@ void register_thread_per_output(Registry &r, const std::string &op, const std::s
   r.add(std::move(t));
 }
 
-// ------------------------------------------------------------------ matmul.cuda
-// C[M, N] = A[M, K] x B[K, N]: a block computes a tile of C as vy x vx virtual-thread tiles, in
-// each of which a thread computes a register tile of yi x xi outputs accumulated in local memory;
-// tiles of A and B over ko are staged through shared memory by all threads of the block.
+// ------------------------------------------------------------------ matmul, dense, batch_matmul
+// C[.., M, N] = A[.., M, K] x B: a block computes a tile of C (one batch of it: blockIdx.z) as
+// vy x vx virtual-thread tiles, in each of which a thread computes a register tile of yi x xi
+// outputs accumulated in local memory; tiles of A and B over ko are staged through shared memory
+// by all threads of the block. B is read as the x86 template's compute reads it: b[K, N], or for
+// dense and batch_matmul the weight packed in blocks of xi columns, whose packing is inlined into
+// the shared-memory staging (no packed copy is made).
 
-void register_matmul(Registry &r) {
-  Template t = derived(r, "matmul.x86", "matmul.cuda",
-                       "matrix multiply a[M,K] x b[K,N] tiled over CUDA blocks and threads, shared-memory staging");
-  auto base = r.get("matmul.x86");
+// Registers `name` with the compute of `base` (matmul.x86, dense_pack.x86 or batch_matmul.x86,
+// whose packing factor is the last factor of tile_x) and the schedule above.
+void register_gemm(Registry &r, const std::string &base_name, const std::string &name, const std::string &summary) {
+  Template t = derived(r, base_name, name, summary);
+  auto base = r.get(base_name);
   struct Dims {
     int64_t M, N, K, bytes;
   };
+  // The unpacked compute gives the shapes (the packing factor does not change them).
   auto dims = [base](const Json &a) {
-    Compute c = base->compute(a, Config());
+    ConfigSpace unpacked("shapes", 1);
+    unpacked.define_split("tile_x", 1, 1);
+    Compute c = base->compute(a, unpacked.from_values({{"tile_x", Json::array_of(std::vector<int64_t>{1})}}));
     const te::Tensor &A = c.inputs[0];
-    const te::Tensor &B = c.inputs[1];
-    return Dims{*ir::as_const_int(A.shape()[0]), *ir::as_const_int(B.shape()[1]), *ir::as_const_int(A.shape()[1]),
+    const auto &out = c.outputs[0].shape();
+    const size_t rank = out.size();
+    return Dims{*ir::as_const_int(out[rank - 2]), *ir::as_const_int(out[rank - 1]), *ir::as_const_int(A.shape().back()),
                 A.dtype().bytes()};
   };
   t.define_space = [dims](ConfigSpace &s, const Json &a, const Target &) {
@@ -153,21 +162,29 @@ void register_matmul(Registry &r) {
     inline_epilogue(s, c);
     te::Tensor out = c.outputs[0];
     te::Tensor acc = c.part("anchor");
-    if (c.epilogue.empty()) {
+    if (c.epilogue.empty() && !c.has_part("unpad")) {
       acc = s.cache_write(out, "local");
     } else {
       s[acc].set_scope("local");
     }
+    if (c.has_part("unpad")) s[c.part("unpad")].compute_inline();
+    const bool batch = out.shape().size() == 3;
+    const int m_axis = batch ? 1 : 0;
     const auto ty = cfg.split("tile_y"), tx = cfg.split("tile_x"), tk = cfg.split("tile_k");
     te::Stage so = s[out];
     IterVar by, vy, yt, yi, bx, vx, xt, xi, tmp, rest;
-    so.split(so.axis(0), ty[1] * ty[2] * ty[3], &by, &tmp);
+    so.split(so.axis(m_axis), ty[1] * ty[2] * ty[3], &by, &tmp);
     so.split(tmp, ty[2] * ty[3], &vy, &rest);
     so.split(rest, ty[3], &yt, &yi);
-    so.split(so.axis(1), tx[1] * tx[2] * tx[3], &bx, &tmp);
+    so.split(so.axis(m_axis + 1), tx[1] * tx[2] * tx[3], &bx, &tmp);
     so.split(tmp, tx[2] * tx[3], &vx, &rest);
     so.split(rest, tx[3], &xt, &xi);
-    so.reorder({by, bx, vy, vx, yt, xt, yi, xi});
+    std::vector<IterVar> order = {by, bx, vy, vx, yt, xt, yi, xi};
+    if (batch) {
+      order.insert(order.begin(), so.axis(0));
+      so.bind(so.axis(0), "blockIdx.z");
+    }
+    so.reorder(order);
     so.bind(by, "blockIdx.y");
     so.bind(bx, "blockIdx.x");
     IterVar v;  // one vthread loop: a binding may not nest in another of its tag
@@ -180,19 +197,113 @@ void register_matmul(Registry &r) {
     sa.compute_at(so, xt);
     IterVar ko, ki;
     sa.split(sa.reduce_axis(0), tk[1], &ko, &ki);
-    sa.reorder({ko, ki, sa.axis(0), sa.axis(1)});
+    std::vector<IterVar> acc_order = {ko, ki};
+    for (size_t i = 0; i < acc.shape().size(); ++i) acc_order.push_back(sa.axis(i));
+    sa.reorder(acc_order);
     if (cfg.choice_bool("unroll_k")) sa.unroll(ki);
 
-    for (const te::Tensor &in : {c.inputs[0], c.inputs[1]}) {
+    // B as the accumulation reads it: the packed weight, whose packing is inlined into the copy.
+    const te::Tensor b = c.has_part("pack") ? c.part("pack") : c.inputs[1];
+    for (const te::Tensor &in : {c.inputs[0], b}) {
       te::Tensor shared = s.cache_read(in, "shared", {acc.op()});
       te::Stage st = s[shared];
       st.compute_at(sa, ko);
+      std::vector<IterVar> axes;
+      for (size_t i = 0; i < shared.shape().size(); ++i) axes.push_back(st.axis(i));
       IterVar fused, fo, fx, fy, fr;
-      st.fuse(st.axis(0), st.axis(1), &fused);
+      st.fuse(axes, &fused);
       st.split(fused, tx[2], &fr, &fx);
       st.split(fr, ty[2], &fo, &fy);
       st.bind(fy, "threadIdx.y");
       st.bind(fx, "threadIdx.x");
+    }
+    if (c.has_part("pack")) s[c.part("pack")].compute_inline();
+  };
+  r.add(std::move(t));
+}
+
+// ------------------------------------------------------------------ softmax.cuda, layer_norm.cuda
+// A block per row (the axes not reduced, fused); the row's statistics (softmax: max and sum;
+// layer norm: sum and variance) are cross-thread reductions: each of num_thread threads reduces
+// a strided slice of the row into shared memory (rfactor), and after a barrier one thread
+// combines the partial results; then every thread writes its slice of the row. Elementwise parts
+// (the exponentials, the mean) are recomputed where they are read.
+
+struct RowOp {
+  std::string base, name, summary;
+  std::vector<std::string> reductions;  // parts reduced across the block, in order
+  std::vector<std::string> inlined;     // parts recomputed where read
+  // The axes a row spans (the reduced ones), from the canonical arguments and the rank.
+  std::function<std::vector<int64_t>(const Json &canon, int64_t rank)> row_axes;
+};
+
+void register_row_op(Registry &r, const RowOp &op) {
+  Template t = derived(r, op.base, op.name, op.summary);
+  t.version = 2;
+  auto base = r.get(op.base);
+  t.define_space = [base, op](ConfigSpace &s, const Json &a, const Target &) {
+    const Json canon = base->canonicalize(a);
+    const te::Tensor data = base->compute(a, Config()).inputs[0];
+    const std::vector<int64_t> axes = op.row_axes(canon, static_cast<int64_t>(data.shape().size()));
+    int64_t len = 1;
+    for (int64_t d : axes) len *= *ir::as_const_int(data.shape()[static_cast<size_t>(d)]);
+    std::vector<int64_t> threads;
+    for (int64_t v : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}) {
+      if (v <= len) threads.push_back(v);
+    }
+    s.define_choice("num_thread", threads);
+    // The first reduced axis, for the schedule (one value; the reduced axes are contiguous).
+    s.define_choice("row_axis", {axes.front()});
+  };
+  t.default_config = [](const ConfigSpace &s, const Json &, const Target &) {
+    const auto &k = s.knob("num_thread");
+    const Json v = k.find(Json(int64_t{128})) >= 0 ? Json(int64_t{128}) : k.entities.back();
+    return s.from_values({{"num_thread", v}, {"row_axis", s.knob("row_axis").entities.front()}});
+  };
+  t.schedule = [op](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+    inline_epilogue(s, c);
+    const te::Tensor &anchor = c.part("anchor");
+    if (!c.epilogue.empty()) s[anchor].compute_inline();
+    for (const std::string &part : op.inlined) s[c.part(part)].compute_inline();
+    const te::Tensor out = c.outputs[0];
+    const size_t first = static_cast<size_t>(cfg.choice_int("row_axis"));
+    const int nt = static_cast<int>(cfg.choice_int("num_thread"));
+    const size_t reduced =
+        static_cast<const te::ComputeOpNode *>(c.part(op.reductions.front()).op().get())->reduce_axis.size();
+
+    te::Stage so = s[out];
+    std::vector<IterVar> rows, cols;
+    for (size_t i = 0; i < out.shape().size(); ++i) {
+      (i >= first && i < first + reduced ? cols : rows).push_back(so.axis(i));
+    }
+    std::vector<IterVar> order = rows;
+    order.insert(order.end(), cols.begin(), cols.end());
+    so.reorder(order);
+    IterVar row, col = cols[0], ko, ki;
+    if (cols.size() > 1) so.fuse(cols, &col);
+    if (!rows.empty()) {
+      row = rows[0];
+      if (rows.size() > 1) so.fuse(rows, &row);
+      so.bind(row, "blockIdx.x");
+    }
+    so.split(col, nt, &ko, &ki);
+    so.bind(ki, "threadIdx.x");
+
+    for (const std::string &part : op.reductions) {
+      const te::Tensor red = c.part(part);
+      te::Stage sr = s[red];
+      std::vector<IterVar> raxes;
+      for (size_t i = 0; i < reduced; ++i) raxes.push_back(sr.reduce_axis(i));
+      IterVar rk = raxes[0], rko, rki;
+      if (raxes.size() > 1) sr.fuse(raxes, &rk);
+      sr.split(rk, nt, &rko, &rki);
+      te::Tensor partial = s.rfactor(red, rki);
+      s[partial].set_scope("shared");
+      sr.set_scope("shared");
+      if (!rows.empty()) sr.compute_at(so, row);
+      te::Stage sp = s[partial];
+      sp.compute_at(sr, sr.axis(red.shape().size() - 1));
+      sp.bind(sp.axis(0), "threadIdx.x");
     }
   };
   r.add(std::move(t));
@@ -205,12 +316,29 @@ void register_cuda_templates(Registry &r) {
   register_thread_per_output(r, "broadcast", "a broadcasting binary op, one CUDA thread per element");
   register_thread_per_output(r, "reduce", "a reduction over axes, one CUDA thread per output");
   register_thread_per_output(r, "pool2d", "max/average 2-D pooling, one CUDA thread per output");
-  register_thread_per_output(r, "softmax", "softmax over the last axis, one CUDA thread per output");
-  register_thread_per_output(r, "layer_norm", "layer normalization, one CUDA thread per output");
   register_thread_per_output(r, "conv2d_nchw", "direct 2-D convolution in NCHW, one CUDA thread per output");
   register_thread_per_output(r, "depthwise_conv2d_nchw",
                              "depthwise 2-D convolution in NCHW, one CUDA thread per output");
-  register_matmul(r);
+  register_row_op(r, {"softmax.x86",
+                      "softmax.cuda",
+                      "softmax over an axis, a CUDA block per row with cross-thread reductions in shared memory",
+                      {"max", "sum"},
+                      {"exp"},
+                      [](const Json &canon, int64_t) { return std::vector<int64_t>{canon.at("axis").as_int()}; }});
+  register_row_op(r, {"layer_norm.x86",
+                      "layer_norm.cuda",
+                      "layer normalization over the trailing axes, a CUDA block per row with cross-thread reductions "
+                      "in shared memory",
+                      {"sum", "var"},
+                      {"mean"},
+                      [](const Json &canon, int64_t) { return canon.at("axes").as_int_vector(); }});
+  register_gemm(r, "matmul.x86", "matmul.cuda",
+                "matrix multiply a[M,K] x b[K,N] tiled over CUDA blocks and threads, shared-memory staging");
+  register_gemm(r, "dense_pack.x86", "dense.cuda",
+                "dense data[M,K] x weight[N,K]^T tiled over CUDA blocks and threads, shared-memory staging");
+  register_gemm(r, "batch_matmul.x86", "batch_matmul.cuda",
+                "batched matrix multiply tiled over CUDA blocks (one grid z per batch) and threads, shared-memory "
+                "staging");
 }
 
 }  // namespace kiln::ops

@@ -19,7 +19,7 @@ void register_pool_templates(Registry &r);       // pool2d, global_pool2d
 void register_norm_templates(Registry &r);       // softmax, layer_norm
 void register_injective_templates(Registry &r);  // elemwise, broadcast, reduce
 void register_layout_templates(Registry &r);     // layout_transform
-void register_cuda_templates(Registry &r);       // elemwise.cuda, matmul.cuda (after the x86 ones)
+void register_cuda_templates(Registry &r);       // elemwise.cuda, matmul.cuda, dense.cuda, ... (after the x86 ones)
 void register_vta_templates(Registry &r);        // dense_int8.vta (vta_templates.cpp)
 
 namespace detail {

@@ -2,6 +2,7 @@
 // driven through the farm client library and the kiln command. The runners are kiln-runner-test
 // (the runner with the fault-injection templates) unless a test asks for the production
 // kiln-runner.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <grpcpp/grpcpp.h>
@@ -518,6 +519,7 @@ TEST(FarmServiceTest, AWrongOrMissingTokenIsUnauthenticatedEverywhere) {
   EXPECT_EQ(info.target(), driver::concrete_target(kTarget));
   EXPECT_FALSE(info.kiln_version().empty());
   EXPECT_GT(info.cpu_cores(), 0u);
+  EXPECT_FALSE(info.has_gpu()) << "a CPU runner reports no GPU";
   bool has_matmul = false, has_test = false;
   for (const auto &t : info.templates()) {
     has_matmul |= t.name() == "matmul.x86" && t.version() >= 1;
@@ -603,6 +605,21 @@ TEST(FarmServiceTest, ARunnerForATargetItsHostCannotRunRefusesToStart) {
   EXPECT_NE(out.find("cannot run on this host"), std::string::npos) << out;
   EXPECT_EQ(out.find("serving"), std::string::npos) << out;
   EXPECT_EQ(farm.summary().free_runners(), 0u);
+
+  // A CUDA runner on a host without the CUDA driver stops at start, saying so.
+  if (void *driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    ::dlclose(driver);
+  } else {
+    auto [cuda_code, cuda_out] =
+        testing::run_command({KILN_RUNNER_BINARY, "--tracker", farm.tracker_address(), "--key", "h100", "--token-file",
+                              (farm.dir() / "token").string(), "--target", "cuda -arch=sm_90"},
+                             (farm.dir() / "cuda.log").string(), 20s);
+    EXPECT_EQ(cuda_code, 1) << cuda_out;
+    EXPECT_NE(cuda_out.find("target \\\"cuda -arch=sm_90\\\" cannot run on this host: no CUDA driver on this host: "
+                            "libcuda.so.1 not found"),
+              std::string::npos)
+        << cuda_out;
+  }
 }
 
 TEST(FarmServiceTest, MalformedAndAbsurdRequestsAreInvalidArgumentsAndTheRunnerLives) {

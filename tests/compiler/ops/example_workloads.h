@@ -75,6 +75,8 @@ inline std::vector<ExampleWorkload> example_workloads() {
                                               {"dtype", "int8"}})},
                      {"padding", 1},
                      {"bias", true}})},
+      {"dense.cuda", Json::object({{"data", t({6, 20})}, {"weight", t({12, 20})}, {"epilogue", relu}})},
+      {"batch_matmul.cuda", Json::object({{"a", t({2, 6, 8})}, {"b", t({2, 12, 8})}})},
   };
 }
 

@@ -20,7 +20,8 @@ using testing::tensor;
 const ops::Target kTarget = driver::resolve_target("llvm -mcpu=znver4");
 
 TEST(Registry, BuiltinTemplates) {
-  std::vector<std::string> want = {"batch_matmul.x86",
+  std::vector<std::string> want = {"batch_matmul.cuda",
+                                   "batch_matmul.x86",
                                    "broadcast.cuda",
                                    "broadcast.x86",
                                    "conv2d_nchw.cuda",
@@ -28,6 +29,7 @@ TEST(Registry, BuiltinTemplates) {
                                    "conv2d_nchw_int8.vta",
                                    "conv2d_nchwc.x86",
                                    "conv2d_transpose_nchw.x86",
+                                   "dense.cuda",
                                    "dense_int8.vta",
                                    "dense_nopack.x86",
                                    "dense_pack.x86",
