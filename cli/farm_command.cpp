@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <chrono>
@@ -31,6 +32,7 @@
 #include "kiln/v1/measure.pb.h"
 #include "rpc_server/farm_client.h"
 #include "rpc_server/signals.h"
+#include "rpc_server/tracker_summary.h"
 #include "rpc_server/wire.h"
 #include "tuner/measurer.h"
 
@@ -63,18 +65,46 @@ rpc::Endpoint tracker_endpoint(const FarmOptions &options) {
   return {options.tracker, rpc::load_token(options.token_file), options.tls};
 }
 
+std::string quarantine_note(const kiln::v1::RunnerSummary &runner) {
+  if (runner.state() != kiln::v1::RUNNER_STATE_QUARANTINED) return "";
+  std::string note = runner.quarantine_reason();
+  if (runner.quarantine_left_ms() > 0) {
+    note += fmt::format("{}{:.0f} s left", note.empty() ? "" : "; ", std::ceil(runner.quarantine_left_ms() / 1e3));
+  }
+  return note;
+}
+
 void status_command(const FarmOptions &options) {
   rpc::TrackerClient tracker(tracker_endpoint(options));
   kiln::v1::SummaryReply summary = tracker.summary();
   if (options.json) {
+    // One entry per device key, each with its runners (a tracker that predates per-runner
+    // summaries gives none).
     nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (const auto &device : summary.devices()) {
+      nlohmann::ordered_json runners = nlohmann::ordered_json::array();
+      for (const auto &r : summary.runners()) {
+        if (r.device_key() != device.device_key()) continue;
+        runners.push_back({{"runner", r.runner_id()},
+                           {"address", r.address()},
+                           {"target", r.target()},
+                           {"state", rpc::runner_state_name(r.state())},
+                           {"quarantine_reason", r.quarantine_reason()},
+                           {"quarantine_left_s", r.quarantine_left_ms() / 1e3},
+                           {"last_heartbeat_s_ago", r.since_heartbeat_ms() / 1e3},
+                           {"registered_s_ago", r.since_registered_ms() / 1e3},
+                           {"leases_served", r.leases_served()},
+                           {"leases_failed", r.leases_failed()},
+                           {"leases_expired", r.leases_expired()},
+                           {"consecutive_failures", r.consecutive_failures()}});
+      }
       out.push_back({{"device_key", device.device_key()},
                      {"free_runners", device.free_runners()},
                      {"busy_runners", device.busy_runners()},
                      {"quarantined_runners", device.quarantined_runners()},
                      {"queue_length", device.queue_length()},
-                     {"targets", std::vector<std::string>(device.targets().begin(), device.targets().end())}});
+                     {"targets", std::vector<std::string>(device.targets().begin(), device.targets().end())},
+                     {"runners", runners}});
     }
     std::cout << out.dump(2) << '\n';
     return;
@@ -92,6 +122,17 @@ void status_command(const FarmOptions &options) {
                    targets.empty() ? "-" : targets});
   }
   table.print(std::cout);
+  if (summary.runners_size() == 0) return;
+  // Failed: leases released as failed; expired: revoked as unused (docs/farm.md).
+  Table runners({"runner", "address", "device key", "state", "heartbeat", "leases", "failed", "expired", "why"});
+  for (const auto &r : summary.runners()) {
+    const std::string note = quarantine_note(r);
+    runners.add_row({r.runner_id(), r.address(), r.device_key(), rpc::runner_state_name(r.state()),
+                     fmt::format("{:.1f} s ago", r.since_heartbeat_ms() / 1e3), std::to_string(r.leases_served()),
+                     std::to_string(r.leases_failed()), std::to_string(r.leases_expired()), note.empty() ? "-" : note});
+  }
+  std::cout << '\n';
+  runners.print(std::cout);
 }
 
 struct MeasureCommandOptions {

@@ -48,7 +48,7 @@ std::string Tracker::register_runner(RunnerRegistration registration) {
     } while (runners_.count(id));
     std::string key = registration.device_key;
     const Clock::time_point now = Clock::now();
-    Runner runner{id, std::move(registration), now, "", now, {}, false};
+    Runner runner{id, std::move(registration), now, "", now, {}, false, now};
     auto health = health_.find(runner.registration.address);
     if (health != health_.end() && health->second.quarantined_until > now) {
       runner.quarantined_until = health->second.quarantined_until;
@@ -157,7 +157,8 @@ void Tracker::end_lease(Runner &runner, bool failed, std::vector<Completion> &co
   runner.lease_id.clear();
   if (failed) {
     runner.suspect = true;
-    record_failure(runner.registration.address, now);
+    ++runner.leases_failed;
+    record_failure(runner.registration.address, now, "a lease released as failed");
   } else {
     health_[runner.registration.address].consecutive_failures = 0;
   }
@@ -166,9 +167,11 @@ void Tracker::end_lease(Runner &runner, bool failed, std::vector<Completion> &co
   dispatch(runner.registration.device_key, completions);
 }
 
-void Tracker::record_failure(const std::string &address, Clock::time_point now) {
+void Tracker::record_failure(const std::string &address, Clock::time_point now, const char *what) {
   Health &health = health_[address];
   if (++health.consecutive_failures < options_.quarantine_after) return;
+  health.quarantine_reason = std::to_string(health.consecutive_failures) + " failure" +
+                             (health.consecutive_failures == 1 ? "" : "s") + " in a row, the last " + what;
   health.consecutive_failures = 0;
   health.quarantined_until = now + options_.quarantine_duration;
   if (options_.events) {
@@ -184,11 +187,39 @@ void Tracker::record_failure(const std::string &address, Clock::time_point now) 
   }
 }
 
-std::vector<DeviceSummary> Tracker::summary() const {
+std::vector<DeviceSummary> Tracker::summary() const { return full_summary().devices; }
+
+TrackerSummary Tracker::full_summary() const {
+  using std::chrono::duration_cast;
+  using std::chrono::milliseconds;
   std::lock_guard<std::mutex> lock(mutex_);
+  TrackerSummary out;
   std::map<std::string, DeviceSummary> by_key;
   const Clock::time_point now = Clock::now();
   for (const auto &[id, runner] : runners_) {
+    RunnerSummary r;
+    r.runner_id = id;
+    r.registration = runner.registration;
+    r.since_heartbeat = duration_cast<milliseconds>(now - runner.last_heartbeat);
+    r.since_registered = duration_cast<milliseconds>(now - runner.registered);
+    r.leases_served = runner.leases_served;
+    r.leases_failed = runner.leases_failed;
+    r.leases_expired = runner.leases_expired;
+    auto health = health_.find(runner.registration.address);
+    if (health != health_.end()) r.consecutive_failures = health->second.consecutive_failures;
+    if (!runner.lease_id.empty()) {
+      r.state = RunnerState::kBusy;
+    } else if (runner.quarantined_until > now) {
+      r.state = RunnerState::kQuarantined;
+      r.quarantine_left = duration_cast<milliseconds>(runner.quarantined_until - now);
+      r.quarantine_reason = health != health_.end() && !health->second.quarantine_reason.empty()
+                                ? health->second.quarantine_reason
+                                : "failed leases in a row";
+    } else if (runner.suspect) {
+      r.state = RunnerState::kQuarantined;
+      r.quarantine_reason = "its last lease was released as failed; held back until its next heartbeat";
+    }
+    out.runners.push_back(std::move(r));
     DeviceSummary &entry = by_key[runner.registration.device_key];
     const std::string &target = runner.registration.target;
     if (std::find(entry.targets.begin(), entry.targets.end(), target) == entry.targets.end()) {
@@ -203,11 +234,14 @@ std::vector<DeviceSummary> Tracker::summary() const {
     }
   }
   for (const auto &[id, request] : requests_) by_key[request.device_key].queue_length += 1;
-  std::vector<DeviceSummary> out;
   for (auto &[key, entry] : by_key) {
     entry.device_key = key;
-    out.push_back(entry);
+    out.devices.push_back(entry);
   }
+  std::sort(out.runners.begin(), out.runners.end(), [](const RunnerSummary &a, const RunnerSummary &b) {
+    return std::tie(a.registration.device_key, a.registration.address, a.runner_id) <
+           std::tie(b.registration.device_key, b.registration.address, b.runner_id);
+  });
   return out;
 }
 
@@ -255,6 +289,7 @@ void Tracker::dispatch(const std::string &device_key, std::vector<Completion> &c
     } while (leases_.count(lease_id));
     runner.lease_id = lease_id;
     runner.lease_used = Clock::now();
+    ++runner.leases_served;
     leases_[lease_id] = runner.id;
     ++counts_.leases_granted;
     Request &request = requests_.at(request_id);
@@ -303,6 +338,7 @@ void Tracker::expire(Clock::time_point now, std::vector<Completion> &completions
       silent.push_back(id);
     } else if (!runner.lease_id.empty() && now - runner.lease_used >= options_.lease_idle_timeout) {
       ++counts_.leases_expired;
+      ++runner.leases_expired;
       if (options_.events) options_.events->warn("lease_expired", {{"lease", runner.lease_id}, {"runner", id}});
       end_lease(runner, /*failed=*/false, completions);  // its holder has gone away
     } else if (runner.lease_id.empty() && runner.quarantined_until != Clock::time_point{} &&
@@ -321,7 +357,7 @@ void Tracker::expire(Clock::time_point now, std::vector<Completion> &completions
       options_.events->warn("runner_lost",
                             {{"runner", id}, {"address", lost.address}, {"device_key", lost.device_key}});
     }
-    record_failure(lost.address, now);
+    record_failure(lost.address, now, "a heartbeat timeout");
     drop_runner(id);
   }
   // Requests for keys whose last runner died, or that no runner registered for by the end of the

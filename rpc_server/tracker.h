@@ -101,6 +101,40 @@ struct DeviceSummary {
   std::vector<std::string> targets;
 };
 
+// What a registered runner is doing now.
+enum class RunnerState {
+  kFree,         // registered, holds no lease, may be handed out
+  kBusy,         // holds a lease
+  kQuarantined,  // held back: quarantined after failed leases, or reported failed and not yet heartbeaten
+};
+
+// One registered runner, as the tracker sees it.
+struct RunnerSummary {
+  std::string runner_id;
+  RunnerRegistration registration;
+  RunnerState state = RunnerState::kFree;
+  // Why it is held back (empty unless quarantined), and for how much longer (zero when it waits
+  // for a heartbeat rather than for the end of a quarantine).
+  std::string quarantine_reason;
+  std::chrono::milliseconds quarantine_left{0};
+  std::chrono::milliseconds since_heartbeat{0};
+  std::chrono::milliseconds since_registered{0};
+  // Leases granted to it since it registered, and how those that ended ended: released with
+  // `runner_failed`, or revoked as unused for the lease idle timeout.
+  uint64_t leases_served = 0;
+  uint64_t leases_failed = 0;
+  uint64_t leases_expired = 0;
+  // Failures of its address since the last clean release (lost heartbeats included); reaching
+  // `quarantine_after` quarantines it.
+  int consecutive_failures = 0;
+};
+
+// The tracker's state at one moment: the device keys and every registered runner.
+struct TrackerSummary {
+  std::vector<DeviceSummary> devices;  // as Tracker::summary()
+  std::vector<RunnerSummary> runners;  // sorted by device key, then address
+};
+
 class Tracker {
  public:
   using Clock = std::chrono::steady_clock;
@@ -141,6 +175,8 @@ class Tracker {
 
   // One entry per device key that has runners or waiting requests, sorted by device key.
   std::vector<DeviceSummary> summary() const;
+  // The device keys and every registered runner, taken under one lock.
+  TrackerSummary full_summary() const;
   TrackerCounts counts() const;
 
   // Answers every waiting request with kShutdown and stops the background thread; later acquires
@@ -156,11 +192,16 @@ class Tracker {
     Clock::time_point lease_used;           // grant, or the last heartbeat reporting a session under it
     Clock::time_point quarantined_until{};  // held back until then
     bool suspect = false;                   // reported failed; held back until it heartbeats
+    Clock::time_point registered;
+    uint64_t leases_served = 0;
+    uint64_t leases_failed = 0;
+    uint64_t leases_expired = 0;
   };
   // Failure history of a runner address.
   struct Health {
     int consecutive_failures = 0;
     Clock::time_point quarantined_until{};
+    std::string quarantine_reason;  // why the last quarantine began
   };
   struct Request {
     uint64_t id;
@@ -182,7 +223,8 @@ class Tracker {
   void drop_runner(const std::string &runner_id);
   // Takes the lease off its runner; the runner becomes free (or stays held back if quarantined).
   void end_lease(Runner &runner, bool failed, std::vector<Completion> &completions);
-  void record_failure(const std::string &address, Clock::time_point now);
+  // `what` names the failure for the quarantine's reason ("a lease released as failed").
+  void record_failure(const std::string &address, Clock::time_point now, const char *what);
   bool quarantined(const Runner &runner, Clock::time_point now) const {
     return runner.suspect || runner.quarantined_until > now;
   }

@@ -1,6 +1,9 @@
 #include "rpc_server/tracker_service.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <limits>
 #include <mutex>
 #include <utility>
 
@@ -50,6 +53,11 @@ grpc::Status check_target(const char *field, const std::string &value) {
     return invalid(std::string(field) + ": " + e.what());
   }
   return grpc::Status::OK;
+}
+
+// A duration in whole milliseconds, clamped to what a uint32 field holds (about 49 days).
+uint32_t clamp_ms(std::chrono::milliseconds ms) {
+  return static_cast<uint32_t>(std::clamp<int64_t>(ms.count(), 0, std::numeric_limits<uint32_t>::max()));
 }
 
 void to_proto(const RunnerRegistration &runner, kiln::v1::Target *target) {
@@ -283,7 +291,8 @@ grpc::ServerUnaryReactor *TrackerService::Summary(grpc::CallbackServerContext *c
                                                   kiln::v1::SummaryReply *reply) {
   grpc::Status status = check_token(*context, tracker_.options().token);
   if (!status.ok()) return finish(context, status);
-  for (const DeviceSummary &device : tracker_.summary()) {
+  const TrackerSummary summary = tracker_.full_summary();
+  for (const DeviceSummary &device : summary.devices) {
     kiln::v1::DeviceSummary *entry = reply->add_devices();
     entry->set_device_key(device.device_key);
     entry->set_free_runners(static_cast<uint32_t>(device.free_runners));
@@ -291,6 +300,32 @@ grpc::ServerUnaryReactor *TrackerService::Summary(grpc::CallbackServerContext *c
     entry->set_queue_length(static_cast<uint32_t>(device.queue_length));
     entry->set_quarantined_runners(static_cast<uint32_t>(device.quarantined_runners));
     for (const std::string &target : device.targets) entry->add_targets(target);
+  }
+  for (const RunnerSummary &runner : summary.runners) {
+    kiln::v1::RunnerSummary *entry = reply->add_runners();
+    entry->set_runner_id(runner.runner_id);
+    entry->set_address(runner.registration.address);
+    entry->set_device_key(runner.registration.device_key);
+    entry->set_target(runner.registration.target);
+    switch (runner.state) {
+      case RunnerState::kFree:
+        entry->set_state(kiln::v1::RUNNER_STATE_FREE);
+        break;
+      case RunnerState::kBusy:
+        entry->set_state(kiln::v1::RUNNER_STATE_BUSY);
+        break;
+      case RunnerState::kQuarantined:
+        entry->set_state(kiln::v1::RUNNER_STATE_QUARANTINED);
+        break;
+    }
+    entry->set_quarantine_reason(runner.quarantine_reason);
+    entry->set_quarantine_left_ms(clamp_ms(runner.quarantine_left));
+    entry->set_since_heartbeat_ms(clamp_ms(runner.since_heartbeat));
+    entry->set_since_registered_ms(clamp_ms(runner.since_registered));
+    entry->set_leases_served(runner.leases_served);
+    entry->set_leases_failed(runner.leases_failed);
+    entry->set_leases_expired(runner.leases_expired);
+    entry->set_consecutive_failures(static_cast<uint32_t>(runner.consecutive_failures));
   }
   return finish(context, grpc::Status::OK);
 }

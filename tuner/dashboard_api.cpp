@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <exception>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "db/error_class.h"
@@ -13,6 +14,7 @@
 #include "db/sqlite_db.h"
 #include "db/tuning_db.h"
 #include "rpc_server/shared_token.h"
+#include "rpc_server/tracker_summary.h"
 #include "tuner/curves.h"
 #include "tuner/dashboard/assets.h"
 
@@ -154,6 +156,48 @@ json runners_from_log(db::TuningDb &log) {
   json out = json::array();
   for (auto &[name, r] : runners) out.push_back(std::move(r));
   std::sort(out.begin(), out.end(), [](const json &a, const json &b) { return a["trials"] > b["trials"]; });
+  return out;
+}
+
+// The runners to show: the tracker's, in its order (by device key, then address), each with what
+// the tuning log holds of it (matched by runner id), then the log's runners the tracker does not
+// have now, busiest first. A runner the tracker does not have has `state` null and no tracker fields.
+json merge_runners(const kiln::v1::SummaryReply *summary, const json &from_log) {
+  std::map<std::string, json> logged;
+  for (const json &r : from_log) logged[r["runner"].get<std::string>()] = r;
+  json out = json::array();
+  if (summary) {
+    for (const kiln::v1::RunnerSummary &t : summary->runners()) {
+      auto it = logged.find(t.runner_id());
+      json r = it != logged.end()
+                   ? it->second
+                   : json{{"runner", t.runner_id()}, {"trials", 0}, {"failures", json::object()}, {"last_measured", nullptr}};
+      if (it != logged.end()) logged.erase(it);
+      r["state"] = rpc::runner_state_name(t.state());
+      r["address"] = t.address();
+      r["device_key"] = t.device_key();
+      r["target"] = t.target();
+      r["quarantine_reason"] = t.quarantine_reason();
+      r["quarantine_left_s"] = t.quarantine_left_ms() / 1e3;
+      r["last_heartbeat_s_ago"] = t.since_heartbeat_ms() / 1e3;
+      r["leases_served"] = t.leases_served();
+      r["leases_failed"] = t.leases_failed();
+      r["leases_expired"] = t.leases_expired();
+      r["consecutive_failures"] = t.consecutive_failures();
+      out.push_back(std::move(r));
+    }
+  }
+  for (const json &r : from_log) {
+    auto it = logged.find(r["runner"].get<std::string>());
+    if (it == logged.end()) continue;
+    json entry = it->second;
+    for (const char *field : {"state", "address", "device_key", "target", "quarantine_reason", "quarantine_left_s",
+                              "last_heartbeat_s_ago", "leases_served", "leases_failed", "leases_expired",
+                              "consecutive_failures"}) {
+      entry[field] = nullptr;
+    }
+    out.push_back(std::move(entry));
+  }
   return out;
 }
 
@@ -304,41 +348,42 @@ HttpResponse DashboardApi::api(const HttpRequest &request) {
   }
 
   if (parts[0] == "farm" && parts.size() == 1 && get) {
-    json runners;
+    json from_log;
     {
       std::lock_guard<std::mutex> lock(log_mutex_);
-      runners = runners_from_log(log_locked());
+      from_log = runners_from_log(log_locked());
     }
     if (!options_.farm_summary) {
       return json_reply(200, json{{"farm", false},
                                   {"measuring", options_.measuring},
                                   {"devices", json::array()},
-                                  {"runners", runners}});
+                                  {"runners", merge_runners(nullptr, from_log)}});
     }
-    json devices = json::array();
+    kiln::v1::SummaryReply summary;
     try {
-      const kiln::v1::SummaryReply summary = options_.farm_summary();
-      for (const auto &d : summary.devices()) {
-        devices.push_back(json{{"device_key", d.device_key()},
-                               {"free", d.free_runners()},
-                               {"busy", d.busy_runners()},
-                               {"quarantined", d.quarantined_runners()},
-                               {"queue_length", d.queue_length()},
-                               {"targets", std::vector<std::string>(d.targets().begin(), d.targets().end())}});
-      }
+      summary = options_.farm_summary();
     } catch (const std::exception &e) {
       return json_reply(200, json{{"farm", true},
                                   {"measuring", options_.measuring},
                                   {"reachable", false},
                                   {"error", e.what()},
                                   {"devices", json::array()},
-                                  {"runners", runners}});
+                                  {"runners", merge_runners(nullptr, from_log)}});
+    }
+    json devices = json::array();
+    for (const auto &d : summary.devices()) {
+      devices.push_back(json{{"device_key", d.device_key()},
+                             {"free", d.free_runners()},
+                             {"busy", d.busy_runners()},
+                             {"quarantined", d.quarantined_runners()},
+                             {"queue_length", d.queue_length()},
+                             {"targets", std::vector<std::string>(d.targets().begin(), d.targets().end())}});
     }
     return json_reply(200, json{{"farm", true},
                                 {"measuring", options_.measuring},
                                 {"reachable", true},
                                 {"devices", devices},
-                                {"runners", runners}});
+                                {"runners", merge_runners(&summary, from_log)}});
   }
 
   if (parts[0] == "log" && get) {

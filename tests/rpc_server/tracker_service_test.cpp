@@ -446,6 +446,18 @@ TEST(TrackerServiceTest, SummaryCountsRunnersAndWaitersPerDeviceKey) {
   EXPECT_EQ(summary.devices(1).free_runners(), 2u);
   EXPECT_EQ(summary.devices(1).busy_runners(), 1u);
   EXPECT_EQ(summary.devices(1).queue_length(), 0u);
+  // Every runner, with its state: the leased one busy, the others free.
+  ASSERT_EQ(summary.runners_size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    const v1::RunnerSummary &runner = summary.runners(i);
+    EXPECT_EQ(runner.address(), "127.0.0.1:900" + std::to_string(i + 1));
+    EXPECT_EQ(runner.device_key(), "x86-b");
+    EXPECT_EQ(runner.target(), "llvm -mcpu=generic");
+    const bool leased = runner.runner_id() == lease.runner_id();
+    EXPECT_EQ(runner.state(), leased ? v1::RUNNER_STATE_BUSY : v1::RUNNER_STATE_FREE) << runner.address();
+    EXPECT_EQ(runner.leases_served(), leased ? 1u : 0u) << runner.address();
+    EXPECT_LT(runner.since_heartbeat_ms(), 10000u);
+  }
 
   // A runner for the waiting key serves one waiter; the other keeps waiting.
   farm.register_runner("127.0.0.1:9004", "cuda-a");

@@ -286,5 +286,112 @@ TEST(TrackerTest, AnUnusedLeaseIsRevokedButAnActiveSessionKeepsItAlive) {
   EXPECT_EQ(outcomes.at(1).status, AcquireStatus::kGranted);
 }
 
+// The runner of `summary` at `address`; fails the test when there is none.
+RunnerSummary runner_at(const TrackerSummary &summary, const std::string &address) {
+  for (const RunnerSummary &r : summary.runners) {
+    if (r.registration.address == address) return r;
+  }
+  ADD_FAILURE() << "no runner at " << address;
+  return {};
+}
+
+TEST(TrackerTest, FullSummaryShowsEachRunnersStateHeartbeatAndLeases) {
+  TrackerOptions opts = options();
+  opts.quarantine_after = 1;
+  opts.quarantine_duration = 60s;
+  Tracker tracker(opts);
+  Outcomes outcomes;
+  const std::string beating = tracker.register_runner({"127.0.0.1:1", "x86", "llvm -mcpu=znver4"});
+  const std::string busy = tracker.register_runner({"127.0.0.1:2", "arm", "llvm -mtriple=aarch64-linux-gnu"});
+  const std::string failing = tracker.register_runner({"127.0.0.1:3", "cuda", "cuda -arch=sm_80"});
+  tracker.acquire("arm", 0, Clock::now() + 1s, outcomes.record("arm"));
+  tracker.acquire("cuda", 0, Clock::now() + 1s, outcomes.record("cuda"));
+  ASSERT_EQ(outcomes.labels(), (std::vector<std::string>{"arm", "cuda"}));
+  // The cuda runner fails under its lease: one failure quarantines it.
+  ASSERT_TRUE(tracker.release(outcomes.at(1).lease.lease_id, /*runner_failed=*/true));
+  std::this_thread::sleep_for(300ms);
+  ASSERT_EQ(tracker.heartbeat(beating), std::optional<std::string>(""));
+
+  const TrackerSummary summary = tracker.full_summary();
+  ASSERT_EQ(summary.runners.size(), 3u);
+  // Sorted by device key.
+  EXPECT_EQ(summary.runners[0].registration.device_key, "arm");
+  EXPECT_EQ(summary.runners[1].registration.device_key, "cuda");
+  EXPECT_EQ(summary.runners[2].registration.device_key, "x86");
+
+  const RunnerSummary b = runner_at(summary, "127.0.0.1:1");
+  EXPECT_EQ(b.runner_id, beating);
+  EXPECT_EQ(b.registration.target, "llvm -mcpu=znver4");
+  EXPECT_EQ(b.state, RunnerState::kFree);
+  EXPECT_EQ(b.quarantine_reason, "");
+  EXPECT_EQ(b.leases_served, 0u);
+  EXPECT_GE(b.since_registered, 300ms);
+  // It heartbeat just now; the others not since they registered.
+  EXPECT_LT(b.since_heartbeat, b.since_registered);
+
+  const RunnerSummary l = runner_at(summary, "127.0.0.1:2");
+  EXPECT_EQ(l.runner_id, busy);
+  EXPECT_EQ(l.state, RunnerState::kBusy);
+  EXPECT_EQ(l.leases_served, 1u);
+  EXPECT_EQ(l.leases_failed, 0u);
+  EXPECT_GE(l.since_heartbeat, 300ms);
+  EXPECT_GT(l.since_heartbeat, b.since_heartbeat);
+
+  const RunnerSummary q = runner_at(summary, "127.0.0.1:3");
+  EXPECT_EQ(q.runner_id, failing);
+  EXPECT_EQ(q.state, RunnerState::kQuarantined);
+  EXPECT_EQ(q.quarantine_reason, "1 failure in a row, the last a lease released as failed");
+  EXPECT_GT(q.quarantine_left, 50s);
+  EXPECT_LE(q.quarantine_left, 60s);
+  EXPECT_EQ(q.leases_served, 1u);
+  EXPECT_EQ(q.leases_failed, 1u);
+  EXPECT_GE(q.since_heartbeat, 300ms);
+
+  // The device counts agree with the runners' states.
+  ASSERT_EQ(summary.devices.size(), 3u);
+  EXPECT_EQ(summary.devices[0].busy_runners, 1);
+  EXPECT_EQ(summary.devices[1].quarantined_runners, 1);
+  EXPECT_EQ(summary.devices[2].free_runners, 1);
+
+  // The lease given back cleanly: free again, and the count of leases stays.
+  ASSERT_TRUE(tracker.release(outcomes.at(0).lease.lease_id));
+  EXPECT_EQ(runner_at(tracker.full_summary(), "127.0.0.1:2").state, RunnerState::kFree);
+  EXPECT_EQ(runner_at(tracker.full_summary(), "127.0.0.1:2").leases_served, 1u);
+}
+
+TEST(TrackerTest, ARunnerReportedFailedIsHeldBackUntilItsHeartbeatAndSaysWhy) {
+  TrackerOptions opts = options();
+  opts.quarantine_after = 3;
+  Tracker tracker(opts);
+  Outcomes outcomes;
+  const std::string runner = tracker.register_runner({"127.0.0.1:1", "x86", "llvm"});
+  tracker.acquire("x86", 0, Clock::now() + 1s, outcomes.record("a"));
+  ASSERT_TRUE(tracker.release(outcomes.at(0).lease.lease_id, /*runner_failed=*/true));
+  RunnerSummary r = tracker.full_summary().runners.at(0);
+  EXPECT_EQ(r.state, RunnerState::kQuarantined);
+  EXPECT_NE(r.quarantine_reason.find("held back until its next heartbeat"), std::string::npos) << r.quarantine_reason;
+  EXPECT_EQ(r.quarantine_left, 0ms);
+  EXPECT_EQ(r.consecutive_failures, 1);
+  tracker.heartbeat(runner);
+  r = tracker.full_summary().runners.at(0);
+  EXPECT_EQ(r.state, RunnerState::kFree);
+  EXPECT_EQ(r.quarantine_reason, "");
+  EXPECT_EQ(r.consecutive_failures, 1);
+}
+
+TEST(TrackerTest, AnExpiredLeaseIsCountedOnItsRunner) {
+  TrackerOptions opts = options();
+  opts.lease_idle_timeout = 100ms;
+  Tracker tracker(opts);
+  Outcomes outcomes;
+  tracker.register_runner({"127.0.0.1:1", "x86", "llvm"});
+  tracker.acquire("x86", 0, Clock::now() + 1s, outcomes.record("forgotten"));
+  ASSERT_TRUE(eventually([&] { return tracker.full_summary().runners.at(0).state == RunnerState::kFree; }));
+  const RunnerSummary r = tracker.full_summary().runners.at(0);
+  EXPECT_EQ(r.leases_served, 1u);
+  EXPECT_EQ(r.leases_expired, 1u);
+  EXPECT_EQ(r.leases_failed, 0u);
+}
+
 }  // namespace
 }  // namespace kiln::rpc

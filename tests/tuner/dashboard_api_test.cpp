@@ -124,6 +124,28 @@ class DashboardApiTest : public ::testing::Test {
       device->set_quarantined_runners(1);
       device->set_queue_length(4);
       device->add_targets(kTarget);
+      // One runner the tuning log knows (it measures the even configs), one it does not.
+      v1::RunnerSummary *even = reply.add_runners();
+      even->set_runner_id("runner-even");
+      even->set_address("10.0.0.1:9190");
+      even->set_device_key(kDevice);
+      even->set_target(kTarget);
+      even->set_state(v1::RUNNER_STATE_BUSY);
+      even->set_since_heartbeat_ms(400);
+      even->set_leases_served(7);
+      v1::RunnerSummary *fresh = reply.add_runners();
+      fresh->set_runner_id("runner-new");
+      fresh->set_address("10.0.0.2:9190");
+      fresh->set_device_key(kDevice);
+      fresh->set_target(kTarget);
+      fresh->set_state(v1::RUNNER_STATE_QUARANTINED);
+      fresh->set_quarantine_reason("3 failures in a row, the last a heartbeat timeout");
+      fresh->set_quarantine_left_ms(42500);
+      fresh->set_since_heartbeat_ms(2250);
+      fresh->set_leases_served(3);
+      fresh->set_leases_failed(2);
+      fresh->set_leases_expired(1);
+      fresh->set_consecutive_failures(0);
       return reply;
     };
     api_ = std::make_unique<DashboardApi>(*manager_, d);
@@ -383,14 +405,42 @@ TEST_F(DashboardApiTest, TheFarmShowsTheTrackersSummaryOrWhyItCannot) {
   });
   ASSERT_EQ(trials.size(), 2u);
   EXPECT_EQ(failed.count("runner-even"), 0u) << "only odd configs fail";
-  ASSERT_EQ(r.body["runners"].size(), 2u) << r.raw;
-  for (const json &runner : r.body["runners"]) {
-    const std::string name = runner["runner"];
-    EXPECT_EQ(runner["trials"], trials[name]) << name;
-    EXPECT_EQ(runner["failures"], failed[name] ? json({{"RUNTIME_DEVICE", failed[name]}}) : json::object()) << name;
-    EXPECT_DOUBLE_EQ(runner["last_measured"].get<double>(), last[name]) << name;
+  // The tracker's runners first, in its order, then the one only the log knows.
+  ASSERT_EQ(r.body["runners"].size(), 3u) << r.raw;
+  const json &even = r.body["runners"][0];
+  const json &fresh = r.body["runners"][1];
+  const json &odd = r.body["runners"][2];
+  EXPECT_EQ(even["runner"], "runner-even");
+  EXPECT_EQ(fresh["runner"], "runner-new");
+  EXPECT_EQ(odd["runner"], "runner-odd");
+  for (const json *runner : {&even, &odd}) {
+    const std::string name = (*runner)["runner"];
+    EXPECT_EQ((*runner)["trials"], trials[name]) << name;
+    EXPECT_EQ((*runner)["failures"], failed[name] ? json({{"RUNTIME_DEVICE", failed[name]}}) : json::object()) << name;
+    EXPECT_DOUBLE_EQ((*runner)["last_measured"].get<double>(), last[name]) << name;
   }
-  EXPECT_GE(r.body["runners"][0]["trials"].get<int64_t>(), r.body["runners"][1]["trials"].get<int64_t>());
+  // What the tracker says of them.
+  EXPECT_EQ(even["state"], "busy");
+  EXPECT_EQ(even["address"], "10.0.0.1:9190");
+  EXPECT_EQ(even["device_key"], kDevice);
+  EXPECT_EQ(even["target"], kTarget);
+  EXPECT_DOUBLE_EQ(even["last_heartbeat_s_ago"].get<double>(), 0.4);
+  EXPECT_EQ(even["leases_served"], 7);
+  EXPECT_EQ(even["quarantine_reason"], "");
+  EXPECT_EQ(fresh["state"], "quarantined");
+  EXPECT_EQ(fresh["quarantine_reason"], "3 failures in a row, the last a heartbeat timeout");
+  EXPECT_DOUBLE_EQ(fresh["quarantine_left_s"].get<double>(), 42.5);
+  EXPECT_DOUBLE_EQ(fresh["last_heartbeat_s_ago"].get<double>(), 2.25);
+  EXPECT_EQ(fresh["leases_served"], 3);
+  EXPECT_EQ(fresh["leases_failed"], 2);
+  EXPECT_EQ(fresh["leases_expired"], 1);
+  EXPECT_EQ(fresh["trials"], 0);
+  EXPECT_EQ(fresh["failures"], json::object());
+  EXPECT_TRUE(fresh["last_measured"].is_null());
+  // The tracker does not have the odd runner: no state, no tracker fields.
+  EXPECT_TRUE(odd["state"].is_null()) << odd;
+  EXPECT_TRUE(odd["address"].is_null()) << odd;
+  EXPECT_TRUE(odd["last_heartbeat_s_ago"].is_null()) << odd;
 
   farm_up_ = false;
   r = get("/api/v1/farm");
@@ -398,6 +448,10 @@ TEST_F(DashboardApiTest, TheFarmShowsTheTrackersSummaryOrWhyItCannot) {
   EXPECT_EQ(r.body["reachable"], false);
   EXPECT_NE(r.body["error"].get<std::string>().find("cannot be reached"), std::string::npos) << r.raw;
   EXPECT_TRUE(r.body["devices"].empty());
+  // Without the tracker, the log's runners, busiest first, without a state.
+  ASSERT_EQ(r.body["runners"].size(), 2u) << r.raw;
+  EXPECT_GE(r.body["runners"][0]["trials"].get<int64_t>(), r.body["runners"][1]["trials"].get<int64_t>());
+  for (const json &runner : r.body["runners"]) EXPECT_TRUE(runner["state"].is_null()) << runner;
 }
 
 TEST_F(DashboardApiTest, TheTuningLogListsWorkloadsTheirBestPerTargetAndExportsRecords) {

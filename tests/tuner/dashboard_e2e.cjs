@@ -60,7 +60,15 @@ const [url, token, jobId, screenshot] = process.argv.slice(2);
     await page.waitForSelector('#farm', { timeout: 15000 });
     seen.farm_devices = await page.$$eval('#devices tbody tr', (rows) => rows.map((r) => r.cells[0].textContent));
     await page.waitForSelector('#runners', { timeout: 15000 });
-    seen.runner_trials = await page.$$eval('#runners tbody tr', (rows) => rows.map((r) => Number(r.cells[1].textContent)));
+    // Each runner's row: the tracker's state and heartbeat, merged with the log's trials.
+    await page.waitForSelector('#runners tbody tr[data-state]:not([data-state=unregistered])', { timeout: 15000 });
+    seen.runners = await page.$$eval('#runners tbody tr', (rows) => rows.map((r) => ({
+      runner: r.dataset.runner,
+      state: r.dataset.state,
+      badge: r.querySelector('.state .badge').textContent,
+      heartbeat: r.querySelector('.heartbeat').textContent,
+      trials: Number(r.querySelector('.trials').textContent),
+    })));
     await page.screenshot({ path: screenshot.replace(/\.png$/, '-farm.png'), fullPage: true });
     await page.goto(url + '#/log');
     await page.waitForSelector('#workloads', { timeout: 15000 });

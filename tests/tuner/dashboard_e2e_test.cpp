@@ -3,7 +3,7 @@
 // DevTools protocol (dashboard_e2e.cjs, playwright-core from the dashboard's npm build). The page
 // asks for the token, shows the job with its progress and a tuning curve with points, its Pause
 // button pauses the job (as the service reports it), the farm view shows the runner's device
-// class, and no request leaves the service or carries the token in its URL. A screenshot of the
+// class and the runner with its state, last heartbeat and trials, and no request leaves the service or carries the token in its URL. A screenshot of the
 // page is left in the build directory. Skipped when Chromium, node or the npm build is missing.
 #include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "kiln/v1/tracker.grpc.pb.h"
 #include "kiln/v1/tuner.grpc.pb.h"
 #include "rpc_server/farm_client.h"
 #include "rpc_server/shared_token.h"
@@ -142,6 +143,22 @@ TEST_F(DashboardE2eTest, ThePageShowsARunningJobItsProgressAndCurvesAndItsPauseB
   }
   const int64_t job = submitted.job().id();
 
+  // The id the tracker knows the runner by.
+  std::string registered_runner;
+  {
+    auto tracker_stub = v1::Tracker::NewStub(grpc::CreateChannel(tracker, grpc::InsecureChannelCredentials()));
+    v1::SummaryReply summary;
+    for (auto until = Clock::now() + 10s; summary.runners_size() == 0 && Clock::now() < until;
+         std::this_thread::sleep_for(50ms)) {
+      grpc::ClientContext context;
+      rpc::attach_token(context, kToken);
+      const grpc::Status status = tracker_stub->Summary(&context, v1::SummaryRequest(), &summary);
+      ASSERT_TRUE(status.ok()) << status.error_message();
+    }
+    ASSERT_EQ(summary.runners_size(), 1) << summary.DebugString();
+    registered_runner = summary.runners(0).runner_id();
+  }
+
   const std::string out = dir_.file("browser.json");
   const std::string command = std::string("NODE_PATH='") + KILN_DASHBOARD_NODE_MODULES + "' '" + KILN_NODE + "' '" +
                               KILN_DASHBOARD_E2E_SCRIPT + "' 'http://127.0.0.1:" + std::to_string(port) + "/' '" +
@@ -161,9 +178,18 @@ TEST_F(DashboardE2eTest, ThePageShowsARunningJobItsProgressAndCurvesAndItsPauseB
   EXPECT_EQ(seen["task_rows"], 2);
   EXPECT_EQ(seen["paused_row"], true);
   EXPECT_EQ(seen["farm_devices"], nlohmann::json::array({kKey}));
-  // The one runner is listed with the trials it measured (from the tuning log).
-  ASSERT_EQ(seen["runner_trials"].size(), 1u) << said;
-  EXPECT_GE(seen["runner_trials"][0].get<int64_t>(), 1);
+  // The one runner is listed once: the tracker's runner, with its state and last heartbeat, and the
+  // trials it measured (from the tuning log, matched by its runner id).
+  ASSERT_EQ(seen["runners"].size(), 1u) << said;
+  const nlohmann::json &runner = seen["runners"][0];
+  EXPECT_EQ(runner["runner"], registered_runner) << said;
+  EXPECT_TRUE(runner["state"] == "free" || runner["state"] == "busy") << said;
+  EXPECT_EQ(runner["badge"], runner["state"]) << said;
+  const std::string heartbeat = runner["heartbeat"];
+  ASSERT_GT(heartbeat.size(), 6u) << said;
+  EXPECT_EQ(heartbeat.substr(heartbeat.size() - 6), " s ago") << said;
+  EXPECT_LT(std::stod(heartbeat), 10.0) << said;  // the runner heartbeats every second
+  EXPECT_GE(runner["trials"].get<int64_t>(), 1);
   EXPECT_EQ(seen["log_workloads"], 2);
   // The token stays in the tab's session storage, never in a URL; nothing is fetched elsewhere.
   EXPECT_EQ(seen["session_token"], kToken);

@@ -247,21 +247,40 @@ async function renderFarm() {
         el('td', { class: 'wrap' }, d.targets.map((t) => el('div', {}, el('code', {}, t)))))))));
   }
   const runners = farm.runners || [];
-  const runnerSection = el('section', { id: 'runners' }, el('h2', {}, 'Runners, from the tuning log'),
-    runners.length === 0 ? el('p', { class: 'muted' }, 'The tuning log holds no measurement with a runner yet.') :
+  const runnerSection = el('section', { id: 'runners' }, el('h2', {}, 'Runners'),
+    el('p', { class: 'muted' }, 'State, heartbeat and leases from the tracker; trials and failures from the tuning log.'),
+    runners.length === 0 ? el('p', { class: 'muted' }, 'No runner is registered and the tuning log holds no measurement with a runner yet.') :
       el('table', {},
-        el('thead', {}, el('tr', {}, ['Runner', 'Trials measured', 'Failed', 'Last measurement', 'Failures by class']
-          .map((h, i) => el('th', { class: i === 1 || i === 2 ? 'num' : null }, h)))),
-        el('tbody', {}, runners.map((r) => {
-          const failed = Object.values(r.failures).reduce((a, b) => a + b, 0);
-          return el('tr', {},
-            el('td', {}, el('code', {}, r.runner)),
-            el('td', { class: 'num' }, r.trials),
-            el('td', { class: 'num' }, failed ? el('span', { class: 'badge failed' }, failed) : 0),
-            el('td', {}, r.last_measured ? new Date(r.last_measured * 1000).toLocaleString() : '—'),
-            el('td', {}, errorList(r.failures)));
-        }))));
+        el('thead', {}, el('tr', {}, ['Runner', 'Device key', 'State', 'Last heartbeat', 'Leases', 'Trials measured', 'Failed',
+          'Last measurement', 'Failures by class']
+          .map((h, i) => el('th', { class: i >= 4 && i <= 6 ? 'num' : null }, h)))),
+        el('tbody', {}, runners.map(runnerRow))));
   return [el('section', { id: 'farm' }, body), runnerSection];
+}
+
+// A runner's row: what the tracker says of it (null fields when it does not have it) and what the
+// tuning log holds of it.
+function runnerRow(r) {
+  const failed = Object.values(r.failures).reduce((a, b) => a + b, 0);
+  const registered = r.state !== null && r.state !== undefined;
+  const ago = (s) => `${s < 10 ? s.toFixed(1) : Math.round(s)} s ago`;
+  const why = r.state === 'quarantined'
+    ? el('div', { class: 'message' }, r.quarantine_reason + (r.quarantine_left_s > 0 ? ` (${duration(r.quarantine_left_s)} left)` : ''))
+    : null;
+  const leaseNotes = registered && (r.leases_failed || r.leases_expired)
+    ? el('div', { class: 'message' }, `${r.leases_failed} failed, ${r.leases_expired} expired`) : null;
+  return el('tr', { 'data-runner': r.runner, 'data-state': registered ? r.state : 'unregistered' },
+    el('td', {}, el('code', {}, r.runner), registered ? el('div', { class: 'message' }, r.address) : null),
+    el('td', {}, registered ? r.device_key : '—'),
+    el('td', { class: 'state' }, registered
+      ? el('span', { class: `badge ${r.state}`, title: r.quarantine_reason || null }, r.state)
+      : el('span', { class: 'badge', title: 'the tracker does not have this runner now' }, 'not registered'), why),
+    el('td', { class: 'heartbeat' }, registered ? ago(r.last_heartbeat_s_ago) : '—'),
+    el('td', { class: 'num' }, registered ? r.leases_served : '—', leaseNotes),
+    el('td', { class: 'num trials' }, r.trials),
+    el('td', { class: 'num' }, failed ? el('span', { class: 'badge failed' }, failed) : 0),
+    el('td', {}, r.last_measured ? new Date(r.last_measured * 1000).toLocaleString() : '—'),
+    el('td', {}, errorList(r.failures)));
 }
 
 // --- tuning log -------------------------------------------------------------------------------
