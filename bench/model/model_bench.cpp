@@ -1,33 +1,43 @@
 // bench/model: whole models through Kiln against ONNX Runtime (CPU execution provider, from the npm
 // package onnxruntime-node; bench/model/setup.sh installs it) on the same model files and inputs,
-// in the same run. Kiln is measured twice: the reference executor on the imported graph (every node
-// its own kernel), and after the graph passes (BatchNorm and constant folding, simplification,
-// conv epilogue fusion). Templates run at their default configs unless --db gives a tuning log.
+// in the same run. Kiln is measured three times: the reference executor on the imported graph
+// (every node its own kernel), the executor after the graph passes (BatchNorm and constant folding,
+// simplification, fusion, the layout pass), and the deployed artifact of the optimized graph (what
+// `kiln compile` writes and `kiln run m.kiln` runs: one library, the static memory plan), which is
+// the number users get and the one compared with ONNX Runtime. Templates run at their default
+// configs unless --db gives a tuning log.
 //
 // Usage: model_bench --models DIR [--names resnet18,...] [--threads 1,2] [--runs N] [--ort DIR]
 //                    [--db kiln.db --device-key K]
 //   --threads: one thread count per run (Kiln's thread pool is sized once per process).
 //   DIR holds <name>/model.onnx and <name>/input_0.pb (tests/frontend/make_models.py writes them).
 // Prints one line per model and thread count:
-//   model=M threads=T kiln_ref_ms= kiln_opt_ms= ort_ms= opt_vs_ort= ref_vs_ort= kernels_ref= kernels_opt=
-// where x_vs_ort = ort_ms / x_ms (above 1: Kiln is faster), medians over the runs.
+//   model=M threads=T kiln_ref_ms= kiln_opt_ms= kiln_art_ms= ort_ms= art_vs_ort= opt_vs_ort= ref_vs_ort=
+//   kiln_art_cpu_ms= ort_cpu_ms= art_vs_ort_cpu= kernels_ref= kernels_opt= tuned=
+// where x_vs_ort = ort_ms / x_ms (above 1: Kiln is faster), medians of wall time over the runs;
+// *_cpu_ms are the process's CPU time per run (mean over the runs), steadier than wall time on a
+// machine shared with other work.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <ctime>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unistd.h>
 #include <vector>
 
 #include "bench/common/split_list.h"
+#include "compiler/driver/graph_compiler.h"
 #include "compiler/driver/graph_executor.h"
 #include "compiler/driver/graph_pipeline.h"
 #include "compiler/frontend/onnx/onnx_importer.h"
 #include "contracts/json.h"
 #include "db/tuning_db.h"
+#include "deploy/graph_module.h"
 #include "tuner/db_config_lookup.h"
 
 namespace fs = std::filesystem;
@@ -35,20 +45,54 @@ using namespace kiln;
 
 namespace {
 
-double median_ms(const driver::GraphExecutor &ex, const deploy::Tensor &input, int runs) {
-  for (int i = 0; i < 3; ++i) ex.run(std::vector<deploy::Tensor>{input});
-  std::vector<double> t;
-  for (int i = 0; i < runs; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    ex.run(std::vector<deploy::Tensor>{input});
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+struct Timing {
+  double median_ms = 0;  // wall time
+  double cpu_ms = 0;     // the process's CPU time per run
+};
+
+double process_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
-// Runs the ONNX Runtime peer in a node process; its median in ms, or -1.
-double ort_ms(const std::string &ort_dir, const std::string &script, const std::string &model,
+Timing time_runs(const std::function<void()> &run_once, int runs) {
+  for (int i = 0; i < 3; ++i) run_once();
+  std::vector<double> t;
+  const double c0 = process_cpu_ms();
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run_once();
+    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  Timing r;
+  r.cpu_ms = (process_cpu_ms() - c0) / runs;
+  std::sort(t.begin(), t.end());
+  r.median_ms = t[t.size() / 2];
+  return r;
+}
+
+Timing time_executor(const driver::GraphExecutor &ex, const deploy::Tensor &input, int runs) {
+  const std::vector<deploy::Tensor> in{input};
+  return time_runs([&] { ex.run(in); }, runs);
+}
+
+// The optimized graph compiled into an artifact (as `kiln compile` does) and run as deployed.
+Timing time_artifact(const graph::Graph &g, const driver::ExecutorOptions &eo, const deploy::Tensor &input,
+                     int runs) {
+  const std::string path =
+      (fs::temp_directory_path() / ("kiln_model_bench_" + std::to_string(::getpid()) + ".kiln")).string();
+  driver::GraphCompileOptions co;
+  co.kernels = eo;
+  driver::compile_graph(g, path, co);
+  deploy::GraphModule m = deploy::GraphModule::load(path);
+  fs::remove(path);
+  m.set_input(0, input);
+  return time_runs([&] { m.run(); }, runs);
+}
+
+// Runs the ONNX Runtime peer in a node process; its median and CPU time per run in ms, or -1.
+Timing ort_ms(const std::string &ort_dir, const std::string &script, const std::string &model,
               const deploy::Tensor &input, int threads, int runs) {
   const std::string raw =
       (fs::temp_directory_path() / ("kiln_model_bench_input_" + std::to_string(::getpid()))).string();
@@ -69,10 +113,11 @@ double ort_ms(const std::string &ort_dir, const std::string &script, const std::
   }
   fs::remove(raw);
   try {
-    return contracts::Json::parse(out).at("median_ms").as_double();
+    const contracts::Json j = contracts::Json::parse(out);
+    return Timing{j.at("median_ms").as_double(), j.at("cpu_ms").as_double()};
   } catch (const std::exception &) {
     std::fprintf(stderr, "ONNX Runtime failed on %s: %s\n", model.c_str(), out.c_str());
-    return -1;
+    return Timing{-1, -1};
   }
 }
 
@@ -132,13 +177,17 @@ int main(int argc, char **argv) {
     driver::GraphPipelineOptions po;
     po.configs = eo.configs;  // the layout pass's blocks follow the configs the executor builds with
     driver::GraphExecutor opt(driver::optimize_graph(g, po), eo);
-    const double r = median_ms(ref, input, runs), o = median_ms(opt, input, runs);
-    const double ort = ort_ms(ort_dir, script, model, input, threads, runs);
+    const double r = time_executor(ref, input, runs).median_ms, o = time_executor(opt, input, runs).median_ms;
+    const Timing art = time_artifact(opt.graph(), eo, input, runs);
+    const Timing ort = ort_ms(ort_dir, script, model, input, threads, runs);
+    auto ratio = [](double peer, double kiln) { return peer > 0 ? peer / kiln : 0.0; };
     std::printf(
-        "model=%s threads=%d kiln_ref_ms=%.3f kiln_opt_ms=%.3f ort_ms=%.3f opt_vs_ort=%.2f ref_vs_ort=%.2f "
-        "kernels_ref=%d kernels_opt=%d tuned=%d\n",
-        name.c_str(), threads, r, o, ort, ort > 0 ? ort / o : 0.0, ort > 0 ? ort / r : 0.0, ref.stats().kernels,
-        opt.stats().kernels, opt.stats().tuned_kernels);
+        "model=%s threads=%d kiln_ref_ms=%.3f kiln_opt_ms=%.3f kiln_art_ms=%.3f ort_ms=%.3f art_vs_ort=%.2f "
+        "opt_vs_ort=%.2f ref_vs_ort=%.2f kiln_art_cpu_ms=%.3f ort_cpu_ms=%.3f art_vs_ort_cpu=%.2f kernels_ref=%d "
+        "kernels_opt=%d tuned=%d\n",
+        name.c_str(), threads, r, o, art.median_ms, ort.median_ms, ratio(ort.median_ms, art.median_ms),
+        ratio(ort.median_ms, o), ratio(ort.median_ms, r), art.cpu_ms, ort.cpu_ms, ratio(ort.cpu_ms, art.cpu_ms),
+        ref.stats().kernels, opt.stats().kernels, opt.stats().tuned_kernels);
     std::fflush(stdout);
   }
   return 0;

@@ -1,7 +1,8 @@
 // The ONNX Runtime peer of bench/model: times one model on the CPU execution provider.
 // Usage: node ort_runner.js MODEL INPUT_RAW DIMS THREADS RUNS
 //   INPUT_RAW: the input as raw little-endian float32 (or int64 when DIMS starts with "i64:")
-// Prints one JSON line: {"median_ms":..., "p90_ms":..., "runs":N, "threads":T}.
+// Prints one JSON line: {"median_ms":..., "p90_ms":..., "cpu_ms":..., "runs":N, "threads":T}, where
+// cpu_ms is the process's CPU time per run (mean over the runs).
 const fs = require('fs');
 const ort = require('onnxruntime-node');
 
@@ -23,13 +24,15 @@ async function main() {
   feeds[session.inputNames[0]] = new ort.Tensor(int64 ? 'int64' : 'float32', data, dims);
   for (let i = 0; i < 3; ++i) await session.run(feeds);
   const times = [];
+  const cpu0 = process.cpuUsage();
   for (let i = 0; i < runs; ++i) {
     const t0 = process.hrtime.bigint();
     await session.run(feeds);
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
+  const cpu = process.cpuUsage(cpu0);
   times.sort((a, b) => a - b);
   const q = (p) => times[Math.min(times.length - 1, Math.floor(p * times.length))];
-  console.log(JSON.stringify({median_ms: q(0.5), p90_ms: q(0.9), runs, threads}));
+  console.log(JSON.stringify({median_ms: q(0.5), p90_ms: q(0.9), cpu_ms: (cpu.user + cpu.system) / 1e3 / runs, runs, threads}));
 }
 main().catch((e) => { console.error(String(e)); process.exit(1); });

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "compiler/codegen/llvm/llvm_module.h"
+#include "compiler/driver/memory_plan.h"
 #include "compiler/driver/node_kernel.h"
 #include "compiler/graph/op_def.h"
 #include "compiler/ir/deploy_dtype.h"
@@ -26,6 +27,17 @@ struct GraphExecutor::CompiledKernel {
   std::vector<int> input_map;
   bool from_template = false;
   bool tuned_as_task = false;  // see NodeKernel
+};
+
+// One arena per planned dtype, for one run at a time.
+struct GraphExecutor::Arenas {
+  std::vector<deploy::Tensor> tensors;
+};
+
+struct GraphExecutor::Pool {
+  std::mutex mu;
+  std::vector<std::unique_ptr<Arenas>> free;
+  int made = 0;
 };
 
 const char *source_name(KernelReport::Source s) {
@@ -106,19 +118,21 @@ bool is_empty(const std::vector<TensorType> &types) {
   return false;
 }
 
-// Runs one node: `in` holds its input tensors (undefined for absent inputs).
+// Runs one node: `in` holds its input tensors (undefined for absent inputs), `outs` its output
+// tensors where they are placed in an arena (the others, undefined, are allocated here).
 std::vector<deploy::Tensor> run_node(const graph::Graph &g, const Node &n, const OpDef &def,
-                                     const GraphExecutor::CompiledKernel *k, const std::vector<deploy::Tensor> &in) {
-  std::vector<deploy::Tensor> outs;
+                                     const GraphExecutor::CompiledKernel *k, const std::vector<deploy::Tensor> &in,
+                                     std::vector<deploy::Tensor> outs = {}) {
   if (def.view) {
     const auto &t = g.value(n.outputs[0]).type;
     const deploy::Tensor &src = in[0];
-    outs.push_back(src.view(0, t.shape));
-    return outs;
+    return {src.view(0, t.shape)};
   }
-  for (graph::ValueId o : n.outputs) {
-    const auto &t = g.value(o).type;
-    outs.push_back(deploy::Tensor::empty(t.shape, ir::to_deploy_dtype(t.dtype)));
+  outs.resize(n.outputs.size());
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    if (outs[o].defined()) continue;
+    const auto &t = g.value(n.outputs[o]).type;
+    outs[o] = deploy::Tensor::empty(t.shape, ir::to_deploy_dtype(t.dtype));
   }
   if (!k) return outs;  // an empty output: nothing to compute
   std::vector<deploy::Tensor> args;
@@ -167,9 +181,107 @@ GraphExecutor::GraphExecutor(graph::Graph g, const ExecutorOptions &options) : g
     kernels_.push_back(std::move(k));
   }
   stats_.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  plan_arenas();
+  pool_ = std::make_unique<Pool>();
 }
 
 GraphExecutor::~GraphExecutor() = default;
+
+void GraphExecutor::plan_arenas() {
+  // Lifetimes in node indices, as the graph compiler plans them: a value lives from the node that
+  // writes it to the last node that reads it (or a view of it); graph outputs to the end.
+  const auto &nodes = graph_.nodes();
+  const int end = static_cast<int>(nodes.size());
+  const size_t nv = graph_.values().size();
+  std::vector<graph::ValueId> base(nv, graph::kNoValue);  // a view's value whose bytes it shares
+  std::vector<bool> planned(nv, false);
+  std::vector<int> first(nv, 0), last(nv, 0);
+  auto owner = [&](graph::ValueId id) {
+    const auto b = base[static_cast<size_t>(id)];
+    return b == graph::kNoValue ? id : b;
+  };
+  for (int k = 0; k < end; ++k) {
+    const Node &n = nodes[static_cast<size_t>(k)];
+    const OpDef *def = graph::find_op(n.op);
+    if (def->view) {
+      base[static_cast<size_t>(n.outputs[0])] = owner(n.inputs[0]);
+      continue;
+    }
+    for (graph::ValueId i : n.inputs) {
+      if (i == graph::kNoValue) continue;
+      const auto o = static_cast<size_t>(owner(i));
+      if (planned[o]) last[o] = std::max(last[o], k);
+    }
+    if (def->evaluate) continue;
+    for (graph::ValueId o : n.outputs) {
+      const deploy::DType dt = ir::to_deploy_dtype(graph_.value(o).type.dtype);
+      // An arena offset (a multiple of kBufferAlignment bytes) must be a whole number of elements.
+      if (dt.bytes() == 0 || kBufferAlignment % static_cast<int64_t>(dt.bytes()) != 0) continue;
+      planned[static_cast<size_t>(o)] = true;
+      first[static_cast<size_t>(o)] = last[static_cast<size_t>(o)] = k;
+    }
+  }
+  for (graph::ValueId o : graph_.outputs()) {
+    const auto b = static_cast<size_t>(owner(o));
+    if (planned[b]) last[b] = end;
+  }
+  // One plan per dtype: a tensor is a typed view of its arena.
+  placement_.assign(nv, Placement{});
+  std::vector<std::vector<BufferRequest>> requests;
+  std::vector<std::vector<size_t>> request_value;
+  for (size_t v = 0; v < nv; ++v) {
+    if (!planned[v]) continue;
+    const deploy::DType dt = ir::to_deploy_dtype(graph_.values()[v].type.dtype);
+    size_t a = 0;
+    while (a < arena_dtypes_.size() && arena_dtypes_[a] != dt) ++a;
+    if (a == arena_dtypes_.size()) {
+      arena_dtypes_.push_back(dt);
+      requests.emplace_back();
+      request_value.emplace_back();
+    }
+    BufferRequest r;
+    r.bytes = graph_.values()[v].type.nbytes();
+    r.first = first[v];
+    r.last = last[v];
+    requests[a].push_back(r);
+    request_value[a].push_back(v);
+  }
+  for (size_t a = 0; a < arena_dtypes_.size(); ++a) {
+    const MemoryPlan plan = plan_memory(requests[a]);
+    const auto elem = static_cast<int64_t>(arena_dtypes_[a].bytes());
+    for (size_t r = 0; r < plan.offsets.size(); ++r)
+      placement_[request_value[a][r]] = Placement{static_cast<int>(a), plan.offsets[r] / elem};
+    arena_elems_.push_back(std::max<int64_t>(plan.arena_bytes / elem, 1));
+    stats_.arena_bytes += plan.arena_bytes;
+    stats_.unplanned_bytes += plan.unplanned_bytes;
+  }
+}
+
+std::unique_ptr<GraphExecutor::Arenas> GraphExecutor::take_arenas() const {
+  {
+    std::lock_guard<std::mutex> lock(pool_->mu);
+    if (!pool_->free.empty()) {
+      std::unique_ptr<Arenas> a = std::move(pool_->free.back());
+      pool_->free.pop_back();
+      return a;
+    }
+    ++pool_->made;
+  }
+  auto a = std::make_unique<Arenas>();
+  for (size_t i = 0; i < arena_dtypes_.size(); ++i)
+    a->tensors.push_back(deploy::Tensor::empty({arena_elems_[i]}, arena_dtypes_[i]));
+  return a;
+}
+
+void GraphExecutor::give_back(std::unique_ptr<Arenas> a) const {
+  std::lock_guard<std::mutex> lock(pool_->mu);
+  pool_->free.push_back(std::move(a));
+}
+
+int GraphExecutor::arenas_made() const {
+  std::lock_guard<std::mutex> lock(pool_->mu);
+  return pool_->made;
+}
 
 std::vector<deploy::Tensor> GraphExecutor::run(const std::map<std::string, deploy::Tensor> &inputs) const {
   std::vector<deploy::Tensor> ordered;
@@ -204,6 +316,12 @@ std::vector<deploy::Tensor> GraphExecutor::run(const std::vector<deploy::Tensor>
   for (size_t v = 0; v < graph_.values().size(); ++v) {
     if (graph_.values()[v].is_constant()) values[v] = graph_.values()[v].constant;
   }
+  // The arenas go back to the pool when the run ends, also by an exception (the outputs are copies).
+  struct Lease {
+    const GraphExecutor *ex;
+    std::unique_ptr<Arenas> a;
+    ~Lease() { ex->give_back(std::move(a)); }
+  } lease{this, take_arenas()};
   const auto &nodes = graph_.nodes();
   for (size_t k = 0; k < nodes.size(); ++k) {
     const Node &n = nodes[k];
@@ -215,7 +333,15 @@ std::vector<deploy::Tensor> GraphExecutor::run(const std::vector<deploy::Tensor>
       std::vector<deploy::Tensor> in;
       for (graph::ValueId i : n.inputs)
         in.push_back(i == graph::kNoValue ? deploy::Tensor() : values[static_cast<size_t>(i)]);
-      outs = run_node(graph_, n, *def, kernels_[k].get(), in);
+      if (!def->view) {
+        for (graph::ValueId o : n.outputs) {
+          const Placement &p = placement_[static_cast<size_t>(o)];
+          outs.push_back(p.arena < 0 ? deploy::Tensor()
+                                     : lease.a->tensors[static_cast<size_t>(p.arena)].view(
+                                           p.offset, graph_.value(o).type.shape));
+        }
+      }
+      outs = run_node(graph_, n, *def, kernels_[k].get(), in, std::move(outs));
     }
     for (size_t o = 0; o < n.outputs.size(); ++o) values[static_cast<size_t>(n.outputs[o])] = outs[o];
   }

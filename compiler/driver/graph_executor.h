@@ -4,6 +4,8 @@
 // op's tensor-expression compute with a generic schedule), JIT-compiled with LLVM once per distinct
 // node signature (op, attributes, input types, compile-time inputs), and run in topological order.
 // It is the correctness baseline the optimizing graph compiler is checked against; it is not fast.
+// The tensors a run writes live in arenas laid out once by the static memory plan (memory_plan.h),
+// one arena per dtype, reused by later runs; concurrent runs each take an arena set of their own.
 // How a node becomes a kernel is node_kernel.h, shared with the graph compiler (graph_compiler.h).
 #include <map>
 #include <memory>
@@ -48,6 +50,10 @@ struct ExecutorStats {
   int template_kernels = 0;  // of which template kernels tuned as tasks (layout transforms aside)
   int tuned_kernels = 0;     // of which with a config from the lookup
   double compile_s = 0;
+  // The tensors kernels write in a run (graph outputs included), in bytes: laid out by the memory
+  // plan (the sum of the per-dtype arenas) and without reuse.
+  int64_t arena_bytes = 0;
+  int64_t unplanned_bytes = 0;
   std::vector<KernelReport> templates;  // one per distinct template kernel tuned as a task
 };
 
@@ -69,13 +75,32 @@ class GraphExecutor {
   // The same with inputs by name.
   std::vector<deploy::Tensor> run(const std::map<std::string, deploy::Tensor> &inputs) const;
 
+  // Arena sets made so far: one per run that found none free (runs at the same time).
+  int arenas_made() const;
+
   struct CompiledKernel;
+  struct Arenas;
 
  private:
+  void plan_arenas();
+  std::unique_ptr<Arenas> take_arenas() const;
+  void give_back(std::unique_ptr<Arenas> a) const;
+
   graph::Graph graph_;
   ExecutorOptions options_;
   ExecutorStats stats_;
   std::vector<std::shared_ptr<const CompiledKernel>> kernels_;  // per node; null for views and evaluated ops
+  // Where each value a kernel writes lives: its arena (an index into arena_dtypes_) and its offset
+  // there in elements; arena -1: allocated per run (evaluated ops, dtypes of odd sizes).
+  struct Placement {
+    int arena = -1;
+    int64_t offset = 0;
+  };
+  std::vector<Placement> placement_;  // per value
+  std::vector<deploy::DType> arena_dtypes_;
+  std::vector<int64_t> arena_elems_;
+  struct Pool;
+  std::unique_ptr<Pool> pool_;
 };
 
 // The outputs of node `n` of `g` when every input it reads is a constant (what a frontend uses to
