@@ -26,7 +26,7 @@ class CMakeBuild(build_ext):
         target = pathlib.Path(self.get_ext_fullpath(ext.name)).parent
         target.mkdir(parents=True, exist_ok=True)
         for f in built.iterdir():
-            if f.suffix in (".so", ".py", ".pyi") or f.name == "py.typed":
+            if f.suffix in (".so", ".py", ".pyi") or f.name in ("py.typed", "kiln-measure-worker"):
                 self.copy_file(str(f), str(target / f.name))
 
 
