@@ -6,7 +6,7 @@
 """
 import os
 
-from ._kiln.tune import JobStatus, TaskStatus, _run_embedded  # noqa: F401
+from ._kiln.tune import JobStatus, TaskStatus, _run_embedded, _submit  # noqa: F401
 
 _WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kiln-measure-worker")
 
@@ -26,3 +26,16 @@ def run(tasks, log, trials=16, target=None, device="local-cpu", strategy="xgb", 
         target = getattr(first, "target", "llvm -mcpu=native")
     return _run_embedded(tasks, os.fspath(log), target, device, trials, strategy, batch_size, seed, transfer,
                          threads, name, _WORKER, progress)
+
+
+def submit(tasks, daemon, token_file="", trials=16, target="", device="", strategy="xgb", batch_size=8, seed=0,
+           name="python", wait=True, progress=None):
+    """Submits a tuning job to the tuning service (kilnd) at `daemon` (HOST:PORT) and returns its JobStatus.
+
+    token_file: the service's token (default: $KILN_FARM_TOKEN). target, device: empty for the
+    service's own. With wait, follows the job until it ends, calling progress(status) on every report
+    in this thread; an exception it raises, or Ctrl-C, stops following (the job goes on in the
+    service) and is raised here. The service records the job in its tuning log.
+    """
+    return _submit(tasks, daemon, os.fspath(token_file), target, device, trials, strategy, batch_size, seed, name,
+                   wait, progress)

@@ -32,3 +32,8 @@ def run(tasks: Union[TaskLike, Sequence[TaskLike]], log: Union[str, "os.PathLike
         target: Optional[str] = None, device: str = "local-cpu", strategy: str = "xgb", batch_size: int = 8,
         seed: int = 0, transfer: bool = True, threads: int = 0, name: str = "python",
         progress: Optional[Callable[[JobStatus], None]] = None) -> JobStatus: ...
+
+def submit(tasks: Union[TaskLike, Sequence[TaskLike]], daemon: str, token_file: Union[str, "os.PathLike[str]"] = "",
+           trials: int = 16, target: str = "", device: str = "", strategy: str = "xgb", batch_size: int = 8,
+           seed: int = 0, name: str = "python", wait: bool = True,
+           progress: Optional[Callable[[JobStatus], None]] = None) -> JobStatus: ...

@@ -1,4 +1,5 @@
-// kiln.tune: tuning jobs run in this process (tuner/tuner.h with a LocalMeasurer), their progress
+// kiln.tune: tuning jobs run in this process (tuner/tuner.h with a LocalMeasurer) or submitted to
+// the tuning service (kilnd, through the command line's client cli/daemon_client.h), their progress
 // reported to a Python callback.
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/daemon_client.h"
 #include "compiler/ops/registry.h"
 #include "db/tuning_db.h"
 #include "python/src/bindings.h"
@@ -113,6 +115,60 @@ void bind_tune(py::module_ m) {
         py::arg("tasks"), py::arg("log"), py::arg("target"), py::arg("device"), py::arg("trials"),
         py::arg("strategy"), py::arg("batch_size"), py::arg("seed"), py::arg("transfer"), py::arg("threads"),
         py::arg("name"), py::arg("worker"), py::arg("progress"));
+
+  m.def("_submit", [](py::object tasks, const std::string &daemon, const std::string &token_file,
+                      const std::string &target, const std::string &device, int64_t trials, const std::string &strategy,
+                      int64_t batch_size, uint64_t seed, const std::string &name, bool wait,
+                      std::optional<py::function> progress) {
+          tuner::JobSubmission sub;
+          if (py::isinstance<ops::Task>(tasks) || py::isinstance<py::tuple>(tasks)) {
+            sub.tasks.push_back(tune_task(tasks));
+          } else {
+            for (auto t : tasks) sub.tasks.push_back(tune_task(t));
+          }
+          sub.name = name;
+          sub.target = target;
+          sub.device_key = device;
+          sub.options.trials = trials;
+          sub.options.strategy = strategy;
+          sub.options.batch_size = batch_size;
+          sub.options.seed = seed;
+          cli::DaemonOptions options;
+          options.address = daemon;
+          options.token_file = token_file;
+          cli::TunerClient client(options);
+          tuner::JobReport report;
+          {
+            py::gil_scoped_release release;
+            report = client.submit(sub);
+          }
+          if (!wait) return report.status;
+          // The callback runs with the GIL on every report; an exception it raises, or Ctrl-C, stops
+          // following (the job goes on in the service) and is raised here.
+          std::optional<py::error_already_set> raised;
+          tuner::JobStatus last = report.status;
+          auto on_event = [&](const tuner::JobReport &r, bool) {
+            py::gil_scoped_acquire gil;
+            last = r.status;
+            if (raised) return;
+            try {
+              if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+              if (progress) (*progress)(r.status);
+            } catch (py::error_already_set &e) {
+              raised = std::move(e);
+              client.stop_watching();
+            }
+          };
+          {
+            py::gil_scoped_release release;
+            client.watch(report.status.job_id, on_event);
+          }
+          if (raised) throw std::move(*raised);
+          return last;
+        },
+        py::arg("tasks"), py::arg("daemon"), py::arg("token_file"), py::arg("target"), py::arg("device"),
+        py::arg("trials"), py::arg("strategy"), py::arg("batch_size"), py::arg("seed"), py::arg("name"),
+        py::arg("wait"), py::arg("progress"));
 }
 
 }  // namespace kiln::python
