@@ -46,3 +46,9 @@ def test_the_new_error_classes_are_user_errors():
                 kiln.GraphError, kiln.ModelImportError, kiln.ExecutionError, kiln.TuneError, kiln.MeasureError]:
         assert issubclass(cls, kiln.UserError), cls
     assert kiln.runtime.load is kiln._runtime.load
+
+
+def test_int64_constants_print_as_plain_integers():
+    assert str(te.const(5, "int64")) == "5"
+    assert str(te.const(2**40)) == "1099511627776"
+    assert str(te.const(5, "int16")) == "int16(5)"  # narrower types keep their name
