@@ -69,6 +69,18 @@ def test_an_exception_in_the_callback_pauses_the_job(tmp_path):
     assert len(log.records()) == 4
 
 
+def test_ctrl_c_pauses_the_job_after_the_batch_in_flight(tmp_path):
+    import os
+    import signal
+    task = matmul_task(16)
+    path = tmp_path / "tuning.db"
+    with pytest.raises(KeyboardInterrupt):
+        kiln.tune.run(task, path, trials=12, strategy="random", batch_size=4,
+                      progress=lambda s: os.kill(os.getpid(), signal.SIGINT))
+    (job,) = kiln.db.open(str(path)).jobs()
+    assert job.state == "paused" and job.trials_done == 4
+
+
 def test_bad_jobs_and_logs_raise_user_errors(tmp_path):
     with pytest.raises(kiln.TuneError):
         kiln.tune.run(matmul_task(), tmp_path / "t.db", trials=0)
