@@ -15,18 +15,35 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
+def cached_python(build_dir):
+    """The real path of the Python a configured build tree is set up for, or None."""
+    cache = pathlib.Path(build_dir) / "CMakeCache.txt"
+    if not cache.exists():
+        return None
+    for line in cache.read_text(errors="replace").splitlines():
+        if line.startswith("PYTHON_EXECUTABLE:"):
+            return os.path.realpath(line.split("=", 1)[1])
+    return None
+
+
 class CMakeBuild(build_ext):
     def build_extension(self, ext):
         build_dir = pathlib.Path(os.environ.get("KILN_BUILD_DIR", ROOT / "build"))
-        subprocess.check_call(["cmake", "-S", str(ROOT), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release",
-                               f"-DPYTHON_EXECUTABLE={sys.executable}"])
+        # The interpreter a virtual environment was made from (the extension is the same for both);
+        # a build tree configured for that interpreter keeps its setting, so that its tests keep
+        # working after the environment is gone.
+        python = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+        args = ["cmake", "-S", str(ROOT), "-B", str(build_dir), "-DCMAKE_BUILD_TYPE=Release"]
+        if cached_python(build_dir) != python:
+            args.append(f"-DPYTHON_EXECUTABLE={python}")
+        subprocess.check_call(args)
         subprocess.check_call(["cmake", "--build", str(build_dir), "--target", "kiln_python",
                                "-j", os.environ.get("KILN_BUILD_JOBS", str(os.cpu_count() or 1))])
         built = build_dir / "python" / "kiln"
         target = pathlib.Path(self.get_ext_fullpath(ext.name)).parent
         target.mkdir(parents=True, exist_ok=True)
         for f in built.iterdir():
-            if f.suffix in (".so", ".py", ".pyi") or f.name == "py.typed":
+            if f.suffix in (".so", ".py", ".pyi") or f.name in ("py.typed", "kiln-measure-worker"):
                 self.copy_file(str(f), str(target / f.name))
 
 

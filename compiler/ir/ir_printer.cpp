@@ -30,7 +30,8 @@ class Printer : public IRVisitor {
   void visit(const IntImmNode *op) override {
     if (op->type.is_bool()) {
       os_ << (op->value ? "true" : "false");
-    } else if (op->type == Int(32)) {
+    } else if (op->type == Int(32) || op->type == Int(64)) {
+      // int64 constants are sizes and offsets (Expr(int64_t)); they read as plain integers too.
       os_ << op->value;
     } else {
       os_ << op->type.to_string() << "(" << op->value << ")";

@@ -13,7 +13,7 @@ Describe a computation with kiln.te, schedule it, lower it and build it:
     print(kiln.lower(s, [A, B, C]))
     f = kiln.build(s, [A, B, C], "llvm")
 """
-from . import _kiln
+from . import _runtime, _kiln
 from ._kiln import (
     UserError,
     InternalError,
@@ -23,16 +23,27 @@ from ._kiln import (
     TensorError,
     KernelError,
     ModuleError,
+    OpError,
+    ConfigError,
+    TuningDbError,
+    ArtifactError,
+    GraphInputError,
+    GraphError,
+    ModelImportError,
+    ExecutionError,
+    TuneError,
+    MeasureError,
     Module,
     LoweredFunc,
     Stmt,
     lower,
     build,
 )
-from . import te
+from . import te, ops, db, graph, runtime, tune
 
 __all__ = [
-    "te", "lower", "build", "Module", "LoweredFunc", "Stmt",
+    "te", "ops", "db", "graph", "runtime", "tune", "lower", "build", "Module", "LoweredFunc", "Stmt",
     "UserError", "InternalError", "ScheduleError", "ExprError", "KernelRuntimeError", "TensorError",
-    "KernelError", "ModuleError",
+    "KernelError", "ModuleError", "OpError", "ConfigError", "TuningDbError",
+    "ArtifactError", "GraphInputError", "GraphError", "ModelImportError", "ExecutionError", "TuneError", "MeasureError",
 ]

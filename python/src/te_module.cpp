@@ -17,11 +17,22 @@
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/op.h"
 #include "compiler/lower/lower.h"
+#include "compiler/ops/registry.h"
+#include "compiler/autotune/config_space.h"
+#include "db/error.h"
+#include "compiler/driver/graph_executor.h"
+#include "compiler/frontend/onnx/onnx_importer.h"
+#include "compiler/graph/graph.h"
+#include "tuner/measurer.h"
+#include "tuner/tuner.h"
 #include "compiler/te/schedule.h"
 #include "compiler/te/tensor.h"
 #include "contracts/error.h"
+#include "deploy/graph_module.h"
 #include "deploy/module.h"
 #include "deploy/tensor.h"
+#include "python/src/bindings.h"
+#include "python/src/numpy_tensor.h"
 
 namespace py = pybind11;
 
@@ -104,9 +115,6 @@ void def_operators(Class &c) {
       .def("__repr__", [](py::object a) { return ir::to_string(to_expr(a)); });
 }
 
-// A schedule shared by Python's handles to it and to its stages.
-using SchedulePtr = std::shared_ptr<te::Schedule>;
-
 struct PyStage {
   SchedulePtr sch;
   te::Stage stage;
@@ -143,23 +151,6 @@ std::vector<te::Operation> to_ops(const py::handle &h) {
   return out;
 }
 
-// A compiled module: the lowered functions and their code in this process.
-struct PyModule {
-  std::vector<ir::LoweredFunc> funcs;
-  codegen::LLVMBuildOptions options;
-  std::shared_ptr<codegen::LLVMModule> module;
-};
-
-deploy::DType dtype_of_array(const py::array &a) {
-  auto dt = a.dtype();
-  char kind = dt.kind();
-  auto bits = static_cast<uint8_t>(dt.itemsize() * 8);
-  if (kind == 'f') return deploy::DType{deploy::DType::Float, bits, 1};
-  if (kind == 'i') return deploy::DType{deploy::DType::Int, bits, 1};
-  if (kind == 'u') return deploy::DType{deploy::DType::UInt, bits, 1};
-  if (kind == 'b') return deploy::DType{deploy::DType::UInt, 1, 1};
-  throw deploy::TensorError("an array of dtype " + std::string(py::str(dt)) + " cannot be passed to a Kiln function");
-}
 
 // Calls `name` on numpy arrays: each C-contiguous, aligned array is passed in place; any other is
 // copied into an aligned tensor and, if writeable, copied back after the call.
@@ -202,14 +193,30 @@ void call_packed(const codegen::LLVMModule &m, const std::string &name, const py
 }  // namespace
 
 void bind_errors(py::module_ &m) {
-  static py::exception<UserError> user_error(m, "UserError", PyExc_ValueError);
-  static py::exception<InternalError> internal_error(m, "InternalError", PyExc_RuntimeError);
-  static py::exception<ScheduleError> schedule_error(m, "ScheduleError", user_error.ptr());
-  static py::exception<ExprError> expr_error(m, "ExprError", user_error.ptr());
-  static py::exception<RuntimeError> runtime_error(m, "KernelRuntimeError", user_error.ptr());
-  static py::exception<deploy::TensorError> tensor_error(m, "TensorError", user_error.ptr());
-  static py::exception<deploy::KernelError> kernel_error(m, "KernelError", user_error.ptr());
-  static py::exception<deploy::ModuleError> module_error(m, "ModuleError", user_error.ptr());
+  // The classes kiln._runtime defines (it has no compiler), and the compiler's below them.
+  py::module_ rt = py::module_::import("kiln._runtime");
+  static PyObject *user_error = py::object(rt.attr("UserError")).release().ptr();
+  static PyObject *internal_error = py::object(rt.attr("InternalError")).release().ptr();
+  static PyObject *tensor_error = py::object(rt.attr("TensorError")).release().ptr();
+  static PyObject *kernel_error = py::object(rt.attr("KernelError")).release().ptr();
+  static PyObject *module_error = py::object(rt.attr("ModuleError")).release().ptr();
+  static PyObject *artifact_error = py::object(rt.attr("ArtifactError")).release().ptr();
+  static PyObject *input_error = py::object(rt.attr("GraphInputError")).release().ptr();
+  for (const char *name : {"UserError", "InternalError", "TensorError", "KernelError", "ModuleError", "ArtifactError",
+                           "GraphInputError"}) {
+    m.attr(name) = rt.attr(name);
+  }
+  static py::exception<ScheduleError> schedule_error(m, "ScheduleError", user_error);
+  static py::exception<ExprError> expr_error(m, "ExprError", user_error);
+  static py::exception<RuntimeError> runtime_error(m, "KernelRuntimeError", user_error);
+  static py::exception<ops::OpError> op_error(m, "OpError", user_error);
+  static py::exception<autotune::ConfigError> config_error(m, "ConfigError", user_error);
+  static py::exception<db::TuningDbError> db_error(m, "TuningDbError", user_error);
+  static py::exception<graph::GraphError> graph_error(m, "GraphError", user_error);
+  static py::exception<frontend::onnx::ImportError> import_error(m, "ModelImportError", user_error);
+  static py::exception<driver::ExecutionError> execution_error(m, "ExecutionError", user_error);
+  static py::exception<tuner::TuneError> tune_error(m, "TuneError", user_error);
+  static py::exception<tuner::MeasureError> measure_error(m, "MeasureError", user_error);
   // The most derived class that matches names the Python exception.
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -221,15 +228,35 @@ void bind_errors(py::module_ &m) {
     } catch (const RuntimeError &e) {
       PyErr_SetString(runtime_error.ptr(), e.what());
     } catch (const deploy::TensorError &e) {
-      PyErr_SetString(tensor_error.ptr(), e.what());
+      PyErr_SetString(tensor_error, e.what());
     } catch (const deploy::KernelError &e) {
-      PyErr_SetString(kernel_error.ptr(), e.what());
+      PyErr_SetString(kernel_error, e.what());
+    } catch (const deploy::ArtifactError &e) {
+      PyErr_SetString(artifact_error, e.what());
     } catch (const deploy::ModuleError &e) {
-      PyErr_SetString(module_error.ptr(), e.what());
+      PyErr_SetString(module_error, e.what());
+    } catch (const deploy::GraphInputError &e) {
+      PyErr_SetString(input_error, e.what());
+    } catch (const ops::OpError &e) {
+      PyErr_SetString(op_error.ptr(), e.what());
+    } catch (const autotune::ConfigError &e) {
+      PyErr_SetString(config_error.ptr(), e.what());
+    } catch (const db::TuningDbError &e) {
+      PyErr_SetString(db_error.ptr(), e.what());
+    } catch (const graph::GraphError &e) {
+      PyErr_SetString(graph_error.ptr(), e.what());
+    } catch (const frontend::onnx::ImportError &e) {
+      PyErr_SetString(import_error.ptr(), e.what());
+    } catch (const driver::ExecutionError &e) {
+      PyErr_SetString(execution_error.ptr(), e.what());
+    } catch (const tuner::TuneError &e) {
+      PyErr_SetString(tune_error.ptr(), e.what());
+    } catch (const tuner::MeasureError &e) {
+      PyErr_SetString(measure_error.ptr(), e.what());
     } catch (const UserError &e) {
-      PyErr_SetString(user_error.ptr(), e.what());
+      PyErr_SetString(user_error, e.what());
     } catch (const InternalError &e) {
-      PyErr_SetString(internal_error.ptr(), e.what());
+      PyErr_SetString(internal_error, e.what());
     }
   });
 }
@@ -541,15 +568,19 @@ void bind_build(py::module_ &m) {
            py::arg("path"), "Writes a shared library that kiln.runtime loads without the compiler.");
 
   m.def("build", [](SchedulePtr s, py::object args, const std::string &target, const std::string &name) {
-          auto mod = std::make_shared<PyModule>();
-          mod->funcs.push_back(lower::lower(*s, to_tensors(args), name));
-          mod->options.target = target;
-          py::gil_scoped_release release;
-          mod->module = std::make_shared<codegen::LLVMModule>(mod->funcs, mod->options);
-          return mod;
+          return build_module({lower::lower(*s, to_tensors(args), name)}, target);
         },
         py::arg("sch"), py::arg("args"), py::arg("target") = "llvm", py::arg("name") = "default_function",
         "Lowers and compiles a schedule for a CPU target; returns a Module callable on numpy arrays.");
+}
+
+std::shared_ptr<PyModule> build_module(std::vector<ir::LoweredFunc> funcs, const std::string &target) {
+  auto mod = std::make_shared<PyModule>();
+  mod->funcs = std::move(funcs);
+  mod->options.target = target;
+  py::gil_scoped_release release;
+  mod->module = std::make_shared<codegen::LLVMModule>(mod->funcs, mod->options);
+  return mod;
 }
 
 }  // namespace kiln::python
@@ -560,4 +591,8 @@ PYBIND11_MODULE(_kiln, m) {
   auto te = m.def_submodule("te", "Tensor expressions and schedules.");
   kiln::python::bind_te(te);
   kiln::python::bind_build(m);
+  kiln::python::bind_ops(m.def_submodule("ops", "Operator templates, workloads and their config spaces."));
+  kiln::python::bind_db(m.def_submodule("db", "The tuning log: best, top-k and history of measured configs."));
+  kiln::python::bind_graph(m.def_submodule("graph", "ONNX models: import, optimize, run and compile."));
+  kiln::python::bind_tune(m.def_submodule("tune", "Tuning jobs and their progress."));
 }

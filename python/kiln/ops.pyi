@@ -1,0 +1,56 @@
+"""The operator library (type hints)."""
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from . import LoweredFunc, Module
+from .te import Schedule, Tensor
+
+class Argument:
+    name: str
+    type: str
+    default: str
+    description: str
+    required: bool
+
+class Template:
+    name: str
+    version: int
+    summary: str
+    arguments: List[Argument]
+    example: Any
+
+class Config:
+    index: int
+    knobs: Dict[str, Any]
+    def __getitem__(self, knob: str) -> Any: ...
+    def to_json(self) -> str: ...
+
+class ConfigSpace:
+    size: int
+    knobs: List[str]
+    fingerprint: str
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int) -> Config: ...
+    def count_valid(self) -> int: ...
+    def get(self, index: int) -> Config: ...
+    def sample(self, seed: Optional[int] = None) -> Config: ...
+    def is_valid(self, config: Config) -> bool: ...
+    def from_values(self, values: Dict[str, Any]) -> Config: ...
+
+ConfigLike = Union[Config, int, Dict[str, Any], str]
+
+class Task:
+    key: str
+    template: str
+    args: Any
+    target: str
+    flop: float
+    config_space: ConfigSpace
+    def default_config(self) -> Config: ...
+    def config(self, config: ConfigLike) -> Config: ...
+    def instantiate(self, config: ConfigLike) -> Tuple[Schedule, List[Tensor]]: ...
+    def lower(self, config: ConfigLike, name: str = "") -> LoweredFunc: ...
+    def build(self, config: ConfigLike) -> Module: ...
+
+def templates() -> List[str]: ...
+def template(name: str) -> Template: ...
+def task(template: str, args: Optional[Dict[str, Any]] = None, target: str = "llvm") -> Task: ...
