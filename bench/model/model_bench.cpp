@@ -174,9 +174,7 @@ int main(int argc, char **argv) {
         frontend::onnx::read_tensor_file((fs::path(models_dir) / name / "input_0.pb").string());
     graph::Graph g = frontend::onnx::import_model(model);
     driver::GraphExecutor ref(g, eo);
-    driver::GraphPipelineOptions po;
-    po.configs = eo.configs;  // the layout pass's blocks follow the configs the executor builds with
-    driver::GraphExecutor opt(driver::optimize_graph(g, po), eo);
+    driver::GraphExecutor opt(driver::optimize_graph(g), eo);
     const double r = time_executor(ref, input, runs).median_ms, o = time_executor(opt, input, runs).median_ms;
     const Timing art = time_artifact(opt.graph(), eo, input, runs);
     const Timing ort = ort_ms(ort_dir, script, model, input, threads, runs);
