@@ -309,6 +309,149 @@ void register_row_op(Registry &r, const RowOp &op) {
   r.add(std::move(t));
 }
 
+// ------------------------------------------------------------------ conv2d_nchw.cuda
+// Direct convolution out[n, f, y, x] tiled as AutoTVM's CUDA schedule: a block computes a tile of
+// output channels x rows x columns (the batch and the channel blocks on grid z) as virtual-thread
+// tiles (one fused vthread loop), each thread a register tile accumulated in local memory; for
+// every step of the reduction over input channels and kernel rows and columns, a tile of the
+// padded input (the padding inlined into the copy) and of the weights is staged in shared memory
+// by all threads of the block.
+
+void register_conv2d_nchw(Registry &r) {
+  Template t = derived(r, "conv2d_nchw.x86", "conv2d_nchw.cuda",
+                       "direct 2-D convolution in NCHW tiled over CUDA blocks and threads, shared-memory staging of "
+                       "input tiles and weights");
+  t.version = 2;
+  auto base = r.get("conv2d_nchw.x86");
+  struct Dims {
+    int64_t OC, OH, OW, C, KH, KW, sh, sw, dh, dw, groups, bytes;
+  };
+  auto dims = [base](const Json &a) {
+    const Json canon = base->canonicalize(a);
+    const Compute c = base->compute(a, Config());
+    auto dim = [](const te::Tensor &t, size_t i) { return *ir::as_const_int(t.shape()[i]); };
+    const te::Tensor &data = c.inputs[0], &kernel = c.inputs[1], &out = c.part("anchor");
+    const auto strides = canon.at("strides").as_int_vector(), dilation = canon.at("dilation").as_int_vector();
+    return Dims{dim(out, 1),
+                dim(out, 2),
+                dim(out, 3),
+                dim(data, 1),
+                dim(kernel, 2),
+                dim(kernel, 3),
+                strides[0],
+                strides[1],
+                dilation[0],
+                dilation[1],
+                canon.at("groups").as_int(),
+                data.dtype().bytes()};
+  };
+  t.define_space = [dims](ConfigSpace &s, const Json &a, const Target &) {
+    const Dims d = dims(a);
+    s.define_split("tile_f", d.OC, 4);  // blocks, virtual threads, threads, per thread
+    s.define_split("tile_y", d.OH, 4);
+    s.define_split("tile_x", d.OW, 4);
+    s.define_split("tile_rc", d.C / d.groups, 2);  // stages, per stage
+    s.define_split("tile_ry", d.KH, 2);
+    s.define_split("tile_rx", d.KW, 2);
+    s.add_product_limit("threads_per_block", {{"tile_f", 2}, {"tile_y", 2}, {"tile_x", 2}}, 1, kMaxThreadsPerBlock);
+    s.add_product_limit("virtual_threads", {{"tile_f", 1}, {"tile_y", 1}, {"tile_x", 1}}, 1, kMaxVirtualThreads);
+    s.add_constraint(
+        "shared_memory", {"tile_f", "tile_y", "tile_x", "tile_rc", "tile_ry", "tile_rx"}, [d](const Config &c) {
+          const auto f = c.split("tile_f"), y = c.split("tile_y"), x = c.split("tile_x");
+          const auto rc = c.split("tile_rc"), ry = c.split("tile_ry"), rx = c.split("tile_rx");
+          const int64_t fspan = f[1] * f[2] * f[3];
+          const int64_t icpg = d.C / d.groups, ocpg = d.OC / d.groups;
+          // Channels of the input tile: a group's slice, or slices of the groups the
+          // block's channels span.
+          const int64_t channels = d.groups == 1 ? rc[1] : std::min(d.C, ((fspan + ocpg - 1) / ocpg + 1) * icpg);
+          const int64_t rows = (y[1] * y[2] * y[3] - 1) * d.sh + (ry[1] - 1) * d.dh + 1;
+          const int64_t cols = (x[1] * x[2] * x[3] - 1) * d.sw + (rx[1] - 1) * d.dw + 1;
+          const int64_t weights = fspan * rc[1] * ry[1] * rx[1];
+          return (channels * rows * cols + weights) * d.bytes <= kMaxSharedBytes;
+        });
+  };
+  t.default_config = [dims](const ConfigSpace &s, const Json &a, const Target &) {
+    const Dims d = dims(a);
+    auto split4 = [](int64_t n, int64_t threads, int64_t inner) {
+      const int64_t i = largest_divisor_at_most(n, inner);
+      const int64_t th = largest_divisor_at_most(n / i, threads);
+      return Json::array_of(std::vector<int64_t>{n / i / th, 1, th, i});
+    };
+    auto split2 = [](int64_t n, int64_t inner) {
+      const int64_t i = largest_divisor_at_most(n, inner);
+      return Json::array_of(std::vector<int64_t>{n / i, i});
+    };
+    return s.from_values({{"tile_f", split4(d.OC, 4, 2)},
+                          {"tile_y", split4(d.OH, 4, 1)},
+                          {"tile_x", split4(d.OW, 8, 1)},
+                          {"tile_rc", split2(d.C / d.groups, 4)},
+                          {"tile_ry", split2(d.KH, 1)},
+                          {"tile_rx", split2(d.KW, d.KW)}});
+  };
+  t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+    inline_epilogue(s, c);
+    te::Tensor out = c.outputs[0];
+    te::Tensor acc = c.part("anchor");
+    if (c.epilogue.empty()) {
+      acc = s.cache_write(out, "local");
+    } else {
+      s[acc].set_scope("local");
+    }
+    const auto tf = cfg.split("tile_f"), ty = cfg.split("tile_y"), tx = cfg.split("tile_x");
+    te::Stage so = s[out];
+    auto split4 = [&so](const IterVar &axis, const std::vector<int64_t> &f, IterVar *b, IterVar *v, IterVar *th,
+                        IterVar *in) {
+      IterVar tmp, rest;
+      so.split(axis, f[1] * f[2] * f[3], b, &tmp);
+      so.split(tmp, f[2] * f[3], v, &rest);
+      so.split(rest, f[3], th, in);
+    };
+    IterVar bf, vf, thf, fi, by, vy, thy, yi, bx, vx, thx, xi;
+    split4(so.axis(1), tf, &bf, &vf, &thf, &fi);
+    split4(so.axis(2), ty, &by, &vy, &thy, &yi);
+    split4(so.axis(3), tx, &bx, &vx, &thx, &xi);
+    so.reorder({so.axis(0), bf, by, bx, vf, vy, vx, thf, thy, thx, fi, yi, xi});
+    IterVar bz, v, v2;
+    so.fuse(so.axis(0), bf, &bz);
+    so.bind(bz, "blockIdx.z");
+    so.bind(by, "blockIdx.y");
+    so.bind(bx, "blockIdx.x");
+    so.fuse(vf, vy, &v2);
+    so.fuse(v2, vx, &v);  // one vthread loop: a binding may not nest in another of its tag
+    so.bind(v, "vthread");
+    so.bind(thf, "threadIdx.z");
+    so.bind(thy, "threadIdx.y");
+    so.bind(thx, "threadIdx.x");
+
+    te::Stage sa = s[acc];
+    sa.compute_at(so, thx);
+    IterVar rco, rci, ryo, ryi, rxo, rxi;
+    sa.split(sa.reduce_axis(0), cfg.split("tile_rc")[1], &rco, &rci);
+    sa.split(sa.reduce_axis(1), cfg.split("tile_ry")[1], &ryo, &ryi);
+    sa.split(sa.reduce_axis(2), cfg.split("tile_rx")[1], &rxo, &rxi);
+    sa.reorder({rco, ryo, rxo, rci, ryi, rxi, sa.axis(0), sa.axis(1), sa.axis(2), sa.axis(3)});
+
+    const te::Tensor src = c.has_part("pad") ? c.part("pad") : c.inputs[0];
+    for (const te::Tensor &in : {src, c.inputs[1]}) {
+      te::Tensor shared = s.cache_read(in, "shared", {acc.op()});
+      te::Stage st = s[shared];
+      st.compute_at(sa, rxo);
+      std::vector<IterVar> axes;
+      for (size_t i = 0; i < shared.shape().size(); ++i) axes.push_back(st.axis(i));
+      IterVar fused, r1, r2, fx, fy, fz, rest;
+      st.fuse(axes, &fused);
+      st.split(fused, tx[2], &r1, &fx);
+      st.split(r1, ty[2], &r2, &fy);
+      st.split(r2, tf[2], &rest, &fz);
+      st.bind(fz, "threadIdx.z");
+      st.bind(fy, "threadIdx.y");
+      st.bind(fx, "threadIdx.x");
+    }
+    if (c.has_part("pad")) s[c.part("pad")].compute_inline();
+  };
+  r.add(std::move(t));
+}
+
 }  // namespace
 
 void register_cuda_templates(Registry &r) {
@@ -316,7 +459,7 @@ void register_cuda_templates(Registry &r) {
   register_thread_per_output(r, "broadcast", "a broadcasting binary op, one CUDA thread per element");
   register_thread_per_output(r, "reduce", "a reduction over axes, one CUDA thread per output");
   register_thread_per_output(r, "pool2d", "max/average 2-D pooling, one CUDA thread per output");
-  register_thread_per_output(r, "conv2d_nchw", "direct 2-D convolution in NCHW, one CUDA thread per output");
+  register_conv2d_nchw(r);
   register_thread_per_output(r, "depthwise_conv2d_nchw",
                              "depthwise 2-D convolution in NCHW, one CUDA thread per output");
   register_row_op(r, {"softmax.x86",
