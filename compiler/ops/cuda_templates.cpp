@@ -41,6 +41,43 @@ Template derived(const Registry &r, const std::string &base, const std::string &
   return t;
 }
 
+// A default split of `n` in four (blocks, virtual threads, threads, per thread): at most `inner`
+// per thread and `threads` threads, one virtual thread, the rest blocks; factors of n.
+Json default_split4(int64_t n, int64_t threads, int64_t inner) {
+  const int64_t i = largest_divisor_at_most(n, inner);
+  const int64_t th = largest_divisor_at_most(n / i, threads);
+  return Json::array_of(std::vector<int64_t>{n / i / th, 1, th, i});
+}
+
+// Splits `axis` of `stage` by a four-way split (blocks, virtual threads, threads, per thread).
+void apply_split4(te::Stage &stage, const IterVar &axis, const std::vector<int64_t> &f, IterVar *block,
+                  IterVar *vthread, IterVar *thread, IterVar *inner) {
+  IterVar tmp, rest;
+  stage.split(axis, f[1] * f[2] * f[3], block, &tmp);
+  stage.split(tmp, f[2] * f[3], vthread, &rest);
+  stage.split(rest, f[3], thread, inner);
+}
+
+// Stages `in`, as `acc` reads it, in shared memory at `axis` of `at` (a reduction step): the copy's
+// axes fused and split over the block's threads, `threads` giving each thread tag and its extent,
+// innermost first.
+void stage_in_shared(te::Schedule &s, const te::Tensor &in, const te::Tensor &acc, te::Stage &at, const IterVar &axis,
+                     const std::vector<std::pair<std::string, int64_t>> &threads) {
+  te::Tensor shared = s.cache_read(in, "shared", {acc.op()});
+  te::Stage st = s[shared];
+  st.compute_at(at, axis);
+  std::vector<IterVar> axes;
+  for (size_t i = 0; i < shared.shape().size(); ++i) axes.push_back(st.axis(i));
+  IterVar rest;
+  st.fuse(axes, &rest);
+  for (const auto &[tag, extent] : threads) {
+    IterVar outer, inner;
+    st.split(rest, extent, &outer, &inner);
+    st.bind(inner, tag);
+    rest = outer;
+  }
+}
+
 int64_t numel(const te::Tensor &t) {
   int64_t n = 1;
   for (const auto &d : t.shape()) n *= *ir::as_const_int(d);
@@ -147,14 +184,9 @@ void register_gemm(Registry &r, const std::string &base_name, const std::string 
   };
   t.default_config = [dims](const ConfigSpace &s, const Json &a, const Target &) {
     const Dims d = dims(a);
-    auto split4 = [](int64_t n, int64_t threads, int64_t inner) {
-      const int64_t i = largest_divisor_at_most(n, inner);
-      const int64_t th = largest_divisor_at_most(n / i, threads);
-      return Json::array_of(std::vector<int64_t>{n / i / th, 1, th, i});
-    };
     const int64_t kb = largest_divisor_at_most(d.K, 8);
-    return s.from_values({{"tile_y", split4(d.M, 8, 4)},
-                          {"tile_x", split4(d.N, 16, 4)},
+    return s.from_values({{"tile_y", default_split4(d.M, 8, 4)},
+                          {"tile_x", default_split4(d.N, 16, 4)},
                           {"tile_k", Json::array_of(std::vector<int64_t>{d.K / kb, kb})},
                           {"unroll_k", Json(int64_t{1})}});
   };
@@ -172,13 +204,9 @@ void register_gemm(Registry &r, const std::string &base_name, const std::string 
     const int m_axis = batch ? 1 : 0;
     const auto ty = cfg.split("tile_y"), tx = cfg.split("tile_x"), tk = cfg.split("tile_k");
     te::Stage so = s[out];
-    IterVar by, vy, yt, yi, bx, vx, xt, xi, tmp, rest;
-    so.split(so.axis(m_axis), ty[1] * ty[2] * ty[3], &by, &tmp);
-    so.split(tmp, ty[2] * ty[3], &vy, &rest);
-    so.split(rest, ty[3], &yt, &yi);
-    so.split(so.axis(m_axis + 1), tx[1] * tx[2] * tx[3], &bx, &tmp);
-    so.split(tmp, tx[2] * tx[3], &vx, &rest);
-    so.split(rest, tx[3], &xt, &xi);
+    IterVar by, vy, yt, yi, bx, vx, xt, xi;
+    apply_split4(so, so.axis(m_axis), ty, &by, &vy, &yt, &yi);
+    apply_split4(so, so.axis(m_axis + 1), tx, &bx, &vx, &xt, &xi);
     std::vector<IterVar> order = {by, bx, vy, vx, yt, xt, yi, xi};
     if (batch) {
       order.insert(order.begin(), so.axis(0));
@@ -205,17 +233,7 @@ void register_gemm(Registry &r, const std::string &base_name, const std::string 
     // B as the accumulation reads it: the packed weight, whose packing is inlined into the copy.
     const te::Tensor b = c.has_part("pack") ? c.part("pack") : c.inputs[1];
     for (const te::Tensor &in : {c.inputs[0], b}) {
-      te::Tensor shared = s.cache_read(in, "shared", {acc.op()});
-      te::Stage st = s[shared];
-      st.compute_at(sa, ko);
-      std::vector<IterVar> axes;
-      for (size_t i = 0; i < shared.shape().size(); ++i) axes.push_back(st.axis(i));
-      IterVar fused, fo, fx, fy, fr;
-      st.fuse(axes, &fused);
-      st.split(fused, tx[2], &fr, &fx);
-      st.split(fr, ty[2], &fo, &fy);
-      st.bind(fy, "threadIdx.y");
-      st.bind(fx, "threadIdx.x");
+      stage_in_shared(s, in, acc, sa, ko, {{"threadIdx.x", tx[2]}, {"threadIdx.y", ty[2]}});
     }
     if (c.has_part("pack")) s[c.part("pack")].compute_inline();
   };
@@ -372,18 +390,13 @@ void register_conv2d_nchw(Registry &r) {
   };
   t.default_config = [dims](const ConfigSpace &s, const Json &a, const Target &) {
     const Dims d = dims(a);
-    auto split4 = [](int64_t n, int64_t threads, int64_t inner) {
-      const int64_t i = largest_divisor_at_most(n, inner);
-      const int64_t th = largest_divisor_at_most(n / i, threads);
-      return Json::array_of(std::vector<int64_t>{n / i / th, 1, th, i});
-    };
     auto split2 = [](int64_t n, int64_t inner) {
       const int64_t i = largest_divisor_at_most(n, inner);
       return Json::array_of(std::vector<int64_t>{n / i, i});
     };
-    return s.from_values({{"tile_f", split4(d.OC, 4, 2)},
-                          {"tile_y", split4(d.OH, 4, 1)},
-                          {"tile_x", split4(d.OW, 8, 1)},
+    return s.from_values({{"tile_f", default_split4(d.OC, 4, 2)},
+                          {"tile_y", default_split4(d.OH, 4, 1)},
+                          {"tile_x", default_split4(d.OW, 8, 1)},
                           {"tile_rc", split2(d.C / d.groups, 4)},
                           {"tile_ry", split2(d.KH, 1)},
                           {"tile_rx", split2(d.KW, d.KW)}});
@@ -399,17 +412,10 @@ void register_conv2d_nchw(Registry &r) {
     }
     const auto tf = cfg.split("tile_f"), ty = cfg.split("tile_y"), tx = cfg.split("tile_x");
     te::Stage so = s[out];
-    auto split4 = [&so](const IterVar &axis, const std::vector<int64_t> &f, IterVar *b, IterVar *v, IterVar *th,
-                        IterVar *in) {
-      IterVar tmp, rest;
-      so.split(axis, f[1] * f[2] * f[3], b, &tmp);
-      so.split(tmp, f[2] * f[3], v, &rest);
-      so.split(rest, f[3], th, in);
-    };
     IterVar bf, vf, thf, fi, by, vy, thy, yi, bx, vx, thx, xi;
-    split4(so.axis(1), tf, &bf, &vf, &thf, &fi);
-    split4(so.axis(2), ty, &by, &vy, &thy, &yi);
-    split4(so.axis(3), tx, &bx, &vx, &thx, &xi);
+    apply_split4(so, so.axis(1), tf, &bf, &vf, &thf, &fi);
+    apply_split4(so, so.axis(2), ty, &by, &vy, &thy, &yi);
+    apply_split4(so, so.axis(3), tx, &bx, &vx, &thx, &xi);
     so.reorder({so.axis(0), bf, by, bx, vf, vy, vx, thf, thy, thx, fi, yi, xi});
     IterVar bz, v, v2;
     so.fuse(so.axis(0), bf, &bz);
@@ -433,19 +439,7 @@ void register_conv2d_nchw(Registry &r) {
 
     const te::Tensor src = c.has_part("pad") ? c.part("pad") : c.inputs[0];
     for (const te::Tensor &in : {src, c.inputs[1]}) {
-      te::Tensor shared = s.cache_read(in, "shared", {acc.op()});
-      te::Stage st = s[shared];
-      st.compute_at(sa, rxo);
-      std::vector<IterVar> axes;
-      for (size_t i = 0; i < shared.shape().size(); ++i) axes.push_back(st.axis(i));
-      IterVar fused, r1, r2, fx, fy, fz, rest;
-      st.fuse(axes, &fused);
-      st.split(fused, tx[2], &r1, &fx);
-      st.split(r1, ty[2], &r2, &fy);
-      st.split(r2, tf[2], &rest, &fz);
-      st.bind(fz, "threadIdx.z");
-      st.bind(fy, "threadIdx.y");
-      st.bind(fx, "threadIdx.x");
+      stage_in_shared(s, in, acc, sa, rxo, {{"threadIdx.x", tx[2]}, {"threadIdx.y", ty[2]}, {"threadIdx.z", tf[2]}});
     }
     if (c.has_part("pad")) s[c.part("pad")].compute_inline();
   };
