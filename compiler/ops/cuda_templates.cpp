@@ -335,16 +335,16 @@ void register_row_op(Registry &r, const RowOp &op) {
 // padded input (the padding inlined into the copy) and of the weights is staged in shared memory
 // by all threads of the block.
 
-void register_conv2d_nchw(Registry &r) {
-  Template t = derived(r, "conv2d_nchw.x86", "conv2d_nchw.cuda",
-                       "direct 2-D convolution in NCHW tiled over CUDA blocks and threads, shared-memory staging of "
-                       "input tiles and weights");
+// `depthwise`: depthwise_conv2d_nchw (kernel [C, M, KH, KW]), as a grouped convolution with C
+// groups of one input channel and M output channels each; it has no input-channel reduction.
+void register_conv2d_nchw(Registry &r, const std::string &op, bool depthwise, const std::string &summary) {
+  Template t = derived(r, op + ".x86", op + ".cuda", summary);
   t.version = 2;
-  auto base = r.get("conv2d_nchw.x86");
+  auto base = r.get(op + ".x86");
   struct Dims {
     int64_t OC, OH, OW, C, KH, KW, sh, sw, dh, dw, groups, bytes;
   };
-  auto dims = [base](const Json &a) {
+  auto dims = [base, depthwise](const Json &a) {
     const Json canon = base->canonicalize(a);
     const Compute c = base->compute(a, Config());
     auto dim = [](const te::Tensor &t, size_t i) { return *ir::as_const_int(t.shape()[i]); };
@@ -360,23 +360,27 @@ void register_conv2d_nchw(Registry &r) {
                 strides[1],
                 dilation[0],
                 dilation[1],
-                canon.at("groups").as_int(),
+                depthwise ? dim(data, 1) : canon.at("groups").as_int(),
                 data.dtype().bytes()};
   };
-  t.define_space = [dims](ConfigSpace &s, const Json &a, const Target &) {
+  t.define_space = [dims, depthwise](ConfigSpace &s, const Json &a, const Target &) {
     const Dims d = dims(a);
     s.define_split("tile_f", d.OC, 4);  // blocks, virtual threads, threads, per thread
     s.define_split("tile_y", d.OH, 4);
     s.define_split("tile_x", d.OW, 4);
-    s.define_split("tile_rc", d.C / d.groups, 2);  // stages, per stage
+    if (!depthwise) s.define_split("tile_rc", d.C / d.groups, 2);  // steps, per step
     s.define_split("tile_ry", d.KH, 2);
     s.define_split("tile_rx", d.KW, 2);
     s.add_product_limit("threads_per_block", {{"tile_f", 2}, {"tile_y", 2}, {"tile_x", 2}}, 1, kMaxThreadsPerBlock);
     s.add_product_limit("virtual_threads", {{"tile_f", 1}, {"tile_y", 1}, {"tile_x", 1}}, 1, kMaxVirtualThreads);
     s.add_constraint(
-        "shared_memory", {"tile_f", "tile_y", "tile_x", "tile_rc", "tile_ry", "tile_rx"}, [d](const Config &c) {
+        "shared_memory",
+        depthwise ? std::vector<std::string>{"tile_f", "tile_y", "tile_x", "tile_ry", "tile_rx"}
+                  : std::vector<std::string>{"tile_f", "tile_y", "tile_x", "tile_rc", "tile_ry", "tile_rx"},
+        [d, depthwise](const Config &c) {
           const auto f = c.split("tile_f"), y = c.split("tile_y"), x = c.split("tile_x");
-          const auto rc = c.split("tile_rc"), ry = c.split("tile_ry"), rx = c.split("tile_rx");
+          const auto rc = depthwise ? std::vector<int64_t>{1, 1} : c.split("tile_rc");
+          const auto ry = c.split("tile_ry"), rx = c.split("tile_rx");
           const int64_t fspan = f[1] * f[2] * f[3];
           const int64_t icpg = d.C / d.groups, ocpg = d.OC / d.groups;
           // Channels of the input tile: a group's slice, or slices of the groups the
@@ -388,18 +392,19 @@ void register_conv2d_nchw(Registry &r) {
           return (channels * rows * cols + weights) * d.bytes <= kMaxSharedBytes;
         });
   };
-  t.default_config = [dims](const ConfigSpace &s, const Json &a, const Target &) {
+  t.default_config = [dims, depthwise](const ConfigSpace &s, const Json &a, const Target &) {
     const Dims d = dims(a);
     auto split2 = [](int64_t n, int64_t inner) {
       const int64_t i = largest_divisor_at_most(n, inner);
       return Json::array_of(std::vector<int64_t>{n / i, i});
     };
-    return s.from_values({{"tile_f", default_split4(d.OC, 4, 2)},
-                          {"tile_y", default_split4(d.OH, 4, 1)},
-                          {"tile_x", default_split4(d.OW, 8, 1)},
-                          {"tile_rc", split2(d.C / d.groups, 4)},
-                          {"tile_ry", split2(d.KH, 1)},
-                          {"tile_rx", split2(d.KW, d.KW)}});
+    std::vector<std::pair<std::string, Json>> values = {{"tile_f", default_split4(d.OC, 4, 2)},
+                                                        {"tile_y", default_split4(d.OH, 4, 1)},
+                                                        {"tile_x", default_split4(d.OW, 8, 1)},
+                                                        {"tile_ry", split2(d.KH, 1)},
+                                                        {"tile_rx", split2(d.KW, d.KW)}};
+    if (!depthwise) values.emplace_back("tile_rc", split2(d.C / d.groups, 4));
+    return s.from_values(values);
   };
   t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
     inline_epilogue(s, c);
@@ -431,11 +436,17 @@ void register_conv2d_nchw(Registry &r) {
 
     te::Stage sa = s[acc];
     sa.compute_at(so, thx);
+    // Input channels (not in a depthwise convolution), kernel rows, kernel columns.
+    const bool channels = static_cast<const te::ComputeOpNode *>(acc.op().get())->reduce_axis.size() == 3;
     IterVar rco, rci, ryo, ryi, rxo, rxi;
-    sa.split(sa.reduce_axis(0), cfg.split("tile_rc")[1], &rco, &rci);
-    sa.split(sa.reduce_axis(1), cfg.split("tile_ry")[1], &ryo, &ryi);
-    sa.split(sa.reduce_axis(2), cfg.split("tile_rx")[1], &rxo, &rxi);
-    sa.reorder({rco, ryo, rxo, rci, ryi, rxi, sa.axis(0), sa.axis(1), sa.axis(2), sa.axis(3)});
+    if (channels) sa.split(sa.reduce_axis(0), cfg.split("tile_rc")[1], &rco, &rci);
+    sa.split(sa.reduce_axis(channels ? 1 : 0), cfg.split("tile_ry")[1], &ryo, &ryi);
+    sa.split(sa.reduce_axis(channels ? 2 : 1), cfg.split("tile_rx")[1], &rxo, &rxi);
+    if (channels) {
+      sa.reorder({rco, ryo, rxo, rci, ryi, rxi, sa.axis(0), sa.axis(1), sa.axis(2), sa.axis(3)});
+    } else {
+      sa.reorder({ryo, rxo, ryi, rxi, sa.axis(0), sa.axis(1), sa.axis(2), sa.axis(3)});
+    }
 
     const te::Tensor src = c.has_part("pad") ? c.part("pad") : c.inputs[0];
     for (const te::Tensor &in : {src, c.inputs[1]}) {
@@ -453,9 +464,12 @@ void register_cuda_templates(Registry &r) {
   register_thread_per_output(r, "broadcast", "a broadcasting binary op, one CUDA thread per element");
   register_thread_per_output(r, "reduce", "a reduction over axes, one CUDA thread per output");
   register_thread_per_output(r, "pool2d", "max/average 2-D pooling, one CUDA thread per output");
-  register_conv2d_nchw(r);
-  register_thread_per_output(r, "depthwise_conv2d_nchw",
-                             "depthwise 2-D convolution in NCHW, one CUDA thread per output");
+  register_conv2d_nchw(r, "conv2d_nchw", false,
+                       "direct 2-D convolution in NCHW tiled over CUDA blocks and threads, shared-memory staging of "
+                       "input tiles and weights");
+  register_conv2d_nchw(r, "depthwise_conv2d_nchw", true,
+                       "depthwise 2-D convolution in NCHW tiled over CUDA blocks and threads, shared-memory staging "
+                       "of input tiles and weights");
   register_row_op(r, {"softmax.x86",
                       "softmax.cuda",
                       "softmax over an axis, a CUDA block per row with cross-thread reductions in shared memory",
