@@ -41,6 +41,43 @@ Template derived(const Registry &r, const std::string &base, const std::string &
   return t;
 }
 
+// A default split of `n` in four (blocks, virtual threads, threads, per thread): at most `inner`
+// per thread and `threads` threads, one virtual thread, the rest blocks; factors of n.
+Json default_split4(int64_t n, int64_t threads, int64_t inner) {
+  const int64_t i = largest_divisor_at_most(n, inner);
+  const int64_t th = largest_divisor_at_most(n / i, threads);
+  return Json::array_of(std::vector<int64_t>{n / i / th, 1, th, i});
+}
+
+// Splits `axis` of `stage` by a four-way split (blocks, virtual threads, threads, per thread).
+void apply_split4(te::Stage &stage, const IterVar &axis, const std::vector<int64_t> &f, IterVar *block,
+                  IterVar *vthread, IterVar *thread, IterVar *inner) {
+  IterVar tmp, rest;
+  stage.split(axis, f[1] * f[2] * f[3], block, &tmp);
+  stage.split(tmp, f[2] * f[3], vthread, &rest);
+  stage.split(rest, f[3], thread, inner);
+}
+
+// Stages `in`, as `acc` reads it, in shared memory at `axis` of `at` (a reduction step): the copy's
+// axes fused and split over the block's threads, `threads` giving each thread tag and its extent,
+// innermost first.
+void stage_in_shared(te::Schedule &s, const te::Tensor &in, const te::Tensor &acc, te::Stage &at, const IterVar &axis,
+                     const std::vector<std::pair<std::string, int64_t>> &threads) {
+  te::Tensor shared = s.cache_read(in, "shared", {acc.op()});
+  te::Stage st = s[shared];
+  st.compute_at(at, axis);
+  std::vector<IterVar> axes;
+  for (size_t i = 0; i < shared.shape().size(); ++i) axes.push_back(st.axis(i));
+  IterVar rest;
+  st.fuse(axes, &rest);
+  for (const auto &[tag, extent] : threads) {
+    IterVar outer, inner;
+    st.split(rest, extent, &outer, &inner);
+    st.bind(inner, tag);
+    rest = outer;
+  }
+}
+
 int64_t numel(const te::Tensor &t) {
   int64_t n = 1;
   for (const auto &d : t.shape()) n *= *ir::as_const_int(d);
@@ -147,14 +184,9 @@ void register_gemm(Registry &r, const std::string &base_name, const std::string 
   };
   t.default_config = [dims](const ConfigSpace &s, const Json &a, const Target &) {
     const Dims d = dims(a);
-    auto split4 = [](int64_t n, int64_t threads, int64_t inner) {
-      const int64_t i = largest_divisor_at_most(n, inner);
-      const int64_t th = largest_divisor_at_most(n / i, threads);
-      return Json::array_of(std::vector<int64_t>{n / i / th, 1, th, i});
-    };
     const int64_t kb = largest_divisor_at_most(d.K, 8);
-    return s.from_values({{"tile_y", split4(d.M, 8, 4)},
-                          {"tile_x", split4(d.N, 16, 4)},
+    return s.from_values({{"tile_y", default_split4(d.M, 8, 4)},
+                          {"tile_x", default_split4(d.N, 16, 4)},
                           {"tile_k", Json::array_of(std::vector<int64_t>{d.K / kb, kb})},
                           {"unroll_k", Json(int64_t{1})}});
   };
@@ -172,13 +204,9 @@ void register_gemm(Registry &r, const std::string &base_name, const std::string 
     const int m_axis = batch ? 1 : 0;
     const auto ty = cfg.split("tile_y"), tx = cfg.split("tile_x"), tk = cfg.split("tile_k");
     te::Stage so = s[out];
-    IterVar by, vy, yt, yi, bx, vx, xt, xi, tmp, rest;
-    so.split(so.axis(m_axis), ty[1] * ty[2] * ty[3], &by, &tmp);
-    so.split(tmp, ty[2] * ty[3], &vy, &rest);
-    so.split(rest, ty[3], &yt, &yi);
-    so.split(so.axis(m_axis + 1), tx[1] * tx[2] * tx[3], &bx, &tmp);
-    so.split(tmp, tx[2] * tx[3], &vx, &rest);
-    so.split(rest, tx[3], &xt, &xi);
+    IterVar by, vy, yt, yi, bx, vx, xt, xi;
+    apply_split4(so, so.axis(m_axis), ty, &by, &vy, &yt, &yi);
+    apply_split4(so, so.axis(m_axis + 1), tx, &bx, &vx, &xt, &xi);
     std::vector<IterVar> order = {by, bx, vy, vx, yt, xt, yi, xi};
     if (batch) {
       order.insert(order.begin(), so.axis(0));
@@ -205,17 +233,7 @@ void register_gemm(Registry &r, const std::string &base_name, const std::string 
     // B as the accumulation reads it: the packed weight, whose packing is inlined into the copy.
     const te::Tensor b = c.has_part("pack") ? c.part("pack") : c.inputs[1];
     for (const te::Tensor &in : {c.inputs[0], b}) {
-      te::Tensor shared = s.cache_read(in, "shared", {acc.op()});
-      te::Stage st = s[shared];
-      st.compute_at(sa, ko);
-      std::vector<IterVar> axes;
-      for (size_t i = 0; i < shared.shape().size(); ++i) axes.push_back(st.axis(i));
-      IterVar fused, fo, fx, fy, fr;
-      st.fuse(axes, &fused);
-      st.split(fused, tx[2], &fr, &fx);
-      st.split(fr, ty[2], &fo, &fy);
-      st.bind(fy, "threadIdx.y");
-      st.bind(fx, "threadIdx.x");
+      stage_in_shared(s, in, acc, sa, ko, {{"threadIdx.x", tx[2]}, {"threadIdx.y", ty[2]}});
     }
     if (c.has_part("pack")) s[c.part("pack")].compute_inline();
   };
@@ -309,6 +327,136 @@ void register_row_op(Registry &r, const RowOp &op) {
   r.add(std::move(t));
 }
 
+// ------------------------------------------------------------------ conv2d_nchw.cuda
+// Direct convolution out[n, f, y, x] tiled as AutoTVM's CUDA schedule: a block computes a tile of
+// output channels x rows x columns (the batch and the channel blocks on grid z) as virtual-thread
+// tiles (one fused vthread loop), each thread a register tile accumulated in local memory; for
+// every step of the reduction over input channels and kernel rows and columns, a tile of the
+// padded input (the padding inlined into the copy) and of the weights is staged in shared memory
+// by all threads of the block.
+
+// `depthwise`: depthwise_conv2d_nchw (kernel [C, M, KH, KW]), as a grouped convolution with C
+// groups of one input channel and M output channels each; it has no input-channel reduction.
+void register_conv2d_nchw(Registry &r, const std::string &op, bool depthwise, const std::string &summary) {
+  Template t = derived(r, op + ".x86", op + ".cuda", summary);
+  t.version = 2;
+  auto base = r.get(op + ".x86");
+  struct Dims {
+    int64_t OC, OH, OW, C, KH, KW, sh, sw, dh, dw, groups, bytes;
+  };
+  auto dims = [base, depthwise](const Json &a) {
+    const Json canon = base->canonicalize(a);
+    const Compute c = base->compute(a, Config());
+    auto dim = [](const te::Tensor &t, size_t i) { return *ir::as_const_int(t.shape()[i]); };
+    const te::Tensor &data = c.inputs[0], &kernel = c.inputs[1], &out = c.part("anchor");
+    const auto strides = canon.at("strides").as_int_vector(), dilation = canon.at("dilation").as_int_vector();
+    return Dims{dim(out, 1),
+                dim(out, 2),
+                dim(out, 3),
+                dim(data, 1),
+                dim(kernel, 2),
+                dim(kernel, 3),
+                strides[0],
+                strides[1],
+                dilation[0],
+                dilation[1],
+                depthwise ? dim(data, 1) : canon.at("groups").as_int(),
+                data.dtype().bytes()};
+  };
+  t.define_space = [dims, depthwise](ConfigSpace &s, const Json &a, const Target &) {
+    const Dims d = dims(a);
+    s.define_split("tile_f", d.OC, 4);  // blocks, virtual threads, threads, per thread
+    s.define_split("tile_y", d.OH, 4);
+    s.define_split("tile_x", d.OW, 4);
+    if (!depthwise) s.define_split("tile_rc", d.C / d.groups, 2);  // steps, per step
+    s.define_split("tile_ry", d.KH, 2);
+    s.define_split("tile_rx", d.KW, 2);
+    s.add_product_limit("threads_per_block", {{"tile_f", 2}, {"tile_y", 2}, {"tile_x", 2}}, 1, kMaxThreadsPerBlock);
+    s.add_product_limit("virtual_threads", {{"tile_f", 1}, {"tile_y", 1}, {"tile_x", 1}}, 1, kMaxVirtualThreads);
+    s.add_constraint(
+        "shared_memory",
+        depthwise ? std::vector<std::string>{"tile_f", "tile_y", "tile_x", "tile_ry", "tile_rx"}
+                  : std::vector<std::string>{"tile_f", "tile_y", "tile_x", "tile_rc", "tile_ry", "tile_rx"},
+        [d, depthwise](const Config &c) {
+          const auto f = c.split("tile_f"), y = c.split("tile_y"), x = c.split("tile_x");
+          const auto rc = depthwise ? std::vector<int64_t>{1, 1} : c.split("tile_rc");
+          const auto ry = c.split("tile_ry"), rx = c.split("tile_rx");
+          const int64_t fspan = f[1] * f[2] * f[3];
+          const int64_t icpg = d.C / d.groups, ocpg = d.OC / d.groups;
+          // Channels of the input tile: a group's slice, or slices of the groups the
+          // block's channels span.
+          const int64_t channels = d.groups == 1 ? rc[1] : std::min(d.C, ((fspan + ocpg - 1) / ocpg + 1) * icpg);
+          const int64_t rows = (y[1] * y[2] * y[3] - 1) * d.sh + (ry[1] - 1) * d.dh + 1;
+          const int64_t cols = (x[1] * x[2] * x[3] - 1) * d.sw + (rx[1] - 1) * d.dw + 1;
+          const int64_t weights = fspan * rc[1] * ry[1] * rx[1];
+          return (channels * rows * cols + weights) * d.bytes <= kMaxSharedBytes;
+        });
+  };
+  t.default_config = [dims, depthwise](const ConfigSpace &s, const Json &a, const Target &) {
+    const Dims d = dims(a);
+    auto split2 = [](int64_t n, int64_t inner) {
+      const int64_t i = largest_divisor_at_most(n, inner);
+      return Json::array_of(std::vector<int64_t>{n / i, i});
+    };
+    std::vector<std::pair<std::string, Json>> values = {{"tile_f", default_split4(d.OC, 4, 2)},
+                                                        {"tile_y", default_split4(d.OH, 4, 1)},
+                                                        {"tile_x", default_split4(d.OW, 8, 1)},
+                                                        {"tile_ry", split2(d.KH, 1)},
+                                                        {"tile_rx", split2(d.KW, d.KW)}};
+    if (!depthwise) values.emplace_back("tile_rc", split2(d.C / d.groups, 4));
+    return s.from_values(values);
+  };
+  t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+    inline_epilogue(s, c);
+    te::Tensor out = c.outputs[0];
+    te::Tensor acc = c.part("anchor");
+    if (c.epilogue.empty()) {
+      acc = s.cache_write(out, "local");
+    } else {
+      s[acc].set_scope("local");
+    }
+    const auto tf = cfg.split("tile_f"), ty = cfg.split("tile_y"), tx = cfg.split("tile_x");
+    te::Stage so = s[out];
+    IterVar bf, vf, thf, fi, by, vy, thy, yi, bx, vx, thx, xi;
+    apply_split4(so, so.axis(1), tf, &bf, &vf, &thf, &fi);
+    apply_split4(so, so.axis(2), ty, &by, &vy, &thy, &yi);
+    apply_split4(so, so.axis(3), tx, &bx, &vx, &thx, &xi);
+    so.reorder({so.axis(0), bf, by, bx, vf, vy, vx, thf, thy, thx, fi, yi, xi});
+    IterVar bz, v, v2;
+    so.fuse(so.axis(0), bf, &bz);
+    so.bind(bz, "blockIdx.z");
+    so.bind(by, "blockIdx.y");
+    so.bind(bx, "blockIdx.x");
+    so.fuse(vf, vy, &v2);
+    so.fuse(v2, vx, &v);  // one vthread loop: a binding may not nest in another of its tag
+    so.bind(v, "vthread");
+    so.bind(thf, "threadIdx.z");
+    so.bind(thy, "threadIdx.y");
+    so.bind(thx, "threadIdx.x");
+
+    te::Stage sa = s[acc];
+    sa.compute_at(so, thx);
+    // Input channels (not in a depthwise convolution), kernel rows, kernel columns.
+    const bool channels = static_cast<const te::ComputeOpNode *>(acc.op().get())->reduce_axis.size() == 3;
+    IterVar rco, rci, ryo, ryi, rxo, rxi;
+    if (channels) sa.split(sa.reduce_axis(0), cfg.split("tile_rc")[1], &rco, &rci);
+    sa.split(sa.reduce_axis(channels ? 1 : 0), cfg.split("tile_ry")[1], &ryo, &ryi);
+    sa.split(sa.reduce_axis(channels ? 2 : 1), cfg.split("tile_rx")[1], &rxo, &rxi);
+    if (channels) {
+      sa.reorder({rco, ryo, rxo, rci, ryi, rxi, sa.axis(0), sa.axis(1), sa.axis(2), sa.axis(3)});
+    } else {
+      sa.reorder({ryo, rxo, ryi, rxi, sa.axis(0), sa.axis(1), sa.axis(2), sa.axis(3)});
+    }
+
+    const te::Tensor src = c.has_part("pad") ? c.part("pad") : c.inputs[0];
+    for (const te::Tensor &in : {src, c.inputs[1]}) {
+      stage_in_shared(s, in, acc, sa, rxo, {{"threadIdx.x", tx[2]}, {"threadIdx.y", ty[2]}, {"threadIdx.z", tf[2]}});
+    }
+    if (c.has_part("pad")) s[c.part("pad")].compute_inline();
+  };
+  r.add(std::move(t));
+}
+
 }  // namespace
 
 void register_cuda_templates(Registry &r) {
@@ -316,9 +464,12 @@ void register_cuda_templates(Registry &r) {
   register_thread_per_output(r, "broadcast", "a broadcasting binary op, one CUDA thread per element");
   register_thread_per_output(r, "reduce", "a reduction over axes, one CUDA thread per output");
   register_thread_per_output(r, "pool2d", "max/average 2-D pooling, one CUDA thread per output");
-  register_thread_per_output(r, "conv2d_nchw", "direct 2-D convolution in NCHW, one CUDA thread per output");
-  register_thread_per_output(r, "depthwise_conv2d_nchw",
-                             "depthwise 2-D convolution in NCHW, one CUDA thread per output");
+  register_conv2d_nchw(r, "conv2d_nchw", false,
+                       "direct 2-D convolution in NCHW tiled over CUDA blocks and threads, shared-memory staging of "
+                       "input tiles and weights");
+  register_conv2d_nchw(r, "depthwise_conv2d_nchw", true,
+                       "depthwise 2-D convolution in NCHW tiled over CUDA blocks and threads, shared-memory staging "
+                       "of input tiles and weights");
   register_row_op(r, {"softmax.x86",
                       "softmax.cuda",
                       "softmax over an axis, a CUDA block per row with cross-thread reductions in shared memory",

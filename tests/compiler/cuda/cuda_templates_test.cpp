@@ -91,7 +91,7 @@ TEST(CudaTemplates, EveryConfigOfTheThreadPerOutputTemplatesMatchesTheUnschedule
     const std::string &name = w.template_name;
     if (name.size() < 5 || name.compare(name.size() - 5, 5, ".cuda") != 0) continue;
     if (name == "matmul.cuda" || name == "dense.cuda" || name == "batch_matmul.cuda" || name == "softmax.cuda" ||
-        name == "layer_norm.cuda") {
+        name == "layer_norm.cuda" || name == "conv2d_nchw.cuda" || name == "depthwise_conv2d_nchw.cuda") {
       continue;
     }
     SCOPED_TRACE(name);
@@ -102,7 +102,7 @@ TEST(CudaTemplates, EveryConfigOfTheThreadPerOutputTemplatesMatchesTheUnschedule
     expect_compiles(task, 1);
     ++templates;
   }
-  EXPECT_EQ(templates, 6);
+  EXPECT_EQ(templates, 4);
 }
 
 TEST(CudaTemplates, MatmulRandomConfigsMatchTheUnscheduledCompute) {
@@ -144,11 +144,13 @@ TEST(CudaTemplates, DenseAndBatchMatmulRandomConfigsMatchTheUnscheduledCompute) 
       {"batch_matmul.cuda", Json::parse(R"({"a": {"shape": [3, 12, 16]}, "b": {"shape": [1, 16, 18]},
                                             "transpose_b": false})")},
   };
-  for (const auto &[name, args] : workloads) {
+  for (size_t w = 0; w < workloads.size(); ++w) {
+    const auto &[name, args] = workloads[w];
     SCOPED_TRACE(name + " " + args.dump());
     Task task(name, args, cuda_target());
     EXPECT_GT(task.space().count_valid(), 200);
-    EXPECT_EQ(check_configs(task, random_configs(task, 200), 1e-4), 200);
+    const int n = w < 2 ? 200 : 30;  // 200 of each template; the broadcast weight's layout, 30
+    EXPECT_EQ(check_configs(task, random_configs(task, n), 1e-4), n);
     expect_compiles(task, 2);
   }
   Task batched("batch_matmul.cuda", workloads[1].second, cuda_target());
@@ -201,6 +203,61 @@ TEST(CudaTemplates, EveryConfigOfLayerNormMatchesTheUnscheduledCompute) {
     EXPECT_GE(n, 3);
     EXPECT_EQ(check_configs(task, task.space().enumerate(), 1e-4), n);
     expect_compiles(task, 1);
+  }
+}
+
+// conv2d_nchw.cuda: output-channel, row and column tiles per block, virtual threads, register
+// tiles, the padded input and the weights staged in shared memory per reduction step. 200 random
+// configs with padding and a bias + ReLU epilogue, 30 with stride, 30 with groups and dilation.
+TEST(CudaTemplates, Conv2dRandomConfigsMatchTheUnscheduledCompute) {
+  const Json relu = Json::array({epilogue::bias_add(), epilogue::relu()});
+  Json padded = Json::parse(R"({"data": {"shape": [1, 4, 6, 8]}, "kernel": {"shape": [8, 4, 3, 3]}, "padding": 1})");
+  padded.set("epilogue", relu);
+  const std::vector<std::pair<Json, int>> workloads = {
+      {padded, 200},
+      {Json::parse(R"({"data": {"shape": [2, 4, 9, 9]}, "kernel": {"shape": [6, 4, 3, 3]}, "strides": 2,
+                       "dilation": 1, "padding": [1, 0, 1, 0]})"),
+       30},
+      {Json::parse(R"({"data": {"shape": [1, 4, 8, 8]}, "kernel": {"shape": [4, 2, 3, 3]}, "groups": 2,
+                       "dilation": 2})"),
+       30},
+  };
+  for (const auto &[args, n] : workloads) {
+    SCOPED_TRACE(args.dump());
+    Task task("conv2d_nchw.cuda", args, cuda_target());
+    EXPECT_GT(task.space().count_valid(), 200);
+    EXPECT_EQ(check_configs(task, random_configs(task, n), 1e-4), n);
+    expect_compiles(task, 2);
+  }
+  Task task("conv2d_nchw.cuda", padded, cuda_target());
+  const autotune::Config cfg = task.space().from_values({{"tile_f", Json::array_of(std::vector<int64_t>{1, 2, 2, 2})},
+                                                         {"tile_y", Json::array_of(std::vector<int64_t>{2, 1, 3, 1})},
+                                                         {"tile_x", Json::array_of(std::vector<int64_t>{1, 2, 4, 1})},
+                                                         {"tile_rc", Json::array_of(std::vector<int64_t>{2, 2})},
+                                                         {"tile_ry", Json::array_of(std::vector<int64_t>{3, 1})},
+                                                         {"tile_rx", Json::array_of(std::vector<int64_t>{1, 3})}});
+  EXPECT_EQ(check_configs(task, {cfg}, 1e-4), 1);
+  const ir::LoweredFunc f = task.lower(cfg, "k");
+  EXPECT_EQ(codegen::launch_dims(f).block, (std::array<int64_t, 3>{4, 3, 2}));
+  EXPECT_EQ(codegen::launch_dims(f).grid, (std::array<int64_t, 3>{1, 2, 1}));
+  const std::string src = codegen::codegen_cuda(f);
+  EXPECT_NE(src.find("// vthread"), std::string::npos) << src;
+  EXPECT_NE(src.find("__shared__"), std::string::npos) << src;
+}
+
+// depthwise_conv2d_nchw.cuda: conv2d_nchw.cuda's schedule with one input channel per group. 200
+// random configs with a channel multiplier, stride and padding, 30 with dilation.
+TEST(CudaTemplates, DepthwiseConv2dRandomConfigsMatchTheUnscheduledCompute) {
+  const std::vector<std::pair<std::string, int>> workloads = {
+      {R"({"data": {"shape": [1, 4, 9, 9]}, "kernel": {"shape": [4, 2, 3, 3]}, "strides": 2, "padding": 1})", 200},
+      {R"({"data": {"shape": [2, 3, 8, 8]}, "kernel": {"shape": [3, 1, 3, 3]}, "dilation": 2, "padding": 2})", 30},
+  };
+  for (const auto &[args, n] : workloads) {
+    SCOPED_TRACE(args);
+    Task task("depthwise_conv2d_nchw.cuda", Json::parse(args), cuda_target());
+    EXPECT_GT(task.space().count_valid(), 200);
+    EXPECT_EQ(check_configs(task, random_configs(task, n), 1e-4), n);
+    expect_compiles(task, 2);
   }
 }
 
