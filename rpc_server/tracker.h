@@ -124,8 +124,8 @@ struct RunnerSummary {
   uint64_t leases_served = 0;
   uint64_t leases_failed = 0;
   uint64_t leases_expired = 0;
-  // Failures of its address since the last clean release (lost heartbeats included); reaching
-  // `quarantine_after` quarantines it.
+  // Failures of its address in a row (failed leases and lost heartbeats) since the last clean
+  // release or the last quarantine; reaching `quarantine_after` quarantines it.
   int consecutive_failures = 0;
 };
 

@@ -161,7 +161,7 @@ json runners_from_log(db::TuningDb &log) {
 
 // The runners to show: the tracker's, in its order (by device key, then address), each with what
 // the tuning log holds of it (matched by runner id), then the log's runners the tracker does not
-// have now, busiest first. A runner the tracker does not have has `state` null and no tracker fields.
+// have now, busiest first, with the tracker's fields (`state` and the others) null.
 json merge_runners(const kiln::v1::SummaryReply *summary, const json &from_log) {
   std::map<std::string, json> logged;
   for (const json &r : from_log) logged[r["runner"].get<std::string>()] = r;
