@@ -51,7 +51,9 @@ std::string signature(const graph::Graph &g, const Node &n, const OpDef &def, co
 }
 
 // A generic CPU schedule: intermediate elementwise stages inlined; each output's loops fused and
-// split into blocks of 64, the outer loop parallel.
+// split into blocks of 64, the outer loop parallel. An output whose innermost extent is a whole
+// number of 4-lane vectors up to 64 (a blocked layout's channel block) keeps that axis, vectorized,
+// under the fused outer loops (so a Concat of NCHWc tensors copies whole blocks).
 void schedule_generic(te::Schedule &s, const std::vector<te::Tensor> &outputs) {
   for (const auto &st : s.stages()) {
     const auto *c = dynamic_cast<const te::ComputeOpNode *>(st->op.get());
@@ -64,6 +66,17 @@ void schedule_generic(te::Schedule &s, const std::vector<te::Tensor> &outputs) {
     if (!c) continue;
     std::vector<te::IterVar> axes;
     for (int i = 0; i < t.ndim(); ++i) axes.push_back(st.axis(static_cast<size_t>(i)));
+    const int64_t inner = t.ndim() >= 2 ? ir::as_const_int(t.shape().back()).value_or(0) : 0;
+    if (inner >= 4 && inner <= 64 && inner % 4 == 0) {
+      te::IterVar last = axes.back(), outer = axes.front();
+      axes.pop_back();
+      if (axes.size() > 1) st.fuse(axes, &outer);
+      int64_t rows = 1;
+      for (size_t d = 0; d + 1 < t.shape().size(); ++d) rows *= ir::as_const_int(t.shape()[d]).value_or(1);
+      if (rows * inner > 4096) st.parallel(outer);
+      st.vectorize(last);
+      continue;
+    }
     te::IterVar fused;
     st.fuse(axes, &fused);
     int64_t total = 1;
