@@ -1,4 +1,6 @@
-// The kiln._kiln extension: tensor expressions, schedules, lowering and building for the CPU.
+// The kiln._kiln extension: tensor expressions, schedules, lowering and building for the CPU, the
+// compiler's error classes, and the module that gathers the submodules bound in ops_module.cpp,
+// db_module.cpp, graph_module.cpp and tune_module.cpp.
 // Each function binds one C++ entry point; nothing here decides what the compiler does.
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
@@ -12,27 +14,27 @@
 #include <string>
 #include <vector>
 
+#include "compiler/autotune/config_space.h"
 #include "compiler/codegen/llvm/llvm_module.h"
+#include "compiler/driver/graph_executor.h"
+#include "compiler/frontend/onnx/onnx_importer.h"
+#include "compiler/graph/graph.h"
 #include "compiler/ir/error.h"
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/op.h"
 #include "compiler/lower/lower.h"
 #include "compiler/ops/registry.h"
-#include "compiler/autotune/config_space.h"
-#include "db/error.h"
-#include "compiler/driver/graph_executor.h"
-#include "compiler/frontend/onnx/onnx_importer.h"
-#include "compiler/graph/graph.h"
-#include "tuner/measurer.h"
-#include "tuner/tuner.h"
 #include "compiler/te/schedule.h"
 #include "compiler/te/tensor.h"
 #include "contracts/error.h"
+#include "db/error.h"
 #include "deploy/graph_module.h"
 #include "deploy/module.h"
 #include "deploy/tensor.h"
 #include "python/src/bindings.h"
 #include "python/src/numpy_tensor.h"
+#include "tuner/measurer.h"
+#include "tuner/tuner.h"
 
 namespace py = pybind11;
 
