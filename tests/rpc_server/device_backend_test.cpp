@@ -61,8 +61,8 @@ TEST(DeviceBackendTest, ATargetWithoutABackEndIsAClearError) {
     ADD_FAILURE() << "an OpenCL back end was made";
   } catch (const UserError &e) {
     EXPECT_EQ(std::string(e.what()),
-              "no measurement back end for target kind \"opencl\" (this runner measures \"llvm\" CPU targets and "
-              "\"cuda\" GPU targets)");
+              "no measurement back end for target kind \"opencl\" (this runner measures \"llvm\" CPU targets, "
+              "\"cuda\" GPU targets and \"vta\" simulators)");
   }
   EXPECT_EQ(reference_target("cuda -arch=sm_90"), "llvm -mcpu=native");
 }
