@@ -162,19 +162,13 @@ db::Workload resolve_workload(TuningDb &tuning_db, const LookupOptions &lookup) 
 
 db::Target resolve_target(TuningDb &tuning_db, const LookupOptions &lookup) {
   if (!lookup.device.empty()) return db::Target::make(lookup.target, lookup.device);
-  std::vector<db::Target> known = tuning_db.targets_named(lookup.target);
-  if (known.empty()) {
+  std::optional<db::Target> known = tuning_db.only_target_named(lookup.target);
+  if (!known) {
     throw UserError("unknown target \"" + db::canonical_target(lookup.target) +
                     "\": nothing was measured on it; give --device to look up its device "
                     "class");
   }
-  if (known.size() > 1) {
-    std::string classes;
-    for (const auto &t : known) classes += (classes.empty() ? "" : ", ") + t.device_key;
-    throw UserError("target \"" + known[0].target + "\" was measured on several device " + "classes (" + classes +
-                    "); choose one with --device");
-  }
-  return known[0];
+  return *known;
 }
 
 db::Scope parse_scope(const std::string &scope) {

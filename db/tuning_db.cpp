@@ -869,6 +869,19 @@ std::vector<Target> TuningDb::targets_named(const std::string &target_string) {
   });
 }
 
+std::optional<Target> TuningDb::only_target_named(const std::string &target_string) {
+  std::vector<Target> known = targets_named(target_string);
+  if (known.empty()) return std::nullopt;
+  if (known.size() > 1) {
+    std::string classes;
+    for (const auto &t : known) classes += (classes.empty() ? "" : ", ") + t.device_key;
+    throw TuningDbError(TuningDbError::Kind::kBadInput, "target \"" + known[0].target +
+                                                            "\" was measured on several device classes (" +
+                                                            classes + "); name one of them");
+  }
+  return known[0];
+}
+
 std::vector<Target> TuningDb::targets() {
   return impl_->read("listing targets", [&] {
     Use q(

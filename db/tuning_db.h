@@ -184,6 +184,10 @@ class TuningDb {
   std::vector<WorkloadSummary> workloads(const std::string &template_name = {}, int64_t limit = 0);
   // The registered targets whose canonical string equals canonical_target(target_string).
   std::vector<Target> targets_named(const std::string &target_string);
+  // The one registered target named `target_string` (its device class found in the log), or
+  // nullopt when nothing was measured on it. Throws TuningDbError (kBadInput) naming the classes
+  // when it was measured on several: the caller must then name one.
+  std::optional<Target> only_target_named(const std::string &target_string);
   std::vector<Target> targets();
 
   // --- Jobs ------------------------------------------------------------------------------------

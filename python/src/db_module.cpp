@@ -38,15 +38,7 @@ std::optional<db::Target> target_of(db::TuningDb &log, const py::handle &workloa
     throw UserError("kiln.db: give the target of a workload given by its key");
   }
   if (device) return db::Target::make(t, *device);
-  std::vector<db::Target> known = log.targets_named(t);
-  if (known.empty()) return std::nullopt;
-  if (known.size() > 1) {
-    std::string classes;
-    for (const auto &k : known) classes += (classes.empty() ? "" : ", ") + k.device_key;
-    throw UserError("target \"" + known[0].target + "\" was measured on several device classes (" + classes +
-                    "); choose one with device=");
-  }
-  return known[0];
+  return log.only_target_named(t);
 }
 
 }  // namespace
