@@ -876,8 +876,8 @@ std::optional<Target> TuningDb::only_target_named(const std::string &target_stri
     std::string classes;
     for (const auto &t : known) classes += (classes.empty() ? "" : ", ") + t.device_key;
     throw TuningDbError(TuningDbError::Kind::kBadInput, "target \"" + known[0].target +
-                                                            "\" was measured on several device classes (" +
-                                                            classes + "); name one of them");
+                                                            "\" was measured on several device classes (" + classes +
+                                                            "); name one of them");
   }
   return known[0];
 }

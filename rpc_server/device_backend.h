@@ -64,8 +64,8 @@ class DeviceBackend {
 };
 
 // The back end for a target string: "llvm ..." -> the CPU back end, "cuda ..." -> the GPU back
-// end (cuda_backend.h), "vta ..." -> the VTA simulator (vta_backend.h). Throws kiln::UserError naming the target kind when no back end serves it,
-// and the CUDA back end's error when the host has no CUDA driver or device.
+// end (cuda_backend.h), "vta ..." -> the VTA simulator (vta_backend.h). Throws kiln::UserError naming the target kind
+// when no back end serves it, and the CUDA back end's error when the host has no CUDA driver or device.
 std::unique_ptr<DeviceBackend> make_device_backend(const std::string &target);
 
 // Checks that this host can run code for `target`: compiles a small vectorized kernel with the

@@ -144,7 +144,8 @@ json runners_from_log(db::TuningDb &log) {
   std::map<std::string, json> runners;
   while (query.step()) {
     json &r = runners[query.column_text(0)];
-    if (r.is_null()) r = json{{"runner", query.column_text(0)}, {"trials", 0}, {"failures", json::object()}, {"last_measured", 0.0}};
+    if (r.is_null())
+      r = json{{"runner", query.column_text(0)}, {"trials", 0}, {"failures", json::object()}, {"last_measured", 0.0}};
     const int64_t count = query.column_int64(2);
     r["trials"] = r["trials"].get<int64_t>() + count;
     r["last_measured"] = std::max(r["last_measured"].get<double>(), query.column_double(3));
@@ -169,9 +170,11 @@ json merge_runners(const kiln::v1::SummaryReply *summary, const json &from_log) 
   if (summary) {
     for (const kiln::v1::RunnerSummary &t : summary->runners()) {
       auto it = logged.find(t.runner_id());
-      json r = it != logged.end()
-                   ? it->second
-                   : json{{"runner", t.runner_id()}, {"trials", 0}, {"failures", json::object()}, {"last_measured", nullptr}};
+      json r =
+          it != logged.end()
+              ? it->second
+              : json{
+                    {"runner", t.runner_id()}, {"trials", 0}, {"failures", json::object()}, {"last_measured", nullptr}};
       if (it != logged.end()) logged.erase(it);
       r["state"] = rpc::runner_state_name(t.state());
       r["address"] = t.address();
@@ -191,9 +194,9 @@ json merge_runners(const kiln::v1::SummaryReply *summary, const json &from_log) 
     auto it = logged.find(r["runner"].get<std::string>());
     if (it == logged.end()) continue;
     json entry = it->second;
-    for (const char *field : {"state", "address", "device_key", "target", "quarantine_reason", "quarantine_left_s",
-                              "last_heartbeat_s_ago", "leases_served", "leases_failed", "leases_expired",
-                              "consecutive_failures"}) {
+    for (const char *field :
+         {"state", "address", "device_key", "target", "quarantine_reason", "quarantine_left_s", "last_heartbeat_s_ago",
+          "leases_served", "leases_failed", "leases_expired", "consecutive_failures"}) {
       entry[field] = nullptr;
     }
     out.push_back(std::move(entry));
@@ -270,7 +273,8 @@ HttpResponse DashboardApi::asset(const HttpRequest &request) const {
 }
 
 HttpResponse DashboardApi::api(const HttpRequest &request) {
-  const std::vector<std::string> parts = split_path(request.path.substr(std::min(request.path.size(), sizeof kApiPrefix - 1)));
+  const std::vector<std::string> parts =
+      split_path(request.path.substr(std::min(request.path.size(), sizeof kApiPrefix - 1)));
   const bool get = request.method == "GET", post = request.method == "POST";
   if (parts.empty()) return error_reply(404, "no such route: " + request.path);
 
@@ -327,13 +331,13 @@ HttpResponse DashboardApi::api(const HttpRequest &request) {
           gflops.push_back(g);
           best_s.push_back(g > 0 && f > 0 ? json(f / (g * 1e9)) : json(nullptr));
         }
-        out.push_back(json{{"name", curve.name},
-                           {"workload_key", in_order ? tasks[i].workload_key : std::string()},
-                           {"best_gflops", gflops},
-                           {"best_s", best_s},
-                           {"default_gflops", curve.default_gflops},
-                           {"default_s", curve.default_gflops > 0 && f > 0 ? json(f / (curve.default_gflops * 1e9))
-                                                                           : json(nullptr)}});
+        out.push_back(json{
+            {"name", curve.name},
+            {"workload_key", in_order ? tasks[i].workload_key : std::string()},
+            {"best_gflops", gflops},
+            {"best_s", best_s},
+            {"default_gflops", curve.default_gflops},
+            {"default_s", curve.default_gflops > 0 && f > 0 ? json(f / (curve.default_gflops * 1e9)) : json(nullptr)}});
       }
       return json_reply(200, json{{"job_id", *id}, {"curves", out}});
     }

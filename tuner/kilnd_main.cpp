@@ -145,8 +145,8 @@ int main(int argc, char **argv) {
     dashboard_options.token = token;
     dashboard_options.measuring = measures;
     if (!local) {
-      const kiln::rpc::Endpoint farm_tracker{tracker, farm_token_file.empty() ? token : kiln::rpc::load_token(farm_token_file),
-                                             farm_tls};
+      const kiln::rpc::Endpoint farm_tracker{
+          tracker, farm_token_file.empty() ? token : kiln::rpc::load_token(farm_token_file), farm_tls};
       dashboard_options.farm_summary = [farm_tracker] { return kiln::rpc::TrackerClient(farm_tracker).summary(); };
     }
 

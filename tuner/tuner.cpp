@@ -311,8 +311,7 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
                 .emplace(tmpl, cost_model::samples_from_history(
                                    cost_model::thin_history(
                                        rows, static_cast<size_t>(options.transfer_max_records_per_workload)),
-                                   cost_model::IrFeatureExtractor(), target,
-                                                                so.feature_threads))
+                                   cost_model::IrFeatureExtractor(), target, so.feature_threads))
                 .first;
       }
       const cost_model::Samples others = h->second.samples.without(t.task->key());

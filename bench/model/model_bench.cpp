@@ -78,8 +78,7 @@ Timing time_executor(const driver::GraphExecutor &ex, const deploy::Tensor &inpu
 }
 
 // The optimized graph compiled into an artifact (as `kiln compile` does) and run as deployed.
-Timing time_artifact(const graph::Graph &g, const driver::ExecutorOptions &eo, const deploy::Tensor &input,
-                     int runs) {
+Timing time_artifact(const graph::Graph &g, const driver::ExecutorOptions &eo, const deploy::Tensor &input, int runs) {
   const std::string path =
       (fs::temp_directory_path() / ("kiln_model_bench_" + std::to_string(::getpid()) + ".kiln")).string();
   driver::GraphCompileOptions co;

@@ -139,7 +139,7 @@ struct Options {
   int64_t real_trials = 300;
   std::map<std::string, int64_t> real_trials_for;  // label -> trials
   int64_t batch = 16;
-  int64_t plan_size = 0;  // 0: the tuner's default
+  int64_t plan_size = 0;      // 0: the tuner's default
   int64_t transfer_cap = -1;  // records per other workload for the prior; -1: the tuner's default
   std::vector<std::string> filters;
   std::string svg;

@@ -336,9 +336,9 @@ std::vector<deploy::Tensor> GraphExecutor::run(const std::vector<deploy::Tensor>
       if (!def->view) {
         for (graph::ValueId o : n.outputs) {
           const Placement &p = placement_[static_cast<size_t>(o)];
-          outs.push_back(p.arena < 0 ? deploy::Tensor()
-                                     : lease.a->tensors[static_cast<size_t>(p.arena)].view(
-                                           p.offset, graph_.value(o).type.shape));
+          outs.push_back(
+              p.arena < 0 ? deploy::Tensor()
+                          : lease.a->tensors[static_cast<size_t>(p.arena)].view(p.offset, graph_.value(o).type.shape));
         }
       }
       outs = run_node(graph_, n, *def, kernels_[k].get(), in, std::move(outs));

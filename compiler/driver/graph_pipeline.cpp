@@ -45,9 +45,8 @@ graph::Graph optimize_graph(const graph::Graph &input, const GraphPipelineOption
   run("simplify", options.simplify, graph::passes::simplify);
   run("fuse_layer_norms", options.fuse, graph::passes::fuse_layer_norms);
   run("fuse_epilogues", options.fuse, graph::passes::fuse_epilogues);
-  run("alter_layout", options.alter_layout, [&](const graph::Graph &x) {
-    return graph::passes::alter_layout(x, resolve_target(options.target));
-  });
+  run("alter_layout", options.alter_layout,
+      [&](const graph::Graph &x) { return graph::passes::alter_layout(x, resolve_target(options.target)); });
   run("fuse_elementwise", options.fuse, graph::passes::fuse_elementwise);
   run("eliminate_dead_code", true, graph::passes::eliminate_dead_code);
   return g;

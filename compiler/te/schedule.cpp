@@ -546,7 +546,8 @@ Tensor Schedule::cache_read(const Tensor &t, const std::string &scope, const std
   Stage src = stage_of(t.op().get());
   if (!src.defined()) throw ScheduleError("cache_read: tensor " + t.name() + " is not part of this schedule");
   if (!known_scope(scope)) {
-    throw ScheduleError("cache_read of " + t.name() + ": unknown scope '" + scope + "' (global, shared, local, local.<tag>)");
+    throw ScheduleError("cache_read of " + t.name() + ": unknown scope '" + scope +
+                        "' (global, shared, local, local.<tag>)");
   }
   if (readers.empty()) throw ScheduleError("cache_read of " + t.name() + ": no readers given");
   std::vector<StageNode *> reader_stages;

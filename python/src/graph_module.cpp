@@ -27,7 +27,7 @@ namespace {
 
 // The configs of a tuning log, given as a path or an open kiln.db.TuningLog, for one device class.
 struct Lookup {
-  py::object log_object;               // an open log the caller passed (kept alive)
+  py::object log_object;                // an open log the caller passed (kept alive)
   std::unique_ptr<db::TuningDb> owned;  // a log opened here from a path
   std::unique_ptr<tuner::DbConfigLookup> lookup;
 
@@ -63,7 +63,8 @@ py::list io_list(const graph::Graph &g, const std::vector<graph::ValueId> &ids) 
 }
 
 // Positional inputs in the graph's order, or inputs by name.
-std::vector<deploy::Tensor> run_executor(const driver::GraphExecutor &ex, const py::args &args, const py::kwargs &kwargs) {
+std::vector<deploy::Tensor> run_executor(const driver::GraphExecutor &ex, const py::args &args,
+                                         const py::kwargs &kwargs) {
   std::vector<deploy::Tensor> outs;
   if (kwargs.size() > 0) {
     if (args.size() > 0) throw UserError("give the inputs in order or by name, not both");
@@ -84,35 +85,43 @@ std::vector<deploy::Tensor> run_executor(const driver::GraphExecutor &ex, const 
 
 void bind_graph(py::module_ m) {
   py::class_<graph::Graph>(m, "Graph", "A model in Kiln's graph IR.")
-      .def_property_readonly("inputs", [](const graph::Graph &g) { return io_list(g, g.inputs()); },
-                             "(name, shape, dtype) of each input, in order.")
-      .def_property_readonly("outputs", [](const graph::Graph &g) { return io_list(g, g.outputs()); },
-                             "(name, shape, dtype) of each output, in order.")
-      .def_property_readonly("ops", [](const graph::Graph &g) {
-             std::vector<std::string> ops;
-             for (const auto &n : g.nodes()) ops.push_back(n.op);
-             return ops;
-           },
-           "The op type of each node, in order.")
+      .def_property_readonly(
+          "inputs", [](const graph::Graph &g) { return io_list(g, g.inputs()); },
+          "(name, shape, dtype) of each input, in order.")
+      .def_property_readonly(
+          "outputs", [](const graph::Graph &g) { return io_list(g, g.outputs()); },
+          "(name, shape, dtype) of each output, in order.")
+      .def_property_readonly(
+          "ops",
+          [](const graph::Graph &g) {
+            std::vector<std::string> ops;
+            for (const auto &n : g.nodes()) ops.push_back(n.op);
+            return ops;
+          },
+          "The op type of each node, in order.")
       .def("__len__", [](const graph::Graph &g) { return g.nodes().size(); })
-      .def("optimize", [](const graph::Graph &g, const std::string &target) {
-             py::gil_scoped_release release;
-             return driver::optimize_graph_for_target(g, target);
-           },
-           py::arg("target") = "llvm -mcpu=native",
-           "The graph after every pass of the pipeline for `target` (what kiln compile runs).")
+      .def(
+          "optimize",
+          [](const graph::Graph &g, const std::string &target) {
+            py::gil_scoped_release release;
+            return driver::optimize_graph_for_target(g, target);
+          },
+          py::arg("target") = "llvm -mcpu=native",
+          "The graph after every pass of the pipeline for `target` (what kiln compile runs).")
       .def("__str__", [](const graph::Graph &g) { return graph::print(g); });
 
-  m.def("load_onnx", [](const std::string &path, std::map<std::string, std::vector<int64_t>> input_shapes, const std::string &target) {
-          frontend::onnx::ImportOptions options;
-          options.input_shapes = std::move(input_shapes);
-          options.target = target;
-          py::gil_scoped_release release;
-          return frontend::onnx::import_model(path, options);
-        },
-        py::arg("path"), py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{},
-        py::arg("target") = "llvm -mcpu=native",
-        "Imports an ONNX model; input_shapes fixes dynamic input dimensions ({name: shape}).");
+  m.def(
+      "load_onnx",
+      [](const std::string &path, std::map<std::string, std::vector<int64_t>> input_shapes, const std::string &target) {
+        frontend::onnx::ImportOptions options;
+        options.input_shapes = std::move(input_shapes);
+        options.target = target;
+        py::gil_scoped_release release;
+        return frontend::onnx::import_model(path, options);
+      },
+      py::arg("path"), py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{},
+      py::arg("target") = "llvm -mcpu=native",
+      "Imports an ONNX model; input_shapes fixes dynamic input dimensions ({name: shape}).");
 
   py::class_<PyExecutor>(m, "Executor",
                          "The reference executor: every node compiled by Kiln's compiler and run in order.")
@@ -128,42 +137,47 @@ void bind_graph(py::module_ m) {
            }),
            py::arg("graph"), py::arg("target") = "llvm -mcpu=native", py::arg("log") = py::none(),
            py::arg("device") = "local-cpu")
-      .def("run", [](const PyExecutor &ex, py::args args, py::kwargs kwargs) {
-             py::list out;
-             for (auto &t : run_executor(*ex.executor, args, kwargs)) out.append(array_from_tensor(std::move(t)));
-             return out;
-           },
-           "Runs the graph on numpy arrays (in the graph's input order, or by name); returns the outputs.")
+      .def(
+          "run",
+          [](const PyExecutor &ex, py::args args, py::kwargs kwargs) {
+            py::list out;
+            for (auto &t : run_executor(*ex.executor, args, kwargs)) out.append(array_from_tensor(std::move(t)));
+            return out;
+          },
+          "Runs the graph on numpy arrays (in the graph's input order, or by name); returns the outputs.")
       .def_property_readonly("tuned_kernels", [](const PyExecutor &ex) { return ex.executor->stats().tuned_kernels; })
-      .def_property_readonly("template_kernels", [](const PyExecutor &ex) { return ex.executor->stats().template_kernels; });
+      .def_property_readonly("template_kernels",
+                             [](const PyExecutor &ex) { return ex.executor->stats().template_kernels; });
 
-  m.def("compile", [](const graph::Graph &g, const std::string &path, const std::string &target, py::object log,
-                      const std::string &device) {
-          Lookup configs(log, device);
-          driver::GraphCompileOptions options;
-          options.kernels.target = target;
-          options.kernels.configs = configs.get();
-          driver::GraphCompileReport r;
-          {
-            py::gil_scoped_release release;
-            r = driver::compile_graph(g, path, options);
-          }
-          py::dict d;
-          d["nodes"] = r.nodes;
-          d["steps"] = r.steps;
-          d["kernels"] = r.kernels;
-          d["template_kernels"] = r.template_kernels;
-          d["tuned_kernels"] = r.tuned_kernels;
-          d["arena_bytes"] = r.arena_bytes;
-          d["params_bytes"] = r.params_bytes;
-          d["file_bytes"] = r.file_bytes;
-          d["compile_s"] = r.compile_s;
-          return d;
-        },
-        py::arg("graph"), py::arg("path"), py::arg("target") = "llvm -mcpu=native", py::arg("log") = py::none(),
-        py::arg("device") = "local-cpu",
-        "Compiles the graph into an artifact at `path` (kiln.runtime.load runs it), with the best configs of a "
-        "tuning log (a path or a kiln.db.TuningLog) for `device`; returns the compile report.");
+  m.def(
+      "compile",
+      [](const graph::Graph &g, const std::string &path, const std::string &target, py::object log,
+         const std::string &device) {
+        Lookup configs(log, device);
+        driver::GraphCompileOptions options;
+        options.kernels.target = target;
+        options.kernels.configs = configs.get();
+        driver::GraphCompileReport r;
+        {
+          py::gil_scoped_release release;
+          r = driver::compile_graph(g, path, options);
+        }
+        py::dict d;
+        d["nodes"] = r.nodes;
+        d["steps"] = r.steps;
+        d["kernels"] = r.kernels;
+        d["template_kernels"] = r.template_kernels;
+        d["tuned_kernels"] = r.tuned_kernels;
+        d["arena_bytes"] = r.arena_bytes;
+        d["params_bytes"] = r.params_bytes;
+        d["file_bytes"] = r.file_bytes;
+        d["compile_s"] = r.compile_s;
+        return d;
+      },
+      py::arg("graph"), py::arg("path"), py::arg("target") = "llvm -mcpu=native", py::arg("log") = py::none(),
+      py::arg("device") = "local-cpu",
+      "Compiles the graph into an artifact at `path` (kiln.runtime.load runs it), with the best configs of a "
+      "tuning log (a path or a kiln.db.TuningLog) for `device`; returns the compile report.");
 }
 
 }  // namespace kiln::python

@@ -22,7 +22,8 @@ inline deploy::DType dtype_of_array(const pybind11::array &a) {
   if (kind == 'i') return deploy::DType{deploy::DType::Int, bits, 1};
   if (kind == 'u') return deploy::DType{deploy::DType::UInt, bits, 1};
   if (kind == 'b') return deploy::DType{deploy::DType::UInt, 1, 1};
-  throw deploy::TensorError("an array of dtype " + std::string(pybind11::str(dt)) + " cannot be passed to a Kiln function");
+  throw deploy::TensorError("an array of dtype " + std::string(pybind11::str(dt)) +
+                            " cannot be passed to a Kiln function");
 }
 
 // The numpy dtype of a Kiln dtype.

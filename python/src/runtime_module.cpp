@@ -81,26 +81,32 @@ PYBIND11_MODULE(_runtime, m) {
   });
 
   py::class_<deploy::GraphModule>(m, "GraphModule", "A compiled model loaded for running (deploy::GraphModule).")
-      .def_property_readonly("inputs", [](const deploy::GraphModule &g) { return io_list(g.inputs()); },
-                             "(name, shape, dtype) of each input, in order.")
-      .def_property_readonly("outputs", [](const deploy::GraphModule &g) { return io_list(g.outputs()); },
-                             "(name, shape, dtype) of each output, in order.")
+      .def_property_readonly(
+          "inputs", [](const deploy::GraphModule &g) { return io_list(g.inputs()); },
+          "(name, shape, dtype) of each input, in order.")
+      .def_property_readonly(
+          "outputs", [](const deploy::GraphModule &g) { return io_list(g.outputs()); },
+          "(name, shape, dtype) of each output, in order.")
       .def_property_readonly("target", &deploy::GraphModule::target)
       .def_property_readonly("arena_bytes", &deploy::GraphModule::arena_bytes)
       .def_property_readonly("params_bytes", &deploy::GraphModule::params_bytes)
       .def("set_input", &set_input, py::arg("key"), py::arg("value"),
            "Copies a numpy array into an input, given by name or index. GraphInputError for a wrong shape or dtype.")
       .def("run", &run, "Runs every kernel (without the GIL).")
-      .def("get_output", [](const deploy::GraphModule &g, int i) { return array_from_tensor(g.get_output(i)); },
-           py::arg("index"), "A copy of output `index` after run(), as a numpy array.")
-      .def("__call__", [](deploy::GraphModule &g, py::args args, py::kwargs kwargs) {
-             for (size_t i = 0; i < args.size(); ++i) set_input(g, py::int_(i), args[i]);
-             for (auto [k, v] : kwargs) set_input(g, k, v);
-             run(g);
-             return outputs(g);
-           },
-           "Sets the inputs (in order, or by name), runs, and returns the outputs as numpy arrays.");
+      .def(
+          "get_output", [](const deploy::GraphModule &g, int i) { return array_from_tensor(g.get_output(i)); },
+          py::arg("index"), "A copy of output `index` after run(), as a numpy array.")
+      .def(
+          "__call__",
+          [](deploy::GraphModule &g, py::args args, py::kwargs kwargs) {
+            for (size_t i = 0; i < args.size(); ++i) set_input(g, py::int_(i), args[i]);
+            for (auto [k, v] : kwargs) set_input(g, k, v);
+            run(g);
+            return outputs(g);
+          },
+          "Sets the inputs (in order, or by name), runs, and returns the outputs as numpy arrays.");
 
-  m.def("load", [](const std::string &path) { return deploy::GraphModule::load(path); }, py::arg("path"),
-        "Loads a compiled model (model.kiln). ArtifactError for a file that is not one.");
+  m.def(
+      "load", [](const std::string &path) { return deploy::GraphModule::load(path); }, py::arg("path"),
+      "Loads a compiled model (model.kiln). ArtifactError for a file that is not one.");
 }

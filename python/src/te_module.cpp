@@ -108,10 +108,13 @@ void def_operators(Class &c) {
       .def("__le__", [](py::object a, py::object b) { return to_expr(a) <= to_expr(b); })
       .def("__gt__", [](py::object a, py::object b) { return to_expr(a) > to_expr(b); })
       .def("__ge__", [](py::object a, py::object b) { return to_expr(a) >= to_expr(b); })
-      .def("equal", [](py::object a, py::object b) { return to_expr(a) == to_expr(b); },
-           "The expression a == b (Python's == compares identity).")
-      .def("astype", [](py::object a, const std::string &dtype) { return ir::cast(ir::DataType::parse(dtype), to_expr(a)); },
-           "The expression converted to `dtype`.")
+      .def(
+          "equal", [](py::object a, py::object b) { return to_expr(a) == to_expr(b); },
+          "The expression a == b (Python's == compares identity).")
+      .def(
+          "astype",
+          [](py::object a, const std::string &dtype) { return ir::cast(ir::DataType::parse(dtype), to_expr(a)); },
+          "The expression converted to `dtype`.")
       .def_property_readonly("dtype", [](py::object a) { return to_expr(a).type().to_string(); })
       .def("__str__", [](py::object a) { return ir::to_string(to_expr(a)); })
       .def("__repr__", [](py::object a) { return ir::to_string(to_expr(a)); });
@@ -126,9 +129,7 @@ struct PyOp {
   te::Operation op;
 };
 
-te::Tensor tensor_of(const py::handle &h) {
-  return h.cast<te::Tensor>();
-}
+te::Tensor tensor_of(const py::handle &h) { return h.cast<te::Tensor>(); }
 
 std::vector<te::Tensor> to_tensors(const py::handle &h) {
   std::vector<te::Tensor> out;
@@ -152,7 +153,6 @@ std::vector<te::Operation> to_ops(const py::handle &h) {
   }
   return out;
 }
-
 
 // Calls `name` on numpy arrays: each C-contiguous, aligned array is passed in place; any other is
 // copied into an aligned tensor and, if writeable, copied back after the call.
@@ -267,36 +267,47 @@ void bind_te(py::module_ &m) {
   py::class_<Expr> expr(m, "Expr", "An expression of the tensor language.");
   def_operators(expr);
   expr.def("__hash__", [](const Expr &e) { return std::hash<const void *>()(e.get()); })
-      .def_property_readonly("value", [](const Expr &e) -> py::object {
-        if (auto v = ir::as_const_int(e)) return py::int_(*v);
-        if (auto v = ir::as_const_float(e)) return py::float_(*v);
-        return py::none();
-      }, "The value of a constant, None otherwise.");
+      .def_property_readonly(
+          "value",
+          [](const Expr &e) -> py::object {
+            if (auto v = ir::as_const_int(e)) return py::int_(*v);
+            if (auto v = ir::as_const_float(e)) return py::float_(*v);
+            return py::none();
+          },
+          "The value of a constant, None otherwise.");
 
-  py::class_<Var, Expr>(m, "Var", "A symbolic size or index variable.")
-      .def_property_readonly("name", &Var::name);
+  py::class_<Var, Expr>(m, "Var", "A symbolic size or index variable.").def_property_readonly("name", &Var::name);
 
   py::class_<IterVar> iv(m, "IterVar", "An iteration variable: a loop of a stage, with its range.");
   def_operators(iv);
   iv.def_property_readonly("var", &IterVar::var)
-      .def_property_readonly("dom", [](const IterVar &v) -> py::object {
-        if (!v.dom().defined()) return py::none();
-        return py::make_tuple(v.dom().min, v.dom().extent);
-      }, "(min, extent), or None before bound inference.")
+      .def_property_readonly(
+          "dom",
+          [](const IterVar &v) -> py::object {
+            if (!v.dom().defined()) return py::none();
+            return py::make_tuple(v.dom().min, v.dom().extent);
+          },
+          "(min, extent), or None before bound inference.")
       .def_property_readonly("thread_tag", [](const IterVar &v) { return v->thread_tag; })
       .def("__hash__", [](const IterVar &v) { return std::hash<const void *>()(v.get()); });
 
   py::class_<PyOp>(m, "Operation", "The producer of a tensor: a placeholder or a compute.")
       .def_property_readonly("name", [](const PyOp &o) { return o.op->name; })
       .def_property_readonly("tag", [](const PyOp &o) { return o.op->tag; })
-      .def_property_readonly("axis", [](const PyOp &o) {
-        auto c = std::dynamic_pointer_cast<const te::ComputeOpNode>(o.op);
-        return c ? c->axis : std::vector<IterVar>{};
-      }, "The data-parallel axes, one per output dimension.")
-      .def_property_readonly("reduce_axis", [](const PyOp &o) {
-        auto c = std::dynamic_pointer_cast<const te::ComputeOpNode>(o.op);
-        return c ? c->reduce_axis : std::vector<IterVar>{};
-      }, "The reduction axes.")
+      .def_property_readonly(
+          "axis",
+          [](const PyOp &o) {
+            auto c = std::dynamic_pointer_cast<const te::ComputeOpNode>(o.op);
+            return c ? c->axis : std::vector<IterVar>{};
+          },
+          "The data-parallel axes, one per output dimension.")
+      .def_property_readonly(
+          "reduce_axis",
+          [](const PyOp &o) {
+            auto c = std::dynamic_pointer_cast<const te::ComputeOpNode>(o.op);
+            return c ? c->reduce_axis : std::vector<IterVar>{};
+          },
+          "The reduction axes.")
       .def_property_readonly("input_tensors", [](const PyOp &o) { return o.op->input_tensors(); })
       .def_property_readonly("num_outputs", [](const PyOp &o) { return o.op->num_outputs(); })
       .def("output", [](const PyOp &o, int i) { return o.op->output(i); })
@@ -316,32 +327,40 @@ void bind_te(py::module_ &m) {
       .def("__hash__", [](const te::Tensor &t) { return std::hash<const void *>()(t.op().get()) + t.value_index(); })
       .def("__repr__", [](const te::Tensor &t) { return "Tensor(" + t.name() + ", " + t.dtype().to_string() + ")"; });
 
-  m.def("var", [](const std::string &name, const std::string &dtype) { return te::var(name, ir::DataType::parse(dtype)); },
-        py::arg("name") = "tindex", py::arg("dtype") = "int32", "A symbolic variable (a size or an index).");
-  m.def("const", [](py::object v, const std::string &dtype) {
-          auto t = ir::DataType::parse(dtype);
-          if (py::isinstance<py::float_>(v)) return ir::make_const(t, v.cast<double>());
-          return ir::make_const(t, v.cast<int64_t>());
-        },
-        py::arg("value"), py::arg("dtype") = "int32", "A constant of `dtype`.");
-  m.def("placeholder", [](py::object shape, const std::string &dtype, const std::string &name) {
-          return te::placeholder(to_exprs(shape), ir::DataType::parse(dtype), name);
-        },
-        py::arg("shape"), py::arg("dtype") = "float32", py::arg("name") = "placeholder",
-        "An input tensor of `shape` (integers or variables) and `dtype`.");
-  m.def("compute", [](py::object shape, py::function fcompute, const std::string &name, const std::string &tag) {
-          te::FComputeMulti f = [fcompute](const std::vector<Var> &vars) {
-            py::tuple args(vars.size());
-            for (size_t i = 0; i < vars.size(); ++i) args[i] = py::cast(vars[i]);
-            py::object r = fcompute(*args);
-            return to_exprs(r);
-          };
-          auto outs = te::compute_multi(to_exprs(shape), f, name, tag);
-          if (outs.size() == 1) return py::cast(outs[0]);
-          return py::cast(outs);
-        },
-        py::arg("shape"), py::arg("fcompute"), py::arg("name") = "compute", py::arg("tag") = "",
-        R"doc(A tensor of `shape` whose element at index (i, j, ...) is fcompute(i, j, ...).
+  m.def(
+      "var",
+      [](const std::string &name, const std::string &dtype) { return te::var(name, ir::DataType::parse(dtype)); },
+      py::arg("name") = "tindex", py::arg("dtype") = "int32", "A symbolic variable (a size or an index).");
+  m.def(
+      "const",
+      [](py::object v, const std::string &dtype) {
+        auto t = ir::DataType::parse(dtype);
+        if (py::isinstance<py::float_>(v)) return ir::make_const(t, v.cast<double>());
+        return ir::make_const(t, v.cast<int64_t>());
+      },
+      py::arg("value"), py::arg("dtype") = "int32", "A constant of `dtype`.");
+  m.def(
+      "placeholder",
+      [](py::object shape, const std::string &dtype, const std::string &name) {
+        return te::placeholder(to_exprs(shape), ir::DataType::parse(dtype), name);
+      },
+      py::arg("shape"), py::arg("dtype") = "float32", py::arg("name") = "placeholder",
+      "An input tensor of `shape` (integers or variables) and `dtype`.");
+  m.def(
+      "compute",
+      [](py::object shape, py::function fcompute, const std::string &name, const std::string &tag) {
+        te::FComputeMulti f = [fcompute](const std::vector<Var> &vars) {
+          py::tuple args(vars.size());
+          for (size_t i = 0; i < vars.size(); ++i) args[i] = py::cast(vars[i]);
+          py::object r = fcompute(*args);
+          return to_exprs(r);
+        };
+        auto outs = te::compute_multi(to_exprs(shape), f, name, tag);
+        if (outs.size() == 1) return py::cast(outs[0]);
+        return py::cast(outs);
+      },
+      py::arg("shape"), py::arg("fcompute"), py::arg("name") = "compute", py::arg("tag") = "",
+      R"doc(A tensor of `shape` whose element at index (i, j, ...) is fcompute(i, j, ...).
 
 fcompute receives one index variable per dimension and returns an expression
 (or a tuple of expressions, for several outputs computed in one loop nest).
@@ -349,67 +368,93 @@ Reductions use te.sum / te.max / te.min over axes made by te.reduce_axis.
 
     C = te.compute((n,), lambda i: A[i] + B[i], name="C")
 )doc");
-  m.def("reduce_axis", [](py::object dom, const std::string &name) {
+  m.def(
+      "reduce_axis",
+      [](py::object dom, const std::string &name) {
+        auto d = to_exprs(dom);
+        if (d.size() == 1) return te::reduce_axis(d[0], name);
+        if (d.size() == 2) return te::reduce_axis(ir::Range(d[0], d[1] - d[0]), name);
+        throw py::value_error("reduce_axis takes an extent or a (begin, end) pair");
+      },
+      py::arg("dom"), py::arg("name") = "k", "A reduction axis over [0, dom) or [begin, end).");
+  m.def(
+      "thread_axis",
+      [](py::object dom, const std::string &tag, const std::string &name) {
+        std::string thread_tag = tag;
+        if (py::isinstance<py::str>(dom)) {  // thread_axis("threadIdx.x")
+          thread_tag = dom.cast<std::string>();
+          dom = py::none();
+        }
+        std::string var_name = name.empty() ? thread_tag : name;
+        ir::Range range;
+        if (!dom.is_none()) {
           auto d = to_exprs(dom);
-          if (d.size() == 1) return te::reduce_axis(d[0], name);
-          if (d.size() == 2) return te::reduce_axis(ir::Range(d[0], d[1] - d[0]), name);
-          throw py::value_error("reduce_axis takes an extent or a (begin, end) pair");
-        },
-        py::arg("dom"), py::arg("name") = "k", "A reduction axis over [0, dom) or [begin, end).");
-  m.def("thread_axis", [](py::object dom, const std::string &tag, const std::string &name) {
-          std::string thread_tag = tag;
-          if (py::isinstance<py::str>(dom)) {  // thread_axis("threadIdx.x")
-            thread_tag = dom.cast<std::string>();
-            dom = py::none();
-          }
-          std::string var_name = name.empty() ? thread_tag : name;
-          ir::Range range;
-          if (!dom.is_none()) {
-            auto d = to_exprs(dom);
-            range = d.size() == 1 ? ir::Range(0, d[0]) : ir::Range(d[0], d[1] - d[0]);
-          }
-          return IterVar(range, Var(var_name), ir::IterVarType::ThreadIndex, thread_tag);
-        },
-        py::arg("dom") = py::none(), py::arg("tag") = "", py::arg("name") = "",
-        "A thread index (\"blockIdx.x\", \"threadIdx.x\", \"vthread\") to bind a loop to.");
+          range = d.size() == 1 ? ir::Range(0, d[0]) : ir::Range(d[0], d[1] - d[0]);
+        }
+        return IterVar(range, Var(var_name), ir::IterVarType::ThreadIndex, thread_tag);
+      },
+      py::arg("dom") = py::none(), py::arg("tag") = "", py::arg("name") = "",
+      "A thread index (\"blockIdx.x\", \"threadIdx.x\", \"vthread\") to bind a loop to.");
   auto reducer = [&m](const char *name, auto fn, const char *doc) {
-    m.def(name, [fn](py::object source, py::object axis, py::object where) {
-            return fn(to_expr(source), to_iter_vars(axis), where.is_none() ? Expr() : to_expr(where));
-          },
-          py::arg("expr"), py::arg("axis"), py::arg("where") = py::none(), doc);
+    m.def(
+        name,
+        [fn](py::object source, py::object axis, py::object where) {
+          return fn(to_expr(source), to_iter_vars(axis), where.is_none() ? Expr() : to_expr(where));
+        },
+        py::arg("expr"), py::arg("axis"), py::arg("where") = py::none(), doc);
   };
-  reducer("sum", [](Expr s, std::vector<IterVar> a, Expr c) { return te::sum(s, a, c); }, "The sum of expr over the reduce axes.");
-  reducer("prod", [](Expr s, std::vector<IterVar> a, Expr c) { return te::prod(s, a, c); }, "The product of expr over the reduce axes.");
+  reducer(
+      "sum", [](Expr s, std::vector<IterVar> a, Expr c) { return te::sum(s, a, c); },
+      "The sum of expr over the reduce axes.");
+  reducer(
+      "prod", [](Expr s, std::vector<IterVar> a, Expr c) { return te::prod(s, a, c); },
+      "The product of expr over the reduce axes.");
   // te.max / te.min: a reduction when given axis, the elementwise maximum of two expressions otherwise.
-  m.def("max", [](py::object a, py::object b, py::object where) -> Expr {
-          if (py::isinstance<IterVar>(b) || py::isinstance<py::list>(b))
-            return te::max(to_expr(a), to_iter_vars(b), where.is_none() ? Expr() : to_expr(where));
-          return ir::max(to_expr(a), to_expr(b));
-        },
-        py::arg("expr"), py::arg("axis"), py::arg("where") = py::none(),
-        "max(a, b): the larger of two expressions; max(expr, axis=k): the maximum over reduce axes.");
-  m.def("min", [](py::object a, py::object b, py::object where) -> Expr {
-          if (py::isinstance<IterVar>(b) || py::isinstance<py::list>(b))
-            return te::min(to_expr(a), to_iter_vars(b), where.is_none() ? Expr() : to_expr(where));
-          return ir::min(to_expr(a), to_expr(b));
-        },
-        py::arg("expr"), py::arg("axis"), py::arg("where") = py::none(),
-        "min(a, b): the smaller of two expressions; min(expr, axis=k): the minimum over reduce axes.");
-  m.def("if_then_else", [](py::object c, py::object t, py::object f) { return ir::if_then_else(to_expr(c), to_expr(t), to_expr(f)); },
-        py::arg("cond"), py::arg("t"), py::arg("f"), "t where cond holds, f elsewhere (only the chosen side is evaluated).");
-  m.def("select", [](py::object c, py::object t, py::object f) { return ir::select(to_expr(c), to_expr(t), to_expr(f)); },
-        py::arg("cond"), py::arg("t"), py::arg("f"), "t where cond holds, f elsewhere (both sides evaluated).");
-  m.def("all", [](py::args args) {
-          Expr r = ir::const_true();
-          for (auto a : args) r = r && to_expr(a);
-          return r;
-        }, "The conjunction of conditions.");
-  m.def("any", [](py::args args) {
-          Expr r = ir::const_false();
-          for (auto a : args) r = r || to_expr(a);
-          return r;
-        }, "The disjunction of conditions.");
-#define KILN_UNARY(fn) m.def(#fn, [](py::object x) { return ir::fn(to_expr(x)); }, py::arg("x"), "The math intrinsic " #fn ".")
+  m.def(
+      "max",
+      [](py::object a, py::object b, py::object where) -> Expr {
+        if (py::isinstance<IterVar>(b) || py::isinstance<py::list>(b))
+          return te::max(to_expr(a), to_iter_vars(b), where.is_none() ? Expr() : to_expr(where));
+        return ir::max(to_expr(a), to_expr(b));
+      },
+      py::arg("expr"), py::arg("axis"), py::arg("where") = py::none(),
+      "max(a, b): the larger of two expressions; max(expr, axis=k): the maximum over reduce axes.");
+  m.def(
+      "min",
+      [](py::object a, py::object b, py::object where) -> Expr {
+        if (py::isinstance<IterVar>(b) || py::isinstance<py::list>(b))
+          return te::min(to_expr(a), to_iter_vars(b), where.is_none() ? Expr() : to_expr(where));
+        return ir::min(to_expr(a), to_expr(b));
+      },
+      py::arg("expr"), py::arg("axis"), py::arg("where") = py::none(),
+      "min(a, b): the smaller of two expressions; min(expr, axis=k): the minimum over reduce axes.");
+  m.def(
+      "if_then_else",
+      [](py::object c, py::object t, py::object f) { return ir::if_then_else(to_expr(c), to_expr(t), to_expr(f)); },
+      py::arg("cond"), py::arg("t"), py::arg("f"),
+      "t where cond holds, f elsewhere (only the chosen side is evaluated).");
+  m.def(
+      "select", [](py::object c, py::object t, py::object f) { return ir::select(to_expr(c), to_expr(t), to_expr(f)); },
+      py::arg("cond"), py::arg("t"), py::arg("f"), "t where cond holds, f elsewhere (both sides evaluated).");
+  m.def(
+      "all",
+      [](py::args args) {
+        Expr r = ir::const_true();
+        for (auto a : args) r = r && to_expr(a);
+        return r;
+      },
+      "The conjunction of conditions.");
+  m.def(
+      "any",
+      [](py::args args) {
+        Expr r = ir::const_false();
+        for (auto a : args) r = r || to_expr(a);
+        return r;
+      },
+      "The disjunction of conditions.");
+#define KILN_UNARY(fn) \
+  m.def(               \
+      #fn, [](py::object x) { return ir::fn(to_expr(x)); }, py::arg("x"), "The math intrinsic " #fn ".")
   KILN_UNARY(exp);
   KILN_UNARY(log);
   KILN_UNARY(sqrt);
@@ -425,13 +470,23 @@ Reductions use te.sum / te.max / te.min over axes made by te.reduce_axis.
   KILN_UNARY(sin);
   KILN_UNARY(cos);
 #undef KILN_UNARY
-  m.def("power", [](py::object x, py::object y) { return ir::pow(to_expr(x), to_expr(y)); }, "x to the power y.");
-  m.def("cast", [](py::object x, const std::string &dtype) { return ir::cast(ir::DataType::parse(dtype), to_expr(x)); },
-        py::arg("x"), py::arg("dtype"), "x converted to dtype.");
-  m.def("floordiv", [](py::object a, py::object b) { return ir::floordiv(to_expr(a), to_expr(b)); }, "Division rounding down.");
-  m.def("floormod", [](py::object a, py::object b) { return ir::floormod(to_expr(a), to_expr(b)); }, "The remainder of floordiv.");
-  m.def("truncdiv", [](py::object a, py::object b) { return ir::truncdiv(to_expr(a), to_expr(b)); }, "Division rounding toward zero.");
-  m.def("truncmod", [](py::object a, py::object b) { return ir::truncmod(to_expr(a), to_expr(b)); }, "The remainder of truncdiv.");
+  m.def(
+      "power", [](py::object x, py::object y) { return ir::pow(to_expr(x), to_expr(y)); }, "x to the power y.");
+  m.def(
+      "cast", [](py::object x, const std::string &dtype) { return ir::cast(ir::DataType::parse(dtype), to_expr(x)); },
+      py::arg("x"), py::arg("dtype"), "x converted to dtype.");
+  m.def(
+      "floordiv", [](py::object a, py::object b) { return ir::floordiv(to_expr(a), to_expr(b)); },
+      "Division rounding down.");
+  m.def(
+      "floormod", [](py::object a, py::object b) { return ir::floormod(to_expr(a), to_expr(b)); },
+      "The remainder of floordiv.");
+  m.def(
+      "truncdiv", [](py::object a, py::object b) { return ir::truncdiv(to_expr(a), to_expr(b)); },
+      "Division rounding toward zero.");
+  m.def(
+      "truncmod", [](py::object a, py::object b) { return ir::truncmod(to_expr(a), to_expr(b)); },
+      "The remainder of truncdiv.");
 
   // ---- schedules
   py::class_<PyStage>(m, "Stage", "The schedule of one operation; its methods are the schedule primitives.")
@@ -440,92 +495,131 @@ Reductions use te.sum / te.max / te.min over axes made by te.reduce_axis.
       .def_property_readonly("leaf_iter_vars", [](const PyStage &s) { return s.stage->leaf_iter_vars; })
       .def_property_readonly("all_iter_vars", [](const PyStage &s) { return s.stage->all_iter_vars; })
       .def_property_readonly("scope", [](const PyStage &s) { return s.stage->scope; })
-      .def("split", [](PyStage &s, const IterVar &parent, py::object factor, py::object nparts) {
-             IterVar outer, inner;
-             if (!factor.is_none() && !nparts.is_none()) throw py::value_error("split takes factor or nparts, not both");
-             if (!factor.is_none()) {
-               s.stage.split(parent, to_expr(factor), &outer, &inner);
-             } else if (!nparts.is_none()) {
-               s.stage.split_nparts(parent, to_expr(nparts), &outer, &inner);
-             } else {
-               throw py::value_error("split needs factor or nparts");
-             }
-             return py::make_tuple(outer, inner);
-           },
-           py::arg("parent"), py::arg("factor") = py::none(), py::arg("nparts") = py::none(),
-           "Splits a loop into (outer, inner): inner of extent factor, or outer of extent nparts.")
-      .def("tile", [](PyStage &s, const IterVar &x, const IterVar &y, py::object xf, py::object yf) {
-             IterVar xo, yo, xi, yi;
-             s.stage.tile(x, y, to_expr(xf), to_expr(yf), &xo, &yo, &xi, &yi);
-             return py::make_tuple(xo, yo, xi, yi);
-           },
-           py::arg("x_parent"), py::arg("y_parent"), py::arg("x_factor"), py::arg("y_factor"),
-           "Tiles two loops: returns (x_outer, y_outer, x_inner, y_inner) in that loop order.")
-      .def("fuse", [](PyStage &s, py::args axes) {
-             IterVar fused;
-             s.stage.fuse(to_iter_vars(axes), &fused);
-             return fused;
-           },
-           "Fuses adjacent loops, outermost first, into one.")
-      .def("reorder", [](PyStage &s, py::args axes) { s.stage.reorder(to_iter_vars(axes)); }, "Puts the loops in this order.")
-      .def("compute_at", [](PyStage &s, const PyStage &parent, const IterVar &scope) { s.stage.compute_at(parent.stage, scope); },
-           py::arg("parent"), py::arg("scope"), "Computes this stage inside loop `scope` of `parent`.")
-      .def("compute_inline", [](PyStage &s) { s.stage.compute_inline(); }, "Inlines this stage's expression into its readers.")
-      .def("compute_root", [](PyStage &s) { s.stage.compute_root(); }, "Computes this stage at the root, before its readers.")
-      .def("unroll", [](PyStage &s, const IterVar &v) { s.stage.unroll(v); }, "Unrolls a loop.")
-      .def("vectorize", [](PyStage &s, const IterVar &v) { s.stage.vectorize(v); }, "Vectorizes a loop.")
-      .def("parallel", [](PyStage &s, const IterVar &v) { s.stage.parallel(v); }, "Runs a loop's iterations on several threads.")
-      .def("bind", [](PyStage &s, const IterVar &v, const IterVar &thread) { s.stage.bind(v, thread->thread_tag); },
-           py::arg("ivar"), py::arg("thread_ivar"), "Binds a loop to a thread index made by te.thread_axis.")
-      .def("pragma", [](PyStage &s, const IterVar &v, const std::string &key, py::object value) {
-             s.stage.pragma(v, key, to_expr(value));
-           },
-           py::arg("var"), py::arg("pragma_type"), py::arg("pragma_value") = 1, "Annotates a loop with a pragma.")
-      .def("storage_align", [](PyStage &s, const IterVar &axis, int factor, int offset) { s.stage.storage_align(axis, factor, offset); },
-           py::arg("axis"), py::arg("factor"), py::arg("offset"),
-           "Pads the stride of the dimension of `axis` so that stride % factor == offset.")
-      .def("double_buffer", [](PyStage &s) { s.stage.double_buffer(); }, "Double-buffers this stage's storage.")
-      .def("set_scope", [](PyStage &s, const std::string &scope) { s.stage.set_scope(scope); }, "Sets the storage scope.")
-      .def("tensorize", [](PyStage &s, const IterVar &v, te::TensorIntrin intrin) { s.stage.tensorize(v, std::move(intrin)); },
-           py::arg("var"), py::arg("tensor_intrin"), "Replaces the loop nest under `var` by a tensor intrinsic.");
+      .def(
+          "split",
+          [](PyStage &s, const IterVar &parent, py::object factor, py::object nparts) {
+            IterVar outer, inner;
+            if (!factor.is_none() && !nparts.is_none()) throw py::value_error("split takes factor or nparts, not both");
+            if (!factor.is_none()) {
+              s.stage.split(parent, to_expr(factor), &outer, &inner);
+            } else if (!nparts.is_none()) {
+              s.stage.split_nparts(parent, to_expr(nparts), &outer, &inner);
+            } else {
+              throw py::value_error("split needs factor or nparts");
+            }
+            return py::make_tuple(outer, inner);
+          },
+          py::arg("parent"), py::arg("factor") = py::none(), py::arg("nparts") = py::none(),
+          "Splits a loop into (outer, inner): inner of extent factor, or outer of extent nparts.")
+      .def(
+          "tile",
+          [](PyStage &s, const IterVar &x, const IterVar &y, py::object xf, py::object yf) {
+            IterVar xo, yo, xi, yi;
+            s.stage.tile(x, y, to_expr(xf), to_expr(yf), &xo, &yo, &xi, &yi);
+            return py::make_tuple(xo, yo, xi, yi);
+          },
+          py::arg("x_parent"), py::arg("y_parent"), py::arg("x_factor"), py::arg("y_factor"),
+          "Tiles two loops: returns (x_outer, y_outer, x_inner, y_inner) in that loop order.")
+      .def(
+          "fuse",
+          [](PyStage &s, py::args axes) {
+            IterVar fused;
+            s.stage.fuse(to_iter_vars(axes), &fused);
+            return fused;
+          },
+          "Fuses adjacent loops, outermost first, into one.")
+      .def(
+          "reorder", [](PyStage &s, py::args axes) { s.stage.reorder(to_iter_vars(axes)); },
+          "Puts the loops in this order.")
+      .def(
+          "compute_at",
+          [](PyStage &s, const PyStage &parent, const IterVar &scope) { s.stage.compute_at(parent.stage, scope); },
+          py::arg("parent"), py::arg("scope"), "Computes this stage inside loop `scope` of `parent`.")
+      .def(
+          "compute_inline", [](PyStage &s) { s.stage.compute_inline(); },
+          "Inlines this stage's expression into its readers.")
+      .def(
+          "compute_root", [](PyStage &s) { s.stage.compute_root(); },
+          "Computes this stage at the root, before its readers.")
+      .def(
+          "unroll", [](PyStage &s, const IterVar &v) { s.stage.unroll(v); }, "Unrolls a loop.")
+      .def(
+          "vectorize", [](PyStage &s, const IterVar &v) { s.stage.vectorize(v); }, "Vectorizes a loop.")
+      .def(
+          "parallel", [](PyStage &s, const IterVar &v) { s.stage.parallel(v); },
+          "Runs a loop's iterations on several threads.")
+      .def(
+          "bind", [](PyStage &s, const IterVar &v, const IterVar &thread) { s.stage.bind(v, thread->thread_tag); },
+          py::arg("ivar"), py::arg("thread_ivar"), "Binds a loop to a thread index made by te.thread_axis.")
+      .def(
+          "pragma",
+          [](PyStage &s, const IterVar &v, const std::string &key, py::object value) {
+            s.stage.pragma(v, key, to_expr(value));
+          },
+          py::arg("var"), py::arg("pragma_type"), py::arg("pragma_value") = 1, "Annotates a loop with a pragma.")
+      .def(
+          "storage_align",
+          [](PyStage &s, const IterVar &axis, int factor, int offset) { s.stage.storage_align(axis, factor, offset); },
+          py::arg("axis"), py::arg("factor"), py::arg("offset"),
+          "Pads the stride of the dimension of `axis` so that stride % factor == offset.")
+      .def(
+          "double_buffer", [](PyStage &s) { s.stage.double_buffer(); }, "Double-buffers this stage's storage.")
+      .def(
+          "set_scope", [](PyStage &s, const std::string &scope) { s.stage.set_scope(scope); },
+          "Sets the storage scope.")
+      .def(
+          "tensorize",
+          [](PyStage &s, const IterVar &v, te::TensorIntrin intrin) { s.stage.tensorize(v, std::move(intrin)); },
+          py::arg("var"), py::arg("tensor_intrin"), "Replaces the loop nest under `var` by a tensor intrinsic.");
 
   py::class_<te::TensorIntrinNode, std::shared_ptr<te::TensorIntrinNode>>(m, "TensorIntrin", "A hardware intrinsic.")
       .def_readonly("name", &te::TensorIntrinNode::name);
 
   py::class_<te::Schedule, SchedulePtr>(m, "Schedule", "How a tensor expression is computed: one stage per operation.")
-      .def("__getitem__", [](SchedulePtr s, py::object key) {
+      .def("__getitem__",
+           [](SchedulePtr s, py::object key) {
              if (py::isinstance<PyOp>(key)) return PyStage{s, (*s)[key.cast<PyOp>().op]};
              return PyStage{s, (*s)[key.cast<te::Tensor>()]};
            })
-      .def_property_readonly("stages", [](SchedulePtr s) {
-             std::vector<PyStage> out;
-             for (const auto &st : s->stages()) out.push_back(PyStage{s, te::Stage(st.get())});
-             return out;
-           })
-      .def_property_readonly("outputs", [](SchedulePtr s) {
-             std::vector<PyOp> out;
-             for (const auto &o : s->outputs()) out.push_back(PyOp{o});
-             return out;
-           })
-      .def("cache_read", [](SchedulePtr s, const te::Tensor &t, const std::string &scope, py::object readers) {
-             return s->cache_read(t, scope, to_ops(readers));
-           },
-           py::arg("tensor"), py::arg("scope"), py::arg("readers"),
-           "Adds a stage copying `tensor` into `scope`; `readers` read the copy. Returns the copy.")
-      .def("cache_write", [](SchedulePtr s, py::object t, const std::string &scope) -> py::object {
-             if (py::isinstance<py::list>(t) || py::isinstance<py::tuple>(t)) return py::cast(s->cache_write(to_tensors(t), scope));
-             return py::cast(s->cache_write(t.cast<te::Tensor>(), scope));
-           },
-           py::arg("tensor"), py::arg("scope"),
-           "Computes `tensor` into a new stage in `scope` that the tensor's stage copies out. Returns the cache tensor.")
-      .def("rfactor", [](SchedulePtr s, const te::Tensor &t, const IterVar &axis, int factor_axis) {
-             return s->rfactor(t, axis, factor_axis);
-           },
-           py::arg("tensor"), py::arg("axis"), py::arg("factor_axis") = 0,
-           "Factors the reduction of `tensor` over `axis` into a new stage. Returns the factored tensor.");
+      .def_property_readonly("stages",
+                             [](SchedulePtr s) {
+                               std::vector<PyStage> out;
+                               for (const auto &st : s->stages()) out.push_back(PyStage{s, te::Stage(st.get())});
+                               return out;
+                             })
+      .def_property_readonly("outputs",
+                             [](SchedulePtr s) {
+                               std::vector<PyOp> out;
+                               for (const auto &o : s->outputs()) out.push_back(PyOp{o});
+                               return out;
+                             })
+      .def(
+          "cache_read",
+          [](SchedulePtr s, const te::Tensor &t, const std::string &scope, py::object readers) {
+            return s->cache_read(t, scope, to_ops(readers));
+          },
+          py::arg("tensor"), py::arg("scope"), py::arg("readers"),
+          "Adds a stage copying `tensor` into `scope`; `readers` read the copy. Returns the copy.")
+      .def(
+          "cache_write",
+          [](SchedulePtr s, py::object t, const std::string &scope) -> py::object {
+            if (py::isinstance<py::list>(t) || py::isinstance<py::tuple>(t))
+              return py::cast(s->cache_write(to_tensors(t), scope));
+            return py::cast(s->cache_write(t.cast<te::Tensor>(), scope));
+          },
+          py::arg("tensor"), py::arg("scope"),
+          "Computes `tensor` into a new stage in `scope` that the tensor's stage copies out. Returns the cache tensor.")
+      .def(
+          "rfactor",
+          [](SchedulePtr s, const te::Tensor &t, const IterVar &axis, int factor_axis) {
+            return s->rfactor(t, axis, factor_axis);
+          },
+          py::arg("tensor"), py::arg("axis"), py::arg("factor_axis") = 0,
+          "Factors the reduction of `tensor` over `axis` into a new stage. Returns the factored tensor.");
 
-  m.def("create_schedule", [](py::object ops) { return SchedulePtr(te::create_schedule(to_ops(ops))); }, py::arg("ops"),
-        "A schedule for the given output operations (or tensors), every stage at its default loop nest.");
+  m.def(
+      "create_schedule", [](py::object ops) { return SchedulePtr(te::create_schedule(to_ops(ops))); }, py::arg("ops"),
+      "A schedule for the given output operations (or tensors), every stage at its default loop nest.");
 }
 
 void bind_build(py::module_ &m) {
@@ -535,45 +629,56 @@ void bind_build(py::module_ &m) {
   py::class_<ir::LoweredFunc>(m, "LoweredFunc", "A lowered function: its parameters and loop-IR body.")
       .def_readonly("name", &ir::LoweredFunc::name)
       .def_readonly("body", &ir::LoweredFunc::body)
-      .def_property_readonly("params", [](const ir::LoweredFunc &f) {
-        std::vector<std::string> names;
-        for (const auto &p : f.params) names.push_back(p.name);
-        return names;
-      })
+      .def_property_readonly("params",
+                             [](const ir::LoweredFunc &f) {
+                               std::vector<std::string> names;
+                               for (const auto &p : f.params) names.push_back(p.name);
+                               return names;
+                             })
       .def("__str__", [](const ir::LoweredFunc &f) { return str_of(f); })
       .def("__repr__", [](const ir::LoweredFunc &f) { return str_of(f); });
 
-  m.def("lower", [](SchedulePtr s, py::object args, const std::string &name, bool simple_mode) -> py::object {
-          auto f = lower::lower(*s, to_tensors(args), name);
-          if (simple_mode) return py::cast(f.body);
-          return py::cast(f);
-        },
-        py::arg("sch"), py::arg("args"), py::arg("name") = "main", py::arg("simple_mode") = false,
-        "Lowers a schedule with its argument tensors to the loop IR; str() of the result reads as code.");
+  m.def(
+      "lower",
+      [](SchedulePtr s, py::object args, const std::string &name, bool simple_mode) -> py::object {
+        auto f = lower::lower(*s, to_tensors(args), name);
+        if (simple_mode) return py::cast(f.body);
+        return py::cast(f);
+      },
+      py::arg("sch"), py::arg("args"), py::arg("name") = "main", py::arg("simple_mode") = false,
+      "Lowers a schedule with its argument tensors to the loop IR; str() of the result reads as code.");
 
   py::class_<PyModule, std::shared_ptr<PyModule>>(m, "Module", "Compiled functions, callable on numpy arrays.")
-      .def("__call__", [](const PyModule &mod, py::args args) { call_packed(*mod.module, mod.funcs.at(0).name, args); },
-           "Runs the module's function on numpy arrays (in place where they are C-contiguous and 64-byte aligned).")
-      .def("get_function", [](std::shared_ptr<PyModule> mod, const std::string &name) {
+      .def(
+          "__call__", [](const PyModule &mod, py::args args) { call_packed(*mod.module, mod.funcs.at(0).name, args); },
+          "Runs the module's function on numpy arrays (in place where they are C-contiguous and 64-byte aligned).")
+      .def("get_function",
+           [](std::shared_ptr<PyModule> mod, const std::string &name) {
              py::cpp_function fn([mod, name](py::args args) { call_packed(*mod->module, name, args); });
              return fn;
            })
       .def_property_readonly("entry_name", [](const PyModule &mod) { return mod.funcs.at(0).name; })
       .def_property_readonly("target", [](const PyModule &mod) { return mod.options.target; })
-      .def("get_source", [](const PyModule &mod, const std::string &fmt) {
-             if (fmt == "asm" || fmt == "s") return codegen::emit_assembly(mod.funcs, mod.options);
-             if (fmt == "ll" || fmt == "" || fmt == "llvm") return codegen::emit_llvm_ir(mod.funcs, mod.options);
-             throw UserError("get_source: unknown format '" + fmt + "' (ll or asm)");
-           },
-           py::arg("fmt") = "ll", "The module's code: optimised LLVM IR (\"ll\") or assembly (\"asm\").")
-      .def("export_library", [](const PyModule &mod, const std::string &path) { codegen::export_library(mod.funcs, path, mod.options); },
-           py::arg("path"), "Writes a shared library that kiln.runtime loads without the compiler.");
+      .def(
+          "get_source",
+          [](const PyModule &mod, const std::string &fmt) {
+            if (fmt == "asm" || fmt == "s") return codegen::emit_assembly(mod.funcs, mod.options);
+            if (fmt == "ll" || fmt == "" || fmt == "llvm") return codegen::emit_llvm_ir(mod.funcs, mod.options);
+            throw UserError("get_source: unknown format '" + fmt + "' (ll or asm)");
+          },
+          py::arg("fmt") = "ll", "The module's code: optimised LLVM IR (\"ll\") or assembly (\"asm\").")
+      .def(
+          "export_library",
+          [](const PyModule &mod, const std::string &path) { codegen::export_library(mod.funcs, path, mod.options); },
+          py::arg("path"), "Writes a shared library that kiln.runtime loads without the compiler.");
 
-  m.def("build", [](SchedulePtr s, py::object args, const std::string &target, const std::string &name) {
-          return build_module({lower::lower(*s, to_tensors(args), name)}, target);
-        },
-        py::arg("sch"), py::arg("args"), py::arg("target") = "llvm", py::arg("name") = "default_function",
-        "Lowers and compiles a schedule for a CPU target; returns a Module callable on numpy arrays.");
+  m.def(
+      "build",
+      [](SchedulePtr s, py::object args, const std::string &target, const std::string &name) {
+        return build_module({lower::lower(*s, to_tensors(args), name)}, target);
+      },
+      py::arg("sch"), py::arg("args"), py::arg("target") = "llvm", py::arg("name") = "default_function",
+      "Lowers and compiles a schedule for a CPU target; returns a Module callable on numpy arrays.");
 }
 
 std::shared_ptr<PyModule> build_module(std::vector<ir::LoweredFunc> funcs, const std::string &target) {

@@ -42,8 +42,7 @@ rpc::TrackerOptions tracker_options() {
 
 class FarmCommandTest : public ::testing::Test {
  protected:
-  FarmCommandTest()
-      : service_(tracker_options()), host_(rpc::ServiceHost::start("127.0.0.1:0", {&service_})) {
+  FarmCommandTest() : service_(tracker_options()), host_(rpc::ServiceHost::start("127.0.0.1:0", {&service_})) {
     std::ofstream(dir_.file("token")) << kToken << "\n";
   }
   ~FarmCommandTest() override {
@@ -54,7 +53,8 @@ class FarmCommandTest : public ::testing::Test {
 
   rpc::Tracker &tracker() { return service_.tracker(); }
   pt::Run farm_status(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"farm", "status", "--tracker", host_->address(), "--token-file", dir_.file("token")};
+    std::vector<std::string> args = {"farm",           "status",       "--tracker",
+                                     host_->address(), "--token-file", dir_.file("token")};
     args.insert(args.end(), extra.begin(), extra.end());
     return pt::run_program(KILN_CLI, args, dir_.path());
   }
@@ -131,8 +131,7 @@ TEST_F(FarmCommandTest, ShowsEveryRunnerWithItsStateHeartbeatAndLeases) {
   ASSERT_GE(row.size(), 10u) << r.out;
   EXPECT_EQ(row[3], "quarantined");
   EXPECT_EQ(std::vector<std::string>(row.begin() + 7, row.begin() + 10), (std::vector<std::string>{"1", "1", "0"}));
-  EXPECT_NE(quarantined.find("1 failure in a row, the last a lease released as failed; "), std::string::npos)
-      << r.out;
+  EXPECT_NE(quarantined.find("1 failure in a row, the last a lease released as failed; "), std::string::npos) << r.out;
   EXPECT_NE(quarantined.find(" s left"), std::string::npos) << r.out;
 
   // JSON: each device key with its runners.

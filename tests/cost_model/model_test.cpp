@@ -209,7 +209,8 @@ TEST(ThinHistoryTest, KeepsTheFastestAndASpreadOfTheRestPerWorkload) {
   // In the log's order: row i has throughput i*37 % 100.
   std::vector<double> in_order;
   for (const HistoryRow &r : rows)
-    if (r.args_json == "{\"n\":1}" && std::count(big.begin(), big.end(), r.throughput)) in_order.push_back(r.throughput);
+    if (r.args_json == "{\"n\":1}" && std::count(big.begin(), big.end(), r.throughput))
+      in_order.push_back(r.throughput);
   EXPECT_EQ(big, in_order);
   EXPECT_EQ(thin_history(rows, 0).size(), rows.size());
   EXPECT_EQ(thin_history(rows, 1).size(), 2u);  // one per workload: the fastest

@@ -191,7 +191,8 @@ class DashboardApiTest : public ::testing::Test {
     db::TuningDb log = db::TuningDb::open(dir_.file("kiln.db"));
     std::map<std::string, std::vector<std::optional<double>>> out;
     log.for_each_record({}, [&](const db::Record &r) {
-      if (r.job_id && *r.job_id == job) out[r.workload.key].push_back(r.valid() ? std::optional(r.mean()) : std::nullopt);
+      if (r.job_id && *r.job_id == job)
+        out[r.workload.key].push_back(r.valid() ? std::optional(r.mean()) : std::nullopt);
     });
     return out;
   }
@@ -216,13 +217,18 @@ class DashboardApiTest : public ::testing::Test {
 TEST_F(DashboardApiTest, EveryApiRouteRefusesARequestWithoutTheTokenOrWithAnother) {
   const int64_t job = run_to_done("done-job", 16);
   const std::string id = std::to_string(job);
-  const std::vector<std::pair<std::string, std::string>> routes = {
-      {"GET", "/api/v1/service"},          {"GET", "/api/v1/jobs"},
-      {"GET", "/api/v1/jobs/" + id},       {"GET", "/api/v1/jobs/" + id + "/curves"},
-      {"GET", "/api/v1/farm"},             {"GET", "/api/v1/log"},
-      {"GET", "/api/v1/log/best"},         {"GET", "/api/v1/log/export"},
-      {"GET", "/api/v1/no-such-route"},    {"POST", "/api/v1/jobs/" + id + "/pause"},
-      {"POST", "/api/v1/jobs/" + id + "/resume"}, {"POST", "/api/v1/jobs/" + id + "/cancel"}};
+  const std::vector<std::pair<std::string, std::string>> routes = {{"GET", "/api/v1/service"},
+                                                                   {"GET", "/api/v1/jobs"},
+                                                                   {"GET", "/api/v1/jobs/" + id},
+                                                                   {"GET", "/api/v1/jobs/" + id + "/curves"},
+                                                                   {"GET", "/api/v1/farm"},
+                                                                   {"GET", "/api/v1/log"},
+                                                                   {"GET", "/api/v1/log/best"},
+                                                                   {"GET", "/api/v1/log/export"},
+                                                                   {"GET", "/api/v1/no-such-route"},
+                                                                   {"POST", "/api/v1/jobs/" + id + "/pause"},
+                                                                   {"POST", "/api/v1/jobs/" + id + "/resume"},
+                                                                   {"POST", "/api/v1/jobs/" + id + "/cancel"}};
   for (const auto &[method, path] : routes) {
     for (const std::string token : {"", "wrong-token", "dashboard-secre"}) {
       const Reply reply = call(method, path, token);
@@ -498,8 +504,8 @@ TEST_F(DashboardApiTest, OneHttpServerServesMetricsThePageAndTheApiWithTheBearer
   rpc::MetricsRegistry registry;
   auto &counter = registry.counter("dashboard_test_total", "a counter of the test");
   counter.get().inc();
-  auto server = rpc::MetricsServer::start("127.0.0.1:0", registry,
-                                          [this](const rpc::HttpRequest &r) { return api_->handle(r); });
+  auto server =
+      rpc::MetricsServer::start("127.0.0.1:0", registry, [this](const rpc::HttpRequest &r) { return api_->handle(r); });
   const auto metrics = testing::http_get(server->port(), "/metrics");
   EXPECT_EQ(metrics.status, 200);
   EXPECT_NE(metrics.body.find("dashboard_test_total 1"), std::string::npos) << metrics.body;

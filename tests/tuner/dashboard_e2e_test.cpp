@@ -3,8 +3,9 @@
 // DevTools protocol (dashboard_e2e.cjs, playwright-core from the dashboard's npm build). The page
 // asks for the token, shows the job with its progress and a tuning curve with points, its Pause
 // button pauses the job (as the service reports it), the farm view shows the runner's device
-// class and the runner with its state, last heartbeat and trials, and no request leaves the service or carries the token in its URL. A screenshot of the
-// page is left in the build directory. Skipped when Chromium, node or the npm build is missing.
+// class and the runner with its state, last heartbeat and trials, and no request leaves the service or carries the
+// token in its URL. A screenshot of the page is left in the build directory. Skipped when Chromium, node or the npm
+// build is missing.
 #include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
 #include <nlohmann/json.hpp>
@@ -122,8 +123,8 @@ TEST_F(DashboardE2eTest, ThePageShowsARunningJobItsProgressAndCurvesAndItsPauseB
   v1::SubmitJobRequest request;
   v1::JobSpec *spec = request.mutable_spec();
   spec->set_name("e2e-matmuls");
-  for (const char *args : {R"({"a":{"shape":[32,32]},"b":{"shape":[32,32]}})",
-                           R"({"a":{"shape":[16,32]},"b":{"shape":[32,32]}})"}) {
+  for (const char *args :
+       {R"({"a":{"shape":[32,32]},"b":{"shape":[32,32]}})", R"({"a":{"shape":[16,32]},"b":{"shape":[32,32]}})"}) {
     v1::TuneTask *task = spec->add_tasks();
     task->set_template_name("matmul.x86");
     task->set_args_json(args);
@@ -167,7 +168,8 @@ TEST_F(DashboardE2eTest, ThePageShowsARunningJobItsProgressAndCurvesAndItsPauseB
   const int rc = std::system(command.c_str());
   const std::string said = read(out);
   ASSERT_EQ(rc, 0) << said << "\nkilnd:\n" << read(dir_.file("kilnd.log"));
-  const nlohmann::json seen = nlohmann::json::parse(said.substr(said.rfind("\n{") == std::string::npos ? 0 : said.rfind("\n{") + 1));
+  const nlohmann::json seen =
+      nlohmann::json::parse(said.substr(said.rfind("\n{") == std::string::npos ? 0 : said.rfind("\n{") + 1));
   EXPECT_EQ(seen["asked_for_token"], true);
   EXPECT_EQ(seen["job_name"], "e2e-matmuls");
   EXPECT_GT(seen["progress"].get<double>(), 0.0);

@@ -878,10 +878,17 @@ llvm::Value *CodeGenLLVM::scalef_intrinsic(llvm::Type *t) {
   if (!scalef_ || !vt || !vt->getElementType()->isFloatTy()) return nullptr;
   llvm::Intrinsic::ID id;
   switch (vt->getNumElements()) {
-    case 16: id = llvm::Intrinsic::x86_avx512_mask_scalef_ps_512; break;
-    case 8: id = llvm::Intrinsic::x86_avx512_mask_scalef_ps_256; break;
-    case 4: id = llvm::Intrinsic::x86_avx512_mask_scalef_ps_128; break;
-    default: return nullptr;
+    case 16:
+      id = llvm::Intrinsic::x86_avx512_mask_scalef_ps_512;
+      break;
+    case 8:
+      id = llvm::Intrinsic::x86_avx512_mask_scalef_ps_256;
+      break;
+    case 4:
+      id = llvm::Intrinsic::x86_avx512_mask_scalef_ps_128;
+      break;
+    default:
+      return nullptr;
   }
   if (vt->getNumElements() < 16 && !scalef_vl_) return nullptr;
   return llvm::Intrinsic::getDeclaration(&mod_, id);

@@ -126,7 +126,8 @@ TEST(StorageRewrite, BuffersAtConstantIndicesKeepTheirOwnMemory) {
   // A variable index anywhere makes a buffer shareable again: T1 and T3 share.
   Var i("i");
   Stmt v0 = loop(i, 0, 1, store(c.t1, load(c.a, i) + 1.0f, i));
-  Stmt shared = c.alloc(c.t1, c.alloc(c.t2, c.alloc(c.t3, block({v0, s1, loop(c.i2, 0, 1, store(c.t3, load(c.t2, 0), c.i2)), s3}))));
+  Stmt shared = c.alloc(
+      c.t1, c.alloc(c.t2, c.alloc(c.t3, block({v0, s1, loop(c.i2, 0, 1, store(c.t3, load(c.t2, 0), c.i2)), s3}))));
   EXPECT_EQ(allocations(storage_rewrite(shared)), 2);
 }
 

@@ -21,7 +21,8 @@ std::string lowered(const Schedule &s, const std::vector<Tensor> &args) {
 TEST(EaseApi, SplitReturnsOuterAndInnerAsTheOutPointerFormDoes) {
   auto make = [] {
     Tensor A = placeholder({Expr(64)}, ir::Float(32), "A");
-    Tensor C = compute({Expr(64)}, [&](Var i) { return A(i) + 1.0f; }, "C");
+    Tensor C = compute(
+        {Expr(64)}, [&](Var i) { return A(i) + 1.0f; }, "C");
     return std::make_pair(A, C);
   };
   auto [A1, C1] = make();
@@ -41,7 +42,8 @@ TEST(EaseApi, SplitReturnsOuterAndInnerAsTheOutPointerFormDoes) {
 
 TEST(EaseApi, TileWithNamedFactorsAndFuse) {
   Tensor A = placeholder({Expr(32), Expr(24)}, ir::Float(32), "A");
-  Tensor C = compute({Expr(32), Expr(24)}, [&](Var i, Var j) { return A(i, j) * 2.0f; }, "C");
+  Tensor C = compute(
+      {Expr(32), Expr(24)}, [&](Var i, Var j) { return A(i, j) * 2.0f; }, "C");
   auto s = create_schedule({C});
   auto [xo, yo, xi, yi] = s[C].tile(C.axis(0), C.axis(1), {/*x=*/8, /*y=*/4});
   IterVar f = s[C].fuse(xo, yo);
@@ -54,7 +56,8 @@ TEST(EaseApi, TileWithNamedFactorsAndFuse) {
 
 TEST(EaseApi, AxisOfAPlaceholderOrPastTheRankIsAnExprError) {
   Tensor A = placeholder({Expr(4)}, ir::Float(32), "A");
-  Tensor C = compute({Expr(4)}, [&](Var i) { return A(i); }, "C");
+  Tensor C = compute(
+      {Expr(4)}, [&](Var i) { return A(i); }, "C");
   EXPECT_THROW(A.axis(0), ExprError);
   EXPECT_THROW(C.axis(1), ExprError);
   EXPECT_THROW(C.reduce_axis(0), ExprError);
