@@ -25,35 +25,15 @@
 #include "compiler/graph/op_def.h"
 #include "compiler/graph/passes/passes.h"
 #include "compiler/ops/registry.h"
+#include "tests/compiler/graph/graph_test_util.h"
 
 namespace kiln::graph {
 namespace {
 
-deploy::Tensor random_tensor(const std::vector<int64_t> &shape, uint64_t seed, float lo = -1, float hi = 1) {
-  deploy::Tensor t = deploy::Tensor::empty(shape, deploy::DType::of<float>());
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = d(rng);
-  return t;
-}
-
-deploy::Tensor scalar(float v) {
-  deploy::Tensor t = deploy::Tensor::empty({}, deploy::DType::of<float>());
-  *t.data_as<float>() = v;
-  return t;
-}
-
-ValueId add(Graph &g, const std::string &op, std::vector<ValueId> inputs, std::map<std::string, Attribute> attrs = {},
-            const std::string &out = "") {
-  Node n;
-  n.op = op;
-  n.name = g.unique_name(op);
-  n.inputs = std::move(inputs);
-  n.attrs = std::move(attrs);
-  n.outputs = {kNoValue};
-  auto types = infer_types(g, n);
-  return g.add_node(n, {g.unique_name(out.empty() ? op + "_out" : out)}, types)[0];
-}
+using test::add;
+using test::count;
+using test::random_tensor;
+using test::scalar;
 
 // A 3x3 convolution (padding 1) of `x` to `oc` channels with a random weight and bias.
 ValueId conv(Graph &g, ValueId x, int64_t oc, uint64_t seed, int64_t group = 1, const std::string &out = "") {
@@ -65,12 +45,6 @@ ValueId conv(Graph &g, ValueId x, int64_t oc, uint64_t seed, int64_t group = 1, 
               {"pads", Attribute::of_ints({1, 1, 1, 1})},
               {"group", Attribute::of_int(group)}},
              out);
-}
-
-int count(const Graph &g, const std::string &op) {
-  int c = 0;
-  for (const auto &n : g.nodes()) c += n.op == op ? 1 : 0;
-  return c;
 }
 
 Graph alter(const Graph &g) {
