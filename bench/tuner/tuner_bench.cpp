@@ -4,6 +4,7 @@
 //
 //   tuner_bench --replay DATASET [--seeds N] [--replay-trials N] [--strategies LIST]
 //   tuner_bench --real --db DATASET [--trials N] [--trials-for LABEL=N,...]
+//               [--real-strategies LIST] [--real-seeds N]
 //   common: [--workloads SUBSTR,...] [--svg PATH] [--batch B] [--plan-size P] [--work-dir DIR] [--keep]
 //           [--transfer-cap N] (records of each other workload the transfer prior is fit on; 0: all)
 //   defaults: 10 seeds, 300 trials per replayed job and per real job, batches of 16; --replay and
@@ -76,6 +77,18 @@
 //       top5_gflops: the fastest, in this process, of the job's five fastest configs (its best
 //       included), i.e. what re-timing the top candidates at the end of a job would give.
 //   tuner_overhead mode=real ...
+//   With --real-strategies (default xgb_transfer) and --real-seeds (default 1), every workload is
+//   also tuned by real jobs of each listed strategy and seed (the xgb_transfer job of seed 1 is the
+//   one above), in turns, so that strategies can be compared on spaces the dataset only samples,
+//   where a replay is impossible. Against the best known (the dataset's best or any of the jobs'):
+//   tuner_real_run workload= strategy= seed= trials= tuner_best_gflops= trials_to_95= search_trials_to_95=
+//                  wall_s= load=
+//   tuner_real_strategy workload= strategy= seeds= trials_to_95= reached= trials_to_95_each=
+//                       search_trials_to_95= search_reached= best_frac@50= ...
+//   tuner_real_ratio workload= random_over_<s>= search_random_over_<s>= (as tuner_replay_ratio)
+//   tuner_real_compare_summary workloads= seeds= geomean_random_over_<s>= ...
+//   Measurements of different jobs are taken at different times: on a shared machine their noise
+//   does not cancel as in a replay, so these are confirmations, not the multi-seed statistics.
 //   tuner_summary workloads= geomean_ratio_onednn= geomean_ratio_default= geomean_best_vs_dataset=
 //                 geomean_dataset_best_ratio_onednn= geomean_top_ratio_onednn=
 //       dataset_best: the dataset's best config against oneDNN (on an exhaustively measured space,
@@ -137,6 +150,8 @@ struct Options {
   int64_t replay_trials = 300;
   std::vector<std::string> strategies = {"random", "genetic", "xgb", "xgb_transfer"};
   int64_t real_trials = 300;
+  std::vector<std::string> real_strategies = {"xgb_transfer"};  // real jobs per workload and seed
+  int real_seeds = 1;
   std::map<std::string, int64_t> real_trials_for;  // label -> trials
   int64_t batch = 16;
   int64_t plan_size = 0;      // 0: the tuner's default
@@ -365,6 +380,8 @@ struct StrategyCurves {
 struct Picture {
   std::map<std::string, std::map<std::string, std::vector<double>>> replay;  // label -> strategy -> mean
   std::map<std::string, std::vector<double>> real;                           // label -> fraction curve
+  // --real-strategies with more than xgb_transfer: label -> strategy -> mean fraction curve
+  std::map<std::string, std::map<std::string, std::vector<double>>> real_by;
   std::map<std::string, std::string> notes;
 };
 
@@ -397,6 +414,37 @@ void print_overhead(const std::string &mode, const std::string &label, const std
       (own - prior) / trials * 1e3, prior / n * 1e3, search / trials * 1e3, (own - prior - search) / trials * 1e3,
       plans > 0 ? fmt("%.1f", refit / plans * 1e3).c_str() : "-", plans / n, fits / n, lowered / trials,
       feature / trials * 1e3, predict / trials * 1e3, anneal / trials * 1e3);
+}
+
+// Prints " random_over_<s>=R search_random_over_<s>=R" for every strategy of `by` but random and
+// adds each ratio to `ratios` (a censored one's key to `censored`).
+void print_random_ratios(const StrategyCurves &rnd, const std::map<std::string, StrategyCurves> &by,
+                         std::map<std::string, std::vector<double>> *ratios, std::set<std::string> *censored) {
+  for (const char *kind : {"", "search_"}) {
+    const Reach &base = *kind ? rnd.search_to95 : rnd.to95;
+    for (const auto &[name, sc] : by) {
+      if (name == "random") continue;
+      const Reach &other = *kind ? sc.search_to95 : sc.to95;
+      const std::string key = std::string(kind) + "random_over_" + name;
+      const double ratio = base.censored_mean() / other.censored_mean();
+      (*ratios)[key].push_back(ratio);
+      // A seed of random that never got there makes the ratio a lower bound; one of the other
+      // strategy's, an upper bound.
+      const char *mark = !base.all() && other.all()   ? ">="
+                         : base.all() && !other.all() ? "<="
+                         : !base.all()                ? "~"
+                                                      : "";
+      if (*mark) censored->insert(key);
+      std::printf(" %s=%s%.2f", key.c_str(), mark, ratio);
+    }
+  }
+}
+
+void print_ratio_summary(const std::map<std::string, std::vector<double>> &ratios,
+                         const std::set<std::string> &censored) {
+  for (const auto &[name, v] : ratios) {
+    std::printf(" geomean_%s=%.2f%s", name.c_str(), geomean(v), censored.count(name) ? "(censored)" : "");
+  }
 }
 
 void replay_mode(const Options &o, db::TuningDb &dataset, std::vector<WorkloadData> &data, Picture *pic) {
@@ -482,33 +530,14 @@ void replay_mode(const Options &o, db::TuningDb &dataset, std::vector<WorkloadDa
         if (!sc.search_to95.all()) lower_bound.insert(key);
         std::printf(" %s=%s%.2f", key.c_str(), sc.search_to95.all() ? "" : "<=", ratios[key].back());
       }
-      for (const char *kind : {"", "search_"}) {
-        const Reach &base = *kind ? rnd.search_to95 : rnd.to95;
-        for (const auto &[name, sc] : by) {
-          if (name == "random") continue;
-          const Reach &other = *kind ? sc.search_to95 : sc.to95;
-          const std::string key = std::string(kind) + "random_over_" + name;
-          const double ratio = base.censored_mean() / other.censored_mean();
-          ratios[key].push_back(ratio);
-          // A seed of random that never got there makes the ratio a lower bound; one of the other
-          // strategy's, an upper bound.
-          const char *mark = !base.all() && other.all()   ? ">="
-                             : base.all() && !other.all() ? "<="
-                             : !base.all()                ? "~"
-                                                          : "";
-          if (*mark) lower_bound.insert(key);
-          std::printf(" %s=%s%.2f", key.c_str(), mark, ratio);
-        }
-      }
+      print_random_ratios(rnd, by, &ratios, &lower_bound);
       std::printf("\n");
     }
   }
   if (counted > 0) {
     std::printf("tuner_replay_summary workloads=%d seeds=%d trials=%lld", counted, o.seeds,
                 static_cast<long long>(o.replay_trials));
-    for (const auto &[name, v] : ratios) {
-      std::printf(" geomean_%s=%.2f%s", name.c_str(), geomean(v), lower_bound.count(name) ? "(censored)" : "");
-    }
+    print_ratio_summary(ratios, lower_bound);
     std::printf(" goal_random_over_xgb>=3\n");
   }
   std::fflush(stdout);
@@ -536,6 +565,9 @@ void real_mode(const Options &o, std::vector<WorkloadData> &data, Picture *pic) 
   const Strategy s = strategy_of("xgb_transfer");
   std::vector<double> ratio_onednn, ratio_default, vs_dataset, dataset_onednn, top_onednn;
   std::vector<JobResult> all_jobs;
+  std::map<std::string, std::vector<double>> compare_ratios;  // --real-strategies: random_over_<s>
+  std::set<std::string> compare_censored;
+  int compared = 0;
   int index = 0;
   for (WorkloadData &d : data) {
     if (!d.selected) continue;
@@ -617,12 +649,84 @@ void real_mode(const Options &o, std::vector<WorkloadData> &data, Picture *pic) 
         g_top / g_dnn, problem.empty() ? "" : " warning=", problem.c_str());
     print_overhead("real", d.w.label, s.name, {r});
     std::fflush(stdout);
-    all_jobs.push_back(std::move(r));
     if (!o.keep) {
       fs::remove(path);
       fs::remove(path + "-wal");
       fs::remove(path + "-shm");
     }
+
+    // The other strategies and seeds (--real-strategies, --real-seeds), in turns.
+    std::map<std::string, std::vector<JobResult>> jobs_by;  // strategy -> per seed
+    for (int seed = 1; seed <= o.real_seeds; ++seed) {
+      for (const std::string &name : o.real_strategies) {
+        if (name == s.name && seed == 1) {
+          jobs_by[name].push_back(r);
+          continue;
+        }
+        const std::string extra = o.work_dir + "/real-" + std::to_string(index++) + ".db";
+        const Strategy es = strategy_of(name);
+        std::fprintf(stderr, "tuner_bench: real job %s, %s, seed %d\n", d.w.label.c_str(), name.c_str(), seed);
+        const std::string before = load_average();
+        JobResult e = run_job(o, extra, es.transfer ? others : std::string(), local, d, es,
+                              static_cast<uint64_t>(seed), trials, false);
+        std::printf("tuner_real_run workload=%s strategy=%s seed=%d trials=%lld tuner_best_gflops=%.2f wall_s=%.1f "
+                    "load=%s/%s\n",
+                    d.w.label.c_str(), name.c_str(), seed, static_cast<long long>(e.trials), e.best_gflops, e.wall_s,
+                    before.c_str(), load_average().c_str());
+        std::fflush(stdout);
+        jobs_by[name].push_back(std::move(e));
+        if (!o.keep) {
+          fs::remove(extra);
+          fs::remove(extra + "-wal");
+          fs::remove(extra + "-shm");
+        }
+      }
+    }
+    if (jobs_by.size() > 1 || o.real_seeds > 1) {
+      double best_known = d.best_gflops;
+      for (const auto &[name, jobs] : jobs_by) {
+        for (const JobResult &j : jobs) best_known = std::max(best_known, j.best_gflops);
+      }
+      std::map<std::string, StrategyCurves> by;
+      for (const auto &[name, jobs] : jobs_by) {
+        StrategyCurves &sc = by[name];
+        sc.to95.trials = sc.search_to95.trials = trials;
+        for (const JobResult &j : jobs) {
+          std::vector<double> f, sf;
+          for (double g : j.curve) f.push_back(g / best_known);
+          for (double g : j.search_curve) sf.push_back(g / best_known);
+          sc.to95.per_seed.push_back(trials_to(f, 0.95));
+          sc.search_to95.per_seed.push_back(trials_to(sf, 0.95));
+          sc.fractions.push_back(std::move(f));
+        }
+        const std::vector<double> mean = sc.mean_curve();
+        pic->real_by[d.w.label][name] = mean;
+        std::printf(
+            "tuner_real_strategy workload=%s strategy=%s seeds=%zu best_known_gflops=%.2f trials_to_95=%s "
+            "reached=%d/%zu trials_to_95_each=%s search_trials_to_95=%s search_reached=%d/%zu "
+            "search_trials_to_95_each=%s",
+            d.w.label.c_str(), name.c_str(), jobs.size(), best_known, sc.to95.mean_text().c_str(), sc.to95.reached(),
+            jobs.size(), sc.to95.each().c_str(), sc.search_to95.mean_text().c_str(), sc.search_to95.reached(),
+            jobs.size(), sc.search_to95.each().c_str());
+        for (size_t n : {50, 100, 200, 300}) {
+          if (static_cast<int64_t>(n) <= trials) std::printf(" best_frac@%zu=%.3f", n, at(mean, n));
+        }
+        std::printf("\n");
+      }
+      if (by.count("random") && by.size() > 1) {
+        ++compared;
+        std::printf("tuner_real_ratio workload=%s", d.w.label.c_str());
+        print_random_ratios(by.at("random"), by, &compare_ratios, &compare_censored);
+        std::printf("\n");
+      }
+      std::fflush(stdout);
+    }
+    all_jobs.push_back(std::move(r));
+  }
+  if (compared > 0) {
+    std::printf("tuner_real_compare_summary workloads=%d seeds=%d", compared, o.real_seeds);
+    print_ratio_summary(compare_ratios, compare_censored);
+    std::printf(" goal_random_over_xgb>=3\n");
   }
   if (!ratio_onednn.empty()) {
     print_overhead("real", "all", s.name, all_jobs);
@@ -652,12 +756,19 @@ void write_picture(const std::string &path, const std::vector<WorkloadData> &dat
         if (it != pic.replay.at(d.w.label).end()) p.lines.push_back({name, it->second});
       }
     }
-    if (pic.real.count(d.w.label)) p.lines.push_back({"real xgb_transfer (dashed)", pic.real.at(d.w.label), true});
+    if (pic.real_by.count(d.w.label)) {
+      for (const auto &[name, c] : colors) {
+        auto it = pic.real_by.at(d.w.label).find(name);
+        if (it != pic.real_by.at(d.w.label).end()) p.lines.push_back({name, it->second, true});
+      }
+    } else if (pic.real.count(d.w.label)) {
+      p.lines.push_back({"real xgb_transfer (dashed)", pic.real.at(d.w.label), true});
+    }
     if (pic.notes.count(d.w.label)) p.note = pic.notes.at(d.w.label);
     if (!p.lines.empty()) panels.push_back(std::move(p));
   }
   bench::ChartOptions o;
-  o.title = "Tuning jobs: best found / best known vs trials (replay: mean over seeds; dotted: 95 %)";
+  o.title = "Tuning jobs: best found / best known vs trials (replay: mean over seeds; dashed: real jobs; dotted: 95 %)";
   o.y_lo = 0.75;
   o.y_ticks = {0.8, 0.9, 1.0};
   o.reference = 0.95;
@@ -763,7 +874,8 @@ int run(const Options &o_in) {
   std::fprintf(stderr,
                "tuner_bench: %s\nusage: tuner_bench --replay DATASET [--seeds N] [--replay-trials N] "
                "[--strategies random,genetic,xgb,xgb_transfer]\n"
-               "       tuner_bench --real --db DATASET [--trials N] [--trials-for LABEL=N,...]\n"
+               "       tuner_bench --real --db DATASET [--trials N] [--trials-for LABEL=N,...] "
+               "[--real-strategies LIST] [--real-seeds N]\n"
                "       common: [--workloads SUBSTR,...] [--svg PATH] [--batch B] [--plan-size P] [--work-dir DIR] "
                "[--keep] [--target T] [--transfer-cap N]\n",
                problem.c_str());
@@ -804,6 +916,11 @@ Options parse(int argc, char **argv) {
         if (eq == std::string::npos) usage("--trials-for takes LABEL=N,...");
         o.real_trials_for[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
       }
+    } else if (flag == "--real-strategies") {
+      o.real_strategies = split_list(value);
+      for (const std::string &s : o.real_strategies) strategy_of(s);
+    } else if (flag == "--real-seeds") {
+      o.real_seeds = std::stoi(value);
     } else if (flag == "--batch") {
       o.batch = std::stoll(value);
     } else if (flag == "--plan-size") {
@@ -824,8 +941,8 @@ Options parse(int argc, char **argv) {
   }
   if (!o.replay && !o.real) usage("give --replay DATASET, --real, or both");
   if (o.db.empty()) usage("--real needs the dataset (--db DATASET) for transfer learning and the best known configs");
-  if (o.seeds < 1 || o.replay_trials < 1 || o.real_trials < 1 || o.batch < 1) {
-    usage("--seeds, --replay-trials, --trials and --batch must be positive");
+  if (o.seeds < 1 || o.replay_trials < 1 || o.real_trials < 1 || o.batch < 1 || o.real_seeds < 1) {
+    usage("--seeds, --replay-trials, --trials, --real-seeds and --batch must be positive");
   }
   return o;
 }
