@@ -10,9 +10,10 @@
 // the fastest round's time per call (the rounds a busy machine preempted are left out). cpu_ratio
 // is the same ratio of the calling thread's CPU time (at 1 thread all of the work; at 2 threads
 // the caller's share, its wait for the other thread included).
-// Roofline: a plain copy through the same thread pool, reading and writing as many bytes as the
-// case (half of them each way), timed in the same rounds; roofline is Kiln's GB/s over the copy's,
-// the fraction of the bandwidth of the cache level the case's data fits in.
+// Roofline: a plain copy through the same thread pool (one thread below 16 KiB a chunk), reading
+// and writing as many bytes as the case (half of them each way), timed in the same rounds;
+// roofline is Kiln's GB/s over the copy's, the fraction of the bandwidth of the cache level the
+// case's data fits in.
 #include <dlfcn.h>
 #include <time.h>
 
@@ -297,13 +298,22 @@ int main(int argc, char **argv) {
       // The roofline copy: as many bytes read and written as the case, half each way.
       const int64_t copy_n = (numel(c.in_shape) + numel(c.out_shape)) / 2;
       std::vector<float> copy_src(static_cast<size_t>(copy_n), 1.0f), copy_dst(static_cast<size_t>(copy_n));
-      CopyJob job{copy_src.data(), copy_dst.data(), copy_n, n};
+      // One chunk per thread, but no chunk under 16 KiB: a small copy on one thread (waking a
+      // second costs more than the copy).
+      const int64_t chunks = std::clamp<int64_t>(copy_n / 4096, 1, n);
+      CopyJob job{copy_src.data(), copy_dst.data(), copy_n, chunks};
       const std::function<void()> kiln = [&] { m.call("op", args); };
       const std::function<void()> onednn = [&] {
         run_onednn(strm);
         strm.wait();
       };
-      const std::function<void()> copy = [&] { deploy::global_thread_pool().parallel_for(copy_chunks, n, &job); };
+      const std::function<void()> copy = [&] {
+        if (chunks > 1) {
+          deploy::global_thread_pool().parallel_for(copy_chunks, chunks, &job);
+        } else {
+          copy_chunks(0, 1, &job);
+        }
+      };
       const int kiln_reps = batch_reps(kiln), onednn_reps = batch_reps(onednn), copy_reps = batch_reps(copy);
       std::vector<Seconds> kiln_t, onednn_t, copy_t;
       for (int round = 0; round < rounds; ++round) {
