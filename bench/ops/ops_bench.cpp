@@ -258,9 +258,15 @@ int main(int argc, char **argv) {
     for (const std::string &f : bench::split_list(filter)) wanted = wanted || c.name.find(f) != std::string::npos;
     if (!wanted) continue;
     ops::Task task(c.tmpl, c.args, tg);
-    const autotune::Config cfg = config_text.empty()
-                                     ? task.default_config()
-                                     : task.space().parse_config_text(config_text, task.default_config());
+    autotune::Config cfg = task.default_config();
+    if (!config_text.empty()) {
+      try {
+        cfg = task.space().parse_config_text(config_text, cfg);
+      } catch (const UserError &e) {
+        std::fprintf(stderr, "%s: --config for case %s: %s\n", argv[0], c.name.c_str(), e.what());
+        return 1;
+      }
+    }
     ops::Instance inst = task.instantiate(cfg);
     ir::LoweredFunc f = lower::lower(*inst.schedule, inst.compute.args(), "op");
     codegen::LLVMModule m(f, options);
