@@ -2,21 +2,33 @@
 // float32, batch 1, timed interleaved in this process at each thread count. One line per case and
 // thread count:
 //   ops case=<name> threads=<n> kiln_us=<t> onednn_us=<t> kiln_gbs=<g> onednn_gbs=<g> ratio=<r>
+//       cpu_ratio=<r> copy_gbs=<g> roofline=<f> max_diff=<d>
 // GB/s counts the bytes of the input and the output once each; ratio is oneDNN's time over Kiln's
 // (above 1: Kiln is faster). oneDNN's OpenMP threads are set with omp_set_num_threads.
+// Timing: each side is called a few times first (the first calls pay for waking threads), then
+// --rounds interleaved rounds each time a batch of about 2 ms of calls per side; a side's figure is
+// the fastest round's time per call (the rounds a busy machine preempted are left out). cpu_ratio
+// is the same ratio of the calling thread's CPU time (at 1 thread all of the work; at 2 threads
+// the caller's share, its wait for the other thread included).
+// Roofline: a plain copy through the same thread pool (one thread below 16 KiB a chunk), reading
+// and writing as many bytes as the case (half of them each way), timed in the same rounds;
+// roofline is Kiln's GB/s over the copy's, the fraction of the bandwidth of the cache level the
+// case's data fits in.
 #include <dlfcn.h>
+#include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "bench/common/layer.h"
 #include "bench/common/split_list.h"
 #include "compiler/codegen/llvm/llvm_module.h"
 #include "compiler/driver/target.h"
@@ -144,10 +156,64 @@ void set_onednn_threads(int n) {
   if (auto f = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"))) f(n);
 }
 
+struct CopyJob {
+  const float *src;
+  float *dst;
+  int64_t n, chunks;
+};
+
+// The roofline kernel: dst = src in `chunks` contiguous pieces on the thread pool.
+int32_t copy_chunks(int64_t begin, int64_t end, void *closure) {
+  const auto *j = static_cast<const CopyJob *>(closure);
+  const int64_t per = (j->n + j->chunks - 1) / j->chunks;
+  for (int64_t c = begin; c < end; ++c) {
+    const int64_t lo = c * per, hi = std::min(j->n, lo + per);
+    if (hi > lo) std::memcpy(j->dst + lo, j->src + lo, static_cast<size_t>(hi - lo) * sizeof(float));
+  }
+  return 0;
+}
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+struct Seconds {
+  double wall, cpu;  // per call: elapsed, and the calling thread's CPU time
+};
+
+// Seconds per call of f over a batch of `reps` calls.
+Seconds batch_seconds(const std::function<void()> &f, int reps) {
+  const double t0 = now_seconds(), c0 = thread_cpu_seconds();
+  for (int r = 0; r < reps; ++r) f();
+  return {(now_seconds() - t0) / reps, (thread_cpu_seconds() - c0) / reps};
+}
+
+// Enough calls for about 2 ms, from the fastest of a few single calls.
+int batch_reps(const std::function<void()> &f) {
+  double best = 1e30;
+  for (int i = 0; i < 5; ++i) best = std::min(best, batch_seconds(f, 1).wall);
+  return std::clamp(static_cast<int>(2e-3 / std::max(best, 1e-8)), 1, 100000);
+}
+
+// The fastest of the rounds, by elapsed time and by CPU time.
+Seconds fastest(const std::vector<Seconds> &v) {
+  Seconds b{1e30, 1e30};
+  for (const Seconds &x : v) b = {std::min(b.wall, x.wall), std::min(b.cpu, x.cpu)};
+  return b;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   std::string filter, threads_list = "1,2", target = "llvm -mcpu=native";
+  std::string config_text;
+  int rounds = 9;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--cases" && i + 1 < argc) {
@@ -156,8 +222,15 @@ int main(int argc, char **argv) {
       threads_list = argv[++i];
     } else if (a == "--target" && i + 1 < argc) {
       target = argv[++i];
+    } else if (a == "--config" && i + 1 < argc) {
+      config_text = argv[++i];
+    } else if (a == "--rounds" && i + 1 < argc) {
+      rounds = std::max(1, std::atoi(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: %s [--cases SUBSTR[,SUBSTR...]] [--threads N[,N...]] [--target T]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--cases SUBSTR[,SUBSTR...]] [--threads N[,N...]] [--target T] [--rounds R]\n"
+                   "  [--config KNOBS]  knobs over the default config of each case run (tile_ow=[4,14];...)\n",
+                   argv[0]);
       return 1;
     }
   }
@@ -185,7 +258,16 @@ int main(int argc, char **argv) {
     for (const std::string &f : bench::split_list(filter)) wanted = wanted || c.name.find(f) != std::string::npos;
     if (!wanted) continue;
     ops::Task task(c.tmpl, c.args, tg);
-    ops::Instance inst = task.instantiate(task.default_config());
+    autotune::Config cfg = task.default_config();
+    if (!config_text.empty()) {
+      try {
+        cfg = task.space().parse_config_text(config_text, cfg);
+      } catch (const UserError &e) {
+        std::fprintf(stderr, "%s: --config for case %s: %s\n", argv[0], c.name.c_str(), e.what());
+        return 1;
+      }
+    }
+    ops::Instance inst = task.instantiate(cfg);
     ir::LoweredFunc f = lower::lower(*inst.schedule, inst.compute.args(), "op");
     codegen::LLVMModule m(f, options);
     std::vector<deploy::Tensor> args;
@@ -216,19 +298,44 @@ int main(int argc, char **argv) {
     for (int n : thread_counts) {
       deploy::set_num_threads(n);
       set_onednn_threads(n);
-      double kiln_s = 1e30, onednn_s = 1e30;
-      for (int round = 0; round < 3; ++round) {
-        kiln_s = std::min(kiln_s, bench::time_call([&] { m.call("op", args); }));
-        onednn_s = std::min(onednn_s, bench::time_call([&] {
-                              run_onednn(strm);
-                              strm.wait();
-                            }));
+      // oneDNN's primitive made at this thread count (one made at another count runs its
+      // parallel sections for that count).
+      run_onednn = c.onednn(eng, src, dst);
+      // The roofline copy: as many bytes read and written as the case, half each way.
+      const int64_t copy_n = (numel(c.in_shape) + numel(c.out_shape)) / 2;
+      std::vector<float> copy_src(static_cast<size_t>(copy_n), 1.0f), copy_dst(static_cast<size_t>(copy_n));
+      // One chunk per thread, but no chunk under 16 KiB: a small copy on one thread (waking a
+      // second costs more than the copy).
+      const int64_t chunks = std::clamp<int64_t>(copy_n / 4096, 1, n);
+      CopyJob job{copy_src.data(), copy_dst.data(), copy_n, chunks};
+      const std::function<void()> kiln = [&] { m.call("op", args); };
+      const std::function<void()> onednn = [&] {
+        run_onednn(strm);
+        strm.wait();
+      };
+      const std::function<void()> copy = [&] {
+        if (chunks > 1) {
+          deploy::global_thread_pool().parallel_for(copy_chunks, chunks, &job);
+        } else {
+          copy_chunks(0, 1, &job);
+        }
+      };
+      const int kiln_reps = batch_reps(kiln), onednn_reps = batch_reps(onednn), copy_reps = batch_reps(copy);
+      std::vector<Seconds> kiln_t, onednn_t, copy_t;
+      for (int round = 0; round < rounds; ++round) {
+        kiln_t.push_back(batch_seconds(kiln, kiln_reps));
+        onednn_t.push_back(batch_seconds(onednn, onednn_reps));
+        copy_t.push_back(batch_seconds(copy, copy_reps));
       }
+      const Seconds kiln_b = fastest(kiln_t), onednn_b = fastest(onednn_t);
+      const double kiln_s = kiln_b.wall, onednn_s = onednn_b.wall, copy_s = fastest(copy_t).wall;
+      const double copy_gbs = 8.0 * static_cast<double>(copy_n) / copy_s * 1e-9;
       std::printf(
           "ops case=%s threads=%d kiln_us=%.2f onednn_us=%.2f kiln_gbs=%.2f onednn_gbs=%.2f ratio=%.3f "
-          "max_diff=%.2g\n",
+          "cpu_ratio=%.3f copy_gbs=%.2f roofline=%.2f max_diff=%.2g config=%s\n",
           c.name.c_str(), n, kiln_s * 1e6, onednn_s * 1e6, bytes / kiln_s * 1e-9, bytes / onednn_s * 1e-9,
-          onednn_s / kiln_s, max_diff);
+          onednn_s / kiln_s, onednn_b.cpu / kiln_b.cpu, copy_gbs, bytes / kiln_s * 1e-9 / copy_gbs, max_diff,
+          cfg.to_string().c_str());
       std::fflush(stdout);
     }
   }

@@ -23,8 +23,10 @@ using contracts::Json;
 using namespace detail;
 using namespace ir;
 
-// Vectorizes the run of innermost loops `axes` (fused) of a stage, split by `block`.
-void vectorize_run(te::Stage st, const std::vector<IterVar> &axes, int64_t extent, int64_t block) {
+// Vectorizes the run of innermost loops `axes` (fused) of a stage, split by `block`. With
+// `unroll`, the loop over the blocks is unrolled by 4 (or 2) vectors where that divides the run:
+// the loop's overhead then shares out over several vectors' loads and stores.
+void vectorize_run(te::Stage st, const std::vector<IterVar> &axes, int64_t extent, int64_t block, bool unroll = false) {
   if (axes.empty()) return;
   IterVar f;
   st.fuse(axes, &f);
@@ -35,6 +37,15 @@ void vectorize_run(te::Stage st, const std::vector<IterVar> &axes, int64_t exten
   IterVar o, i;
   st.split(f, static_cast<int>(block), &o, &i);
   st.vectorize(i);
+  if (!unroll) return;
+  for (int64_t u : {4, 2}) {
+    if (extent % (block * u) == 0 && extent > block * u) {
+      IterVar oo, oi;
+      st.split(o, static_cast<int>(u), &oo, &oi);
+      st.unroll(oi);
+      return;
+    }
+  }
 }
 
 // --- softmax ---
@@ -344,7 +355,7 @@ void schedule_layer_norm(te::Schedule &s, const Compute &c, const Config &cfg) {
   }
   std::vector<IterVar> norm;
   for (int d = first; d < nd; ++d) norm.push_back(O.axis(static_cast<size_t>(d)));
-  vectorize_run(O, norm, n, block);
+  vectorize_run(O, norm, n, block, true);
   for (const char *part : {"sum", "var"}) schedule_row_reduction(s, c.part(part), O, par, block);
 }
 
