@@ -154,10 +154,10 @@ std::vector<te::Operation> to_ops(const py::handle &h) {
   return out;
 }
 
-// Calls `name` on numpy arrays: each C-contiguous, aligned array is passed in place; any other is
-// copied into an aligned tensor and, if writeable, copied back after the call.
-void call_packed(const codegen::LLVMModule &m, const std::string &name, const py::args &args) {
-  KilnPackedFunc fn = m.function(name);
+// Calls `name` on numpy arrays through BuiltFunction::call, which runs the entry point's checks:
+// each C-contiguous, aligned array is passed in place; any other is copied into an aligned tensor
+// and, if writeable, copied back after the call.
+void call_packed(const PyModule &m, const std::string &name, const py::args &args) {
   std::vector<py::array> arrays;
   std::vector<deploy::Tensor> staged(args.size());
   std::vector<std::vector<int64_t>> shapes(args.size());
@@ -178,12 +178,10 @@ void call_packed(const codegen::LLVMModule &m, const std::string &name, const py
     }
     packed[i] = KilnArg{data, static_cast<int32_t>(a.ndim()), shapes[i].data(), nullptr, dt.code, dt.bits, dt.lanes};
   }
-  int32_t status;
   {
     py::gil_scoped_release release;
-    status = fn(packed.data(), static_cast<int32_t>(packed.size()));
+    m.call(name, packed);
   }
-  if (status != 0) throw deploy::KernelError(status, m.last_error());
   for (size_t i = 0; i < args.size(); ++i) {
     if (!staged[i].defined() || !arrays[i].writeable()) continue;
     py::array src(arrays[i].dtype(), std::vector<py::ssize_t>(shapes[i].begin(), shapes[i].end()), staged[i].data(),
@@ -650,26 +648,28 @@ void bind_build(py::module_ &m) {
 
   py::class_<PyModule, std::shared_ptr<PyModule>>(m, "Module", "Compiled functions, callable on numpy arrays.")
       .def(
-          "__call__", [](const PyModule &mod, py::args args) { call_packed(*mod.module, mod.funcs.at(0).name, args); },
+          "__call__", [](const PyModule &mod, py::args args) { call_packed(mod, mod.entry_name(), args); },
           "Runs the module's function on numpy arrays (in place where they are C-contiguous and 64-byte aligned).")
       .def("get_function",
            [](std::shared_ptr<PyModule> mod, const std::string &name) {
-             py::cpp_function fn([mod, name](py::args args) { call_packed(*mod->module, name, args); });
+             py::cpp_function fn([mod, name](py::args args) { call_packed(*mod, name, args); });
              return fn;
            })
-      .def_property_readonly("entry_name", [](const PyModule &mod) { return mod.funcs.at(0).name; })
-      .def_property_readonly("target", [](const PyModule &mod) { return mod.options.target; })
+      .def_property_readonly("entry_name", [](const PyModule &mod) { return mod.entry_name(); })
+      .def_property_readonly("target", [](const PyModule &mod) { return mod.options().target; })
       .def(
           "get_source",
           [](const PyModule &mod, const std::string &fmt) {
-            if (fmt == "asm" || fmt == "s") return codegen::emit_assembly(mod.funcs, mod.options);
-            if (fmt == "ll" || fmt == "" || fmt == "llvm") return codegen::emit_llvm_ir(mod.funcs, mod.options);
+            if (fmt == "asm" || fmt == "s") return codegen::emit_assembly(mod.funcs(), mod.options());
+            if (fmt == "ll" || fmt == "" || fmt == "llvm") return codegen::emit_llvm_ir(mod.funcs(), mod.options());
             throw UserError("get_source: unknown format '" + fmt + "' (ll or asm)");
           },
           py::arg("fmt") = "ll", "The module's code: optimised LLVM IR (\"ll\") or assembly (\"asm\").")
       .def(
           "export_library",
-          [](const PyModule &mod, const std::string &path) { codegen::export_library(mod.funcs, path, mod.options); },
+          [](const PyModule &mod, const std::string &path) {
+            codegen::export_library(mod.funcs(), path, mod.options());
+          },
           py::arg("path"), "Writes a shared library that kiln.runtime loads without the compiler.");
 
   m.def(
@@ -682,12 +682,10 @@ void bind_build(py::module_ &m) {
 }
 
 std::shared_ptr<PyModule> build_module(std::vector<ir::LoweredFunc> funcs, const std::string &target) {
-  auto mod = std::make_shared<PyModule>();
-  mod->funcs = std::move(funcs);
-  mod->options.target = target;
+  codegen::LLVMBuildOptions options;
+  options.target = target;
   py::gil_scoped_release release;
-  mod->module = std::make_shared<codegen::LLVMModule>(mod->funcs, mod->options);
-  return mod;
+  return std::make_shared<PyModule>(std::move(funcs), std::move(options));
 }
 
 }  // namespace kiln::python
