@@ -6,6 +6,7 @@ from ._kiln.te import (  # noqa: F401
     var, const, placeholder, compute, reduce_axis, thread_axis, sum, prod, max, min,
     if_then_else, select, all, any, exp, log, sqrt, rsqrt, tanh, sigmoid, erf, fabs, abs, floor,
     ceil, round, sin, cos, power, cast, floordiv, floormod, truncdiv, truncmod, create_schedule,
+    Buffer, decl_tensor_intrin, for_range, seq, evaluate,
 )
 
 size_var = var

@@ -1,6 +1,8 @@
 """Tensor expressions and schedules (type hints)."""
 from typing import Callable, List, Optional, Sequence, Tuple, Union, overload
 
+from . import Stmt
+
 ExprLike = Union["Expr", "IterVar", int, float, bool]
 Shape = Sequence[ExprLike]
 
@@ -61,6 +63,19 @@ class Tensor:
 
 class TensorIntrin:
     name: str
+
+class Buffer:
+    """A region of a real tensor that a tensor intrinsic's body reads or writes."""
+    name: str
+    dtype: str
+    shape: List[Expr]
+    strides: List[Expr]
+    elem_offset: Expr
+    data: Var
+    def vload(self, indices: Union[ExprLike, Sequence[ExprLike]]) -> Expr: ...
+    def vstore(self, indices: Union[ExprLike, Sequence[ExprLike]], value: ExprLike) -> Stmt: ...
+
+FIntrinCompute = Callable[[List[Buffer], List[Buffer]], Union[Stmt, Tuple[Stmt, Stmt, Stmt]]]
 
 class Stage:
     op: Operation
@@ -137,3 +152,10 @@ def floormod(a: ExprLike, b: ExprLike) -> Expr: ...
 def truncdiv(a: ExprLike, b: ExprLike) -> Expr: ...
 def truncmod(a: ExprLike, b: ExprLike) -> Expr: ...
 def create_schedule(ops: Union[Operation, Tensor, Sequence[Union[Operation, Tensor]]]) -> Schedule: ...
+def decl_tensor_intrin(op: Union[Operation, Tensor], fcompute: FIntrinCompute,
+                       name: str = "tensor_intrin") -> TensorIntrin:
+    """A tensor intrinsic: the computation `op` and fcompute(ins, outs), which returns its body
+    (or body, reset, update)."""
+def for_range(extent: ExprLike, fbody: Callable[[Var], Stmt], name: str = "i", begin: ExprLike = 0) -> Stmt: ...
+def seq(*stmts: Stmt) -> Stmt: ...
+def evaluate(value: ExprLike) -> Stmt: ...

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/codegen/llvm/llvm_module.h"
+#include "compiler/driver/build.h"
 #include "compiler/ir/function.h"
 #include "compiler/te/schedule.h"
 
@@ -16,12 +16,8 @@ namespace kiln::python {
 // A schedule shared by Python's handles to it and to its stages.
 using SchedulePtr = std::shared_ptr<te::Schedule>;
 
-// A compiled module: the lowered functions and their code in this process.
-struct PyModule {
-  std::vector<ir::LoweredFunc> funcs;
-  codegen::LLVMBuildOptions options;
-  std::shared_ptr<codegen::LLVMModule> module;
-};
+// A compiled module, kiln.Module: the lowered functions and their code in this process.
+using PyModule = driver::BuiltFunction;
 
 // Compiles lowered functions for a CPU target (the GIL released while LLVM works).
 std::shared_ptr<PyModule> build_module(std::vector<ir::LoweredFunc> funcs, const std::string &target);

@@ -154,10 +154,10 @@ std::vector<te::Operation> to_ops(const py::handle &h) {
   return out;
 }
 
-// Calls `name` on numpy arrays: each C-contiguous, aligned array is passed in place; any other is
-// copied into an aligned tensor and, if writeable, copied back after the call.
-void call_packed(const codegen::LLVMModule &m, const std::string &name, const py::args &args) {
-  KilnPackedFunc fn = m.function(name);
+// Calls `name` on numpy arrays through BuiltFunction::call, which runs the entry point's checks:
+// each C-contiguous, aligned array is passed in place; any other is copied into an aligned tensor
+// and, if writeable, copied back after the call.
+void call_packed(const PyModule &m, const std::string &name, const py::args &args) {
   std::vector<py::array> arrays;
   std::vector<deploy::Tensor> staged(args.size());
   std::vector<std::vector<int64_t>> shapes(args.size());
@@ -178,12 +178,10 @@ void call_packed(const codegen::LLVMModule &m, const std::string &name, const py
     }
     packed[i] = KilnArg{data, static_cast<int32_t>(a.ndim()), shapes[i].data(), nullptr, dt.code, dt.bits, dt.lanes};
   }
-  int32_t status;
   {
     py::gil_scoped_release release;
-    status = fn(packed.data(), static_cast<int32_t>(packed.size()));
+    m.call(name, packed);
   }
-  if (status != 0) throw deploy::KernelError(status, m.last_error());
   for (size_t i = 0; i < args.size(); ++i) {
     if (!staged[i].defined() || !arrays[i].writeable()) continue;
     py::array src(arrays[i].dtype(), std::vector<py::ssize_t>(shapes[i].begin(), shapes[i].end()), staged[i].data(),
@@ -192,6 +190,141 @@ void call_packed(const codegen::LLVMModule &m, const std::string &name, const py
   }
 }
 
+// One buffer of a tensor intrinsic: the region of a real buffer it works on, addressed from
+// `offset` (in elements) with the buffer's strides (te::TensorIntrinBuffers).
+struct PyIntrinBuffer {
+  ir::Buffer buf;
+  Expr offset;
+
+  Expr address(const py::handle &indices) const {
+    std::vector<Expr> idx = to_exprs(indices);
+    if (idx.size() != buf.shape.size()) {
+      throw ExprError("buffer " + buf.name + " has " + std::to_string(buf.shape.size()) + " dimensions, indexed with " +
+                      std::to_string(idx.size()));
+    }
+    return offset + buf.offset_of(idx);
+  }
+};
+
+std::vector<PyIntrinBuffer> intrin_buffers(const std::vector<ir::Buffer> &bufs, const std::vector<Expr> &offsets) {
+  std::vector<PyIntrinBuffer> out;
+  for (size_t i = 0; i < bufs.size(); ++i) out.push_back(PyIntrinBuffer{bufs[i], offsets.at(i)});
+  return out;
+}
+
+// A Python function held by C++ (the schedule's intrinsics): the last reference is dropped with the
+// GIL, whichever thread drops it.
+std::shared_ptr<py::function> hold(py::function f) {
+  return std::shared_ptr<py::function>(new py::function(std::move(f)), [](py::function *p) {
+    py::gil_scoped_acquire gil;
+    delete p;
+  });
+}
+
+ir::Stmt to_stmt(const py::handle &h, const std::string &what) {
+  if (!py::isinstance<ir::Stmt>(h)) {
+    throw py::type_error(what + " must be a statement, got " + std::string(py::str(h.get_type())));
+  }
+  return h.cast<ir::Stmt>();
+}
+
+void bind_tensor_intrin(py::module_ &m) {
+  py::class_<PyIntrinBuffer>(m, "Buffer",
+                             "A buffer a tensor intrinsic's body works on: a region of a real tensor, read with "
+                             "vload and written with vstore.")
+      .def_property_readonly("name", [](const PyIntrinBuffer &b) { return b.buf.name; })
+      .def_property_readonly("dtype", [](const PyIntrinBuffer &b) { return b.buf.dtype.to_string(); })
+      .def_property_readonly("shape", [](const PyIntrinBuffer &b) { return b.buf.shape; })
+      .def_property_readonly(
+          "strides", [](const PyIntrinBuffer &b) { return b.buf.strides; },
+          "The stride of each dimension in elements (variables bound to the real buffer's).")
+      .def_property_readonly(
+          "elem_offset", [](const PyIntrinBuffer &b) { return b.offset; },
+          "The offset of the region's first element in the real buffer, in elements.")
+      .def_property_readonly(
+          "data", [](const PyIntrinBuffer &b) { return b.buf.data; },
+          "The real buffer's data pointer (a handle), for call_extern.")
+      .def(
+          "vload",
+          [](const PyIntrinBuffer &b, py::object indices) {
+            return ir::LoadNode::make(b.buf.dtype, b.buf.data, b.address(indices));
+          },
+          py::arg("indices"), "The element at `indices` (one per dimension) of the region.")
+      .def(
+          "vstore",
+          [](const PyIntrinBuffer &b, py::object indices, py::object value) {
+            Expr v = py::isinstance<Expr>(value) || py::isinstance<IterVar>(value)
+                         ? to_expr(value)
+                         : ir::cast(b.buf.dtype, to_expr(value));
+            if (v.type() != b.buf.dtype) {
+              throw ExprError("buffer " + b.buf.name + " of " + b.buf.dtype.to_string() + ": cannot store a " +
+                              v.type().to_string());
+            }
+            return ir::StoreNode::make(b.buf.data, v, b.address(indices));
+          },
+          py::arg("indices"), py::arg("value"), "The statement storing `value` at `indices` of the region.")
+      .def("__repr__",
+           [](const PyIntrinBuffer &b) { return "Buffer(" + b.buf.name + ", " + b.buf.dtype.to_string() + ")"; });
+
+  m.def(
+      "for_range",
+      [](py::object extent, py::function fbody, const std::string &name, py::object begin) {
+        Var v(name, ir::Int(32));
+        ir::Stmt body = to_stmt(fbody(v), "the body fbody returns");
+        return ir::ForNode::make(v, to_expr(begin), to_expr(extent), ir::ForKind::Serial, body);
+      },
+      py::arg("extent"), py::arg("fbody"), py::arg("name") = "i", py::arg("begin") = 0,
+      "A serial loop over [begin, begin + extent): fbody receives the loop variable and returns the body.");
+  m.def(
+      "seq",
+      [](py::args stmts) {
+        std::vector<ir::Stmt> out;
+        for (auto s : stmts) out.push_back(to_stmt(s, "each argument of seq"));
+        if (out.empty()) return ir::make_nop();
+        if (out.size() == 1) return out[0];
+        return ir::BlockNode::make(out);
+      },
+      "The statements run one after the other.");
+  m.def(
+      "evaluate", [](py::object e) { return ir::EvaluateNode::make(to_expr(e)); }, py::arg("value"),
+      "A statement evaluating an expression (a call) for its effect.");
+  m.def(
+      "decl_tensor_intrin",
+      [](py::object op, py::function fcompute, const std::string &name) {
+        te::Tensor pattern = py::isinstance<PyOp>(op) ? op.cast<PyOp>().op->output(0) : op.cast<te::Tensor>();
+        auto f = hold(std::move(fcompute));
+        // fcompute(ins, outs) gives the body, or (body, reset, update); phase 0, 1, 2 of those.
+        auto phase = [f, name](int which) {
+          return [f, name, which](const te::TensorIntrinBuffers &bf) {
+            py::gil_scoped_acquire gil;
+            py::object r =
+                (*f)(intrin_buffers(bf.inputs, bf.input_offsets), intrin_buffers(bf.outputs, bf.output_offsets));
+            if (py::isinstance<py::tuple>(r) || py::isinstance<py::list>(r)) {
+              if (py::len(r) != 3) {
+                throw py::value_error("tensor intrinsic " + name +
+                                      ": fcompute returns a statement or (body, reset, update)");
+              }
+              return to_stmt(r[py::int_(which)], "what fcompute returns");
+            }
+            if (which != 0) {
+              throw ScheduleError("tensor intrinsic " + name +
+                                  ": reduction loops outside it need fcompute to return (body, reset, update)");
+            }
+            return to_stmt(r, "what fcompute returns");
+          };
+        };
+        return te::decl_tensor_intrin(name, pattern, phase(0), phase(1), phase(2));
+      },
+      py::arg("op"), py::arg("fcompute"), py::arg("name") = "tensor_intrin",
+      R"doc(A tensor intrinsic for Stage.tensorize: the computation `op` (a compute on placeholders)
+and the code that performs it.
+
+fcompute(ins, outs) receives one Buffer per placeholder `op` reads and one per output, and
+returns the statement that computes the outputs (built with Buffer.vload/vstore, te.for_range,
+te.seq), or (body, reset, update) as in TVM: the whole computation, the initialisation of the
+outputs, and one accumulation step, used when reduction loops stay outside the tensorized loop.
+fcompute is called while the schedule is lowered.)doc");
+}
 }  // namespace
 
 void bind_errors(py::module_ &m) {
@@ -574,6 +707,7 @@ Reductions use te.sum / te.max / te.min over axes made by te.reduce_axis.
 
   py::class_<te::TensorIntrinNode, std::shared_ptr<te::TensorIntrinNode>>(m, "TensorIntrin", "A hardware intrinsic.")
       .def_readonly("name", &te::TensorIntrinNode::name);
+  bind_tensor_intrin(m);
 
   py::class_<te::Schedule, SchedulePtr>(m, "Schedule", "How a tensor expression is computed: one stage per operation.")
       .def("__getitem__",
@@ -650,26 +784,28 @@ void bind_build(py::module_ &m) {
 
   py::class_<PyModule, std::shared_ptr<PyModule>>(m, "Module", "Compiled functions, callable on numpy arrays.")
       .def(
-          "__call__", [](const PyModule &mod, py::args args) { call_packed(*mod.module, mod.funcs.at(0).name, args); },
+          "__call__", [](const PyModule &mod, py::args args) { call_packed(mod, mod.entry_name(), args); },
           "Runs the module's function on numpy arrays (in place where they are C-contiguous and 64-byte aligned).")
       .def("get_function",
            [](std::shared_ptr<PyModule> mod, const std::string &name) {
-             py::cpp_function fn([mod, name](py::args args) { call_packed(*mod->module, name, args); });
+             py::cpp_function fn([mod, name](py::args args) { call_packed(*mod, name, args); });
              return fn;
            })
-      .def_property_readonly("entry_name", [](const PyModule &mod) { return mod.funcs.at(0).name; })
-      .def_property_readonly("target", [](const PyModule &mod) { return mod.options.target; })
+      .def_property_readonly("entry_name", [](const PyModule &mod) { return mod.entry_name(); })
+      .def_property_readonly("target", [](const PyModule &mod) { return mod.options().target; })
       .def(
           "get_source",
           [](const PyModule &mod, const std::string &fmt) {
-            if (fmt == "asm" || fmt == "s") return codegen::emit_assembly(mod.funcs, mod.options);
-            if (fmt == "ll" || fmt == "" || fmt == "llvm") return codegen::emit_llvm_ir(mod.funcs, mod.options);
+            if (fmt == "asm" || fmt == "s") return codegen::emit_assembly(mod.funcs(), mod.options());
+            if (fmt == "ll" || fmt == "" || fmt == "llvm") return codegen::emit_llvm_ir(mod.funcs(), mod.options());
             throw UserError("get_source: unknown format '" + fmt + "' (ll or asm)");
           },
           py::arg("fmt") = "ll", "The module's code: optimised LLVM IR (\"ll\") or assembly (\"asm\").")
       .def(
           "export_library",
-          [](const PyModule &mod, const std::string &path) { codegen::export_library(mod.funcs, path, mod.options); },
+          [](const PyModule &mod, const std::string &path) {
+            codegen::export_library(mod.funcs(), path, mod.options());
+          },
           py::arg("path"), "Writes a shared library that kiln.runtime loads without the compiler.");
 
   m.def(
@@ -682,12 +818,10 @@ void bind_build(py::module_ &m) {
 }
 
 std::shared_ptr<PyModule> build_module(std::vector<ir::LoweredFunc> funcs, const std::string &target) {
-  auto mod = std::make_shared<PyModule>();
-  mod->funcs = std::move(funcs);
-  mod->options.target = target;
+  codegen::LLVMBuildOptions options;
+  options.target = target;
   py::gil_scoped_release release;
-  mod->module = std::make_shared<codegen::LLVMModule>(mod->funcs, mod->options);
-  return mod;
+  return std::make_shared<PyModule>(std::move(funcs), std::move(options));
 }
 
 }  // namespace kiln::python

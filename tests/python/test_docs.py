@@ -28,3 +28,4 @@ def test_every_block_runs(capsys):
     assert "for (i.outer, 0, floordiv(n, 32))" in out
     assert "argument 3 (C): dimension 0 must be n" in out
     assert "cannot split axis i" in out
+    assert "gemv_k" in out  # the tensorized matmul's loops

@@ -91,3 +91,46 @@ def test_model_errors_raise_their_classes(block, tmp_path):
     with pytest.raises(kiln.GraphInputError, match="nope"):
         m.set_input("nope", np.zeros((1, 8, 12, 12), dtype=np.float32))
     assert issubclass(kiln.ArtifactError, kiln.ModuleError)
+
+
+RUN_WITHOUT_COMPILER = r"""
+import sys
+import numpy as np
+{imports}
+m = kiln.runtime.load(sys.argv[1])
+(y,) = m(np.load(sys.argv[2]))
+np.save(sys.argv[3], y)
+compiler = [name for name in sys.modules if name == "kiln._kiln" or name.startswith("kiln._kiln.")]
+maps = open("/proc/self/maps").read()
+print("compiler modules:", compiler)
+print("mapped:", sorted(set(line.split()[-1] for line in maps.splitlines()
+                            if "libLLVM" in line or "/_kiln." in line)))
+"""
+
+
+@pytest.mark.parametrize("imports", ["import kiln", "import kiln.runtime"])
+def test_running_an_artifact_loads_no_compiler(block, tmp_path, imports):
+    x = np.load(block / "input.npy")
+    path = tmp_path / "model.kiln"
+    kiln.graph.compile(kiln.graph.load_onnx(str(block / "block.onnx")), str(path))
+    out = subprocess.run(
+        [sys.executable, "-c", RUN_WITHOUT_COMPILER.format(imports=imports), str(path), str(block / "input.npy"),
+         str(tmp_path / "y.npy")],
+        check=True, capture_output=True, text=True).stdout
+    assert "compiler modules: []" in out
+    assert "mapped: []" in out
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), torch_block(block / "block.onnx", x), rtol=1e-4, atol=1e-5)
+
+
+def test_the_compiler_loads_on_first_use():
+    code = ("import sys, kiln\n"
+            "assert 'kiln._kiln' not in sys.modules\n"
+            "assert issubclass(kiln.ScheduleError, kiln.UserError)\n"
+            "assert 'kiln._kiln' in sys.modules\n"
+            "from kiln import te\n"
+            "assert kiln.te is te and 'build' in dir(kiln)\n"
+            "print(kiln.build.__doc__)\n")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert "callable on numpy arrays" in out
+    with pytest.raises(AttributeError, match="no attribute 'nosuch'"):
+        kiln.nosuch

@@ -85,8 +85,11 @@ def test_wrong_shapes_raise_kernel_error():
     s = te.create_schedule(C.op)
     f = kiln.build(s, [A, B, C])
     a = np.zeros(8, dtype="float32")
-    with pytest.raises(kiln.KernelError, match=r"argument 3 \(C\): dimension 0 must be n"):
+    with pytest.raises(kiln.KernelError, match=r"argument 3 \(C\): dimension 0 must be n") as e:
         f(a, a, np.zeros(4, dtype="float32"))
+    # the message of driver::BuiltFunction, which C++ callers get as well
+    assert str(e.value).endswith("; signature default_function(A: float32[n], B: float32[n], C: float32[n])"
+                                 "; given (float32[8], float32[8], float32[4])")
     with pytest.raises(kiln.KernelError, match="dtype"):
         f(a, a, np.zeros(8, dtype="float64"))
     with pytest.raises(kiln.UserError):
