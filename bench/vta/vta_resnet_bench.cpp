@@ -178,9 +178,9 @@ int main(int argc, char **argv) {
               "util-1", "util-2", "util-t", "tuned/d");
   const bool keep_log = !log_path.empty();
   if (!keep_log) {
-    log_path = (std::filesystem::temp_directory_path() /
-                ("kiln_vta_resnet_bench_" + std::to_string(::getpid()) + ".db"))
-                   .string();
+    log_path =
+        (std::filesystem::temp_directory_path() / ("kiln_vta_resnet_bench_" + std::to_string(::getpid()) + ".db"))
+            .string();
   }
   std::optional<db::TuningDb> log;
   std::unique_ptr<tuner::LocalMeasurer> measurer;
@@ -238,8 +238,8 @@ int main(int argc, char **argv) {
           tune(*log, *measurer, target, task, l.name, args, strategy, tune_trials, seed, &row.job);
       if (best) row.tuned = measure(task, *best, vc, bufs);
     }
-    std::printf("%-4s %9.2f %9.2f %9.2f %9.2f | %6.2f %6.2f %6.2f %6.2f | %6.2fx\n", l.name, row.def.gops,
-                row.one.gops, row.two.gops, row.tuned.gops, row.def.util, row.one.util, row.two.util, row.tuned.util,
+    std::printf("%-4s %9.2f %9.2f %9.2f %9.2f | %6.2f %6.2f %6.2f %6.2f | %6.2fx\n", l.name, row.def.gops, row.one.gops,
+                row.two.gops, row.tuned.gops, row.def.util, row.one.util, row.two.util, row.tuned.util,
                 row.def.ok && row.tuned.ok ? static_cast<double>(row.def.cycles) / row.tuned.cycles : 0.0);
     std::fflush(stdout);
     rows.push_back(row);
