@@ -58,6 +58,9 @@ class DeviceBackend {
   // The device's clock for the time evaluator (seconds; each reading waits for the work queued
   // before it), or empty to time on the host's steady clock.
   virtual std::function<double()> clock() { return {}; }
+  // Whether clock() is a model that reads the same time for every call of a kernel on the same
+  // inputs (a simulator's cycle count): the time evaluator then times one call instead of repeats.
+  virtual bool deterministic_clock() const { return false; }
   // Whether a failure has left the device unusable by this process (a GPU context after an
   // illegal address): the worker then ends once it has replied, and a fresh one takes over.
   virtual bool lost() const { return false; }

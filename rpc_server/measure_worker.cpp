@@ -349,6 +349,7 @@ class Worker {
       eval.repeat = o.repeat();
       eval.min_repeat_ms = o.min_repeat_ms();
       eval.clock = device.clock();
+      eval.deterministic = device.deterministic_clock();
       if (o.cpu_cache_flush()) {
         eval.before_repeat = [&] { device.flush_caches(d.device_inputs); };
       }

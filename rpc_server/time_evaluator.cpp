@@ -29,16 +29,22 @@ uint64_t grown_number(uint64_t number, double elapsed, double min_seconds, uint6
 
 Timing time_evaluate(const std::function<void()> &call, const TimeEvaluatorOptions &options) {
   Timing t;
-  t.number = std::max<uint64_t>(options.number, 1);
+  t.number = options.deterministic ? 1 : std::max<uint64_t>(options.number, 1);
+  const Clock::time_point origin = Clock::now();
+  auto now = [&] { return options.clock ? options.clock() : seconds_since(origin); };
+  const double warmup_t0 = options.deterministic ? now() : 0.0;
   call();
   ++t.calls;
+  const double warmup_seconds = options.deterministic ? now() - warmup_t0 : 0.0;
   if (options.after_warmup && !options.after_warmup()) {
     t.stopped_after_warmup = true;
     return t;
   }
+  if (options.deterministic) {
+    t.seconds.assign(options.repeat, warmup_seconds);
+    return t;
+  }
   const double min_seconds = options.min_repeat_ms / 1000.0;
-  const Clock::time_point origin = Clock::now();
-  auto now = [&] { return options.clock ? options.clock() : seconds_since(origin); };
   for (uint32_t r = 0; r < options.repeat; ++r) {
     for (;;) {
       if (options.before_repeat) options.before_repeat();

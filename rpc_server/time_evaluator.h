@@ -9,6 +9,9 @@
 //      until it lasts min_repeat_ms, and the grown `number` is kept for the later repeats.
 //   4. `before_repeat` (the CPU cache flush) runs before every repeat, redone ones included,
 //      outside the timed region.
+// With a deterministic clock (a cycle model: every call on the same inputs reads the same time)
+// there is nothing to average: the warm-up call is the one call, timed, and its time is every
+// repeat's (number 1; min_repeat_ms and before_repeat do not apply).
 // The call reports failure by throwing; the exception leaves the evaluator.
 #include <cstddef>
 #include <cstdint>
@@ -29,6 +32,8 @@ struct TimeEvaluatorOptions {
   std::function<bool()> after_warmup;
   // Seconds on a monotonic clock, read before and after each repeat; the steady clock when empty.
   std::function<double()> clock;
+  // The clock reads the same time for every call (DeviceBackend::deterministic_clock()): one call.
+  bool deterministic = false;
 };
 
 struct Timing {

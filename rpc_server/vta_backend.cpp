@@ -96,6 +96,8 @@ class VtaBackend final : public DeviceBackend {
   std::function<double()> clock() override {
     return [c = clock_] { return c->seconds; };
   }
+  // The cycle model: one run is the measurement.
+  bool deterministic_clock() const override { return true; }
 
  private:
   kiln::vta::VtaConfig cfg_;

@@ -2,13 +2,23 @@
 // code generator, the simulator's cycle model), at full size with the reference benchmark's
 // epilogue (>> 8, + bias, clip to int8). For each layer: the default config; the best of a small
 // random search over configs without virtual threads and over configs with them (the default
-// config is in both searches where it qualifies). Prints modelled cycles, GOPS at the modelled
-// clock and GEMM-core utilisation (useful GEMM cycles over total cycles), beside the reference
-// design's published figures (TVM, OSDI'18: utilisation 70% -> 88% with latency hiding).
+// config is in both searches where it qualifies); and the best of a real tuning job (tuner::Tuner
+// with the model-based strategy and the local measurer: worker processes, the VTA back end, the
+// bit-exact check against the CPU reference) with a budget of --tune-trials per layer. Prints GOPS
+// at the modelled clock and GEMM-core utilisation (useful GEMM cycles over total cycles), beside
+// the reference design's published figures (TVM, OSDI'18: utilisation 70% -> 88% with latency
+// hiding).
 //
-//   vta_resnet_bench [--trials N] [--layers C2,C6] [--seed S] [--model NAME]
+//   vta_resnet_bench [--trials N] [--tune-trials N] [--strategy S] [--layers C2,C6] [--seed S]
+//                    [--model NAME] [--log PATH]
+//
+// --tune-trials 0 skips the tuning jobs; --log keeps the tuning log (a temporary file otherwise).
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <memory>
 #include <optional>
 #include <random>
 #include <set>
@@ -18,6 +28,10 @@
 
 #include "compiler/codegen/vta/vta_codegen.h"
 #include "compiler/ops/registry.h"
+#include "db/tuning_db.h"
+#include "rpc_server/measure_worker.h"
+#include "tuner/measurer.h"
+#include "tuner/tuner.h"
 
 using namespace kiln;
 using contracts::Json;
@@ -86,10 +100,44 @@ void print(const char *what, const Result &r) {
       r.config.c_str());
 }
 
+constexpr char kDeviceKey[] = "vta-sim";
+
+// The best config of a tuning job of `task` (budget `trials`), or nullopt when it found none.
+std::optional<autotune::Config> tune(db::TuningDb &log, tuner::Measurer &measurer, const std::string &target,
+                                     const ops::Task &task, const std::string &name, const contracts::Json &args,
+                                     const std::string &strategy, int64_t trials, uint64_t seed,
+                                     tuner::JobStatus *status) {
+  tuner::Tuner tuner(log, measurer, target, kDeviceKey);
+  tuner::TuneOptions o;
+  o.strategy = strategy;
+  o.trials = trials;
+  o.batch_size = 16;
+  o.transfer = false;
+  o.seed = seed;
+  const int64_t job = tuner.create_job("vta " + name, {{"conv2d_nchw_int8.vta", args, 1, name}}, o);
+  *status = tuner.run(job);
+  db::ExportFilter filter;
+  filter.workload_key = task.key();
+  std::optional<autotune::Config> best;
+  double best_s = 0;
+  log.for_each_record(filter, [&](const db::Record &rec) {
+    if (!rec.job_id || *rec.job_id != job || !rec.valid()) return;
+    if (!best || rec.mean() < best_s) {
+      best_s = rec.mean();
+      best = task.space().from_record(rec.config);
+    }
+  });
+  return best;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--measure-worker") == 0) return rpc::measure_worker_main();
   int trials = 8;
+  int64_t tune_trials = 64;
+  std::string strategy = "xgb";
+  std::string log_path;
   uint64_t seed = 1;
   std::string model = "sim_1x16_i8w8a32";
   std::set<std::string> only;
@@ -97,6 +145,12 @@ int main(int argc, char **argv) {
     const std::string a = argv[i];
     if (a == "--trials" && i + 1 < argc) {
       trials = std::stoi(argv[++i]);
+    } else if (a == "--tune-trials" && i + 1 < argc) {
+      tune_trials = std::stoll(argv[++i]);
+    } else if (a == "--strategy" && i + 1 < argc) {
+      strategy = argv[++i];
+    } else if (a == "--log" && i + 1 < argc) {
+      log_path = argv[++i];
     } else if (a == "--seed" && i + 1 < argc) {
       seed = std::stoull(argv[++i]);
     } else if (a == "--model" && i + 1 < argc) {
@@ -105,22 +159,42 @@ int main(int argc, char **argv) {
       std::stringstream ss(argv[++i]);
       for (std::string l; std::getline(ss, l, ',');) only.insert(l);
     } else {
-      std::fprintf(stderr, "usage: vta_resnet_bench [--trials N] [--layers C2,C6] [--seed S] [--model NAME]\n");
+      std::fprintf(stderr,
+                   "usage: vta_resnet_bench [--trials N] [--tune-trials N] [--strategy S] [--layers C2,C6] [--seed S] "
+                   "[--model NAME] [--log PATH]\n");
       return 1;
     }
   }
   const kiln::vta::VtaConfig vc = kiln::vta::VtaConfig::parse(model);
   const std::string target = "vta -model=" + model;
-  std::printf("ResNet-18 C2-C11 on VTA %s at %.0f MHz (peak %.1f GOPS), %d random configs per search\n", model.c_str(),
-              vc.clock_mhz, vc.peak_gops(), trials);
+  std::printf(
+      "ResNet-18 C2-C11 on VTA %s at %.0f MHz (peak %.1f GOPS), %d random configs per search, tuning jobs of "
+      "%lld trials (%s)\n",
+      model.c_str(), vc.clock_mhz, vc.peak_gops(), trials, static_cast<long long>(tune_trials), strategy.c_str());
   std::printf(
       "reference design (OSDI'18): GEMM utilisation 70%% -> 88%% with latency hiding; 102.4 GOPS peak at "
       "200 MHz\n\n");
-  std::printf("%-4s %9s %9s %9s | %6s %6s %6s | %7s\n", "", "default", "no-vt", "vt", "util-d", "util-1", "util-2",
-              "tuned/d");
+  std::printf("%-4s %9s %9s %9s %9s | %6s %6s %6s %6s | %7s\n", "", "default", "no-vt", "vt", "tuned", "util-d",
+              "util-1", "util-2", "util-t", "tuned/d");
+  const bool keep_log = !log_path.empty();
+  if (!keep_log) {
+    log_path =
+        (std::filesystem::temp_directory_path() / ("kiln_vta_resnet_bench_" + std::to_string(::getpid()) + ".db"))
+            .string();
+  }
+  std::optional<db::TuningDb> log;
+  std::unique_ptr<tuner::LocalMeasurer> measurer;
+  if (tune_trials > 0) {
+    log.emplace(db::TuningDb::open(log_path));
+    tuner::LocalMeasurerOptions lo;
+    lo.measure.set_threads(1);
+    lo.build_workers = 1;
+    measurer = std::make_unique<tuner::LocalMeasurer>(target, lo);
+  }
   struct Row {
     std::string name;
-    Result def, one, two;
+    Result def, one, two, tuned;
+    tuner::JobStatus job;
   };
   std::vector<Row> rows;
   for (const Layer &l : kResnet) {
@@ -159,21 +233,39 @@ int main(int argc, char **argv) {
     };
     row.one = search(false);
     row.two = search(true);
-    const uint64_t tuned = std::min(row.one.ok ? row.one.cycles : UINT64_MAX, row.two.ok ? row.two.cycles : UINT64_MAX);
-    std::printf("%-4s %9.2f %9.2f %9.2f | %6.2f %6.2f %6.2f | %6.2fx\n", l.name, row.def.gops, row.one.gops,
-                row.two.gops, row.def.util, row.one.util, row.two.util,
-                row.def.ok && tuned != UINT64_MAX ? static_cast<double>(row.def.cycles) / tuned : 0.0);
+    if (measurer) {
+      const std::optional<autotune::Config> best =
+          tune(*log, *measurer, target, task, l.name, args, strategy, tune_trials, seed, &row.job);
+      if (best) row.tuned = measure(task, *best, vc, bufs);
+    }
+    std::printf("%-4s %9.2f %9.2f %9.2f %9.2f | %6.2f %6.2f %6.2f %6.2f | %6.2fx\n", l.name, row.def.gops, row.one.gops,
+                row.two.gops, row.tuned.gops, row.def.util, row.one.util, row.two.util, row.tuned.util,
+                row.def.ok && row.tuned.ok ? static_cast<double>(row.def.cycles) / row.tuned.cycles : 0.0);
     std::fflush(stdout);
     rows.push_back(row);
   }
   std::printf(
       "\nGOPS at the modelled clock; util: useful GEMM cycles / total cycles; no-vt / vt: the best of the\n"
-      "search without / with virtual threads; tuned/d: the default's cycles over the best's.\n\n");
+      "random search without / with virtual threads; tuned: the best of the layer's tuning job; tuned/d: the\n"
+      "default's cycles over the tuned config's.\n\n");
   for (const Row &r : rows) {
     std::printf("%s\n", r.name.c_str());
     print("default", r.def);
     print("best, no virtual threads", r.one);
     print("best, virtual threads", r.two);
+    if (measurer) {
+      print("tuned", r.tuned);
+      if (!r.job.tasks.empty()) {
+        const tuner::TaskStatus &t = r.job.tasks.front();
+        std::printf("  %-24s %lld trials, %lld valid, %.1f s\n", "tuning job", static_cast<long long>(t.trials),
+                    static_cast<long long>(t.valid), r.job.elapsed_s);
+      }
+    }
+  }
+  if (log && !keep_log) {
+    log.reset();
+    std::error_code ec;
+    for (const char *suffix : {"", "-wal", "-shm"}) std::filesystem::remove(log_path + suffix, ec);
   }
   return 0;
 }

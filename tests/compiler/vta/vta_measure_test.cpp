@@ -15,6 +15,7 @@
 #include "deploy/module.h"
 #include "rpc_server/device_backend.h"
 #include "rpc_server/measure_worker.h"
+#include "rpc_server/time_evaluator.h"
 #include "tests/temp_dir.h"
 #include "tuner/measurer.h"
 #include "tuner/tuner.h"
@@ -79,6 +80,62 @@ TEST(VtaBackend, MeasuresTheModelledTimeOfACandidate) {
   std::vector<codegen::vta::HostArg> host;
   for (auto &t : args) host.push_back({t.data(), t.nbytes()});
   EXPECT_DOUBLE_EQ(one, static_cast<double>(program.run_host(rt, host).total_cycles) / 100e6);
+}
+
+TEST(VtaBackend, ATrialTakesOneSimulatorRunWhileTheCpuPathRepeats) {
+  std::unique_ptr<rpc::DeviceBackend> backend = rpc::make_device_backend(kTarget);
+  ASSERT_TRUE(backend->deterministic_clock());
+  const ops::Task task = conv_task();
+  const ir::LoweredFunc f = task.lower(task.default_config(), "conv");
+  std::unique_ptr<rpc::DeviceKernel> kernel = backend->compile(f, kTarget);
+  std::vector<deploy::Tensor> args = {deploy::Tensor::empty({1, 4, 8, 8, 1, 16}, deploy::DType::of<int8_t>()),
+                                      deploy::Tensor::empty({4, 4, 3, 3, 16, 16}, deploy::DType::of<int8_t>()),
+                                      deploy::Tensor::empty({4, 16}, deploy::DType::of<int32_t>()),
+                                      deploy::Tensor::empty({1, 4, 8, 8, 1, 16}, deploy::DType::of<int8_t>())};
+  for (auto &t : args) std::memset(t.data(), 3, t.nbytes());
+  kiln::vta::Runtime rt;
+  codegen::vta::VtaProgram program(f, kiln::vta::VtaConfig{});
+  std::vector<codegen::vta::HostArg> host;
+  for (auto &t : args) host.push_back({t.data(), t.nbytes()});
+  const double modelled = static_cast<double>(program.run_host(rt, host).total_cycles) / 100e6;
+
+  // The options a measurement worker builds from the tuner's defaults (3 repeats, min_repeat_ms 10).
+  rpc::TimeEvaluatorOptions o;
+  o.number = 1;
+  o.repeat = 3;
+  o.min_repeat_ms = 10;
+  int flushes = 0;
+  o.before_repeat = [&] { ++flushes; };
+  o.clock = backend->clock();
+  o.deterministic = backend->deterministic_clock();
+  const std::function<void()> call = kernel->bind(args);
+  int runs = 0;
+  const rpc::Timing t = rpc::time_evaluate(
+      [&] {
+        ++runs;
+        call();
+      },
+      o);
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(t.calls, 1u);
+  EXPECT_EQ(t.number, 1u);
+  EXPECT_EQ(flushes, 0);
+  ASSERT_EQ(t.seconds.size(), 3u);
+  for (double s : t.seconds) EXPECT_DOUBLE_EQ(s, modelled);
+
+  // The CPU back end's clock is the host's: a warm-up, then repeats grown to min_repeat_ms.
+  std::unique_ptr<rpc::DeviceBackend> cpu = rpc::make_device_backend("llvm -mcpu=native");
+  EXPECT_FALSE(cpu->deterministic_clock());
+  o.clock = cpu->clock();
+  o.deterministic = cpu->deterministic_clock();
+  flushes = 0;
+  int cpu_calls = 0;
+  const rpc::Timing c = rpc::time_evaluate([&] { ++cpu_calls; }, o);
+  EXPECT_GT(c.number, 1u);
+  EXPECT_EQ(static_cast<uint64_t>(cpu_calls), c.calls);
+  EXPECT_GE(c.calls, 1 + 3 * c.number);
+  EXPECT_GE(flushes, 3);
+  EXPECT_EQ(c.seconds.size(), 3u);
 }
 
 TEST(VtaBackend, TilesBeyondTheBuffersAreADeviceCompileErrorNamingTheOverflow) {
