@@ -96,8 +96,6 @@ const std::vector<std::pair<std::string, int>> &expr_ops() {
 
 namespace {
 
-constexpr int kMaxExprNodes = 64;
-
 bool is_comparison(const std::string &f) {
   return f == "greater" || f == "greater_equal" || f == "less" || f == "less_equal" || f == "equal";
 }
@@ -160,13 +158,6 @@ Json canonical_expr(const Json &e, size_t num_inputs, bool condition, int *nodes
   return Json::object({{"args", out}, {"op", fn}});
 }
 
-int expr_nodes(const Json &e) {
-  if (!e.is_object() || !e.contains("args")) return 0;
-  int n = 1;
-  for (const auto &a : e["args"].as_array()) n += expr_nodes(a);
-  return n;
-}
-
 Expr build_expr(const Json &e, const Expr &x, const std::vector<Expr> &in, DataType dt) {
   if (e.is_string()) return x;
   if (e.is_number()) return make_const(dt, e.as_double());
@@ -202,6 +193,13 @@ Expr build_expr(const Json &e, const Expr &x, const std::vector<Expr> &in, DataT
 }
 
 }  // namespace
+
+int expr_node_count(const Json &e, bool functions_only) {
+  if (!e.is_object() || !e.contains("args") || !e["args"].is_array()) return functions_only ? 0 : 1;
+  int n = 1;
+  for (const auto &a : e["args"].as_array()) n += expr_node_count(a, functions_only);
+  return n;
+}
 
 std::string expr_string(const Json &e) {
   if (e.is_string()) return e.as_string();
@@ -365,7 +363,7 @@ double epilogue_flop(const Json &list, double elements) {
   for (const auto &d : list.as_array()) {
     const Json *op = d.is_object() ? d.find("op") : nullptr;
     const bool expr = op && op->is_string() && op->as_string() == "expr" && d.contains("expr");
-    ops += expr ? std::max(1, expr_nodes(d["expr"])) : 1;
+    ops += expr ? std::max(1, expr_node_count(d["expr"], true)) : 1;
   }
   return ops * elements;
 }

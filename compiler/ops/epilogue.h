@@ -85,6 +85,12 @@ contracts::Json expr(const contracts::Json &e, const std::vector<std::string> &i
 // where's first argument); where(condition, then, else).
 const std::vector<std::pair<std::string, int>> &expr_ops();
 
+// The most nodes (functions, "x", numbers and inputs) an expression may have.
+inline constexpr int kMaxExprNodes = 64;
+// The nodes of an expression: all of them, or (functions_only) its functions, the operations per
+// element it computes.
+int expr_node_count(const contracts::Json &e, bool functions_only = false);
+
 // An expression of an "expr" descriptor written as a formula, e.g. "add(mul(x, sigmoid(x)), in0)".
 std::string expr_string(const contracts::Json &e);
 

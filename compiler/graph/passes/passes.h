@@ -52,6 +52,12 @@ Graph eliminate_common_subexpressions(const Graph &g);
 // epilogue inputs.
 Graph fuse_epilogues(const Graph &g);
 
+// Injective producers inlined into their consumer where legal (fuse_ops.cpp): a constant Pad of
+// zeros over H and W of a rank-4 tensor read only by a 2-D Conv (auto_pad NOTSET) becomes the
+// conv's padding. (Reshape, Flatten, Squeeze and Unsqueeze are views already: no kernel runs, and
+// FusedDense / FusedMatMul read their inputs through such views.)
+Graph inline_injective_producers(const Graph &g);
+
 // Layout transformation to the blocked NCHW[x]c layout of the CPU convolution templates. Every 2-D
 // float32 Conv or FusedConv with groups 1 (or depthwise with multiplier 1) and a constant weight
 // becomes a ConvNCHWc node (op_layout.cpp) whose weight is packed at compile time. Its blocks are

@@ -482,6 +482,35 @@ TEST(GraphFusion, TheEncoderRunsOnTemplateKernels) {
   EXPECT_LT(worst / scale, 1e-4);
 }
 
+// A zero Pad over H and W read only by a Conv becomes the conv's padding; a Pad by another value,
+// or one read elsewhere, stays.
+TEST(GraphFusion, AZeroPadBeforeAConvIsItsPadding) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 3, 6, 7}});
+  ValueId w = g.add_constant("w", random_tensor({4, 3, 3, 3}, 21));
+  ValueId pads = g.add_constant("pads", ints({0, 0, 1, 2, 0, 0, 2, 0}));
+  ValueId p = add(g, "Pad", {x, pads});
+  ValueId c = add(g, "Conv", {p, w}, {{"pads", Attribute::of_ints({1, 0, 0, 1})}});
+  // A Pad by 1.5 (not zeros) stays.
+  ValueId p2 = add(g, "Pad", {x, pads, g.add_constant("v", scalar(1.5f))});
+  ValueId c2 = add(g, "Conv", {p2, w});
+  g.add_output(add(g, "Relu", {c}, {}, "a"));
+  g.add_output(add(g, "Relu", {c2}, {}, "b"));
+  Graph f = passes::inline_injective_producers(g);
+  verify(f);
+  EXPECT_EQ(count(f, "Pad"), 1) << print(f);
+  EXPECT_EQ(count(f, "Conv"), 2);
+  bool folded = false;
+  for (const auto &n : f.nodes()) {
+    if (n.op == "Conv" && n.attr_ints("pads") == std::vector<int64_t>{2, 2, 2, 1}) folded = true;
+  }
+  EXPECT_TRUE(folded) << print(f);
+  EXPECT_LT(max_difference(g, f), 1e-5);
+  const Graph o = driver::optimize_graph(g, driver::GraphPipelineOptions{});
+  EXPECT_EQ(count(o, "Pad"), 1) << print(o);
+  EXPECT_LT(max_difference(g, o), 1e-5);
+}
+
 // The kernels a graph runs: nodes that are neither views nor evaluated at compile time, by op.
 std::map<std::string, int> kernels_by_op(const Graph &g) {
   std::map<std::string, int> k;
