@@ -44,6 +44,7 @@ graph::Graph optimize_graph(const graph::Graph &input, const GraphPipelineOption
       graph::passes::eliminate_common_subexpressions);
   run("simplify", options.simplify, graph::passes::simplify);
   run("fuse_layer_norms", options.fuse, graph::passes::fuse_layer_norms);
+  run("inline_injective_producers", options.fuse, graph::passes::inline_injective_producers);
   run("fuse_epilogues", options.fuse, graph::passes::fuse_epilogues);
   run("alter_layout", options.alter_layout,
       [&](const graph::Graph &x) { return graph::passes::alter_layout(x, resolve_target(options.target)); });

@@ -81,7 +81,105 @@ int64_t OpContext::axis(int64_t a, int64_t rank, const char *what) const {
   return a < 0 ? a + rank : a;
 }
 
+const char *pattern_name(OpPattern p) {
+  switch (p) {
+    case OpPattern::kElemWise:
+      return "elemwise";
+    case OpPattern::kBroadcast:
+      return "broadcast";
+    case OpPattern::kInjective:
+      return "injective";
+    case OpPattern::kCommReduce:
+      return "comm_reduce";
+    case OpPattern::kOutEWiseFusable:
+      return "out_elemwise_fusable";
+    case OpPattern::kOpaque:
+      return "opaque";
+  }
+  return "opaque";
+}
+
 namespace {
+// The fusion pattern of every op type (docs/graph.md, "Fusion patterns"), one list per pattern.
+// Pools are out-elementwise-fusable as in TVM; the fusion pass anchors only ops whose kernel takes
+// an epilogue. Ops evaluated at compile time and those computed by a template that takes no
+// epilogue (Softmax, LayerNormalization) are opaque.
+const std::map<std::string, OpPattern> &pattern_table() {
+  static const std::map<std::string, OpPattern> table = [] {
+    std::map<std::string, OpPattern> t;
+    auto add = [&](OpPattern p, std::initializer_list<const char *> names) {
+      for (const char *n : names) t.emplace(n, p);
+    };
+    add(OpPattern::kElemWise,
+        {"Abs",       "Acos",       "Acosh",    "Asin",     "Asinh",     "Atan",   "Atanh",   "Ceil",
+         "Celu",      "Cos",        "Cosh",     "Elu",      "Erf",       "Exp",    "Floor",   "HardSigmoid",
+         "HardSwish", "Identity",   "IsInf",    "IsNaN",    "LeakyRelu", "Log",    "Mish",    "Neg",
+         "Not",       "Reciprocal", "Relu",     "Round",    "Selu",      "Shrink", "Sigmoid", "Sign",
+         "Sin",       "Sinh",       "Softplus", "Softsign", "Sqrt",      "Tan",    "Tanh",    "ThresholdedRelu",
+         "Cast",      "Clip",       "Dropout"});
+    add(OpPattern::kBroadcast, {"Add",
+                                "Sub",
+                                "Mul",
+                                "Div",
+                                "Pow",
+                                "Mod",
+                                "BitShift",
+                                "And",
+                                "Or",
+                                "Xor",
+                                "Equal",
+                                "Greater",
+                                "GreaterOrEqual",
+                                "Less",
+                                "LessOrEqual",
+                                "Max",
+                                "Min",
+                                "Mean",
+                                "Sum",
+                                "PRelu",
+                                "Where",
+                                "QuantizeLinear",
+                                "DequantizeLinear",
+                                "FusedElementwise"});
+    add(OpPattern::kInjective, {"Reshape",      "Flatten", "Squeeze", "Unsqueeze", "Transpose",
+                                "Concat",       "Split",   "Slice",   "Gather",    "GatherElements",
+                                "GatherND",     "Expand",  "Tile",    "Pad",       "DepthToSpace",
+                                "SpaceToDepth", "Trilu",   "Resize",  "OneHot",    kLayoutTransformOp});
+    add(OpPattern::kCommReduce, {"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
+                                 "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "ArgMax", "ArgMin"});
+    add(OpPattern::kOutEWiseFusable,
+        {"Conv", "ConvTranspose", "MatMul", "Gemm", "FusedConv", "FusedDense", "FusedMatMul", "ConvNCHWc", "MaxPool",
+         "AveragePool", "LpPool", "GlobalAveragePool", "GlobalMaxPool", "PoolNCHWc"});
+    add(OpPattern::kOpaque, {"Softmax",
+                             "LogSoftmax",
+                             "Hardmax",
+                             "CumSum",
+                             "TopK",
+                             "BatchNormalization",
+                             "LayerNormalization",
+                             "InstanceNormalization",
+                             "LRN",
+                             "MeanVarianceNormalization",
+                             "LpNormalization",
+                             "Einsum",
+                             "ScatterElements",
+                             "ScatterND",
+                             "DynamicQuantizeLinear",
+                             "NegativeLogLikelihoodLoss",
+                             "SoftmaxCrossEntropyLoss",
+                             "Shape",
+                             "Size",
+                             "ConstantOfShape",
+                             "Range",
+                             "EyeLike",
+                             "HannWindow",
+                             "HammingWindow",
+                             "BlackmanWindow"});
+    return t;
+  }();
+  return table;
+}
+
 struct Table {
   std::map<std::string, OpDef> ops;
 };
@@ -113,6 +211,11 @@ void detail::register_op(OpDef def) {
   KILN_CHECK(def.view || def.kernel || def.evaluate, "op ", def.name, " has no kernel");
   auto &ops = table_storage().ops;
   KILN_CHECK(!ops.count(def.name), "op ", def.name, " registered twice");
+  if (!def.pattern) {
+    const auto &patterns = pattern_table();
+    auto it = patterns.find(def.name);
+    if (it != patterns.end()) def.pattern = it->second;
+  }
   std::string n = def.name;
   ops.emplace(n, std::move(def));
 }
@@ -127,6 +230,11 @@ std::vector<std::string> op_names() {
   std::vector<std::string> names;
   for (const auto &[n, d] : table().ops) names.push_back(n);
   return names;
+}
+
+OpPattern op_pattern(const std::string &op) {
+  const OpDef *def = find_op(op);
+  return def && def->pattern ? *def->pattern : OpPattern::kOpaque;
 }
 
 std::vector<TensorType> infer_types(const Graph &g, const Node &n) {

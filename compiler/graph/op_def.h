@@ -11,6 +11,7 @@
 // Ops are defined in the op_*.cpp files of this folder, one family per file; see docs/graph.md for
 // how to add one.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,8 +66,34 @@ struct Kernel {
   std::vector<int> input_map;
 };
 
+// The fusion pattern of an op, a lattice ordered from the easiest to fuse to the hardest (TVM's
+// OpPatternKind): a pass may fuse a node of a lower pattern into the kernel of one of a higher
+// pattern where the rules of docs/graph.md allow.
+//  - kElemWise: output element i reads input element i of inputs of the output's shape (Relu, Cast).
+//  - kBroadcast: output element i reads inputs broadcast numpy-style to the output (Add, Where).
+//  - kInjective: each output element is one input element at a computed index (Reshape,
+//    Transpose, Pad, Concat, Gather, LayoutTransform).
+//  - kCommReduce: a commutative reduction over axes (ReduceSum, ArgMax).
+//  - kOutEWiseFusable: a complex op whose output can take elementwise ops as an epilogue (Conv,
+//    MatMul, Gemm, pools, FusedConv).
+//  - kOpaque: nothing fuses into or after it (Softmax, TopK, LayerNormalization, compile-time ops).
+enum class OpPattern {
+  kElemWise = 0,
+  kBroadcast = 1,
+  kInjective = 2,
+  kCommReduce = 3,
+  kOutEWiseFusable = 4,
+  kOpaque = 5
+};
+
+// "elemwise", "broadcast", "injective", "comm_reduce", "out_elemwise_fusable", "opaque".
+const char *pattern_name(OpPattern p);
+
 struct OpDef {
   std::string name;
+  // The fusion pattern. Left unset by an op's family file, it is taken from op_def.cpp's table at
+  // registration; an op that has neither is a defect (checked by tests/compiler/graph).
+  std::optional<OpPattern> pattern;
   int min_inputs = 1;
   int max_inputs = 1;
   int min_outputs = 1;
@@ -92,6 +119,9 @@ struct OpDef {
 // The op table.
 const OpDef *find_op(const std::string &name);
 std::vector<std::string> op_names();
+
+// The fusion pattern of an op type; kOpaque for an unknown op or one without a pattern.
+OpPattern op_pattern(const std::string &op);
 
 // The node's outputs' types by the op's inference, after checking the input and output counts;
 // throws GraphError naming the node.

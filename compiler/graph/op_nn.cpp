@@ -683,6 +683,7 @@ int epilogue_inputs(const Json &list) {
   for (size_t k = 0; k < list.size(); ++k) {
     const std::string op = list[k].get_or("op", Json("")).as_string();
     if (op == "add" || op == "multiply" || op == "prelu" || op == "bias_add") ++n;
+    if (op == "expr") n += static_cast<int>(list[k].get_or("inputs", Json::array()).size());
   }
   return n;
 }
@@ -703,6 +704,15 @@ void check_epilogue_inputs(const OpContext &ctx, int first, const TensorType &ou
     } else if (op == "prelu" || op == "bias_add") {
       if (ctx.in(i).dtype != out.dtype) ctx.fail(concat("extra input ", i, " is ", ctx.in(i).str()));
       ++i;
+    } else if (op == "expr") {
+      // "full": a tensor of the output's type; "channel": one value per channel.
+      const Json kinds = list[k].get_or("inputs", Json::array());
+      for (const auto &kind : kinds.as_array()) {
+        const bool full = kind.is_string() && kind.as_string() == "full";
+        if (full ? ctx.in(i) != out : ctx.in(i).dtype != out.dtype)
+          ctx.fail(concat("extra input ", i, " is ", ctx.in(i).str(), full ? concat(", not the output's ", out.str()) : ""));
+        ++i;
+      }
     }
   }
 }

@@ -1,5 +1,6 @@
 #include "compiler/ops/epilogue.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -40,6 +41,11 @@ Json gelu(bool tanh_approximation) {
 Json requantize(double scale, int64_t zero_point, const std::string &out_dtype) {
   return Json::object({{"op", "requantize"}, {"out_dtype", out_dtype}, {"scale", scale}, {"zero_point", zero_point}});
 }
+Json expr(const Json &e, const std::vector<std::string> &inputs) {
+  Json in = Json::array();
+  for (const auto &k : inputs) in.push_back(k);
+  return Json::object({{"op", "expr"}, {"expr", e}, {"inputs", in}});
+}
 }  // namespace epilogue
 
 namespace {
@@ -76,6 +82,138 @@ bool is_scalar_op(const std::string &op) {
          op == "maximum_scalar" || op == "minimum_scalar";
 }
 
+}  // namespace
+
+const std::vector<std::pair<std::string, int>> &expr_ops() {
+  static const std::vector<std::pair<std::string, int>> ops = {
+      {"neg", 1},           {"abs", 1},     {"exp", 1},        {"log", 1},   {"sqrt", 1},
+      {"erf", 1},           {"sigmoid", 1}, {"tanh", 1},       {"relu", 1},  {"reciprocal", 1},
+      {"floor", 1},         {"ceil", 1},    {"add", 2},        {"sub", 2},   {"mul", 2},
+      {"div", 2},           {"max", 2},     {"min", 2},        {"pow", 2},   {"greater", 2},
+      {"greater_equal", 2}, {"less", 2},    {"less_equal", 2}, {"equal", 2}, {"where", 3}};
+  return ops;
+}
+
+namespace {
+
+bool is_comparison(const std::string &f) {
+  return f == "greater" || f == "greater_equal" || f == "less" || f == "less_equal" || f == "equal";
+}
+
+// Checks expression `e` (a value when !condition, a comparison when condition) against `num_inputs`
+// extra inputs; returns its canonical form. `nodes` counts the nodes seen.
+Json canonical_expr(const Json &e, size_t num_inputs, bool condition, int *nodes, const std::string &at) {
+  if (++*nodes > kMaxExprNodes)
+    throw OpError(at + ": the expression has more than " + std::to_string(kMaxExprNodes) + " nodes");
+  auto value_only = [&](const std::string &what) {
+    if (condition) throw OpError(at + ": where's first argument must be a comparison, got " + what);
+  };
+  if (e.is_string()) {
+    if (e.as_string() != "x")
+      throw OpError(at + ": unknown name \"" + e.as_string() + "\" in the expression (the value is \"x\")");
+    value_only("\"x\"");
+    return Json("x");
+  }
+  if (e.is_number()) {
+    value_only(e.dump());
+    const double v = e.as_double();
+    if (!std::isfinite(v)) throw OpError(at + ": a constant of the expression must be finite");
+    return Json(v);
+  }
+  if (!e.is_object())
+    throw OpError(at + ": an expression is \"x\", a number, {\"input\":k} or {\"op\":f,\"args\":[...]}, got " +
+                  e.dump());
+  if (const Json *k = e.find("input")) {
+    only_keys(e, {"input"}, at);
+    value_only(e.dump());
+    if (!k->is_int() || k->as_int() < 0 || static_cast<size_t>(k->as_int()) >= num_inputs)
+      throw OpError(at + ": {\"input\":" + k->dump() + "} is not one of the descriptor's " +
+                    std::to_string(num_inputs) + " inputs");
+    return Json::object({{"input", k->as_int()}});
+  }
+  only_keys(e, {"op", "args"}, at);
+  const Json *f = e.find("op");
+  const Json *args = e.find("args");
+  if (!f || !f->is_string() || !args || !args->is_array())
+    throw OpError(at + ": an expression node needs a function \"op\" and a list \"args\", got " + e.dump());
+  const std::string fn = f->as_string();
+  int arity = -1;
+  for (const auto &[name, n] : expr_ops()) {
+    if (name == fn) arity = n;
+  }
+  if (arity < 0) {
+    std::string names;
+    for (const auto &[name, n] : expr_ops()) names += (names.empty() ? "" : ", ") + name;
+    throw OpError(at + ": unknown expression function '" + fn + "' (" + names + ")");
+  }
+  if (static_cast<int>(args->size()) != arity)
+    throw OpError(at + ": " + fn + " takes " + std::to_string(arity) + " arguments, got " +
+                  std::to_string(args->size()));
+  if (is_comparison(fn) != condition)
+    throw OpError(at + (condition ? ": where's first argument must be a comparison, got " + fn
+                                  : ": the comparison " + fn + " may only be where's first argument"));
+  Json out = Json::array();
+  for (size_t i = 0; i < args->size(); ++i)
+    out.push_back(canonical_expr((*args)[i], num_inputs, fn == "where" && i == 0, nodes, at));
+  return Json::object({{"args", out}, {"op", fn}});
+}
+
+Expr build_expr(const Json &e, const Expr &x, const std::vector<Expr> &in, DataType dt) {
+  if (e.is_string()) return x;
+  if (e.is_number()) return make_const(dt, e.as_double());
+  if (e.contains("input")) return in[static_cast<size_t>(e["input"].as_int())];
+  const std::string f = e["op"].as_string();
+  std::vector<Expr> a;
+  for (const auto &arg : e["args"].as_array()) a.push_back(build_expr(arg, x, in, dt));
+  if (f == "neg") return make_zero(dt) - a[0];
+  if (f == "abs") return ir::fabs(a[0]);
+  if (f == "exp") return ir::exp(a[0]);
+  if (f == "log") return ir::log(a[0]);
+  if (f == "sqrt") return ir::sqrt(a[0]);
+  if (f == "erf") return ir::erf(a[0]);
+  if (f == "sigmoid") return ir::sigmoid(a[0]);
+  if (f == "tanh") return ir::tanh(a[0]);
+  if (f == "relu") return ir::max(a[0], make_zero(dt));
+  if (f == "reciprocal") return make_one(dt) / a[0];
+  if (f == "floor") return ir::floor(a[0]);
+  if (f == "ceil") return ir::ceil(a[0]);
+  if (f == "add") return a[0] + a[1];
+  if (f == "sub") return a[0] - a[1];
+  if (f == "mul") return a[0] * a[1];
+  if (f == "div") return a[0] / a[1];
+  if (f == "max") return ir::max(a[0], a[1]);
+  if (f == "min") return ir::min(a[0], a[1]);
+  if (f == "pow") return ir::pow(a[0], a[1]);
+  if (f == "greater") return a[0] > a[1];
+  if (f == "greater_equal") return a[0] >= a[1];
+  if (f == "less") return a[0] < a[1];
+  if (f == "less_equal") return a[0] <= a[1];
+  if (f == "equal") return a[0] == a[1];
+  return ir::select(a[0], a[1], a[2]);  // where
+}
+
+}  // namespace
+
+int expr_node_count(const Json &e, bool functions_only) {
+  if (!e.is_object() || !e.contains("args") || !e["args"].is_array()) return functions_only ? 0 : 1;
+  int n = 1;
+  for (const auto &a : e["args"].as_array()) n += expr_node_count(a, functions_only);
+  return n;
+}
+
+std::string expr_string(const Json &e) {
+  if (e.is_string()) return e.as_string();
+  if (e.is_number()) return e.dump();
+  if (e.is_object() && e.contains("input")) return "in" + e["input"].dump();
+  if (!e.is_object() || !e.contains("op") || !e.contains("args")) return e.dump();
+  std::string s = e["op"].is_string() ? e["op"].as_string() : e["op"].dump();
+  s += "(";
+  for (size_t i = 0; i < e["args"].size(); ++i) s += (i ? ", " : "") + expr_string(e["args"][i]);
+  return s + ")";
+}
+
+namespace {
+
 // Walks the chain, checking each descriptor; calls f(canonical descriptor, dtype before, dtype after).
 template <typename F>
 void walk(const Json &list, DataType in, const std::string &where, F f) {
@@ -91,7 +229,8 @@ void walk(const Json &list, DataType in, const std::string &where, F f) {
     Json canon;
     DataType next = cur;
     const bool float_only = op == "sigmoid" || op == "tanh" || op == "hard_swish" || op == "silu" || op == "prelu" ||
-                            op == "leaky_relu" || op == "hard_sigmoid" || op == "gelu" || is_scalar_op(op);
+                            op == "leaky_relu" || op == "hard_sigmoid" || op == "gelu" || op == "expr" ||
+                            is_scalar_op(op);
     if (float_only && !cur.is_float()) throw OpError(at + ": " + op + " needs a float input");
     if (op == "bias_add" || op == "add" || op == "multiply" || op == "relu" || op == "sigmoid" || op == "tanh" ||
         op == "hard_swish" || op == "silu" || op == "prelu") {
@@ -140,11 +279,28 @@ void walk(const Json &list, DataType in, const std::string &where, F f) {
       next = parse_dtype(o ? o->as_string() : "int8", at);
       if (!next.is_int() && !next.is_uint()) throw OpError(at + ": requantize needs an integer out_dtype");
       canon = epilogue::requantize(s, z ? z->as_int() : 0, next.to_string());
+    } else if (op == "expr") {
+      only_keys(d, {"op", "expr", "inputs"}, at);
+      const Json *in = d.find("inputs");
+      Json kinds = Json::array();
+      if (in) {
+        if (!in->is_array()) throw OpError(at + ": \"inputs\" must be a list of \"full\" or \"channel\"");
+        for (const auto &k : in->as_array()) {
+          if (!k.is_string() || (k.as_string() != "full" && k.as_string() != "channel"))
+            throw OpError(at + ": an input kind is \"full\" or \"channel\", got " + k.dump());
+          kinds.push_back(k);
+        }
+      }
+      const Json *e = d.find("expr");
+      if (!e) throw OpError(at + ": expr needs an \"expr\"");
+      int nodes = 0;
+      canon = Json::object(
+          {{"expr", canonical_expr(*e, kinds.size(), false, &nodes, at)}, {"inputs", kinds}, {"op", "expr"}});
     } else {
       throw OpError(at + ": unknown epilogue op '" + op +
                     "' (bias_add, add, multiply, relu, clip, scale, sigmoid, tanh, add_scalar, subtract_scalar, "
                     "multiply_scalar, divide_scalar, maximum_scalar, minimum_scalar, leaky_relu, prelu, hard_sigmoid, "
-                    "hard_swish, silu, gelu, cast, requantize)");
+                    "hard_swish, silu, gelu, cast, requantize, expr)");
     }
     f(canon, cur, next);
     cur = next;
@@ -180,6 +336,11 @@ const std::vector<EpilogueOpFormat> &epilogue_formats() {
       {R"({"op":"cast","dtype":"float16"})", "x converted to dtype"},
       {R"({"op":"requantize","out_dtype":"int8","scale":0.05,"zero_point":0})",
        "clamp(round(float(x) * scale) + zero_point) to out_dtype's range"},
+      {R"({"expr":{"args":[{"args":["x"],"op":"relu"},{"input":0}],"op":"add"},"inputs":["full"],"op":"expr"})",
+       "any elementwise expression of x, numbers, {\"input\":k} (inputs \"full\": the output's shape, \"channel\": "
+       "[channels]) and {\"op\":f,\"args\":[...]}, f one of neg, abs, exp, log, sqrt, erf, sigmoid, tanh, relu, "
+       "reciprocal, floor, ceil, add, sub, mul, div, max, min, pow, where(comparison, a, b) with greater, "
+       "greater_equal, less, less_equal, equal (float only, at most 64 nodes)"},
   };
   return formats;
 }
@@ -197,7 +358,14 @@ DataType epilogue_dtype(const Json &list, DataType in) {
 }
 
 double epilogue_flop(const Json &list, double elements) {
-  return static_cast<double>(list.is_array() ? list.size() : 0) * elements;
+  if (!list.is_array()) return 0;
+  double ops = 0;
+  for (const auto &d : list.as_array()) {
+    const Json *op = d.is_object() ? d.find("op") : nullptr;
+    const bool expr = op && op->is_string() && op->as_string() == "expr" && d.contains("expr");
+    ops += expr ? std::max(1, expr_node_count(d["expr"], true)) : 1;
+  }
+  return ops * elements;
 }
 
 std::vector<te::Tensor> build_epilogue(const te::Tensor &anchor, const Json &list, const ChannelMap &channel,
@@ -290,6 +458,25 @@ std::vector<te::Tensor> build_epilogue(const te::Tensor &anchor, const Json &lis
           return half_x * (make_const(dt, 1.0) + ir::tanh(inner));
         }
         return half_x * (make_const(dt, 1.0) + ir::erf(x * make_const(dt, 0.7071067811865476)));
+      };
+    } else if (op == "expr") {
+      std::vector<te::Tensor> extra;
+      std::vector<bool> per_channel;
+      for (size_t k = 0; k < d["inputs"].size(); ++k) {
+        const bool ch = d["inputs"][k].as_string() == "channel";
+        te::Tensor t =
+            ch ? te::placeholder({Expr(static_cast<int>(channel.channels))}, dt, name + ".in" + std::to_string(k))
+               : te::placeholder(shape, dt, name + ".in" + std::to_string(k));
+        inputs->push_back(t);
+        extra.push_back(t);
+        per_channel.push_back(ch);
+      }
+      const Json e = d["expr"];
+      f = [=](const std::vector<Var> &i) {
+        std::vector<Expr> in;
+        for (size_t k = 0; k < extra.size(); ++k)
+          in.push_back(per_channel[k] ? extra[k](channel.index(i)) : extra[k](std::vector<Expr>(i.begin(), i.end())));
+        return build_expr(e, at(i), in, dt);
       };
     } else if (op == "cast") {
       f = [=](const std::vector<Var> &i) { return ir::cast(next, at(i)); };

@@ -27,10 +27,24 @@
 //   {"op":"cast","dtype":"float16"}
 //   {"op":"requantize","out_dtype":"int8","scale":s,"zero_point":z}
 //                                      clamp(round(float(x) * s) + z) to out_dtype's range, cast
+//   {"op":"expr","expr":e,"inputs":["full","channel",...]}
+//                                      any elementwise expression e of the value so far (float
+//                                      only); adds one input per "inputs" entry: "full" a tensor
+//                                      of the output's shape, "channel" one of shape [channels]
+//                                      indexed by the element's channel (like bias_add). e is
+//                                        "x"                     the value so far
+//                                        a number                a constant of its dtype
+//                                        {"input":k}             input k of this descriptor
+//                                        {"op":f,"args":[e,...]} f of its arguments (expr_ops())
+//                                      at most 64 nodes; e.g. x * sigmoid(x) + residual:
+//                                      {"op":"expr","inputs":["full"],"expr":{"op":"add","args":[
+//                                      {"op":"mul","args":["x",{"op":"sigmoid","args":["x"]}]},
+//                                      {"input":0}]}}
 // Extra inputs come after the anchor's inputs, in chain order, with the dtype the chain has at
 // that point.
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "contracts/json.h"
@@ -61,7 +75,24 @@ contracts::Json silu();
 contracts::Json gelu(bool tanh_approximation = false);
 contracts::Json cast(const std::string &dtype);
 contracts::Json requantize(double scale, int64_t zero_point, const std::string &out_dtype);
+// An expression descriptor; `inputs` lists each extra input's kind ("full" or "channel").
+contracts::Json expr(const contracts::Json &e, const std::vector<std::string> &inputs = {});
 }  // namespace epilogue
+
+// The functions an expression descriptor may apply, with their argument counts: unary neg, abs,
+// exp, log, sqrt, erf, sigmoid, tanh, relu, reciprocal, floor, ceil; binary add, sub, mul, div,
+// max, min, pow; comparisons greater, greater_equal, less, less_equal, equal (a condition, only as
+// where's first argument); where(condition, then, else).
+const std::vector<std::pair<std::string, int>> &expr_ops();
+
+// The most nodes (functions, "x", numbers and inputs) an expression may have.
+inline constexpr int kMaxExprNodes = 64;
+// The nodes of an expression: all of them, or (functions_only) its functions, the operations per
+// element it computes.
+int expr_node_count(const contracts::Json &e, bool functions_only = false);
+
+// An expression of an "expr" descriptor written as a formula, e.g. "add(mul(x, sigmoid(x)), in0)".
+std::string expr_string(const contracts::Json &e);
 
 // One kind of descriptor an epilogue list may hold: an example in canonical form and what it does,
 // for help (`kiln templates show`).

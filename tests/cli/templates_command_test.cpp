@@ -81,7 +81,7 @@ TEST_F(TemplatesCommandTest, ShowGivesArgumentsEpilogueKnobsAndTheDefaultConfig)
   EXPECT_EQ(show["default_config"]["space"], show["space"]["fingerprint"]);
   ASSERT_EQ(show["default_config"]["knobs"].size(), knobs.size());
   for (size_t i = 0; i < knobs.size(); ++i) EXPECT_EQ(show["default_config"]["knobs"][i][0], knobs[i]);
-  EXPECT_EQ(show["epilogue_format"].size(), 22u);
+  EXPECT_EQ(show["epilogue_format"].size(), 23u);
 
   // Every template shows its example.
   r = kiln({"templates", "--json"});

@@ -6,6 +6,7 @@
 
 #include "compiler/graph/op_def.h"
 #include "compiler/graph/op_families.h"
+#include "compiler/graph/passes/fuse_ops.h"
 #include "compiler/graph/passes/passes.h"
 #include "compiler/graph/passes/rewriter.h"
 #include "contracts/json.h"
@@ -15,6 +16,12 @@ namespace kiln::graph::passes {
 namespace {
 
 using contracts::Json;
+
+// Caps of one fused group: its nodes, and a kernel's tensor arguments.
+constexpr size_t kMaxGroupNodes = 32;
+constexpr size_t kMaxGroupInputs = 16;
+// A fused anchor's kernel takes its data, weight and bias, and at most this many epilogue inputs.
+constexpr size_t kMaxEpilogueInputs = kMaxGroupInputs - 3;
 
 // What one elementwise consumer becomes in the anchor's epilogue.
 struct Step {
@@ -206,13 +213,44 @@ std::vector<size_t> match_gelu_tanh(const Graph &g, const Uses &u, ValueId cur) 
   return nodes;
 }
 
+// Appends to chain `c` the elementwise region from `cur` (made by node `producer`) to the
+// producer's immediate post-dominator as one expression step (composed with an expression step
+// just before it); advances cur and producer to the region's end. False when there is none.
+bool add_region(const Graph &g, Chain &c, ValueId &cur, size_t &producer, const std::vector<size_t> &ipdom,
+                int channel_axis, const std::vector<bool> &absorbed) {
+  if (c.nodes.size() >= kMaxGroupNodes || c.extras.size() > kMaxEpilogueInputs) return false;
+  std::optional<ExprRegion> region =
+      elementwise_region(g, cur, ipdom[producer], channel_axis, absorbed, kMaxGroupNodes - c.nodes.size(),
+                         kMaxEpilogueInputs - c.extras.size());
+  if (!region) return false;
+  c.nodes.insert(c.nodes.end(), region->nodes.begin(), region->nodes.end());
+  // An expression right after an expression: one stage.
+  const bool after_expr = c.epilogue.size() > 0 && c.epilogue[c.epilogue.size() - 1]["op"].as_string() == "expr";
+  std::optional<Json> composed =
+      after_expr ? compose_exprs(c.epilogue[c.epilogue.size() - 1], region->descriptor) : std::nullopt;
+  if (composed) {
+    Json rest = Json::array();
+    for (size_t i = 0; i + 1 < c.epilogue.size(); ++i) rest.push_back(c.epilogue[i]);
+    rest.push_back(*composed);
+    c.epilogue = rest;
+  } else {
+    c.epilogue.push_back(region->descriptor);
+  }
+  c.extras.insert(c.extras.end(), region->extras.begin(), region->extras.end());
+  c.extra_is_bias.insert(c.extra_is_bias.end(), region->per_channel.begin(), region->per_channel.end());
+  producer = region->nodes.back();
+  cur = g.nodes()[producer].outputs[0];
+  return true;
+}
+
 // The epilogue chain after an anchor's output `cur` of type `t`: what step_for accepts, GELU, a
 // bias (a constant of N elements broadcast over the rows, N the last axis) and, for the matrix
 // anchors (`matrix`), Sub and Div by a scalar constant.
-Chain follow_chain(const Graph &g, const Uses &u, ValueId cur, bool matrix, const std::vector<bool> &absorbed) {
+Chain follow_chain(const Graph &g, const Uses &u, ValueId cur, bool matrix, const std::vector<bool> &absorbed,
+                   const std::vector<size_t> &ipdom, size_t producer) {
   Chain c;
   const TensorType t = g.value(cur).type;
-  while (true) {
+  while (c.nodes.size() < kMaxGroupNodes) {
     if (matrix) {
       std::vector<size_t> gelu = match_gelu(g, u, cur);
       bool tanh_form = false;
@@ -226,11 +264,16 @@ Chain follow_chain(const Graph &g, const Uses &u, ValueId cur, bool matrix, cons
         c.nodes.insert(c.nodes.end(), gelu.begin(), gelu.end());
         c.epilogue.push_back(Json::object({{"op", "gelu"}, {"approximate", tanh_form ? "tanh" : "none"}}));
         cur = g.nodes()[gelu.back()].outputs[0];
+        producer = gelu.back();
         continue;
       }
     }
     auto r = u.only(cur);
-    if (!r || absorbed[*r]) break;
+    if (r && absorbed[*r]) break;
+    if (!r || c.extras.size() >= kMaxEpilogueInputs) {
+      if (!add_region(g, c, cur, producer, ipdom, t.rank() - 1, absorbed)) break;
+      continue;
+    }
     const Node &n = g.nodes()[*r];
     std::optional<Step> s;
     if (matrix && n.outputs.size() == 1 && g.value(n.outputs[0]).type == t) {
@@ -251,11 +294,15 @@ Chain follow_chain(const Graph &g, const Uses &u, ValueId cur, bool matrix, cons
       s = step_for(g, n, cur);
       if (s && s->extra != kNoValue) c.extra_is_bias.push_back(false);
     }
-    if (!s) break;
+    if (!s) {
+      if (!add_region(g, c, cur, producer, ipdom, t.rank() - 1, absorbed)) break;
+      continue;
+    }
     c.nodes.push_back(*r);
     c.epilogue.push_back(s->descriptor);
     if (s->extra != kNoValue) c.extras.push_back(s->extra);
     cur = n.outputs[0];
+    producer = *r;
   }
   return c;
 }
@@ -415,9 +462,6 @@ void emit_matrix(Rewriter &rw, const Graph &g, const Node &anchor, const MatrixA
 }
 
 // --- elementwise groups ---
-
-constexpr size_t kMaxGroupNodes = 32;
-constexpr size_t kMaxGroupInputs = 16;
 
 bool fusable_dtype(ir::DataType t) { return !t.is_float16() && !t.is_bool(); }
 
@@ -648,6 +692,7 @@ Graph fuse_elementwise(const Graph &g) {
 
 Graph fuse_epilogues(const Graph &g) {
   const Uses u(g);
+  const std::vector<size_t> ipdom = immediate_post_dominators(g);
   const auto &readers = u.readers;
   const auto &is_output = u.is_output;
 
@@ -661,7 +706,7 @@ Graph fuse_epilogues(const Graph &g) {
     if (absorbed[k]) continue;
     if (std::optional<MatrixAnchor> m = matrix_anchor(g, u, n)) {
       if (m->transpose_node && absorbed[*m->transpose_node]) m->transpose_node.reset();
-      Chain c = follow_chain(g, u, n.outputs[0], true, absorbed);
+      Chain c = follow_chain(g, u, n.outputs[0], true, absorbed, ipdom, k);
       for (size_t r : c.nodes) absorbed[r] = true;
       if (m->transpose_node) absorbed[*m->transpose_node] = true;
       last_of_chain[c.nodes.empty() ? k : c.nodes.back()] = k;
@@ -674,15 +719,28 @@ Graph fuse_epilogues(const Graph &g) {
     if (t.rank() != 4 || t.dtype != ir::Float(32)) continue;
     Chain c;
     ValueId cur = n.outputs[0];
-    while (readers[static_cast<size_t>(cur)].size() == 1 && !is_output[static_cast<size_t>(cur)]) {
-      const size_t r = readers[static_cast<size_t>(cur)][0];
-      if (absorbed[r]) break;  // another anchor's chain took it (a residual add of two convs)
-      std::optional<Step> s = step_for(g, g.nodes()[r], cur);
-      if (!s) break;
-      c.nodes.push_back(r);
-      c.epilogue.push_back(s->descriptor);
-      if (s->extra != kNoValue) c.extras.push_back(s->extra);
-      cur = g.nodes()[r].outputs[0];
+    size_t producer = k;
+    while (!is_output[static_cast<size_t>(cur)] && c.nodes.size() < kMaxGroupNodes) {
+      // A value read once by a named epilogue step: that step.
+      if (readers[static_cast<size_t>(cur)].size() == 1) {
+        const size_t r = readers[static_cast<size_t>(cur)][0];
+        if (absorbed[r]) break;  // another anchor's chain took it (a residual add of two convs)
+        std::optional<Step> s = step_for(g, g.nodes()[r], cur);
+        if (s && c.extras.size() + (s->extra != kNoValue ? 1 : 0) <= kMaxEpilogueInputs) {
+          c.nodes.push_back(r);
+          c.epilogue.push_back(s->descriptor);
+          if (s->extra != kNoValue) {
+            c.extras.push_back(s->extra);
+            c.extra_is_bias.push_back(false);
+          }
+          cur = g.nodes()[r].outputs[0];
+          producer = r;
+          continue;
+        }
+      }
+      // Otherwise every elementwise node up to the producer's immediate post-dominator (a diamond
+      // such as x -> {a, b} -> add, or an op without a named step) as one expression step.
+      if (!add_region(g, c, cur, producer, ipdom, 1, absorbed)) break;
     }
     if (c.nodes.empty()) continue;
     for (size_t r : c.nodes) absorbed[r] = true;
@@ -710,7 +768,13 @@ Graph fuse_epilogues(const Graph &g) {
       f.attrs["epilogue"] = Attribute::of_string(c.epilogue.dump());
       f.inputs = {rw.map(anchor.inputs[0]), rw.map(anchor.inputs[1]),
                   anchor.inputs.size() > 2 ? rw.map(anchor.inputs[2]) : kNoValue};
-      for (ValueId e : c.extras) f.inputs.push_back(rw.map(e));
+      const int64_t channels = g.value(anchor.outputs[0]).type.shape[1];
+      for (size_t e = 0; e < c.extras.size(); ++e) {
+        // A per-channel constant of an expression step is passed as [channels].
+        f.inputs.push_back(c.extra_is_bias[e] ? rw.constant(anchor.name + "_channel",
+                                                            g.value(c.extras[e]).constant.view(0, {channels}))
+                                              : rw.map(c.extras[e]));
+      }
       rw.set(out, rw.add(f, {g.value(out).name})[0]);
       continue;
     }

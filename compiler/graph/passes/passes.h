@@ -45,9 +45,18 @@ Graph eliminate_common_subexpressions(const Graph &g);
 // or more whose b has a's batch axes or none becomes FusedMatMul (the batch_matmul template on
 // rank-3 views; a Transpose of b's last two axes read only there is absorbed); their chains also
 // take a bias (a constant of N elements over the last axis), GELU as exported (the erf form or the
-// tanh approximation), and Sub and Div by a scalar constant. A value read by more than one node,
-// or a graph output, ends the chain.
+// tanh approximation), and Sub and Div by a scalar constant. Where a value is read by more than
+// one node, or its reader has no named step, the elementwise region up to the value's immediate
+// post-dominator joins as one {"op":"expr"} step when every node of it can (fuse_ops.h: diamonds
+// such as x -> {a, b} -> add); a graph output ends the group, as do the caps of 32 nodes and 13
+// epilogue inputs.
 Graph fuse_epilogues(const Graph &g);
+
+// Injective producers inlined into their consumer where legal (fuse_ops.cpp): a constant Pad of
+// zeros over H and W of a rank-4 tensor read only by a 2-D Conv (auto_pad NOTSET) becomes the
+// conv's padding. (Reshape, Flatten, Squeeze and Unsqueeze are views already: no kernel runs, and
+// FusedDense / FusedMatMul read their inputs through such views.)
+Graph inline_injective_producers(const Graph &g);
 
 // Layout transformation to the blocked NCHW[x]c layout of the CPU convolution templates. Every 2-D
 // float32 Conv or FusedConv with groups 1 (or depthwise with multiplier 1) and a constant weight

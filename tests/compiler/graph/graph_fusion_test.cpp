@@ -11,13 +11,17 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include "compiler/driver/graph_executor.h"
 #include "compiler/driver/graph_pipeline.h"
+#include "compiler/driver/task_extraction.h"
 #include "compiler/frontend/onnx/onnx_importer.h"
 #include "compiler/graph/op_def.h"
+#include "compiler/graph/passes/fuse_ops.h"
 #include "compiler/graph/passes/passes.h"
+#include "compiler/ops/epilogue.h"
 #include "contracts/json.h"
 #include "tests/compiler/graph/graph_test_util.h"
 
@@ -47,6 +51,129 @@ ValueId gelu(Graph &g, ValueId x, bool half_first) {
   ValueId one_plus = add(g, "Add", {e, constant(g, 1.0f)});
   if (half_first) return add(g, "Mul", {add(g, "Mul", {x, constant(g, 0.5f)}), one_plus});
   return add(g, "Mul", {add(g, "Mul", {x, one_plus}), constant(g, 0.5f)});
+}
+
+// Every op of the table has a fusion pattern, and the lattice orders them as fusion relies on.
+TEST(GraphFusion, EveryOpHasAFusionPattern) {
+  std::vector<std::string> missing;
+  for (const auto &name : op_names()) {
+    if (!find_op(name)->pattern) missing.push_back(name);
+  }
+  EXPECT_TRUE(missing.empty()) << "ops without a pattern: " << ::testing::PrintToString(missing);
+  EXPECT_GT(op_names().size(), 100u);
+}
+
+TEST(GraphFusion, OpPatternsSpotChecks) {
+  EXPECT_EQ(op_pattern("Relu"), OpPattern::kElemWise);
+  EXPECT_EQ(op_pattern("Cast"), OpPattern::kElemWise);
+  EXPECT_EQ(op_pattern("Add"), OpPattern::kBroadcast);
+  EXPECT_EQ(op_pattern("Where"), OpPattern::kBroadcast);
+  EXPECT_EQ(op_pattern("Reshape"), OpPattern::kInjective);
+  EXPECT_EQ(op_pattern("Pad"), OpPattern::kInjective);
+  EXPECT_EQ(op_pattern(kLayoutTransformOp), OpPattern::kInjective);
+  EXPECT_EQ(op_pattern("ReduceMean"), OpPattern::kCommReduce);
+  EXPECT_EQ(op_pattern("Conv"), OpPattern::kOutEWiseFusable);
+  EXPECT_EQ(op_pattern("FusedDense"), OpPattern::kOutEWiseFusable);
+  EXPECT_EQ(op_pattern("Softmax"), OpPattern::kOpaque);
+  EXPECT_EQ(op_pattern("Shape"), OpPattern::kOpaque);
+  EXPECT_EQ(op_pattern("NoSuchOp"), OpPattern::kOpaque);
+  EXPECT_LT(OpPattern::kElemWise, OpPattern::kBroadcast);
+  EXPECT_LT(OpPattern::kInjective, OpPattern::kCommReduce);
+  EXPECT_LT(OpPattern::kOutEWiseFusable, OpPattern::kOpaque);
+  EXPECT_STREQ(pattern_name(OpPattern::kOutEWiseFusable), "out_elemwise_fusable");
+}
+
+// The post-dominator tree: a diamond's branches are post-dominated by their join, the join by the
+// graph output's exit.
+TEST(GraphFusion, PostDominatorsOfADiamond) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {2, 3}});
+  ValueId r = add(g, "Relu", {x});                  // 0
+  ValueId a = add(g, "Exp", {r});                   // 1
+  ValueId b = add(g, "Neg", {r});                   // 2
+  ValueId j = add(g, "Add", {a, b});                // 3
+  g.add_output(add(g, "Sigmoid", {j}, {}, "out"));  // 4
+  g.add_output(add(g, "Tanh", {r}, {}, "side"));    // 5
+  const std::vector<size_t> ipdom = passes::immediate_post_dominators(g);
+  const size_t exit = g.nodes().size();
+  EXPECT_EQ(ipdom, (std::vector<size_t>{exit, 3, 3, 4, exit, exit}));
+}
+
+void conv_input(Graph &g, ValueId *x, ValueId *c) {
+  *x = g.add_input("x", TensorType{ir::Float(32), {1, 4, 8, 8}});
+  *c = add(g, "Conv",
+           {*x, g.add_constant("w", random_tensor({16, 4, 3, 3}, 11)), g.add_constant("b", random_tensor({16}, 12))},
+           {{"pads", Attribute::of_ints({1, 1, 1, 1})}});
+}
+
+// conv -> relu -> {add(r, y), mul(r, r)} -> add: the chain rule stopped at r (read twice); the
+// post-dominator rule fuses the diamond into the conv's kernel as an expression step.
+TEST(GraphFusion, AConvDiamondIsOneKernel) {
+  Graph g;
+  ValueId x, c;
+  conv_input(g, &x, &c);
+  ValueId y = g.add_input("y", TensorType{ir::Float(32), {1, 16, 8, 8}});
+  ValueId r = add(g, "Relu", {c});
+  ValueId sum = add(g, "Add", {add(g, "Add", {r, y}), add(g, "Mul", {r, r})});
+  // A per-channel scale (not foldable into the weights: it comes after the ReLU).
+  g.add_output(add(g, "Mul", {sum, g.add_constant("s", random_tensor({1, 16, 1, 1}, 13))}, {}, "out"));
+  Graph f = passes::fuse_epilogues(g);
+  verify(f);
+  ASSERT_EQ(f.nodes().size(), 1u) << print(f);
+  const Node &fc = only_node(f, "FusedConv");
+  const Json epi = Json::parse(fc.attr_string("epilogue", ""));
+  ASSERT_EQ(epi.size(), 2u) << epi.dump();
+  EXPECT_EQ(epi[0].dump(), R"({"op":"relu"})");
+  EXPECT_EQ(epi[1]["op"].as_string(), "expr");
+  EXPECT_EQ(ops::expr_string(epi[1]["expr"]), "mul(add(add(x, in0), mul(x, x)), in1)") << epi.dump();
+  EXPECT_EQ(epi[1]["inputs"].dump(), R"(["full","channel"])");
+  EXPECT_EQ(f.value(f.outputs()[0]).name, "out");
+  EXPECT_LT(max_difference(g, f), 1e-5);
+  // Its tuning task is the plain conv's workload: the epilogue does not make a task of its own.
+  Graph plain;
+  ValueId px, pc;
+  conv_input(plain, &px, &pc);
+  plain.add_output(pc);
+  const driver::TaskExtraction fused_tasks = driver::extract_tasks(f, "llvm -mcpu=native");
+  const driver::TaskExtraction plain_tasks = driver::extract_tasks(plain, "llvm -mcpu=native");
+  ASSERT_EQ(fused_tasks.tasks.size(), 1u);
+  ASSERT_EQ(plain_tasks.tasks.size(), 1u);
+  EXPECT_EQ(fused_tasks.tasks[0].workload_key, plain_tasks.tasks[0].workload_key);
+  // The whole pipeline (layouts included) computes the same.
+  const Graph o = driver::optimize_graph(g, driver::GraphPipelineOptions{});
+  EXPECT_EQ(count(o, "Relu") + count(o, "Add") + count(o, "Mul") + count(o, "FusedElementwise"), 0) << print(o);
+  EXPECT_LT(max_difference(g, o), 1e-5);
+}
+
+// A value that escapes the region (a graph output, or a reader past the post-dominator) keeps the
+// diamond out of the conv.
+TEST(GraphFusion, AnEscapingValueKeepsTheDiamondOut) {
+  Graph g;
+  ValueId x, c;
+  conv_input(g, &x, &c);
+  ValueId e = add(g, "Exp", {c}, {}, "e");
+  g.add_output(add(g, "Add", {e, add(g, "Neg", {c})}, {}, "out"));
+  g.add_output(e);
+  Graph f = passes::fuse_epilogues(g);
+  verify(f);
+  EXPECT_EQ(count(f, "Conv"), 1) << print(f);
+  EXPECT_EQ(count(f, "FusedConv"), 0);
+  EXPECT_LT(max_difference(g, f), 1e-5);
+}
+
+// The cap of 32 nodes per group splits a long elementwise chain after a conv.
+TEST(GraphFusion, TheCapSplitsALongChainAfterAConv) {
+  Graph g;
+  ValueId x, v;
+  conv_input(g, &x, &v);
+  for (int i = 0; i < 40; ++i) v = add(g, i % 2 ? "Sigmoid" : "Exp", {v});
+  g.add_output(v);
+  Graph f = passes::fuse_epilogues(g);
+  verify(f);
+  ASSERT_EQ(count(f, "FusedConv"), 1) << print(f);
+  // 32 nodes go into the conv (Sigmoid as a named step, Exp as an expression), 8 stay.
+  EXPECT_EQ(f.nodes().size(), 9u) << print(f);
+  EXPECT_LT(max_difference(g, f), 1e-5);
 }
 
 TEST(GraphFusion, LinearWithBiasAndGeluIsOneFusedDense) {
@@ -116,31 +243,33 @@ TEST(GraphFusion, GemmAndResidualAndScalarStepsJoinTheDense) {
   EXPECT_LT(max_difference(g, f), 1e-5);
 }
 
-TEST(GraphFusion, AValueReadTwiceEndsTheChainAndTheGroup) {
+TEST(GraphFusion, AValueReadTwiceJoinsUpToItsPostDominator) {
   Graph g;
   ValueId x = g.add_input("x", TensorType{ir::Float(32), {4, 8}});
   ValueId y = g.add_input("y", TensorType{ir::Float(32), {4, 8}});
   ValueId v = add(g, "MatMul", {x, g.add_constant("w", random_tensor({8, 8}, 5))});
   ValueId biased = add(g, "Add", {v, g.add_constant("b", random_tensor({8}, 6))});
-  // `biased` is read by Relu and by Mul: the dense chain ends at it.
+  // `biased` is read by Relu and by Mul, which join at a = r + m: the chain rule stopped at
+  // `biased`; the region up to a, and Exp after it, are the dense's expression step.
   ValueId r = add(g, "Relu", {biased});
   ValueId m = add(g, "Mul", {biased, y});
-  // Elementwise: a = r + m; e = exp(a) read by two nodes outside any one group.
   ValueId a = add(g, "Add", {r, m});
+  // e = exp(a) is read by two graph outputs' nodes: its post-dominator is the exit, so the group
+  // ends at e and Sigmoid and Tanh stay on their own.
   ValueId e = add(g, "Exp", {a});
   g.add_output(add(g, "Sigmoid", {e}, {}, "s"));
   g.add_output(add(g, "Tanh", {e}, {}, "t"));
   Graph f = passes::fuse_elementwise(passes::fuse_epilogues(g));
   verify(f);
   const Node &d = only_node(f, "FusedDense");
-  EXPECT_EQ(Json::parse(d.attr_string("epilogue", "")).dump(), R"([{"op":"bias_add"}])");
-  // Relu, Mul, Add and Exp are one group (Exp's output is read twice, outside it); Sigmoid and Tanh
-  // stay on their own.
-  EXPECT_EQ(count(f, "FusedElementwise"), 1) << print(f);
-  const Json sub = Json::parse(only_node(f, "FusedElementwise").attr_string("subgraph", ""));
-  EXPECT_EQ(sub["nodes"].size(), 4u);
+  const Json epi = Json::parse(d.attr_string("epilogue", ""));
+  ASSERT_EQ(epi.size(), 2u) << epi.dump();
+  EXPECT_EQ(epi[0].dump(), R"({"op":"bias_add"})");
+  EXPECT_EQ(ops::expr_string(epi[1]["expr"]), "exp(add(relu(x), mul(x, in0)))");
+  EXPECT_EQ(count(f, "FusedElementwise"), 0) << print(f);
   EXPECT_EQ(count(f, "Sigmoid"), 1);
   EXPECT_EQ(count(f, "Tanh"), 1);
+  EXPECT_EQ(f.nodes().size(), 3u);
   EXPECT_LT(max_difference(g, f), 1e-5);
 
   // A graph output inside the chain ends the group there too.
@@ -351,6 +480,117 @@ TEST(GraphFusion, TheEncoderRunsOnTemplateKernels) {
     scale = std::max(scale, std::fabs(double(want.data_as<float>()[i])));
   }
   EXPECT_LT(worst / scale, 1e-4);
+}
+
+// A zero Pad over H and W read only by a Conv becomes the conv's padding; a Pad by another value,
+// or one read elsewhere, stays.
+TEST(GraphFusion, AZeroPadBeforeAConvIsItsPadding) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 3, 6, 7}});
+  ValueId w = g.add_constant("w", random_tensor({4, 3, 3, 3}, 21));
+  ValueId pads = g.add_constant("pads", ints({0, 0, 1, 2, 0, 0, 2, 0}));
+  ValueId p = add(g, "Pad", {x, pads});
+  ValueId c = add(g, "Conv", {p, w}, {{"pads", Attribute::of_ints({1, 0, 0, 1})}});
+  // A Pad by 1.5 (not zeros) stays.
+  ValueId p2 = add(g, "Pad", {x, pads, g.add_constant("v", scalar(1.5f))});
+  ValueId c2 = add(g, "Conv", {p2, w});
+  g.add_output(add(g, "Relu", {c}, {}, "a"));
+  g.add_output(add(g, "Relu", {c2}, {}, "b"));
+  Graph f = passes::inline_injective_producers(g);
+  verify(f);
+  EXPECT_EQ(count(f, "Pad"), 1) << print(f);
+  EXPECT_EQ(count(f, "Conv"), 2);
+  bool folded = false;
+  for (const auto &n : f.nodes()) {
+    if (n.op == "Conv" && n.attr_ints("pads") == std::vector<int64_t>{2, 2, 2, 1}) folded = true;
+  }
+  EXPECT_TRUE(folded) << print(f);
+  EXPECT_LT(max_difference(g, f), 1e-5);
+  const Graph o = driver::optimize_graph(g, driver::GraphPipelineOptions{});
+  EXPECT_EQ(count(o, "Pad"), 1) << print(o);
+  EXPECT_LT(max_difference(g, o), 1e-5);
+}
+
+// The kernels a graph runs: nodes that are neither views nor evaluated at compile time, by op.
+std::map<std::string, int> kernels_by_op(const Graph &g) {
+  std::map<std::string, int> k;
+  for (const auto &n : g.nodes()) {
+    const OpDef *def = find_op(n.op);
+    if (!def->view && !def->evaluate) ++k[n.op];
+  }
+  return k;
+}
+
+int total(const std::map<std::string, int> &m) {
+  int t = 0;
+  for (const auto &[op, c] : m) t += c;
+  return t;
+}
+
+// The model through the whole pipeline (fusion and layouts): its kernels by op, and its output
+// against the unoptimized graph through the executor (1e-4 relative) and torch's (make_models.py).
+std::map<std::string, int> check_model_fusion(const std::string &model) {
+  const fs::path dir = fs::path(KILN_MODELS_DIR) / model;
+  const Graph g = frontend::onnx::import_model((dir / "model.onnx").string());
+  const Graph f = driver::optimize_graph(g, driver::GraphPipelineOptions{});
+  const deploy::Tensor input = frontend::onnx::read_tensor_file((dir / "input_0.pb").string());
+  const deploy::Tensor want = frontend::onnx::read_tensor_file((dir / "output_0.pb").string());
+  const deploy::Tensor base = driver::GraphExecutor(g).run(std::vector<deploy::Tensor>{input})[0];
+  const deploy::Tensor got = driver::GraphExecutor(f).run(std::vector<deploy::Tensor>{input})[0];
+  EXPECT_EQ(got.shape(), base.shape());
+  EXPECT_EQ(got.shape(), want.shape());
+  double to_base = 0, to_torch = 0, scale = 0;
+  for (int64_t i = 0; i < base.numel() && i < got.numel() && i < want.numel(); ++i) {
+    to_base = std::max(to_base, std::fabs(double(got.data_as<float>()[i]) - base.data_as<float>()[i]));
+    to_torch = std::max(to_torch, std::fabs(double(got.data_as<float>()[i]) - want.data_as<float>()[i]));
+    scale = std::max(scale, std::fabs(double(base.data_as<float>()[i])));
+  }
+  EXPECT_LE(to_base, 1e-4 * scale) << model << ": the optimized graph differs from the unoptimized one";
+  EXPECT_LE(to_torch, 1e-4 * scale) << model << ": the optimized graph differs from torch";
+  return kernels_by_op(f);
+}
+
+// ResNet-18: 20 convolutions (the 7x7 stem, 16 3x3, 3 1x1 downsamples), each blocked with its
+// ReLU and, for the second conv of each of the 8 blocks, the residual add in its epilogue; the max
+// pool and the global average pool blocked; the classifier one FusedDense; a transform into the
+// blocked layout at the input and one back before the classifier: 20 + 2 + 1 + 2 = 25 kernels.
+TEST(GraphFusion, Resnet18Groupings) {
+  if (make_model("resnet18") != 0) GTEST_SKIP() << "make_models.py could not export resnet18 (no torch?)";
+  const auto k = check_model_fusion("resnet18");
+  EXPECT_EQ(k.at("ConvNCHWc"), 20) << ::testing::PrintToString(k);
+  EXPECT_EQ(k.at("PoolNCHWc"), 2);
+  EXPECT_EQ(k.at("FusedDense"), 1);
+  EXPECT_EQ(k.at(kLayoutTransformOp), 2);
+  EXPECT_EQ(total(k), 25) << ::testing::PrintToString(k);
+}
+
+// MobileNetV2: 52 convolutions (the stem, 17 depthwise, 16 1x1 expansions, 17 1x1 projections,
+// the last 1x1), each blocked with its ReLU6 (Clip) and the 10 residual adds in the projection's
+// epilogue; the global average pool blocked; the classifier one FusedDense; two transforms:
+// 52 + 1 + 1 + 2 = 56 kernels.
+TEST(GraphFusion, MobilenetV2Groupings) {
+  if (make_model("mobilenet_v2") != 0) GTEST_SKIP() << "make_models.py could not export mobilenet_v2 (no torch?)";
+  const auto k = check_model_fusion("mobilenet_v2");
+  EXPECT_EQ(k.at("ConvNCHWc"), 52) << ::testing::PrintToString(k);
+  EXPECT_EQ(k.at("PoolNCHWc"), 1);
+  EXPECT_EQ(k.at("FusedDense"), 1);
+  EXPECT_EQ(k.at(kLayoutTransformOp), 2);
+  EXPECT_EQ(total(k), 56) << ::testing::PrintToString(k);
+}
+
+// The BERT-style encoder: 12 FusedDense (q, k, v, out, two feed-forward linears per layer, GELU in
+// the first's epilogue), 4 FusedMatMul (QK^T with its scaling and PV per layer), 2 Softmax, 5
+// LayerNormalization; 10 computes left (the embedding Gather and Add and the head transposes); no
+// layout transforms (no convolution): 33 kernels.
+TEST(GraphFusion, BertEncoderGroupings) {
+  if (make_model("bert_encoder") != 0) GTEST_SKIP() << "make_models.py could not export bert_encoder (no torch?)";
+  const auto k = check_model_fusion("bert_encoder");
+  EXPECT_EQ(k.at("FusedDense"), 12) << ::testing::PrintToString(k);
+  EXPECT_EQ(k.at("FusedMatMul"), 4);
+  EXPECT_EQ(k.at("Softmax"), 2);
+  EXPECT_EQ(k.at("LayerNormalization"), 5);
+  EXPECT_EQ(k.count(kLayoutTransformOp), 0u);
+  EXPECT_EQ(total(k), 33) << ::testing::PrintToString(k);
 }
 
 }  // namespace

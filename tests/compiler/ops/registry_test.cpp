@@ -121,7 +121,7 @@ TEST(Registry, EveryEpilogueFormatIsAcceptedAsShown) {
     EXPECT_EQ(canonical[0].dump(), d.dump()) << "the format is not shown in canonical form";
   }
   EXPECT_EQ(ops_listed.size(), ops::epilogue_formats().size());
-  EXPECT_EQ(ops_listed.size(), 22u);
+  EXPECT_EQ(ops_listed.size(), 23u);
 }
 
 TEST(Registry, WorkloadKeyIsAFixedContentHash) {

@@ -1,0 +1,272 @@
+#include "compiler/graph/passes/fuse_ops.h"
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "compiler/graph/op_def.h"
+#include "compiler/graph/passes/passes.h"
+#include "compiler/graph/passes/rewriter.h"
+#include "compiler/ops/epilogue.h"
+
+namespace kiln::graph::passes {
+
+using contracts::Json;
+
+std::vector<size_t> immediate_post_dominators(const Graph &g) {
+  const size_t count = g.nodes().size(), exit = count;
+  std::vector<std::vector<size_t>> readers(g.values().size());
+  for (size_t k = 0; k < count; ++k) {
+    for (ValueId i : g.nodes()[k].inputs) {
+      if (i != kNoValue) readers[static_cast<size_t>(i)].push_back(k);
+    }
+  }
+  std::vector<bool> is_output(g.values().size(), false);
+  for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = true;
+  std::vector<size_t> ipdom(count + 1, exit), depth(count + 1, 0);
+  auto lca = [&](size_t a, size_t b) {
+    while (a != b) {
+      if (depth[a] < depth[b]) std::swap(a, b);
+      a = ipdom[a];
+    }
+    return a;
+  };
+  // Nodes are in topological order: every successor of node k comes after it.
+  for (size_t k = count; k-- > 0;) {
+    std::optional<size_t> p;
+    bool any_reader = false;
+    for (ValueId o : g.nodes()[k].outputs) {
+      if (o == kNoValue) continue;
+      if (is_output[static_cast<size_t>(o)]) p = exit;
+      for (size_t r : readers[static_cast<size_t>(o)]) {
+        any_reader = true;
+        p = p ? lca(*p, r) : r;
+      }
+    }
+    if (!any_reader) p = exit;
+    ipdom[k] = *p;
+    depth[k] = depth[*p] + 1;
+  }
+  ipdom.resize(count);
+  return ipdom;
+}
+
+namespace {
+
+std::optional<double> scalar_of(const Graph &g, ValueId v) {
+  const Value &val = g.value(v);
+  if (!val.is_constant() || val.type.numel() != 1 || val.type.dtype.is_float16()) return std::nullopt;
+  return tensor_values(val.constant)[0];
+}
+
+Json call(const std::string &f, std::vector<Json> args) {
+  Json a = Json::array();
+  for (auto &x : args) a.push_back(std::move(x));
+  return Json::object({{"args", a}, {"op", f}});
+}
+
+// Node `n` as an expression of its operands' expressions, or nullopt when the language lacks it.
+std::optional<Json> node_expr(const Graph &g, const Node &n, const std::vector<Json> &a) {
+  static const std::map<std::string, std::string> unary = {
+      {"Relu", "relu"},   {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}, {"Exp", "exp"}, {"Log", "log"},
+      {"Sqrt", "sqrt"},   {"Erf", "erf"},         {"Neg", "neg"},   {"Abs", "abs"}, {"Reciprocal", "reciprocal"},
+      {"Floor", "floor"}, {"Ceil", "ceil"},       {"Identity", ""}};
+  static const std::map<std::string, std::string> binary = {
+      {"Add", "add"}, {"Sub", "sub"}, {"Mul", "mul"}, {"Div", "div"}, {"Pow", "pow"}, {"Max", "max"}, {"Min", "min"}};
+  auto u = unary.find(n.op);
+  if (u != unary.end() && a.size() == 1) return u->second.empty() ? a[0] : call(u->second, {a[0]});
+  auto b = binary.find(n.op);
+  if (b != binary.end() && a.size() == 2) return call(b->second, {a[0], a[1]});
+  if (n.op == "Clip") {
+    Json v = a[0];
+    if (n.inputs.size() > 1 && n.inputs[1] != kNoValue) v = call("max", {v, a[1]});
+    if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) v = call("min", {v, a[2]});
+    return v;
+  }
+  if (n.op == "LeakyRelu" && a.size() == 1)
+    return call("where", {call("greater_equal", {a[0], Json(0.0)}), a[0],
+                          call("mul", {a[0], Json(n.attr_float("alpha", 0.01))})});
+  if (n.op == "HardSigmoid" && a.size() == 1)
+    return call("max", {call("min", {call("add", {call("mul", {a[0], Json(n.attr_float("alpha", 0.2))}),
+                                                  Json(n.attr_float("beta", 0.5))}),
+                                     Json(1.0)}),
+                        Json(0.0)});
+  if (n.op == "HardSwish" && a.size() == 1)
+    return call("mul",
+                {a[0], call("div", {call("min", {call("max", {call("add", {a[0], Json(3.0)}), Json(0.0)}), Json(6.0)}),
+                                    Json(6.0)})});
+  (void)g;
+  return std::nullopt;
+}
+
+// The channel count of a constant that broadcasts over axis `axis` of `t` only ([C], [C,1,1],
+// [1,C,1,1], ... aligned to the right), or 0.
+int64_t per_channel(const Value &v, const TensorType &t, int axis) {
+  if (!v.is_constant() || v.type.dtype != t.dtype || v.type.rank() > t.rank() || axis < 0) return 0;
+  const int off = t.rank() - v.type.rank();
+  for (int d = 0; d < v.type.rank(); ++d) {
+    const int64_t e = v.type.shape[static_cast<size_t>(d)];
+    if (d + off == axis ? e != t.shape[static_cast<size_t>(axis)] : e != 1) return 0;
+  }
+  return axis >= off ? t.shape[static_cast<size_t>(axis)] : 0;
+}
+
+Json substitute(const Json &e, const Json &x, int64_t offset) {
+  if (e.is_string()) return x;
+  if (e.is_object() && e.contains("input")) return Json::object({{"input", e["input"].as_int() + offset}});
+  if (!e.is_object()) return e;
+  Json args = Json::array();
+  for (const auto &a : e["args"].as_array()) args.push_back(substitute(a, x, offset));
+  return Json::object({{"args", args}, {"op", e["op"]}});
+}
+
+}  // namespace
+
+std::optional<Json> compose_exprs(const Json &first, const Json &second) {
+  Json kinds = Json::array();
+  for (const auto &k : first["inputs"].as_array()) kinds.push_back(k);
+  for (const auto &k : second["inputs"].as_array()) kinds.push_back(k);
+  const Json e = substitute(second["expr"], first["expr"], static_cast<int64_t>(first["inputs"].size()));
+  if (ops::expr_node_count(e) > ops::kMaxExprNodes) return std::nullopt;
+  return Json::object({{"expr", e}, {"inputs", kinds}, {"op", "expr"}});
+}
+
+std::optional<ExprRegion> elementwise_region(const Graph &g, ValueId x, size_t ipdom, int channel_axis,
+                                             const std::vector<bool> &taken, size_t max_nodes, size_t max_extras) {
+  const size_t count = g.nodes().size();
+  if (ipdom >= count || taken[ipdom]) return std::nullopt;
+  const TensorType t = g.value(x).type;
+  if (!t.dtype.is_float() || t.dtype.is_float16()) return std::nullopt;
+  // The region: nodes reachable from x, stopping at the post-dominator.
+  std::set<size_t> region{ipdom};
+  std::vector<ValueId> work{x};
+  std::vector<std::vector<size_t>> readers(g.values().size());
+  for (size_t k = 0; k < count; ++k) {
+    for (ValueId i : g.nodes()[k].inputs) {
+      if (i != kNoValue) readers[static_cast<size_t>(i)].push_back(k);
+    }
+  }
+  while (!work.empty()) {
+    const ValueId v = work.back();
+    work.pop_back();
+    for (size_t r : readers[static_cast<size_t>(v)]) {
+      if (r == ipdom || region.count(r)) continue;
+      if (r > ipdom || taken[r]) return std::nullopt;
+      region.insert(r);
+      if (region.size() > max_nodes) return std::nullopt;
+      for (ValueId o : g.nodes()[r].outputs) work.push_back(o);
+    }
+  }
+  ExprRegion out;
+  std::map<ValueId, Json> expr_of;  // region values (and x) -> expression
+  std::map<ValueId, int> input_of;
+  expr_of[x] = Json("x");
+  Json kinds = Json::array();
+  for (size_t k : region) {
+    const Node &n = g.nodes()[k];
+    if (n.outputs.size() != 1 || g.value(n.outputs[0]).type != t) return std::nullopt;
+    const OpPattern p = op_pattern(n.op);
+    if (p != OpPattern::kElemWise && p != OpPattern::kBroadcast) return std::nullopt;
+    std::vector<Json> args;
+    for (ValueId v : n.inputs) {
+      if (v == kNoValue) {
+        args.emplace_back();
+        continue;
+      }
+      auto e = expr_of.find(v);
+      if (e != expr_of.end()) {
+        args.push_back(e->second);
+        continue;
+      }
+      if (std::optional<double> c = scalar_of(g, v)) {
+        args.emplace_back(*c);
+        continue;
+      }
+      auto in = input_of.find(v);
+      if (in == input_of.end()) {
+        const Value &val = g.value(v);
+        const bool full = val.type == t;
+        if (!full && per_channel(val, t, channel_axis) == 0) return std::nullopt;
+        in = input_of.emplace(v, static_cast<int>(out.extras.size())).first;
+        out.extras.push_back(v);
+        out.per_channel.push_back(!full);
+        kinds.push_back(full ? "full" : "channel");
+        if (out.extras.size() > max_extras) return std::nullopt;
+      }
+      args.push_back(Json::object({{"input", in->second}}));
+    }
+    std::optional<Json> e = node_expr(g, n, args);
+    if (!e || ops::expr_node_count(*e) > ops::kMaxExprNodes) return std::nullopt;
+    expr_of[n.outputs[0]] = *e;
+    out.nodes.push_back(k);
+  }
+  out.descriptor = Json::object({{"expr", expr_of.at(g.nodes()[ipdom].outputs[0])}, {"inputs", kinds}, {"op", "expr"}});
+  try {
+    out.descriptor = ops::canonical_epilogue(Json::array({out.descriptor}), t.dtype, "fusion")[0];
+  } catch (const UserError &) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+namespace {
+
+// The spatial pads a zero constant Pad of a rank-4 tensor adds to H and W ([h_begin, w_begin,
+// h_end, w_end]), or nullopt when it pads N or C, pads by anything but zeros, or crops.
+std::optional<std::vector<int64_t>> zero_spatial_pads(const Graph &g, const Node &pad) {
+  if (pad.op != "Pad" || pad.attr_string("mode", "constant") != "constant") return std::nullopt;
+  if (pad.inputs.size() > 3 && pad.inputs[3] != kNoValue) return std::nullopt;  // explicit axes
+  if (pad.inputs.size() > 2 && pad.inputs[2] != kNoValue) {
+    std::optional<double> v = scalar_of(g, pad.inputs[2]);
+    if (!v || *v != 0.0) return std::nullopt;
+  }
+  const Value &pv = g.value(pad.inputs[1]);
+  if (!pv.is_constant() || g.value(pad.inputs[0]).type.rank() != 4) return std::nullopt;
+  const std::vector<double> p = tensor_values(pv.constant);
+  if (p.size() != 8 || p[0] != 0 || p[1] != 0 || p[4] != 0 || p[5] != 0) return std::nullopt;
+  for (double x : p) {
+    if (x < 0) return std::nullopt;
+  }
+  return std::vector<int64_t>{static_cast<int64_t>(p[2]), static_cast<int64_t>(p[3]), static_cast<int64_t>(p[6]),
+                              static_cast<int64_t>(p[7])};
+}
+
+}  // namespace
+
+Graph inline_injective_producers(const Graph &g) {
+  std::vector<int> readers(g.values().size(), 0);
+  for (const auto &n : g.nodes()) {
+    for (ValueId i : n.inputs) {
+      if (i != kNoValue) ++readers[static_cast<size_t>(i)];
+    }
+  }
+  std::vector<bool> is_output(g.values().size(), false);
+  for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = true;
+  Rewriter rw(g);
+  for (const auto &n : g.nodes()) {
+    if (n.op == "Conv" && n.inputs.size() >= 2 && n.attr_string("auto_pad", "NOTSET") == "NOTSET") {
+      const ValueId x = n.inputs[0];
+      const int32_t p = g.value(x).producer;
+      // A Pad read only by this Conv: its zeros become the conv's padding and the Pad goes.
+      if (p >= 0 && readers[static_cast<size_t>(x)] == 1 && !is_output[static_cast<size_t>(x)]) {
+        const Node &pad = g.nodes()[static_cast<size_t>(p)];
+        if (std::optional<std::vector<int64_t>> extra = zero_spatial_pads(g, pad)) {
+          std::vector<int64_t> pads = n.attr_ints("pads", {0, 0, 0, 0});
+          if (pads.size() == 4) {
+            for (size_t i = 0; i < 4; ++i) pads[i] += (*extra)[i];
+            Node c = n;
+            for (auto &i : c.inputs) i = rw.map(i);
+            c.inputs[0] = rw.map(pad.inputs[0]);
+            c.attrs["pads"] = Attribute::of_ints(pads);
+            rw.set(n.outputs[0], rw.add(c, {g.value(n.outputs[0]).name})[0]);
+            continue;
+          }
+        }
+      }
+    }
+    rw.copy(n);
+  }
+  return rw.finish();
+}
+
+}  // namespace kiln::graph::passes

@@ -1,0 +1,40 @@
+#pragma once
+// The post-dominator analysis of operator fusion (fuse_ops.cpp), used by fuse_epilogues: the
+// dataflow graph's post-dominator tree with the graph outputs as the exit, and the elementwise
+// region between a value's producer and its immediate post-dominator as one epilogue expression
+// (compiler/ops/epilogue.h, {"op":"expr"}).
+#include <optional>
+#include <vector>
+
+#include "compiler/graph/graph.h"
+#include "contracts/json.h"
+
+namespace kiln::graph::passes {
+
+// The immediate post-dominator of every node of `g`, by index; g.nodes().size() stands for the
+// exit (a node whose outputs are graph outputs or unread leads there).
+std::vector<size_t> immediate_post_dominators(const Graph &g);
+
+// An elementwise region of the dataflow graph as one expression descriptor.
+struct ExprRegion {
+  std::vector<size_t> nodes;      // the region's nodes in graph order; the last one is the post-dominator
+  contracts::Json descriptor;     // {"op":"expr",...} over x = the region's input value
+  std::vector<ValueId> extras;    // the descriptor's inputs (old graph), in order
+  std::vector<bool> per_channel;  // whether extra k is a per-channel constant (its data is [channels])
+};
+
+// The region from value `x` (an anchor's output, of type t, channel axis `channel_axis`) to the
+// immediate post-dominator `ipdom` of its producer: every node reachable from `x` before `ipdom`,
+// and `ipdom`, when each is an elementwise or broadcast op the expression language has, keeps the
+// output's type, and reads only x, values of the region, scalar constants, tensors of the output's
+// type and per-channel constants; at most `max_nodes` nodes, `max_extras` extra inputs and 64
+// expression nodes, none of them in `taken`. nullopt otherwise.
+std::optional<ExprRegion> elementwise_region(const Graph &g, ValueId x, size_t ipdom, int channel_axis,
+                                             const std::vector<bool> &taken, size_t max_nodes, size_t max_extras);
+
+// Expression descriptor `second` applied after `first` as one descriptor (second's x replaced by
+// first's expression, its inputs numbered after first's), or nullopt when that would exceed the
+// expression's size limit.
+std::optional<contracts::Json> compose_exprs(const contracts::Json &first, const contracts::Json &second);
+
+}  // namespace kiln::graph::passes
