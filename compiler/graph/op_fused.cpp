@@ -2,6 +2,8 @@
 // produce them:
 //   FusedDense(x[M,K], w[N,K], bias[N]?, extra...) {epilogue}
 //       x w^T (+ bias over the columns) with an epilogue chain: the dense_pack.x86 template;
+//       with {bn, n} (set by passes/prepack_dense.cpp) w is the weight packed once as
+//       [ceil(n/bn), K, bn] (the last block zero-padded), the template's prepacked layout;
 //   FusedMatMul(a[B,M,K], b[B|1,K,N] or, with transpose_b = 1, b[B|1,N,K], extra...) {epilogue,
 //       transpose_b}: the batch_matmul.x86 template;
 //   FusedElementwise(inputs...) {subgraph}: a group of elementwise ops computed as one kernel.
@@ -29,8 +31,22 @@ using contracts::Json;
 using ir::DataType;
 using ir::Expr;
 
-TensorType dense_type(const OpContext &ctx) {
+// The weight as the template's workload names it: [N, K] (a packed weight's logical shape).
+TensorType dense_weight(const OpContext &ctx) {
   const auto &x = ctx.in(0), &w = ctx.in(1);
+  const int64_t bn = ctx.node().attr_int("bn", 0);
+  if (bn == 0) return w;
+  const int64_t n = ctx.node().attr_int("n", 0);
+  if (bn < 0 || n < 1 || bn > n) ctx.fail(concat("a packed weight needs 1 <= bn <= n, got bn ", bn, ", n ", n));
+  if (w.rank() != 3 || w.shape[0] != (n + bn - 1) / bn || w.shape[2] != bn || x.rank() != 2 || w.shape[1] != x.shape[1])
+    ctx.fail(
+        concat("the packed weight ", w.str(), " is not [ceil(n/bn), K, bn] for n ", n, ", bn ", bn, ", x ", x.str()));
+  return TensorType{w.dtype, {n, w.shape[1]}};
+}
+
+TensorType dense_type(const OpContext &ctx) {
+  const auto &x = ctx.in(0);
+  const TensorType w = dense_weight(ctx);
   if (x.rank() != 2 || w.rank() != 2 || x.dtype != ir::Float(32) || w.dtype != ir::Float(32))
     ctx.fail(concat("needs float32 x[M,K] and w[N,K], got ", x.str(), " and ", w.str()));
   if (x.shape[1] != w.shape[1]) ctx.fail(concat("inner dimensions differ: ", x.str(), " x ", w.str(), "^T"));
@@ -58,9 +74,13 @@ void fused_dense() {
     const Json list = fused_epilogue(ctx);
     for (size_t j = 0; j < list.size(); ++j) epi.push_back(list[j]);
     k.template_args = Json::object({{"data", tensor_json(ctx.in(0))},
-                                    {"weight", tensor_json(ctx.in(1))},
+                                    {"weight", tensor_json(dense_weight(ctx))},
                                     {"out_dtype", "float32"},
                                     {"epilogue", epi}});
+    if (const int64_t bn = ctx.node().attr_int("bn", 0); bn > 0) {
+      k.template_args.set("prepacked", true);
+      k.template_args.set("bn", bn);
+    }
     k.input_map = {0, 1};
     for (int i = 2; i < ctx.num_inputs(); ++i) {
       if (ctx.has_input(i)) k.input_map.push_back(i);

@@ -5,7 +5,10 @@
 //                     not a multiple of the vector width) the last block is padded and the
 //                     products are accumulated over the padded columns, of which the output keeps
 //                     the first N; with "prepacked": true the weight input already has the packed
-//                     layout (its shape then depends on the config, like the NCHWc layouts);
+//                     layout (its shape then depends on the config, like the NCHWc layouts); with
+//                     "bn" too the block is fixed by the workload (the graph packs the weight
+//                     once, so no tuned config may change it): tile_x offers only innermost
+//                     factors of bn;
 //   dense_nopack.x86  data[M,K] x weight[N,K]^T; the reduction is split by a vector factor into
 //                     partial sums computed lane-wise, then summed;
 //   matmul.x86        a[M,K] x b[K,N] (b's rows are already contiguous along N);
@@ -41,6 +44,7 @@ struct Gemm {
   bool batch = false;
   bool transpose_b = true;  // b is [.., N, K]
   bool prepacked = false;   // dense_pack: the weight comes packed as [N/bn, K, bn]
+  int64_t bn = 0;           // dense_pack with prepacked: the fixed block (0: tile_x's)
   int64_t B = 1, BB = 1, M = 0, N = 0, K = 0;
   TensorArg a, b;
   DataType out;
@@ -59,7 +63,7 @@ Gemm parse(const std::string &tmpl, Form form, const Json &args) {
     check_keys(tmpl, args, {"a", "b", "transpose_b", "out_dtype", "epilogue"});
   } else {
     if (tmpl == "dense_pack.x86") {
-      check_keys(tmpl, args, {a_key(form), b_key(form), "out_dtype", "epilogue", "prepacked"});
+      check_keys(tmpl, args, {a_key(form), b_key(form), "out_dtype", "epilogue", "prepacked", "bn"});
     } else {
       check_keys(tmpl, args, {a_key(form), b_key(form), "out_dtype", "epilogue"});
     }
@@ -85,6 +89,10 @@ Gemm parse(const std::string &tmpl, Form form, const Json &args) {
   if (g.a.dtype.is_float() != g.b.dtype.is_float()) bad_args(tmpl, "mixing float and integer inputs");
   g.prepacked = bool_arg(tmpl, args, "prepacked", false);
   if (g.prepacked && tmpl != "dense_pack.x86") bad_args(tmpl, "only dense_pack takes a prepacked weight");
+  g.bn = int_arg(tmpl, args, "bn", 0);
+  if (g.bn != 0 && !g.prepacked) bad_args(tmpl, "bn fixes the block of a prepacked weight");
+  if (g.bn != 0 && (g.bn < 1 || g.bn > g.N))
+    bad_args(tmpl, "bn must be in [1, N = " + std::to_string(g.N) + "], got " + std::to_string(g.bn));
   g.out = dtype_arg(tmpl, args, "out_dtype", default_accumulator(g.a.dtype));
   if (g.out.is_float() != g.a.dtype.is_float())
     bad_args(tmpl, "out_dtype must be float for float inputs, int for ints");
@@ -99,6 +107,7 @@ Json canonical(const Gemm &g) {
                          {"epilogue", g.epilogue}});
   if (g.batch) j.set("transpose_b", g.transpose_b);
   if (g.prepacked) j.set("prepacked", true);
+  if (g.bn > 0) j.set("bn", g.bn);
   return j;
 }
 
@@ -194,7 +203,12 @@ Compute gemm_compute(const Gemm &g, int64_t pack_bn) {
 void define_tiled_space(ConfigSpace &s, const Gemm &g, bool packs, const Target &t) {
   const int64_t lanes = t.lanes(g.out);
   s.define_split("tile_y", g.M, 3);
-  if (packs && g.N % lanes != 0) {
+  if (g.bn > 0) {
+    // The block is fixed: whole blocks of bn, the last padded when bn does not divide N.
+    const int64_t n = g.N, bn = g.bn;
+    s.define_split("tile_x", n, 3, SplitPolicy::verbose(),
+                   [n, bn](const std::vector<int64_t> &x) { return x[2] == bn && x[0] * x[1] * x[2] - n < x[2]; });
+  } else if (packs && g.N % lanes != 0) {
     const int64_t n = g.N;
     s.define_split("tile_x", n, 3, SplitPolicy::verbose(),
                    [n](const std::vector<int64_t> &x) { return x[0] * x[1] * x[2] - n < x[2]; });
@@ -237,8 +251,8 @@ Config default_tiled(const ConfigSpace &s, const Gemm &g, bool packs, const Targ
   // The innermost x tile is vectorized: two vectors when N is a multiple of the vector or the
   // packed weight can be padded; otherwise the widest divisor of N up to two vectors that is a
   // multiple of as large a power-of-two share of the vector as possible (1000 -> 8, not 25).
-  int64_t x_ii = 0;
-  if (packs && g.N % vec != 0) {
+  int64_t x_ii = g.bn;
+  if (x_ii == 0 && packs && g.N % vec != 0) {
     x_ii = 1;
     while (x_ii * 2 <= std::min<int64_t>(g.N, vec * 2)) x_ii *= 2;
   }
@@ -412,6 +426,8 @@ std::vector<ArgumentSpec> gemm_arguments(const std::string &name, Form form) {
   if (name == "dense_pack.x86") {
     args.push_back({"prepacked", "bool", "false",
                     "the kernel's weight input comes packed as [ceil(N/bn), K, bn], bn the innermost tile_x factor"});
+    args.push_back({"bn", "int", "0",
+                    "with prepacked: the block bn, fixed (tile_x's innermost factor is bn); 0: tile_x chooses it"});
   }
   return args;
 }

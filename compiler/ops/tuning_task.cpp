@@ -15,7 +15,7 @@ Task tuning_task(const Task &kernel) {
 
 namespace {
 
-const char *const kBlockArgs[] = {"ic_bn", "oc_bn", "c_bn"};
+const char *const kBlockArgs[] = {"ic_bn", "oc_bn", "c_bn", "bn"};
 
 // A config of the free-block task `free` in the space of `kernel` (the same knobs, the blocks
 // restricted to the fixed ones); nullopt when its blocks are others.

@@ -25,8 +25,9 @@ namespace kiln::ops {
 // both); otherwise `kernel` itself.
 Task tuning_task(const Task &kernel);
 
-// `kernel` with the blocks its arguments fix (ic_bn, oc_bn, c_bn) made knobs again: the template's
-// own choice of blocks is this task's default config. `kernel` itself when it fixes none.
+// `kernel` with the blocks its arguments fix (ic_bn, oc_bn, c_bn; a prepacked dense's bn) made
+// knobs again: the template's own choice of blocks is this task's default config. `kernel` itself
+// when it fixes none.
 Task without_fixed_blocks(const Task &kernel);
 
 // The config `kernel` is built with, from `configs` (may be null): the record of its tuning task,

@@ -42,7 +42,7 @@ TEST_F(TemplatesCommandTest, ListsEveryTemplateWithItsDescriptionAndArguments) {
     EXPECT_TRUE(has(r.out, name)) << name << "\n" << r.out;
   }
   EXPECT_TRUE(has(r.out, "dense with packed weights")) << r.out;
-  EXPECT_TRUE(has(r.out, "data, weight [out_dtype, epilogue, prepacked]")) << r.out;
+  EXPECT_TRUE(has(r.out, "data, weight [out_dtype, epilogue, prepacked, bn]")) << r.out;
 
   r = kiln({"templates", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;

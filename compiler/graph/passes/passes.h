@@ -72,6 +72,12 @@ Graph inline_injective_producers(const Graph &g);
 // consumer disagree, once per (tensor, layout); graph outputs keep their layout and their names.
 Graph alter_layout(const Graph &g, const ops::Target &target);
 
+// Dense weights packed at compile time: every FusedDense with a constant weight [N, K] reads it
+// packed once as [ceil(N/bn), K, bn] (the last block zero-padded) and builds dense_pack.x86 with
+// "prepacked" and the block bn fixed in its workload (the template's default block for the
+// shape), so the kernel has no packing stage and no tuned config changes the layout.
+Graph prepack_dense(const Graph &g, const ops::Target &target);
+
 // Layer normalization over the last axis as exported before opset 17 (ReduceMean, Sub, Pow 2,
 // ReduceMean, Add epsilon, Sqrt, Div, Mul by a scale, Add of a bias, the scale and bias float32
 // constants) becomes one LayerNormalization node when none of its intermediate values is read

@@ -220,6 +220,50 @@ TEST(Gemm, DensePackPaddedWeightBlocks) {
   }
 }
 
+TEST(Gemm, DensePackFixedBlockHoldsTheBlockInEveryConfig) {
+  // bn = 16 over 40 columns: every config of the space packs blocks of 16 (the last one padded)
+  // and computes the product of the prepacked weight.
+  Json args = Json::object({{"data", tensor({5, 24})}, {"weight", tensor({40, 24})}, {"prepacked", true}, {"bn", 16}});
+  ops::Task task("dense_pack.x86", args, kTarget);
+  EXPECT_EQ(task.workload().args.get_or("bn", 0).as_int(), 16);
+  for (const Json &x : task.space().knob("tile_x").entities) EXPECT_EQ(x.as_int_vector().back(), 16) << x.dump();
+  EXPECT_EQ(task.default_config().split("tile_x").back(), 16);
+  for (const auto &cfg : testing::test_configs(task, 3, 19)) {
+    SCOPED_TRACE(cfg.to_string());
+    ops::Compute c = task.compute(cfg);
+    EXPECT_FALSE(c.has_part("pack"));
+    auto in = testing::make_inputs(c, 20);
+    Host blocks = testing::to_host(in[1]);
+    ASSERT_EQ(blocks.shape, (std::vector<int64_t>{3, 24, 16}));
+    Host w({40, 24});
+    testing::for_each_index(w.shape, [&](const std::vector<int64_t> &i) {
+      w.at(i) = blocks.at({i[0] / 16, i[1], i[0] % 16});
+    });
+    EXPECT_LE(testing::rel_error(naive_gemm(testing::to_host(in[0]), w, true), testing::run_config(task, cfg, in)[0]),
+              1e-5);
+  }
+}
+
+TEST(Gemm, DensePackBlockNeedsAPrepackedWeightAndABlockWithinN) {
+  auto message = [](Json args) {
+    try {
+      ops::Task("dense_pack.x86", args, kTarget);
+    } catch (const UserError &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  Json base = Json::object({{"data", tensor({5, 24})}, {"weight", tensor({40, 24})}});
+  Json no_prepack = base;
+  no_prepack.set("bn", 16);
+  EXPECT_NE(message(no_prepack).find("bn fixes the block of a prepacked weight"), std::string::npos)
+      << message(no_prepack);
+  Json too_wide = no_prepack;
+  too_wide.set("prepacked", true);
+  too_wide.set("bn", 64);
+  EXPECT_NE(message(too_wide).find("bn must be in [1, N = 40], got 64"), std::string::npos) << message(too_wide);
+}
+
 TEST(Gemm, BatchMatmulPaddedWeightBlocks) {
   for (int64_t bb : {int64_t{2}, int64_t{1}}) {
     ops::Task task("batch_matmul.x86", Json::object({{"a", tensor({2, 3, 8})}, {"b", tensor({bb, 20, 8})}}), kTarget);
