@@ -179,7 +179,8 @@ void register_gemm(Registry &r, const std::string &base_name, const std::string 
     s.add_product_limit("virtual_threads", {{"tile_y", 1}, {"tile_x", 1}}, 1, kMaxVirtualThreads);
     s.add_constraint("shared_memory", {"tile_y", "tile_x", "tile_k"}, [d](const Config &c) {
       const auto y = c.split("tile_y"), x = c.split("tile_x"), k = c.split("tile_k");
-      return (y[2] * y[3] + x[2] * x[3]) * k[1] * d.bytes <= kMaxSharedBytes;
+      // A tile per virtual thread (the kernel gives each its own copy).
+      return y[1] * x[1] * (y[2] * y[3] + x[2] * x[3]) * k[1] * d.bytes <= kMaxSharedBytes;
     });
   };
   t.default_config = [dims](const ConfigSpace &s, const Json &a, const Target &) {
@@ -381,15 +382,16 @@ void register_conv2d_nchw(Registry &r, const std::string &op, bool depthwise, co
           const auto f = c.split("tile_f"), y = c.split("tile_y"), x = c.split("tile_x");
           const auto rc = depthwise ? std::vector<int64_t>{1, 1} : c.split("tile_rc");
           const auto ry = c.split("tile_ry"), rx = c.split("tile_rx");
-          const int64_t fspan = f[1] * f[2] * f[3];
+          // The tiles of one virtual thread; the kernel gives each virtual thread its own copy.
+          const int64_t fspan = f[2] * f[3];
           const int64_t icpg = d.C / d.groups, ocpg = d.OC / d.groups;
           // Channels of the input tile: a group's slice, or slices of the groups the
-          // block's channels span.
+          // channels span.
           const int64_t channels = d.groups == 1 ? rc[1] : std::min(d.C, ((fspan + ocpg - 1) / ocpg + 1) * icpg);
-          const int64_t rows = (y[1] * y[2] * y[3] - 1) * d.sh + (ry[1] - 1) * d.dh + 1;
-          const int64_t cols = (x[1] * x[2] * x[3] - 1) * d.sw + (rx[1] - 1) * d.dw + 1;
+          const int64_t rows = (y[2] * y[3] - 1) * d.sh + (ry[1] - 1) * d.dh + 1;
+          const int64_t cols = (x[2] * x[3] - 1) * d.sw + (rx[1] - 1) * d.dw + 1;
           const int64_t weights = fspan * rc[1] * ry[1] * rx[1];
-          return (channels * rows * cols + weights) * d.bytes <= kMaxSharedBytes;
+          return f[1] * y[1] * x[1] * (channels * rows * cols + weights) * d.bytes <= kMaxSharedBytes;
         });
   };
   t.default_config = [dims, depthwise](const ConfigSpace &s, const Json &a, const Target &) {
