@@ -164,6 +164,53 @@ TEST(CudaTemplates, MatmulRandomConfigsMatchTheUnscheduledCompute) {
   expect_compiles(task, 3);
 }
 
+// double_buffer: the shared-memory stages get two copies; each step loads the next step's tiles
+// into one while computing from the other (after a first load before the loop).
+TEST(CudaTemplates, MatmulDoubleBufferedStagesMatchTheUnscheduledCompute) {
+  Json args = Json::parse(R"({"a": {"shape": [12, 20]}, "b": {"shape": [20, 18]}})");
+  Task task("matmul.cuda", args, cuda_target());
+  std::mt19937_64 rng(11);
+  std::vector<autotune::Config> configs;
+  while (configs.size() < 100) {
+    const autotune::Config cfg = task.space().sample(rng);
+    if (cfg.choice_bool("double_buffer") && cfg.split("tile_k")[0] > 1) configs.push_back(cfg);
+  }
+  EXPECT_EQ(check_configs(task, configs, 1e-4), 100);
+  const autotune::Config single =
+      task.space().from_values({{"tile_y", Json::array_of(std::vector<int64_t>{1, 2, 3, 2})},
+                                {"tile_x", Json::array_of(std::vector<int64_t>{1, 3, 3, 2})},
+                                {"tile_k", Json::array_of(std::vector<int64_t>{4, 5})}});
+  const autotune::Config twice = task.space().from_values({{"tile_y", Json::array_of(std::vector<int64_t>{1, 2, 3, 2})},
+                                                           {"tile_x", Json::array_of(std::vector<int64_t>{1, 3, 3, 2})},
+                                                           {"tile_k", Json::array_of(std::vector<int64_t>{4, 5})},
+                                                           {"double_buffer", Json(int64_t{1})}});
+  EXPECT_EQ(codegen::shared_memory_bytes(task.lower(twice, "k")),
+            2 * codegen::shared_memory_bytes(task.lower(single, "k")));
+  const std::string src = codegen::codegen_cuda(task.lower(twice, "k"));
+  EXPECT_NE(src.find("__shared__ float a_shared[360];"), std::string::npos) << src;
+}
+
+// auto_unroll_max_step: the loops of a reduction step of up to that many steps in all are
+// unrolled (here 5 steps of a 2 x 2 register tile: 20).
+TEST(CudaTemplates, MatmulAutoUnrollUnrollsTheReductionStep) {
+  Json args = Json::parse(R"({"a": {"shape": [12, 20]}, "b": {"shape": [20, 18]}})");
+  Task task("matmul.cuda", args, cuda_target());
+  auto config = [&](int64_t steps) {
+    return task.space().from_values({{"tile_y", Json::array_of(std::vector<int64_t>{1, 2, 3, 2})},
+                                     {"tile_x", Json::array_of(std::vector<int64_t>{1, 3, 3, 2})},
+                                     {"tile_k", Json::array_of(std::vector<int64_t>{4, 5})},
+                                     {"auto_unroll_max_step", Json(steps)}});
+  };
+  const std::vector<autotune::Config> configs = {config(0), config(16), config(64)};
+  EXPECT_EQ(check_configs(task, configs, 1e-4), 3);
+  const std::string rolled = codegen::codegen_cuda(task.lower(configs[0], "k"));
+  const std::string small = codegen::codegen_cuda(task.lower(configs[1], "k"));
+  const std::string unrolled = codegen::codegen_cuda(task.lower(configs[2], "k"));
+  EXPECT_NE(rolled.find("k_c_inner < 5"), std::string::npos) << rolled;
+  EXPECT_NE(small.find("k_c_inner < 5"), std::string::npos) << small;  // 20 steps > 16
+  EXPECT_EQ(unrolled.find("k_c_inner"), std::string::npos) << unrolled;
+}
+
 // dense and batch_matmul share matmul.cuda's schedule; their weight is read in the packed layout
 // of the x86 compute, the packing inlined into the shared-memory staging. A batch is a grid z.
 TEST(CudaTemplates, DenseAndBatchMatmulRandomConfigsMatchTheUnscheduledCompute) {
