@@ -59,42 +59,64 @@ class DoubleBufferInjector : public IRMutator {
  protected:
   Stmt visit(const ForNode *op, const Stmt &self) override {
     Stmt body = mutate(op->body);
-    // The loop body must be: allocate B { attr double_buffer { producer; consumer... } }.
-    const auto *alloc = body.as<AllocateNode>();
-    const AttrStmtNode *mark = alloc ? alloc->body.as<AttrStmtNode>() : nullptr;
-    if (!mark || mark->key != attr::kDoubleBuffer || op->kind == ForKind::Vectorized) {
+    // The loop body must be: allocate B { attr double_buffer { producers of B; consumers } }, where
+    // the consumers may again be one such allocation (several stages double-buffered at one loop).
+    std::vector<const AllocateNode *> allocs;
+    std::vector<Stmt> producer, consumer;
+    Stmt cur = body;
+    while (op->kind != ForKind::Vectorized) {
+      const auto *alloc = cur.as<AllocateNode>();
+      const AttrStmtNode *mark = alloc ? alloc->body.as<AttrStmtNode>() : nullptr;
+      if (!mark || mark->key != attr::kDoubleBuffer || alloc->extents.size() != 1 || !as_const_int(alloc->extents[0])) {
+        break;
+      }
+      const VariableNode *buf = alloc->buffer_var.get();
+      const auto *block = mark->body.as<BlockNode>();
+      if (!block) break;
+      size_t split = 0;
+      while (split < block->stmts.size() && writes(block->stmts[split], buf) && !reads(block->stmts[split], buf)) {
+        ++split;
+      }
+      bool reads_earlier = false;  // a producer that reads a buffer of an enclosing level
+      for (size_t k = 0; k < split; ++k) {
+        for (const AllocateNode *a : allocs)
+          reads_earlier = reads_earlier || reads(block->stmts[k], a->buffer_var.get());
+      }
+      if (split == 0 || split == block->stmts.size() || reads_earlier) break;
+      allocs.push_back(alloc);
+      producer.insert(producer.end(), block->stmts.begin(), block->stmts.begin() + static_cast<std::ptrdiff_t>(split));
+      consumer.assign(block->stmts.begin() + static_cast<std::ptrdiff_t>(split), block->stmts.end());
+      cur = consumer.size() == 1 ? consumer[0] : Stmt();
+      if (!cur.defined()) break;
+    }
+    if (allocs.empty()) {
+      // Not a produce-then-consume loop body: a single buffer (the mark is removed afterwards).
       return body.same_as(op->body) ? self
                                     : ForNode::make(op->loop_var, op->min, op->extent, op->kind, body, op->thread_tag);
     }
-    const VariableNode *buf = alloc->buffer_var.get();
-    const auto *block = mark->body.as<BlockNode>();
-    size_t split = 0;
-    if (block) {
-      while (split < block->stmts.size() && writes(block->stmts[split], buf) && !reads(block->stmts[split], buf))
-        ++split;
-    }
-    if (!block || split == 0 || split == block->stmts.size() || alloc->extents.size() != 1 ||
-        !as_const_int(alloc->extents[0])) {
-      // Not a produce-then-consume loop body: keep a single buffer.
-      Stmt inner = AllocateNode::make(alloc->buffer_var, alloc->dtype, alloc->extents, alloc->scope, mark->body);
-      return ForNode::make(op->loop_var, op->min, op->extent, op->kind, inner, op->thread_tag);
-    }
-    std::vector<Stmt> producer(block->stmts.begin(), block->stmts.begin() + static_cast<std::ptrdiff_t>(split));
-    std::vector<Stmt> consumer(block->stmts.begin() + static_cast<std::ptrdiff_t>(split), block->stmts.end());
-    Expr size = alloc->extents[0];
     Var i = op->loop_var;
     Expr end = op->min + op->extent;
+    auto select = [&](Stmt st, Expr iter) {
+      for (const AllocateNode *a : allocs) {
+        st = CopySelector(a->buffer_var.get(), floormod(iter - op->min, 2) * a->extents[0]).mutate(st);
+      }
+      return st;
+    };
     auto produce_at = [&](Expr iter, bool fresh) {
       VarMap m{{i.get(), iter}};
       Stmt p = fresh ? copy_with_fresh_vars(BlockNode::make(producer), m) : substitute(BlockNode::make(producer), m);
-      return CopySelector(buf, floormod(iter - op->min, 2) * size).mutate(p);
+      return select(p, iter);
     };
     Stmt prologue = produce_at(op->min, true);
     Stmt next = IfThenElseNode::make(i + 1 < end, produce_at(i + 1, false));
-    Stmt consume = CopySelector(buf, floormod(i - op->min, 2) * size).mutate(BlockNode::make(consumer));
+    Stmt consume = select(BlockNode::make(consumer), i);
     Stmt loop = ForNode::make(i, op->min, op->extent, op->kind, BlockNode::make(next, consume), op->thread_tag);
-    Expr total = arith::simplify(size * 2);
-    return AllocateNode::make(alloc->buffer_var, alloc->dtype, {total}, alloc->scope, BlockNode::make(prologue, loop));
+    Stmt out = BlockNode::make(prologue, loop);
+    for (auto it = allocs.rbegin(); it != allocs.rend(); ++it) {
+      const AllocateNode *a = *it;
+      out = AllocateNode::make(a->buffer_var, a->dtype, {arith::simplify(a->extents[0] * 2)}, a->scope, out);
+    }
+    return out;
   }
 
   Stmt visit(const AttrStmtNode *op, const Stmt &self) override {

@@ -62,10 +62,11 @@ void apply_split4(te::Stage &stage, const IterVar &axis, const std::vector<int64
 // axes fused and split over the block's threads, `threads` giving each thread tag and its extent,
 // innermost first.
 void stage_in_shared(te::Schedule &s, const te::Tensor &in, const te::Tensor &acc, te::Stage &at, const IterVar &axis,
-                     const std::vector<std::pair<std::string, int64_t>> &threads) {
+                     const std::vector<std::pair<std::string, int64_t>> &threads, bool double_buffer = false) {
   te::Tensor shared = s.cache_read(in, "shared", {acc.op()});
   te::Stage st = s[shared];
   st.compute_at(at, axis);
+  if (double_buffer) st.double_buffer();
   std::vector<IterVar> axes;
   for (size_t i = 0; i < shared.shape().size(); ++i) axes.push_back(st.axis(i));
   IterVar rest;
@@ -154,6 +155,7 @@ void register_thread_per_output(Registry &r, const std::string &op, const std::s
 // whose packing factor is the last factor of tile_x) and the schedule above.
 void register_gemm(Registry &r, const std::string &base_name, const std::string &name, const std::string &summary) {
   Template t = derived(r, base_name, name, summary);
+  t.version = 2;  // 2: double_buffer and auto_unroll_max_step
   auto base = r.get(base_name);
   struct Dims {
     int64_t M, N, K, bytes;
@@ -175,11 +177,16 @@ void register_gemm(Registry &r, const std::string &base_name, const std::string 
     s.define_split("tile_x", d.N, 4);
     s.define_split("tile_k", d.K, 2);  // stages, per stage
     s.define_bool("unroll_k");
+    s.define_bool("double_buffer");
+    // Loops of each reduction step up to this many steps in all are unrolled (0: none).
+    s.define_choice("auto_unroll_max_step", std::vector<int64_t>{0, 16, 64, 512});
     s.add_product_limit("threads_per_block", {{"tile_y", 2}, {"tile_x", 2}}, 1, kMaxThreadsPerBlock);
     s.add_product_limit("virtual_threads", {{"tile_y", 1}, {"tile_x", 1}}, 1, kMaxVirtualThreads);
-    s.add_constraint("shared_memory", {"tile_y", "tile_x", "tile_k"}, [d](const Config &c) {
+    s.add_constraint("shared_memory", {"tile_y", "tile_x", "tile_k", "double_buffer"}, [d](const Config &c) {
       const auto y = c.split("tile_y"), x = c.split("tile_x"), k = c.split("tile_k");
-      return (y[2] * y[3] + x[2] * x[3]) * k[1] * d.bytes <= kMaxSharedBytes;
+      const int64_t copies = c.choice_bool("double_buffer") ? 2 : 1;
+      // A tile per virtual thread (the kernel gives each its own copy), two when double-buffered.
+      return copies * y[1] * x[1] * (y[2] * y[3] + x[2] * x[3]) * k[1] * d.bytes <= kMaxSharedBytes;
     });
   };
   t.default_config = [dims](const ConfigSpace &s, const Json &a, const Target &) {
@@ -229,11 +236,14 @@ void register_gemm(Registry &r, const std::string &base_name, const std::string 
     for (size_t i = 0; i < acc.shape().size(); ++i) acc_order.push_back(sa.axis(i));
     sa.reorder(acc_order);
     if (cfg.choice_bool("unroll_k")) sa.unroll(ki);
+    const int64_t unroll_steps = cfg.choice_int("auto_unroll_max_step");
+    if (unroll_steps > 0) sa.pragma(ki, "auto_unroll_max_step", ir::make_const(ir::Int(32), unroll_steps));
 
     // B as the accumulation reads it: the packed weight, whose packing is inlined into the copy.
     const te::Tensor b = c.has_part("pack") ? c.part("pack") : c.inputs[1];
     for (const te::Tensor &in : {c.inputs[0], b}) {
-      stage_in_shared(s, in, acc, sa, ko, {{"threadIdx.x", tx[2]}, {"threadIdx.y", ty[2]}});
+      stage_in_shared(s, in, acc, sa, ko, {{"threadIdx.x", tx[2]}, {"threadIdx.y", ty[2]}},
+                      cfg.choice_bool("double_buffer"));
     }
     if (c.has_part("pack")) s[c.part("pack")].compute_inline();
   };
@@ -381,15 +391,16 @@ void register_conv2d_nchw(Registry &r, const std::string &op, bool depthwise, co
           const auto f = c.split("tile_f"), y = c.split("tile_y"), x = c.split("tile_x");
           const auto rc = depthwise ? std::vector<int64_t>{1, 1} : c.split("tile_rc");
           const auto ry = c.split("tile_ry"), rx = c.split("tile_rx");
-          const int64_t fspan = f[1] * f[2] * f[3];
+          // The tiles of one virtual thread; the kernel gives each virtual thread its own copy.
+          const int64_t fspan = f[2] * f[3];
           const int64_t icpg = d.C / d.groups, ocpg = d.OC / d.groups;
           // Channels of the input tile: a group's slice, or slices of the groups the
-          // block's channels span.
+          // channels span.
           const int64_t channels = d.groups == 1 ? rc[1] : std::min(d.C, ((fspan + ocpg - 1) / ocpg + 1) * icpg);
-          const int64_t rows = (y[1] * y[2] * y[3] - 1) * d.sh + (ry[1] - 1) * d.dh + 1;
-          const int64_t cols = (x[1] * x[2] * x[3] - 1) * d.sw + (rx[1] - 1) * d.dw + 1;
+          const int64_t rows = (y[2] * y[3] - 1) * d.sh + (ry[1] - 1) * d.dh + 1;
+          const int64_t cols = (x[2] * x[3] - 1) * d.sw + (rx[1] - 1) * d.dw + 1;
           const int64_t weights = fspan * rc[1] * ry[1] * rx[1];
-          return (channels * rows * cols + weights) * d.bytes <= kMaxSharedBytes;
+          return f[1] * y[1] * x[1] * (channels * rows * cols + weights) * d.bytes <= kMaxSharedBytes;
         });
   };
   t.default_config = [dims, depthwise](const ConfigSpace &s, const Json &a, const Target &) {

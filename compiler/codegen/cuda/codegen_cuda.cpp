@@ -4,12 +4,15 @@
 #include <cctype>
 #include <functional>
 #include <sstream>
+#include <unordered_map>
 
+#include "compiler/arith/analyzer.h"
 #include "compiler/codegen/c/codegen_c.h"
 #include "compiler/codegen/cuda/nvrtc_compiler.h"
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/ir/op.h"
+#include "compiler/ir/substitute.h"
 
 namespace kiln::codegen {
 
@@ -247,6 +250,169 @@ class BlockPhases {
   const LaunchDims &dims_;
 };
 
+// The rewrite of inject_virtual_threads: each vthread loop pushed down to the innermost statements
+// that depend on it, which are then written once per virtual thread, one after the other.
+class VirtualThreads : public ir::IRMutator {
+ public:
+  using ir::IRMutator::mutate;
+
+ protected:
+  ir::Stmt visit(const ir::ForNode *op, const ir::Stmt &self) override {
+    if (op->kind != ir::ForKind::ThreadBinding || !is_vthread(op->thread_tag)) return ir::IRMutator::visit(op, self);
+    ir::Stmt body = mutate(op->body);  // inner virtual threads first
+    const auto n = ir::as_const_int(op->extent);
+    const ir::Stmt serial = ir::ForNode::make(op->loop_var, op->min, op->extent, op->kind, body, op->thread_tag);
+    if (!n || !ir::is_zero(op->min)) return serial;
+    Injection in{op->loop_var, *n, {}};
+    // Every allocation inside the loop becomes n copies, one per virtual thread, where it is.
+    bool ok = true;
+    ir::post_order_visit(body, [&](const ir::IRNode *node) {
+      if (node->node_type != ir::NodeType::Allocate) return;
+      const auto *a = static_cast<const ir::AllocateNode *>(node);
+      int64_t size = 1;
+      if (a->dtype.lanes() != 1) ok = false;
+      for (const auto &e : a->extents) {
+        const auto c = ir::as_const_int(e);
+        if (!c) ok = false;
+        size *= c ? *c : 1;
+      }
+      in.sizes[a->buffer_var.get()] = size;
+    });
+    // A buffer of vectors, or one used other than by loads and stores (its address taken), keeps the
+    // serial loop.
+    ir::post_order_visit(body, [&](const ir::IRNode *node) {
+      if (node->node_type == ir::NodeType::Variable &&
+          in.sizes.count(static_cast<const ir::VariableNode *>(node)) != 0) {
+        ok = false;
+      }
+    });
+    if (!ok) return serial;
+    ir::Stmt out = arith::simplify(push(offset_copies(body, in), in));
+    return out;
+  }
+
+ private:
+  struct Injection {
+    ir::Var var;
+    int64_t count;
+    std::unordered_map<const ir::VariableNode *, int64_t> sizes;  // elements of each allocation
+  };
+
+  static bool uses(const ir::Expr &e, const ir::Var &v) {
+    bool found = false;
+    if (e.defined()) ir::post_order_visit(e, [&](const ir::IRNode *n) { found = found || n == v.get(); });
+    return found;
+  }
+  static bool uses(const ir::Stmt &s, const ir::Var &v) {
+    bool found = false;
+    if (s.defined()) ir::post_order_visit(s, [&](const ir::IRNode *n) { found = found || n == v.get(); });
+    return found;
+  }
+
+  // body without its allocations, each load and store of them offset to its virtual thread's copy.
+  static ir::Stmt offset_copies(const ir::Stmt &body, const Injection &in) {
+    class Offset : public ir::IRMutator {
+     public:
+      explicit Offset(const Injection &in) : in_(in) {}
+      using ir::IRMutator::mutate;
+
+     protected:
+      ir::Expr index(const ir::Var &buf, const ir::Expr &i) {
+        const auto it = in_.sizes.find(buf.get());
+        if (it == in_.sizes.end()) return i;
+        ir::Expr off = ir::cast(i.type().element_of(), in_.var) * ir::make_const(i.type().element_of(), it->second);
+        if (i.type().lanes() > 1) off = ir::BroadcastNode::make(off, i.type().lanes());
+        return off + i;
+      }
+      ir::Expr visit(const ir::LoadNode *op, const ir::Expr &) override {
+        return ir::LoadNode::make(op->type, op->buffer_var, index(op->buffer_var, mutate(op->index)),
+                                  op->predicate.defined() ? mutate(op->predicate) : op->predicate);
+      }
+      ir::Stmt visit(const ir::StoreNode *op, const ir::Stmt &) override {
+        return ir::StoreNode::make(op->buffer_var, mutate(op->value), index(op->buffer_var, mutate(op->index)),
+                                   op->predicate.defined() ? mutate(op->predicate) : op->predicate);
+      }
+      ir::Stmt visit(const ir::AllocateNode *op, const ir::Stmt &) override {
+        return ir::AllocateNode::make(op->buffer_var, op->dtype,
+                                      {ir::make_const(ir::Int(32), in_.sizes.at(op->buffer_var.get()) * in_.count)},
+                                      op->scope, mutate(op->body));
+      }
+
+     private:
+      const Injection &in_;
+    };
+    return Offset(in).mutate(body);
+  }
+
+  // s once per virtual thread, one after the other.
+  static ir::Stmt unrolled(const ir::Stmt &s, const Injection &in) {
+    std::vector<ir::Stmt> copies;
+    for (int64_t i = 0; i < in.count; ++i) {
+      copies.push_back(ir::copy_with_fresh_vars(s, {{in.var.get(), ir::make_const(in.var.type(), i)}}));
+    }
+    return copies.size() == 1 ? copies[0] : ir::BlockNode::make(copies);
+  }
+
+  // What `for v in [0, count): s` computes, with the loop moved inside every statement that does
+  // not depend on v: the virtual threads' statements interleaved at the innermost level.
+  static ir::Stmt push(const ir::Stmt &s, const Injection &in) {
+    if (!uses(s, in.var)) {
+      // A barrier or no-op once; other work that does not depend on v as often as before.
+      return has_effect(s) ? unrolled(s, in) : s;
+    }
+    switch (s.node_type()) {
+      case ir::NodeType::Block: {
+        std::vector<ir::Stmt> out;
+        for (const auto &c : s.as<ir::BlockNode>()->stmts) {
+          // The barriers that ended each virtual thread's phase: one is enough.
+          if (is_barrier(c) && !out.empty() && is_barrier(out.back())) continue;
+          out.push_back(push(c, in));
+        }
+        return ir::BlockNode::make(out);
+      }
+      case ir::NodeType::For: {
+        const auto *op = s.as<ir::ForNode>();
+        if (uses(op->extent, in.var)) break;
+        if (uses(op->min, in.var)) {
+          // A loop whose start depends on v counts from 0 instead, so that it can be shared.
+          if (op->kind == ir::ForKind::ThreadBinding) break;
+          ir::Var i(op->loop_var.name(), op->loop_var.type());
+          ir::Stmt body = ir::substitute(op->body, {{op->loop_var.get(), op->min + i}});
+          return ir::ForNode::make(i, ir::make_zero(op->min.type()), op->extent, op->kind, push(body, in),
+                                   op->thread_tag);
+        }
+        return ir::ForNode::make(op->loop_var, op->min, op->extent, op->kind, push(op->body, in), op->thread_tag);
+      }
+      case ir::NodeType::Allocate: {
+        const auto *op = s.as<ir::AllocateNode>();
+        return ir::AllocateNode::make(op->buffer_var, op->dtype, op->extents, op->scope, push(op->body, in));
+      }
+      case ir::NodeType::LetStmt: {
+        const auto *op = s.as<ir::LetStmtNode>();
+        if (uses(op->value, in.var)) break;
+        return ir::LetStmtNode::make(op->var, op->value, push(op->body, in));
+      }
+      case ir::NodeType::AttrStmt: {
+        const auto *op = s.as<ir::AttrStmtNode>();
+        if (uses(op->value, in.var)) break;
+        return ir::AttrStmtNode::make(op->node, op->key, op->value, push(op->body, in));
+      }
+      case ir::NodeType::IfThenElse: {
+        const auto *op = s.as<ir::IfThenElseNode>();
+        if (uses(op->condition, in.var) || (op->else_case.defined() && has_barrier(op->else_case)) ||
+            has_barrier(op->then_case)) {
+          break;
+        }
+        return ir::IfThenElseNode::make(op->condition, push(op->then_case, in),
+                                        op->else_case.defined() ? push(op->else_case, in) : ir::Stmt());
+      }
+      default:
+        break;
+    }
+    return unrolled(s, in);
+  }
+};
+
 // The preamble's own definitions of what the C back end's code takes from the C headers, which
 // NVRTC does not have.
 constexpr const char *kPreamble = R"(typedef signed char int8_t;
@@ -401,7 +567,7 @@ LaunchDims launch_dims(const ir::LoweredFunc &f) {
 
 int64_t shared_memory_bytes(const ir::LoweredFunc &f) {
   int64_t bytes = 0;
-  ir::post_order_visit(f.body, [&](const ir::IRNode *n) {
+  ir::post_order_visit(inject_virtual_threads(f).body, [&](const ir::IRNode *n) {
     if (n->node_type != ir::NodeType::Allocate) return;
     const auto *op = static_cast<const ir::AllocateNode *>(n);
     if (op->scope != "shared") return;
@@ -426,9 +592,15 @@ ir::LoweredFunc make_block_phases(const ir::LoweredFunc &f) {
   return out;
 }
 
-std::string codegen_cuda(const ir::LoweredFunc &f) {
-  return CodeGenCuda(make_block_phases(f), launch_dims(f)).generate();
+ir::LoweredFunc inject_virtual_threads(const ir::LoweredFunc &f) {
+  ir::LoweredFunc out = f;
+  out.body = VirtualThreads().mutate(f.body);
+  return out;
 }
+
+ir::LoweredFunc cuda_kernel_ir(const ir::LoweredFunc &f) { return inject_virtual_threads(make_block_phases(f)); }
+
+std::string codegen_cuda(const ir::LoweredFunc &f) { return CodeGenCuda(cuda_kernel_ir(f), launch_dims(f)).generate(); }
 
 std::vector<std::string> nvrtc_options(const CudaTarget &target) {
   return {detail::concat("--gpu-architecture=compute_", target.compute_capability), "-default-device", "--std=c++17"};
@@ -446,7 +618,7 @@ CudaModule::CudaModule(const ir::LoweredFunc &f, const CudaTarget &target)
                                    " bytes of shared memory per block, more than the ",
                                    target.max_shared_bytes_per_block, " of ", target.target.str()));
   }
-  source_ = CodeGenCuda(make_block_phases(f), launch_).generate();
+  source_ = CodeGenCuda(cuda_kernel_ir(f), launch_).generate();
   const std::vector<int> archs = nvrtc_supported_archs();
   if (nvrtc_available() && std::find(archs.begin(), archs.end(), target.compute_capability) == archs.end()) {
     std::string list;

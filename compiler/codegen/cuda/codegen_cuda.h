@@ -9,11 +9,10 @@
 // thread's index (guarded where the loop is shorter than the launch); a threadIdx loop that
 // appears at several places of a block is one phase of the block's threads per place, the phases
 // separated by the IR's sync_threads barriers (`__syncthreads()`), which is what the interpreter
-// simulates. Virtual threads (vthread) run as unrolled serial loops in each thread, as the
-// interpreter runs them. Allocations in scope "shared" are `__shared__` arrays, "local" ones
-// per-thread arrays. Vectors are written lane by lane, float16 is stored as 16 bits and computed
-// in float, as in the C back end (compiler/codegen/c/codegen_c.h), whose walk over the IR this
-// generator shares.
+// simulates. Virtual threads (vthread) are interleaved in each thread (inject_virtual_threads).
+// Allocations in scope "shared" are `__shared__` arrays, "local" ones per-thread arrays. Vectors
+// are written lane by lane, float16 is stored as 16 bits and computed in float, as in the C back
+// end (compiler/codegen/c/codegen_c.h), whose walk over the IR this generator shares.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -60,6 +59,21 @@ LaunchDims launch_dims(const ir::LoweredFunc &f);
 // some threads of the block.
 ir::LoweredFunc make_block_phases(const ir::LoweredFunc &f);
 
+// f with each vthread loop interleaved, as the kernel runs it: every allocation inside the loop
+// becomes one copy per virtual thread (n times the elements, each load and store offset to its
+// thread's copy), and the loop is pushed inside every loop, let and condition that does not
+// depend on it, down to the statements that do, which are written once per virtual thread, one
+// after the other (the loads and stores of virtual threads 0, 1, ... adjacent in the innermost
+// loop). A barrier or other statement without effect that does not depend on the virtual thread
+// stays once. This relies on what a virtual thread is: one of several independent copies of the
+// work, none reading what another writes; the interpreter computes the same with and without the
+// rewrite for such loops. A loop whose extent is not a constant, or whose allocations are not of
+// constant size, stays a serial loop.
+ir::LoweredFunc inject_virtual_threads(const ir::LoweredFunc &f);
+
+// The function the CUDA kernel is written from: inject_virtual_threads(make_block_phases(f)).
+ir::LoweredFunc cuda_kernel_ir(const ir::LoweredFunc &f);
+
 // The CUDA C source of f: one kernel named after f (its name made an identifier). Throws UserError
 // for a function CUDA cannot run as written (see launch_dims; a barrier inside a thread loop that
 // is shorter than the launch, which only part of the block would reach).
@@ -92,7 +106,8 @@ class CudaModule {
   int64_t shared_bytes_ = 0;
 };
 
-// The bytes of f's "shared" allocations, all counted as live at once. Throws UserError for a
+// The bytes of the "shared" allocations of f's kernel (with a copy per virtual thread, see
+// inject_virtual_threads), all counted as live at once. Throws UserError for a
 // shared allocation whose size is not a constant.
 int64_t shared_memory_bytes(const ir::LoweredFunc &f);
 

@@ -33,7 +33,8 @@ std::vector<std::vector<int64_t>> shapes_of(const std::vector<te::Tensor> &ts) {
 }
 
 // Runs each config in the interpreter against the unscheduled compute, the lowered function as it
-// is and as the CUDA back end rewrites it (make_block_phases); returns how many matched.
+// is and as the CUDA back end writes the kernel (block phases, virtual threads interleaved:
+// cuda_kernel_ir); returns how many matched.
 int check_configs(const Task &task, const std::vector<autotune::Config> &configs, double tol) {
   Compute ref_c = task.compute(task.default_config());
   auto ref_s = te::create_schedule(ref_c.outputs);
@@ -50,7 +51,7 @@ int check_configs(const Task &task, const std::vector<autotune::Config> &configs
     codegen::LaunchDims dims = codegen::launch_dims(f);
     EXPECT_LE(dims.threads_per_block(), 1024);
     EXPECT_LE(codegen::shared_memory_bytes(f), 48 * 1024);
-    for (const ir::LoweredFunc &g : {f, codegen::make_block_phases(f)}) {
+    for (const ir::LoweredFunc &g : {f, codegen::cuda_kernel_ir(f)}) {
       auto got = testing::run_interp(g, in);
       for (size_t a = n_in; a < got.size(); ++a) {
         EXPECT_LE(testing::max_diff(expect[a], got[a]), tol) << g;
@@ -81,6 +82,30 @@ void expect_compiles(const Task &task, int random_configs) {
       EXPECT_NE(m.ptx().find(".entry k"), std::string::npos);
     }
   }
+}
+
+// Whether the source stores to `buffer` on two lines in a row, the second at the first's index plus
+// `stride`: the statements of two virtual threads interleaved, each with its copy of the buffer.
+bool stores_interleaved(const std::string &src, const std::string &buffer, int64_t stride) {
+  std::vector<std::string> indices;  // the index stored to on each line, "" where none
+  size_t pos = 0;
+  while (pos < src.size()) {
+    size_t end = src.find('\n', pos);
+    if (end == std::string::npos) end = src.size();
+    std::string line = src.substr(pos, end - pos);
+    line.erase(0, line.find_first_not_of(' '));
+    const size_t close = line.find("] = ");
+    indices.push_back(line.rfind(buffer + "[", 0) == 0 && close != std::string::npos
+                          ? line.substr(buffer.size() + 1, close - buffer.size() - 1)
+                          : "");
+    pos = end + 1;
+  }
+  const std::string plus = " + " + std::to_string(stride);
+  for (size_t i = 0; i + 1 < indices.size(); ++i) {
+    const std::string &a = indices[i], &b = indices[i + 1];
+    if (!a.empty() && (b == a + plus || b == "(" + a + ")" + plus)) return true;
+  }
+  return false;
 }
 
 // The templates with one thread per output have small spaces (the block size): every config of
@@ -127,9 +152,63 @@ TEST(CudaTemplates, MatmulRandomConfigsMatchTheUnscheduledCompute) {
                                 {"tile_x", Json::array_of(std::vector<int64_t>{1, 3, 3, 2})},
                                 {"tile_k", Json::array_of(std::vector<int64_t>{4, 5})}});
   const std::string src = codegen::codegen_cuda(task.lower(with_vthreads, "k"));
-  EXPECT_NE(src.find("// vthread"), std::string::npos) << src;
-  EXPECT_NE(src.find("__shared__"), std::string::npos) << src;
+  // Six virtual threads (2 x 3) interleaved, not a loop: each has its copy of the 2 x 2 register
+  // tile and of the shared tiles of A (3 x 2 rows by 5) and B (5 by 3 x 2 columns); their loads
+  // into shared memory and their updates of the register tile are adjacent.
+  EXPECT_EQ(src.find("// vthread"), std::string::npos) << src;
+  EXPECT_NE(src.find("float matmul_local[24];"), std::string::npos) << src;
+  EXPECT_NE(src.find("__shared__ float a_shared[180];"), std::string::npos) << src;
+  EXPECT_TRUE(stores_interleaved(src, "matmul_local", 4)) << src;
+  EXPECT_TRUE(stores_interleaved(src, "a_shared", 30)) << src;
+  EXPECT_TRUE(stores_interleaved(src, "b_shared", 30)) << src;
   expect_compiles(task, 3);
+}
+
+// double_buffer: the shared-memory stages get two copies; each step loads the next step's tiles
+// into one while computing from the other (after a first load before the loop).
+TEST(CudaTemplates, MatmulDoubleBufferedStagesMatchTheUnscheduledCompute) {
+  Json args = Json::parse(R"({"a": {"shape": [12, 20]}, "b": {"shape": [20, 18]}})");
+  Task task("matmul.cuda", args, cuda_target());
+  std::mt19937_64 rng(11);
+  std::vector<autotune::Config> configs;
+  while (configs.size() < 100) {
+    const autotune::Config cfg = task.space().sample(rng);
+    if (cfg.choice_bool("double_buffer") && cfg.split("tile_k")[0] > 1) configs.push_back(cfg);
+  }
+  EXPECT_EQ(check_configs(task, configs, 1e-4), 100);
+  const autotune::Config single =
+      task.space().from_values({{"tile_y", Json::array_of(std::vector<int64_t>{1, 2, 3, 2})},
+                                {"tile_x", Json::array_of(std::vector<int64_t>{1, 3, 3, 2})},
+                                {"tile_k", Json::array_of(std::vector<int64_t>{4, 5})}});
+  const autotune::Config twice = task.space().from_values({{"tile_y", Json::array_of(std::vector<int64_t>{1, 2, 3, 2})},
+                                                           {"tile_x", Json::array_of(std::vector<int64_t>{1, 3, 3, 2})},
+                                                           {"tile_k", Json::array_of(std::vector<int64_t>{4, 5})},
+                                                           {"double_buffer", Json(int64_t{1})}});
+  EXPECT_EQ(codegen::shared_memory_bytes(task.lower(twice, "k")),
+            2 * codegen::shared_memory_bytes(task.lower(single, "k")));
+  const std::string src = codegen::codegen_cuda(task.lower(twice, "k"));
+  EXPECT_NE(src.find("__shared__ float a_shared[360];"), std::string::npos) << src;
+}
+
+// auto_unroll_max_step: the loops of a reduction step of up to that many steps in all are
+// unrolled (here 5 steps of a 2 x 2 register tile: 20).
+TEST(CudaTemplates, MatmulAutoUnrollUnrollsTheReductionStep) {
+  Json args = Json::parse(R"({"a": {"shape": [12, 20]}, "b": {"shape": [20, 18]}})");
+  Task task("matmul.cuda", args, cuda_target());
+  auto config = [&](int64_t steps) {
+    return task.space().from_values({{"tile_y", Json::array_of(std::vector<int64_t>{1, 2, 3, 2})},
+                                     {"tile_x", Json::array_of(std::vector<int64_t>{1, 3, 3, 2})},
+                                     {"tile_k", Json::array_of(std::vector<int64_t>{4, 5})},
+                                     {"auto_unroll_max_step", Json(steps)}});
+  };
+  const std::vector<autotune::Config> configs = {config(0), config(16), config(64)};
+  EXPECT_EQ(check_configs(task, configs, 1e-4), 3);
+  const std::string rolled = codegen::codegen_cuda(task.lower(configs[0], "k"));
+  const std::string small = codegen::codegen_cuda(task.lower(configs[1], "k"));
+  const std::string unrolled = codegen::codegen_cuda(task.lower(configs[2], "k"));
+  EXPECT_NE(rolled.find("k_c_inner < 5"), std::string::npos) << rolled;
+  EXPECT_NE(small.find("k_c_inner < 5"), std::string::npos) << small;  // 20 steps > 16
+  EXPECT_EQ(unrolled.find("k_c_inner"), std::string::npos) << unrolled;
 }
 
 // dense and batch_matmul share matmul.cuda's schedule; their weight is read in the packed layout
@@ -241,7 +320,10 @@ TEST(CudaTemplates, Conv2dRandomConfigsMatchTheUnscheduledCompute) {
   EXPECT_EQ(codegen::launch_dims(f).block, (std::array<int64_t, 3>{4, 3, 2}));
   EXPECT_EQ(codegen::launch_dims(f).grid, (std::array<int64_t, 3>{1, 2, 1}));
   const std::string src = codegen::codegen_cuda(f);
-  EXPECT_NE(src.find("// vthread"), std::string::npos) << src;
+  // Four virtual threads (channels x columns) interleaved, each with its 2-channel register tile.
+  EXPECT_EQ(src.find("// vthread"), std::string::npos) << src;
+  EXPECT_NE(src.find("float conv2d[8];"), std::string::npos) << src;
+  EXPECT_TRUE(stores_interleaved(src, "conv2d", 2)) << src;
   EXPECT_NE(src.find("__shared__"), std::string::npos) << src;
 }
 
@@ -273,7 +355,9 @@ TEST(CudaTemplates, SpacesKeepToTheBlockLimits) {
     const auto y = cfg.split("tile_y"), x = cfg.split("tile_x"), k = cfg.split("tile_k");
     EXPECT_LE(y[2] * x[2], 1024) << cfg.to_string();
     EXPECT_LE(y[1] * x[1], 16) << cfg.to_string();
-    EXPECT_LE((y[2] * y[3] + x[2] * x[3]) * k[1] * 4, 48 * 1024) << cfg.to_string();
+    // A staged tile of A and of B per virtual thread.
+    EXPECT_LE(y[1] * x[1] * (y[2] * y[3] + x[2] * x[3]) * k[1] * 4, 48 * 1024) << cfg.to_string();
+    if (i < 20) EXPECT_LE(codegen::shared_memory_bytes(task.lower(cfg, "k")), 48 * 1024) << cfg.to_string();
   }
 }
 
