@@ -147,7 +147,11 @@ Expr taps(const Expr &o, int64_t k, int64_t s, int64_t d, int64_t p, int64_t lo,
   return n;
 }
 
-Compute pool_compute(const Pool &p) {
+// Whether the window reduction may run as two: over the kernel rows into a row buffer, then over
+// the columns of that buffer (NCHW, a window taller than one row).
+bool separable_form(const Pool &p) { return !p.global && !p.blocked && p.kh > 1; }
+
+Compute pool_compute(const Pool &p, bool separable) {
   Compute r;
   te::Tensor data = te::placeholder(p.data.shape_exprs(), p.data.dtype, "data");
   r.inputs = {data};
@@ -167,13 +171,32 @@ Compute pool_compute(const Pool &p) {
   for (int64_t d : out_shape(p)) shape.push_back(i32(d));
   const bool is_max = p.is_max, blocked = p.blocked;
   const int64_t sh = p.sh, sw = p.sw, dh = p.dh, dw = p.dw;
-  te::Tensor red = te::compute(
-      shape, te::FCompute([=](const std::vector<Var> &i) {
-        std::vector<Expr> idx = {i[0], i[1], i[2] * i32(sh) + rh->var * i32(dh), i[3] * i32(sw) + rw->var * i32(dw)};
-        if (blocked) idx.push_back(i[4]);
-        return is_max ? te::max(src(idx), {rh, rw}) : te::sum(src(idx), {rh, rw});
-      }),
-      is_max ? "pool_max" : "pool_sum", "pool");
+  te::Tensor red;
+  if (separable) {
+    // rows[n, c, oh, x]: the window's rows reduced, for every column of the padded input.
+    std::vector<Expr> rshape = {i32(p.N), i32(p.C), i32(p.OH), i32(p.W + p.pl + er)};
+    te::Tensor rows = te::compute(
+        rshape, te::FCompute([=](const std::vector<Var> &i) {
+          std::vector<Expr> idx = {i[0], i[1], i[2] * i32(sh) + rh->var * i32(dh), i[3]};
+          return is_max ? te::max(src(idx), {rh}) : te::sum(src(idx), {rh});
+        }),
+        is_max ? "pool_max_rows" : "pool_sum_rows", "pool");
+    r.parts["rows"] = rows;
+    red = te::compute(
+        shape, te::FCompute([=](const std::vector<Var> &i) {
+          std::vector<Expr> idx = {i[0], i[1], i[2], i[3] * i32(sw) + rw->var * i32(dw)};
+          return is_max ? te::max(rows(idx), {rw}) : te::sum(rows(idx), {rw});
+        }),
+        is_max ? "pool_max" : "pool_sum", "pool");
+  } else {
+    red = te::compute(
+        shape, te::FCompute([=](const std::vector<Var> &i) {
+          std::vector<Expr> idx = {i[0], i[1], i[2] * i32(sh) + rh->var * i32(dh), i[3] * i32(sw) + rw->var * i32(dw)};
+          if (blocked) idx.push_back(i[4]);
+          return is_max ? te::max(src(idx), {rh, rw}) : te::sum(src(idx), {rh, rw});
+        }),
+        is_max ? "pool_max" : "pool_sum", "pool");
+  }
   r.parts["anchor"] = red;
   te::Tensor res = red;
   if (!is_max) {
@@ -216,6 +239,7 @@ void define_pool_space(ConfigSpace &s, const Pool &p) {
   s.define_split("tile_ow", p.OW, 2, p.blocked ? SplitPolicy::factors(16) : SplitPolicy::verbose(64));
   s.define_bool("unroll_kw");
   if (p.pt || p.pl || p.pb || p.pr || p.ceil_mode) s.define_bool("pad_inline");
+  if (separable_form(p)) s.define_bool("separable");
 }
 
 Config default_pool(const ConfigSpace &s, const Pool &p, const Target &t) {
@@ -230,7 +254,13 @@ Config default_pool(const ConfigSpace &s, const Pool &p, const Target &t) {
   std::vector<std::pair<std::string, Json>> v = {
       {"tile_ow", Json::array_of(std::vector<int64_t>{ceil_div(p.OW, owi), owi})},
       {"unroll_kw", Json(p.kw <= 4 ? 1 : 0)}};
-  if (s.has_knob("pad_inline")) v.emplace_back("pad_inline", Json(strided ? 0 : 1));
+  // Separable where windows overlap along H (a kernel taller than the stride: each input row is
+  // read by several output rows' windows, and the row buffer reads it once per output row instead
+  // of once per window column); its row stage then reads the padding inline, vectorized along the
+  // padded width, rather than from a padded copy of the rows.
+  const bool separable = s.has_knob("separable") && p.kh > p.sh;
+  if (s.has_knob("separable")) v.emplace_back("separable", Json(separable ? 1 : 0));
+  if (s.has_knob("pad_inline")) v.emplace_back("pad_inline", Json(strided && !separable ? 0 : 1));
   return s.from_values(v);
 }
 
@@ -253,10 +283,23 @@ void schedule_pool(te::Schedule &s, const Compute &c, const Config &cfg) {
   }
   te::Stage A = s[acc];
   A.compute_at(O, ows[0]);
-  std::vector<IterVar> a_order = {A.reduce_axis(0), A.reduce_axis(1), A.axis(3)};
-  if (blocked) a_order.push_back(A.axis(4));
-  A.reorder(a_order);
-  if (cfg.choice_bool("unroll_kw")) A.unroll(A.reduce_axis(1));
+  const bool separable = c.has_part("rows");
+  if (separable) {
+    // The row buffer of one output row, next to it (in L1): the kernel rows reduced, vectorized
+    // along the whole padded width; the columns then reduced from it.
+    te::Stage R = s[c.part("rows")];
+    R.compute_at(O, par);
+    R.reorder({R.reduce_axis(0), R.axis(3)});
+    R.unroll(R.reduce_axis(0));
+    R.vectorize(R.axis(3));
+    A.reorder({A.reduce_axis(0), A.axis(3)});
+    if (cfg.choice_bool("unroll_kw")) A.unroll(A.reduce_axis(0));
+  } else {
+    std::vector<IterVar> a_order = {A.reduce_axis(0), A.reduce_axis(1), A.axis(3)};
+    if (blocked) a_order.push_back(A.axis(4));
+    A.reorder(a_order);
+    if (cfg.choice_bool("unroll_kw")) A.unroll(A.reduce_axis(1));
+  }
   if (blocked) {
     A.unroll(A.axis(3));
     A.vectorize(A.axis(4));
@@ -325,7 +368,8 @@ Template pool_template(const std::string &name, bool global, const std::string &
   Template t;
   t.name = name;
   // global_pool2d version 2: NCHW planes are one vectorized row reduction (no tile_w knob).
-  t.version = global ? 2 : 1;
+  // pool2d version 2: the separable knob (NCHW rows reduced into a row buffer, then columns).
+  t.version = 2;
   t.summary = summary;
   t.arguments = pool_arguments(global);
   const Json data =
@@ -342,7 +386,9 @@ Template pool_template(const std::string &name, bool global, const std::string &
     Pool p = parse(name, global, a);
     return global ? default_global(s, p, tg) : default_pool(s, p, tg);
   };
-  t.compute = [name, global](const Json &a, const Config &) { return pool_compute(parse(name, global, a)); };
+  t.compute = [name, global](const Json &a, const Config &cfg) {
+    return pool_compute(parse(name, global, a), cfg.defined() && cfg.has("separable") && cfg.choice_bool("separable"));
+  };
   t.schedule = [global](te::Schedule &s, const Compute &c, const Config &cfg, const Target &tg) {
     global ? schedule_global(s, c, cfg, tg) : schedule_pool(s, c, cfg);
   };
