@@ -5,7 +5,8 @@
 // Schedule: (batch, channel, row) fused and parallel; a run of output columns (NCHW) or the
 // channel block (NCHWc) vectorized (global NCHW pooling: the plane as one contiguous vectorized
 // reduction per channel); the window reduction runs outside the vector, computed at the
-// output tile together with the division and the epilogue.
+// output tile together with the division and the epilogue. NCHW windows taller than a row may be
+// separable: the kernel rows reduced into a row buffer next to the output row, then its columns.
 #include <algorithm>
 
 #include "compiler/ir/op.h"
@@ -321,14 +322,34 @@ void schedule_pool(te::Schedule &s, const Compute &c, const Config &cfg) {
 
 // --- global pooling ---
 
-void define_global_space(ConfigSpace &s, const Pool &p) { s.define_split("tile_c", p.C, 2, SplitPolicy::factors(64)); }
-
-Config default_global(const ConfigSpace &s, const Pool &p, const Target &) {
-  const int64_t tc = largest_divisor_at_most(p.C, p.blocked ? 4 : 8);
-  return s.from_values({{"tile_c", Json::array_of(std::vector<int64_t>{p.C / tc, tc})}});
+void define_global_space(ConfigSpace &s, const Pool &p, const Target &t) {
+  s.define_split("tile_c", p.C, 2, SplitPolicy::factors(64));
+  // NCHW: the vector block of each plane's row reduction (a vector, half of one or a quarter).
+  if (!p.blocked) {
+    const int64_t lanes = t.lanes(p.data.dtype);
+    std::vector<int64_t> blocks;
+    for (int64_t b = lanes; b >= 1 && b * 4 >= lanes; b /= 2) blocks.push_back(b);
+    s.define_choice("block", blocks);
+  }
 }
 
-void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg, const Target &target) {
+Config default_global(const ConfigSpace &s, const Pool &p, const Target &t) {
+  if (p.blocked) {
+    const int64_t tc = largest_divisor_at_most(p.C, 4);
+    return s.from_values({{"tile_c", Json::array_of(std::vector<int64_t>{p.C / tc, tc})}});
+  }
+  // About 6 KiB of input a parallel chunk (at least 8 planes): small planes in few chunks.
+  const int64_t plane = p.H * p.W;
+  const int64_t tc = largest_divisor_at_most(p.C, std::max<int64_t>(8, 1600 / plane));
+  // A plane shorter than four vectors is summed in half vectors (or less), down to a block four
+  // times shorter than the plane: fewer masked lanes and one step less in the tree.
+  const int64_t lanes = t.lanes(p.data.dtype);
+  int64_t block = lanes;
+  while (block * 4 > plane && block * 4 > lanes) block /= 2;
+  return s.from_values({{"tile_c", Json::array_of(std::vector<int64_t>{p.C / tc, tc})}, {"block", Json(block)}});
+}
+
+void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg) {
   auto [out, acc] = pool_stages(s, c);
   te::Stage O = s[out];
   const bool blocked = out.ndim() == 5;
@@ -344,7 +365,7 @@ void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg, const
     A.vectorize(A.axis(4));
   } else {
     // Each channel's plane is contiguous: one vectorized row reduction over it.
-    schedule_row_reduction(s, acc, O, par, target.lanes(acc.dtype()));
+    schedule_row_reduction(s, acc, O, par, cfg.choice_int("block"));
   }
 }
 
@@ -367,9 +388,10 @@ std::vector<ArgumentSpec> pool_arguments(bool global) {
 Template pool_template(const std::string &name, bool global, const std::string &summary) {
   Template t;
   t.name = name;
-  // global_pool2d version 2: NCHW planes are one vectorized row reduction (no tile_w knob).
+  // global_pool2d version 2: NCHW planes are one vectorized row reduction (no tile_w knob);
+  // version 3: the knob block (that reduction's vector block).
   // pool2d version 2: the separable knob (NCHW rows reduced into a row buffer, then columns).
-  t.version = 2;
+  t.version = global ? 3 : 2;
   t.summary = summary;
   t.arguments = pool_arguments(global);
   const Json data =
@@ -378,9 +400,9 @@ Template pool_template(const std::string &name, bool global, const std::string &
                      : Json::object({{"data", data}, {"kernel", 3}, {"strides", 2}, {"padding", 1}});
   t.canonicalize = [name, global](const Json &a) { return canonical(parse(name, global, a)); };
   t.flop = [name, global](const Json &a) { return flop(parse(name, global, a)); };
-  t.define_space = [name, global](ConfigSpace &s, const Json &a, const Target &) {
+  t.define_space = [name, global](ConfigSpace &s, const Json &a, const Target &tg) {
     Pool p = parse(name, global, a);
-    global ? define_global_space(s, p) : define_pool_space(s, p);
+    global ? define_global_space(s, p, tg) : define_pool_space(s, p);
   };
   t.default_config = [name, global](const ConfigSpace &s, const Json &a, const Target &tg) {
     Pool p = parse(name, global, a);
@@ -389,8 +411,8 @@ Template pool_template(const std::string &name, bool global, const std::string &
   t.compute = [name, global](const Json &a, const Config &cfg) {
     return pool_compute(parse(name, global, a), cfg.defined() && cfg.has("separable") && cfg.choice_bool("separable"));
   };
-  t.schedule = [global](te::Schedule &s, const Compute &c, const Config &cfg, const Target &tg) {
-    global ? schedule_global(s, c, cfg, tg) : schedule_pool(s, c, cfg);
+  t.schedule = [global](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+    global ? schedule_global(s, c, cfg) : schedule_pool(s, c, cfg);
   };
   return t;
 }
