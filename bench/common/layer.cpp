@@ -113,6 +113,17 @@ bool set_onednn_single_thread_env() {
   return true;
 }
 
+bool set_onednn_passive_wait_env() {
+  if (std::getenv("OMP_WAIT_POLICY")) return false;
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  return true;
+}
+
+std::string onednn_wait_policy() {
+  const char *p = std::getenv("OMP_WAIT_POLICY");
+  return p && *p ? p : "default";
+}
+
 Layer dense_layer(int64_t m, int64_t n, int64_t k) {
   Layer w;
   w.kind = Layer::Dense;

@@ -35,6 +35,13 @@ struct Layer {
 // Sets OMP_NUM_THREADS=1 unless it is set so; returns whether it changed it, in which case the
 // caller must execute itself again (execv) before oneDNN runs.
 bool set_onednn_single_thread_env();
+// Sets OMP_WAIT_POLICY=passive unless OMP_WAIT_POLICY is set (to any value): oneDNN's idle OpenMP
+// threads then sleep instead of spinning on cores that Kiln's threads or other programs need.
+// Returns whether it changed the environment, in which case the caller must execute itself again
+// (execv) before oneDNN runs. onednn_wait_policy() is the value in effect ("default" when unset or
+// empty: OMP_WAIT_POLICY= leaves the OpenMP runtime's own default).
+bool set_onednn_passive_wait_env();
+std::string onednn_wait_policy();
 
 // data [m, k] x weight [n, k]^T with dense_pack.x86 (weight prepacked).
 Layer dense_layer(int64_t m, int64_t n, int64_t k);

@@ -4,7 +4,11 @@
 //   ops case=<name> threads=<n> kiln_us=<t> onednn_us=<t> kiln_gbs=<g> onednn_gbs=<g> ratio=<r>
 //       cpu_ratio=<r> copy_gbs=<g> roofline=<f> max_diff=<d>
 // GB/s counts the bytes of the input and the output once each; ratio is oneDNN's time over Kiln's
-// (above 1: Kiln is faster). oneDNN's OpenMP threads are set with omp_set_num_threads.
+// (above 1: Kiln is faster). oneDNN's OpenMP threads are set with omp_set_num_threads, and wait
+// passively (OMP_WAIT_POLICY=passive, set before oneDNN loads by running this program again, unless
+// OMP_WAIT_POLICY is set already): an idle OpenMP thread that spins takes a core from Kiln's threads
+// on a machine with few cores. The first line names the policy in effect:
+//   ops omp_wait_policy=<policy>
 // Timing: each side is called a few times first (the first calls pay for waking threads), then
 // --rounds interleaved rounds each time a batch of about 2 ms of calls per side; a side's figure is
 // the fastest round's time per call (the rounds a busy machine preempted are left out). cpu_ratio
@@ -16,6 +20,7 @@
 // case's data fits in.
 #include <dlfcn.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -29,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/common/layer.h"
 #include "bench/common/split_list.h"
 #include "compiler/codegen/llvm/llvm_module.h"
 #include "compiler/driver/target.h"
@@ -211,6 +217,7 @@ Seconds fastest(const std::vector<Seconds> &v) {
 }  // namespace
 
 int main(int argc, char **argv) {
+  if (bench::set_onednn_passive_wait_env()) execv("/proc/self/exe", argv);
   std::string filter, threads_list = "1,2", target = "llvm -mcpu=native";
   std::string config_text;
   int rounds = 9;
@@ -246,6 +253,7 @@ int main(int argc, char **argv) {
       pool_case("global_avgpool_1x1280x7x7", {1, 1280, 7, 7}, false, 0, 0, 0, true),
       layer_norm_case("layer_norm_1x128x768", {1, 128, 768}),
   };
+  std::printf("ops omp_wait_policy=%s\n", bench::onednn_wait_policy().c_str());
   const ops::Target tg = driver::resolve_target(target);
   codegen::LLVMBuildOptions options;
   options.target = target;

@@ -5,7 +5,8 @@
 // Schedule: (batch, channel, row) fused and parallel; a run of output columns (NCHW) or the
 // channel block (NCHWc) vectorized (global NCHW pooling: the plane as one contiguous vectorized
 // reduction per channel); the window reduction runs outside the vector, computed at the
-// output tile together with the division and the epilogue.
+// output tile together with the division and the epilogue. NCHW windows taller than a row may be
+// separable: the kernel rows reduced into a row buffer next to the output row, then its columns.
 #include <algorithm>
 
 #include "compiler/ir/op.h"
@@ -147,7 +148,11 @@ Expr taps(const Expr &o, int64_t k, int64_t s, int64_t d, int64_t p, int64_t lo,
   return n;
 }
 
-Compute pool_compute(const Pool &p) {
+// Whether the window reduction may run as two: over the kernel rows into a row buffer, then over
+// the columns of that buffer (NCHW, a window taller than one row).
+bool separable_form(const Pool &p) { return !p.global && !p.blocked && p.kh > 1; }
+
+Compute pool_compute(const Pool &p, bool separable) {
   Compute r;
   te::Tensor data = te::placeholder(p.data.shape_exprs(), p.data.dtype, "data");
   r.inputs = {data};
@@ -167,13 +172,32 @@ Compute pool_compute(const Pool &p) {
   for (int64_t d : out_shape(p)) shape.push_back(i32(d));
   const bool is_max = p.is_max, blocked = p.blocked;
   const int64_t sh = p.sh, sw = p.sw, dh = p.dh, dw = p.dw;
-  te::Tensor red = te::compute(
-      shape, te::FCompute([=](const std::vector<Var> &i) {
-        std::vector<Expr> idx = {i[0], i[1], i[2] * i32(sh) + rh->var * i32(dh), i[3] * i32(sw) + rw->var * i32(dw)};
-        if (blocked) idx.push_back(i[4]);
-        return is_max ? te::max(src(idx), {rh, rw}) : te::sum(src(idx), {rh, rw});
-      }),
-      is_max ? "pool_max" : "pool_sum", "pool");
+  te::Tensor red;
+  if (separable) {
+    // rows[n, c, oh, x]: the window's rows reduced, for every column of the padded input.
+    std::vector<Expr> rshape = {i32(p.N), i32(p.C), i32(p.OH), i32(p.W + p.pl + er)};
+    te::Tensor rows = te::compute(
+        rshape, te::FCompute([=](const std::vector<Var> &i) {
+          std::vector<Expr> idx = {i[0], i[1], i[2] * i32(sh) + rh->var * i32(dh), i[3]};
+          return is_max ? te::max(src(idx), {rh}) : te::sum(src(idx), {rh});
+        }),
+        is_max ? "pool_max_rows" : "pool_sum_rows", "pool");
+    r.parts["rows"] = rows;
+    red = te::compute(
+        shape, te::FCompute([=](const std::vector<Var> &i) {
+          std::vector<Expr> idx = {i[0], i[1], i[2], i[3] * i32(sw) + rw->var * i32(dw)};
+          return is_max ? te::max(rows(idx), {rw}) : te::sum(rows(idx), {rw});
+        }),
+        is_max ? "pool_max" : "pool_sum", "pool");
+  } else {
+    red = te::compute(
+        shape, te::FCompute([=](const std::vector<Var> &i) {
+          std::vector<Expr> idx = {i[0], i[1], i[2] * i32(sh) + rh->var * i32(dh), i[3] * i32(sw) + rw->var * i32(dw)};
+          if (blocked) idx.push_back(i[4]);
+          return is_max ? te::max(src(idx), {rh, rw}) : te::sum(src(idx), {rh, rw});
+        }),
+        is_max ? "pool_max" : "pool_sum", "pool");
+  }
   r.parts["anchor"] = red;
   te::Tensor res = red;
   if (!is_max) {
@@ -216,6 +240,7 @@ void define_pool_space(ConfigSpace &s, const Pool &p) {
   s.define_split("tile_ow", p.OW, 2, p.blocked ? SplitPolicy::factors(16) : SplitPolicy::verbose(64));
   s.define_bool("unroll_kw");
   if (p.pt || p.pl || p.pb || p.pr || p.ceil_mode) s.define_bool("pad_inline");
+  if (separable_form(p)) s.define_bool("separable");
 }
 
 Config default_pool(const ConfigSpace &s, const Pool &p, const Target &t) {
@@ -230,7 +255,13 @@ Config default_pool(const ConfigSpace &s, const Pool &p, const Target &t) {
   std::vector<std::pair<std::string, Json>> v = {
       {"tile_ow", Json::array_of(std::vector<int64_t>{ceil_div(p.OW, owi), owi})},
       {"unroll_kw", Json(p.kw <= 4 ? 1 : 0)}};
-  if (s.has_knob("pad_inline")) v.emplace_back("pad_inline", Json(strided ? 0 : 1));
+  // Separable where windows overlap along H (a kernel taller than the stride: each input row is
+  // read by several output rows' windows, and the row buffer reads it once per output row instead
+  // of once per window column); its row stage then reads the padding inline, vectorized along the
+  // padded width, rather than from a padded copy of the rows.
+  const bool separable = s.has_knob("separable") && p.kh > p.sh;
+  if (s.has_knob("separable")) v.emplace_back("separable", Json(separable ? 1 : 0));
+  if (s.has_knob("pad_inline")) v.emplace_back("pad_inline", Json(strided && !separable ? 0 : 1));
   return s.from_values(v);
 }
 
@@ -253,10 +284,23 @@ void schedule_pool(te::Schedule &s, const Compute &c, const Config &cfg) {
   }
   te::Stage A = s[acc];
   A.compute_at(O, ows[0]);
-  std::vector<IterVar> a_order = {A.reduce_axis(0), A.reduce_axis(1), A.axis(3)};
-  if (blocked) a_order.push_back(A.axis(4));
-  A.reorder(a_order);
-  if (cfg.choice_bool("unroll_kw")) A.unroll(A.reduce_axis(1));
+  const bool separable = c.has_part("rows");
+  if (separable) {
+    // The row buffer of one output row, next to it (in L1): the kernel rows reduced, vectorized
+    // along the whole padded width; the columns then reduced from it.
+    te::Stage R = s[c.part("rows")];
+    R.compute_at(O, par);
+    R.reorder({R.reduce_axis(0), R.axis(3)});
+    R.unroll(R.reduce_axis(0));
+    R.vectorize(R.axis(3));
+    A.reorder({A.reduce_axis(0), A.axis(3)});
+    if (cfg.choice_bool("unroll_kw")) A.unroll(A.reduce_axis(0));
+  } else {
+    std::vector<IterVar> a_order = {A.reduce_axis(0), A.reduce_axis(1), A.axis(3)};
+    if (blocked) a_order.push_back(A.axis(4));
+    A.reorder(a_order);
+    if (cfg.choice_bool("unroll_kw")) A.unroll(A.reduce_axis(1));
+  }
   if (blocked) {
     A.unroll(A.axis(3));
     A.vectorize(A.axis(4));
@@ -278,14 +322,34 @@ void schedule_pool(te::Schedule &s, const Compute &c, const Config &cfg) {
 
 // --- global pooling ---
 
-void define_global_space(ConfigSpace &s, const Pool &p) { s.define_split("tile_c", p.C, 2, SplitPolicy::factors(64)); }
-
-Config default_global(const ConfigSpace &s, const Pool &p, const Target &) {
-  const int64_t tc = largest_divisor_at_most(p.C, p.blocked ? 4 : 8);
-  return s.from_values({{"tile_c", Json::array_of(std::vector<int64_t>{p.C / tc, tc})}});
+void define_global_space(ConfigSpace &s, const Pool &p, const Target &t) {
+  s.define_split("tile_c", p.C, 2, SplitPolicy::factors(64));
+  // NCHW: the vector block of each plane's row reduction (a vector, half of one or a quarter).
+  if (!p.blocked) {
+    const int64_t lanes = t.lanes(p.data.dtype);
+    std::vector<int64_t> blocks;
+    for (int64_t b = lanes; b >= 1 && b * 4 >= lanes; b /= 2) blocks.push_back(b);
+    s.define_choice("block", blocks);
+  }
 }
 
-void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg, const Target &target) {
+Config default_global(const ConfigSpace &s, const Pool &p, const Target &t) {
+  if (p.blocked) {
+    const int64_t tc = largest_divisor_at_most(p.C, 4);
+    return s.from_values({{"tile_c", Json::array_of(std::vector<int64_t>{p.C / tc, tc})}});
+  }
+  // About 6 KiB of input a parallel chunk (at least 8 planes): small planes in few chunks.
+  const int64_t plane = p.H * p.W;
+  const int64_t tc = largest_divisor_at_most(p.C, std::max<int64_t>(8, 1600 / plane));
+  // A plane shorter than four vectors is summed in half vectors (or less), down to a block four
+  // times shorter than the plane: fewer masked lanes and one step less in the tree.
+  const int64_t lanes = t.lanes(p.data.dtype);
+  int64_t block = lanes;
+  while (block * 4 > plane && block * 4 > lanes) block /= 2;
+  return s.from_values({{"tile_c", Json::array_of(std::vector<int64_t>{p.C / tc, tc})}, {"block", Json(block)}});
+}
+
+void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg) {
   auto [out, acc] = pool_stages(s, c);
   te::Stage O = s[out];
   const bool blocked = out.ndim() == 5;
@@ -301,7 +365,7 @@ void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg, const
     A.vectorize(A.axis(4));
   } else {
     // Each channel's plane is contiguous: one vectorized row reduction over it.
-    schedule_row_reduction(s, acc, O, par, target.lanes(acc.dtype()));
+    schedule_row_reduction(s, acc, O, par, cfg.choice_int("block"));
   }
 }
 
@@ -324,8 +388,10 @@ std::vector<ArgumentSpec> pool_arguments(bool global) {
 Template pool_template(const std::string &name, bool global, const std::string &summary) {
   Template t;
   t.name = name;
-  // global_pool2d version 2: NCHW planes are one vectorized row reduction (no tile_w knob).
-  t.version = global ? 2 : 1;
+  // global_pool2d version 2: NCHW planes are one vectorized row reduction (no tile_w knob);
+  // version 3: the knob block (that reduction's vector block).
+  // pool2d version 2: the separable knob (NCHW rows reduced into a row buffer, then columns).
+  t.version = global ? 3 : 2;
   t.summary = summary;
   t.arguments = pool_arguments(global);
   const Json data =
@@ -334,17 +400,19 @@ Template pool_template(const std::string &name, bool global, const std::string &
                      : Json::object({{"data", data}, {"kernel", 3}, {"strides", 2}, {"padding", 1}});
   t.canonicalize = [name, global](const Json &a) { return canonical(parse(name, global, a)); };
   t.flop = [name, global](const Json &a) { return flop(parse(name, global, a)); };
-  t.define_space = [name, global](ConfigSpace &s, const Json &a, const Target &) {
+  t.define_space = [name, global](ConfigSpace &s, const Json &a, const Target &tg) {
     Pool p = parse(name, global, a);
-    global ? define_global_space(s, p) : define_pool_space(s, p);
+    global ? define_global_space(s, p, tg) : define_pool_space(s, p);
   };
   t.default_config = [name, global](const ConfigSpace &s, const Json &a, const Target &tg) {
     Pool p = parse(name, global, a);
     return global ? default_global(s, p, tg) : default_pool(s, p, tg);
   };
-  t.compute = [name, global](const Json &a, const Config &) { return pool_compute(parse(name, global, a)); };
-  t.schedule = [global](te::Schedule &s, const Compute &c, const Config &cfg, const Target &tg) {
-    global ? schedule_global(s, c, cfg, tg) : schedule_pool(s, c, cfg);
+  t.compute = [name, global](const Json &a, const Config &cfg) {
+    return pool_compute(parse(name, global, a), cfg.defined() && cfg.has("separable") && cfg.choice_bool("separable"));
+  };
+  t.schedule = [global](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+    global ? schedule_global(s, c, cfg) : schedule_pool(s, c, cfg);
   };
   return t;
 }

@@ -86,6 +86,79 @@ void check_pool(const std::vector<int64_t> &shape, const PoolParams &p, const Js
       1e-5);
 }
 
+// The separable form (kernel rows into a row buffer, then columns) and the direct one, each with
+// the padding inline and as a copy, at the default tile and a whole-row one.
+void check_pool_forms(const std::vector<int64_t> &shape, const PoolParams &p, const Json &epi) {
+  ops::Task task("pool2d.x86", pool_args(shape, p, epi), kTarget);
+  ASSERT_TRUE(task.space().has_knob("separable"));
+  const int64_t ow = out_len(shape[3], p.kw, p.sw, p.pl, p.pr, p.dw, p.ceil_mode);
+  std::vector<autotune::Config> configs;
+  for (const char *form : {"separable=0", "separable=1"}) {
+    for (const char *pad : {"", ";pad_inline=0", ";pad_inline=1"}) {
+      if (*pad && !task.space().has_knob("pad_inline")) continue;
+      const autotune::Config d = task.default_config();
+      configs.push_back(task.space().parse_config_text(std::string(form) + pad, d));
+      configs.push_back(task.space().parse_config_text(
+          std::string(form) + pad + ";tile_ow=[1," + std::to_string(ow) + "]", d));
+    }
+  }
+  testing::check_against_reference(
+      task, configs,
+      [&](const std::vector<Host> &in) {
+        return testing::apply_epilogue(naive_pool(in[0], p), epi, std::vector<Host>(in.begin() + 1, in.end()),
+                                       [&](const std::vector<int64_t> &i) { return i[1]; });
+      },
+      1e-5);
+}
+
+TEST(Pool, SeparableFormMatchesTheDirectOne) {
+  PoolParams p;
+  p.kh = p.kw = 3;
+  p.pt = p.pl = p.pb = p.pr = 1;
+  // The benchmark's max pool at a small size, and widths no vector width divides.
+  check_pool_forms({1, 3, 12, 12}, p, Json::array());
+  check_pool_forms({2, 2, 13, 37}, p, Json::array({ops::epilogue::relu()}));
+  p.ceil_mode = true;
+  p.pb = p.pr = 0;
+  check_pool_forms({1, 2, 10, 19}, p, Json::array());
+  // Average, uneven padding, counting it or not, a dilated window and a stride of 1.
+  p = PoolParams();
+  p.is_max = false;
+  p.kh = 3;
+  p.kw = 2;
+  p.sh = 2;
+  p.sw = 1;
+  p.pt = 1;
+  p.pl = 1;
+  p.pb = 2;
+  check_pool_forms({1, 4, 7, 23}, p, Json::array());
+  p.include_pad = true;
+  check_pool_forms({1, 4, 7, 23}, p, Json::array());
+  p = PoolParams();
+  p.kh = 3;
+  p.kw = 2;
+  p.sh = p.sw = 1;
+  p.dh = 2;
+  p.dw = 2;
+  check_pool_forms({1, 2, 11, 17}, p, Json::array());
+}
+
+TEST(Pool, SeparableByDefaultWhereWindowsOverlapAlongH) {
+  PoolParams p;
+  p.kh = p.kw = 3;
+  p.pt = p.pl = p.pb = p.pr = 1;
+  ops::Task overlap("pool2d.x86", pool_args({1, 64, 112, 112}, p, Json::array()), kTarget);
+  EXPECT_TRUE(overlap.default_config().choice_bool("separable"));
+  EXPECT_TRUE(overlap.default_config().choice_bool("pad_inline"));
+  ops::Task disjoint("pool2d.x86", pool_args({1, 64, 56, 56}, PoolParams(), Json::array()), kTarget);
+  EXPECT_FALSE(disjoint.default_config().choice_bool("separable"));
+  PoolParams one_row;
+  one_row.kh = 1;
+  one_row.sh = 1;
+  ops::Task single("pool2d.x86", pool_args({1, 4, 8, 8}, one_row, Json::array()), kTarget);
+  EXPECT_FALSE(single.space().has_knob("separable"));
+}
+
 TEST(Pool, MaxWithPaddingAndCeilMode) {
   PoolParams p;
   p.kh = p.kw = 3;
@@ -155,6 +228,44 @@ TEST(Pool, Global) {
           1e-5);
     }
   }
+}
+
+// Each vector block of global NCHW pooling, on planes no block divides (7x7, 3x5) and one that
+// four vectors cover (14x14), with channel tiles that do and do not leave a single plane.
+TEST(Pool, GlobalEveryVectorBlock) {
+  for (bool is_max : {true, false}) {
+    for (const std::vector<int64_t> &shape : {std::vector<int64_t>{1, 40, 7, 7}, std::vector<int64_t>{2, 6, 3, 5},
+                                              std::vector<int64_t>{1, 8, 14, 14}}) {
+      ops::Task task("global_pool2d.x86", Json::object({{"data", tensor(shape)}, {"pool_type", is_max ? "max" : "avg"}}),
+                     kTarget);
+      std::vector<autotune::Config> configs;
+      for (const char *block : {"block=16", "block=8", "block=4"}) {
+        configs.push_back(task.space().parse_config_text(block, task.default_config()));
+        configs.push_back(task.space().parse_config_text(std::string(block) + ";tile_c=[" +
+                                                             std::to_string(shape[1]) + ",1]",
+                                                         task.default_config()));
+      }
+      PoolParams p;
+      p.is_max = is_max;
+      p.kh = shape[2];
+      p.kw = shape[3];
+      p.sh = p.sw = 1;
+      testing::check_against_reference(
+          task, configs, [&](const std::vector<Host> &in) { return naive_pool(in[0], p); }, 1e-5);
+    }
+  }
+}
+
+TEST(Pool, GlobalDefaultsForSmallPlanes) {
+  // 7x7 planes (49 floats, under four 16-lane vectors): half vectors, 32 planes a parallel chunk.
+  ops::Task small("global_pool2d.x86",
+                  Json::object({{"data", tensor({1, 1280, 7, 7})}, {"pool_type", "avg"}}), kTarget);
+  EXPECT_EQ(small.default_config().choice_int("block"), 8);
+  EXPECT_EQ(small.default_config().split("tile_c")[1], 32);
+  ops::Task large("global_pool2d.x86",
+                  Json::object({{"data", tensor({1, 64, 14, 14})}, {"pool_type", "avg"}}), kTarget);
+  EXPECT_EQ(large.default_config().choice_int("block"), 16);
+  EXPECT_EQ(large.default_config().split("tile_c")[1], 8);
 }
 
 TEST(Pool, AverageOfIntegersIsRejected) {
