@@ -86,12 +86,7 @@ struct Chain {
 struct Uses {
   std::vector<std::vector<size_t>> readers;
   std::vector<bool> is_output;
-  explicit Uses(const Graph &g) : readers(g.values().size()), is_output(g.values().size(), false) {
-    for (size_t k = 0; k < g.nodes().size(); ++k) {
-      for (ValueId i : g.nodes()[k].inputs) {
-        if (i != kNoValue) readers[static_cast<size_t>(i)].push_back(k);
-      }
-    }
+  explicit Uses(const Graph &g) : readers(value_readers(g)), is_output(g.values().size(), false) {
     for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = true;
   }
   // The only reader of `v`, when it has one and is no graph output.
