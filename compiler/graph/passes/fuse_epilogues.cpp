@@ -86,12 +86,7 @@ struct Chain {
 struct Uses {
   std::vector<std::vector<size_t>> readers;
   std::vector<bool> is_output;
-  explicit Uses(const Graph &g) : readers(g.values().size()), is_output(g.values().size(), false) {
-    for (size_t k = 0; k < g.nodes().size(); ++k) {
-      for (ValueId i : g.nodes()[k].inputs) {
-        if (i != kNoValue) readers[static_cast<size_t>(i)].push_back(k);
-      }
-    }
+  explicit Uses(const Graph &g) : readers(value_readers(g)), is_output(g.values().size(), false) {
     for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = true;
   }
   // The only reader of `v`, when it has one and is no graph output.
@@ -603,45 +598,44 @@ Graph fuse_layer_norms(const Graph &g) {
 Graph fuse_elementwise(const Graph &g) {
   const Uses u(g);
   const size_t count = g.nodes().size();
-  std::vector<int> group_of(count, -1);
-  std::vector<std::vector<size_t>> groups;
-  for (size_t root = count; root-- > 0;) {
-    if (group_of[root] >= 0 || !elementwise_fusable(g, g.nodes()[root])) continue;
-    const int id = static_cast<int>(groups.size());
-    std::set<size_t> members{root};
-    group_of[root] = id;
-    auto inputs_with = [&](const std::set<size_t> &ms) {
-      std::set<ValueId> ins;
-      for (size_t k : ms) {
-        for (ValueId v : g.nodes()[k].inputs) {
-          const int32_t p = g.value(v).producer;
-          if ((p >= 0 && ms.count(static_cast<size_t>(p))) || inline_constant(g, v)) continue;
-          ins.insert(v);
-        }
+  const std::vector<size_t> ipdom = immediate_post_dominators(g);
+  auto inputs_with = [&](const std::set<size_t> &ms) {
+    std::set<ValueId> ins;
+    for (size_t k : ms) {
+      for (ValueId v : g.nodes()[k].inputs) {
+        const int32_t p = g.value(v).producer;
+        if ((p >= 0 && ms.count(static_cast<size_t>(p))) || inline_constant(g, v)) continue;
+        ins.insert(v);
       }
-      return ins.size();
-    };
-    for (bool grew = true; grew && members.size() < kMaxGroupNodes;) {
-      grew = false;
-      for (auto it = members.rbegin(); it != members.rend() && !grew; ++it) {
-        for (ValueId v : g.nodes()[*it].inputs) {
-          const int32_t p = g.value(v).producer;
-          if (p < 0 || group_of[static_cast<size_t>(p)] >= 0 || u.is_output[static_cast<size_t>(v)]) continue;
-          if (!elementwise_fusable(g, g.nodes()[static_cast<size_t>(p)])) continue;
-          bool inside = true;
-          for (size_t r : u.readers[static_cast<size_t>(v)]) inside = inside && members.count(r);
-          if (!inside) continue;
-          std::set<size_t> bigger = members;
-          bigger.insert(static_cast<size_t>(p));
-          if (inputs_with(bigger) > kMaxGroupInputs) continue;
+    }
+    return ins.size();
+  };
+  // TVM's rule on the post-dominator tree, from the outputs back: a fusable node joins the group
+  // of its immediate post-dominator when every node between them is in that group (the group's
+  // inner values are then read only inside it, and a graph output ends a group, its
+  // post-dominator being the exit); otherwise it starts a group. The last member is the root.
+  std::vector<int> group_of(count, -1);
+  std::vector<std::set<size_t>> groups;
+  for (size_t k = count; k-- > 0;) {
+    if (!elementwise_fusable(g, g.nodes()[k])) continue;
+    const size_t d = ipdom[k];
+    if (d < count && group_of[d] >= 0) {
+      const int id = group_of[d];
+      std::set<size_t> &members = groups[static_cast<size_t>(id)];
+      const auto region = post_dominated_region(
+          g, u.readers, g.nodes()[k].outputs, d, [&](size_t r) { return group_of[r] == id; }, kMaxGroupNodes);
+      if (region && members.size() < kMaxGroupNodes) {
+        std::set<size_t> bigger = members;
+        bigger.insert(k);
+        if (inputs_with(bigger) <= kMaxGroupInputs) {
           members = std::move(bigger);
-          group_of[static_cast<size_t>(p)] = id;
-          grew = true;
-          break;
+          group_of[k] = id;
+          continue;
         }
       }
     }
-    groups.emplace_back(members.begin(), members.end());
+    group_of[k] = static_cast<int>(groups.size());
+    groups.push_back({k});
   }
 
   Rewriter rw(g);
@@ -651,8 +645,8 @@ Graph fuse_elementwise(const Graph &g) {
       rw.copy(g.nodes()[k]);
       continue;
     }
-    const std::vector<size_t> &members = groups[static_cast<size_t>(id)];
-    if (k != members.back()) continue;  // emitted at the root, the last member
+    const std::set<size_t> &members = groups[static_cast<size_t>(id)];
+    if (k != *members.rbegin()) continue;  // emitted at the root, the last member
     Node f;
     f.op = "FusedElementwise";
     f.name = g.nodes()[k].name;

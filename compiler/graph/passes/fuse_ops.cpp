@@ -15,12 +15,7 @@ using contracts::Json;
 
 std::vector<size_t> immediate_post_dominators(const Graph &g) {
   const size_t count = g.nodes().size(), exit = count;
-  std::vector<std::vector<size_t>> readers(g.values().size());
-  for (size_t k = 0; k < count; ++k) {
-    for (ValueId i : g.nodes()[k].inputs) {
-      if (i != kNoValue) readers[static_cast<size_t>(i)].push_back(k);
-    }
-  }
+  const std::vector<std::vector<size_t>> readers = value_readers(g);
   std::vector<bool> is_output(g.values().size(), false);
   for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = true;
   std::vector<size_t> ipdom(count + 1, exit), depth(count + 1, 0);
@@ -131,6 +126,42 @@ std::optional<Json> compose_exprs(const Json &first, const Json &second) {
   return Json::object({{"expr", e}, {"inputs", kinds}, {"op", "expr"}});
 }
 
+std::vector<std::vector<size_t>> value_readers(const Graph &g) {
+  std::vector<std::vector<size_t>> readers(g.values().size());
+  for (size_t k = 0; k < g.nodes().size(); ++k) {
+    for (ValueId i : g.nodes()[k].inputs) {
+      if (i != kNoValue) readers[static_cast<size_t>(i)].push_back(k);
+    }
+  }
+  return readers;
+}
+
+std::optional<std::vector<size_t>> post_dominated_region(const Graph &g,
+                                                         const std::vector<std::vector<size_t>> &readers,
+                                                         const std::vector<ValueId> &from, size_t ipdom,
+                                                         const std::function<bool(size_t)> &accept, size_t max_nodes) {
+  if (ipdom >= g.nodes().size() || !accept(ipdom)) return std::nullopt;
+  std::set<size_t> region{ipdom};
+  std::vector<ValueId> work;
+  for (ValueId v : from) {
+    if (v != kNoValue) work.push_back(v);
+  }
+  while (!work.empty()) {
+    const ValueId v = work.back();
+    work.pop_back();
+    for (size_t r : readers[static_cast<size_t>(v)]) {
+      if (r == ipdom || region.count(r)) continue;
+      if (r > ipdom || !accept(r)) return std::nullopt;
+      region.insert(r);
+      if (region.size() > max_nodes) return std::nullopt;
+      for (ValueId o : g.nodes()[r].outputs) {
+        if (o != kNoValue) work.push_back(o);
+      }
+    }
+  }
+  return std::vector<size_t>(region.begin(), region.end());
+}
+
 std::optional<ExprRegion> elementwise_region(const Graph &g, ValueId x, size_t ipdom, int channel_axis,
                                              const std::vector<bool> &taken, size_t max_nodes, size_t max_extras) {
   const size_t count = g.nodes().size();
@@ -138,31 +169,15 @@ std::optional<ExprRegion> elementwise_region(const Graph &g, ValueId x, size_t i
   const TensorType t = g.value(x).type;
   if (!t.dtype.is_float() || t.dtype.is_float16()) return std::nullopt;
   // The region: nodes reachable from x, stopping at the post-dominator.
-  std::set<size_t> region{ipdom};
-  std::vector<ValueId> work{x};
-  std::vector<std::vector<size_t>> readers(g.values().size());
-  for (size_t k = 0; k < count; ++k) {
-    for (ValueId i : g.nodes()[k].inputs) {
-      if (i != kNoValue) readers[static_cast<size_t>(i)].push_back(k);
-    }
-  }
-  while (!work.empty()) {
-    const ValueId v = work.back();
-    work.pop_back();
-    for (size_t r : readers[static_cast<size_t>(v)]) {
-      if (r == ipdom || region.count(r)) continue;
-      if (r > ipdom || taken[r]) return std::nullopt;
-      region.insert(r);
-      if (region.size() > max_nodes) return std::nullopt;
-      for (ValueId o : g.nodes()[r].outputs) work.push_back(o);
-    }
-  }
+  const std::optional<std::vector<size_t>> region = post_dominated_region(
+      g, value_readers(g), {x}, ipdom, [&](size_t r) { return !taken[r]; }, max_nodes);
+  if (!region) return std::nullopt;
   ExprRegion out;
   std::map<ValueId, Json> expr_of;  // region values (and x) -> expression
   std::map<ValueId, int> input_of;
   expr_of[x] = Json("x");
   Json kinds = Json::array();
-  for (size_t k : region) {
+  for (size_t k : *region) {
     const Node &n = g.nodes()[k];
     if (n.outputs.size() != 1 || g.value(n.outputs[0]).type != t) return std::nullopt;
     const OpPattern p = op_pattern(n.op);

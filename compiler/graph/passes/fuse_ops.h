@@ -1,8 +1,10 @@
 #pragma once
-// The post-dominator analysis of operator fusion (fuse_ops.cpp), used by fuse_epilogues: the
-// dataflow graph's post-dominator tree with the graph outputs as the exit, and the elementwise
-// region between a value's producer and its immediate post-dominator as one epilogue expression
-// (compiler/ops/epilogue.h, {"op":"expr"}).
+// The post-dominator analysis of operator fusion (fuse_ops.cpp), used by fuse_epilogues and
+// fuse_elementwise: the dataflow graph's post-dominator tree with the graph outputs as the exit,
+// the region between a node and its immediate post-dominator (the one grouping rule of both
+// passes), and an elementwise region as one epilogue expression (compiler/ops/epilogue.h,
+// {"op":"expr"}).
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -14,6 +16,18 @@ namespace kiln::graph::passes {
 // The immediate post-dominator of every node of `g`, by index; g.nodes().size() stands for the
 // exit (a node whose outputs are graph outputs or unread leads there).
 std::vector<size_t> immediate_post_dominators(const Graph &g);
+
+// The readers of every value of `g`, by value index: the nodes reading it, in graph order.
+std::vector<std::vector<size_t>> value_readers(const Graph &g);
+
+// The nodes on the paths from the values `from` to `ipdom`, a post-dominator of their producer:
+// every node reachable from `from` before `ipdom`, and `ipdom`, in graph order (`ipdom` last),
+// when `accept` takes each of them and there are at most `max_nodes`; nullopt otherwise, and when
+// a path passes `ipdom` by (it is then no post-dominator of `from`).
+std::optional<std::vector<size_t>> post_dominated_region(const Graph &g,
+                                                         const std::vector<std::vector<size_t>> &readers,
+                                                         const std::vector<ValueId> &from, size_t ipdom,
+                                                         const std::function<bool(size_t)> &accept, size_t max_nodes);
 
 // An elementwise region of the dataflow graph as one expression descriptor.
 struct ExprRegion {

@@ -84,11 +84,12 @@ Graph prepack_dense(const Graph &g, const ops::Target &target);
 // elsewhere.
 Graph fuse_layer_norms(const Graph &g);
 
-// Elementwise groups: a connected group of fusable elementwise nodes (op_fused.cpp's list: Add,
-// Sub, Mul, Div, Pow, Sqrt, Erf, Relu, Sigmoid, Tanh, Where, Cast, ...) whose values other than the
-// last one are read only inside the group and are no graph outputs becomes one FusedElementwise
-// node, one kernel. At most 32 nodes and 16 tensor inputs per group (scalar constants are inlined);
-// a group of one node stays as it is.
+// Elementwise groups: fusable elementwise nodes (op_fused.cpp's list: Add, Sub, Mul, Div, Pow,
+// Sqrt, Erf, Relu, Sigmoid, Tanh, Where, Cast, ...) grouped by the post-dominator rule of
+// fuse_ops.h (a node joins its immediate post-dominator's group when every node between them is in
+// it, so the group's values other than the last one are read only inside it and are no graph
+// outputs) become one FusedElementwise node, one kernel. At most 32 nodes and 16 tensor inputs per
+// group (scalar constants are inlined); a group of one node stays as it is.
 Graph fuse_elementwise(const Graph &g);
 
 // Dead-code elimination: nodes and constants no graph output needs.

@@ -99,6 +99,29 @@ TEST(GraphFusion, PostDominatorsOfADiamond) {
   EXPECT_EQ(ipdom, (std::vector<size_t>{exit, 3, 3, 4, exit, exit}));
 }
 
+// The region between a node and a post-dominator: every node on the paths to it, or none when a
+// node on them is refused or a path passes the post-dominator by.
+TEST(GraphFusion, TheRegionUpToAPostDominator) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {2, 3}});
+  ValueId r = add(g, "Relu", {x});                                      // 0
+  ValueId j = add(g, "Add", {add(g, "Exp", {r}), add(g, "Neg", {r})});  // 1, 2, 3
+  g.add_output(add(g, "Sigmoid", {j}, {}, "out"));                      // 4
+  const auto readers = passes::value_readers(g);
+  auto any = [](size_t) { return true; };
+  const size_t relu = 0, join = 3;
+  EXPECT_EQ(passes::immediate_post_dominators(g)[relu], join);
+  EXPECT_EQ(passes::post_dominated_region(g, readers, {r}, join, any, 32), (std::vector<size_t>{1, 2, 3}));
+  EXPECT_EQ(passes::post_dominated_region(
+                g, readers, {r}, join, [](size_t k) { return k != 2; }, 32),
+            std::nullopt);
+  EXPECT_EQ(passes::post_dominated_region(g, readers, {r}, join, any, 2), std::nullopt);
+  // Read by a graph output's node as well, r is post-dominated by the exit only: a path passes
+  // the join by.
+  g.add_output(add(g, "Tanh", {r}, {}, "side"));
+  EXPECT_EQ(passes::post_dominated_region(g, passes::value_readers(g), {r}, join, any, 32), std::nullopt);
+}
+
 void conv_input(Graph &g, ValueId *x, ValueId *c) {
   *x = g.add_input("x", TensorType{ir::Float(32), {1, 4, 8, 8}});
   *c = add(g, "Conv",
@@ -315,6 +338,24 @@ TEST(GraphFusion, AnElementwiseDiamondWithBroadcastingIsOneKernel) {
   EXPECT_EQ(hf.nodes()[0].op, "FusedElementwise");
   EXPECT_EQ(hf.nodes()[0].inputs.size(), 2u);
   EXPECT_LT(max_difference(h, hf), 1e-6);
+}
+
+// Exp's immediate post-dominator is the Add, but one path to it runs through a reduction: Exp
+// stays out of the group of Neg, Add and Relu (the reduction between them would have to run
+// inside it).
+TEST(GraphFusion, AnElementwiseNodeJoinsOnlyWhenEveryPathToItsPostDominatorIsInTheGroup) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {4, 6}});
+  ValueId e = add(g, "Exp", {x});
+  ValueId m = add(g, "ReduceMean", {e}, {{"axes", Attribute::of_ints({-1})}, {"keepdims", Attribute::of_int(1)}});
+  g.add_output(add(g, "Relu", {add(g, "Add", {add(g, "Neg", {e}), m})}, {}, "out"));
+  Graph f = passes::fuse_elementwise(g);
+  verify(f);
+  ASSERT_EQ(f.nodes().size(), 3u) << print(f);
+  EXPECT_EQ(f.nodes()[0].op, "Exp");
+  EXPECT_EQ(f.nodes()[1].op, "ReduceMean");
+  EXPECT_EQ(Json::parse(only_node(f, "FusedElementwise").attr_string("subgraph", ""))["nodes"].size(), 3u);
+  EXPECT_LT(max_difference(g, f), 1e-5);
 }
 
 TEST(GraphFusion, TheCapsSplitLongChainsAndWideGroups) {
