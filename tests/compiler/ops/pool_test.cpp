@@ -22,6 +22,20 @@ struct PoolParams {
   bool ceil_mode = false, include_pad = false;
 };
 
+// An average pool 3x2, stride 2x1, padded 1 above and left, 2 below and none right.
+PoolParams uneven_average() {
+  PoolParams p;
+  p.is_max = false;
+  p.kh = 3;
+  p.kw = 2;
+  p.sh = 2;
+  p.sw = 1;
+  p.pt = 1;
+  p.pl = 1;
+  p.pb = 2;
+  return p;
+}
+
 int64_t out_len(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, int64_t d, bool ceil_mode) {
   int64_t span = in + p0 + p1 - (k - 1) * d - 1;
   int64_t o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
@@ -122,15 +136,7 @@ TEST(Pool, SeparableFormMatchesTheDirectOne) {
   p.pb = p.pr = 0;
   check_pool_forms({1, 2, 10, 19}, p, Json::array());
   // Average, uneven padding, counting it or not, a dilated window and a stride of 1.
-  p = PoolParams();
-  p.is_max = false;
-  p.kh = 3;
-  p.kw = 2;
-  p.sh = 2;
-  p.sw = 1;
-  p.pt = 1;
-  p.pl = 1;
-  p.pb = 2;
+  p = uneven_average();
   check_pool_forms({1, 4, 7, 23}, p, Json::array());
   p.include_pad = true;
   check_pool_forms({1, 4, 7, 23}, p, Json::array());
@@ -170,16 +176,7 @@ TEST(Pool, MaxWithPaddingAndCeilMode) {
 }
 
 TEST(Pool, AverageCountsPaddingOrNot) {
-  PoolParams p;
-  p.is_max = false;
-  p.kh = 3;
-  p.kw = 2;
-  p.sh = 2;
-  p.sw = 1;
-  p.pt = 1;
-  p.pl = 1;
-  p.pb = 2;
-  p.pr = 0;
+  PoolParams p = uneven_average();
   check_pool({1, 4, 7, 9}, p, Json::array(), 63);
   p.include_pad = true;
   check_pool({1, 4, 7, 9}, p, Json::array({ops::epilogue::bias_add()}), 64);

@@ -55,17 +55,23 @@ tuner::LocalMeasurerOptions local_options() {
   return o;
 }
 
+// conv_task()'s arguments (data, weight, bias, output), every byte set to `fill`.
+std::vector<deploy::Tensor> conv_args(int fill) {
+  std::vector<deploy::Tensor> args = {deploy::Tensor::empty({1, 4, 8, 8, 1, 16}, deploy::DType::of<int8_t>()),
+                                      deploy::Tensor::empty({4, 4, 3, 3, 16, 16}, deploy::DType::of<int8_t>()),
+                                      deploy::Tensor::empty({4, 16}, deploy::DType::of<int32_t>()),
+                                      deploy::Tensor::empty({1, 4, 8, 8, 1, 16}, deploy::DType::of<int8_t>())};
+  for (auto &t : args) std::memset(t.data(), fill, t.nbytes());
+  return args;
+}
+
 TEST(VtaBackend, MeasuresTheModelledTimeOfACandidate) {
   std::unique_ptr<rpc::DeviceBackend> backend = rpc::make_device_backend(kTarget);
   EXPECT_EQ(backend->name(), "vta-sim");
   const ops::Task task = conv_task();
   const ir::LoweredFunc f = task.lower(task.default_config(), "conv");
   std::unique_ptr<rpc::DeviceKernel> kernel = backend->compile(f, kTarget);
-  std::vector<deploy::Tensor> args = {deploy::Tensor::empty({1, 4, 8, 8, 1, 16}, deploy::DType::of<int8_t>()),
-                                      deploy::Tensor::empty({4, 4, 3, 3, 16, 16}, deploy::DType::of<int8_t>()),
-                                      deploy::Tensor::empty({4, 16}, deploy::DType::of<int32_t>()),
-                                      deploy::Tensor::empty({1, 4, 8, 8, 1, 16}, deploy::DType::of<int8_t>())};
-  for (auto &t : args) std::memset(t.data(), 1, t.nbytes());
+  std::vector<deploy::Tensor> args = conv_args(1);
   const std::function<double()> clock = backend->clock();
   ASSERT_TRUE(clock);
   const double t0 = clock();
@@ -88,11 +94,7 @@ TEST(VtaBackend, ATrialTakesOneSimulatorRunWhileTheCpuPathRepeats) {
   const ops::Task task = conv_task();
   const ir::LoweredFunc f = task.lower(task.default_config(), "conv");
   std::unique_ptr<rpc::DeviceKernel> kernel = backend->compile(f, kTarget);
-  std::vector<deploy::Tensor> args = {deploy::Tensor::empty({1, 4, 8, 8, 1, 16}, deploy::DType::of<int8_t>()),
-                                      deploy::Tensor::empty({4, 4, 3, 3, 16, 16}, deploy::DType::of<int8_t>()),
-                                      deploy::Tensor::empty({4, 16}, deploy::DType::of<int32_t>()),
-                                      deploy::Tensor::empty({1, 4, 8, 8, 1, 16}, deploy::DType::of<int8_t>())};
-  for (auto &t : args) std::memset(t.data(), 3, t.nbytes());
+  std::vector<deploy::Tensor> args = conv_args(3);
   kiln::vta::Runtime rt;
   codegen::vta::VtaProgram program(f, kiln::vta::VtaConfig{});
   std::vector<codegen::vta::HostArg> host;
