@@ -430,10 +430,7 @@ void print_random_ratios(const StrategyCurves &rnd, const std::map<std::string, 
       (*ratios)[key].push_back(ratio);
       // A seed of random that never got there makes the ratio a lower bound; one of the other
       // strategy's, an upper bound.
-      const char *mark = !base.all() && other.all()   ? ">="
-                         : base.all() && !other.all() ? "<="
-                         : !base.all()                ? "~"
-                                                      : "";
+      const char *mark = !base.all() && other.all() ? ">=" : base.all() && !other.all() ? "<=" : !base.all() ? "~" : "";
       if (*mark) censored->insert(key);
       std::printf(" %s=%s%.2f", key.c_str(), mark, ratio);
     }
@@ -667,12 +664,13 @@ void real_mode(const Options &o, std::vector<WorkloadData> &data, Picture *pic) 
         const Strategy es = strategy_of(name);
         std::fprintf(stderr, "tuner_bench: real job %s, %s, seed %d\n", d.w.label.c_str(), name.c_str(), seed);
         const std::string before = load_average();
-        JobResult e = run_job(o, extra, es.transfer ? others : std::string(), local, d, es,
-                              static_cast<uint64_t>(seed), trials, false);
-        std::printf("tuner_real_run workload=%s strategy=%s seed=%d trials=%lld tuner_best_gflops=%.2f wall_s=%.1f "
-                    "load=%s/%s\n",
-                    d.w.label.c_str(), name.c_str(), seed, static_cast<long long>(e.trials), e.best_gflops, e.wall_s,
-                    before.c_str(), load_average().c_str());
+        JobResult e = run_job(o, extra, es.transfer ? others : std::string(), local, d, es, static_cast<uint64_t>(seed),
+                              trials, false);
+        std::printf(
+            "tuner_real_run workload=%s strategy=%s seed=%d trials=%lld tuner_best_gflops=%.2f wall_s=%.1f "
+            "load=%s/%s\n",
+            d.w.label.c_str(), name.c_str(), seed, static_cast<long long>(e.trials), e.best_gflops, e.wall_s,
+            before.c_str(), load_average().c_str());
         std::fflush(stdout);
         jobs_by[name].push_back(std::move(e));
         if (!o.keep) {

@@ -710,7 +710,8 @@ void check_epilogue_inputs(const OpContext &ctx, int first, const TensorType &ou
       for (const auto &kind : kinds.as_array()) {
         const bool full = kind.is_string() && kind.as_string() == "full";
         if (full ? ctx.in(i) != out : ctx.in(i).dtype != out.dtype)
-          ctx.fail(concat("extra input ", i, " is ", ctx.in(i).str(), full ? concat(", not the output's ", out.str()) : ""));
+          ctx.fail(
+              concat("extra input ", i, " is ", ctx.in(i).str(), full ? concat(", not the output's ", out.str()) : ""));
         ++i;
       }
     }

@@ -176,19 +176,17 @@ Compute pool_compute(const Pool &p, bool separable) {
   if (separable) {
     // rows[n, c, oh, x]: the window's rows reduced, for every column of the padded input.
     std::vector<Expr> rshape = {i32(p.N), i32(p.C), i32(p.OH), i32(p.W + p.pl + er)};
-    te::Tensor rows = te::compute(
-        rshape, te::FCompute([=](const std::vector<Var> &i) {
-          std::vector<Expr> idx = {i[0], i[1], i[2] * i32(sh) + rh->var * i32(dh), i[3]};
-          return is_max ? te::max(src(idx), {rh}) : te::sum(src(idx), {rh});
-        }),
-        is_max ? "pool_max_rows" : "pool_sum_rows", "pool");
+    te::Tensor rows = te::compute(rshape, te::FCompute([=](const std::vector<Var> &i) {
+                                    std::vector<Expr> idx = {i[0], i[1], i[2] * i32(sh) + rh->var * i32(dh), i[3]};
+                                    return is_max ? te::max(src(idx), {rh}) : te::sum(src(idx), {rh});
+                                  }),
+                                  is_max ? "pool_max_rows" : "pool_sum_rows", "pool");
     r.parts["rows"] = rows;
-    red = te::compute(
-        shape, te::FCompute([=](const std::vector<Var> &i) {
-          std::vector<Expr> idx = {i[0], i[1], i[2], i[3] * i32(sw) + rw->var * i32(dw)};
-          return is_max ? te::max(rows(idx), {rw}) : te::sum(rows(idx), {rw});
-        }),
-        is_max ? "pool_max" : "pool_sum", "pool");
+    red = te::compute(shape, te::FCompute([=](const std::vector<Var> &i) {
+                        std::vector<Expr> idx = {i[0], i[1], i[2], i[3] * i32(sw) + rw->var * i32(dw)};
+                        return is_max ? te::max(rows(idx), {rw}) : te::sum(rows(idx), {rw});
+                      }),
+                      is_max ? "pool_max" : "pool_sum", "pool");
   } else {
     red = te::compute(
         shape, te::FCompute([=](const std::vector<Var> &i) {

@@ -112,8 +112,8 @@ void check_pool_forms(const std::vector<int64_t> &shape, const PoolParams &p, co
       if (*pad && !task.space().has_knob("pad_inline")) continue;
       const autotune::Config d = task.default_config();
       configs.push_back(task.space().parse_config_text(std::string(form) + pad, d));
-      configs.push_back(task.space().parse_config_text(
-          std::string(form) + pad + ";tile_ow=[1," + std::to_string(ow) + "]", d));
+      configs.push_back(
+          task.space().parse_config_text(std::string(form) + pad + ";tile_ow=[1," + std::to_string(ow) + "]", d));
     }
   }
   testing::check_against_reference(
@@ -231,16 +231,15 @@ TEST(Pool, Global) {
 // four vectors cover (14x14), with channel tiles that do and do not leave a single plane.
 TEST(Pool, GlobalEveryVectorBlock) {
   for (bool is_max : {true, false}) {
-    for (const std::vector<int64_t> &shape : {std::vector<int64_t>{1, 40, 7, 7}, std::vector<int64_t>{2, 6, 3, 5},
-                                              std::vector<int64_t>{1, 8, 14, 14}}) {
-      ops::Task task("global_pool2d.x86", Json::object({{"data", tensor(shape)}, {"pool_type", is_max ? "max" : "avg"}}),
-                     kTarget);
+    for (const std::vector<int64_t> &shape :
+         {std::vector<int64_t>{1, 40, 7, 7}, std::vector<int64_t>{2, 6, 3, 5}, std::vector<int64_t>{1, 8, 14, 14}}) {
+      ops::Task task("global_pool2d.x86",
+                     Json::object({{"data", tensor(shape)}, {"pool_type", is_max ? "max" : "avg"}}), kTarget);
       std::vector<autotune::Config> configs;
       for (const char *block : {"block=16", "block=8", "block=4"}) {
         configs.push_back(task.space().parse_config_text(block, task.default_config()));
-        configs.push_back(task.space().parse_config_text(std::string(block) + ";tile_c=[" +
-                                                             std::to_string(shape[1]) + ",1]",
-                                                         task.default_config()));
+        configs.push_back(task.space().parse_config_text(
+            std::string(block) + ";tile_c=[" + std::to_string(shape[1]) + ",1]", task.default_config()));
       }
       PoolParams p;
       p.is_max = is_max;
@@ -255,12 +254,12 @@ TEST(Pool, GlobalEveryVectorBlock) {
 
 TEST(Pool, GlobalDefaultsForSmallPlanes) {
   // 7x7 planes (49 floats, under four 16-lane vectors): half vectors, 32 planes a parallel chunk.
-  ops::Task small("global_pool2d.x86",
-                  Json::object({{"data", tensor({1, 1280, 7, 7})}, {"pool_type", "avg"}}), kTarget);
+  ops::Task small("global_pool2d.x86", Json::object({{"data", tensor({1, 1280, 7, 7})}, {"pool_type", "avg"}}),
+                  kTarget);
   EXPECT_EQ(small.default_config().choice_int("block"), 8);
   EXPECT_EQ(small.default_config().split("tile_c")[1], 32);
-  ops::Task large("global_pool2d.x86",
-                  Json::object({{"data", tensor({1, 64, 14, 14})}, {"pool_type", "avg"}}), kTarget);
+  ops::Task large("global_pool2d.x86", Json::object({{"data", tensor({1, 64, 14, 14})}, {"pool_type", "avg"}}),
+                  kTarget);
   EXPECT_EQ(large.default_config().choice_int("block"), 16);
   EXPECT_EQ(large.default_config().split("tile_c")[1], 8);
 }
