@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/codegen/cuda/codegen_cuda.h"
+#include "compiler/codegen/cuda/nvrtc_compiler.h"
 #include "compiler/ir/error.h"
 #include "deploy/module.h"
 
@@ -275,6 +276,18 @@ struct CudaState {
   }
 };
 
+// The kernel's module; a launch beyond the target's limits (threads or shared memory per block)
+// is the device compiler's refusal, as NVRTC's errors are: DeviceCompileError.
+codegen::CudaModule device_module(const ir::LoweredFunc &f, const codegen::CudaTarget &target) {
+  try {
+    return codegen::CudaModule(f, target);
+  } catch (const codegen::NvrtcError &) {
+    throw;
+  } catch (const UserError &e) {
+    throw DeviceCompileError(e.what());
+  }
+}
+
 class CudaKernel final : public DeviceKernel {
  public:
   CudaKernel(std::shared_ptr<CudaState> state, const ir::LoweredFunc &f, const codegen::CudaTarget &target)
@@ -282,7 +295,7 @@ class CudaKernel final : public DeviceKernel {
     if (!f.size_vars.empty()) {
       throw UserError("function " + f.name + " has symbolic sizes; the CUDA runner measures constant shapes");
     }
-    codegen::CudaModule module(f, target);
+    const codegen::CudaModule module = device_module(f, target);
     launch_ = module.launch();
     state_->make_current();
     state_->driver->check(state_->driver->cuModuleLoadData(&module_, module.ptx().c_str()), "cuModuleLoadData");
