@@ -19,6 +19,7 @@
 #include "contracts/json.h"
 #include "rpc_server/cuda_backend.h"
 #include "rpc_server/measure_pool.h"
+#include "rpc_server/wire.h"
 
 namespace kiln::rpc {
 namespace {
@@ -99,17 +100,6 @@ const ops::Registry &fault_registry() {
   return r;
 }
 
-v1::Config to_wire(const autotune::Config &cfg) {
-  Json j = Json::parse(cfg.to_json());
-  Json knobs = Json::object();
-  for (const auto &pair : j["knobs"].as_array()) knobs.set(pair[0].as_string(), pair[1]);
-  v1::Config c;
-  c.set_knobs_json(knobs.dump());
-  c.set_index(static_cast<uint64_t>(cfg.index()));
-  c.set_space_fingerprint(cfg.fingerprint());
-  return c;
-}
-
 Candidate fault_candidate(const std::string &target, const std::string &fault) {
   ops::Task task(kFaultTemplate, Json::object({{"n", kLength}}), driver::resolve_target(target), fault_registry());
   Candidate c;
@@ -117,7 +107,7 @@ Candidate fault_candidate(const std::string &target, const std::string &fault) {
   c.workload.set_args_json(task.workload().args_json);
   c.workload.set_key(task.key());
   c.target.set_target(target);
-  c.config = to_wire(task.space().from_values({{"fault", Json(fault)}}));
+  c.config = config_to_proto(task.space().from_values({{"fault", Json(fault)}}));
   return c;
 }
 
