@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/vta/resnet_layers.h"
 #include "compiler/codegen/vta/vta_codegen.h"
 #include "compiler/ops/registry.h"
 #include "db/tuning_db.h"
@@ -38,21 +39,8 @@ using contracts::Json;
 
 namespace {
 
-struct Layer {
-  const char *name;
-  int64_t h, ic, oc, k, stride, pad;
-};
-
-const Layer kResnet[] = {
-    {"C2", 56, 64, 64, 3, 1, 1},    {"C3", 56, 64, 64, 1, 1, 0},   {"C4", 56, 64, 128, 3, 2, 1},
-    {"C5", 56, 64, 128, 1, 2, 0},   {"C6", 28, 128, 128, 3, 1, 1}, {"C7", 28, 128, 256, 3, 2, 1},
-    {"C8", 28, 128, 256, 1, 2, 0},  {"C9", 14, 256, 256, 3, 1, 1}, {"C10", 14, 256, 512, 3, 2, 1},
-    {"C11", 14, 256, 512, 1, 2, 0},
-};
-
-Json tensor(std::vector<int64_t> shape) {
-  return Json::object({{"shape", Json::array_of(shape)}, {"dtype", Json("int8")}});
-}
+using bench::kResnet18Layers;
+using Layer = bench::VtaConvLayer;
 
 struct Result {
   bool ok = false;
@@ -197,13 +185,9 @@ int main(int argc, char **argv) {
     tuner::JobStatus job;
   };
   std::vector<Row> rows;
-  for (const Layer &l : kResnet) {
+  for (const Layer &l : kResnet18Layers) {
     if (!only.empty() && !only.count(l.name)) continue;
-    const Json args = Json::object({{"data", tensor({1, l.ic / 16, l.h, l.h, 1, 16})},
-                                    {"kernel", tensor({l.oc / 16, l.ic / 16, l.k, l.k, 16, 16})},
-                                    {"bias", Json(true)},
-                                    {"strides", Json(l.stride)},
-                                    {"padding", Json(l.pad)}});
+    const Json args = bench::vta_conv_args(l, l.h);
     const ops::Task task("conv2d_nchw_int8.vta", args, ops::Target(contracts::Target::parse(target), 128));
     const int64_t oh = (l.h + 2 * l.pad - l.k) / l.stride + 1;
     std::mt19937 rng(static_cast<uint32_t>(seed));

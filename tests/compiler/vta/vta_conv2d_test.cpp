@@ -7,6 +7,7 @@
 
 #include <random>
 
+#include "bench/vta/resnet_layers.h"
 #include "compiler/codegen/vta/vta_codegen.h"
 #include "compiler/ops/registry.h"
 
@@ -17,36 +18,15 @@ using contracts::Json;
 using kiln::vta::SimCounters;
 using kiln::vta::VtaConfig;
 
-struct Layer {
-  const char *name;
-  int64_t h, ic, oc, k, stride, pad;
-};
-
 // ResNet-18's convolutions after the first (C2-C11), as in the reference's benchmark.
-const Layer kResnet[] = {
-    {"C2", 56, 64, 64, 3, 1, 1},    {"C3", 56, 64, 64, 1, 1, 0},   {"C4", 56, 64, 128, 3, 2, 1},
-    {"C5", 56, 64, 128, 1, 2, 0},   {"C6", 28, 128, 128, 3, 1, 1}, {"C7", 28, 128, 256, 3, 2, 1},
-    {"C8", 28, 128, 256, 1, 2, 0},  {"C9", 14, 256, 256, 3, 1, 1}, {"C10", 14, 256, 512, 3, 2, 1},
-    {"C11", 14, 256, 512, 1, 2, 0},
-};
+using Layer = bench::VtaConvLayer;
+const auto &kResnet = bench::kResnet18Layers;
 
 std::vector<int8_t> random_int8(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<int8_t> v(n);
   for (auto &x : v) x = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
   return v;
-}
-
-Json tensor(std::vector<int64_t> shape) {
-  return Json::object({{"shape", Json::array_of(shape)}, {"dtype", Json("int8")}});
-}
-
-Json conv_args(const Layer &l, int64_t h) {
-  return Json::object({{"data", tensor({1, l.ic / 16, h, h, 1, 16})},
-                       {"kernel", tensor({l.oc / 16, l.ic / 16, l.k, l.k, 16, 16})},
-                       {"bias", Json(true)},
-                       {"strides", Json(l.stride)},
-                       {"padding", Json(l.pad)}});
 }
 
 struct ConvRun {
@@ -56,7 +36,7 @@ struct ConvRun {
 
 ConvRun run_conv(const Layer &l, int64_t h, const autotune::Config *cfg_in, const std::vector<int8_t> &x,
                  const std::vector<int8_t> &w, const std::vector<int32_t> &bias, int64_t oh) {
-  ops::Task task("conv2d_nchw_int8.vta", conv_args(l, h), ops::Target(contracts::Target::parse("vta"), 128));
+  ops::Task task("conv2d_nchw_int8.vta", bench::vta_conv_args(l, h), ops::Target(contracts::Target::parse("vta"), 128));
   const autotune::Config cfg = cfg_in ? *cfg_in : task.default_config();
   const ir::LoweredFunc f = task.lower(cfg, "conv", codegen::vta::vta_lower_options());
   codegen::vta::VtaProgram program(f, VtaConfig{});
@@ -128,7 +108,7 @@ TEST(VtaConv2d, C2AtFullSizeWithTwoVirtualThreadsIsBitExactAndFaster) {
   const Layer l = kResnet[0];
   const int64_t h = 56, oh = 56;
   const Inputs in = inputs(l, h, 21);
-  ops::Task task("conv2d_nchw_int8.vta", conv_args(l, h), ops::Target(contracts::Target::parse("vta"), 128));
+  ops::Task task("conv2d_nchw_int8.vta", bench::vta_conv_args(l, h), ops::Target(contracts::Target::parse("vta"), 128));
   // The same tiles (two output blocks, four rows, two input blocks), with and without two virtual threads over the
   // output channels.
   auto config = [&](int64_t ot) {
