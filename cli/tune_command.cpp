@@ -66,6 +66,8 @@ struct TuneCommandOptions {
   int64_t batch = 16;
   int64_t early_stopping = 0;
   int64_t trials_per_task = 0;
+  int64_t confirm_top = 0;
+  int64_t confirm_repeats = 2;
   uint32_t threads = 0;
   bool no_transfer = false;
   bool skip_measured = false;
@@ -349,6 +351,8 @@ tuner::JobSubmission make_submission(const TuneCommandOptions &o, const ModelTas
   options.batch_size = o.batch;
   options.early_stopping = o.early_stopping;
   options.trials_per_task = o.trials_per_task;
+  options.confirm_top = o.confirm_top;
+  options.confirm_repeats = o.confirm_repeats;
   options.transfer = !o.no_transfer;
   options.skip_logged = o.skip_measured;
   options.seed = o.seed;
@@ -565,6 +569,12 @@ void add_tune_command(CLI::App &app) {
   c->add_option("--batch", o->batch, "configs measured per batch")->capture_default_str();
   c->add_option("--early-stopping", o->early_stopping, "a task stops after this many trials without improvement");
   c->add_option("--trials-per-task", o->trials_per_task, "at most this many trials for one task");
+  c->add_option("--confirm-top", o->confirm_top,
+                "when the search ends, time each task's K best configs again and rank them by the median "
+                "of their timings (0: off)")
+      ->capture_default_str();
+  c->add_option("--confirm-repeats", o->confirm_repeats, "how many more times each of those is timed")
+      ->capture_default_str();
   c->add_option("--threads", o->threads, "threads a candidate runs on (default: one per physical core)");
   c->add_option("--seed", o->seed, "seed of the search")->capture_default_str();
   c->add_option("--name", o->name, "the job's name in `kiln jobs list`");

@@ -11,7 +11,8 @@ namespace kiln::db::queries {
   "JOIN workload w ON w.id = r.workload_id JOIN target t ON t.id = r.target_id "                \
   "JOIN device d ON d.id = r.device_id "
 
-// Valid records of workload ?1 on target string ?2 of device class ?3, fastest first, at most ?4.
+// Valid records of workload ?1 on target string ?2 of device class ?3, fastest first, at most ?4
+// (-1: all, read until the ranking is decided).
 // The ids are looked up inside the statement, so a lookup is one statement, one read snapshot.
 constexpr const char *kRankedOnTarget = KILN_DB_RECORD_SELECT
     "WHERE r.workload_id = (SELECT id FROM workload WHERE workload_key = ?1) "
@@ -19,11 +20,19 @@ constexpr const char *kRankedOnTarget = KILN_DB_RECORD_SELECT
     "WHERE tt.target = ?2 AND dd.device_key = ?3) "
     "AND r.error_class = 0 ORDER BY r.mean_s, r.id LIMIT ?4";
 
-// Valid records of workload ?1 on any target of device class ?2, fastest first, at most ?3.
+// Valid records of workload ?1 on any target of device class ?2, fastest first, at most ?3 (-1: all).
 constexpr const char *kRankedOnDevice = KILN_DB_RECORD_SELECT
     "WHERE r.workload_id = (SELECT id FROM workload WHERE workload_key = ?1) "
     "AND r.device_id = (SELECT id FROM device WHERE device_key = ?2) "
     "AND r.error_class = 0 ORDER BY r.mean_s, r.id LIMIT ?3";
+
+// The valid records of one config (index ?4 of space ?5) of workload ?1 on target string ?2 of
+// device class ?3: the records a config's rank is taken from (TuningDb::top_k).
+constexpr const char *kConfigRecords = KILN_DB_RECORD_SELECT
+    "WHERE r.workload_id = (SELECT id FROM workload WHERE workload_key = ?1) "
+    "AND r.target_id = (SELECT tt.id FROM target tt JOIN device dd ON dd.id = tt.device_id "
+    "WHERE tt.target = ?2 AND dd.device_key = ?3) "
+    "AND r.config_index = ?4 AND r.space = ?5 AND r.error_class = 0";
 
 // The configs a job has measured: (workload key, config index) for job ?1.
 constexpr const char *kJobMeasured =

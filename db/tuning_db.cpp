@@ -19,8 +19,11 @@
 #include <istream>
 #include <map>
 #include <ostream>
+#include <optional>
 #include <random>
+#include <set>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
@@ -522,26 +525,60 @@ struct TuningDb::Impl {
 
   // --- querying ---
 
-  static std::vector<Record> collect(Use &query, int64_t k) {
-    std::vector<Record> records;
-    records.reserve(static_cast<size_t>(std::min<int64_t>(k, 64)));
-    while (query->step()) records.push_back(record_from_row(*query));
-    return records;
+  // The valid records of one config on one target, fastest first (ties: stored first).
+  std::vector<Record> config_records(const std::string &key, const Target &target, const Config &config) {
+    std::vector<Record> all;
+    Use q(statement(queries::kConfigRecords));
+    q->bind(1, key)
+        .bind(2, canonical_target(target.target))
+        .bind(3, target.device_key)
+        .bind(4, config.index)
+        .bind(5, config.space);
+    while (q->step()) all.push_back(record_from_row(*q));
+    std::sort(all.begin(), all.end(), ranks_before);
+    return all;
   }
 
-  // Each lookup is one statement (the ids are looked up inside it): one read snapshot, one seek.
+  static bool ranks_before(const Record &a, const Record &b) {
+    return a.mean() < b.mean() || (a.mean() == b.mean() && a.id < b.id);
+  }
+
+  // The k best configs, each as the record at the upper median of its valid records on its
+  // target (TuningDb::top_k). `fastest` yields valid records fastest first; each config met there
+  // for the first time has its records read by a seek on the config. A config's upper median is
+  // never below its fastest record, so reading stops once k configs rank at or below the next
+  // record's mean: every config not yet met would rank after them.
+  std::vector<Record> ranked(Use &fastest, int64_t k) {
+    std::vector<Record> best;  // at most k, in rank order
+    std::set<std::tuple<std::string, std::string, int64_t, std::string>> met;
+    while (fastest->step()) {
+      Record r = record_from_row(*fastest);
+      if (static_cast<int64_t>(best.size()) == k && r.mean() > best.back().mean()) break;
+      if (!met.emplace(r.target.target, r.target.device_key, r.config.index, r.config.space).second) continue;
+      std::vector<Record> all = config_records(r.workload.key, r.target, r.config);
+      if (all.empty()) all.push_back(std::move(r));
+      Record median = std::move(all[all.size() / 2]);
+      best.insert(std::upper_bound(best.begin(), best.end(), median, ranks_before), std::move(median));
+      if (static_cast<int64_t>(best.size()) > k) best.pop_back();
+    }
+    return best;
+  }
+
+  // One read snapshot for the whole lookup (when no transaction is open already).
   std::vector<Record> lookup(const std::string &key, const Target &query, int64_t k, Scope scope) {
     if (k <= 0) return {};
+    std::optional<Transaction> snapshot;
+    if (db.autocommit()) snapshot.emplace(db, Transaction::Mode::kRead);
     if (scope != Scope::kDeviceClass) {
       std::string target = canonical_target(query.target);
       Use exact(statement(queries::kRankedOnTarget));
-      exact->bind(1, key).bind(2, target).bind(3, query.device_key).bind(4, k);
-      std::vector<Record> records = collect(exact, k);
+      exact->bind(1, key).bind(2, target).bind(3, query.device_key).bind(4, int64_t{-1});
+      std::vector<Record> records = ranked(exact, k);
       if (!records.empty() || scope == Scope::kExact) return records;
     }
     Use by_class(statement(queries::kRankedOnDevice));
-    by_class->bind(1, key).bind(2, query.device_key).bind(3, k);
-    return collect(by_class, k);
+    by_class->bind(1, key).bind(2, query.device_key).bind(3, int64_t{-1});
+    return ranked(by_class, k);
   }
 
   void for_each(const ExportFilter &filter, int64_t limit, const std::function<void(const Record &)> &visit) {
@@ -765,6 +802,12 @@ std::optional<Record> TuningDb::best(const std::string &workload_key, const Targ
   std::vector<Record> top = top_k(workload_key, target, 1, scope);
   if (top.empty()) return std::nullopt;
   return std::move(top[0]);
+}
+
+std::vector<Record> TuningDb::config_records(const std::string &workload_key, const Target &target,
+                                             const Config &config) {
+  return impl_->read("reading a config's records",
+                     [&] { return impl_->config_records(workload_key, target, config); });
 }
 
 std::vector<Record> TuningDb::top_k(const std::string &workload_key, const Target &target, int64_t k, Scope scope) {

@@ -163,13 +163,21 @@ class TuningDb {
   std::vector<int64_t> insert(const std::vector<Record> &records);
   int64_t insert(const Record &record);
 
-  // The fastest valid record of the workload on the target (lowest mean cost; ties: the record
-  // stored first). nullopt when the workload or target is unknown or has no valid record in scope.
+  // The best config of the workload on the target, as one of its valid records. A config measured
+  // several times on one target (a tuning job times its leaders again at its end) ranks by the
+  // upper median of its records' mean costs, and the record at that median is returned: one
+  // lucky timing does not make a config the best, and a config measured once ranks by its one
+  // record. Ties: the record stored first. nullopt when the workload or target is unknown or has
+  // no valid record in scope.
   std::optional<Record> best(const std::string &workload_key, const Target &target,
                              Scope scope = Scope::kExactThenClass);
-  // Up to k valid records, fastest first, with the same scope rules as best().
+  // The k best configs in rank order, each as its record at the upper median (as best()); in the
+  // device-class scope a config on each target ranks on its own.
   std::vector<Record> top_k(const std::string &workload_key, const Target &target, int64_t k,
                             Scope scope = Scope::kExactThenClass);
+  // The valid records of one config (index and space) of the workload on one target (its exact
+  // target string on its device class), fastest first: the records best() ranks the config by.
+  std::vector<Record> config_records(const std::string &workload_key, const Target &target, const Config &config);
   // Every record (or every valid one) of a template family on a device class, oldest first: the
   // transfer-learning set of the cost model.
   std::vector<Record> history(const HistoryQuery &query);

@@ -89,6 +89,8 @@ JobSubmission submission_from_proto(const kiln::v1::JobSpec &spec, const Submiss
   if (spec.has_measure()) o.measure = spec.measure();
   if (spec.has_feature_threads()) o.search.feature_threads = spec.feature_threads();
   if (spec.has_plan_size()) o.search.plan_size = static_cast<size_t>(std::max<int64_t>(0, spec.plan_size()));
+  o.confirm_top = spec.confirm_top();
+  o.confirm_repeats = spec.confirm_top() > 0 ? spec.confirm_repeats() : o.confirm_repeats;
   return out;
 }
 
@@ -118,6 +120,8 @@ kiln::v1::JobSpec submission_to_proto(const JobSubmission &submission) {
   if (o.measure) *spec.mutable_measure() = *o.measure;
   spec.set_feature_threads(o.search.feature_threads);
   spec.set_plan_size(static_cast<int64_t>(o.search.plan_size));
+  spec.set_confirm_top(o.confirm_top);
+  spec.set_confirm_repeats(o.confirm_repeats);
   return spec;
 }
 

@@ -25,6 +25,7 @@ namespace {
 constexpr int kSpecVersion = 1;
 constexpr int64_t kMaxTrials = 10000000;
 constexpr int kMaxPriority = 1000;
+constexpr const char *kTimeBudgetSpent = "time budget spent";
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -50,6 +51,10 @@ void check_options(const TuneOptions &o) {
     throw TuneError("the batch size must be between 1 and 4096, not " + std::to_string(o.batch_size));
   }
   if (o.max_infra_retries < 0 || o.max_infra_retries > 100) throw TuneError("max_infra_retries must be 0..100");
+  if (o.confirm_top < 0 || o.confirm_top > 64 || o.confirm_repeats < 0 || o.confirm_repeats > 16) {
+    throw TuneError("confirmation times 0..64 leaders of each task 0..16 times again, not " +
+                    std::to_string(o.confirm_top) + " leaders " + std::to_string(o.confirm_repeats) + " times");
+  }
   if (o.transfer_max_records_per_workload < 0) {
     throw TuneError("transfer_max_records_per_workload must not be negative (0: every record)");
   }
@@ -171,6 +176,8 @@ Json TuneOptions::to_json() const {
                          {"transfer_max_records_per_workload", transfer_max_records_per_workload},
                          {"skip_logged", skip_logged},
                          {"max_infra_retries", max_infra_retries},
+                         {"confirm_top", confirm_top},
+                         {"confirm_repeats", confirm_repeats},
                          {"seed", std::to_string(seed)},
                          {"priority", priority},
                          {"plan_size", static_cast<int64_t>(search.plan_size)},
@@ -198,6 +205,8 @@ TuneOptions TuneOptions::from_json(const Json &j) {
       j.get_or("transfer_max_records_per_workload", o.transfer_max_records_per_workload).as_int();
   o.skip_logged = j.get_or("skip_logged", o.skip_logged).as_bool();
   o.max_infra_retries = static_cast<int>(j.get_or("max_infra_retries", o.max_infra_retries).as_int());
+  o.confirm_top = j.get_or("confirm_top", o.confirm_top).as_int();
+  o.confirm_repeats = j.get_or("confirm_repeats", o.confirm_repeats).as_int();
   o.seed = std::stoull(j.get_or("seed", "0").as_string());
   o.priority = static_cast<int>(j.get_or("priority", 0).as_int());
   if (const Json *measure = j.find("measure")) {
@@ -369,6 +378,53 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
     if (t.status.done.empty()) t.status.done = why;
   };
 
+  // Measures a batch of one task (INFRA results again, up to the retry limit), records every
+  // other result in one transaction with the job's id, and accounts for them. Returns the trials
+  // recorded (none: the measurer answered INFRA for the whole batch, kept in last_infra).
+  std::string last_infra;
+  auto measure_and_record = [&](TaskState &t, const std::vector<Config> &batch) {
+    std::vector<MeasureOutcome> outcomes = measurer_.measure(*t.task, device_key_, batch);
+    KILN_CHECK(outcomes.size() == batch.size(), "measurer returned ", outcomes.size(), " results for ", batch.size(),
+               " configs");
+    for (int retry = 0; retry < options.max_infra_retries; ++retry) {
+      std::vector<size_t> again;
+      for (size_t i = 0; i < outcomes.size(); ++i) {
+        if (outcomes[i].error == db::ErrorClass::kInfra) again.push_back(i);
+      }
+      if (again.empty() || (cancel && cancel->load())) break;
+      std::vector<Config> configs;
+      for (size_t i : again) configs.push_back(batch[i]);
+      std::vector<MeasureOutcome> second = measurer_.measure(*t.task, device_key_, configs);
+      for (size_t k = 0; k < again.size() && k < second.size(); ++k) outcomes[again[k]] = std::move(second[k]);
+    }
+
+    std::vector<db::Record> records;
+    std::vector<Trial> trials;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (outcomes[i].error == db::ErrorClass::kInfra) {
+        last_infra = outcomes[i].message;
+        continue;
+      }
+      records.push_back(make_record(*t.task, device_key_, batch[i], outcomes[i], job_id));
+      trials.push_back(trial_of(*t.task, batch[i], outcomes[i]));
+    }
+    if (observer_) {
+      std::map<db::ErrorClass, int> by_class;
+      for (const MeasureOutcome &o : outcomes) ++by_class[o.error];
+      for (const auto &[error, count] : by_class) observer_->trials_measured(error, count);
+    }
+    if (!records.empty()) {
+      const double write_t0 = now_s();
+      log_.insert(records);
+      if (observer_) observer_->log_written(now_s() - write_t0);
+    }
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (outcomes[i].error != db::ErrorClass::kInfra) account(t, batch[i], outcomes[i]);
+    }
+    status.trials_done += static_cast<int64_t>(records.size());
+    return trials;
+  };
+
   log_.update_job(job_id, db::JobState::kRunning, std::string("running"));
   size_t warmup_next = 0;
   try {
@@ -378,7 +434,7 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
         break;
       }
       if (options.time_budget_s > 0 && now_s() - t0 >= options.time_budget_s) {
-        status.message = "time budget spent";
+        status.message = kTimeBudgetSpent;
         break;
       }
       // Which task: warm-up round robin, then the largest expected gain.
@@ -428,47 +484,11 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
         continue;
       }
 
-      // Measure; INFRA results again, up to the retry limit.
-      std::vector<MeasureOutcome> outcomes = measurer_.measure(*t.task, device_key_, batch);
-      KILN_CHECK(outcomes.size() == batch.size(), "measurer returned ", outcomes.size(), " results for ", batch.size(),
-                 " configs");
-      for (int retry = 0; retry < options.max_infra_retries; ++retry) {
-        std::vector<size_t> again;
-        for (size_t i = 0; i < outcomes.size(); ++i) {
-          if (outcomes[i].error == db::ErrorClass::kInfra) again.push_back(i);
-        }
-        if (again.empty() || (cancel && cancel->load())) break;
-        std::vector<Config> configs;
-        for (size_t i : again) configs.push_back(batch[i]);
-        std::vector<MeasureOutcome> second = measurer_.measure(*t.task, device_key_, configs);
-        for (size_t k = 0; k < again.size() && k < second.size(); ++k) outcomes[again[k]] = std::move(second[k]);
-      }
-
-      std::vector<db::Record> records;
-      std::vector<Trial> trials;
-      for (size_t i = 0; i < batch.size(); ++i) {
-        if (outcomes[i].error == db::ErrorClass::kInfra) continue;
-        records.push_back(make_record(*t.task, device_key_, batch[i], outcomes[i], job_id));
-        trials.push_back(trial_of(*t.task, batch[i], outcomes[i]));
-      }
-      if (observer_) {
-        std::map<db::ErrorClass, int> by_class;
-        for (const MeasureOutcome &o : outcomes) ++by_class[o.error];
-        for (const auto &[error, count] : by_class) observer_->trials_measured(error, count);
-      }
-      if (!records.empty()) {
-        const double write_t0 = now_s();
-        log_.insert(records);
-        if (observer_) observer_->log_written(now_s() - write_t0);
-      }
-      for (size_t i = 0; i < batch.size(); ++i) {
-        if (outcomes[i].error != db::ErrorClass::kInfra) account(t, batch[i], outcomes[i]);
-      }
+      const std::vector<Trial> trials = measure_and_record(t, batch);
       t.strategy->update(trials);
-      status.trials_done += static_cast<int64_t>(records.size());
-      if (records.empty()) {
+      if (trials.empty()) {
         // The farm could not measure anything of the batch: do not spin on it.
-        status.message = "the measurer answered INFRA for a whole batch: " + outcomes.front().message;
+        status.message = "the measurer answered INFRA for a whole batch: " + last_infra;
         status.state = "paused";
         break;
       }
@@ -500,6 +520,54 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
         status.message = now->message.empty() ? "stopped through the tuning log" : now->message;
         break;
       }
+    }
+    // Confirmation (TuneOptions::confirm_top): each task's leaders timed again, in rounds, until
+    // each has 1 + confirm_repeats valid records; the ranking may change between rounds, so a
+    // config that rises into the leaders is timed too. Idempotent: a resumed job counts the
+    // records it has.
+    const bool confirm = status.state == "running" && status.message != kTimeBudgetSpent &&
+                         options.confirm_top > 0 && options.confirm_repeats > 0;
+    int64_t planned = 0;
+    for (const TaskState &t : tasks) {
+      if (confirm && t.status.valid > 0) planned += options.confirm_top * options.confirm_repeats;
+    }
+    if (planned > 0) {
+      status.trials_total = std::max(status.trials_total, status.trials_done + planned);
+      log_.set_job_total(job_id, status.trials_total);
+      const int64_t wanted = 1 + options.confirm_repeats;
+      for (TaskState &t : tasks) {
+        if (t.status.valid == 0) continue;
+        std::set<int64_t> dropped;  // leaders that failed when timed again: not timed a third time
+        const int64_t cap = 4 * options.confirm_top * options.confirm_repeats;
+        int64_t spent = 0;
+        while (spent < cap && !(cancel && cancel->load())) {
+          std::vector<Config> batch;
+          for (const db::Record &r : log_.top_k(t.task->key(), stored_target, options.confirm_top, db::Scope::kExact)) {
+            if (dropped.count(r.config.index)) continue;
+            const std::optional<Config> c = record_config(*t.task, r);
+            if (!c) continue;  // a config of another version of the space
+            if (static_cast<int64_t>(log_.config_records(t.task->key(), stored_target, r.config).size()) >= wanted)
+              continue;
+            batch.push_back(*c);
+          }
+          if (batch.empty()) break;
+          if (spent + static_cast<int64_t>(batch.size()) > cap) batch.resize(static_cast<size_t>(cap - spent));
+          const std::vector<Trial> trials = measure_and_record(t, batch);
+          if (trials.empty()) break;  // INFRA for the whole batch: the log's best stands as it is
+          for (const Trial &trial : trials) {
+            if (!trial.valid) dropped.insert(trial.config.index());
+          }
+          t.status.confirmed += static_cast<int64_t>(trials.size());
+          spent += static_cast<int64_t>(batch.size());
+          snapshot();
+          if (progress) progress(status);
+        }
+        if (const std::optional<db::Record> best = log_.best(t.task->key(), stored_target, db::Scope::kExact)) {
+          t.status.best_s = best->mean();
+        }
+      }
+      status.trials_total = std::max(options.trials, status.trials_done);
+      log_.set_job_total(job_id, status.trials_total);
     }
   } catch (const std::exception &e) {
     snapshot();

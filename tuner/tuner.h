@@ -16,6 +16,11 @@
 // optimistic forward estimate), MetaSchedule's gradient rule. A task leaves the rotation when
 // its space is exhausted, its per-task budget is spent, it has not improved for
 // `early_stopping` trials, or nothing of it is valid after a warm-up (its errors summarised).
+//
+// Confirmation: when the search ends, each task's leaders are timed again (TuneOptions::
+// confirm_top, confirm_repeats), and the best a task reports is the log's best, ranked by the
+// upper median of each config's records. Picking the fastest of hundreds of noisy timings
+// otherwise favours a config whose one timing was lucky (the winner's curse).
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -61,6 +66,16 @@ struct TuneOptions {
   bool skip_logged = false;  // never measure a config the log holds for the same workload
                              // and target, from any job
   int max_infra_retries = 3;
+  // Confirmation, when the search of a job ends (its budget spent or every task done; not when it
+  // is paused, cancelled or out of time): each task's `confirm_top` best configs are timed again
+  // until each has 1 + `confirm_repeats` valid records, in rounds, so that the config the log
+  // names best (TuningDb::best: the upper median of a config's records) is not one lucky timing
+  // among many noisy ones. These measurements come on top of `trials`: confirm_top *
+  // confirm_repeats per task when the leaders stay the leaders, at most four times that when
+  // configs timed again fall behind others; 0 in either turns it off. Off by default, so that a
+  // job's trials are its budget; `kiln tune --confirm-top 4` and the tuner benchmark turn it on.
+  int64_t confirm_top = 0;
+  int64_t confirm_repeats = 2;
   uint64_t seed = 0;
   // Higher runs first when a service queues jobs (-1000 .. 1000); kept with the job so that a
   // restarted service queues it the same way. The tuner itself does not use it.
@@ -82,7 +97,9 @@ struct TaskStatus {
   double flop = 0;
   int64_t trials = 0;
   int64_t valid = 0;
-  std::optional<double> best_s;           // fastest mean seconds
+  std::optional<double> best_s;           // during the search its fastest trial's mean seconds;
+                                          // after the confirmation the log's best (TuningDb::best)
+  int64_t confirmed = 0;                  // measurements of the confirmation (in `trials`)
   std::optional<double> default_s;        // the template's default config
   int64_t last_improvement = 0;           // trials when best_s last improved
   std::string done;                       // why the task left the rotation, empty while it is in it

@@ -4,7 +4,7 @@
 //
 //   tuner_bench --replay DATASET [--seeds N] [--replay-trials N] [--strategies LIST]
 //   tuner_bench --real --db DATASET [--trials N] [--trials-for LABEL=N,...]
-//               [--real-strategies LIST] [--real-seeds N]
+//               [--real-strategies LIST] [--real-seeds N] [--confirm-top K] [--confirm-repeats R]
 //   common: [--workloads SUBSTR,...] [--svg PATH] [--batch B] [--plan-size P] [--work-dir DIR] [--keep]
 //           [--transfer-cap N] (records of each other workload the transfer prior is fit on; 0: all)
 //   defaults: 10 seeds, 300 trials per replayed job and per real job, batches of 16; --replay and
@@ -67,15 +67,19 @@
 //   tuner_real workload= trials= best_gflops= tuner_best_gflops= default_gflops= onednn_gflops=
 //              ratio_onednn= ratio_default= dataset_best_gflops= dataset_best_inproc_gflops=
 //              best_vs_dataset= trials_to_95= search_trials_to_95= wall_s= measure_s=
-//              tuner_default_gflops= load= top5_gflops= top_ratio_onednn=
+//              tuner_default_gflops= load= top5_gflops= top_ratio_onednn= confirmed=
+//       The job confirms its leaders at its end (--confirm-top K, default 4, --confirm-repeats R,
+//       default 2: tuner::TuneOptions), and its best is the log's best (TuningDb::best: the upper
+//       median of each leader's timings), the config a build replays; confirmed: how many
+//       measurements that took, on top of trials=. The curves stop at the budget.
 //       best_gflops and the ratios: in this process; tuner_best_gflops: the job's own measurement;
 //       dataset_best_gflops: as recorded in the dataset; trials_to_95 against the better of the
 //       dataset's best and the job's (measured in different sessions: a machine shared with other
 //       work is not equally fast in both: tuner_default_gflops, the default config as the job
 //       measured it, against the tuner_space line's default_gflops shows how much). load: the
 //       load average before/after the job. Random's expectation is on the tuner_space line.
-//       top5_gflops: the fastest, in this process, of the job's five fastest configs (its best
-//       included), i.e. what re-timing the top candidates at the end of a job would give.
+//       top5_gflops: the fastest, in this process, of the log's five best configs (its best
+//       included).
 //   tuner_overhead mode=real ...
 //   With --real-strategies (default xgb_transfer) and --real-seeds (default 1), every workload is
 //   also tuned by real jobs of each listed strategy and seed (the xgb_transfer job of seed 1 is the
@@ -150,6 +154,8 @@ struct Options {
   int64_t replay_trials = 300;
   std::vector<std::string> strategies = {"random", "genetic", "xgb", "xgb_transfer"};
   int64_t real_trials = 300;
+  int64_t confirm_top = 4;      // real mode's job (tuner::TuneOptions::confirm_top)
+  int64_t confirm_repeats = 2;
   std::vector<std::string> real_strategies = {"xgb_transfer"};  // real jobs per workload and seed
   int real_seeds = 1;
   std::map<std::string, int64_t> real_trials_for;  // label -> trials
@@ -223,13 +229,14 @@ struct JobResult {
   double wall_s = 0, measure_s = 0, prior_s = 0;
   double default_gflops = 0;  // the default config as the job measured it
   int64_t trials = 0;
+  int64_t confirmed = 0;  // the confirmation's measurements (in trials)
   tuner::SearchStats search;
   std::string message;
 };
 
 JobResult run_job(const Options &o, const std::string &log_path, const std::string &transfer_records,
                   tuner::Measurer &measurer, const WorkloadData &d, const Strategy &s, uint64_t seed, int64_t trials,
-                  bool verbose) {
+                  bool verbose, bool confirm = false) {
   db::TuningDb log = db::TuningDb::open(log_path);
   if (!transfer_records.empty()) {
     std::istringstream in(transfer_records);
@@ -242,6 +249,8 @@ JobResult run_job(const Options &o, const std::string &log_path, const std::stri
   to.transfer = s.transfer;
   to.trials = trials;
   to.batch_size = o.batch;
+  to.confirm_top = confirm ? o.confirm_top : 0;
+  to.confirm_repeats = o.confirm_repeats;
   to.seed = seed;
   if (o.plan_size > 0) to.search.plan_size = static_cast<size_t>(o.plan_size);
   if (o.transfer_cap >= 0) to.transfer_max_records_per_workload = o.transfer_cap;
@@ -267,29 +276,35 @@ JobResult run_job(const Options &o, const std::string &log_path, const std::stri
     if (t.default_s) r.default_gflops = t.flop / *t.default_s / 1e9;
   }
 
-  // The job's records in the order they were measured.
+  // The search's records in the order they were measured (the confirmation's come after them
+  // and add no config: the curves stop at the budget).
   db::ExportFilter filter;
   filter.workload_key = d.task->key();
   double best = 0, best_search = 0;
   const autotune::Config def = d.task->default_config();
+  int64_t seen = 0;
   log.for_each_record(filter, [&](const db::Record &rec) {
-    if (!rec.job_id || *rec.job_id != job) return;
+    if (!rec.job_id || *rec.job_id != job || seen++ >= trials) return;
     if (rec.valid() && rec.mean() > 0) {
       const double g = d.task->flop() / rec.mean() / 1e9;
       const autotune::Config c = d.task->space().from_record(rec.config);
-      if (g > best) {
-        best = g;
-        r.best_config = c;
-      }
+      best = std::max(best, g);
       if (c != def) best_search = std::max(best_search, g);
-      r.top.emplace_back(g, c);
     }
     r.curve.push_back(best);
     r.search_curve.push_back(best_search);
   });
-  r.best_gflops = best;
-  std::stable_sort(r.top.begin(), r.top.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
-  if (r.top.size() > kTop) r.top.resize(kTop);
+  // The job's best and runners-up as the log ranks them (after the confirmation: by the upper
+  // median of each leader's timings), i.e. what a build replays.
+  const db::Target target = db::Target::make(o.target, kDeviceKey);
+  for (const db::Record &rec : log.top_k(d.task->key(), target, kTop, db::Scope::kExact)) {
+    r.top.emplace_back(d.task->flop() / rec.mean() / 1e9, d.task->space().from_record(rec.config));
+  }
+  if (!r.top.empty()) {
+    r.best_config = r.top.front().second;
+    r.best_gflops = r.top.front().first;
+  }
+  if (!status.tasks.empty()) r.confirmed = status.tasks.front().confirmed;
   return r;
 }
 
@@ -577,7 +592,7 @@ void real_mode(const Options &o, std::vector<WorkloadData> &data, Picture *pic) 
     std::fprintf(stderr, "tuner_bench: real job %s, %lld trials\n", d.w.label.c_str(), static_cast<long long>(trials));
     const std::string load_before = load_average();
     const double t0 = now_s();
-    JobResult r = run_job(o, path, others, local, d, s, 1, trials, true);
+    JobResult r = run_job(o, path, others, local, d, s, 1, trials, true, true);
     const double job_wall = now_s() - t0;
     const std::string load = load_before + "/" + load_average();
     if (!r.best_config) {
@@ -639,11 +654,11 @@ void real_mode(const Options &o, std::vector<WorkloadData> &data, Picture *pic) 
         "tuner_real workload=%s trials=%lld best_gflops=%.2f tuner_best_gflops=%.2f default_gflops=%.2f "
         "onednn_gflops=%.2f ratio_onednn=%.3f ratio_default=%.3f dataset_best_gflops=%.2f "
         "dataset_best_inproc_gflops=%.2f best_vs_dataset=%.3f trials_to_95=%s search_trials_to_95=%s wall_s=%.1f "
-        "measure_s=%.1f tuner_default_gflops=%.2f load=%s top%zu_gflops=%.2f top_ratio_onednn=%.3f%s%s\n",
+        "measure_s=%.1f tuner_default_gflops=%.2f load=%s top%zu_gflops=%.2f top_ratio_onednn=%.3f confirmed=%lld%s%s\n",
         d.w.label.c_str(), static_cast<long long>(r.trials), g_best, r.best_gflops, g_def, g_dnn, g_best / g_dnn,
         g_best / g_def, d.best_gflops, g_ds, g_ds > 0 ? g_best / g_ds : 0.0, to95_text(t95).c_str(),
         to95_text(s95).c_str(), job_wall, r.measure_s, r.default_gflops, load.c_str(), r.top.size(), g_top,
-        g_top / g_dnn, problem.empty() ? "" : " warning=", problem.c_str());
+        g_top / g_dnn, static_cast<long long>(r.confirmed), problem.empty() ? "" : " warning=", problem.c_str());
     print_overhead("real", d.w.label, s.name, {r});
     std::fflush(stdout);
     if (!o.keep) {
@@ -873,7 +888,7 @@ int run(const Options &o_in) {
                "tuner_bench: %s\nusage: tuner_bench --replay DATASET [--seeds N] [--replay-trials N] "
                "[--strategies random,genetic,xgb,xgb_transfer]\n"
                "       tuner_bench --real --db DATASET [--trials N] [--trials-for LABEL=N,...] "
-               "[--real-strategies LIST] [--real-seeds N]\n"
+               "[--real-strategies LIST] [--real-seeds N] [--confirm-top K] [--confirm-repeats R]\n"
                "       common: [--workloads SUBSTR,...] [--svg PATH] [--batch B] [--plan-size P] [--work-dir DIR] "
                "[--keep] [--target T] [--transfer-cap N]\n",
                problem.c_str());
@@ -917,6 +932,10 @@ Options parse(int argc, char **argv) {
     } else if (flag == "--real-strategies") {
       o.real_strategies = split_list(value);
       for (const std::string &s : o.real_strategies) strategy_of(s);
+    } else if (flag == "--confirm-top") {
+      o.confirm_top = std::stoll(value);
+    } else if (flag == "--confirm-repeats") {
+      o.confirm_repeats = std::stoll(value);
     } else if (flag == "--real-seeds") {
       o.real_seeds = std::stoi(value);
     } else if (flag == "--batch") {

@@ -13,6 +13,8 @@
 #include <cmath>
 #include <ctime>
 #include <limits>
+#include <map>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -104,6 +106,65 @@ TEST_F(TuningDbTest, TopKIsOrderedFastestFirstWithinScope) {
   std::vector<Record> tied = db_->top_k(tie.key, znver4(), 2);
   ASSERT_EQ(tied.size(), 2u);
   EXPECT_LT(tied[0].id, tied[1].id);
+}
+
+// A config timed several times ranks by the upper median of its records: one lucky timing does
+// not make it the best (the winner's curse of picking the minimum over many noisy trials).
+TEST_F(TuningDbTest, AConfigTimedAgainRanksByTheUpperMedianOfItsRecords) {
+  Workload w = dense(64);
+  // Config 1: lucky once (1.0 ms), then 1.5 and 1.6 ms. Config 2: 1.2 ms once. Config 3: 1.1
+  // and 1.3 ms (two records: the upper median is the slower, 1.3).
+  db_->insert({measured(w, znver4(), 1, 0.0010), measured(w, znver4(), 2, 0.0012), measured(w, znver4(), 3, 0.0011),
+               measured(w, znver4(), 1, 0.0015), measured(w, znver4(), 1, 0.0016), measured(w, znver4(), 3, 0.0013),
+               failed(w, znver4(), 2)});
+  const std::optional<Record> best = db_->best(w.key, znver4());
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->config.index, 2);
+  EXPECT_DOUBLE_EQ(best->mean(), 0.0012);
+
+  std::vector<Record> top = db_->top_k(w.key, znver4(), 5);
+  ASSERT_EQ(top.size(), 3u);  // one entry per config
+  EXPECT_EQ(top[0].config.index, 2);
+  EXPECT_EQ(top[1].config.index, 3);
+  EXPECT_DOUBLE_EQ(top[1].mean(), 0.0013);
+  EXPECT_EQ(top[2].config.index, 1);
+  EXPECT_DOUBLE_EQ(top[2].mean(), 0.0015);  // its median record
+
+  // Measured on another target of the class, config 1 ranks there on its own records.
+  db_->insert(measured(w, znver4_avx512(), 1, 0.0009));
+  const std::optional<Record> by_class = db_->best(w.key, znver4(), Scope::kDeviceClass);
+  ASSERT_TRUE(by_class);
+  EXPECT_EQ(by_class->config.index, 1);
+  EXPECT_EQ(by_class->target.target, znver4_avx512().target);
+}
+
+// The ranking stops reading early; it must still agree with ranking every config by the upper
+// median of all of its records.
+TEST_F(TuningDbTest, TopKAgreesWithRankingEveryConfigByItsUpperMedian) {
+  Workload w = dense(128);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> noise(0.8, 1.6);
+  std::map<int64_t, std::vector<double>> times;
+  std::vector<Record> records;
+  for (int i = 0; i < 400; ++i) {
+    const int64_t config = static_cast<int64_t>(rng() % 60);
+    const double t = 0.001 * (1.0 + 0.01 * static_cast<double>(config % 17)) * noise(rng);
+    records.push_back(measured(w, znver4(), config, t, 1));
+    times[config].push_back(t);
+  }
+  db_->insert(records);
+  std::vector<std::pair<double, int64_t>> expected;
+  for (auto &[config, ts] : times) {
+    std::sort(ts.begin(), ts.end());
+    expected.emplace_back(ts[ts.size() / 2], config);
+  }
+  std::sort(expected.begin(), expected.end());
+  std::vector<Record> top = db_->top_k(w.key, znver4(), 10);
+  ASSERT_EQ(top.size(), 10u);
+  for (size_t i = 0; i < top.size(); ++i) {
+    EXPECT_EQ(top[i].config.index, expected[i].second) << i;
+    EXPECT_DOUBLE_EQ(top[i].mean(), expected[i].first) << i;
+  }
 }
 
 TEST_F(TuningDbTest, FailedMeasurementsAreKeptButNeverBest) {
