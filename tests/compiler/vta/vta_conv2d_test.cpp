@@ -5,6 +5,9 @@
 // C2 at full size with one and two virtual threads over the output channels.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <random>
 
 #include "bench/vta/resnet_layers.h"
@@ -68,7 +71,8 @@ std::vector<int8_t> reference(const Layer &l, int64_t h, const std::vector<int8_
               const int32_t b = w[((((o / 16) * icb + c / 16) * k + ky) * k + kx) * 256 + (o % 16) * 16 + c % 16];
               s += a * b;
             }
-        s = (s >> 8) + bias[o];
+        // The template's int32 add wraps, as the accumulator does.
+        s = static_cast<int32_t>(static_cast<uint32_t>(s >> 8) + static_cast<uint32_t>(bias[o]));
         s = std::min(127, std::max(0, s));
         y[((o / 16 * oh + yy) * oh + xx) * 16 + o % 16] = static_cast<int8_t>(s);
       }
@@ -103,6 +107,29 @@ TEST_P(VtaResnetLayer, DefaultConfigIsBitExactAtReducedSize) {
 
 INSTANTIATE_TEST_SUITE_P(C2toC11, VtaResnetLayer, ::testing::ValuesIn(kResnet),
                          [](const ::testing::TestParamInfo<Layer> &p) { return std::string(p.param.name); });
+
+// Biases at the edges of int32 (and of the range where b << 8 still fits) over every output
+// channel: the shifted sum plus the bias wraps in int32 exactly as the template's arithmetic does,
+// so large positive biases over positive sums clip to 0 and over negative sums to 127.
+TEST(VtaConv2d, BiasesAtTheInt32EdgesAreBitExact) {
+  const std::vector<int32_t> edges = {INT32_MIN,     INT32_MIN + 1, -(1 << 23) - 1,  -(1 << 23),    -1,       0, 1, 127,
+                                      (1 << 23) - 1, 1 << 23,       INT32_MAX - 127, INT32_MAX - 1, INT32_MAX};
+  for (const Layer &l : {kResnet[0], kResnet[1]}) {
+    SCOPED_TRACE(l.name);
+    const int64_t h = 8, oh = out_size(l, h);
+    Inputs in = inputs(l, h, 31);
+    for (size_t o = 0; o < in.bias.size(); ++o) in.bias[o] = edges[o % edges.size()];
+    const ConvRun r = run_conv(l, h, nullptr, in.x, in.w, in.bias, oh);
+    const auto want = reference(l, h, in.x, in.w, in.bias, oh);
+    EXPECT_EQ(r.out, want);
+    // The data reaches the wrap: channel 12 (bias INT32_MAX) has outputs of 0 (a positive sum
+    // wrapped) beside outputs of 127.
+    std::vector<int8_t> ch12;
+    for (int64_t p = 0; p < oh * oh; ++p) ch12.push_back(want[p * 16 + 12]);
+    EXPECT_NE(std::count(ch12.begin(), ch12.end(), int8_t{0}), 0);
+    EXPECT_NE(std::count(ch12.begin(), ch12.end(), int8_t{127}), 0);
+  }
+}
 
 TEST(VtaConv2d, C2AtFullSizeWithTwoVirtualThreadsIsBitExactAndFaster) {
   const Layer l = kResnet[0];
