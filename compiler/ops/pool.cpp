@@ -265,6 +265,9 @@ Config default_pool(const ConfigSpace &s, const Pool &p, const Target &t) {
   int64_t owi =
       p.blocked ? largest_divisor_at_most(p.OW, 8) : largest_divisor_at_most(p.OW, strided ? lanes : 2 * lanes);
   if (!p.blocked && owi < lanes / 2 && p.OW >= lanes) owi = lanes;
+  // Strided: whole vectors, the row's tail split off by loop partitioning, rather than a divisor
+  // of the row that is no multiple of a vector (14 of 28 columns: vectors of 8, 4 and 2 lanes).
+  if (strided && p.OW >= lanes && owi % lanes != 0) owi = lanes;
   std::vector<std::pair<std::string, Json>> v = {
       {"tile_ow", Json::array_of(std::vector<int64_t>{ceil_div(p.OW, owi), owi})},
       {"unroll_kw", Json(p.kw <= 4 ? 1 : 0)}};

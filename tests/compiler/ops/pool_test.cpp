@@ -194,6 +194,28 @@ TEST(Pool, SeparableByDefaultWhereWindowsOverlapAlongH) {
   EXPECT_FALSE(single.space().has_knob("separable"));
 }
 
+// A strided NCHW pool whose output row is no multiple of a vector takes whole vectors by default,
+// the row's tail split off (28 columns: 16 and a tail of 12, not two 14s); the default config then
+// agrees with naive C++ at rows of 28, 37 and 35 columns, and at one shorter than a vector.
+TEST(Pool, StridedRowsTakeWholeVectorsAndATail) {
+  ops::Task avg("pool2d.x86", pool_args({1, 64, 56, 56}, [] {
+                  PoolParams p;
+                  p.is_max = false;
+                  return p;
+                }()),
+                kTarget);
+  EXPECT_EQ(avg.default_config().split("tile_ow"), (std::vector<int64_t>{2, 16}));
+  PoolParams a;
+  a.is_max = false;
+  PoolParams m;
+  m.kh = m.kw = 3;
+  m.pt = m.pl = m.pb = m.pr = 1;
+  check_pool({1, 3, 6, 56}, a, Json::array(), 140);
+  check_pool({1, 2, 5, 75}, a, Json::array(), 141);
+  check_pool({1, 2, 9, 70}, m, Json::array(), 142);
+  check_pool({2, 2, 4, 19}, a, Json::array(), 143);
+}
+
 TEST(Pool, MaxWithPaddingAndCeilMode) {
   PoolParams p;
   p.kh = p.kw = 3;
