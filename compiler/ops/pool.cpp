@@ -4,7 +4,8 @@
 //   global_pool2d.x86  max or average over the whole H x W plane.
 // Schedule: (batch, channel, row) fused and parallel; a run of output columns (NCHW) or the
 // channel block (NCHWc) vectorized (global NCHW pooling: the plane as one contiguous vectorized
-// reduction per channel); the window reduction runs outside the vector, computed at the
+// reduction per channel, or, transposed, into 4 partial sums per plane added across a vector of
+// planes); the window reduction runs outside the vector, computed at the
 // output tile together with the division and the epilogue. NCHW windows taller than a row may be
 // separable: the kernel rows reduced into a row buffer next to the output row, then its columns.
 #include <algorithm>
@@ -358,6 +359,9 @@ void define_global_space(ConfigSpace &s, const Pool &p, const Target &t) {
     std::vector<int64_t> blocks;
     for (int64_t b = lanes; b >= 1 && b * 4 >= lanes; b /= 2) blocks.push_back(b);
     s.define_choice("block", blocks);
+    // Several planes at once: each plane summed into 4 partial sums, then the partial sums of a
+    // vector of planes added vertically (stride-4 loads) instead of a tree per plane.
+    s.define_bool("transpose");
   }
 }
 
@@ -374,7 +378,12 @@ Config default_global(const ConfigSpace &s, const Pool &p, const Target &t) {
   const int64_t lanes = t.lanes(p.data.dtype);
   int64_t block = lanes;
   while (block * 4 > plane && block * 4 > lanes) block /= 2;
-  return s.from_values({{"tile_c", Json::array_of(std::vector<int64_t>{p.C / tc, tc})}, {"block", Json(block)}});
+  // Planes under four vectors: transposed, the per-plane trees replaced by vertical adds of a
+  // vector of planes' partial sums.
+  const bool transpose = plane < 4 * lanes;
+  return s.from_values({{"tile_c", Json::array_of(std::vector<int64_t>{p.C / tc, tc})},
+                        {"block", Json(block)},
+                        {"transpose", Json(transpose ? 1 : 0)}});
 }
 
 void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg) {
@@ -392,8 +401,27 @@ void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg) {
     A.reorder({A.axis(1), A.reduce_axis(0), A.reduce_axis(1), A.axis(4)});
     A.vectorize(A.axis(4));
   } else {
-    // Each channel's plane is contiguous: one vectorized row reduction over it.
-    schedule_row_reduction(s, acc, O, par, cfg.choice_int("block"));
+    if (cfg.has("transpose") && cfg.choice_bool("transpose")) {
+      // Each plane into 4 partial sums (vectors of 4 along the plane), then the chunk's planes
+      // side by side: the 4 partial sums of a vector of planes added vertically.
+      te::Stage A = s[acc];
+      IterVar k, ko, ki;
+      A.fuse({A.reduce_axis(0), A.reduce_axis(1)}, &k);
+      A.split(k, 4, &ko, &ki);
+      te::Tensor rf = s.rfactor(acc, ki, 4);
+      te::Stage R = s[rf];
+      R.compute_at(O, par);
+      R.reorder({R.axis(1), R.reduce_axis(0), R.axis(4)});
+      R.vectorize(R.axis(4));
+      A.compute_at(O, par);
+      A.reorder({A.reduce_axis(0), A.axis(1)});
+      A.unroll(A.reduce_axis(0));
+      A.vectorize(A.axis(1));
+      O.vectorize(cs[1]);
+    } else {
+      // Each channel's plane is contiguous: one vectorized row reduction over it.
+      schedule_row_reduction(s, acc, O, par, cfg.choice_int("block"));
+    }
   }
 }
 
@@ -417,10 +445,10 @@ Template pool_template(const std::string &name, bool global, const std::string &
   Template t;
   t.name = name;
   // global_pool2d version 2: NCHW planes are one vectorized row reduction (no tile_w knob);
-  // version 3: the knob block (that reduction's vector block).
+  // version 3: the knob block (that reduction's vector block); version 4: the knob transpose.
   // pool2d version 2: the separable knob (NCHW rows reduced into a row buffer, then columns);
   // version 3: the interior knob (the separable row stage's border vector blocks split off).
-  t.version = 3;
+  t.version = global ? 4 : 3;
   t.summary = summary;
   t.arguments = pool_arguments(global);
   const Json data =

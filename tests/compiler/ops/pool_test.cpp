@@ -283,11 +283,12 @@ TEST(Pool, Global) {
 TEST(Pool, GlobalEveryVectorBlock) {
   for (bool is_max : {true, false}) {
     for (const std::vector<int64_t> &shape :
-         {std::vector<int64_t>{1, 40, 7, 7}, std::vector<int64_t>{2, 6, 3, 5}, std::vector<int64_t>{1, 8, 14, 14}}) {
+         {std::vector<int64_t>{1, 40, 7, 7}, std::vector<int64_t>{2, 6, 3, 5}, std::vector<int64_t>{1, 8, 14, 14},
+          std::vector<int64_t>{1, 24, 1, 3}}) {
       ops::Task task("global_pool2d.x86",
                      Json::object({{"data", tensor(shape)}, {"pool_type", is_max ? "max" : "avg"}}), kTarget);
       std::vector<autotune::Config> configs;
-      for (const char *block : {"block=16", "block=8", "block=4"}) {
+      for (const char *block : {"block=16", "block=8", "block=4", "transpose=1"}) {
         configs.push_back(task.space().parse_config_text(block, task.default_config()));
         configs.push_back(task.space().parse_config_text(
             std::string(block) + ";tile_c=[" + std::to_string(shape[1]) + ",1]", task.default_config()));
@@ -303,16 +304,46 @@ TEST(Pool, GlobalEveryVectorBlock) {
   }
 }
 
+// The transposed form (each plane into 4 partial sums, a vector of planes' partial sums added
+// vertically) through the LLVM back end: planes of 49, 15 and 3 floats, chunks of 1 to 64 planes.
+TEST(Pool, GlobalTransposedThroughLlvm) {
+  for (bool is_max : {true, false}) {
+    for (const std::vector<int64_t> &shape : {std::vector<int64_t>{1, 128, 7, 7}, std::vector<int64_t>{2, 6, 3, 5},
+                                              std::vector<int64_t>{1, 24, 1, 3}}) {
+      ops::Task task("global_pool2d.x86",
+                     Json::object({{"data", tensor(shape)}, {"pool_type", is_max ? "max" : "avg"}}), kTarget);
+      PoolParams p;
+      p.is_max = is_max;
+      p.kh = shape[2];
+      p.kw = shape[3];
+      p.sh = p.sw = 1;
+      for (const auto &knob : task.space().knob("tile_c").entities) {
+        const autotune::Config cfg =
+            task.space().parse_config_text("transpose=1;tile_c=" + knob.dump(), task.default_config());
+        ops::Compute c = task.compute(cfg);
+        std::vector<deploy::Tensor> inputs = testing::make_inputs(c, 5);
+        SCOPED_TRACE(cfg.to_string());
+        EXPECT_LE(testing::rel_error(naive_pool(testing::to_host(inputs[0]), p),
+                                     testing::run_config_llvm(task, cfg, inputs)[0]),
+                  1e-5);
+      }
+    }
+  }
+}
+
 TEST(Pool, GlobalDefaultsForSmallPlanes) {
-  // 7x7 planes (49 floats, under four 16-lane vectors): half vectors, 32 planes a parallel chunk.
+  // 7x7 planes (49 floats, under four 16-lane vectors): half vectors, 32 planes a parallel chunk,
+  // transposed (a vector of planes' partial sums added vertically); 14x14 planes: a tree per plane.
   ops::Task small("global_pool2d.x86", Json::object({{"data", tensor({1, 1280, 7, 7})}, {"pool_type", "avg"}}),
                   kTarget);
   EXPECT_EQ(small.default_config().choice_int("block"), 8);
   EXPECT_EQ(small.default_config().split("tile_c")[1], 32);
+  EXPECT_TRUE(small.default_config().choice_bool("transpose"));
   ops::Task large("global_pool2d.x86", Json::object({{"data", tensor({1, 64, 14, 14})}, {"pool_type", "avg"}}),
                   kTarget);
   EXPECT_EQ(large.default_config().choice_int("block"), 16);
   EXPECT_EQ(large.default_config().split("tile_c")[1], 8);
+  EXPECT_FALSE(large.default_config().choice_bool("transpose"));
 }
 
 TEST(Pool, AverageOfIntegersIsRejected) {
