@@ -18,9 +18,19 @@
 // and writing as many bytes as the case (half of them each way), timed in the same rounds;
 // roofline is Kiln's GB/s over the copy's, the fraction of the bandwidth of the cache level the
 // case's data fits in.
+// Softmax cases add one line per thread count with the bound the vector exp alone sets:
+//   ops exp_bound case=<name> threads=<n> exp_ns=<t> exp_tsc=<c> bound_us=<t> bound_roofline=<f>
+// exp_ns (exp_tsc: time-stamp counter ticks) is the time per element of elemwise.x86 with an exp
+// epilogue at its default config on 4096 floats (in L1, so the exp's instructions, not memory,
+// bound it), at one thread; bound_us is the case's elements times that over the threads that have
+// rows to work on (softmax computes one exp per element); bound_roofline is the case's GB/s at
+// that time over the copy's: the roofline no softmax with this exp can pass.
 #include <dlfcn.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -29,6 +39,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
 #include <string>
@@ -214,6 +225,46 @@ Seconds fastest(const std::vector<Seconds> &v) {
   return b;
 }
 
+uint64_t tsc() {
+#if defined(__x86_64__)
+  return __rdtsc();
+#else
+  return 0;
+#endif
+}
+
+struct ExpCost {
+  double ns = 0, tsc = 0;  // per element
+};
+
+// The vector exp's cost per element at one thread: elemwise.x86 with an exp epilogue on 4096
+// floats (32 KiB in and out together, in L1), the fastest of `rounds` batches of about 2 ms.
+ExpCost exp_cost(const ops::Target &tg, const codegen::LLVMBuildOptions &options, int rounds) {
+  const int64_t n = 4096;
+  Json exp_op = Json::object(
+      {{"op", "expr"}, {"inputs", Json::array()}, {"expr", Json::object({{"op", "exp"}, {"args", Json::array({"x"})}})}});
+  ops::Task task("elemwise.x86", Json::object({{"data", tensor({1, n})}, {"epilogue", Json::array({exp_op})}}), tg);
+  ops::Instance inst = task.instantiate(task.default_config());
+  codegen::LLVMModule m(lower::lower(*inst.schedule, inst.compute.args(), "exp"), options);
+  std::vector<deploy::Tensor> args;
+  for (int i = 0; i < 2; ++i) {
+    deploy::Tensor x = deploy::Tensor::empty({1, n}, deploy::DType::of<float>());
+    for (int64_t j = 0; j < n; ++j) x.data_as<float>()[j] = -4.0f + 8.0f * static_cast<float>(j) / n;
+    args.push_back(x);
+  }
+  deploy::set_num_threads(1);
+  const std::function<void()> f = [&] { m.call("exp", args); };
+  const int reps = batch_reps(f);
+  ExpCost best{1e30, 1e30};
+  for (int r = 0; r < rounds; ++r) {
+    const uint64_t t0 = tsc();
+    const double s = batch_seconds(f, reps).wall;
+    const double ticks = static_cast<double>(tsc() - t0) / reps;
+    if (s * 1e9 / n < best.ns) best = {s * 1e9 / n, ticks / n};
+  }
+  return best;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -259,6 +310,7 @@ int main(int argc, char **argv) {
   options.target = target;
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream strm(eng);
+  std::optional<ExpCost> exp;
   std::vector<int> thread_counts;
   for (const std::string &t : bench::split_list(threads_list)) thread_counts.push_back(std::atoi(t.c_str()));
   for (const Case &c : cases) {
@@ -344,6 +396,18 @@ int main(int argc, char **argv) {
           c.name.c_str(), n, kiln_s * 1e6, onednn_s * 1e6, bytes / kiln_s * 1e-9, bytes / onednn_s * 1e-9,
           onednn_s / kiln_s, onednn_b.cpu / kiln_b.cpu, copy_gbs, bytes / kiln_s * 1e-9 / copy_gbs, max_diff,
           cfg.to_string().c_str());
+      if (c.tmpl == "softmax.x86") {
+        if (!exp) {
+          exp = exp_cost(tg, options, rounds);
+          deploy::set_num_threads(n);
+        }
+        // Rows of the last axis: a thread works on whole rows.
+        const int64_t rows = numel(c.in_shape) / c.in_shape.back();
+        const double bound_s =
+            static_cast<double>(numel(c.in_shape)) * exp->ns * 1e-9 / static_cast<double>(std::min<int64_t>(n, rows));
+        std::printf("ops exp_bound case=%s threads=%d exp_ns=%.3f exp_tsc=%.2f bound_us=%.2f bound_roofline=%.2f\n",
+                    c.name.c_str(), n, exp->ns, exp->tsc, bound_s * 1e6, bytes / bound_s * 1e-9 / copy_gbs);
+      }
       std::fflush(stdout);
     }
   }

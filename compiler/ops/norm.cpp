@@ -3,10 +3,12 @@
 //   layer_norm.x86  layer normalization over the trailing axes, with optional scale (gamma) and
 //                   shift (beta) of the normalized shape.
 // Schedule: the dimensions before the normalized ones are fused and parallel; the reductions
-// (max and sum, or mean and variance) are computed at that loop, so each row's statistics live in
+// (max and sum; layer norm's sum and sum of squares of the row shifted by its first element, one
+// tuple reduction so one reading pass) are computed at that loop, so each row's statistics live in
 // a small buffer next to the elementwise stages that use them; the innermost dimensions are
 // vectorized; the epilogue is applied in the same loop nest.
 #include <algorithm>
+#include <functional>
 
 #include "compiler/ir/op.h"
 #include "compiler/ops/generic_schedule.h"
@@ -267,7 +269,7 @@ int64_t norm_size(const LayerNorm &l) {
   return n;
 }
 
-Compute layer_norm_compute(const LayerNorm &l) {
+Compute layer_norm_compute(const LayerNorm &l, bool one_pass) {
   Compute r;
   te::Tensor x = te::placeholder(l.data.shape_exprs(), l.data.dtype, "data");
   r.inputs = {x};
@@ -304,29 +306,67 @@ Compute layer_norm_compute(const LayerNorm &l) {
     for (const auto &a : ax) idx.push_back(a->var);
     return x(idx);
   };
-  std::vector<te::IterVar> ax1 = make_axes("k");
-  te::Tensor s1 = te::compute(pre, te::FCompute([=](const std::vector<Var> &i) { return te::sum(x_at(i, ax1), ax1); }),
-                              "layer_norm.sum", "layer_norm");
-  te::Tensor mean = te::compute(pre, te::FCompute([=](const std::vector<Var> &i) { return s1(exprs(i)) * inv_n; }),
-                                "layer_norm.mean", "layer_norm");
-  std::vector<te::IterVar> ax2 = make_axes("j");
-  te::Tensor s2 = te::compute(pre, te::FCompute([=](const std::vector<Var> &i) {
-                                Expr d = x_at(i, ax2) - mean(exprs(i));
-                                return te::sum(d * d, ax2);
-                              }),
-                              "layer_norm.var", "layer_norm");
+  // The row's mean and 1 / sqrt(variance + epsilon), as expressions of the row's index.
+  std::function<Expr(const std::vector<Expr> &)> mean_of, rstd_of;
+  if (one_pass) {
+    // The statistics in one reading pass: the sum and the sum of squares of the row shifted by its
+    // first element, one tuple reduction (one loop, so one read of the row). The shift keeps the
+    // variance of data with a large mean accurate: the shifted values are of the order of the
+    // spread, not of the mean, so S2 / n - (S1 / n)^2 does not cancel catastrophically.
+    std::vector<te::IterVar> ax = make_axes("k");
+    auto shift_at = [x, no_pre, first, nd](const std::vector<Expr> &i) {
+      std::vector<Expr> idx;
+      if (!no_pre) idx.assign(i.begin(), i.end());
+      for (size_t d = first; d < nd; ++d) idx.push_back(Expr(0));
+      return x(idx);
+    };
+    std::vector<te::Tensor> stats = te::compute_multi(
+        pre,
+        [=](const std::vector<Var> &i) {
+          Expr d = x_at(i, ax) - shift_at(exprs(i));
+          return te::tuple_reduce(
+              [](const std::vector<Var> &l, const std::vector<Var> &r) {
+                return std::vector<Expr>{l[0] + r[0], l[1] + r[1]};
+              },
+              {make_zero(dt), make_zero(dt)}, {d, d * d}, ax);
+        },
+        "layer_norm.stats", "layer_norm");
+    te::Tensor s1 = stats[0], s2 = stats[1];
+    // The mean of the shifted row; the row's mean and variance from it.
+    mean_of = [=](const std::vector<Expr> &rw) { return shift_at(rw) + s1(rw) * inv_n; };
+    rstd_of = [=](const std::vector<Expr> &rw) {
+      Expr m = s1(rw) * inv_n;
+      return ir::rsqrt(ir::max(s2(rw) * inv_n - m * m, make_zero(dt)) + eps);
+    };
+    r.parts["stats"] = s1;
+  } else {
+    // Two passes (the parts the CUDA template schedules): the sum, then the centred sum of squares.
+    std::vector<te::IterVar> ax1 = make_axes("k");
+    te::Tensor s1 = te::compute(pre, te::FCompute([=](const std::vector<Var> &i) { return te::sum(x_at(i, ax1), ax1); }),
+                                "layer_norm.sum", "layer_norm");
+    te::Tensor mean = te::compute(pre, te::FCompute([=](const std::vector<Var> &i) { return s1(exprs(i)) * inv_n; }),
+                                  "layer_norm.mean", "layer_norm");
+    std::vector<te::IterVar> ax2 = make_axes("j");
+    te::Tensor s2 = te::compute(pre, te::FCompute([=](const std::vector<Var> &i) {
+                                  Expr d = x_at(i, ax2) - mean(exprs(i));
+                                  return te::sum(d * d, ax2);
+                                }),
+                                "layer_norm.var", "layer_norm");
+    mean_of = [=](const std::vector<Expr> &rw) { return mean(rw); };
+    rstd_of = [=](const std::vector<Expr> &rw) { return ir::rsqrt(s2(rw) * inv_n + eps); };
+    r.parts["sum"] = s1;
+    r.parts["mean"] = mean;
+    r.parts["var"] = s2;
+  }
   te::Tensor out = te::compute(shape, te::FCompute([=](const std::vector<Var> &i) {
                                  std::vector<Expr> rw = row(i, first);
                                  std::vector<Expr> ni(i.begin() + static_cast<long>(first), i.end());
-                                 Expr v = (x(exprs(i)) - mean(rw)) * ir::rsqrt(s2(rw) * inv_n + eps);
+                                 Expr v = (x(exprs(i)) - mean_of(rw)) * rstd_of(rw);
                                  if (gamma.defined()) v = v * gamma(ni);
                                  if (beta.defined()) v = v + beta(ni);
                                  return v;
                                }),
                                "layer_norm", "layer_norm");
-  r.parts["sum"] = s1;
-  r.parts["mean"] = mean;
-  r.parts["var"] = s2;
   r.parts["anchor"] = out;
   ChannelMap ch{l.data.shape.back(), [](const std::vector<Var> &i) { return Expr(i.back()); }};
   r.epilogue = build_epilogue(out, l.epilogue, ch, &r.inputs);
@@ -338,7 +378,8 @@ void schedule_layer_norm(te::Schedule &s, const Compute &c, const Config &cfg) {
   inline_epilogue(s, c);
   const te::Tensor &anchor = c.part("anchor");
   if (!c.epilogue.empty()) s[anchor].compute_inline();
-  s[c.part("mean")].compute_inline();
+  const bool one_pass = c.has_part("stats");
+  if (c.has_part("mean")) s[c.part("mean")].compute_inline();
   te::Tensor out = c.outputs[0];
   te::Stage O = s[out];
   const int nd = out.ndim();
@@ -356,7 +397,11 @@ void schedule_layer_norm(te::Schedule &s, const Compute &c, const Config &cfg) {
   std::vector<IterVar> norm;
   for (int d = first; d < nd; ++d) norm.push_back(O.axis(static_cast<size_t>(d)));
   vectorize_run(O, norm, n, block, true);
-  for (const char *part : {"sum", "var"}) schedule_row_reduction(s, c.part(part), O, par, block);
+  if (one_pass) {
+    schedule_row_reduction(s, c.part("stats"), O, par, block);
+  } else {
+    for (const char *part : {"sum", "var"}) schedule_row_reduction(s, c.part(part), O, par, block);
+  }
 }
 
 Template softmax_template() {
@@ -396,7 +441,7 @@ Template softmax_template() {
 Template layer_norm_template() {
   Template t;
   t.name = "layer_norm.x86";
-  t.version = 1;
+  t.version = 2;
   t.summary = "layer normalization over the trailing axes";
   t.arguments = {tensor_spec("data", -1, "float data"),
                  {"axes", "int or [int, ...]", "[-1]", "the trailing axes normalized over"},
@@ -414,15 +459,17 @@ Template layer_norm_template() {
   };
   t.define_space = [name](ConfigSpace &s, const Json &a, const Target &) {
     s.define_split("tile_n", norm_size(parse_layer_norm(name, a)), 2, SplitPolicy::verbose(64));
+    s.define_bool("one_pass");
   };
   t.default_config = [name](const ConfigSpace &s, const Json &a, const Target &tg) {
     LayerNorm l = parse_layer_norm(name, a);
     const int64_t n = norm_size(l), b = std::min<int64_t>(n, tg.lanes(l.data.dtype));
-    return s.from_values({{"tile_n", Json::array_of(std::vector<int64_t>{ceil_div(n, b), b})}});
+    return s.from_values({{"tile_n", Json::array_of(std::vector<int64_t>{ceil_div(n, b), b})}, {"one_pass", Json(1)}});
   };
-  t.compute = [name](const Json &a, const Config &) {
+  t.compute = [name](const Json &a, const Config &cfg) {
     LayerNorm l = parse_layer_norm(name, a);
-    Compute c = layer_norm_compute(l);
+    // A config without the knob (another target's template over this compute) takes two passes.
+    Compute c = layer_norm_compute(l, cfg.defined() && cfg.has("one_pass") && cfg.choice_bool("one_pass"));
     c.attrs["first"] = l.first;
     return c;
   };

@@ -4,7 +4,8 @@
 //   global_pool2d.x86  max or average over the whole H x W plane.
 // Schedule: (batch, channel, row) fused and parallel; a run of output columns (NCHW) or the
 // channel block (NCHWc) vectorized (global NCHW pooling: the plane as one contiguous vectorized
-// reduction per channel); the window reduction runs outside the vector, computed at the
+// reduction per channel, or, transposed, into 4 partial sums per plane added across a vector of
+// planes); the window reduction runs outside the vector, computed at the
 // output tile together with the division and the epilogue. NCHW windows taller than a row may be
 // separable: the kernel rows reduced into a row buffer next to the output row, then its columns.
 #include <algorithm>
@@ -152,7 +153,11 @@ Expr taps(const Expr &o, int64_t k, int64_t s, int64_t d, int64_t p, int64_t lo,
 // the columns of that buffer (NCHW, a window taller than one row).
 bool separable_form(const Pool &p) { return !p.global && !p.blocked && p.kh > 1; }
 
-Compute pool_compute(const Pool &p, bool separable) {
+// Whether the separable form may read the padding inline under likely() bounds, so that lowering
+// splits the row stage's vector blocks into border blocks (guarded) and interior ones (unguarded).
+bool interior_form(const Pool &p) { return separable_form(p) && (p.pl || p.pr || p.pt || p.pb || p.ceil_mode); }
+
+Compute pool_compute(const Pool &p, bool separable, bool interior) {
   Compute r;
   te::Tensor data = te::placeholder(p.data.shape_exprs(), p.data.dtype, "data");
   r.inputs = {data};
@@ -165,7 +170,9 @@ Compute pool_compute(const Pool &p, bool separable) {
     before.push_back(0);
     after.push_back(0);
   }
-  te::Tensor src = pad(data, before, after, "data.pad", p.is_max ? min_value(dt) : make_zero(dt));
+  const Expr pad_value = p.is_max ? min_value(dt) : make_zero(dt);
+  interior = interior && separable;
+  te::Tensor src = interior ? data : pad(data, before, after, "data.pad", pad_value);
   if (src != data) r.parts["pad"] = src;
   te::IterVar rh = te::reduce_axis(i32(p.kh), "rh"), rw = te::reduce_axis(i32(p.kw), "rw");
   std::vector<Expr> shape;
@@ -176,9 +183,17 @@ Compute pool_compute(const Pool &p, bool separable) {
   if (separable) {
     // rows[n, c, oh, x]: the window's rows reduced, for every column of the padded input.
     std::vector<Expr> rshape = {i32(p.N), i32(p.C), i32(p.OH), i32(p.W + p.pl + er)};
+    const int64_t pt = p.pt, pl = p.pl, H = p.H, W = p.W;
     te::Tensor rows = te::compute(rshape, te::FCompute([=](const std::vector<Var> &i) {
                                     std::vector<Expr> idx = {i[0], i[1], i[2] * i32(sh) + rh->var * i32(dh), i[3]};
-                                    return is_max ? te::max(src(idx), {rh}) : te::sum(src(idx), {rh});
+                                    Expr v = src(idx);
+                                    if (interior) {
+                                      // The input read in place: inside the input under likely().
+                                      Expr y = idx[2] - i32(pt), x = idx[3] - i32(pl);
+                                      v = if_then_else(likely(y >= i32(0) && y < i32(H) && x >= i32(0) && x < i32(W)),
+                                                       data({i[0], i[1], y, x}), pad_value);
+                                    }
+                                    return is_max ? te::max(v, {rh}) : te::sum(v, {rh});
                                   }),
                                   is_max ? "pool_max_rows" : "pool_sum_rows", "pool");
     r.parts["rows"] = rows;
@@ -239,6 +254,7 @@ void define_pool_space(ConfigSpace &s, const Pool &p) {
   s.define_bool("unroll_kw");
   if (p.pt || p.pl || p.pb || p.pr || p.ceil_mode) s.define_bool("pad_inline");
   if (separable_form(p)) s.define_bool("separable");
+  if (interior_form(p)) s.define_bool("interior");
 }
 
 Config default_pool(const ConfigSpace &s, const Pool &p, const Target &t) {
@@ -250,6 +266,9 @@ Config default_pool(const ConfigSpace &s, const Pool &p, const Target &t) {
   int64_t owi =
       p.blocked ? largest_divisor_at_most(p.OW, 8) : largest_divisor_at_most(p.OW, strided ? lanes : 2 * lanes);
   if (!p.blocked && owi < lanes / 2 && p.OW >= lanes) owi = lanes;
+  // Strided: whole vectors, the row's tail split off by loop partitioning, rather than a divisor
+  // of the row that is no multiple of a vector (14 of 28 columns: vectors of 8, 4 and 2 lanes).
+  if (strided && p.OW >= lanes && owi % lanes != 0) owi = lanes;
   std::vector<std::pair<std::string, Json>> v = {
       {"tile_ow", Json::array_of(std::vector<int64_t>{ceil_div(p.OW, owi), owi})},
       {"unroll_kw", Json(p.kw <= 4 ? 1 : 0)}};
@@ -260,10 +279,12 @@ Config default_pool(const ConfigSpace &s, const Pool &p, const Target &t) {
   const bool separable = s.has_knob("separable") && p.kh > p.sh;
   if (s.has_knob("separable")) v.emplace_back("separable", Json(separable ? 1 : 0));
   if (s.has_knob("pad_inline")) v.emplace_back("pad_inline", Json(strided && !separable ? 0 : 1));
+  // The separable form's row stage in vector blocks with the border blocks split off.
+  if (s.has_knob("interior")) v.emplace_back("interior", Json(separable ? 1 : 0));
   return s.from_values(v);
 }
 
-void schedule_pool(te::Schedule &s, const Compute &c, const Config &cfg) {
+void schedule_pool(te::Schedule &s, const Compute &c, const Config &cfg, const Target &t) {
   auto [out, acc] = pool_stages(s, c);
   te::Stage O = s[out];
   const bool blocked = out.ndim() == 5;
@@ -288,9 +309,19 @@ void schedule_pool(te::Schedule &s, const Compute &c, const Config &cfg) {
     // along the whole padded width; the columns then reduced from it.
     te::Stage R = s[c.part("rows")];
     R.compute_at(O, par);
-    R.reorder({R.reduce_axis(0), R.axis(3)});
-    R.unroll(R.reduce_axis(0));
-    R.vectorize(R.axis(3));
+    if (c.attrs.count("interior")) {
+      // Vector blocks, each reducing its kernel rows in registers; the blocks whose columns all
+      // lie inside the input lose their bounds checks when lowering partitions the block loop.
+      IterVar xo, xi;
+      R.split(R.axis(3), static_cast<int>(t.lanes(c.outputs[0].dtype())), &xo, &xi);
+      R.reorder({xo, R.reduce_axis(0), xi});
+      R.unroll(R.reduce_axis(0));
+      R.vectorize(xi);
+    } else {
+      R.reorder({R.reduce_axis(0), R.axis(3)});
+      R.unroll(R.reduce_axis(0));
+      R.vectorize(R.axis(3));
+    }
     A.reorder({A.reduce_axis(0), A.axis(3)});
     if (cfg.choice_bool("unroll_kw")) A.unroll(A.reduce_axis(0));
   } else {
@@ -328,6 +359,9 @@ void define_global_space(ConfigSpace &s, const Pool &p, const Target &t) {
     std::vector<int64_t> blocks;
     for (int64_t b = lanes; b >= 1 && b * 4 >= lanes; b /= 2) blocks.push_back(b);
     s.define_choice("block", blocks);
+    // Several planes at once: each plane summed into 4 partial sums, then the partial sums of a
+    // vector of planes added vertically (stride-4 loads) instead of a tree per plane.
+    s.define_bool("transpose");
   }
 }
 
@@ -344,7 +378,12 @@ Config default_global(const ConfigSpace &s, const Pool &p, const Target &t) {
   const int64_t lanes = t.lanes(p.data.dtype);
   int64_t block = lanes;
   while (block * 4 > plane && block * 4 > lanes) block /= 2;
-  return s.from_values({{"tile_c", Json::array_of(std::vector<int64_t>{p.C / tc, tc})}, {"block", Json(block)}});
+  // Planes under four vectors: transposed, the per-plane trees replaced by vertical adds of a
+  // vector of planes' partial sums.
+  const bool transpose = plane < 4 * lanes;
+  return s.from_values({{"tile_c", Json::array_of(std::vector<int64_t>{p.C / tc, tc})},
+                        {"block", Json(block)},
+                        {"transpose", Json(transpose ? 1 : 0)}});
 }
 
 void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg) {
@@ -362,8 +401,27 @@ void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg) {
     A.reorder({A.axis(1), A.reduce_axis(0), A.reduce_axis(1), A.axis(4)});
     A.vectorize(A.axis(4));
   } else {
-    // Each channel's plane is contiguous: one vectorized row reduction over it.
-    schedule_row_reduction(s, acc, O, par, cfg.choice_int("block"));
+    if (cfg.has("transpose") && cfg.choice_bool("transpose")) {
+      // Each plane into 4 partial sums (vectors of 4 along the plane), then the chunk's planes
+      // side by side: the 4 partial sums of a vector of planes added vertically.
+      te::Stage A = s[acc];
+      IterVar k, ko, ki;
+      A.fuse({A.reduce_axis(0), A.reduce_axis(1)}, &k);
+      A.split(k, 4, &ko, &ki);
+      te::Tensor rf = s.rfactor(acc, ki, 4);
+      te::Stage R = s[rf];
+      R.compute_at(O, par);
+      R.reorder({R.axis(1), R.reduce_axis(0), R.axis(4)});
+      R.vectorize(R.axis(4));
+      A.compute_at(O, par);
+      A.reorder({A.reduce_axis(0), A.axis(1)});
+      A.unroll(A.reduce_axis(0));
+      A.vectorize(A.axis(1));
+      O.vectorize(cs[1]);
+    } else {
+      // Each channel's plane is contiguous: one vectorized row reduction over it.
+      schedule_row_reduction(s, acc, O, par, cfg.choice_int("block"));
+    }
   }
 }
 
@@ -387,9 +445,10 @@ Template pool_template(const std::string &name, bool global, const std::string &
   Template t;
   t.name = name;
   // global_pool2d version 2: NCHW planes are one vectorized row reduction (no tile_w knob);
-  // version 3: the knob block (that reduction's vector block).
-  // pool2d version 2: the separable knob (NCHW rows reduced into a row buffer, then columns).
-  t.version = global ? 3 : 2;
+  // version 3: the knob block (that reduction's vector block); version 4: the knob transpose.
+  // pool2d version 2: the separable knob (NCHW rows reduced into a row buffer, then columns);
+  // version 3: the interior knob (the separable row stage's border vector blocks split off).
+  t.version = global ? 4 : 3;
   t.summary = summary;
   t.arguments = pool_arguments(global);
   const Json data =
@@ -407,10 +466,14 @@ Template pool_template(const std::string &name, bool global, const std::string &
     return global ? default_global(s, p, tg) : default_pool(s, p, tg);
   };
   t.compute = [name, global](const Json &a, const Config &cfg) {
-    return pool_compute(parse(name, global, a), cfg.defined() && cfg.has("separable") && cfg.choice_bool("separable"));
+    auto on = [&cfg](const char *knob) { return cfg.defined() && cfg.has(knob) && cfg.choice_bool(knob); };
+    const bool separable = on("separable"), interior = separable && on("interior");
+    Compute c = pool_compute(parse(name, global, a), separable, interior);
+    if (interior) c.attrs["interior"] = 1;
+    return c;
   };
-  t.schedule = [global](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
-    global ? schedule_global(s, c, cfg) : schedule_pool(s, c, cfg);
+  t.schedule = [global](te::Schedule &s, const Compute &c, const Config &cfg, const Target &tg) {
+    global ? schedule_global(s, c, cfg) : schedule_pool(s, c, cfg, tg);
   };
   return t;
 }

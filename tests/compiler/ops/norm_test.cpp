@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 #include "compiler/ops/epilogue.h"
 #include "tests/compiler/ops/op_test_util.h"
@@ -140,6 +141,37 @@ TEST(Norm, LongRowsUseSeveralAccumulatorsAndTails) {
     testing::check_against_reference(
         ln, testing::test_configs(ln, 3, 97 + static_cast<uint64_t>(len)),
         [&](const std::vector<Host> &in) { return naive_layer_norm(in[0], 1, 1e-5, &in[1], &in[2]); }, 5e-5);
+  }
+}
+
+// Rows with a large mean and a small spread (mean 1e3, standard deviation 1e-1): the statistics
+// are taken in one pass, and a plain sum of squares minus the squared mean would lose the variance
+// to cancellation in float32 (its error would exceed the variance itself). The default config (one
+// pass), the two-pass form and sampled configs, through the C and the LLVM back ends, against a
+// two-pass double reference.
+TEST(Norm, LayerNormLargeMeanKeepsTheVariance) {
+  for (int64_t len : {int64_t{768}, int64_t{133}, int64_t{1000}, int64_t{7}}) {
+    ops::Task ln("layer_norm.x86", Json::object({{"data", tensor({3, len})}, {"epsilon", 1e-5}}), kTarget);
+    ops::Compute c = ln.compute(ln.default_config());
+    std::vector<deploy::Tensor> inputs = testing::make_inputs(c, 11);
+    std::mt19937_64 rng(static_cast<uint64_t>(len));
+    std::normal_distribution<double> spread(1e3, 1e-1);
+    for (int64_t i = 0; i < inputs[0].numel(); ++i) testing::set_elem(inputs[0], i, spread(rng));
+    std::vector<Host> host;
+    for (const auto &t : inputs) host.push_back(testing::to_host(t));
+    const Host want = naive_layer_norm(host[0], 1, 1e-5, &host[1], &host[2]);
+    std::vector<autotune::Config> configs = testing::test_configs(ln, 2, 120 + static_cast<uint64_t>(len));
+    ASSERT_TRUE(configs[0].choice_bool("one_pass"));
+    configs.push_back(ln.space().parse_config_text("one_pass=0", configs[0]));
+    for (const auto &cfg : configs) {
+      SCOPED_TRACE("length " + std::to_string(len) + " config " + cfg.to_string());
+      // float32 holds values near 1e3 to about 3e-5, so (x - mean) / 0.1 is good to a few 1e-4 with
+      // the shifted sums; the two-pass form's mean, a float32 sum of the raw values (about 1e6),
+      // loses a little more.
+      const double tol = cfg.choice_bool("one_pass") ? 2e-3 : 5e-3;
+      EXPECT_LE(testing::rel_error(want, testing::run_config(ln, cfg, inputs)[0]), tol);
+      EXPECT_LE(testing::rel_error(want, testing::run_config_llvm(ln, cfg, inputs)[0]), tol);
+    }
   }
 }
 

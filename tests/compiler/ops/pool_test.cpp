@@ -101,13 +101,16 @@ void check_pool(const std::vector<int64_t> &shape, const PoolParams &p, const Js
 }
 
 // The separable form (kernel rows into a row buffer, then columns) and the direct one, each with
-// the padding inline and as a copy, at the default tile and a whole-row one.
+// the padding inline and as a copy, at the default tile and a whole-row one; where the input is
+// padded, the separable form also with its row stage's border vector blocks split off (interior)
+// and without.
 void check_pool_forms(const std::vector<int64_t> &shape, const PoolParams &p, const Json &epi) {
   ops::Task task("pool2d.x86", pool_args(shape, p, epi), kTarget);
   ASSERT_TRUE(task.space().has_knob("separable"));
   const int64_t ow = out_len(shape[3], p.kw, p.sw, p.pl, p.pr, p.dw, p.ceil_mode);
   std::vector<autotune::Config> configs;
-  for (const char *form : {"separable=0", "separable=1"}) {
+  for (const char *form : {"separable=0", "separable=1", "separable=1;interior=0", "separable=1;interior=1"}) {
+    if (std::string(form).find("interior") != std::string::npos && !task.space().has_knob("interior")) continue;
     for (const char *pad : {"", ";pad_inline=0", ";pad_inline=1"}) {
       if (*pad && !task.space().has_knob("pad_inline")) continue;
       const autotune::Config d = task.default_config();
@@ -132,6 +135,11 @@ TEST(Pool, SeparableFormMatchesTheDirectOne) {
   // The benchmark's max pool at a small size, and widths no vector width divides.
   check_pool_forms({1, 3, 12, 12}, p, Json::array());
   check_pool_forms({2, 2, 13, 37}, p, Json::array({ops::epilogue::relu()}));
+  // Padded rows of 52 and 114 columns: border and interior vector blocks, and a tail block; a
+  // row narrower than a vector has no interior block.
+  check_pool_forms({1, 2, 9, 50}, p, Json::array());
+  check_pool_forms({1, 2, 5, 112}, p, Json::array());
+  check_pool_forms({1, 2, 6, 7}, p, Json::array());
   p.ceil_mode = true;
   p.pb = p.pr = 0;
   check_pool_forms({1, 2, 10, 19}, p, Json::array());
@@ -149,6 +157,26 @@ TEST(Pool, SeparableFormMatchesTheDirectOne) {
   check_pool_forms({1, 2, 11, 17}, p, Json::array());
 }
 
+// The interior form through the LLVM back end (vector blocks with likely() bounds, partitioned):
+// max and average, widths with and without an interior block, against naive C++.
+TEST(Pool, InteriorFormThroughLlvm) {
+  PoolParams mx;
+  mx.kh = mx.kw = 3;
+  mx.pt = mx.pl = mx.pb = mx.pr = 1;
+  for (const auto &[shape, p] : {std::make_pair(std::vector<int64_t>{1, 3, 11, 113}, mx),
+                                 std::make_pair(std::vector<int64_t>{2, 2, 7, 9}, mx),
+                                 std::make_pair(std::vector<int64_t>{1, 4, 7, 45}, uneven_average())}) {
+    ops::Task task("pool2d.x86", pool_args(shape, p), kTarget);
+    ASSERT_TRUE(task.space().has_knob("interior"));
+    const autotune::Config cfg = task.space().parse_config_text("separable=1;interior=1", task.default_config());
+    ops::Compute c = task.compute(cfg);
+    std::vector<deploy::Tensor> inputs = testing::make_inputs(c, 3);
+    const Host want = naive_pool(testing::to_host(inputs[0]), p);
+    SCOPED_TRACE("width " + std::to_string(shape[3]));
+    EXPECT_LE(testing::rel_error(want, testing::run_config_llvm(task, cfg, inputs)[0]), 1e-5);
+  }
+}
+
 TEST(Pool, SeparableByDefaultWhereWindowsOverlapAlongH) {
   PoolParams p;
   p.kh = p.kw = 3;
@@ -156,6 +184,7 @@ TEST(Pool, SeparableByDefaultWhereWindowsOverlapAlongH) {
   ops::Task overlap("pool2d.x86", pool_args({1, 64, 112, 112}, p, Json::array()), kTarget);
   EXPECT_TRUE(overlap.default_config().choice_bool("separable"));
   EXPECT_TRUE(overlap.default_config().choice_bool("pad_inline"));
+  EXPECT_TRUE(overlap.default_config().choice_bool("interior"));
   ops::Task disjoint("pool2d.x86", pool_args({1, 64, 56, 56}, PoolParams(), Json::array()), kTarget);
   EXPECT_FALSE(disjoint.default_config().choice_bool("separable"));
   PoolParams one_row;
@@ -163,6 +192,28 @@ TEST(Pool, SeparableByDefaultWhereWindowsOverlapAlongH) {
   one_row.sh = 1;
   ops::Task single("pool2d.x86", pool_args({1, 4, 8, 8}, one_row, Json::array()), kTarget);
   EXPECT_FALSE(single.space().has_knob("separable"));
+}
+
+// A strided NCHW pool whose output row is no multiple of a vector takes whole vectors by default,
+// the row's tail split off (28 columns: 16 and a tail of 12, not two 14s); the default config then
+// agrees with naive C++ at rows of 28, 37 and 35 columns, and at one shorter than a vector.
+TEST(Pool, StridedRowsTakeWholeVectorsAndATail) {
+  ops::Task avg("pool2d.x86", pool_args({1, 64, 56, 56}, [] {
+                  PoolParams p;
+                  p.is_max = false;
+                  return p;
+                }()),
+                kTarget);
+  EXPECT_EQ(avg.default_config().split("tile_ow"), (std::vector<int64_t>{2, 16}));
+  PoolParams a;
+  a.is_max = false;
+  PoolParams m;
+  m.kh = m.kw = 3;
+  m.pt = m.pl = m.pb = m.pr = 1;
+  check_pool({1, 3, 6, 56}, a, Json::array(), 140);
+  check_pool({1, 2, 5, 75}, a, Json::array(), 141);
+  check_pool({1, 2, 9, 70}, m, Json::array(), 142);
+  check_pool({2, 2, 4, 19}, a, Json::array(), 143);
 }
 
 TEST(Pool, MaxWithPaddingAndCeilMode) {
@@ -232,11 +283,12 @@ TEST(Pool, Global) {
 TEST(Pool, GlobalEveryVectorBlock) {
   for (bool is_max : {true, false}) {
     for (const std::vector<int64_t> &shape :
-         {std::vector<int64_t>{1, 40, 7, 7}, std::vector<int64_t>{2, 6, 3, 5}, std::vector<int64_t>{1, 8, 14, 14}}) {
+         {std::vector<int64_t>{1, 40, 7, 7}, std::vector<int64_t>{2, 6, 3, 5}, std::vector<int64_t>{1, 8, 14, 14},
+          std::vector<int64_t>{1, 24, 1, 3}}) {
       ops::Task task("global_pool2d.x86",
                      Json::object({{"data", tensor(shape)}, {"pool_type", is_max ? "max" : "avg"}}), kTarget);
       std::vector<autotune::Config> configs;
-      for (const char *block : {"block=16", "block=8", "block=4"}) {
+      for (const char *block : {"block=16", "block=8", "block=4", "transpose=1"}) {
         configs.push_back(task.space().parse_config_text(block, task.default_config()));
         configs.push_back(task.space().parse_config_text(
             std::string(block) + ";tile_c=[" + std::to_string(shape[1]) + ",1]", task.default_config()));
@@ -252,16 +304,46 @@ TEST(Pool, GlobalEveryVectorBlock) {
   }
 }
 
+// The transposed form (each plane into 4 partial sums, a vector of planes' partial sums added
+// vertically) through the LLVM back end: planes of 49, 15 and 3 floats, chunks of 1 to 64 planes.
+TEST(Pool, GlobalTransposedThroughLlvm) {
+  for (bool is_max : {true, false}) {
+    for (const std::vector<int64_t> &shape : {std::vector<int64_t>{1, 128, 7, 7}, std::vector<int64_t>{2, 6, 3, 5},
+                                              std::vector<int64_t>{1, 24, 1, 3}}) {
+      ops::Task task("global_pool2d.x86",
+                     Json::object({{"data", tensor(shape)}, {"pool_type", is_max ? "max" : "avg"}}), kTarget);
+      PoolParams p;
+      p.is_max = is_max;
+      p.kh = shape[2];
+      p.kw = shape[3];
+      p.sh = p.sw = 1;
+      for (const auto &knob : task.space().knob("tile_c").entities) {
+        const autotune::Config cfg =
+            task.space().parse_config_text("transpose=1;tile_c=" + knob.dump(), task.default_config());
+        ops::Compute c = task.compute(cfg);
+        std::vector<deploy::Tensor> inputs = testing::make_inputs(c, 5);
+        SCOPED_TRACE(cfg.to_string());
+        EXPECT_LE(testing::rel_error(naive_pool(testing::to_host(inputs[0]), p),
+                                     testing::run_config_llvm(task, cfg, inputs)[0]),
+                  1e-5);
+      }
+    }
+  }
+}
+
 TEST(Pool, GlobalDefaultsForSmallPlanes) {
-  // 7x7 planes (49 floats, under four 16-lane vectors): half vectors, 32 planes a parallel chunk.
+  // 7x7 planes (49 floats, under four 16-lane vectors): half vectors, 32 planes a parallel chunk,
+  // transposed (a vector of planes' partial sums added vertically); 14x14 planes: a tree per plane.
   ops::Task small("global_pool2d.x86", Json::object({{"data", tensor({1, 1280, 7, 7})}, {"pool_type", "avg"}}),
                   kTarget);
   EXPECT_EQ(small.default_config().choice_int("block"), 8);
   EXPECT_EQ(small.default_config().split("tile_c")[1], 32);
+  EXPECT_TRUE(small.default_config().choice_bool("transpose"));
   ops::Task large("global_pool2d.x86", Json::object({{"data", tensor({1, 64, 14, 14})}, {"pool_type", "avg"}}),
                   kTarget);
   EXPECT_EQ(large.default_config().choice_int("block"), 16);
   EXPECT_EQ(large.default_config().split("tile_c")[1], 8);
+  EXPECT_FALSE(large.default_config().choice_bool("transpose"));
 }
 
 TEST(Pool, AverageOfIntegersIsRejected) {
