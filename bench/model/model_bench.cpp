@@ -172,7 +172,7 @@ Timing ort_ms(const std::string &ort_dir, const std::string &script, const std::
 
 }  // namespace
 
-int main(int argc, char **argv) {
+int run_bench(int argc, char **argv) {
   std::string models_dir, ort_dir = "build/bench/model/ort", db_path, device_key = "local-cpu";
   std::string names_text = "resnet18,mobilenet_v2,squeezenet1_1,bert_encoder";
   int threads = 1;
@@ -199,7 +199,8 @@ int main(int argc, char **argv) {
       artifact_only = true;
     else {
       std::fprintf(stderr,
-                   "usage: model_bench --models DIR [--names a,b] [--threads 1,2] [--runs N] [--ort DIR] [--db F] [--artifact-only]\n");
+                   "usage: model_bench --models DIR [--names a,b] [--threads 1,2] [--runs N] [--ort DIR] [--db F] "
+                   "[--artifact-only]\n");
       return 2;
     }
   }
@@ -266,17 +267,16 @@ int main(int argc, char **argv) {
       std::printf(
           " kiln_tuned_ms=%.3f kiln_tuned_cpu_ms=%.3f tuned_vs_ort=%.2f tuned_vs_ort_cpu=%.2f tuned_vs_untuned=%.2f "
           "tuned_kernels=%d template_kernels=%d compile_tuned_s=%.2f",
-          tuned_t.median_ms, tuned_t.cpu_ms, ratio(ort.median_ms, tuned_t.median_ms),
-          ratio(ort.cpu_ms, tuned_t.cpu_ms), ratio(art_t.median_ms, tuned_t.median_ms),
-          art_tuned->report.tuned_kernels, art_tuned->report.template_kernels,
-          passes_s + art_tuned->report.compile_s);
+          tuned_t.median_ms, tuned_t.cpu_ms, ratio(ort.median_ms, tuned_t.median_ms), ratio(ort.cpu_ms, tuned_t.cpu_ms),
+          ratio(art_t.median_ms, tuned_t.median_ms), art_tuned->report.tuned_kernels,
+          art_tuned->report.template_kernels, passes_s + art_tuned->report.compile_s);
     }
     // The headline: the CPU-time ratio while ONNX Runtime's CPU time stays within its wall time per
     // thread it was given, else (work on threads beyond them, e.g. the node binding's) the wall-time
     // ratio.
     const bool ort_extra_threads = ort.cpu_ms > 1.05 * ort.median_ms * threads;
     const double headline = ort_extra_threads ? ratio(ort.median_ms, art_t.median_ms) : ratio(ort.cpu_ms, art_t.cpu_ms);
-    const double headline_tuned = !art_tuned ? 0.0
+    const double headline_tuned = !art_tuned          ? 0.0
                                   : ort_extra_threads ? ratio(ort.median_ms, tuned_t.median_ms)
                                                       : ratio(ort.cpu_ms, tuned_t.cpu_ms);
     std::printf(" headline=%s untuned_vs_ort=%.2f", ort_extra_threads ? "wall" : "cpu", headline);
@@ -295,4 +295,13 @@ int main(int argc, char **argv) {
     std::printf("\n");
   }
   return 0;
+}
+
+int main(int argc, char **argv) {
+  try {
+    return run_bench(argc, argv);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "model_bench: %s\n", e.what());
+    return 1;
+  }
 }

@@ -334,9 +334,9 @@ class LayoutPass {
     c.inputs = {in_layout(n.inputs[0], pb.ic_bn),
                 rw_.constant(w.name + "_padded_packed",
                              pack_weight(pad_first_axis(w.constant, padded), pb.ic_bn, pb.oc_bn, false)),
-                has_bias ? rw_.constant(old(n.inputs[2]).name + "_padded",
-                                        pad_first_axis(old(n.inputs[2]).constant, padded))
-                         : kNoValue};
+                has_bias
+                    ? rw_.constant(old(n.inputs[2]).name + "_padded", pad_first_axis(old(n.inputs[2]).constant, padded))
+                    : kNoValue};
     const ValueId y = rw_.add(std::move(c), {name + "_padded_" + layout_name(pb.oc_bn)})[0];
     Node t;
     t.op = kLayoutTransformOp;
