@@ -62,21 +62,14 @@ deploy::Tensor pack_weight(const deploy::Tensor &w, int64_t ib, int64_t ob, bool
   return out;
 }
 
-// `t` (float32) with its first axis zero-padded to `extent`.
+// `t` with its first axis zero-padded to `extent`.
 deploy::Tensor pad_first_axis(const deploy::Tensor &t, int64_t extent) {
   std::vector<int64_t> shape = t.shape();
   shape[0] = extent;
   deploy::Tensor out = deploy::Tensor::empty(shape, t.dtype());
-  float *dst = out.data_as<float>();
-  std::memset(dst, 0, static_cast<size_t>(out.nbytes()));
-  std::memcpy(dst, t.data(), static_cast<size_t>(t.nbytes()));
+  std::memset(out.data(), 0, out.nbytes());
+  std::memcpy(out.data(), t.data(), t.nbytes());
   return out;
-}
-
-deploy::Tensor int64_vector(const std::vector<int64_t> &v) {
-  deploy::Tensor t = deploy::Tensor::empty({static_cast<int64_t>(v.size())}, deploy::DType::of<int64_t>());
-  for (size_t i = 0; i < v.size(); ++i) t.data_as<int64_t>()[i] = v[i];
-  return t;
 }
 
 struct ConvBlocks {
@@ -348,8 +341,8 @@ class LayoutPass {
     Node s;
     s.op = "Slice";
     s.name = name + "_drop_padding";
-    s.inputs = {full, rw_.constant(name + "_starts", int64_vector({0})),
-                rw_.constant(name + "_ends", int64_vector({OC})), rw_.constant(name + "_axes", int64_vector({1}))};
+    s.inputs = {full, rw_.int64_constant(name + "_starts", {0}), rw_.int64_constant(name + "_ends", {OC}),
+                rw_.int64_constant(name + "_axes", {1})};
     const ValueId sliced = rw_.add(std::move(s), {name})[0];
     KILN_CHECK(rw_.out().value(sliced).type == out, n.describe(), ": the padded convolution gives ",
                rw_.out().value(sliced).type.str(), " for ", out.str());
