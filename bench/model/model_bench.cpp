@@ -5,20 +5,37 @@
 // simplification, fusion, the layout pass), and the deployed artifact of the optimized graph (what
 // `kiln compile` writes and `kiln run m.kiln` runs: one library, the static memory plan), which is
 // the number users get and the one compared with ONNX Runtime. Templates run at their default
-// configs unless --db gives a tuning log.
+// configs; with --db the artifact is compiled twice, at the default configs and at the tuning log's,
+// and the two are timed interleaved (one run of each in turn) so that both see the same load.
 //
 // Usage: model_bench --models DIR [--names resnet18,...] [--threads 1,2] [--runs N] [--ort DIR]
-//                    [--db kiln.db --device-key K]
+//                    [--db kiln.db --device-key K] [--artifact-only]
 //   --threads: one thread count per run (Kiln's thread pool is sized once per process).
+//   --artifact-only: skip the two executors (only the artifacts and ONNX Runtime are timed).
 //   DIR holds <name>/model.onnx and <name>/input_0.pb (tests/frontend/make_models.py writes them).
 // Prints one line per model and thread count:
 //   model=M threads=T kiln_ref_ms= kiln_opt_ms= kiln_art_ms= ort_ms= art_vs_ort= opt_vs_ort= ref_vs_ort=
-//   kiln_art_cpu_ms= ort_cpu_ms= art_vs_ort_cpu= kernels_ref= kernels_opt= tuned=
+//   kiln_art_cpu_ms= ort_cpu_ms= art_vs_ort_cpu= ort_cpu_per_wall= kernels_ref= kernels_opt= tuned=
+//   compile_s= peak_mb= unplanned_mb=
+// and with --db also
+//   kiln_tuned_ms= kiln_tuned_cpu_ms= tuned_vs_ort= tuned_vs_ort_cpu= tuned_vs_untuned= tuned_kernels=
+//   template_kernels= compile_tuned_s=
+// then headline=cpu|wall untuned_vs_ort= [tuned_vs_ort_headline=], the honest ratio: the CPU-time one
+// unless ONNX Runtime's CPU time exceeds its wall time times its threads by over 5% (work on threads
+// it was not given, as the node binding's for a model of microseconds), then the wall-time one; and
+// a last line with their geomean over the models:
+//   geomean threads=T models=K untuned_vs_ort= [tuned_vs_ort=]
 // where x_vs_ort = ort_ms / x_ms (above 1: Kiln is faster), medians of wall time over the runs;
 // *_cpu_ms are the process's CPU time per run (mean over the runs), steadier than wall time on a
-// machine shared with other work.
+// machine shared with other work as long as each side runs on the threads it is given:
+// ort_cpu_per_wall is ONNX Runtime's CPU time over its wall time (at 1 thread above 1 means work
+// on other threads, and the CPU-time ratio then overstates ONNX Runtime's cost). compile_s is the
+// graph passes plus `compile_graph` (what `kiln compile` does), peak_mb the static memory plan's
+// arena (inputs, outputs and intermediates; parameters aside) and unplanned_mb the same tensors
+// without reuse.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -27,6 +44,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <unistd.h>
 #include <vector>
 
@@ -77,17 +96,48 @@ Timing time_executor(const driver::GraphExecutor &ex, const deploy::Tensor &inpu
   return time_runs([&] { ex.run(in); }, runs);
 }
 
-// The optimized graph compiled into an artifact (as `kiln compile` does) and run as deployed.
-Timing time_artifact(const graph::Graph &g, const driver::ExecutorOptions &eo, const deploy::Tensor &input, int runs) {
+// The optimized graph compiled into an artifact (as `kiln compile` does) and loaded as deployed.
+struct Artifact {
+  deploy::GraphModule module;
+  driver::GraphCompileReport report;
+};
+
+Artifact compile_artifact(const graph::Graph &g, const driver::ExecutorOptions &eo, const deploy::Tensor &input) {
   const std::string path =
       (fs::temp_directory_path() / ("kiln_model_bench_" + std::to_string(::getpid()) + ".kiln")).string();
   driver::GraphCompileOptions co;
   co.kernels = eo;
-  driver::compile_graph(g, path, co);
+  driver::GraphCompileReport report = driver::compile_graph(g, path, co);
   deploy::GraphModule m = deploy::GraphModule::load(path);
   fs::remove(path);
   m.set_input(0, input);
-  return time_runs([&] { m.run(); }, runs);
+  return Artifact{std::move(m), report};
+}
+
+// Two artifacts timed interleaved: one run of each in turn, so both see the same load.
+std::pair<Timing, Timing> time_interleaved(deploy::GraphModule &a, deploy::GraphModule &b, int runs) {
+  for (int i = 0; i < 3; ++i) {
+    a.run();
+    b.run();
+  }
+  std::vector<double> ta, tb;
+  double ca = 0, cb = 0;
+  for (int i = 0; i < runs; ++i) {
+    for (int k = 0; k < 2; ++k) {
+      deploy::GraphModule &m = k == 0 ? a : b;
+      const double c0 = process_cpu_ms();
+      const auto t0 = std::chrono::steady_clock::now();
+      m.run();
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      (k == 0 ? ta : tb).push_back(ms);
+      (k == 0 ? ca : cb) += process_cpu_ms() - c0;
+    }
+  }
+  auto median = [](std::vector<double> t) {
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  };
+  return {Timing{median(ta), ca / runs}, Timing{median(tb), cb / runs}};
 }
 
 // Runs the ONNX Runtime peer in a node process; its median and CPU time per run in ms, or -1.
@@ -122,11 +172,12 @@ Timing ort_ms(const std::string &ort_dir, const std::string &script, const std::
 
 }  // namespace
 
-int main(int argc, char **argv) {
+int run_bench(int argc, char **argv) {
   std::string models_dir, ort_dir = "build/bench/model/ort", db_path, device_key = "local-cpu";
   std::string names_text = "resnet18,mobilenet_v2,squeezenet1_1,bert_encoder";
   int threads = 1;
   int runs = 20;
+  bool artifact_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -144,9 +195,12 @@ int main(int argc, char **argv) {
       db_path = next();
     else if (a == "--device-key")
       device_key = next();
+    else if (a == "--artifact-only")
+      artifact_only = true;
     else {
       std::fprintf(stderr,
-                   "usage: model_bench --models DIR [--names a,b] [--threads 1,2] [--runs N] [--ort DIR] [--db F]\n");
+                   "usage: model_bench --models DIR [--names a,b] [--threads 1,2] [--runs N] [--ort DIR] [--db F] "
+                   "[--artifact-only]\n");
       return 2;
     }
   }
@@ -159,33 +213,95 @@ int main(int argc, char **argv) {
   const std::string script = (fs::path(KILN_BENCH_MODEL_DIR) / "ort_runner.js").string();
   std::unique_ptr<db::TuningDb> log;
   std::unique_ptr<tuner::DbConfigLookup> lookup;
-  driver::ExecutorOptions eo;
+  driver::ExecutorOptions untuned, tuned;
   if (!db_path.empty()) {
     db::TuningDbOptions dbo;
     dbo.read_only = true;
     log = std::make_unique<db::TuningDb>(db::TuningDb::open(db_path, dbo));
     lookup = std::make_unique<tuner::DbConfigLookup>(*log, device_key);
-    eo.configs = lookup.get();
+    tuned.configs = lookup.get();
   }
+  double log_untuned = 0, log_tuned = 0;
+  int rated = 0;
   for (const std::string &name : bench::split_list(names_text)) {
     const std::string model = (fs::path(models_dir) / name / "model.onnx").string();
     const deploy::Tensor input =
         frontend::onnx::read_tensor_file((fs::path(models_dir) / name / "input_0.pb").string());
     graph::Graph g = frontend::onnx::import_model(model);
-    driver::GraphExecutor ref(g, eo);
-    driver::GraphExecutor opt(driver::optimize_graph(g), eo);
-    const double r = time_executor(ref, input, runs).median_ms, o = time_executor(opt, input, runs).median_ms;
-    const Timing art = time_artifact(opt.graph(), eo, input, runs);
+    const auto p0 = std::chrono::steady_clock::now();
+    const graph::Graph optimized = driver::optimize_graph(g);
+    const double passes_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
+    double r = -1, o = -1;
+    int kernels_ref = 0, kernels_opt = 0;
+    if (!artifact_only) {
+      driver::GraphExecutor ref(g, untuned);
+      driver::GraphExecutor opt(optimized, untuned);
+      r = time_executor(ref, input, runs).median_ms;
+      o = time_executor(opt, input, runs).median_ms;
+      kernels_ref = ref.stats().kernels;
+      kernels_opt = opt.stats().kernels;
+    }
+    Artifact art = compile_artifact(optimized, untuned, input);
+    Timing art_t, tuned_t;
+    std::unique_ptr<Artifact> art_tuned;
+    if (lookup) {
+      art_tuned = std::make_unique<Artifact>(compile_artifact(optimized, tuned, input));
+      std::tie(art_t, tuned_t) = time_interleaved(art.module, art_tuned->module, runs);
+    } else {
+      art_t = time_runs([&] { art.module.run(); }, runs);
+    }
     const Timing ort = ort_ms(ort_dir, script, model, input, threads, runs);
-    auto ratio = [](double peer, double kiln) { return peer > 0 ? peer / kiln : 0.0; };
+    auto ratio = [](double peer, double kiln) { return peer > 0 && kiln > 0 ? peer / kiln : 0.0; };
+    const double mb = 1024.0 * 1024.0;
     std::printf(
         "model=%s threads=%d kiln_ref_ms=%.3f kiln_opt_ms=%.3f kiln_art_ms=%.3f ort_ms=%.3f art_vs_ort=%.2f "
-        "opt_vs_ort=%.2f ref_vs_ort=%.2f kiln_art_cpu_ms=%.3f ort_cpu_ms=%.3f art_vs_ort_cpu=%.2f kernels_ref=%d "
-        "kernels_opt=%d tuned=%d\n",
-        name.c_str(), threads, r, o, art.median_ms, ort.median_ms, ratio(ort.median_ms, art.median_ms),
-        ratio(ort.median_ms, o), ratio(ort.median_ms, r), art.cpu_ms, ort.cpu_ms, ratio(ort.cpu_ms, art.cpu_ms),
-        ref.stats().kernels, opt.stats().kernels, opt.stats().tuned_kernels);
+        "opt_vs_ort=%.2f ref_vs_ort=%.2f kiln_art_cpu_ms=%.3f ort_cpu_ms=%.3f art_vs_ort_cpu=%.2f "
+        "ort_cpu_per_wall=%.2f kernels_ref=%d kernels_opt=%d tuned=%d compile_s=%.2f peak_mb=%.2f "
+        "unplanned_mb=%.2f",
+        name.c_str(), threads, r, o, art_t.median_ms, ort.median_ms, ratio(ort.median_ms, art_t.median_ms),
+        ratio(ort.median_ms, o), ratio(ort.median_ms, r), art_t.cpu_ms, ort.cpu_ms, ratio(ort.cpu_ms, art_t.cpu_ms),
+        ratio(ort.cpu_ms, ort.median_ms), kernels_ref, kernels_opt, art.report.tuned_kernels,
+        passes_s + art.report.compile_s, static_cast<double>(art.report.arena_bytes) / mb,
+        static_cast<double>(art.report.unplanned_bytes) / mb);
+    if (art_tuned) {
+      std::printf(
+          " kiln_tuned_ms=%.3f kiln_tuned_cpu_ms=%.3f tuned_vs_ort=%.2f tuned_vs_ort_cpu=%.2f tuned_vs_untuned=%.2f "
+          "tuned_kernels=%d template_kernels=%d compile_tuned_s=%.2f",
+          tuned_t.median_ms, tuned_t.cpu_ms, ratio(ort.median_ms, tuned_t.median_ms), ratio(ort.cpu_ms, tuned_t.cpu_ms),
+          ratio(art_t.median_ms, tuned_t.median_ms), art_tuned->report.tuned_kernels,
+          art_tuned->report.template_kernels, passes_s + art_tuned->report.compile_s);
+    }
+    // The headline: the CPU-time ratio while ONNX Runtime's CPU time stays within its wall time per
+    // thread it was given, else (work on threads beyond them, e.g. the node binding's) the wall-time
+    // ratio.
+    const bool ort_extra_threads = ort.cpu_ms > 1.05 * ort.median_ms * threads;
+    const double headline = ort_extra_threads ? ratio(ort.median_ms, art_t.median_ms) : ratio(ort.cpu_ms, art_t.cpu_ms);
+    const double headline_tuned = !art_tuned          ? 0.0
+                                  : ort_extra_threads ? ratio(ort.median_ms, tuned_t.median_ms)
+                                                      : ratio(ort.cpu_ms, tuned_t.cpu_ms);
+    std::printf(" headline=%s untuned_vs_ort=%.2f", ort_extra_threads ? "wall" : "cpu", headline);
+    if (art_tuned) std::printf(" tuned_vs_ort_headline=%.2f", headline_tuned);
+    std::printf("\n");
     std::fflush(stdout);
+    if (headline > 0) {
+      log_untuned += std::log(headline);
+      if (art_tuned) log_tuned += std::log(headline_tuned);
+      ++rated;
+    }
+  }
+  if (rated > 0) {
+    std::printf("geomean threads=%d models=%d untuned_vs_ort=%.2f", threads, rated, std::exp(log_untuned / rated));
+    if (lookup) std::printf(" tuned_vs_ort=%.2f", std::exp(log_tuned / rated));
+    std::printf("\n");
   }
   return 0;
+}
+
+int main(int argc, char **argv) {
+  try {
+    return run_bench(argc, argv);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "model_bench: %s\n", e.what());
+    return 1;
+  }
 }

@@ -62,6 +62,16 @@ deploy::Tensor pack_weight(const deploy::Tensor &w, int64_t ib, int64_t ob, bool
   return out;
 }
 
+// `t` with its first axis zero-padded to `extent`.
+deploy::Tensor pad_first_axis(const deploy::Tensor &t, int64_t extent) {
+  std::vector<int64_t> shape = t.shape();
+  shape[0] = extent;
+  deploy::Tensor out = deploy::Tensor::empty(shape, t.dtype());
+  std::memset(out.data(), 0, out.nbytes());
+  std::memcpy(out.data(), t.data(), t.nbytes());
+  return out;
+}
+
 struct ConvBlocks {
   Block ic_bn = 0, oc_bn = 0;
 };
@@ -270,6 +280,7 @@ class LayoutPass {
     // conv stays NCHW.
     const int64_t lanes = target_.lanes(ir::Float(32));
     if (b.oc_bn % lanes != 0 && lanes % b.oc_bn != 0) return false;
+    if (!depthwise && b.oc_bn < lanes && padded_conv(n, c, b, lanes)) return true;
     c.attrs["ic_bn"] = Attribute::of_int(b.ic_bn);
     c.attrs["oc_bn"] = Attribute::of_int(b.oc_bn);
     c.inputs = {in_layout(n.inputs[0], b.ic_bn),
@@ -281,6 +292,61 @@ class LayoutPass {
     KILN_CHECK(
         now.shape == std::vector<int64_t>({out.shape[0], out.shape[1] / b.oc_bn, out.shape[2], out.shape[3], b.oc_bn}),
         n.describe(), ": the blocked convolution gives ", now.str(), " for ", out.str());
+    return true;
+  }
+
+  // A conv whose output channels have no block of whole vectors (SqueezeNet's classifier: 1000
+  // channels, 8 a block with 16 lanes) runs with whole vectors on output channels padded to a
+  // multiple of the vector: its weight and bias are zero-padded at compile time, and the padded
+  // channels are dropped on the way back to NCHW (a LayoutTransform, then a Slice of the channels),
+  // which its consumers read. Only where the padding adds at most an eighth of the work, the conv
+  // adds no residual (its layout would be padded too) and the bias is a constant. `b` is the
+  // unpadded conv's blocks, `c` its node with every attribute but the blocks set.
+  bool padded_conv(const Node &n, Node c, const ConvBlocks &b, int64_t lanes) {
+    const Value &x = old(n.inputs[0]), &w = old(n.inputs[1]);
+    const TensorType &out = old(n.outputs[0]).type;
+    const int64_t OC = w.type.shape[0];
+    const int64_t padded = (OC + lanes - 1) / lanes * lanes;
+    if (n.inputs.size() > 3 || OC % lanes == 0 || (padded - OC) * 8 > OC) return false;
+    const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != kNoValue;
+    if (has_bias && (!old(n.inputs[2]).is_constant() || old(n.inputs[2]).type.shape != std::vector<int64_t>{OC}))
+      return false;
+    TensorType pw = w.type, pout = out;
+    pw.shape[0] = padded;
+    pout.shape[1] = padded;
+    ConvBlocks pb;
+    try {
+      pb = blocks(c, x.type, pw, kNoValue, n, pout);
+    } catch (const UserError &) {
+      return false;
+    }
+    if (pb.ic_bn != b.ic_bn || pb.oc_bn <= 0 || padded % pb.oc_bn != 0 || pb.oc_bn % lanes != 0) return false;
+    c.attrs["ic_bn"] = Attribute::of_int(pb.ic_bn);
+    c.attrs["oc_bn"] = Attribute::of_int(pb.oc_bn);
+    const std::string name = old(n.outputs[0]).name;
+    c.inputs = {in_layout(n.inputs[0], pb.ic_bn),
+                rw_.constant(w.name + "_padded_packed",
+                             pack_weight(pad_first_axis(w.constant, padded), pb.ic_bn, pb.oc_bn, false)),
+                has_bias
+                    ? rw_.constant(old(n.inputs[2]).name + "_padded", pad_first_axis(old(n.inputs[2]).constant, padded))
+                    : kNoValue};
+    const ValueId y = rw_.add(std::move(c), {name + "_padded_" + layout_name(pb.oc_bn)})[0];
+    Node t;
+    t.op = kLayoutTransformOp;
+    t.name = name + "_padded_to_nchw";
+    t.inputs = {y};
+    t.attrs["src_block"] = Attribute::of_int(pb.oc_bn);
+    t.attrs["dst_block"] = Attribute::of_int(0);
+    const ValueId full = rw_.add(std::move(t), {name + "_padded"})[0];
+    Node s;
+    s.op = "Slice";
+    s.name = name + "_drop_padding";
+    s.inputs = {full, rw_.int64_constant(name + "_starts", {0}), rw_.int64_constant(name + "_ends", {OC}),
+                rw_.int64_constant(name + "_axes", {1})};
+    const ValueId sliced = rw_.add(std::move(s), {name})[0];
+    KILN_CHECK(rw_.out().value(sliced).type == out, n.describe(), ": the padded convolution gives ",
+               rw_.out().value(sliced).type.str(), " for ", out.str());
+    primary_[static_cast<size_t>(n.outputs[0])] = {sliced, 0};
     return true;
   }
 

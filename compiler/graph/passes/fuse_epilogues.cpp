@@ -393,19 +393,13 @@ std::optional<MatrixAnchor> matrix_anchor(const Graph &g, const Uses &u, const N
   return m;
 }
 
-ValueId int64_constant(Rewriter &rw, const std::vector<int64_t> &v) {
-  deploy::Tensor t = deploy::Tensor::empty({static_cast<int64_t>(v.size())}, deploy::DType::of<int64_t>());
-  std::copy(v.begin(), v.end(), t.data_as<int64_t>());
-  return rw.constant("shape", t);
-}
-
 // `v` (new graph) as shape `shape`: itself, or a Reshape view.
 ValueId view_as(Rewriter &rw, ValueId v, const std::vector<int64_t> &shape, const std::string &name) {
   if (rw.out().value(v).type.shape == shape) return v;
   Node r;
   r.op = "Reshape";
   r.name = name + "_view";
-  r.inputs = {v, int64_constant(rw, shape)};
+  r.inputs = {v, rw.int64_constant("shape", shape)};
   return rw.add(r, {name + "_view"})[0];
 }
 
@@ -452,7 +446,7 @@ void emit_matrix(Rewriter &rw, const Graph &g, const Node &anchor, const MatrixA
   Node r;
   r.op = "Reshape";
   r.name = name + "_out";
-  r.inputs = {y, int64_constant(rw, ot.shape)};
+  r.inputs = {y, rw.int64_constant("shape", ot.shape)};
   rw.set(out, rw.add(r, {g.value(out).name})[0]);
 }
 

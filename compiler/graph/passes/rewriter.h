@@ -2,6 +2,7 @@
 // Internal to the passes: builds the rewritten graph while walking the old one in order. Inputs and
 // constants are carried over at construction; each old node is either copied (inputs mapped) or
 // replaced by what the pass adds, and `set` records what an old value became.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,13 @@ class Rewriter {
 
   ValueId constant(const std::string &base, deploy::Tensor t) {
     return out_.add_constant(out_.unique_name(base), std::move(t));
+  }
+
+  // A 1-D int64 constant (a shape, the starts of a Slice, ...).
+  ValueId int64_constant(const std::string &base, const std::vector<int64_t> &v) {
+    deploy::Tensor t = deploy::Tensor::empty({static_cast<int64_t>(v.size())}, deploy::DType::of<int64_t>());
+    std::copy(v.begin(), v.end(), t.data_as<int64_t>());
+    return constant(base, std::move(t));
   }
 
   // The new graph with the old outputs mapped, pruned of what nothing reads.

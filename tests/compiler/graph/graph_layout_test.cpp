@@ -232,6 +232,41 @@ TEST(GraphLayout, PoolsDepthwiseChannelConstantsAndConcatStayBlocked) {
   EXPECT_LE(max_difference(a, g), 1e-5);
 }
 
+// 1001 output channels have no block of whole vectors (nor of a part of one but 1): the conv runs
+// on 1008 channels, 7 of them zero weights and bias, blocked by whole vectors, and the padding is
+// dropped on the way back to NCHW, where the pool reads it.
+TEST(GraphLayout, OutputChannelsWithoutAVectorBlockArePaddedToWholeVectors) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 5, 5}});
+  ValueId r = add(g, "Relu", {conv(g, x, 1001, 1)});
+  g.add_output(add(g, "GlobalAveragePool", {r}, {}, "y"));
+  Graph a = alter(g);
+  ASSERT_EQ(count(a, "ConvNCHWc"), 1) << print(a);
+  EXPECT_EQ(count(a, "Slice"), 1) << print(a);
+  const int64_t lanes = driver::resolve_target("llvm -mcpu=native").lanes(ir::Float(32));
+  for (const Node &n : a.nodes()) {
+    if (n.op != "ConvNCHWc") continue;
+    const TensorType &y = a.value(n.outputs[0]).type;
+    ASSERT_EQ(y.rank(), 5);
+    EXPECT_EQ(y.shape[4] % lanes, 0) << "the output block is whole vectors: " << y.str();
+    EXPECT_EQ(y.shape[1] * y.shape[4], 1008) << y.str();
+  }
+  expect_outputs_kept(g, a);
+  EXPECT_LE(max_difference(a, g), 1e-4);
+}
+
+// Where padding would add more than an eighth of the work (20 channels to 24 or 32), the conv keeps a
+// block of part of a vector and nothing is sliced.
+TEST(GraphLayout, OutputChannelsAreNotPaddedBeyondAnEighth) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 5, 5}});
+  g.add_output(conv(g, x, 20, 1, 1, "y"));
+  Graph a = alter(g);
+  EXPECT_EQ(count(a, "ConvNCHWc"), 1) << print(a);
+  EXPECT_EQ(count(a, "Slice"), 0) << print(a);
+  EXPECT_LE(max_difference(a, g), 1e-5);
+}
+
 TEST(GraphLayout, AConcatWhoseChannelsDoNotDivideTheBlockGoesBackToNchw) {
   Graph g;
   ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 6, 6}});
@@ -453,6 +488,16 @@ void check_model(const std::string &model, const ModelCounts &want) {
     scale = std::max(scale, std::fabs(double(of.data_as<float>()[i])));
   }
   EXPECT_LE(worst, 1e-4 * scale) << model << ": the blocked graph differs from the NCHW one";
+  // And what torch computes (the exported float64 output).
+  const deploy::Tensor ref = frontend::onnx::read_tensor_file((dir / "output_0.pb").string());
+  ASSERT_EQ(ref.numel(), oa.numel());
+  worst = 0, scale = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    const double r = ref.dtype().bytes() == 8 ? ref.data_as<double>()[i] : ref.data_as<float>()[i];
+    worst = std::max(worst, std::fabs(r - oa.data_as<float>()[i]));
+    scale = std::max(scale, std::fabs(r));
+  }
+  EXPECT_LE(worst, 1e-4 * scale) << model << ": the blocked graph differs from torch";
 }
 
 // Every conv blocked; transforms at the input and before the classifier only.
@@ -462,6 +507,16 @@ TEST(GraphLayout, Resnet18IsBlockedFromTheInputToTheClassifier) { check_model("r
 // 24 channels (no block of whole vectors with 16 lanes) take a part of a vector, 8, and the 1x1
 // expansions read it.
 TEST(GraphLayout, MobilenetV2IsBlockedFromTheInputToTheClassifier) { check_model("mobilenet_v2", {52, 0, 2}); }
+
+// SqueezeNet: the Fire modules' concats stay blocked; the classifier's 1000 output channels are
+// padded to whole vectors and sliced back in NCHW before the global pool (the transform back).
+TEST(GraphLayout, Squeezenet11IsBlockedWithItsClassifierPadded) {
+  check_model("squeezenet1_1", {26, 0, 2});
+  const fs::path dir = fs::path(KILN_MODELS_DIR) / "squeezenet1_1";
+  if (!fs::exists(dir / "model.onnx")) return;
+  Graph a = driver::optimize_graph(frontend::onnx::import_model((dir / "model.onnx").string()));
+  EXPECT_EQ(count(a, "Slice"), 1) << print(a);
+}
 
 }  // namespace
 }  // namespace kiln::graph
