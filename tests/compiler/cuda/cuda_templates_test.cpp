@@ -84,6 +84,22 @@ void expect_compiles(const Task &task, int random_configs) {
   }
 }
 
+// The largest difference between the outputs of `task`'s default config and the unscheduled
+// compute of the template `reference` on the same workload and inputs: a check of the task's own
+// compute against an independent one.
+double diff_from_template(const Task &task, const std::string &reference, const Json &args) {
+  const Task ref(reference, args, cuda_target());
+  Compute ref_c = ref.compute(ref.default_config());
+  auto ref_s = te::create_schedule(ref_c.outputs);
+  ir::LoweredFunc ref_f = lower::lower(*ref_s, ref_c.args(), "reference");
+  auto in = testing::make_args(ref_f, shapes_of(ref_c.args()), 17);
+  auto expect = testing::run_interp(ref_f, in);
+  auto got = testing::run_interp(task.lower(task.default_config(), "k"), in);
+  double diff = 0;
+  for (size_t a = ref_c.inputs.size(); a < got.size(); ++a) diff = std::max(diff, testing::max_diff(expect[a], got[a]));
+  return diff;
+}
+
 // Whether the source stores to `buffer` on two lines in a row, the second at the first's index plus
 // `stride`: the statements of two virtual threads interleaved, each with its copy of the buffer.
 bool stores_interleaved(const std::string &src, const std::string &buffer, int64_t stride) {
@@ -116,7 +132,8 @@ TEST(CudaTemplates, EveryConfigOfTheThreadPerOutputTemplatesMatchesTheUnschedule
     const std::string &name = w.template_name;
     if (name.size() < 5 || name.compare(name.size() - 5, 5, ".cuda") != 0) continue;
     if (name == "matmul.cuda" || name == "dense.cuda" || name == "batch_matmul.cuda" || name == "softmax.cuda" ||
-        name == "layer_norm.cuda" || name == "conv2d_nchw.cuda" || name == "depthwise_conv2d_nchw.cuda") {
+        name == "layer_norm.cuda" || name == "conv2d_nchw.cuda" || name == "depthwise_conv2d_nchw.cuda" ||
+        name == "conv2d_nchw_implicit_gemm.cuda") {
       continue;
     }
     SCOPED_TRACE(name);
@@ -340,6 +357,75 @@ TEST(CudaTemplates, DepthwiseConv2dRandomConfigsMatchTheUnscheduledCompute) {
     EXPECT_GT(task.space().count_valid(), 200);
     EXPECT_EQ(check_configs(task, random_configs(task, n), 1e-4), n);
     expect_compiles(task, 2);
+  }
+}
+
+// conv2d_nchw_implicit_gemm.cuda: the convolution as a GEMM over K = IC·KH·KW, the im2col gather
+// inlined into the staging of the A tile. ResNet-18-like layers scaled down: a 3 x 3 stride-2
+// convolution with padding whose K (3 x 3 x 3 = 27) is no multiple of a power-of-two step, with a
+// bias + ReLU epilogue (200 random configs); a 1 x 1 stride-2 downsample and a 3 x 3 stride-1 layer
+// over a batch of two (30 each).
+TEST(CudaTemplates, Conv2dImplicitGemmRandomConfigsMatchTheUnscheduledCompute) {
+  const Json relu = Json::array({epilogue::bias_add(), epilogue::relu()});
+  Json stem = Json::parse(R"({"data": {"shape": [1, 3, 16, 16]}, "kernel": {"shape": [8, 3, 3, 3]}, "strides": 2,
+                              "padding": 1})");
+  stem.set("epilogue", relu);
+  const std::vector<std::pair<Json, int>> workloads = {
+      {stem, 200},
+      {Json::parse(R"({"data": {"shape": [1, 8, 8, 8]}, "kernel": {"shape": [16, 8, 1, 1]}, "strides": 2})"), 30},
+      {Json::parse(R"({"data": {"shape": [2, 4, 6, 6]}, "kernel": {"shape": [6, 4, 3, 3]}, "padding": [1, 0, 1, 0]})"),
+       30},
+  };
+  for (const auto &[args, n] : workloads) {
+    SCOPED_TRACE(args.dump());
+    Task task("conv2d_nchw_implicit_gemm.cuda", args, cuda_target());
+    // The GEMM's compute (im2col and the weights as [K, OC]) is the direct convolution's.
+    EXPECT_LE(diff_from_template(task, "conv2d_nchw.cuda", args), 1e-4);
+    EXPECT_GT(task.space().count_valid(), 200);
+    const std::vector<autotune::Config> configs = random_configs(task, n);
+    EXPECT_EQ(check_configs(task, configs, 1e-4), n);
+    expect_compiles(task, 2);
+    if (n < 200) continue;
+    // Virtual threads, several threads, several reduction steps and double buffering all come up.
+    int vthreads = 0, threads = 0, steps = 0, doubled = 0;
+    for (const auto &cfg : configs) {
+      const auto f = cfg.split("tile_f"), y = cfg.split("tile_y"), x = cfg.split("tile_x"), k = cfg.split("tile_k");
+      vthreads += f[1] * y[1] * x[1] > 1;
+      threads += f[2] * y[2] * x[2] > 1;
+      steps += k[0] > 1;
+      doubled += cfg.choice_bool("double_buffer") && k[0] > 1;
+    }
+    EXPECT_GT(vthreads, 50);
+    EXPECT_GT(threads, 50);
+    EXPECT_GT(steps, 50);
+    EXPECT_GT(doubled, 20);
+  }
+  // The A tile in shared memory is the M tile (2 rows x 4 columns) by the K step (9): no halo, and
+  // no im2col buffer outside it; the weights' tile is the K step by the 4 output channels.
+  Task task("conv2d_nchw_implicit_gemm.cuda", stem, cuda_target());
+  const autotune::Config cfg = task.space().from_values({{"tile_f", Json::array_of(std::vector<int64_t>{2, 1, 2, 2})},
+                                                         {"tile_y", Json::array_of(std::vector<int64_t>{4, 1, 2, 1})},
+                                                         {"tile_x", Json::array_of(std::vector<int64_t>{2, 1, 4, 1})},
+                                                         {"tile_k", Json::array_of(std::vector<int64_t>{3, 9})}});
+  EXPECT_EQ(check_configs(task, {cfg}, 1e-4), 1);
+  const ir::LoweredFunc f = task.lower(cfg, "k");
+  EXPECT_EQ(codegen::launch_dims(f).block, (std::array<int64_t, 3>{4, 2, 2}));
+  EXPECT_EQ(codegen::launch_dims(f).grid, (std::array<int64_t, 3>{2, 4, 2}));
+  EXPECT_EQ(codegen::shared_memory_bytes(f), (2 * 4 * 9 + 9 * 4) * 4);
+  const std::string src = codegen::codegen_cuda(f);
+  EXPECT_NE(src.find("__shared__ float data_im2col_shared[72];"), std::string::npos) << src;
+  EXPECT_NE(src.find("__shared__ float kernel_gemm_shared[36];"), std::string::npos) << src;
+}
+
+// A grouped convolution is not a single GEMM: the template refuses it, naming the direct one.
+TEST(CudaTemplates, Conv2dImplicitGemmRefusesGroups) {
+  const Json args = Json::parse(R"({"data": {"shape": [1, 4, 8, 8]}, "kernel": {"shape": [4, 2, 3, 3]}, "groups": 2})");
+  try {
+    Task task("conv2d_nchw_implicit_gemm.cuda", args, cuda_target());
+    FAIL() << "a grouped convolution was accepted";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("groups = 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("conv2d_nchw.cuda"), std::string::npos) << e.what();
   }
 }
 
