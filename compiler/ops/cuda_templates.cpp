@@ -629,12 +629,119 @@ void register_conv2d_implicit_gemm(Registry &r) {
   r.add(std::move(t));
 }
 
+// ------------------------------------------------------------------ reduce.cuda
+// Two schedules, chosen by the knob `schedule`: "thread_per_output" (the one above: each thread
+// reduces one output alone) and "block_per_output": a block computes `outputs_per_block`
+// consecutive outputs of the last output axis (threadIdx.y), each reduced across `num_thread`
+// threads (threadIdx.x): the reduced axes are fused, each thread reduces a strided slice of them
+// into shared memory (rfactor), and after a barrier one thread per output combines the partial
+// results, as softmax.cuda does. The mean's scaling and the epilogue follow the combine.
+
+void register_reduce(Registry &r) {
+  Template t = derived(r, "reduce.x86", "reduce.cuda",
+                       "a reduction over axes, one CUDA thread per output or a block per group of outputs with a "
+                       "cross-thread reduction in shared memory");
+  t.version = 2;  // 2: the block-per-output schedule
+  auto base = r.get("reduce.x86");
+  struct Dims {
+    int64_t outputs, last, reduced;
+  };
+  auto dims = [base](const Json &a) {
+    const Compute c = base->compute(a, Config());
+    const te::Tensor &red = c.part("anchor");
+    int64_t reduced = 1;
+    for (const auto &k : static_cast<const te::ComputeOpNode *>(red.op().get())->reduce_axis) {
+      reduced *= *ir::as_const_int(k->dom.extent);
+    }
+    return Dims{numel(red), *ir::as_const_int(red.shape().back()), reduced};
+  };
+  t.define_space = [dims](ConfigSpace &s, const Json &a, const Target &) {
+    const Dims d = dims(a);
+    s.define_choice("schedule", std::vector<std::string>{"thread_per_output", "block_per_output"});
+    std::vector<int64_t> threads;
+    for (int64_t v = 1; v <= kMaxThreadsPerBlock; v *= 2) {
+      if (v <= std::max<int64_t>(32, d.outputs) || v <= d.reduced) threads.push_back(v);
+    }
+    s.define_choice("num_thread", threads);
+    std::vector<int64_t> per_block;
+    for (int64_t v = 1; v <= std::min<int64_t>(d.last, 64); ++v) {
+      if (d.last % v == 0) per_block.push_back(v);
+    }
+    s.define_choice("outputs_per_block", per_block);
+    s.add_constraint("threads", {"schedule", "num_thread", "outputs_per_block"}, [d](const Config &c) {
+      const int64_t nt = c.choice_int("num_thread"), per = c.choice_int("outputs_per_block");
+      if (c.choice_string("schedule") == "thread_per_output") {
+        // A block of 32 to 1024 threads, no larger than the outputs need; one group size.
+        return per == 1 && nt >= 32 && nt <= std::max<int64_t>(32, d.outputs);
+      }
+      return nt <= d.reduced && nt * per <= kMaxThreadsPerBlock;
+    });
+  };
+  t.default_config = [dims](const ConfigSpace &s, const Json &a, const Target &) {
+    const Dims d = dims(a);
+    if (d.reduced < 32) {
+      const Config c = default_thread_per_output(s);
+      return s.from_values({{"schedule", Json("thread_per_output")},
+                            {"num_thread", c.value("num_thread")},
+                            {"outputs_per_block", Json(int64_t{1})}});
+    }
+    int64_t nt = 1;
+    while (nt * 2 <= std::min<int64_t>(d.reduced, 256)) nt *= 2;
+    return s.from_values(
+        {{"schedule", Json("block_per_output")}, {"num_thread", Json(nt)}, {"outputs_per_block", Json(int64_t{1})}});
+  };
+  t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+    if (cfg.choice_string("schedule") == "thread_per_output") {
+      schedule_thread_per_output(s, c, cfg);
+      return;
+    }
+    const te::Tensor out = c.outputs[0], red = c.part("anchor");
+    inline_epilogue(s, c);
+    if (c.has_part("mean") && c.part("mean") != out) s[c.part("mean")].compute_inline();
+    const int64_t nt = cfg.choice_int("num_thread"), per = cfg.choice_int("outputs_per_block");
+
+    // The reduced axes fused and split over the threads; their partial results in shared memory.
+    te::Stage sr = s[red];
+    std::vector<IterVar> raxes;
+    for (size_t i = 0; i < static_cast<const te::ComputeOpNode *>(red.op().get())->reduce_axis.size(); ++i) {
+      raxes.push_back(sr.reduce_axis(i));
+    }
+    IterVar rk = raxes[0], rko, rki;
+    if (raxes.size() > 1) sr.fuse(raxes, &rk);
+    sr.split(rk, nt, &rko, &rki);
+    te::Tensor partial = s.rfactor(red, rki);
+
+    // Blocks over the outputs: the last output axis split into groups of `per` (threadIdx.y).
+    te::Stage so = s[out];
+    const size_t rank = out.shape().size();
+    IterVar lo, li, b;
+    so.split(so.axis(rank - 1), per, &lo, &li);
+    std::vector<IterVar> outer;
+    for (size_t i = 0; i + 1 < rank; ++i) outer.push_back(so.axis(i));
+    outer.push_back(lo);
+    b = outer[0];
+    if (outer.size() > 1) so.fuse(outer, &b);
+    so.bind(b, "blockIdx.x");
+    so.bind(li, "threadIdx.y");
+    if (red != out) {
+      sr.set_scope("shared");
+      sr.compute_at(so, b);
+    }
+    te::Stage sp = s[partial];
+    sp.set_scope("shared");
+    sp.compute_at(so, b);
+    sp.bind(sp.axis(0), "threadIdx.x");
+    sp.bind(sp.axis(partial.shape().size() - 1), "threadIdx.y");
+  };
+  r.add(std::move(t));
+}
+
 }  // namespace
 
 void register_cuda_templates(Registry &r) {
   register_thread_per_output(r, "elemwise", "a chain of elementwise ops on one tensor, one CUDA thread per element");
   register_thread_per_output(r, "broadcast", "a broadcasting binary op, one CUDA thread per element");
-  register_thread_per_output(r, "reduce", "a reduction over axes, one CUDA thread per output");
+  register_reduce(r);
   register_thread_per_output(r, "pool2d", "max/average 2-D pooling, one CUDA thread per output");
   register_conv2d_nchw(r, "conv2d_nchw", false,
                        "direct 2-D convolution in NCHW tiled over CUDA blocks and threads, shared-memory staging of "

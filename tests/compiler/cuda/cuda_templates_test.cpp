@@ -429,6 +429,59 @@ TEST(CudaTemplates, Conv2dImplicitGemmRefusesGroups) {
   }
 }
 
+// reduce.cuda: one thread per output, or a block per group of outputs of the last output axis with
+// each output reduced across the block's threads through shared memory. Every config on a sum over
+// the last axis, a global average pool (a mean over H and W, then a bias and ReLU), a max over a
+// middle axis, a min over the leading axis, a sum of a whole vector and three rows of many outputs
+// per block: more than 200 configs of the block form in all.
+TEST(CudaTemplates, EveryConfigOfReduceMatchesTheUnscheduledCompute) {
+  const Json relu = Json::array({epilogue::bias_add(), epilogue::relu()});
+  Json pool = Json::parse(R"({"data": {"shape": [2, 8, 7, 7]}, "axes": [2, 3], "op": "mean"})");
+  pool.set("epilogue", relu);
+  const std::vector<Json> workloads = {
+      Json::parse(R"({"data": {"shape": [4, 6, 50]}, "axes": 2})"),
+      pool,
+      Json::parse(R"({"data": {"shape": [3, 40, 5]}, "axes": 1, "op": "max"})"),
+      Json::parse(R"({"data": {"shape": [64, 3]}, "axes": 0, "op": "min", "keepdims": true})"),
+      Json::parse(R"({"data": {"shape": [300]}})"),
+      Json::parse(R"({"data": {"shape": [2, 12, 256]}, "axes": -1})"),
+      Json::parse(R"({"data": {"shape": [24, 128]}, "axes": 1})"),
+      Json::parse(R"({"data": {"shape": [2, 16, 100]}, "axes": 2, "op": "mean"})"),
+  };
+  int block_configs = 0;
+  for (const Json &args : workloads) {
+    SCOPED_TRACE(args.dump());
+    Task task("reduce.cuda", args, cuda_target());
+    const std::vector<autotune::Config> configs = task.space().enumerate();
+    EXPECT_EQ(check_configs(task, configs, 1e-4), static_cast<int>(configs.size()));
+    for (const auto &cfg : configs) block_configs += cfg.choice_string("schedule") == "block_per_output";
+    expect_compiles(task, 3);
+  }
+  EXPECT_GE(block_configs, 200);
+
+  // The pool's default: a block per output (16 outputs), 32 threads reducing its 49 elements.
+  Task task("reduce.cuda", pool, cuda_target());
+  const autotune::Config def = task.default_config();
+  EXPECT_EQ(def.choice_string("schedule"), "block_per_output");
+  EXPECT_EQ(codegen::launch_dims(task.lower(def, "k")).grid, (std::array<int64_t, 3>{16, 1, 1}));
+  EXPECT_EQ(codegen::launch_dims(task.lower(def, "k")).block, (std::array<int64_t, 3>{32, 1, 1}));
+  // Four outputs a block, 16 threads each: 4 blocks of 16 x 4 threads, the partial sums in shared
+  // memory (16 x 4) combined after a barrier.
+  const autotune::Config four = task.space().from_values({{"schedule", Json("block_per_output")},
+                                                          {"num_thread", Json(int64_t{16})},
+                                                          {"outputs_per_block", Json(int64_t{4})}});
+  const ir::LoweredFunc f = task.lower(four, "k");
+  EXPECT_EQ(codegen::launch_dims(f).grid, (std::array<int64_t, 3>{4, 1, 1}));
+  EXPECT_EQ(codegen::launch_dims(f).block, (std::array<int64_t, 3>{16, 4, 1}));
+  const std::string src = codegen::codegen_cuda(f);
+  EXPECT_NE(src.find("__syncthreads();"), std::string::npos) << src;
+  EXPECT_GE(codegen::shared_memory_bytes(f), 16 * 4 * 4);
+  // The one-thread form stays reachable and is the default of a short reduction.
+  Task small("reduce.cuda", Json::parse(R"({"data": {"shape": [40, 6]}, "axes": 1})"), cuda_target());
+  EXPECT_EQ(small.default_config().choice_string("schedule"), "thread_per_output");
+  EXPECT_EQ(check_configs(small, {small.default_config()}, 1e-4), 1);
+}
+
 TEST(CudaTemplates, SpacesKeepToTheBlockLimits) {
   // A large matmul: splits that would need more than 1024 threads or 48 KiB of shared memory are
   // not in the space.
