@@ -736,13 +736,97 @@ void register_reduce(Registry &r) {
   r.add(std::move(t));
 }
 
+// ------------------------------------------------------------------ pool2d.cuda
+// Two schedules, chosen by the knob `schedule`: "thread_per_output" (one thread per output, the
+// padding inlined into each thread's window) and "tiled" (NCHW only): a block computes a tile of
+// rows x columns of one channel plane (tile_y, tile_x: blocks, threads), one output a thread; the
+// padded input the tile's windows cover is staged in shared memory by all threads of the block
+// (the padding inlined into the copy), so overlapping windows read the input once.
+
+void register_pool2d(Registry &r) {
+  Template t = derived(r, "pool2d.x86", "pool2d.cuda",
+                       "max/average 2-D pooling, one CUDA thread per output or output tiles per block with the "
+                       "input tile staged in shared memory");
+  t.version = 2;  // 2: the tiled schedule
+  auto base = r.get("pool2d.x86");
+  struct Dims {
+    int64_t outputs, OH, OW, kh, kw, sh, sw, dh, dw, bytes;
+    bool nchw;
+  };
+  auto dims = [base](const Json &a) {
+    const Json canon = base->canonicalize(a);
+    const Compute c = base->compute(a, Config());
+    const te::Tensor &out = c.part("anchor");
+    auto dim = [&](size_t i) { return *ir::as_const_int(out.shape()[i]); };
+    const auto k = canon.at("kernel").as_int_vector(), st = canon.at("strides").as_int_vector();
+    const auto dl = canon.at("dilation").as_int_vector();
+    return Dims{numel(out),
+                dim(2),
+                dim(3),
+                k[0],
+                k[1],
+                st[0],
+                st[1],
+                dl[0],
+                dl[1],
+                c.inputs[0].dtype().bytes(),
+                out.shape().size() == 4};
+  };
+  t.define_space = [dims](ConfigSpace &s, const Json &a, const Target &) {
+    const Dims d = dims(a);
+    s.define_choice("schedule", std::vector<std::string>{"thread_per_output", "tiled"});
+    define_thread_per_output(s, d.outputs);
+    s.define_split("tile_y", d.OH, 2);  // blocks, threads
+    s.define_split("tile_x", d.OW, 2);
+    s.add_constraint("schedule", {"schedule", "num_thread", "tile_y", "tile_x"}, [d](const Config &c) {
+      const auto y = c.split("tile_y"), x = c.split("tile_x");
+      if (c.choice_string("schedule") == "thread_per_output") return y[1] == 1 && x[1] == 1;
+      // One block size per tile (num_thread is the one-thread form's knob).
+      if (!d.nchw || c.choice_int("num_thread") != 32) return false;
+      const int64_t rows = (y[1] - 1) * d.sh + (d.kh - 1) * d.dh + 1, cols = (x[1] - 1) * d.sw + (d.kw - 1) * d.dw + 1;
+      return y[1] * x[1] <= kMaxThreadsPerBlock && rows * cols * d.bytes <= kMaxSharedBytes;
+    });
+  };
+  t.default_config = [](const ConfigSpace &s, const Json &, const Target &) {
+    const Config c = default_thread_per_output(s);
+    return s.from_values({{"schedule", Json("thread_per_output")}, {"num_thread", c.value("num_thread")}});
+  };
+  t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+    if (cfg.choice_string("schedule") == "thread_per_output") {
+      schedule_thread_per_output(s, c, cfg);
+      return;
+    }
+    inline_epilogue(s, c);
+    const te::Tensor out = c.outputs[0], red = c.part("anchor");
+    if (c.has_part("avg") && c.part("avg") != out) s[c.part("avg")].compute_inline();
+    const auto ty = cfg.split("tile_y"), tx = cfg.split("tile_x");
+    te::Stage so = s[out];
+    IterVar by, thy, bx, thx, b;
+    so.split(so.axis(2), ty[1], &by, &thy);
+    so.split(so.axis(3), tx[1], &bx, &thx);
+    so.reorder({so.axis(0), so.axis(1), by, bx, thy, thx});
+    so.fuse({so.axis(0), so.axis(1), by, bx}, &b);
+    so.bind(b, "blockIdx.x");
+    so.bind(thy, "threadIdx.y");
+    so.bind(thx, "threadIdx.x");
+    if (red != out) {
+      s[red].set_scope("local");
+      s[red].compute_at(so, thx);
+    }
+    const te::Tensor src = c.has_part("pad") ? c.part("pad") : c.inputs[0];
+    stage_in_shared(s, src, red, so, b, {{"threadIdx.x", tx[1]}, {"threadIdx.y", ty[1]}});
+    if (c.has_part("pad")) s[c.part("pad")].compute_inline();
+  };
+  r.add(std::move(t));
+}
+
 }  // namespace
 
 void register_cuda_templates(Registry &r) {
   register_thread_per_output(r, "elemwise", "a chain of elementwise ops on one tensor, one CUDA thread per element");
   register_thread_per_output(r, "broadcast", "a broadcasting binary op, one CUDA thread per element");
   register_reduce(r);
-  register_thread_per_output(r, "pool2d", "max/average 2-D pooling, one CUDA thread per output");
+  register_pool2d(r);
   register_conv2d_nchw(r, "conv2d_nchw", false,
                        "direct 2-D convolution in NCHW tiled over CUDA blocks and threads, shared-memory staging of "
                        "input tiles and weights");

@@ -482,6 +482,47 @@ TEST(CudaTemplates, EveryConfigOfReduceMatchesTheUnscheduledCompute) {
   EXPECT_EQ(check_configs(small, {small.default_config()}, 1e-4), 1);
 }
 
+// pool2d.cuda: one thread per output, or tiles of rows x columns per block with the padded input of
+// their windows staged in shared memory. Every config on ResNet-18's 3 x 3 stride-2 max pool
+// (padding 1), an average pool with padding counted out and an epilogue, a dilated max pool in
+// ceil mode and a 2 x 2 stride-2 average pool: more than 200 configs of the tiled form in all.
+TEST(CudaTemplates, EveryConfigOfPool2dMatchesTheUnscheduledCompute) {
+  const Json relu = Json::array({epilogue::bias_add(), epilogue::relu()});
+  Json avg = Json::parse(R"({"data": {"shape": [1, 3, 24, 24]}, "kernel": 3, "strides": 1, "padding": 1,
+                             "pool_type": "avg", "count_include_pad": false})");
+  avg.set("epilogue", relu);
+  const std::vector<Json> workloads = {
+      Json::parse(R"({"data": {"shape": [1, 2, 72, 72]}, "kernel": 3, "strides": 2, "padding": 1,
+                      "pool_type": "max"})"),
+      avg,
+      Json::parse(R"({"data": {"shape": [2, 2, 11, 11]}, "kernel": 2, "strides": 2, "dilation": 2,
+                      "ceil_mode": true, "pool_type": "max"})"),
+      Json::parse(R"({"data": {"shape": [1, 2, 48, 48]}, "kernel": 2, "strides": 2, "pool_type": "avg"})"),
+  };
+  int tiled = 0;
+  for (const Json &args : workloads) {
+    SCOPED_TRACE(args.dump());
+    Task task("pool2d.cuda", args, cuda_target());
+    const std::vector<autotune::Config> configs = task.space().enumerate();
+    EXPECT_EQ(check_configs(task, configs, 1e-4), static_cast<int>(configs.size()));
+    for (const auto &cfg : configs) tiled += cfg.choice_string("schedule") == "tiled";
+    expect_compiles(task, 3);
+  }
+  EXPECT_GE(tiled, 200);
+  // ResNet-18's max pool, tiles of 4 x 12 outputs: the 9 x 25 padded input rows and columns their
+  // windows cover are staged once per block.
+  Task task("pool2d.cuda", workloads[0], cuda_target());
+  const autotune::Config cfg = task.space().from_values({{"schedule", Json("tiled")},
+                                                         {"num_thread", Json(int64_t{32})},
+                                                         {"tile_y", Json::array_of(std::vector<int64_t>{9, 4})},
+                                                         {"tile_x", Json::array_of(std::vector<int64_t>{3, 12})}});
+  const ir::LoweredFunc f = task.lower(cfg, "k");
+  EXPECT_EQ(check_configs(task, {cfg}, 1e-4), 1);
+  EXPECT_EQ(codegen::launch_dims(f).grid, (std::array<int64_t, 3>{54, 1, 1}));
+  EXPECT_EQ(codegen::launch_dims(f).block, (std::array<int64_t, 3>{12, 4, 1}));
+  EXPECT_EQ(codegen::shared_memory_bytes(f), 9 * 25 * 4);
+}
+
 TEST(CudaTemplates, SpacesKeepToTheBlockLimits) {
   // A large matmul: splits that would need more than 1024 threads or 48 KiB of shared memory are
   // not in the space.
