@@ -539,6 +539,19 @@ TEST(CudaTemplates, SpacesKeepToTheBlockLimits) {
     EXPECT_LE(y[1] * x[1] * (y[2] * y[3] + x[2] * x[3]) * k[1] * 4, 48 * 1024) << cfg.to_string();
     if (i < 20) EXPECT_LE(codegen::shared_memory_bytes(task.lower(cfg, "k")), 48 * 1024) << cfg.to_string();
   }
+  // ResNet-18's 3 x 3 convolutions of 128 channels at 28 x 28 as an implicit GEMM (K = 1152): the
+  // default config and random ones launch within the limits.
+  Task conv(
+      "conv2d_nchw_implicit_gemm.cuda",
+      Json::parse(R"({"data": {"shape": [1, 128, 28, 28]}, "kernel": {"shape": [128, 128, 3, 3]}, "padding": 1})"),
+      cuda_target());
+  EXPECT_LT(conv.space().count_valid(), conv.space().size());
+  for (int i = 0; i < 20; ++i) {
+    const autotune::Config cfg = i == 0 ? conv.default_config() : conv.space().sample(rng);
+    const ir::LoweredFunc f = conv.lower(cfg, "k");
+    EXPECT_LE(codegen::launch_dims(f).threads_per_block(), 1024) << cfg.to_string();
+    EXPECT_LE(codegen::shared_memory_bytes(f), 48 * 1024) << cfg.to_string();
+  }
 }
 
 }  // namespace
