@@ -468,13 +468,365 @@ void register_conv2d_nchw(Registry &r, const std::string &op, bool depthwise, co
   r.add(std::move(t));
 }
 
+// ------------------------------------------------------------------ conv2d_nchw_implicit_gemm.cuda
+// The convolution as a GEMM: out[m, f] = sum_k A[m, k] * B[k, f] with M = N·OH·OW output
+// positions, N = OC output channels and K = IC·KH·KW, A the im2col matrix of the padded input and B
+// the weights as [K, OC]. Neither is materialized: A is a stage data.im2col[n, y, x, k] that reads
+// the padded input, B a stage kernel.gemm[k, f] that reads the kernel, and both are inlined into
+// their shared-memory staging, so the copy of an A tile gathers the input (padding included)
+// directly. A block computes a tile of output channels x rows x columns (the batch and the channel
+// blocks on grid z): the M tile is rows x columns of one image, so the staged A tile is exactly
+// M tile x K step (no halo), and tile_k steps the fused reduction as matmul.cuda's does.
+
+// The arguments of conv2d_nchw.x86 that the implicit GEMM reads (groups must be 1).
+struct ConvShape {
+  int64_t N, C, OC, KH, KW, OH, OW, sh, sw, dh, dw, pt, pl, pb, pr, bytes;
+};
+
+ConvShape conv_shape(const Template &base, const Json &a) {
+  const Json canon = base.canonicalize(a);
+  const Compute c = base.compute(a, Config());
+  auto dim = [](const te::Tensor &t, size_t i) { return *ir::as_const_int(t.shape()[i]); };
+  const te::Tensor &data = c.inputs[0], &kernel = c.inputs[1], &out = c.part("anchor");
+  const auto st = canon.at("strides").as_int_vector(), dl = canon.at("dilation").as_int_vector();
+  const auto pd = canon.at("padding").as_int_vector();
+  return ConvShape{dim(data, 0),   dim(data, 1), dim(out, 1), dim(kernel, 2),
+                   dim(kernel, 3), dim(out, 2),  dim(out, 3), st[0],
+                   st[1],          dl[0],        dl[1],       pd[0],
+                   pd[1],          pd[2],        pd[3],       data.dtype().bytes()};
+}
+
+void register_conv2d_implicit_gemm(Registry &r) {
+  const std::string name = "conv2d_nchw_implicit_gemm.cuda";
+  Template t = derived(r, "conv2d_nchw.x86", name,
+                       "2-D convolution in NCHW as an implicit GEMM (M = N·OH·OW, K = IC·KH·KW) tiled over CUDA "
+                       "blocks and threads, the im2col gather inlined into the shared-memory staging");
+  auto base = r.get("conv2d_nchw.x86");
+  t.canonicalize = [base, name](const Json &a) {
+    Json canon = base->canonicalize(a);
+    if (canon.at("groups").as_int() != 1) {
+      bad_args(name, "takes groups = 1 (got " + std::to_string(canon.at("groups").as_int()) +
+                         "); use conv2d_nchw.cuda for a grouped convolution");
+    }
+    return canon;
+  };
+  t.compute = [base, name](const Json &a, const Config &) {
+    const Json canon = base->canonicalize(a);
+    if (canon.at("groups").as_int() != 1) bad_args(name, "takes groups = 1");
+    const Compute bc = base->compute(a, Config());
+    const ConvShape d = conv_shape(*base, a);
+    Compute c;
+    const te::Tensor data = bc.inputs[0], kernel = bc.inputs[1];
+    c.inputs = {data, kernel};
+    const ir::DataType out = bc.part("anchor").dtype();
+    te::Tensor src = pad(data, {0, 0, d.pt, d.pl}, {0, 0, d.pb, d.pr}, "data.pad");
+    if (src != data) c.parts["pad"] = src;
+    auto i32 = [](int64_t v) { return ir::Expr(static_cast<int>(v)); };
+    const int64_t K = d.C * d.KH * d.KW, KHW = d.KH * d.KW;
+    te::Tensor im2col = te::compute(
+        {i32(d.N), i32(d.OH), i32(d.OW), i32(K)},
+        [=](ir::Var n, ir::Var y, ir::Var x, ir::Var k) {
+          const ir::Expr ky = ir::floormod(ir::floordiv(k, i32(d.KW)), i32(d.KH)), kx = ir::floormod(k, i32(d.KW));
+          return src(n, ir::floordiv(k, i32(KHW)), y * i32(d.sh) + ky * i32(d.dh), x * i32(d.sw) + kx * i32(d.dw));
+        },
+        "data.im2col", "im2col");
+    te::Tensor weight = te::compute(
+        {i32(K), i32(d.OC)},
+        [=](ir::Var k, ir::Var f) {
+          return kernel(f, ir::floordiv(k, i32(KHW)), ir::floormod(ir::floordiv(k, i32(d.KW)), i32(d.KH)),
+                        ir::floormod(k, i32(d.KW)));
+        },
+        "kernel.gemm", "weight");
+    te::IterVar rk = te::reduce_axis(i32(K), "k");
+    te::Tensor conv = te::compute(
+        {i32(d.N), i32(d.OC), i32(d.OH), i32(d.OW)},
+        [=](ir::Var n, ir::Var f, ir::Var y, ir::Var x) {
+          return te::sum(ir::cast(out, im2col(n, y, x, rk->var)) * ir::cast(out, weight(rk->var, f)), {rk});
+        },
+        "conv2d", "conv2d");
+    c.parts["im2col"] = im2col;
+    c.parts["weight"] = weight;
+    c.parts["anchor"] = conv;
+    ChannelMap ch{d.OC, [](const std::vector<ir::Var> &i) { return ir::Expr(i[1]); }};
+    c.epilogue = build_epilogue(conv, canon.at("epilogue"), ch, &c.inputs);
+    c.outputs = {c.epilogue.empty() ? conv : c.epilogue.back()};
+    return c;
+  };
+  t.define_space = [base](ConfigSpace &s, const Json &a, const Target &) {
+    const ConvShape d = conv_shape(*base, a);
+    s.define_split("tile_f", d.OC, 4);  // the GEMM's N: blocks, virtual threads, threads, per thread
+    s.define_split("tile_y", d.OH, 4);  // the GEMM's M: output rows and columns
+    s.define_split("tile_x", d.OW, 4);
+    s.define_split("tile_k", d.C * d.KH * d.KW, 2);  // steps, per step
+    s.define_bool("unroll_k");
+    s.define_bool("double_buffer");
+    s.define_choice("auto_unroll_max_step", std::vector<int64_t>{0, 16, 64, 512});
+    s.add_product_limit("threads_per_block", {{"tile_f", 2}, {"tile_y", 2}, {"tile_x", 2}}, 1, kMaxThreadsPerBlock);
+    s.add_product_limit("virtual_threads", {{"tile_f", 1}, {"tile_y", 1}, {"tile_x", 1}}, 1, kMaxVirtualThreads);
+    s.add_constraint("shared_memory", {"tile_f", "tile_y", "tile_x", "tile_k", "double_buffer"}, [d](const Config &c) {
+      const auto f = c.split("tile_f"), y = c.split("tile_y"), x = c.split("tile_x"), k = c.split("tile_k");
+      const int64_t copies = c.choice_bool("double_buffer") ? 2 : 1;
+      // An A tile (M tile x K step) and a B tile (K step x N tile) per virtual thread.
+      return copies * f[1] * y[1] * x[1] * (y[2] * y[3] * x[2] * x[3] + f[2] * f[3]) * k[1] * d.bytes <=
+             kMaxSharedBytes;
+    });
+  };
+  t.default_config = [base](const ConfigSpace &s, const Json &a, const Target &) {
+    const ConvShape d = conv_shape(*base, a);
+    const int64_t K = d.C * d.KH * d.KW, kb = largest_divisor_at_most(K, 8);
+    return s.from_values({{"tile_f", default_split4(d.OC, 8, 4)},
+                          {"tile_y", default_split4(d.OH, 4, 1)},
+                          {"tile_x", default_split4(d.OW, 8, 2)},
+                          {"tile_k", Json::array_of(std::vector<int64_t>{K / kb, kb})},
+                          {"unroll_k", Json(int64_t{1})}});
+  };
+  t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+    inline_epilogue(s, c);
+    te::Tensor out = c.outputs[0];
+    te::Tensor acc = c.part("anchor");
+    if (c.epilogue.empty()) {
+      acc = s.cache_write(out, "local");
+    } else {
+      s[acc].set_scope("local");
+    }
+    const auto tf = cfg.split("tile_f"), ty = cfg.split("tile_y"), tx = cfg.split("tile_x"), tk = cfg.split("tile_k");
+    te::Stage so = s[out];
+    IterVar bf, vf, thf, fi, by, vy, thy, yi, bx, vx, thx, xi;
+    apply_split4(so, so.axis(1), tf, &bf, &vf, &thf, &fi);
+    apply_split4(so, so.axis(2), ty, &by, &vy, &thy, &yi);
+    apply_split4(so, so.axis(3), tx, &bx, &vx, &thx, &xi);
+    so.reorder({so.axis(0), bf, by, bx, vf, vy, vx, thf, thy, thx, fi, yi, xi});
+    IterVar bz, v, v2;
+    so.fuse(so.axis(0), bf, &bz);
+    so.bind(bz, "blockIdx.z");
+    so.bind(by, "blockIdx.y");
+    so.bind(bx, "blockIdx.x");
+    so.fuse(vf, vy, &v2);
+    so.fuse(v2, vx, &v);  // one vthread loop: a binding may not nest in another of its tag
+    so.bind(v, "vthread");
+    so.bind(thf, "threadIdx.z");
+    so.bind(thy, "threadIdx.y");
+    so.bind(thx, "threadIdx.x");
+
+    te::Stage sa = s[acc];
+    sa.compute_at(so, thx);
+    IterVar ko, ki;
+    sa.split(sa.reduce_axis(0), tk[1], &ko, &ki);
+    sa.reorder({ko, ki, sa.axis(0), sa.axis(1), sa.axis(2), sa.axis(3)});
+    if (cfg.choice_bool("unroll_k")) sa.unroll(ki);
+    const int64_t unroll_steps = cfg.choice_int("auto_unroll_max_step");
+    if (unroll_steps > 0) sa.pragma(ki, "auto_unroll_max_step", ir::make_const(ir::Int(32), unroll_steps));
+
+    // The im2col gather and the weight's reshape are inlined into their shared-memory copies.
+    for (const te::Tensor &in : {c.part("im2col"), c.part("weight")}) {
+      stage_in_shared(s, in, acc, sa, ko, {{"threadIdx.x", tx[2]}, {"threadIdx.y", ty[2]}, {"threadIdx.z", tf[2]}},
+                      cfg.choice_bool("double_buffer"));
+    }
+    s[c.part("im2col")].compute_inline();
+    s[c.part("weight")].compute_inline();
+    if (c.has_part("pad")) s[c.part("pad")].compute_inline();
+  };
+  r.add(std::move(t));
+}
+
+// ------------------------------------------------------------------ reduce.cuda
+// Two schedules, chosen by the knob `schedule`: "thread_per_output" (the one above: each thread
+// reduces one output alone) and "block_per_output": a block computes `outputs_per_block`
+// consecutive outputs of the last output axis (threadIdx.y), each reduced across `num_thread`
+// threads (threadIdx.x): the reduced axes are fused, each thread reduces a strided slice of them
+// into shared memory (rfactor), and after a barrier one thread per output combines the partial
+// results, as softmax.cuda does. The mean's scaling and the epilogue follow the combine.
+
+void register_reduce(Registry &r) {
+  Template t = derived(r, "reduce.x86", "reduce.cuda",
+                       "a reduction over axes, one CUDA thread per output or a block per group of outputs with a "
+                       "cross-thread reduction in shared memory");
+  t.version = 2;  // 2: the block-per-output schedule
+  auto base = r.get("reduce.x86");
+  struct Dims {
+    int64_t outputs, last, reduced;
+  };
+  auto dims = [base](const Json &a) {
+    const Compute c = base->compute(a, Config());
+    const te::Tensor &red = c.part("anchor");
+    int64_t reduced = 1;
+    for (const auto &k : static_cast<const te::ComputeOpNode *>(red.op().get())->reduce_axis) {
+      reduced *= *ir::as_const_int(k->dom.extent);
+    }
+    return Dims{numel(red), *ir::as_const_int(red.shape().back()), reduced};
+  };
+  t.define_space = [dims](ConfigSpace &s, const Json &a, const Target &) {
+    const Dims d = dims(a);
+    s.define_choice("schedule", std::vector<std::string>{"thread_per_output", "block_per_output"});
+    std::vector<int64_t> threads;
+    for (int64_t v = 1; v <= kMaxThreadsPerBlock; v *= 2) {
+      if (v <= std::max<int64_t>(32, d.outputs) || v <= d.reduced) threads.push_back(v);
+    }
+    s.define_choice("num_thread", threads);
+    std::vector<int64_t> per_block;
+    for (int64_t v = 1; v <= std::min<int64_t>(d.last, 64); ++v) {
+      if (d.last % v == 0) per_block.push_back(v);
+    }
+    s.define_choice("outputs_per_block", per_block);
+    s.add_constraint("threads", {"schedule", "num_thread", "outputs_per_block"}, [d](const Config &c) {
+      const int64_t nt = c.choice_int("num_thread"), per = c.choice_int("outputs_per_block");
+      if (c.choice_string("schedule") == "thread_per_output") {
+        // A block of 32 to 1024 threads, no larger than the outputs need; one group size.
+        return per == 1 && nt >= 32 && nt <= std::max<int64_t>(32, d.outputs);
+      }
+      return nt <= d.reduced && nt * per <= kMaxThreadsPerBlock;
+    });
+  };
+  t.default_config = [dims](const ConfigSpace &s, const Json &a, const Target &) {
+    const Dims d = dims(a);
+    if (d.reduced < 32) {
+      const Config c = default_thread_per_output(s);
+      return s.from_values({{"schedule", Json("thread_per_output")},
+                            {"num_thread", c.value("num_thread")},
+                            {"outputs_per_block", Json(int64_t{1})}});
+    }
+    int64_t nt = 1;
+    while (nt * 2 <= std::min<int64_t>(d.reduced, 256)) nt *= 2;
+    return s.from_values(
+        {{"schedule", Json("block_per_output")}, {"num_thread", Json(nt)}, {"outputs_per_block", Json(int64_t{1})}});
+  };
+  t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+    if (cfg.choice_string("schedule") == "thread_per_output") {
+      schedule_thread_per_output(s, c, cfg);
+      return;
+    }
+    const te::Tensor out = c.outputs[0], red = c.part("anchor");
+    inline_epilogue(s, c);
+    if (c.has_part("mean") && c.part("mean") != out) s[c.part("mean")].compute_inline();
+    const int64_t nt = cfg.choice_int("num_thread"), per = cfg.choice_int("outputs_per_block");
+
+    // The reduced axes fused and split over the threads; their partial results in shared memory.
+    te::Stage sr = s[red];
+    std::vector<IterVar> raxes;
+    for (size_t i = 0; i < static_cast<const te::ComputeOpNode *>(red.op().get())->reduce_axis.size(); ++i) {
+      raxes.push_back(sr.reduce_axis(i));
+    }
+    IterVar rk = raxes[0], rko, rki;
+    if (raxes.size() > 1) sr.fuse(raxes, &rk);
+    sr.split(rk, nt, &rko, &rki);
+    te::Tensor partial = s.rfactor(red, rki);
+
+    // Blocks over the outputs: the last output axis split into groups of `per` (threadIdx.y).
+    te::Stage so = s[out];
+    const size_t rank = out.shape().size();
+    IterVar lo, li, b;
+    so.split(so.axis(rank - 1), per, &lo, &li);
+    std::vector<IterVar> outer;
+    for (size_t i = 0; i + 1 < rank; ++i) outer.push_back(so.axis(i));
+    outer.push_back(lo);
+    b = outer[0];
+    if (outer.size() > 1) so.fuse(outer, &b);
+    so.bind(b, "blockIdx.x");
+    so.bind(li, "threadIdx.y");
+    if (red != out) {
+      sr.set_scope("shared");
+      sr.compute_at(so, b);
+    }
+    te::Stage sp = s[partial];
+    sp.set_scope("shared");
+    sp.compute_at(so, b);
+    sp.bind(sp.axis(0), "threadIdx.x");
+    sp.bind(sp.axis(partial.shape().size() - 1), "threadIdx.y");
+  };
+  r.add(std::move(t));
+}
+
+// ------------------------------------------------------------------ pool2d.cuda
+// Two schedules, chosen by the knob `schedule`: "thread_per_output" (one thread per output, the
+// padding inlined into each thread's window) and "tiled" (NCHW only): a block computes a tile of
+// rows x columns of one channel plane (tile_y, tile_x: blocks, threads), one output a thread; the
+// padded input the tile's windows cover is staged in shared memory by all threads of the block
+// (the padding inlined into the copy), so overlapping windows read the input once.
+
+void register_pool2d(Registry &r) {
+  Template t = derived(r, "pool2d.x86", "pool2d.cuda",
+                       "max/average 2-D pooling, one CUDA thread per output or output tiles per block with the "
+                       "input tile staged in shared memory");
+  t.version = 2;  // 2: the tiled schedule
+  auto base = r.get("pool2d.x86");
+  struct Dims {
+    int64_t outputs, OH, OW, kh, kw, sh, sw, dh, dw, bytes;
+    bool nchw;
+  };
+  auto dims = [base](const Json &a) {
+    const Json canon = base->canonicalize(a);
+    const Compute c = base->compute(a, Config());
+    const te::Tensor &out = c.part("anchor");
+    auto dim = [&](size_t i) { return *ir::as_const_int(out.shape()[i]); };
+    const auto k = canon.at("kernel").as_int_vector(), st = canon.at("strides").as_int_vector();
+    const auto dl = canon.at("dilation").as_int_vector();
+    return Dims{numel(out),
+                dim(2),
+                dim(3),
+                k[0],
+                k[1],
+                st[0],
+                st[1],
+                dl[0],
+                dl[1],
+                c.inputs[0].dtype().bytes(),
+                out.shape().size() == 4};
+  };
+  t.define_space = [dims](ConfigSpace &s, const Json &a, const Target &) {
+    const Dims d = dims(a);
+    s.define_choice("schedule", std::vector<std::string>{"thread_per_output", "tiled"});
+    define_thread_per_output(s, d.outputs);
+    s.define_split("tile_y", d.OH, 2);  // blocks, threads
+    s.define_split("tile_x", d.OW, 2);
+    s.add_constraint("schedule", {"schedule", "num_thread", "tile_y", "tile_x"}, [d](const Config &c) {
+      const auto y = c.split("tile_y"), x = c.split("tile_x");
+      if (c.choice_string("schedule") == "thread_per_output") return y[1] == 1 && x[1] == 1;
+      // One block size per tile (num_thread is the one-thread form's knob).
+      if (!d.nchw || c.choice_int("num_thread") != 32) return false;
+      const int64_t rows = (y[1] - 1) * d.sh + (d.kh - 1) * d.dh + 1, cols = (x[1] - 1) * d.sw + (d.kw - 1) * d.dw + 1;
+      return y[1] * x[1] <= kMaxThreadsPerBlock && rows * cols * d.bytes <= kMaxSharedBytes;
+    });
+  };
+  t.default_config = [](const ConfigSpace &s, const Json &, const Target &) {
+    const Config c = default_thread_per_output(s);
+    return s.from_values({{"schedule", Json("thread_per_output")}, {"num_thread", c.value("num_thread")}});
+  };
+  t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
+    if (cfg.choice_string("schedule") == "thread_per_output") {
+      schedule_thread_per_output(s, c, cfg);
+      return;
+    }
+    inline_epilogue(s, c);
+    const te::Tensor out = c.outputs[0], red = c.part("anchor");
+    if (c.has_part("avg") && c.part("avg") != out) s[c.part("avg")].compute_inline();
+    const auto ty = cfg.split("tile_y"), tx = cfg.split("tile_x");
+    te::Stage so = s[out];
+    IterVar by, thy, bx, thx, b;
+    so.split(so.axis(2), ty[1], &by, &thy);
+    so.split(so.axis(3), tx[1], &bx, &thx);
+    so.reorder({so.axis(0), so.axis(1), by, bx, thy, thx});
+    so.fuse({so.axis(0), so.axis(1), by, bx}, &b);
+    so.bind(b, "blockIdx.x");
+    so.bind(thy, "threadIdx.y");
+    so.bind(thx, "threadIdx.x");
+    if (red != out) {
+      s[red].set_scope("local");
+      s[red].compute_at(so, thx);
+    }
+    const te::Tensor src = c.has_part("pad") ? c.part("pad") : c.inputs[0];
+    stage_in_shared(s, src, red, so, b, {{"threadIdx.x", tx[1]}, {"threadIdx.y", ty[1]}});
+    if (c.has_part("pad")) s[c.part("pad")].compute_inline();
+  };
+  r.add(std::move(t));
+}
+
 }  // namespace
 
 void register_cuda_templates(Registry &r) {
   register_thread_per_output(r, "elemwise", "a chain of elementwise ops on one tensor, one CUDA thread per element");
   register_thread_per_output(r, "broadcast", "a broadcasting binary op, one CUDA thread per element");
-  register_thread_per_output(r, "reduce", "a reduction over axes, one CUDA thread per output");
-  register_thread_per_output(r, "pool2d", "max/average 2-D pooling, one CUDA thread per output");
+  register_reduce(r);
+  register_pool2d(r);
   register_conv2d_nchw(r, "conv2d_nchw", false,
                        "direct 2-D convolution in NCHW tiled over CUDA blocks and threads, shared-memory staging of "
                        "input tiles and weights");
@@ -494,6 +846,7 @@ void register_cuda_templates(Registry &r) {
                       {"sum", "var"},
                       {"mean"},
                       [](const Json &canon, int64_t) { return canon.at("axes").as_int_vector(); }});
+  register_conv2d_implicit_gemm(r);
   register_gemm(r, "matmul.x86", "matmul.cuda",
                 "matrix multiply a[M,K] x b[K,N] tiled over CUDA blocks and threads, shared-memory staging");
   register_gemm(r, "dense_pack.x86", "dense.cuda",

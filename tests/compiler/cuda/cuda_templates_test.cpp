@@ -84,6 +84,22 @@ void expect_compiles(const Task &task, int random_configs) {
   }
 }
 
+// The largest difference between the outputs of `task`'s default config and the unscheduled
+// compute of the template `reference` on the same workload and inputs: a check of the task's own
+// compute against an independent one.
+double diff_from_template(const Task &task, const std::string &reference, const Json &args) {
+  const Task ref(reference, args, cuda_target());
+  Compute ref_c = ref.compute(ref.default_config());
+  auto ref_s = te::create_schedule(ref_c.outputs);
+  ir::LoweredFunc ref_f = lower::lower(*ref_s, ref_c.args(), "reference");
+  auto in = testing::make_args(ref_f, shapes_of(ref_c.args()), 17);
+  auto expect = testing::run_interp(ref_f, in);
+  auto got = testing::run_interp(task.lower(task.default_config(), "k"), in);
+  double diff = 0;
+  for (size_t a = ref_c.inputs.size(); a < got.size(); ++a) diff = std::max(diff, testing::max_diff(expect[a], got[a]));
+  return diff;
+}
+
 // Whether the source stores to `buffer` on two lines in a row, the second at the first's index plus
 // `stride`: the statements of two virtual threads interleaved, each with its copy of the buffer.
 bool stores_interleaved(const std::string &src, const std::string &buffer, int64_t stride) {
@@ -116,7 +132,8 @@ TEST(CudaTemplates, EveryConfigOfTheThreadPerOutputTemplatesMatchesTheUnschedule
     const std::string &name = w.template_name;
     if (name.size() < 5 || name.compare(name.size() - 5, 5, ".cuda") != 0) continue;
     if (name == "matmul.cuda" || name == "dense.cuda" || name == "batch_matmul.cuda" || name == "softmax.cuda" ||
-        name == "layer_norm.cuda" || name == "conv2d_nchw.cuda" || name == "depthwise_conv2d_nchw.cuda") {
+        name == "layer_norm.cuda" || name == "conv2d_nchw.cuda" || name == "depthwise_conv2d_nchw.cuda" ||
+        name == "conv2d_nchw_implicit_gemm.cuda") {
       continue;
     }
     SCOPED_TRACE(name);
@@ -343,6 +360,169 @@ TEST(CudaTemplates, DepthwiseConv2dRandomConfigsMatchTheUnscheduledCompute) {
   }
 }
 
+// conv2d_nchw_implicit_gemm.cuda: the convolution as a GEMM over K = IC·KH·KW, the im2col gather
+// inlined into the staging of the A tile. ResNet-18-like layers scaled down: a 3 x 3 stride-2
+// convolution with padding whose K (3 x 3 x 3 = 27) is no multiple of a power-of-two step, with a
+// bias + ReLU epilogue (200 random configs); a 1 x 1 stride-2 downsample and a 3 x 3 stride-1 layer
+// over a batch of two (30 each).
+TEST(CudaTemplates, Conv2dImplicitGemmRandomConfigsMatchTheUnscheduledCompute) {
+  const Json relu = Json::array({epilogue::bias_add(), epilogue::relu()});
+  Json stem = Json::parse(R"({"data": {"shape": [1, 3, 16, 16]}, "kernel": {"shape": [8, 3, 3, 3]}, "strides": 2,
+                              "padding": 1})");
+  stem.set("epilogue", relu);
+  const std::vector<std::pair<Json, int>> workloads = {
+      {stem, 200},
+      {Json::parse(R"({"data": {"shape": [1, 8, 8, 8]}, "kernel": {"shape": [16, 8, 1, 1]}, "strides": 2})"), 30},
+      {Json::parse(R"({"data": {"shape": [2, 4, 6, 6]}, "kernel": {"shape": [6, 4, 3, 3]}, "padding": [1, 0, 1, 0]})"),
+       30},
+  };
+  for (const auto &[args, n] : workloads) {
+    SCOPED_TRACE(args.dump());
+    Task task("conv2d_nchw_implicit_gemm.cuda", args, cuda_target());
+    // The GEMM's compute (im2col and the weights as [K, OC]) is the direct convolution's.
+    EXPECT_LE(diff_from_template(task, "conv2d_nchw.cuda", args), 1e-4);
+    EXPECT_GT(task.space().count_valid(), 200);
+    const std::vector<autotune::Config> configs = random_configs(task, n);
+    EXPECT_EQ(check_configs(task, configs, 1e-4), n);
+    expect_compiles(task, 2);
+    if (n < 200) continue;
+    // Virtual threads, several threads, several reduction steps and double buffering all come up.
+    int vthreads = 0, threads = 0, steps = 0, doubled = 0;
+    for (const auto &cfg : configs) {
+      const auto f = cfg.split("tile_f"), y = cfg.split("tile_y"), x = cfg.split("tile_x"), k = cfg.split("tile_k");
+      vthreads += f[1] * y[1] * x[1] > 1;
+      threads += f[2] * y[2] * x[2] > 1;
+      steps += k[0] > 1;
+      doubled += cfg.choice_bool("double_buffer") && k[0] > 1;
+    }
+    EXPECT_GT(vthreads, 50);
+    EXPECT_GT(threads, 50);
+    EXPECT_GT(steps, 50);
+    EXPECT_GT(doubled, 20);
+  }
+  // The A tile in shared memory is the M tile (2 rows x 4 columns) by the K step (9): no halo, and
+  // no im2col buffer outside it; the weights' tile is the K step by the 4 output channels.
+  Task task("conv2d_nchw_implicit_gemm.cuda", stem, cuda_target());
+  const autotune::Config cfg = task.space().from_values({{"tile_f", Json::array_of(std::vector<int64_t>{2, 1, 2, 2})},
+                                                         {"tile_y", Json::array_of(std::vector<int64_t>{4, 1, 2, 1})},
+                                                         {"tile_x", Json::array_of(std::vector<int64_t>{2, 1, 4, 1})},
+                                                         {"tile_k", Json::array_of(std::vector<int64_t>{3, 9})}});
+  EXPECT_EQ(check_configs(task, {cfg}, 1e-4), 1);
+  const ir::LoweredFunc f = task.lower(cfg, "k");
+  EXPECT_EQ(codegen::launch_dims(f).block, (std::array<int64_t, 3>{4, 2, 2}));
+  EXPECT_EQ(codegen::launch_dims(f).grid, (std::array<int64_t, 3>{2, 4, 2}));
+  EXPECT_EQ(codegen::shared_memory_bytes(f), (2 * 4 * 9 + 9 * 4) * 4);
+  const std::string src = codegen::codegen_cuda(f);
+  EXPECT_NE(src.find("__shared__ float data_im2col_shared[72];"), std::string::npos) << src;
+  EXPECT_NE(src.find("__shared__ float kernel_gemm_shared[36];"), std::string::npos) << src;
+}
+
+// A grouped convolution is not a single GEMM: the template refuses it, naming the direct one.
+TEST(CudaTemplates, Conv2dImplicitGemmRefusesGroups) {
+  const Json args = Json::parse(R"({"data": {"shape": [1, 4, 8, 8]}, "kernel": {"shape": [4, 2, 3, 3]}, "groups": 2})");
+  try {
+    Task task("conv2d_nchw_implicit_gemm.cuda", args, cuda_target());
+    FAIL() << "a grouped convolution was accepted";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("groups = 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("conv2d_nchw.cuda"), std::string::npos) << e.what();
+  }
+}
+
+// reduce.cuda: one thread per output, or a block per group of outputs of the last output axis with
+// each output reduced across the block's threads through shared memory. Every config on a sum over
+// the last axis, a global average pool (a mean over H and W, then a bias and ReLU), a max over a
+// middle axis, a min over the leading axis, a sum of a whole vector and three rows of many outputs
+// per block: more than 200 configs of the block form in all.
+TEST(CudaTemplates, EveryConfigOfReduceMatchesTheUnscheduledCompute) {
+  const Json relu = Json::array({epilogue::bias_add(), epilogue::relu()});
+  Json pool = Json::parse(R"({"data": {"shape": [2, 8, 7, 7]}, "axes": [2, 3], "op": "mean"})");
+  pool.set("epilogue", relu);
+  const std::vector<Json> workloads = {
+      Json::parse(R"({"data": {"shape": [4, 6, 50]}, "axes": 2})"),
+      pool,
+      Json::parse(R"({"data": {"shape": [3, 40, 5]}, "axes": 1, "op": "max"})"),
+      Json::parse(R"({"data": {"shape": [64, 3]}, "axes": 0, "op": "min", "keepdims": true})"),
+      Json::parse(R"({"data": {"shape": [300]}})"),
+      Json::parse(R"({"data": {"shape": [2, 12, 256]}, "axes": -1})"),
+      Json::parse(R"({"data": {"shape": [24, 128]}, "axes": 1})"),
+      Json::parse(R"({"data": {"shape": [2, 16, 100]}, "axes": 2, "op": "mean"})"),
+  };
+  int block_configs = 0;
+  for (const Json &args : workloads) {
+    SCOPED_TRACE(args.dump());
+    Task task("reduce.cuda", args, cuda_target());
+    const std::vector<autotune::Config> configs = task.space().enumerate();
+    EXPECT_EQ(check_configs(task, configs, 1e-4), static_cast<int>(configs.size()));
+    for (const auto &cfg : configs) block_configs += cfg.choice_string("schedule") == "block_per_output";
+    expect_compiles(task, 3);
+  }
+  EXPECT_GE(block_configs, 200);
+
+  // The pool's default: a block per output (16 outputs), 32 threads reducing its 49 elements.
+  Task task("reduce.cuda", pool, cuda_target());
+  const autotune::Config def = task.default_config();
+  EXPECT_EQ(def.choice_string("schedule"), "block_per_output");
+  EXPECT_EQ(codegen::launch_dims(task.lower(def, "k")).grid, (std::array<int64_t, 3>{16, 1, 1}));
+  EXPECT_EQ(codegen::launch_dims(task.lower(def, "k")).block, (std::array<int64_t, 3>{32, 1, 1}));
+  // Four outputs a block, 16 threads each: 4 blocks of 16 x 4 threads, the partial sums in shared
+  // memory (16 x 4) combined after a barrier.
+  const autotune::Config four = task.space().from_values({{"schedule", Json("block_per_output")},
+                                                          {"num_thread", Json(int64_t{16})},
+                                                          {"outputs_per_block", Json(int64_t{4})}});
+  const ir::LoweredFunc f = task.lower(four, "k");
+  EXPECT_EQ(codegen::launch_dims(f).grid, (std::array<int64_t, 3>{4, 1, 1}));
+  EXPECT_EQ(codegen::launch_dims(f).block, (std::array<int64_t, 3>{16, 4, 1}));
+  const std::string src = codegen::codegen_cuda(f);
+  EXPECT_NE(src.find("__syncthreads();"), std::string::npos) << src;
+  EXPECT_GE(codegen::shared_memory_bytes(f), 16 * 4 * 4);
+  // The one-thread form stays reachable and is the default of a short reduction.
+  Task small("reduce.cuda", Json::parse(R"({"data": {"shape": [40, 6]}, "axes": 1})"), cuda_target());
+  EXPECT_EQ(small.default_config().choice_string("schedule"), "thread_per_output");
+  EXPECT_EQ(check_configs(small, {small.default_config()}, 1e-4), 1);
+}
+
+// pool2d.cuda: one thread per output, or tiles of rows x columns per block with the padded input of
+// their windows staged in shared memory. Every config on ResNet-18's 3 x 3 stride-2 max pool
+// (padding 1), an average pool with padding counted out and an epilogue, a dilated max pool in
+// ceil mode and a 2 x 2 stride-2 average pool: more than 200 configs of the tiled form in all.
+TEST(CudaTemplates, EveryConfigOfPool2dMatchesTheUnscheduledCompute) {
+  const Json relu = Json::array({epilogue::bias_add(), epilogue::relu()});
+  Json avg = Json::parse(R"({"data": {"shape": [1, 3, 24, 24]}, "kernel": 3, "strides": 1, "padding": 1,
+                             "pool_type": "avg", "count_include_pad": false})");
+  avg.set("epilogue", relu);
+  const std::vector<Json> workloads = {
+      Json::parse(R"({"data": {"shape": [1, 2, 72, 72]}, "kernel": 3, "strides": 2, "padding": 1,
+                      "pool_type": "max"})"),
+      avg,
+      Json::parse(R"({"data": {"shape": [2, 2, 11, 11]}, "kernel": 2, "strides": 2, "dilation": 2,
+                      "ceil_mode": true, "pool_type": "max"})"),
+      Json::parse(R"({"data": {"shape": [1, 2, 48, 48]}, "kernel": 2, "strides": 2, "pool_type": "avg"})"),
+  };
+  int tiled = 0;
+  for (const Json &args : workloads) {
+    SCOPED_TRACE(args.dump());
+    Task task("pool2d.cuda", args, cuda_target());
+    const std::vector<autotune::Config> configs = task.space().enumerate();
+    EXPECT_EQ(check_configs(task, configs, 1e-4), static_cast<int>(configs.size()));
+    for (const auto &cfg : configs) tiled += cfg.choice_string("schedule") == "tiled";
+    expect_compiles(task, 3);
+  }
+  EXPECT_GE(tiled, 200);
+  // ResNet-18's max pool, tiles of 4 x 12 outputs: the 9 x 25 padded input rows and columns their
+  // windows cover are staged once per block.
+  Task task("pool2d.cuda", workloads[0], cuda_target());
+  const autotune::Config cfg = task.space().from_values({{"schedule", Json("tiled")},
+                                                         {"num_thread", Json(int64_t{32})},
+                                                         {"tile_y", Json::array_of(std::vector<int64_t>{9, 4})},
+                                                         {"tile_x", Json::array_of(std::vector<int64_t>{3, 12})}});
+  const ir::LoweredFunc f = task.lower(cfg, "k");
+  EXPECT_EQ(check_configs(task, {cfg}, 1e-4), 1);
+  EXPECT_EQ(codegen::launch_dims(f).grid, (std::array<int64_t, 3>{54, 1, 1}));
+  EXPECT_EQ(codegen::launch_dims(f).block, (std::array<int64_t, 3>{12, 4, 1}));
+  EXPECT_EQ(codegen::shared_memory_bytes(f), 9 * 25 * 4);
+}
+
 TEST(CudaTemplates, SpacesKeepToTheBlockLimits) {
   // A large matmul: splits that would need more than 1024 threads or 48 KiB of shared memory are
   // not in the space.
@@ -358,6 +538,19 @@ TEST(CudaTemplates, SpacesKeepToTheBlockLimits) {
     // A staged tile of A and of B per virtual thread.
     EXPECT_LE(y[1] * x[1] * (y[2] * y[3] + x[2] * x[3]) * k[1] * 4, 48 * 1024) << cfg.to_string();
     if (i < 20) EXPECT_LE(codegen::shared_memory_bytes(task.lower(cfg, "k")), 48 * 1024) << cfg.to_string();
+  }
+  // ResNet-18's 3 x 3 convolutions of 128 channels at 28 x 28 as an implicit GEMM (K = 1152): the
+  // default config and random ones launch within the limits.
+  Task conv(
+      "conv2d_nchw_implicit_gemm.cuda",
+      Json::parse(R"({"data": {"shape": [1, 128, 28, 28]}, "kernel": {"shape": [128, 128, 3, 3]}, "padding": 1})"),
+      cuda_target());
+  EXPECT_LT(conv.space().count_valid(), conv.space().size());
+  for (int i = 0; i < 20; ++i) {
+    const autotune::Config cfg = i == 0 ? conv.default_config() : conv.space().sample(rng);
+    const ir::LoweredFunc f = conv.lower(cfg, "k");
+    EXPECT_LE(codegen::launch_dims(f).threads_per_block(), 1024) << cfg.to_string();
+    EXPECT_LE(codegen::shared_memory_bytes(f), 48 * 1024) << cfg.to_string();
   }
 }
 

@@ -77,6 +77,8 @@ inline std::vector<ExampleWorkload> example_workloads() {
                      {"bias", true}})},
       {"dense.cuda", Json::object({{"data", t({6, 20})}, {"weight", t({12, 20})}, {"epilogue", relu}})},
       {"batch_matmul.cuda", Json::object({{"a", t({2, 6, 8})}, {"b", t({2, 12, 8})}})},
+      {"conv2d_nchw_implicit_gemm.cuda",
+       Json::object({{"data", t({1, 3, 9, 9})}, {"kernel", t({8, 3, 3, 3})}, {"strides", 2}, {"padding", 1}})},
   };
 }
 

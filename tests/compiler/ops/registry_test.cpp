@@ -26,6 +26,7 @@ TEST(Registry, BuiltinTemplates) {
                                    "broadcast.x86",
                                    "conv2d_nchw.cuda",
                                    "conv2d_nchw.x86",
+                                   "conv2d_nchw_implicit_gemm.cuda",
                                    "conv2d_nchw_int8.vta",
                                    "conv2d_nchwc.x86",
                                    "conv2d_transpose_nchw.x86",
