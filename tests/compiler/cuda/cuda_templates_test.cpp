@@ -157,7 +157,7 @@ TEST(CudaTemplates, MatmulRandomConfigsMatchTheUnscheduledCompute) {
   // into shared memory and their updates of the register tile are adjacent.
   EXPECT_EQ(src.find("// vthread"), std::string::npos) << src;
   EXPECT_NE(src.find("float matmul_local[24];"), std::string::npos) << src;
-  EXPECT_NE(src.find("__shared__ float a_shared[180];"), std::string::npos) << src;
+  EXPECT_NE(src.find("__shared__ __align__(16) float a_shared[180];"), std::string::npos) << src;
   EXPECT_TRUE(stores_interleaved(src, "matmul_local", 4)) << src;
   EXPECT_TRUE(stores_interleaved(src, "a_shared", 30)) << src;
   EXPECT_TRUE(stores_interleaved(src, "b_shared", 30)) << src;
@@ -187,7 +187,7 @@ TEST(CudaTemplates, MatmulDoubleBufferedStagesMatchTheUnscheduledCompute) {
   EXPECT_EQ(codegen::shared_memory_bytes(task.lower(twice, "k")),
             2 * codegen::shared_memory_bytes(task.lower(single, "k")));
   const std::string src = codegen::codegen_cuda(task.lower(twice, "k"));
-  EXPECT_NE(src.find("__shared__ float a_shared[360];"), std::string::npos) << src;
+  EXPECT_NE(src.find("__shared__ __align__(16) float a_shared[360];"), std::string::npos) << src;
 }
 
 // auto_unroll_max_step: the loops of a reduction step of up to that many steps in all are
@@ -209,6 +209,59 @@ TEST(CudaTemplates, MatmulAutoUnrollUnrollsTheReductionStep) {
   EXPECT_NE(rolled.find("k_c_inner < 5"), std::string::npos) << rolled;
   EXPECT_NE(small.find("k_c_inner < 5"), std::string::npos) << small;  // 20 steps > 16
   EXPECT_EQ(unrolled.find("k_c_inner"), std::string::npos) << unrolled;
+}
+
+// vectorize: each thread stages that many consecutive elements of a tile in shared memory as one
+// vector, which the kernel reads and writes as one float4 (float2) access where both sides are
+// aligned: A's rows (K a multiple of 4) and B's rows (N a multiple of 4). 100 random configs that
+// vectorize, of matmul and dense.
+TEST(CudaTemplates, VectorizedStagingMatchesTheUnscheduledComputeAndUsesFloat4) {
+  const std::vector<std::pair<std::string, Json>> workloads = {
+      {"matmul.cuda", Json::parse(R"({"a": {"shape": [12, 32]}, "b": {"shape": [32, 24]}})")},
+      {"dense.cuda", Json::parse(R"({"data": {"shape": [12, 16]}, "weight": {"shape": [20, 16]}})")},
+  };
+  for (const auto &[name, args] : workloads) {
+    SCOPED_TRACE(name);
+    Task task(name, args, cuda_target());
+    std::mt19937_64 rng(5);
+    std::vector<autotune::Config> configs;
+    int fours = 0;
+    while (configs.size() < 100) {
+      const autotune::Config cfg = task.space().sample(rng);
+      if (cfg.choice_int("vectorize") == 1) continue;
+      EXPECT_EQ(cfg.split("tile_k")[1] % cfg.choice_int("vectorize"), 0);
+      fours += cfg.choice_int("vectorize") == 4;
+      configs.push_back(cfg);
+    }
+    EXPECT_GT(fours, 20);
+    EXPECT_EQ(check_configs(task, configs, 1e-4), 100);
+  }
+  Task task("matmul.cuda", workloads[0].second, cuda_target());
+  auto config = [&](int64_t vector) {
+    return task.space().from_values({{"tile_y", Json::array_of(std::vector<int64_t>{3, 1, 2, 2})},
+                                     {"tile_x", Json::array_of(std::vector<int64_t>{2, 1, 4, 3})},
+                                     {"tile_k", Json::array_of(std::vector<int64_t>{4, 8})},
+                                     {"vectorize", Json(vector)}});
+  };
+  const std::string scalar = codegen::codegen_cuda(task.lower(config(1), "k"));
+  const std::string vector = codegen::codegen_cuda(task.lower(config(4), "k"));
+  EXPECT_EQ(scalar.find("float4"), std::string::npos) << scalar;
+  EXPECT_NE(vector.find("*reinterpret_cast<float4*>(&a_shared["), std::string::npos) << vector;
+  EXPECT_NE(vector.find("*reinterpret_cast<const float4*>(&a["), std::string::npos) << vector;
+  EXPECT_NE(vector.find("*reinterpret_cast<float4*>(&b_shared["), std::string::npos) << vector;
+  EXPECT_NE(codegen::codegen_cuda(task.lower(config(2), "k")).find("*reinterpret_cast<float2*>(&a_shared["),
+            std::string::npos);
+  // A step of 6 columns of A cannot be split in fours.
+  EXPECT_THROW(task.space().from_values(
+                   {{"tile_k", Json::array_of(std::vector<int64_t>{4, 6})}, {"vectorize", Json(int64_t{4})}}),
+               autotune::ConfigError);
+  if (!codegen::nvrtc_available()) GTEST_SKIP() << "Kiln was built without the CUDA toolkit (NVRTC)";
+  for (const char *arch : {"sm_80", "sm_90"}) {
+    codegen::CudaModule m(task.lower(config(4), "k"), codegen::parse_cuda_target(std::string("cuda -arch=") + arch));
+    // 16-byte loads from global memory and stores to shared memory.
+    EXPECT_NE(m.ptx().find("ld.global.nc.v4."), std::string::npos) << arch << m.ptx();
+    EXPECT_NE(m.ptx().find("st.shared.v4."), std::string::npos) << arch << m.ptx();
+  }
 }
 
 // dense and batch_matmul share matmul.cuda's schedule; their weight is read in the packed layout
