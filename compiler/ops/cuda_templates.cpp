@@ -163,7 +163,7 @@ void register_thread_per_output(Registry &r, const std::string &op, const std::s
 // whose packing factor is the last factor of tile_x) and the schedule above.
 void register_gemm(Registry &r, const std::string &base_name, const std::string &name, const std::string &summary) {
   Template t = derived(r, base_name, name, summary);
-  t.version = 3;  // 2: double_buffer and auto_unroll_max_step; 3: vectorize
+  t.version = 3;  // 2: double_buffer and auto_unroll_max_step; 3: vectorize and unroll_explicit
   auto base = r.get(base_name);
   struct Dims {
     int64_t M, N, K, bytes;
@@ -191,6 +191,13 @@ void register_gemm(Registry &r, const std::string &base_name, const std::string 
     // Elements each thread copies as one vector into shared memory: a divisor of the reduction
     // step, which divides both tiles.
     s.define_choice("vectorize", std::vector<int64_t>{1, 2, 4});
+    // 1: unroll_k does not unroll the reduction step in the IR but leaves it, and the register
+    // tile's loops (of the step and of its initialization), as loops under `#pragma unroll` for
+    // the CUDA compiler to unroll; the compiler then also decides the rest (auto_unroll_max_step 0).
+    s.define_bool("unroll_explicit");
+    s.add_constraint("unroll_explicit_alone", {"auto_unroll_max_step", "unroll_explicit"}, [](const Config &c) {
+      return !c.choice_bool("unroll_explicit") || c.choice_int("auto_unroll_max_step") == 0;
+    });
     s.add_constraint("vectorize_divides_step", {"tile_k", "vectorize"},
                      [](const Config &c) { return c.split("tile_k")[1] % c.choice_int("vectorize") == 0; });
     s.add_product_limit("threads_per_block", {{"tile_y", 2}, {"tile_x", 2}}, 1, kMaxThreadsPerBlock);
@@ -248,7 +255,17 @@ void register_gemm(Registry &r, const std::string &base_name, const std::string 
     std::vector<IterVar> acc_order = {ko, ki};
     for (size_t i = 0; i < acc.shape().size(); ++i) acc_order.push_back(sa.axis(i));
     sa.reorder(acc_order);
-    if (cfg.choice_bool("unroll_k")) sa.unroll(ki);
+    if (cfg.choice_bool("unroll_k")) {
+      if (cfg.choice_bool("unroll_explicit")) {
+        // The reduction step and the register tile inside it, left to the CUDA compiler: the
+        // CUDA back end's unroll pragma (codegen::kUnrollPragma).
+        for (const IterVar &iv : std::vector<IterVar>(acc_order.begin() + 1, acc_order.end())) {
+          sa.pragma(iv, "unroll", ir::make_const(ir::Int(32), int64_t{1}));
+        }
+      } else {
+        sa.unroll(ki);
+      }
+    }
     const int64_t unroll_steps = cfg.choice_int("auto_unroll_max_step");
     if (unroll_steps > 0) sa.pragma(ki, "auto_unroll_max_step", ir::make_const(ir::Int(32), unroll_steps));
 

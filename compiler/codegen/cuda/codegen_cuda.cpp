@@ -473,11 +473,14 @@ bool multiple_of(const ir::Expr &e, int64_t n, const std::unordered_map<const ir
   }
 }
 
+// The tag of a loop that the kernel writes as a loop under `#pragma unroll` (see VectorAccesses).
+constexpr const char *kUnrollTag = "kiln.cuda.unroll";
+
 // The kernel's vector copies `dst[ramp(i, 1, n)] = src[ramp(j, 1, n)]` that one aligned CUDA
 // vector access does (see vector_access_type) as vector_copy calls: both buffers aligned to 16
 // bytes (a kernel parameter, whose memory the runtime allocates aligned, or a "shared" or "local"
 // array, which the kernel declares __align__(16)), i and j multiples of n, no predicate. Every
-// other vector access stays lane by lane.
+// other vector access stays lane by lane. Also marks the loops under the unroll pragma.
 class VectorAccesses : public ir::IRMutator {
  public:
   explicit VectorAccesses(const ir::LoweredFunc &f) {
@@ -493,6 +496,17 @@ class VectorAccesses : public ir::IRMutator {
   ir::Stmt visit(const ir::AllocateNode *op, const ir::Stmt &self) override {
     if (op->scope == "shared" || op->scope == "local") aligned_.insert(op->buffer_var.get());
     return ir::IRMutator::visit(op, self);
+  }
+  // A serial loop under the unroll pragma: a loop bound to kUnrollTag, which thread_loop writes
+  // under `#pragma unroll`.
+  ir::Stmt visit(const ir::AttrStmtNode *op, const ir::Stmt &self) override {
+    const auto *loop = op->body.as<ir::ForNode>();
+    if (op->key != std::string(ir::attr::kPragmaPrefix) + kUnrollPragma || !loop || loop->kind != ir::ForKind::Serial ||
+        !ir::as_const_int(loop->extent)) {
+      return ir::IRMutator::visit(op, self);
+    }
+    return ir::ForNode::make(loop->loop_var, loop->min, loop->extent, ir::ForKind::ThreadBinding, mutate(loop->body),
+                             kUnrollTag);
   }
   ir::Stmt visit(const ir::StoreNode *op, const ir::Stmt &self) override {
     const DataType t = op->value.type();
@@ -588,6 +602,11 @@ class CodeGenCuda : public CodeGenC {
 
   void thread_loop(const ir::ForNode *op) override {
     const std::string &tag = op->thread_tag;
+    if (tag == kUnrollTag) {
+      line("#pragma unroll");
+      serial_loop(op, "");
+      return;
+    }
     if (is_vthread(tag)) {
       line("#pragma unroll");
       serial_loop(op, "  // " + tag);

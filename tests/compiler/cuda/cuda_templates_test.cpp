@@ -211,6 +211,59 @@ TEST(CudaTemplates, MatmulAutoUnrollUnrollsTheReductionStep) {
   EXPECT_EQ(unrolled.find("k_c_inner"), std::string::npos) << unrolled;
 }
 
+// unroll_explicit: the reduction step and the register tile that unroll_k unrolls stay loops in
+// the IR, written under `#pragma unroll` for the CUDA compiler; 100 random configs that use it.
+TEST(CudaTemplates, UnrollExplicitLeavesTheReductionStepToTheCudaCompiler) {
+  Json args = Json::parse(R"({"a": {"shape": [12, 20]}, "b": {"shape": [20, 18]}})");
+  Task task("matmul.cuda", args, cuda_target());
+  std::mt19937_64 rng(13);
+  std::vector<autotune::Config> configs;
+  while (configs.size() < 100) {
+    const autotune::Config cfg = task.space().sample(rng);
+    EXPECT_TRUE(!cfg.choice_bool("unroll_explicit") || cfg.choice_int("auto_unroll_max_step") == 0);
+    if (cfg.choice_bool("unroll_k") && cfg.choice_bool("unroll_explicit")) configs.push_back(cfg);
+  }
+  EXPECT_EQ(check_configs(task, configs, 1e-4), 100);
+  auto config = [&](int64_t explicit_unroll) {
+    return task.space().from_values({{"tile_y", Json::array_of(std::vector<int64_t>{1, 2, 3, 2})},
+                                     {"tile_x", Json::array_of(std::vector<int64_t>{1, 3, 3, 2})},
+                                     {"tile_k", Json::array_of(std::vector<int64_t>{4, 5})},
+                                     {"unroll_k", Json(int64_t{1})},
+                                     {"unroll_explicit", Json(explicit_unroll)}});
+  };
+  EXPECT_EQ(check_configs(task, {config(0), config(1)}, 1e-4), 2);
+  const std::string in_ir = codegen::codegen_cuda(task.lower(config(0), "k"));
+  const std::string left = codegen::codegen_cuda(task.lower(config(1), "k"));
+  EXPECT_EQ(in_ir.find("k_c_inner"), std::string::npos) << in_ir;
+  EXPECT_EQ(in_ir.find("#pragma unroll"), std::string::npos) << in_ir;
+  // Each loop of the step, and of the register tile's initialization, right after the pragma.
+  for (const char *loop :
+       {"for (int32_t k_c_inner = 0; k_c_inner < 5; ++k_c_inner) {", "for (int32_t i_c = 0; i_c < 2; ++i_c) {",
+        "for (int32_t j_c = 0; j_c < 2; ++j_c) {", "for (int32_t i_c_1 = 0; i_c_1 < 2; ++i_c_1) {",
+        "for (int32_t j_c_1 = 0; j_c_1 < 2; ++j_c_1) {"}) {
+    SCOPED_TRACE(loop);
+    const size_t at = left.find(loop);
+    ASSERT_NE(at, std::string::npos) << left;
+    const size_t line = left.rfind("#pragma unroll\n", at);
+    ASSERT_NE(line, std::string::npos) << left;
+    EXPECT_EQ(left.find_first_not_of(' ', line + 15), at) << left;
+  }
+  size_t pragmas = 0;
+  for (size_t at = left.find("#pragma unroll"); at != std::string::npos; at = left.find("#pragma unroll", at + 1)) {
+    ++pragmas;
+  }
+  EXPECT_EQ(pragmas, 5u) << left;
+  // unroll_explicit with auto_unroll_max_step is not a config of the space.
+  EXPECT_THROW(
+      task.space().from_values({{"unroll_explicit", Json(int64_t{1})}, {"auto_unroll_max_step", Json(int64_t{16})}}),
+      autotune::ConfigError);
+  if (!codegen::nvrtc_available()) GTEST_SKIP() << "Kiln was built without the CUDA toolkit (NVRTC)";
+  for (const char *arch : {"sm_80", "sm_90"}) {
+    codegen::CudaModule m(task.lower(config(1), "k"), codegen::parse_cuda_target(std::string("cuda -arch=") + arch));
+    EXPECT_NE(m.ptx().find(".entry k"), std::string::npos);
+  }
+}
+
 // vectorize: each thread stages that many consecutive elements of a tile in shared memory as one
 // vector, which the kernel reads and writes as one float4 (float2) access where both sides are
 // aligned: A's rows (K a multiple of 4) and B's rows (N a multiple of 4). 100 random configs that
