@@ -10,6 +10,7 @@
 
 #include "compiler/codegen/cuda/codegen_cuda.h"
 #include "compiler/codegen/cuda/nvrtc_compiler.h"
+#include "compiler/ir/float16.h"
 #include "compiler/ops/epilogue.h"
 #include "compiler/ops/registry.h"
 #include "tests/compiler/ops/example_workloads.h"
@@ -341,6 +342,73 @@ TEST(CudaTemplates, DenseAndBatchMatmulRandomConfigsMatchTheUnscheduledCompute) 
   Task batched("batch_matmul.cuda", workloads[1].second, cuda_target());
   const codegen::LaunchDims dims = codegen::launch_dims(batched.lower(batched.default_config(), "k"));
   EXPECT_EQ(dims.grid[2], 2);
+}
+
+// float16 inputs of dense.cuda and matmul.cuda, accumulated in float32 (out_dtype) or in float16:
+// 100 random configs against a double reference on the same half inputs, within float16's
+// rounding; the staging copies 4 halves (8 bytes) as one access; NVRTC compiles the kernels.
+TEST(CudaTemplates, Float16GemmsMatchAFloatReference) {
+  const Json h12x16 = Json::parse(R"({"shape": [12, 16], "dtype": "float16"})");
+  const Json h20x16 = Json::parse(R"({"shape": [20, 16], "dtype": "float16"})");
+  const Json h16x20 = Json::parse(R"({"shape": [16, 20], "dtype": "float16"})");
+  struct Case {
+    std::string name;
+    Json args;
+    bool transposed_b;  // b is [N, K]
+    double tol;
+  };
+  const std::vector<Case> cases = {
+      {"dense.cuda", Json::object({{"data", h12x16}, {"weight", h20x16}, {"out_dtype", Json("float32")}}), true, 1e-4},
+      {"dense.cuda", Json::object({{"data", h12x16}, {"weight", h20x16}}), true, 0.125},
+      {"matmul.cuda", Json::object({{"a", h12x16}, {"b", h16x20}, {"out_dtype", Json("float32")}}), false, 1e-4},
+      {"matmul.cuda", Json::object({{"a", h12x16}, {"b", h16x20}}), false, 0.125},
+  };
+  const int64_t M = 12, N = 20, K = 16;
+  std::mt19937_64 fill(3);
+  auto halves = [&](int64_t rows, int64_t cols) {
+    deploy::Tensor t = testing::make_tensor({rows, cols}, ir::Float(16));
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      static_cast<uint16_t *>(t.data())[i] = ir::float_to_half(static_cast<float>(fill() % 128) / 64.0f - 1.0f);
+    }
+    return t;
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name + " " + c.args.dump());
+    Task task(c.name, c.args, cuda_target());
+    const deploy::Tensor a = halves(M, K), b = c.transposed_b ? halves(N, K) : halves(K, N);
+    const bool f32_out = c.args.contains("out_dtype");
+    std::vector<double> expect(M * N, 0.0);
+    auto h = [](const deploy::Tensor &t, int64_t i) {
+      return static_cast<double>(ir::half_to_float(static_cast<const uint16_t *>(t.data())[i]));
+    };
+    for (int64_t i = 0; i < M; ++i) {
+      for (int64_t j = 0; j < N; ++j) {
+        for (int64_t k = 0; k < K; ++k)
+          expect[i * N + j] += h(a, i * K + k) * h(b, c.transposed_b ? j * K + k : k * N + j);
+      }
+    }
+    std::vector<autotune::Config> configs = random_configs(task, 25);
+    for (const autotune::Config &cfg : configs) {
+      SCOPED_TRACE(cfg.to_string());
+      ir::LoweredFunc f = task.lower(cfg, "k");
+      ASSERT_EQ(f.params.size(), 3u);
+      for (const ir::LoweredFunc &g : {f, codegen::cuda_kernel_ir(f)}) {
+        std::vector<deploy::Tensor> args = {testing::clone(a), testing::clone(b),
+                                            testing::make_tensor({M, N}, f.params[2].dtype)};
+        args = testing::run_interp(g, args);
+        for (int64_t i = 0; i < M * N; ++i) {
+          const double got = f32_out ? static_cast<const float *>(args[2].data())[i] : h(args[2], i);
+          ASSERT_NEAR(got, expect[i], c.tol) << i;
+        }
+      }
+    }
+  }
+  Task task("dense.cuda", cases[0].args, cuda_target());
+  const autotune::Config staged = task.space().from_values(
+      {{"tile_k", Json::array_of(std::vector<int64_t>{2, 8})}, {"vectorize", Json(int64_t{4})}});
+  const std::string src = codegen::codegen_cuda(task.lower(staged, "k"));
+  EXPECT_NE(src.find("*reinterpret_cast<uint2*>(&data_shared["), std::string::npos) << src;
+  expect_compiles(task, 3);
 }
 
 // softmax.cuda: a block per row, the max and the sum reduced across the block's threads through
