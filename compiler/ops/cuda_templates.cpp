@@ -193,7 +193,8 @@ void register_gemm(Registry &r, const std::string &base_name, const std::string 
     s.define_choice("vectorize", std::vector<int64_t>{1, 2, 4});
     // 1: unroll_k does not unroll the reduction step in the IR but leaves it, and the register
     // tile's loops (of the step and of its initialization), as loops under `#pragma unroll` for
-    // the CUDA compiler to unroll; the compiler then also decides the rest (auto_unroll_max_step 0).
+    // the CUDA compiler to unroll; the compiler then also decides the rest
+    // (auto_unroll_max_step 0).
     s.define_bool("unroll_explicit");
     s.add_constraint("unroll_explicit_alone", {"auto_unroll_max_step", "unroll_explicit"}, [](const Config &c) {
       return !c.choice_bool("unroll_explicit") || c.choice_int("auto_unroll_max_step") == 0;

@@ -438,23 +438,16 @@ std::string vector_access_type(DataType t, int lanes) {
 // a variable bound (by a let) to a multiple.
 bool multiple_of(const ir::Expr &e, int64_t n, const std::unordered_map<const ir::VariableNode *, ir::Expr> &lets) {
   if (auto c = ir::as_const_int(e)) return *c % n == 0;
+  auto both = [&](const auto *op) { return multiple_of(op->a, n, lets) && multiple_of(op->b, n, lets); };
   switch (e.node_type()) {
-    case ir::NodeType::Add: {
-      const auto *op = e.as<ir::AddNode>();
-      return multiple_of(op->a, n, lets) && multiple_of(op->b, n, lets);
-    }
-    case ir::NodeType::Sub: {
-      const auto *op = e.as<ir::SubNode>();
-      return multiple_of(op->a, n, lets) && multiple_of(op->b, n, lets);
-    }
-    case ir::NodeType::Min: {
-      const auto *op = e.as<ir::MinNode>();
-      return multiple_of(op->a, n, lets) && multiple_of(op->b, n, lets);
-    }
-    case ir::NodeType::Max: {
-      const auto *op = e.as<ir::MaxNode>();
-      return multiple_of(op->a, n, lets) && multiple_of(op->b, n, lets);
-    }
+    case ir::NodeType::Add:
+      return both(e.as<ir::AddNode>());
+    case ir::NodeType::Sub:
+      return both(e.as<ir::SubNode>());
+    case ir::NodeType::Min:
+      return both(e.as<ir::MinNode>());
+    case ir::NodeType::Max:
+      return both(e.as<ir::MaxNode>());
     case ir::NodeType::Mul: {
       const auto *op = e.as<ir::MulNode>();
       return multiple_of(op->a, n, lets) || multiple_of(op->b, n, lets);

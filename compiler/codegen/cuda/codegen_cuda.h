@@ -10,9 +10,9 @@
 // appears at several places of a block is one phase of the block's threads per place, the phases
 // separated by the IR's sync_threads barriers (`__syncthreads()`), which is what the interpreter
 // simulates. Virtual threads (vthread) are interleaved in each thread (inject_virtual_threads).
-// A serial loop of constant extent under the kUnrollPragma pragma is written under `#pragma
-// unroll`. Allocations in scope "shared" are `__shared__` arrays, "local" ones per-thread arrays, both
-// aligned to 16 bytes. A vector copy `dst[ramp(i, 1, n)] = src[ramp(j, 1, n)]` between aligned
+// A serial loop of constant extent under the kUnrollPragma pragma is written under
+// `#pragma unroll`. Allocations in scope "shared" are `__shared__` arrays, "local" ones per-thread
+// arrays, both aligned to 16 bytes. A vector copy `dst[ramp(i, 1, n)] = src[ramp(j, 1, n)]` between aligned
 // buffers (kernel parameters, whose memory the runtime allocates aligned, and shared and local
 // arrays) with i and j multiples of n is one access of a CUDA vector type (float4, float2; uint4,
 // uint2, uint32_t for 16-bit elements) where n lanes fill one (2 or 4 of 32 bits, 2, 4 or 8 of

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -69,6 +70,18 @@ std::vector<autotune::Config> random_configs(const Task &task, int n) {
   std::mt19937_64 rng(42);
   std::vector<autotune::Config> configs = {task.default_config()};
   while (static_cast<int>(configs.size()) < n) configs.push_back(task.space().sample(rng));
+  return configs;
+}
+
+// `n` random configs (from `seed`) for which `keep` holds.
+std::vector<autotune::Config> sampled_configs(const Task &task, size_t n, uint64_t seed,
+                                              const std::function<bool(const autotune::Config &)> &keep) {
+  std::mt19937_64 rng(seed);
+  std::vector<autotune::Config> configs;
+  while (configs.size() < n) {
+    autotune::Config cfg = task.space().sample(rng);
+    if (keep(cfg)) configs.push_back(std::move(cfg));
+  }
   return configs;
 }
 
@@ -170,12 +183,9 @@ TEST(CudaTemplates, MatmulRandomConfigsMatchTheUnscheduledCompute) {
 TEST(CudaTemplates, MatmulDoubleBufferedStagesMatchTheUnscheduledCompute) {
   Json args = Json::parse(R"({"a": {"shape": [12, 20]}, "b": {"shape": [20, 18]}})");
   Task task("matmul.cuda", args, cuda_target());
-  std::mt19937_64 rng(11);
-  std::vector<autotune::Config> configs;
-  while (configs.size() < 100) {
-    const autotune::Config cfg = task.space().sample(rng);
-    if (cfg.choice_bool("double_buffer") && cfg.split("tile_k")[0] > 1) configs.push_back(cfg);
-  }
+  const std::vector<autotune::Config> configs = sampled_configs(task, 100, 11, [](const autotune::Config &cfg) {
+    return cfg.choice_bool("double_buffer") && cfg.split("tile_k")[0] > 1;
+  });
   EXPECT_EQ(check_configs(task, configs, 1e-4), 100);
   const autotune::Config single =
       task.space().from_values({{"tile_y", Json::array_of(std::vector<int64_t>{1, 2, 3, 2})},
@@ -217,13 +227,10 @@ TEST(CudaTemplates, MatmulAutoUnrollUnrollsTheReductionStep) {
 TEST(CudaTemplates, UnrollExplicitLeavesTheReductionStepToTheCudaCompiler) {
   Json args = Json::parse(R"({"a": {"shape": [12, 20]}, "b": {"shape": [20, 18]}})");
   Task task("matmul.cuda", args, cuda_target());
-  std::mt19937_64 rng(13);
-  std::vector<autotune::Config> configs;
-  while (configs.size() < 100) {
-    const autotune::Config cfg = task.space().sample(rng);
+  const std::vector<autotune::Config> configs = sampled_configs(task, 100, 13, [](const autotune::Config &cfg) {
     EXPECT_TRUE(!cfg.choice_bool("unroll_explicit") || cfg.choice_int("auto_unroll_max_step") == 0);
-    if (cfg.choice_bool("unroll_k") && cfg.choice_bool("unroll_explicit")) configs.push_back(cfg);
-  }
+    return cfg.choice_bool("unroll_k") && cfg.choice_bool("unroll_explicit");
+  });
   EXPECT_EQ(check_configs(task, configs, 1e-4), 100);
   auto config = [&](int64_t explicit_unroll) {
     return task.space().from_values({{"tile_y", Json::array_of(std::vector<int64_t>{1, 2, 3, 2})},
@@ -277,15 +284,12 @@ TEST(CudaTemplates, VectorizedStagingMatchesTheUnscheduledComputeAndUsesFloat4) 
   for (const auto &[name, args] : workloads) {
     SCOPED_TRACE(name);
     Task task(name, args, cuda_target());
-    std::mt19937_64 rng(5);
-    std::vector<autotune::Config> configs;
+    const std::vector<autotune::Config> configs =
+        sampled_configs(task, 100, 5, [](const autotune::Config &cfg) { return cfg.choice_int("vectorize") > 1; });
     int fours = 0;
-    while (configs.size() < 100) {
-      const autotune::Config cfg = task.space().sample(rng);
-      if (cfg.choice_int("vectorize") == 1) continue;
+    for (const autotune::Config &cfg : configs) {
       EXPECT_EQ(cfg.split("tile_k")[1] % cfg.choice_int("vectorize"), 0);
       fours += cfg.choice_int("vectorize") == 4;
-      configs.push_back(cfg);
     }
     EXPECT_GT(fours, 20);
     EXPECT_EQ(check_configs(task, configs, 1e-4), 100);
