@@ -60,9 +60,11 @@ void apply_split4(te::Stage &stage, const IterVar &axis, const std::vector<int64
 
 // Stages `in`, as `acc` reads it, in shared memory at `axis` of `at` (a reduction step): the copy's
 // axes fused and split over the block's threads, `threads` giving each thread tag and its extent,
-// innermost first.
+// innermost first; with `vector` > 1 (which divides the tile) each thread copies that many
+// consecutive elements as one vector.
 void stage_in_shared(te::Schedule &s, const te::Tensor &in, const te::Tensor &acc, te::Stage &at, const IterVar &axis,
-                     const std::vector<std::pair<std::string, int64_t>> &threads, bool double_buffer = false) {
+                     const std::vector<std::pair<std::string, int64_t>> &threads, bool double_buffer = false,
+                     int64_t vector = 1) {
   te::Tensor shared = s.cache_read(in, "shared", {acc.op()});
   te::Stage st = s[shared];
   st.compute_at(at, axis);
@@ -71,6 +73,12 @@ void stage_in_shared(te::Schedule &s, const te::Tensor &in, const te::Tensor &ac
   for (size_t i = 0; i < shared.shape().size(); ++i) axes.push_back(st.axis(i));
   IterVar rest;
   st.fuse(axes, &rest);
+  if (vector > 1) {  // `vector` consecutive elements per thread, copied as one vector
+    IterVar outer, inner;
+    st.split(rest, vector, &outer, &inner);
+    st.vectorize(inner);
+    rest = outer;
+  }
   for (const auto &[tag, extent] : threads) {
     IterVar outer, inner;
     st.split(rest, extent, &outer, &inner);
@@ -155,7 +163,7 @@ void register_thread_per_output(Registry &r, const std::string &op, const std::s
 // whose packing factor is the last factor of tile_x) and the schedule above.
 void register_gemm(Registry &r, const std::string &base_name, const std::string &name, const std::string &summary) {
   Template t = derived(r, base_name, name, summary);
-  t.version = 2;  // 2: double_buffer and auto_unroll_max_step
+  t.version = 3;  // 2: double_buffer and auto_unroll_max_step; 3: vectorize and unroll_explicit
   auto base = r.get(base_name);
   struct Dims {
     int64_t M, N, K, bytes;
@@ -180,6 +188,19 @@ void register_gemm(Registry &r, const std::string &base_name, const std::string 
     s.define_bool("double_buffer");
     // Loops of each reduction step up to this many steps in all are unrolled (0: none).
     s.define_choice("auto_unroll_max_step", std::vector<int64_t>{0, 16, 64, 512});
+    // Elements each thread copies as one vector into shared memory: a divisor of the reduction
+    // step, which divides both tiles.
+    s.define_choice("vectorize", std::vector<int64_t>{1, 2, 4});
+    // 1: unroll_k does not unroll the reduction step in the IR but leaves it, and the register
+    // tile's loops (of the step and of its initialization), as loops under `#pragma unroll` for
+    // the CUDA compiler to unroll; the compiler then also decides the rest
+    // (auto_unroll_max_step 0).
+    s.define_bool("unroll_explicit");
+    s.add_constraint("unroll_explicit_alone", {"auto_unroll_max_step", "unroll_explicit"}, [](const Config &c) {
+      return !c.choice_bool("unroll_explicit") || c.choice_int("auto_unroll_max_step") == 0;
+    });
+    s.add_constraint("vectorize_divides_step", {"tile_k", "vectorize"},
+                     [](const Config &c) { return c.split("tile_k")[1] % c.choice_int("vectorize") == 0; });
     s.add_product_limit("threads_per_block", {{"tile_y", 2}, {"tile_x", 2}}, 1, kMaxThreadsPerBlock);
     s.add_product_limit("virtual_threads", {{"tile_y", 1}, {"tile_x", 1}}, 1, kMaxVirtualThreads);
     s.add_constraint("shared_memory", {"tile_y", "tile_x", "tile_k", "double_buffer"}, [d](const Config &c) {
@@ -235,7 +256,17 @@ void register_gemm(Registry &r, const std::string &base_name, const std::string 
     std::vector<IterVar> acc_order = {ko, ki};
     for (size_t i = 0; i < acc.shape().size(); ++i) acc_order.push_back(sa.axis(i));
     sa.reorder(acc_order);
-    if (cfg.choice_bool("unroll_k")) sa.unroll(ki);
+    if (cfg.choice_bool("unroll_k")) {
+      if (cfg.choice_bool("unroll_explicit")) {
+        // The reduction step and the register tile inside it, left to the CUDA compiler: the
+        // CUDA back end's unroll pragma (codegen::kUnrollPragma).
+        for (const IterVar &iv : std::vector<IterVar>(acc_order.begin() + 1, acc_order.end())) {
+          sa.pragma(iv, "unroll", ir::make_const(ir::Int(32), int64_t{1}));
+        }
+      } else {
+        sa.unroll(ki);
+      }
+    }
     const int64_t unroll_steps = cfg.choice_int("auto_unroll_max_step");
     if (unroll_steps > 0) sa.pragma(ki, "auto_unroll_max_step", ir::make_const(ir::Int(32), unroll_steps));
 
@@ -243,7 +274,7 @@ void register_gemm(Registry &r, const std::string &base_name, const std::string 
     const te::Tensor b = c.has_part("pack") ? c.part("pack") : c.inputs[1];
     for (const te::Tensor &in : {c.inputs[0], b}) {
       stage_in_shared(s, in, acc, sa, ko, {{"threadIdx.x", tx[2]}, {"threadIdx.y", ty[2]}},
-                      cfg.choice_bool("double_buffer"));
+                      cfg.choice_bool("double_buffer"), cfg.choice_int("vectorize"));
     }
     if (c.has_part("pack")) s[c.part("pack")].compute_inline();
   };

@@ -5,6 +5,7 @@
 #include <functional>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "compiler/arith/analyzer.h"
 #include "compiler/codegen/c/codegen_c.h"
@@ -413,6 +414,125 @@ class VirtualThreads : public ir::IRMutator {
   }
 };
 
+// The intrinsic a vector copy that CUDA does in one access becomes (see VectorAccesses):
+// vector_copy(dst, dst_base, src, src_base, lanes, zero) copies `lanes` elements of zero's type
+// from src[src_base] on to dst[dst_base] on.
+constexpr const char *kVectorCopy = "kiln.cuda.vector_copy";
+
+// The CUDA type that holds `lanes` elements of t in one aligned access (float4 for four float32),
+// or "" where there is none: 2 or 4 lanes of a 32-bit type, 2, 4 or 8 of a 16-bit one.
+std::string vector_access_type(DataType t, int lanes) {
+  const int bytes = t.bits() / 8 * lanes;
+  if (t.bits() == 32 && (lanes == 2 || lanes == 4)) {
+    const std::string base = t.is_float() ? "float" : t.is_uint() ? "uint" : t.is_int() ? "int" : "";
+    return base.empty() ? "" : detail::concat(base, lanes);
+  }
+  if (t.bits() == 16 && (lanes == 2 || lanes == 4 || lanes == 8)) {
+    return bytes == 4 ? "uint32_t" : bytes == 8 ? "uint2" : "uint4";
+  }
+  return "";
+}
+
+// Whether e is a multiple of n for every value of its variables, as far as its form shows: a
+// constant multiple of n, a sum, difference, min or max of multiples, a product with a multiple,
+// a variable bound (by a let) to a multiple.
+bool multiple_of(const ir::Expr &e, int64_t n, const std::unordered_map<const ir::VariableNode *, ir::Expr> &lets) {
+  if (auto c = ir::as_const_int(e)) return *c % n == 0;
+  auto both = [&](const auto *op) { return multiple_of(op->a, n, lets) && multiple_of(op->b, n, lets); };
+  switch (e.node_type()) {
+    case ir::NodeType::Add:
+      return both(e.as<ir::AddNode>());
+    case ir::NodeType::Sub:
+      return both(e.as<ir::SubNode>());
+    case ir::NodeType::Min:
+      return both(e.as<ir::MinNode>());
+    case ir::NodeType::Max:
+      return both(e.as<ir::MaxNode>());
+    case ir::NodeType::Mul: {
+      const auto *op = e.as<ir::MulNode>();
+      return multiple_of(op->a, n, lets) || multiple_of(op->b, n, lets);
+    }
+    case ir::NodeType::Cast: {
+      const auto *op = e.as<ir::CastNode>();
+      return op->type.is_int() && op->value.type().is_int() && op->type.bits() >= op->value.type().bits() &&
+             multiple_of(op->value, n, lets);
+    }
+    case ir::NodeType::Variable: {
+      const auto it = lets.find(e.as<ir::VariableNode>());
+      return it != lets.end() && multiple_of(it->second, n, lets);
+    }
+    default:
+      return false;
+  }
+}
+
+// The tag of a loop that the kernel writes as a loop under `#pragma unroll` (see VectorAccesses).
+constexpr const char *kUnrollTag = "kiln.cuda.unroll";
+
+// The kernel's vector copies `dst[ramp(i, 1, n)] = src[ramp(j, 1, n)]` that one aligned CUDA
+// vector access does (see vector_access_type) as vector_copy calls: both buffers aligned to 16
+// bytes (a kernel parameter, whose memory the runtime allocates aligned, or a "shared" or "local"
+// array, which the kernel declares __align__(16)), i and j multiples of n, no predicate. Every
+// other vector access stays lane by lane. Also marks the loops under the unroll pragma.
+class VectorAccesses : public ir::IRMutator {
+ public:
+  explicit VectorAccesses(const ir::LoweredFunc &f) {
+    for (const auto &p : f.params) aligned_.insert(p.data.get());
+  }
+  using ir::IRMutator::mutate;
+
+ protected:
+  ir::Stmt visit(const ir::LetStmtNode *op, const ir::Stmt &self) override {
+    lets_[op->var.get()] = op->value;
+    return ir::IRMutator::visit(op, self);
+  }
+  ir::Stmt visit(const ir::AllocateNode *op, const ir::Stmt &self) override {
+    if (op->scope == "shared" || op->scope == "local") aligned_.insert(op->buffer_var.get());
+    return ir::IRMutator::visit(op, self);
+  }
+  // A serial loop under the unroll pragma: a loop bound to kUnrollTag, which thread_loop writes
+  // under `#pragma unroll`.
+  ir::Stmt visit(const ir::AttrStmtNode *op, const ir::Stmt &self) override {
+    const auto *loop = op->body.as<ir::ForNode>();
+    if (op->key != std::string(ir::attr::kPragmaPrefix) + kUnrollPragma || !loop || loop->kind != ir::ForKind::Serial ||
+        !ir::as_const_int(loop->extent)) {
+      return ir::IRMutator::visit(op, self);
+    }
+    return ir::ForNode::make(loop->loop_var, loop->min, loop->extent, ir::ForKind::ThreadBinding, mutate(loop->body),
+                             kUnrollTag);
+  }
+  ir::Stmt visit(const ir::StoreNode *op, const ir::Stmt &self) override {
+    const DataType t = op->value.type();
+    const auto *load = op->value.as<ir::LoadNode>();
+    if (t.is_scalar() || op->predicate.defined() || !load || load->predicate.defined() ||
+        vector_access_type(t.element_of(), t.lanes()).empty()) {
+      return self;
+    }
+    const ir::Expr dst = contiguous_base(op->buffer_var, op->index, t.lanes());
+    const ir::Expr src = contiguous_base(load->buffer_var, load->index, t.lanes());
+    if (!dst.defined() || !src.defined()) return self;
+    return ir::EvaluateNode::make(
+        ir::CallNode::make(ir::Int(32), kVectorCopy,
+                           {op->buffer_var, dst, load->buffer_var, src, ir::make_const(ir::Int(32), int64_t{t.lanes()}),
+                            ir::make_zero(t.element_of())},
+                           ir::CallNode::Kind::Intrinsic));
+  }
+
+ private:
+  // The first index of an aligned access of `lanes` contiguous elements of buf at `index`, or an
+  // undefined Expr.
+  ir::Expr contiguous_base(const ir::Var &buf, const ir::Expr &index, int lanes) const {
+    const auto *ramp = index.as<ir::RampNode>();
+    if (!ramp || aligned_.count(buf.get()) == 0) return ir::Expr();
+    auto stride = ir::as_const_int(ramp->stride);
+    if (!stride || *stride != 1 || ramp->lanes != lanes || !multiple_of(ramp->base, lanes, lets_)) return ir::Expr();
+    return ramp->base;
+  }
+
+  std::unordered_set<const ir::VariableNode *> aligned_;
+  std::unordered_map<const ir::VariableNode *, ir::Expr> lets_;
+};
+
 // The preamble's own definitions of what the C back end's code takes from the C headers, which
 // NVRTC does not have.
 constexpr const char *kPreamble = R"(typedef signed char int8_t;
@@ -462,11 +582,24 @@ class CodeGenCuda : public CodeGenC {
 
   std::string intrinsic_call(const ir::CallNode *op) override {
     if (op->name == ir::intrinsic::kSyncThreads) return "__syncthreads()";
+    if (op->name == kVectorCopy) {
+      const int lanes = static_cast<int>(*ir::as_const_int(op->args[4]));
+      const DataType t = op->args[5].type();
+      const std::string vt = vector_access_type(t, lanes);
+      return detail::concat("(*reinterpret_cast<", vt, "*>(&", expr(op->args[0]), "[", expr(op->args[1]),
+                            "]) = *reinterpret_cast<const ", vt, "*>(&", expr(op->args[2]), "[", expr(op->args[3]),
+                            "]))");
+    }
     return "";
   }
 
   void thread_loop(const ir::ForNode *op) override {
     const std::string &tag = op->thread_tag;
+    if (tag == kUnrollTag) {
+      line("#pragma unroll");
+      serial_loop(op, "");
+      return;
+    }
     if (is_vthread(tag)) {
       line("#pragma unroll");
       serial_loop(op, "  // " + tag);
@@ -506,7 +639,11 @@ class CodeGenCuda : public CodeGenC {
     line("}");
   }
 
-  std::string scope_qualifier(const std::string &scope) override { return scope == "shared" ? "__shared__" : ""; }
+  // Shared and local arrays are aligned for the vector accesses of VectorAccesses.
+  std::string scope_qualifier(const std::string &scope) override {
+    if (scope == "shared") return "__shared__ __align__(16)";
+    return scope == "local" ? "__align__(16)" : "";
+  }
 
  private:
   LaunchDims launch_;
@@ -600,7 +737,18 @@ ir::LoweredFunc inject_virtual_threads(const ir::LoweredFunc &f) {
 
 ir::LoweredFunc cuda_kernel_ir(const ir::LoweredFunc &f) { return inject_virtual_threads(make_block_phases(f)); }
 
-std::string codegen_cuda(const ir::LoweredFunc &f) { return CodeGenCuda(cuda_kernel_ir(f), launch_dims(f)).generate(); }
+namespace {
+
+// The kernel's source: cuda_kernel_ir(f) with its vector copies as single accesses.
+std::string kernel_source(const ir::LoweredFunc &f, const LaunchDims &launch) {
+  ir::LoweredFunc k = cuda_kernel_ir(f);
+  k.body = VectorAccesses(k).mutate(k.body);
+  return CodeGenCuda(k, launch).generate();
+}
+
+}  // namespace
+
+std::string codegen_cuda(const ir::LoweredFunc &f) { return kernel_source(f, launch_dims(f)); }
 
 std::vector<std::string> nvrtc_options(const CudaTarget &target) {
   return {detail::concat("--gpu-architecture=compute_", target.compute_capability), "-default-device", "--std=c++17"};
@@ -618,7 +766,7 @@ CudaModule::CudaModule(const ir::LoweredFunc &f, const CudaTarget &target)
                                    " bytes of shared memory per block, more than the ",
                                    target.max_shared_bytes_per_block, " of ", target.target.str()));
   }
-  source_ = CodeGenCuda(cuda_kernel_ir(f), launch_).generate();
+  source_ = kernel_source(f, launch_);
   const std::vector<int> archs = nvrtc_supported_archs();
   if (nvrtc_available() && std::find(archs.begin(), archs.end(), target.compute_capability) == archs.end()) {
     std::string list;

@@ -10,9 +10,15 @@
 // appears at several places of a block is one phase of the block's threads per place, the phases
 // separated by the IR's sync_threads barriers (`__syncthreads()`), which is what the interpreter
 // simulates. Virtual threads (vthread) are interleaved in each thread (inject_virtual_threads).
-// Allocations in scope "shared" are `__shared__` arrays, "local" ones per-thread arrays. Vectors
-// are written lane by lane, float16 is stored as 16 bits and computed in float, as in the C back
-// end (compiler/codegen/c/codegen_c.h), whose walk over the IR this generator shares.
+// A serial loop of constant extent under the kUnrollPragma pragma is written under
+// `#pragma unroll`. Allocations in scope "shared" are `__shared__` arrays, "local" ones per-thread
+// arrays, both aligned to 16 bytes. A vector copy `dst[ramp(i, 1, n)] = src[ramp(j, 1, n)]` between aligned
+// buffers (kernel parameters, whose memory the runtime allocates aligned, and shared and local
+// arrays) with i and j multiples of n is one access of a CUDA vector type (float4, float2; uint4,
+// uint2, uint32_t for 16-bit elements) where n lanes fill one (2 or 4 of 32 bits, 2, 4 or 8 of
+// 16). Other vectors are written lane by lane, and float16 is stored as 16 bits and computed in
+// float, as in the C back end (compiler/codegen/c/codegen_c.h), whose walk over the IR this
+// generator shares.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -22,6 +28,10 @@
 #include "contracts/target.h"
 
 namespace kiln::codegen {
+
+// The pragma (te::Stage::pragma, value 1) that leaves a loop to the CUDA compiler to unroll: the
+// loop stays a loop in the IR, and the kernel writes it under `#pragma unroll`.
+constexpr const char *kUnrollPragma = "unroll";
 
 // A CUDA target: `cuda -arch=sm_XX`, XX the compute capability (major * 10 + minor).
 struct CudaTarget {

@@ -131,7 +131,7 @@ TEST(CudaCodegen, SharedMemoryTiledMatmulWithBarriers) {
   EXPECT_EQ(dims.block, (std::array<int64_t, 3>{8, 8, 1}));
   EXPECT_EQ(shared_memory_bytes(f), 2 * 8 * 4 * 4);
   const std::string src = codegen_cuda(f);
-  EXPECT_NE(src.find("__shared__ float"), std::string::npos) << src;
+  EXPECT_NE(src.find("__shared__ __align__(16) float"), std::string::npos) << src;
   EXPECT_NE(src.find("__syncthreads();"), std::string::npos) << src;
   expect_compiles_everywhere(f);
 }
@@ -173,6 +173,63 @@ TEST(CudaCodegen, CrossThreadReductionThroughSharedMemory) {
   EXPECT_NE(src.find("__syncthreads();"), std::string::npos) << src;
   EXPECT_NE(src.find("if (threadIdx.x < 1) {"), std::string::npos) << src;
   expect_compiles_everywhere(f);
+}
+
+// B[i] = A[offset + stride * i], four consecutive outputs per thread as one vector store.
+ir::LoweredFunc vector_copy(int n, int offset, int stride, ir::DataType t, const std::string &name) {
+  auto A = te::placeholder({offset + stride * (n - 1) + 1}, t, "A");
+  auto B = te::compute(
+      {n}, [&](Var i) { return A(offset + stride * i); }, "B");
+  auto s = te::create_schedule({B});
+  IterVar outer, vec, bx, tx;
+  (*s)[B].split((*s)[B].axis(0), 4, &outer, &vec);
+  (*s)[B].split(outer, 8, &bx, &tx);
+  (*s)[B].bind(bx, "blockIdx.x");
+  (*s)[B].bind(tx, "threadIdx.x");
+  (*s)[B].vectorize(vec);
+  return lower::lower(*s, {A, B}, name);
+}
+
+// What the kernel copies, run by the interpreter: B against A read at offset + stride * i.
+void expect_copies(const ir::LoweredFunc &f, int n, int offset, int stride) {
+  const int len = offset + stride * (n - 1) + 1;
+  for (const ir::LoweredFunc &g : {f, cuda_kernel_ir(f)}) {
+    auto args = testing::run_interp(g, testing::make_args(g, {{len}, {n}}, 11));
+    for (int i = 0; i < n; ++i) ASSERT_EQ(f32(args[1])[i], f32(args[0])[offset + stride * i]) << i;
+  }
+}
+
+// A contiguous vector copy between aligned buffers at a multiple of its lanes is one float4 load
+// and one float4 store.
+TEST(CudaCodegen, AlignedContiguousVectorCopyIsOneFloat4Access) {
+  ir::LoweredFunc f = vector_copy(256, 0, 1, ir::Float(32), "copy");
+  expect_copies(f, 256, 0, 1);
+  const std::string src = codegen_cuda(f);
+  EXPECT_NE(src.find("*reinterpret_cast<float4*>(&B["), std::string::npos) << src;
+  EXPECT_NE(src.find("*reinterpret_cast<const float4*>(&A["), std::string::npos) << src;
+  EXPECT_EQ(src.find("lane"), std::string::npos) << src;
+  expect_compiles_everywhere(f);
+}
+
+// 16-bit elements: four lanes are 8 bytes, one uint2 access.
+TEST(CudaCodegen, Float16VectorCopyIsOneEightByteAccess) {
+  ir::LoweredFunc f = vector_copy(64, 0, 1, ir::Float(16), "copy_f16");
+  const std::string src = codegen_cuda(f);
+  EXPECT_NE(src.find("*reinterpret_cast<uint2*>(&B["), std::string::npos) << src;
+  expect_compiles_everywhere(f);
+}
+
+// A source one element off alignment, or read with a stride, is copied lane by lane.
+TEST(CudaCodegen, UnalignedOrStridedVectorCopyStaysLaneByLane) {
+  for (auto [offset, stride] : {std::pair{1, 1}, std::pair{0, 2}, std::pair{2, 1}}) {
+    SCOPED_TRACE(detail::concat("offset ", offset, " stride ", stride));
+    ir::LoweredFunc f = vector_copy(64, offset, stride, ir::Float(32), "copy_scalar");
+    expect_copies(f, 64, offset, stride);
+    const std::string src = codegen_cuda(f);
+    EXPECT_EQ(src.find("float4"), std::string::npos) << src;
+    EXPECT_NE(src.find("lane"), std::string::npos) << src;
+    expect_compiles_everywhere(f);
+  }
 }
 
 TEST(CudaTarget, ParsesTheArchitecture) {

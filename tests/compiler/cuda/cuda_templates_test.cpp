@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "compiler/codegen/cuda/codegen_cuda.h"
 #include "compiler/codegen/cuda/nvrtc_compiler.h"
+#include "compiler/ir/float16.h"
 #include "compiler/ops/epilogue.h"
 #include "compiler/ops/registry.h"
 #include "tests/compiler/ops/example_workloads.h"
@@ -68,6 +70,18 @@ std::vector<autotune::Config> random_configs(const Task &task, int n) {
   std::mt19937_64 rng(42);
   std::vector<autotune::Config> configs = {task.default_config()};
   while (static_cast<int>(configs.size()) < n) configs.push_back(task.space().sample(rng));
+  return configs;
+}
+
+// `n` random configs (from `seed`) for which `keep` holds.
+std::vector<autotune::Config> sampled_configs(const Task &task, size_t n, uint64_t seed,
+                                              const std::function<bool(const autotune::Config &)> &keep) {
+  std::mt19937_64 rng(seed);
+  std::vector<autotune::Config> configs;
+  while (configs.size() < n) {
+    autotune::Config cfg = task.space().sample(rng);
+    if (keep(cfg)) configs.push_back(std::move(cfg));
+  }
   return configs;
 }
 
@@ -174,7 +188,7 @@ TEST(CudaTemplates, MatmulRandomConfigsMatchTheUnscheduledCompute) {
   // into shared memory and their updates of the register tile are adjacent.
   EXPECT_EQ(src.find("// vthread"), std::string::npos) << src;
   EXPECT_NE(src.find("float matmul_local[24];"), std::string::npos) << src;
-  EXPECT_NE(src.find("__shared__ float a_shared[180];"), std::string::npos) << src;
+  EXPECT_NE(src.find("__shared__ __align__(16) float a_shared[180];"), std::string::npos) << src;
   EXPECT_TRUE(stores_interleaved(src, "matmul_local", 4)) << src;
   EXPECT_TRUE(stores_interleaved(src, "a_shared", 30)) << src;
   EXPECT_TRUE(stores_interleaved(src, "b_shared", 30)) << src;
@@ -186,12 +200,9 @@ TEST(CudaTemplates, MatmulRandomConfigsMatchTheUnscheduledCompute) {
 TEST(CudaTemplates, MatmulDoubleBufferedStagesMatchTheUnscheduledCompute) {
   Json args = Json::parse(R"({"a": {"shape": [12, 20]}, "b": {"shape": [20, 18]}})");
   Task task("matmul.cuda", args, cuda_target());
-  std::mt19937_64 rng(11);
-  std::vector<autotune::Config> configs;
-  while (configs.size() < 100) {
-    const autotune::Config cfg = task.space().sample(rng);
-    if (cfg.choice_bool("double_buffer") && cfg.split("tile_k")[0] > 1) configs.push_back(cfg);
-  }
+  const std::vector<autotune::Config> configs = sampled_configs(task, 100, 11, [](const autotune::Config &cfg) {
+    return cfg.choice_bool("double_buffer") && cfg.split("tile_k")[0] > 1;
+  });
   EXPECT_EQ(check_configs(task, configs, 1e-4), 100);
   const autotune::Config single =
       task.space().from_values({{"tile_y", Json::array_of(std::vector<int64_t>{1, 2, 3, 2})},
@@ -204,7 +215,7 @@ TEST(CudaTemplates, MatmulDoubleBufferedStagesMatchTheUnscheduledCompute) {
   EXPECT_EQ(codegen::shared_memory_bytes(task.lower(twice, "k")),
             2 * codegen::shared_memory_bytes(task.lower(single, "k")));
   const std::string src = codegen::codegen_cuda(task.lower(twice, "k"));
-  EXPECT_NE(src.find("__shared__ float a_shared[360];"), std::string::npos) << src;
+  EXPECT_NE(src.find("__shared__ __align__(16) float a_shared[360];"), std::string::npos) << src;
 }
 
 // auto_unroll_max_step: the loops of a reduction step of up to that many steps in all are
@@ -226,6 +237,106 @@ TEST(CudaTemplates, MatmulAutoUnrollUnrollsTheReductionStep) {
   EXPECT_NE(rolled.find("k_c_inner < 5"), std::string::npos) << rolled;
   EXPECT_NE(small.find("k_c_inner < 5"), std::string::npos) << small;  // 20 steps > 16
   EXPECT_EQ(unrolled.find("k_c_inner"), std::string::npos) << unrolled;
+}
+
+// unroll_explicit: the reduction step and the register tile that unroll_k unrolls stay loops in
+// the IR, written under `#pragma unroll` for the CUDA compiler; 100 random configs that use it.
+TEST(CudaTemplates, UnrollExplicitLeavesTheReductionStepToTheCudaCompiler) {
+  Json args = Json::parse(R"({"a": {"shape": [12, 20]}, "b": {"shape": [20, 18]}})");
+  Task task("matmul.cuda", args, cuda_target());
+  const std::vector<autotune::Config> configs = sampled_configs(task, 100, 13, [](const autotune::Config &cfg) {
+    EXPECT_TRUE(!cfg.choice_bool("unroll_explicit") || cfg.choice_int("auto_unroll_max_step") == 0);
+    return cfg.choice_bool("unroll_k") && cfg.choice_bool("unroll_explicit");
+  });
+  EXPECT_EQ(check_configs(task, configs, 1e-4), 100);
+  auto config = [&](int64_t explicit_unroll) {
+    return task.space().from_values({{"tile_y", Json::array_of(std::vector<int64_t>{1, 2, 3, 2})},
+                                     {"tile_x", Json::array_of(std::vector<int64_t>{1, 3, 3, 2})},
+                                     {"tile_k", Json::array_of(std::vector<int64_t>{4, 5})},
+                                     {"unroll_k", Json(int64_t{1})},
+                                     {"unroll_explicit", Json(explicit_unroll)}});
+  };
+  EXPECT_EQ(check_configs(task, {config(0), config(1)}, 1e-4), 2);
+  const std::string in_ir = codegen::codegen_cuda(task.lower(config(0), "k"));
+  const std::string left = codegen::codegen_cuda(task.lower(config(1), "k"));
+  EXPECT_EQ(in_ir.find("k_c_inner"), std::string::npos) << in_ir;
+  EXPECT_EQ(in_ir.find("#pragma unroll"), std::string::npos) << in_ir;
+  // Each loop of the step, and of the register tile's initialization, right after the pragma.
+  for (const char *loop :
+       {"for (int32_t k_c_inner = 0; k_c_inner < 5; ++k_c_inner) {", "for (int32_t i_c = 0; i_c < 2; ++i_c) {",
+        "for (int32_t j_c = 0; j_c < 2; ++j_c) {", "for (int32_t i_c_1 = 0; i_c_1 < 2; ++i_c_1) {",
+        "for (int32_t j_c_1 = 0; j_c_1 < 2; ++j_c_1) {"}) {
+    SCOPED_TRACE(loop);
+    const size_t at = left.find(loop);
+    ASSERT_NE(at, std::string::npos) << left;
+    const size_t line = left.rfind("#pragma unroll\n", at);
+    ASSERT_NE(line, std::string::npos) << left;
+    EXPECT_EQ(left.find_first_not_of(' ', line + 15), at) << left;
+  }
+  size_t pragmas = 0;
+  for (size_t at = left.find("#pragma unroll"); at != std::string::npos; at = left.find("#pragma unroll", at + 1)) {
+    ++pragmas;
+  }
+  EXPECT_EQ(pragmas, 5u) << left;
+  // unroll_explicit with auto_unroll_max_step is not a config of the space.
+  EXPECT_THROW(
+      task.space().from_values({{"unroll_explicit", Json(int64_t{1})}, {"auto_unroll_max_step", Json(int64_t{16})}}),
+      autotune::ConfigError);
+  if (!codegen::nvrtc_available()) GTEST_SKIP() << "Kiln was built without the CUDA toolkit (NVRTC)";
+  for (const char *arch : {"sm_80", "sm_90"}) {
+    codegen::CudaModule m(task.lower(config(1), "k"), codegen::parse_cuda_target(std::string("cuda -arch=") + arch));
+    EXPECT_NE(m.ptx().find(".entry k"), std::string::npos);
+  }
+}
+
+// vectorize: each thread stages that many consecutive elements of a tile in shared memory as one
+// vector, which the kernel reads and writes as one float4 (float2) access where both sides are
+// aligned: A's rows (K a multiple of 4) and B's rows (N a multiple of 4). 100 random configs that
+// vectorize, of matmul and dense.
+TEST(CudaTemplates, VectorizedStagingMatchesTheUnscheduledComputeAndUsesFloat4) {
+  const std::vector<std::pair<std::string, Json>> workloads = {
+      {"matmul.cuda", Json::parse(R"({"a": {"shape": [12, 32]}, "b": {"shape": [32, 24]}})")},
+      {"dense.cuda", Json::parse(R"({"data": {"shape": [12, 16]}, "weight": {"shape": [20, 16]}})")},
+  };
+  for (const auto &[name, args] : workloads) {
+    SCOPED_TRACE(name);
+    Task task(name, args, cuda_target());
+    const std::vector<autotune::Config> configs =
+        sampled_configs(task, 100, 5, [](const autotune::Config &cfg) { return cfg.choice_int("vectorize") > 1; });
+    int fours = 0;
+    for (const autotune::Config &cfg : configs) {
+      EXPECT_EQ(cfg.split("tile_k")[1] % cfg.choice_int("vectorize"), 0);
+      fours += cfg.choice_int("vectorize") == 4;
+    }
+    EXPECT_GT(fours, 20);
+    EXPECT_EQ(check_configs(task, configs, 1e-4), 100);
+  }
+  Task task("matmul.cuda", workloads[0].second, cuda_target());
+  auto config = [&](int64_t vector) {
+    return task.space().from_values({{"tile_y", Json::array_of(std::vector<int64_t>{3, 1, 2, 2})},
+                                     {"tile_x", Json::array_of(std::vector<int64_t>{2, 1, 4, 3})},
+                                     {"tile_k", Json::array_of(std::vector<int64_t>{4, 8})},
+                                     {"vectorize", Json(vector)}});
+  };
+  const std::string scalar = codegen::codegen_cuda(task.lower(config(1), "k"));
+  const std::string vector = codegen::codegen_cuda(task.lower(config(4), "k"));
+  EXPECT_EQ(scalar.find("float4"), std::string::npos) << scalar;
+  EXPECT_NE(vector.find("*reinterpret_cast<float4*>(&a_shared["), std::string::npos) << vector;
+  EXPECT_NE(vector.find("*reinterpret_cast<const float4*>(&a["), std::string::npos) << vector;
+  EXPECT_NE(vector.find("*reinterpret_cast<float4*>(&b_shared["), std::string::npos) << vector;
+  EXPECT_NE(codegen::codegen_cuda(task.lower(config(2), "k")).find("*reinterpret_cast<float2*>(&a_shared["),
+            std::string::npos);
+  // A step of 6 columns of A cannot be split in fours.
+  EXPECT_THROW(task.space().from_values(
+                   {{"tile_k", Json::array_of(std::vector<int64_t>{4, 6})}, {"vectorize", Json(int64_t{4})}}),
+               autotune::ConfigError);
+  if (!codegen::nvrtc_available()) GTEST_SKIP() << "Kiln was built without the CUDA toolkit (NVRTC)";
+  for (const char *arch : {"sm_80", "sm_90"}) {
+    codegen::CudaModule m(task.lower(config(4), "k"), codegen::parse_cuda_target(std::string("cuda -arch=") + arch));
+    // 16-byte loads from global memory and stores to shared memory.
+    EXPECT_NE(m.ptx().find("ld.global.nc.v4."), std::string::npos) << arch << m.ptx();
+    EXPECT_NE(m.ptx().find("st.shared.v4."), std::string::npos) << arch << m.ptx();
+  }
 }
 
 // dense and batch_matmul share matmul.cuda's schedule; their weight is read in the packed layout
@@ -252,6 +363,73 @@ TEST(CudaTemplates, DenseAndBatchMatmulRandomConfigsMatchTheUnscheduledCompute) 
   Task batched("batch_matmul.cuda", workloads[1].second, cuda_target());
   const codegen::LaunchDims dims = codegen::launch_dims(batched.lower(batched.default_config(), "k"));
   EXPECT_EQ(dims.grid[2], 2);
+}
+
+// float16 inputs of dense.cuda and matmul.cuda, accumulated in float32 (out_dtype) or in float16:
+// 100 random configs against a double reference on the same half inputs, within float16's
+// rounding; the staging copies 4 halves (8 bytes) as one access; NVRTC compiles the kernels.
+TEST(CudaTemplates, Float16GemmsMatchAFloatReference) {
+  const Json h12x16 = Json::parse(R"({"shape": [12, 16], "dtype": "float16"})");
+  const Json h20x16 = Json::parse(R"({"shape": [20, 16], "dtype": "float16"})");
+  const Json h16x20 = Json::parse(R"({"shape": [16, 20], "dtype": "float16"})");
+  struct Case {
+    std::string name;
+    Json args;
+    bool transposed_b;  // b is [N, K]
+    double tol;
+  };
+  const std::vector<Case> cases = {
+      {"dense.cuda", Json::object({{"data", h12x16}, {"weight", h20x16}, {"out_dtype", Json("float32")}}), true, 1e-4},
+      {"dense.cuda", Json::object({{"data", h12x16}, {"weight", h20x16}}), true, 0.125},
+      {"matmul.cuda", Json::object({{"a", h12x16}, {"b", h16x20}, {"out_dtype", Json("float32")}}), false, 1e-4},
+      {"matmul.cuda", Json::object({{"a", h12x16}, {"b", h16x20}}), false, 0.125},
+  };
+  const int64_t M = 12, N = 20, K = 16;
+  std::mt19937_64 fill(3);
+  auto halves = [&](int64_t rows, int64_t cols) {
+    deploy::Tensor t = testing::make_tensor({rows, cols}, ir::Float(16));
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      static_cast<uint16_t *>(t.data())[i] = ir::float_to_half(static_cast<float>(fill() % 128) / 64.0f - 1.0f);
+    }
+    return t;
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name + " " + c.args.dump());
+    Task task(c.name, c.args, cuda_target());
+    const deploy::Tensor a = halves(M, K), b = c.transposed_b ? halves(N, K) : halves(K, N);
+    const bool f32_out = c.args.contains("out_dtype");
+    std::vector<double> expect(M * N, 0.0);
+    auto h = [](const deploy::Tensor &t, int64_t i) {
+      return static_cast<double>(ir::half_to_float(static_cast<const uint16_t *>(t.data())[i]));
+    };
+    for (int64_t i = 0; i < M; ++i) {
+      for (int64_t j = 0; j < N; ++j) {
+        for (int64_t k = 0; k < K; ++k)
+          expect[i * N + j] += h(a, i * K + k) * h(b, c.transposed_b ? j * K + k : k * N + j);
+      }
+    }
+    std::vector<autotune::Config> configs = random_configs(task, 25);
+    for (const autotune::Config &cfg : configs) {
+      SCOPED_TRACE(cfg.to_string());
+      ir::LoweredFunc f = task.lower(cfg, "k");
+      ASSERT_EQ(f.params.size(), 3u);
+      for (const ir::LoweredFunc &g : {f, codegen::cuda_kernel_ir(f)}) {
+        std::vector<deploy::Tensor> args = {testing::clone(a), testing::clone(b),
+                                            testing::make_tensor({M, N}, f.params[2].dtype)};
+        args = testing::run_interp(g, args);
+        for (int64_t i = 0; i < M * N; ++i) {
+          const double got = f32_out ? static_cast<const float *>(args[2].data())[i] : h(args[2], i);
+          ASSERT_NEAR(got, expect[i], c.tol) << i;
+        }
+      }
+    }
+  }
+  Task task("dense.cuda", cases[0].args, cuda_target());
+  const autotune::Config staged = task.space().from_values(
+      {{"tile_k", Json::array_of(std::vector<int64_t>{2, 8})}, {"vectorize", Json(int64_t{4})}});
+  const std::string src = codegen::codegen_cuda(task.lower(staged, "k"));
+  EXPECT_NE(src.find("*reinterpret_cast<uint2*>(&data_shared["), std::string::npos) << src;
+  expect_compiles(task, 3);
 }
 
 // softmax.cuda: a block per row, the max and the sum reduced across the block's threads through
