@@ -58,6 +58,47 @@ void apply_split4(te::Stage &stage, const IterVar &axis, const std::vector<int64
   stage.split(rest, f[3], thread, inner);
 }
 
+// The output tiling the NCHW convolutions share (direct and implicit GEMM): the epilogue inlined,
+// the anchor accumulated in local memory, the output's channels, rows and columns each split
+// into blocks, virtual threads, threads and a per-thread tile (tile_f, tile_y, tile_x), batch and
+// channel blocks on grid z, and the accumulation computed at the thread.
+struct ConvTiling {
+  te::Tensor acc;  // the accumulator (the anchor, in local memory)
+  te::Stage sa;    // its stage
+};
+ConvTiling tile_conv_output(te::Schedule &s, const Compute &c, const Config &cfg) {
+  inline_epilogue(s, c);
+  te::Tensor out = c.outputs[0];
+  te::Tensor acc = c.part("anchor");
+  if (c.epilogue.empty()) {
+    acc = s.cache_write(out, "local");
+  } else {
+    s[acc].set_scope("local");
+  }
+  const auto tf = cfg.split("tile_f"), ty = cfg.split("tile_y"), tx = cfg.split("tile_x");
+  te::Stage so = s[out];
+  IterVar bf, vf, thf, fi, by, vy, thy, yi, bx, vx, thx, xi;
+  apply_split4(so, so.axis(1), tf, &bf, &vf, &thf, &fi);
+  apply_split4(so, so.axis(2), ty, &by, &vy, &thy, &yi);
+  apply_split4(so, so.axis(3), tx, &bx, &vx, &thx, &xi);
+  so.reorder({so.axis(0), bf, by, bx, vf, vy, vx, thf, thy, thx, fi, yi, xi});
+  IterVar bz, v, v2;
+  so.fuse(so.axis(0), bf, &bz);
+  so.bind(bz, "blockIdx.z");
+  so.bind(by, "blockIdx.y");
+  so.bind(bx, "blockIdx.x");
+  so.fuse(vf, vy, &v2);
+  so.fuse(v2, vx, &v);  // one vthread loop: a binding may not nest in another of its tag
+  so.bind(v, "vthread");
+  so.bind(thf, "threadIdx.z");
+  so.bind(thy, "threadIdx.y");
+  so.bind(thx, "threadIdx.x");
+
+  te::Stage sa = s[acc];
+  sa.compute_at(so, thx);
+  return {acc, sa};
+}
+
 // Stages `in`, as `acc` reads it, in shared memory at `axis` of `at` (a reduction step): the copy's
 // axes fused and split over the block's threads, `threads` giving each thread tag and its extent,
 // innermost first; with `vector` > 1 (which divides the tile) each thread copies that many
@@ -449,35 +490,8 @@ void register_conv2d_nchw(Registry &r, const std::string &op, bool depthwise, co
     return s.from_values(values);
   };
   t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
-    inline_epilogue(s, c);
-    te::Tensor out = c.outputs[0];
-    te::Tensor acc = c.part("anchor");
-    if (c.epilogue.empty()) {
-      acc = s.cache_write(out, "local");
-    } else {
-      s[acc].set_scope("local");
-    }
     const auto tf = cfg.split("tile_f"), ty = cfg.split("tile_y"), tx = cfg.split("tile_x");
-    te::Stage so = s[out];
-    IterVar bf, vf, thf, fi, by, vy, thy, yi, bx, vx, thx, xi;
-    apply_split4(so, so.axis(1), tf, &bf, &vf, &thf, &fi);
-    apply_split4(so, so.axis(2), ty, &by, &vy, &thy, &yi);
-    apply_split4(so, so.axis(3), tx, &bx, &vx, &thx, &xi);
-    so.reorder({so.axis(0), bf, by, bx, vf, vy, vx, thf, thy, thx, fi, yi, xi});
-    IterVar bz, v, v2;
-    so.fuse(so.axis(0), bf, &bz);
-    so.bind(bz, "blockIdx.z");
-    so.bind(by, "blockIdx.y");
-    so.bind(bx, "blockIdx.x");
-    so.fuse(vf, vy, &v2);
-    so.fuse(v2, vx, &v);  // one vthread loop: a binding may not nest in another of its tag
-    so.bind(v, "vthread");
-    so.bind(thf, "threadIdx.z");
-    so.bind(thy, "threadIdx.y");
-    so.bind(thx, "threadIdx.x");
-
-    te::Stage sa = s[acc];
-    sa.compute_at(so, thx);
+    auto [acc, sa] = tile_conv_output(s, c, cfg);
     // Input channels (not in a depthwise convolution), kernel rows, kernel columns.
     const bool channels = static_cast<const te::ComputeOpNode *>(acc.op().get())->reduce_axis.size() == 3;
     IterVar rco, rci, ryo, ryi, rxo, rxi;
@@ -612,35 +626,8 @@ void register_conv2d_implicit_gemm(Registry &r) {
                           {"unroll_k", Json(int64_t{1})}});
   };
   t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
-    inline_epilogue(s, c);
-    te::Tensor out = c.outputs[0];
-    te::Tensor acc = c.part("anchor");
-    if (c.epilogue.empty()) {
-      acc = s.cache_write(out, "local");
-    } else {
-      s[acc].set_scope("local");
-    }
     const auto tf = cfg.split("tile_f"), ty = cfg.split("tile_y"), tx = cfg.split("tile_x"), tk = cfg.split("tile_k");
-    te::Stage so = s[out];
-    IterVar bf, vf, thf, fi, by, vy, thy, yi, bx, vx, thx, xi;
-    apply_split4(so, so.axis(1), tf, &bf, &vf, &thf, &fi);
-    apply_split4(so, so.axis(2), ty, &by, &vy, &thy, &yi);
-    apply_split4(so, so.axis(3), tx, &bx, &vx, &thx, &xi);
-    so.reorder({so.axis(0), bf, by, bx, vf, vy, vx, thf, thy, thx, fi, yi, xi});
-    IterVar bz, v, v2;
-    so.fuse(so.axis(0), bf, &bz);
-    so.bind(bz, "blockIdx.z");
-    so.bind(by, "blockIdx.y");
-    so.bind(bx, "blockIdx.x");
-    so.fuse(vf, vy, &v2);
-    so.fuse(v2, vx, &v);  // one vthread loop: a binding may not nest in another of its tag
-    so.bind(v, "vthread");
-    so.bind(thf, "threadIdx.z");
-    so.bind(thy, "threadIdx.y");
-    so.bind(thx, "threadIdx.x");
-
-    te::Stage sa = s[acc];
-    sa.compute_at(so, thx);
+    auto [acc, sa] = tile_conv_output(s, c, cfg);
     IterVar ko, ki;
     sa.split(sa.reduce_axis(0), tk[1], &ko, &ki);
     sa.reorder({ko, ki, sa.axis(0), sa.axis(1), sa.axis(2), sa.axis(3)});
