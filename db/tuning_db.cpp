@@ -806,8 +806,7 @@ std::optional<Record> TuningDb::best(const std::string &workload_key, const Targ
 
 std::vector<Record> TuningDb::config_records(const std::string &workload_key, const Target &target,
                                              const Config &config) {
-  return impl_->read("reading a config's records",
-                     [&] { return impl_->config_records(workload_key, target, config); });
+  return impl_->read("reading a config's records", [&] { return impl_->config_records(workload_key, target, config); });
 }
 
 std::vector<Record> TuningDb::top_k(const std::string &workload_key, const Target &target, int64_t k, Scope scope) {

@@ -525,8 +525,8 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
     // each has 1 + confirm_repeats valid records; the ranking may change between rounds, so a
     // config that rises into the leaders is timed too. Idempotent: a resumed job counts the
     // records it has.
-    const bool confirm = status.state == "running" && status.message != kTimeBudgetSpent &&
-                         options.confirm_top > 0 && options.confirm_repeats > 0;
+    const bool confirm = status.state == "running" && status.message != kTimeBudgetSpent && options.confirm_top > 0 &&
+                         options.confirm_repeats > 0;
     int64_t planned = 0;
     for (const TaskState &t : tasks) {
       if (confirm && t.status.valid > 0) planned += options.confirm_top * options.confirm_repeats;

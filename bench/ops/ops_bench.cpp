@@ -241,8 +241,9 @@ struct ExpCost {
 // floats (32 KiB in and out together, in L1), the fastest of `rounds` batches of about 2 ms.
 ExpCost exp_cost(const ops::Target &tg, const codegen::LLVMBuildOptions &options, int rounds) {
   const int64_t n = 4096;
-  Json exp_op = Json::object(
-      {{"op", "expr"}, {"inputs", Json::array()}, {"expr", Json::object({{"op", "exp"}, {"args", Json::array({"x"})}})}});
+  Json exp_op = Json::object({{"op", "expr"},
+                              {"inputs", Json::array()},
+                              {"expr", Json::object({{"op", "exp"}, {"args", Json::array({"x"})}})}});
   ops::Task task("elemwise.x86", Json::object({{"data", tensor({1, n})}, {"epilogue", Json::array({exp_op})}}), tg);
   ops::Instance inst = task.instantiate(task.default_config());
   codegen::LLVMModule m(lower::lower(*inst.schedule, inst.compute.args(), "exp"), options);

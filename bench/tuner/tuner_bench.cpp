@@ -154,7 +154,7 @@ struct Options {
   int64_t replay_trials = 300;
   std::vector<std::string> strategies = {"random", "genetic", "xgb", "xgb_transfer"};
   int64_t real_trials = 300;
-  int64_t confirm_top = 4;      // real mode's job (tuner::TuneOptions::confirm_top)
+  int64_t confirm_top = 4;  // real mode's job (tuner::TuneOptions::confirm_top)
   int64_t confirm_repeats = 2;
   std::vector<std::string> real_strategies = {"xgb_transfer"};  // real jobs per workload and seed
   int real_seeds = 1;
@@ -654,7 +654,8 @@ void real_mode(const Options &o, std::vector<WorkloadData> &data, Picture *pic) 
         "tuner_real workload=%s trials=%lld best_gflops=%.2f tuner_best_gflops=%.2f default_gflops=%.2f "
         "onednn_gflops=%.2f ratio_onednn=%.3f ratio_default=%.3f dataset_best_gflops=%.2f "
         "dataset_best_inproc_gflops=%.2f best_vs_dataset=%.3f trials_to_95=%s search_trials_to_95=%s wall_s=%.1f "
-        "measure_s=%.1f tuner_default_gflops=%.2f load=%s top%zu_gflops=%.2f top_ratio_onednn=%.3f confirmed=%lld%s%s\n",
+        "measure_s=%.1f tuner_default_gflops=%.2f load=%s top%zu_gflops=%.2f top_ratio_onednn=%.3f "
+        "confirmed=%lld%s%s\n",
         d.w.label.c_str(), static_cast<long long>(r.trials), g_best, r.best_gflops, g_def, g_dnn, g_best / g_dnn,
         g_best / g_def, d.best_gflops, g_ds, g_ds > 0 ? g_best / g_ds : 0.0, to95_text(t95).c_str(),
         to95_text(s95).c_str(), job_wall, r.measure_s, r.default_gflops, load.c_str(), r.top.size(), g_top,

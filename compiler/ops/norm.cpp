@@ -342,8 +342,9 @@ Compute layer_norm_compute(const LayerNorm &l, bool one_pass) {
   } else {
     // Two passes (the parts the CUDA template schedules): the sum, then the centred sum of squares.
     std::vector<te::IterVar> ax1 = make_axes("k");
-    te::Tensor s1 = te::compute(pre, te::FCompute([=](const std::vector<Var> &i) { return te::sum(x_at(i, ax1), ax1); }),
-                                "layer_norm.sum", "layer_norm");
+    te::Tensor s1 =
+        te::compute(pre, te::FCompute([=](const std::vector<Var> &i) { return te::sum(x_at(i, ax1), ax1); }),
+                    "layer_norm.sum", "layer_norm");
     te::Tensor mean = te::compute(pre, te::FCompute([=](const std::vector<Var> &i) { return s1(exprs(i)) * inv_n; }),
                                   "layer_norm.mean", "layer_norm");
     std::vector<te::IterVar> ax2 = make_axes("j");

@@ -411,9 +411,12 @@ TEST_F(JobFixture, ALeaderFailingWhenTimedAgainIsDroppedAndAPausedJobConfirmsNot
   Tuner second(log, plain, kTarget, kDevice);
   const int64_t paused = second.create_job("paused", {{"dense_pack.x86", dense_args(16, 64, 64), 1, "b"}}, o);
   std::atomic<bool> stop{false};
-  const JobStatus ps = second.run(paused, [&](const JobStatus &s) {
-    if (s.trials_done >= 16) stop = true;
-  }, &stop);
+  const JobStatus ps = second.run(
+      paused,
+      [&](const JobStatus &s) {
+        if (s.trials_done >= 16) stop = true;
+      },
+      &stop);
   EXPECT_EQ(ps.state, "paused");
   EXPECT_EQ(ps.tasks[0].confirmed, 0);
   for (const auto &[index, n] : plain.calls.begin()->second) EXPECT_EQ(n, 1) << "config " << index;

@@ -163,9 +163,9 @@ TEST(Pool, InteriorFormThroughLlvm) {
   PoolParams mx;
   mx.kh = mx.kw = 3;
   mx.pt = mx.pl = mx.pb = mx.pr = 1;
-  for (const auto &[shape, p] : {std::make_pair(std::vector<int64_t>{1, 3, 11, 113}, mx),
-                                 std::make_pair(std::vector<int64_t>{2, 2, 7, 9}, mx),
-                                 std::make_pair(std::vector<int64_t>{1, 4, 7, 45}, uneven_average())}) {
+  for (const auto &[shape, p] :
+       {std::make_pair(std::vector<int64_t>{1, 3, 11, 113}, mx), std::make_pair(std::vector<int64_t>{2, 2, 7, 9}, mx),
+        std::make_pair(std::vector<int64_t>{1, 4, 7, 45}, uneven_average())}) {
     ops::Task task("pool2d.x86", pool_args(shape, p), kTarget);
     ASSERT_TRUE(task.space().has_knob("interior"));
     const autotune::Config cfg = task.space().parse_config_text("separable=1;interior=1", task.default_config());
@@ -198,11 +198,13 @@ TEST(Pool, SeparableByDefaultWhereWindowsOverlapAlongH) {
 // the row's tail split off (28 columns: 16 and a tail of 12, not two 14s); the default config then
 // agrees with naive C++ at rows of 28, 37 and 35 columns, and at one shorter than a vector.
 TEST(Pool, StridedRowsTakeWholeVectorsAndATail) {
-  ops::Task avg("pool2d.x86", pool_args({1, 64, 56, 56}, [] {
-                  PoolParams p;
-                  p.is_max = false;
-                  return p;
-                }()),
+  ops::Task avg("pool2d.x86",
+                pool_args({1, 64, 56, 56},
+                          [] {
+                            PoolParams p;
+                            p.is_max = false;
+                            return p;
+                          }()),
                 kTarget);
   EXPECT_EQ(avg.default_config().split("tile_ow"), (std::vector<int64_t>{2, 16}));
   PoolParams a;
@@ -282,9 +284,8 @@ TEST(Pool, Global) {
 // four vectors cover (14x14), with channel tiles that do and do not leave a single plane.
 TEST(Pool, GlobalEveryVectorBlock) {
   for (bool is_max : {true, false}) {
-    for (const std::vector<int64_t> &shape :
-         {std::vector<int64_t>{1, 40, 7, 7}, std::vector<int64_t>{2, 6, 3, 5}, std::vector<int64_t>{1, 8, 14, 14},
-          std::vector<int64_t>{1, 24, 1, 3}}) {
+    for (const std::vector<int64_t> &shape : {std::vector<int64_t>{1, 40, 7, 7}, std::vector<int64_t>{2, 6, 3, 5},
+                                              std::vector<int64_t>{1, 8, 14, 14}, std::vector<int64_t>{1, 24, 1, 3}}) {
       ops::Task task("global_pool2d.x86",
                      Json::object({{"data", tensor(shape)}, {"pool_type", is_max ? "max" : "avg"}}), kTarget);
       std::vector<autotune::Config> configs;
@@ -308,8 +309,8 @@ TEST(Pool, GlobalEveryVectorBlock) {
 // vertically) through the LLVM back end: planes of 49, 15 and 3 floats, chunks of 1 to 64 planes.
 TEST(Pool, GlobalTransposedThroughLlvm) {
   for (bool is_max : {true, false}) {
-    for (const std::vector<int64_t> &shape : {std::vector<int64_t>{1, 128, 7, 7}, std::vector<int64_t>{2, 6, 3, 5},
-                                              std::vector<int64_t>{1, 24, 1, 3}}) {
+    for (const std::vector<int64_t> &shape :
+         {std::vector<int64_t>{1, 128, 7, 7}, std::vector<int64_t>{2, 6, 3, 5}, std::vector<int64_t>{1, 24, 1, 3}}) {
       ops::Task task("global_pool2d.x86",
                      Json::object({{"data", tensor(shape)}, {"pool_type", is_max ? "max" : "avg"}}), kTarget);
       PoolParams p;
