@@ -645,6 +645,8 @@ TEST(JobWire, ASubmissionSurvivesTheWire) {
   sub.options.seed = 1234567890123ull;
   sub.options.search.feature_threads = 3;
   sub.options.search.plan_size = 32;
+  sub.options.confirm_top = 5;
+  sub.options.confirm_repeats = 3;
   kiln::v1::MeasureOptions m;
   m.set_threads(1);
   sub.options.measure = m;
@@ -659,6 +661,8 @@ TEST(JobWire, ASubmissionSurvivesTheWire) {
   EXPECT_EQ(back.options.to_json(), sub.options.to_json());
   EXPECT_EQ(back.options.search.feature_threads, 3);
   EXPECT_EQ(back.options.search.plan_size, 32u);
+  EXPECT_EQ(back.options.confirm_top, 5);
+  EXPECT_EQ(back.options.confirm_repeats, 3);
 
   // Zero fields take the defaults.
   v1::JobSpec minimal;
@@ -670,6 +674,7 @@ TEST(JobWire, ASubmissionSurvivesTheWire) {
   EXPECT_EQ(d.options.strategy, "xgb");
   EXPECT_TRUE(d.options.transfer);
   EXPECT_FALSE(d.options.measure.has_value());
+  EXPECT_EQ(d.options.confirm_top, 0);  // no confirmation unless asked for
 
   for (const char *state : {"pending", "running", "waiting", "paused", "done", "failed", "cancelled"}) {
     EXPECT_EQ(state_from_proto(state_to_proto(state)), state);
