@@ -1,7 +1,9 @@
 // A helper process for the multi-process tests of the tuning log:
 //   db_stress_child write <db> <writer> <records> <batch> <busy_timeout_ms>
 //       inserts <records> records in batches; record k of writer w has runner "writer-<w>" and
-//       config index k. Exits 0 when all are committed, 1 (with the error on stderr) otherwise.
+//       config index w * 1,000,000 + k (each config is measured once: best() ranks a config by
+//       the median of its records, so only then can a workload's best never get worse). Exits 0
+//       when all are committed, 1 (with the error on stderr) otherwise.
 //   db_stress_child read <db> <stop_file>
 //       runs best() over the workloads of the writers until <stop_file> exists, checking that a
 //       workload's best mean never gets worse; prints the number of lookups. Exits 0 or 1.
@@ -38,11 +40,12 @@ Target target(int i) {
                : Target::make("llvm -mattr=+avx512f -mcpu=znver4", "x86-znver4");
 }
 
-Record make_record(std::mt19937_64 &rng, const std::string &runner, int64_t index) {
+// Record `index` (its workload and target) with config `config` (default: the same index).
+Record make_record(std::mt19937_64 &rng, const std::string &runner, int64_t index, int64_t config = -1) {
   Record r;
   r.workload = workload(static_cast<int>(index % kWorkloads));
   r.target = target(static_cast<int>(index / kWorkloads));
-  r.config.index = index;
+  r.config.index = config >= 0 ? config : index;
   r.config.space = "stress";
   r.config.knobs = {{"tile", kiln::contracts::Json::array({1, static_cast<int>(index % 32)})}};
   if (rng() % 8 == 0) {
@@ -66,7 +69,7 @@ int write(const std::string &path, int writer, int64_t records, int64_t batch, i
   for (int64_t done = 0; done < records; done += batch) {
     std::vector<Record> records_batch;
     for (int64_t k = done; k < std::min(records, done + batch); ++k) {
-      records_batch.push_back(make_record(rng, runner, k));
+      records_batch.push_back(make_record(rng, runner, k, int64_t{writer} * 1000000 + k));
     }
     db.insert(records_batch);
   }

@@ -591,8 +591,8 @@ TEST(CudaTemplates, Conv2dImplicitGemmRandomConfigsMatchTheUnscheduledCompute) {
   EXPECT_EQ(codegen::launch_dims(f).grid, (std::array<int64_t, 3>{2, 4, 2}));
   EXPECT_EQ(codegen::shared_memory_bytes(f), (2 * 4 * 9 + 9 * 4) * 4);
   const std::string src = codegen::codegen_cuda(f);
-  EXPECT_NE(src.find("__shared__ float data_im2col_shared[72];"), std::string::npos) << src;
-  EXPECT_NE(src.find("__shared__ float kernel_gemm_shared[36];"), std::string::npos) << src;
+  EXPECT_NE(src.find("__shared__ __align__(16) float data_im2col_shared[72];"), std::string::npos) << src;
+  EXPECT_NE(src.find("__shared__ __align__(16) float kernel_gemm_shared[36];"), std::string::npos) << src;
 }
 
 // A grouped convolution is not a single GEMM: the template refuses it, naming the direct one.
