@@ -539,34 +539,22 @@ TEST(TuneOptionsJson, PriorityAndMeasureOptionsSurviveTheLog) {
   EXPECT_EQ(search_back.confirm_top, 3);
   EXPECT_EQ(search_back.confirm_repeats, 1);
 
-  // So is the confirmation.
-  TuneOptions too_many;
-  too_many.confirm_top = 65;
-  {
-    test::TempDir d;
-    db::TuningDb l = db::TuningDb::open(d.path() + "/t.db");
-    SyntheticMeasurer sm;
-    Tuner tuner(l, sm, kTarget, kDevice);
-    try {
-      tuner.create_job("bad", {{"dense_pack.x86", dense_args(16, 16, 16), 1, ""}}, too_many);
-      ADD_FAILURE() << "accepted";
-    } catch (const TuneError &e) {
-      EXPECT_NE(std::string(e.what()).find("confirmation times 0..64 leaders"), std::string::npos) << e.what();
-    }
-  }
-
-  // The priority is checked with the rest of the options.
-  TuneOptions bad;
-  bad.priority = 5000;
+  // The priority and the confirmation are checked with the rest of the options.
+  TuneOptions bad_priority, bad_confirmation;
+  bad_priority.priority = 5000;
+  bad_confirmation.confirm_top = 65;
   test::TempDir dir;
   db::TuningDb log = db::TuningDb::open(dir.path() + "/t.db");
   SyntheticMeasurer sm;
   Tuner tuner(log, sm, kTarget, kDevice);
-  try {
-    tuner.create_job("bad", {{"dense_pack.x86", dense_args(16, 16, 16), 1, ""}}, bad);
-    ADD_FAILURE() << "accepted";
-  } catch (const TuneError &e) {
-    EXPECT_NE(std::string(e.what()).find("priority"), std::string::npos) << e.what();
+  for (const auto &[bad, says] :
+       {std::pair{bad_priority, "priority"}, std::pair{bad_confirmation, "confirmation times 0..64 leaders"}}) {
+    try {
+      tuner.create_job("bad", {{"dense_pack.x86", dense_args(16, 16, 16), 1, ""}}, bad);
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const TuneError &e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
   }
 }
 
