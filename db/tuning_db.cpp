@@ -548,24 +548,25 @@ struct TuningDb::Impl {
   // for the first time has its records read by a seek on the config. A config's upper median is
   // never below its fastest record, so reading stops once k configs rank at or below the next
   // record's mean: every config not yet met would rank after them.
-  std::vector<Record> ranked(Use &fastest, int64_t k) {
-    std::vector<Record> best;  // at most k, in rank order
+  std::vector<RankedConfig> ranked(Use &fastest, int64_t k) {
+    auto before = [](const RankedConfig &a, const RankedConfig &b) { return ranks_before(a.median, b.median); };
+    std::vector<RankedConfig> best;  // at most k, in rank order
     std::set<std::tuple<std::string, std::string, int64_t, std::string>> met;
     while (fastest->step()) {
       Record r = record_from_row(*fastest);
-      if (static_cast<int64_t>(best.size()) == k && r.mean() > best.back().mean()) break;
+      if (static_cast<int64_t>(best.size()) == k && r.mean() > best.back().median.mean()) break;
       if (!met.emplace(r.target.target, r.target.device_key, r.config.index, r.config.space).second) continue;
       std::vector<Record> all = config_records(r.workload.key, r.target, r.config);
       if (all.empty()) all.push_back(std::move(r));
-      Record median = std::move(all[all.size() / 2]);
-      best.insert(std::upper_bound(best.begin(), best.end(), median, ranks_before), std::move(median));
+      RankedConfig c{std::move(all[all.size() / 2]), static_cast<int64_t>(all.size())};
+      best.insert(std::upper_bound(best.begin(), best.end(), c, before), std::move(c));
       if (static_cast<int64_t>(best.size()) > k) best.pop_back();
     }
     return best;
   }
 
   // One read snapshot for the whole lookup (when no transaction is open already).
-  std::vector<Record> lookup(const std::string &key, const Target &query, int64_t k, Scope scope) {
+  std::vector<RankedConfig> lookup(const std::string &key, const Target &query, int64_t k, Scope scope) {
     if (k <= 0) return {};
     std::optional<Transaction> snapshot;
     if (db.autocommit()) snapshot.emplace(db, Transaction::Mode::kRead);
@@ -573,8 +574,8 @@ struct TuningDb::Impl {
       std::string target = canonical_target(query.target);
       Use exact(statement(queries::kRankedOnTarget));
       exact->bind(1, key).bind(2, target).bind(3, query.device_key).bind(4, int64_t{-1});
-      std::vector<Record> records = ranked(exact, k);
-      if (!records.empty() || scope == Scope::kExact) return records;
+      std::vector<RankedConfig> configs = ranked(exact, k);
+      if (!configs.empty() || scope == Scope::kExact) return configs;
     }
     Use by_class(statement(queries::kRankedOnDevice));
     by_class->bind(1, key).bind(2, query.device_key).bind(3, int64_t{-1});
@@ -809,8 +810,15 @@ std::vector<Record> TuningDb::config_records(const std::string &workload_key, co
   return impl_->read("reading a config's records", [&] { return impl_->config_records(workload_key, target, config); });
 }
 
-std::vector<Record> TuningDb::top_k(const std::string &workload_key, const Target &target, int64_t k, Scope scope) {
+std::vector<RankedConfig> TuningDb::ranked_configs(const std::string &workload_key, const Target &target, int64_t k,
+                                                   Scope scope) {
   return impl_->read("looking up the best configs", [&] { return impl_->lookup(workload_key, target, k, scope); });
+}
+
+std::vector<Record> TuningDb::top_k(const std::string &workload_key, const Target &target, int64_t k, Scope scope) {
+  std::vector<Record> records;
+  for (RankedConfig &c : ranked_configs(workload_key, target, k, scope)) records.push_back(std::move(c.median));
+  return records;
 }
 
 std::vector<Record> TuningDb::history(const HistoryQuery &query) {

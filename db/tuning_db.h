@@ -57,6 +57,13 @@ struct HistoryQuery {
   int64_t limit = 0;  // 0: all
 };
 
+// A config as best() and top_k() rank it: the record at the upper median of its valid records on
+// its target, and how many valid records it has there.
+struct RankedConfig {
+  Record median;
+  int64_t records = 0;
+};
+
 struct WorkloadSummary {
   Workload workload;
   int64_t records = 0;
@@ -175,6 +182,10 @@ class TuningDb {
   // device-class scope a config on each target ranks on its own.
   std::vector<Record> top_k(const std::string &workload_key, const Target &target, int64_t k,
                             Scope scope = Scope::kExactThenClass);
+  // top_k() with each config's count of valid records (a tuner times its leaders again until each
+  // has enough).
+  std::vector<RankedConfig> ranked_configs(const std::string &workload_key, const Target &target, int64_t k,
+                                           Scope scope = Scope::kExactThenClass);
   // The valid records of one config (index and space) of the workload on one target (its exact
   // target string on its device class), fastest first: the records best() ranks the config by.
   std::vector<Record> config_records(const std::string &workload_key, const Target &target, const Config &config);

@@ -527,10 +527,9 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
     // records it has.
     const bool confirm = status.state == "running" && status.message != kTimeBudgetSpent && options.confirm_top > 0 &&
                          options.confirm_repeats > 0;
-    int64_t planned = 0;
-    for (const TaskState &t : tasks) {
-      if (confirm && t.status.valid > 0) planned += options.confirm_top * options.confirm_repeats;
-    }
+    const int64_t with_valid =
+        std::count_if(tasks.begin(), tasks.end(), [](const TaskState &t) { return t.status.valid > 0; });
+    const int64_t planned = confirm ? with_valid * options.confirm_top * options.confirm_repeats : 0;
     if (planned > 0) {
       status.trials_total = std::max(status.trials_total, status.trials_done + planned);
       log_.set_job_total(job_id, status.trials_total);
@@ -542,13 +541,11 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
         int64_t spent = 0;
         while (spent < cap && !(cancel && cancel->load())) {
           std::vector<Config> batch;
-          for (const db::Record &r : log_.top_k(t.task->key(), stored_target, options.confirm_top, db::Scope::kExact)) {
-            if (dropped.count(r.config.index)) continue;
-            const std::optional<Config> c = record_config(*t.task, r);
-            if (!c) continue;  // a config of another version of the space
-            if (static_cast<int64_t>(log_.config_records(t.task->key(), stored_target, r.config).size()) >= wanted)
-              continue;
-            batch.push_back(*c);
+          for (const db::RankedConfig &leader :
+               log_.ranked_configs(t.task->key(), stored_target, options.confirm_top, db::Scope::kExact)) {
+            if (leader.records >= wanted || dropped.count(leader.median.config.index)) continue;
+            const std::optional<Config> c = record_config(*t.task, leader.median);
+            if (c) batch.push_back(*c);  // none: a config of another version of the space
           }
           if (batch.empty()) break;
           if (spent + static_cast<int64_t>(batch.size()) > cap) batch.resize(static_cast<size_t>(cap - spent));

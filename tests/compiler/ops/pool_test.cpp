@@ -22,6 +22,16 @@ struct PoolParams {
   bool ceil_mode = false, include_pad = false;
 };
 
+// A global pool of `shape` (N, C, H, W[, c]) as a window of the whole plane.
+PoolParams global_params(const std::vector<int64_t> &shape, bool is_max) {
+  PoolParams p;
+  p.is_max = is_max;
+  p.kh = shape[2];
+  p.kw = shape[3];
+  p.sh = p.sw = 1;
+  return p;
+}
+
 // An average pool 3x2, stride 2x1, padded 1 above and left, 2 below and none right.
 PoolParams uneven_average() {
   PoolParams p;
@@ -263,11 +273,7 @@ TEST(Pool, Global) {
                      Json::object({{"data", tensor(shape)}, {"pool_type", is_max ? "max" : "avg"}, {"epilogue", epi}}),
                      kTarget);
       const bool blocked = shape.size() == 5;
-      PoolParams p;
-      p.is_max = is_max;
-      p.kh = shape[2];
-      p.kw = shape[3];
-      p.sh = p.sw = 1;
+      const PoolParams p = global_params(shape, is_max);
       testing::check_against_reference(
           task, testing::test_configs(task, 2, 69),
           [&](const std::vector<Host> &in) {
@@ -294,11 +300,7 @@ TEST(Pool, GlobalEveryVectorBlock) {
         configs.push_back(task.space().parse_config_text(
             std::string(block) + ";tile_c=[" + std::to_string(shape[1]) + ",1]", task.default_config()));
       }
-      PoolParams p;
-      p.is_max = is_max;
-      p.kh = shape[2];
-      p.kw = shape[3];
-      p.sh = p.sw = 1;
+      const PoolParams p = global_params(shape, is_max);
       testing::check_against_reference(
           task, configs, [&](const std::vector<Host> &in) { return naive_pool(in[0], p); }, 1e-5);
     }
@@ -313,11 +315,7 @@ TEST(Pool, GlobalTransposedThroughLlvm) {
          {std::vector<int64_t>{1, 128, 7, 7}, std::vector<int64_t>{2, 6, 3, 5}, std::vector<int64_t>{1, 24, 1, 3}}) {
       ops::Task task("global_pool2d.x86",
                      Json::object({{"data", tensor(shape)}, {"pool_type", is_max ? "max" : "avg"}}), kTarget);
-      PoolParams p;
-      p.is_max = is_max;
-      p.kh = shape[2];
-      p.kw = shape[3];
-      p.sh = p.sw = 1;
+      const PoolParams p = global_params(shape, is_max);
       for (const auto &knob : task.space().knob("tile_c").entities) {
         const autotune::Config cfg =
             task.space().parse_config_text("transpose=1;tile_c=" + knob.dump(), task.default_config());
