@@ -1,7 +1,10 @@
 // dense_pack.x86 at one shape: the GFLOPS of its default config (or of a config given as the
-// tuning log writes it), on one thread, and optionally the kernel's assembly. One line:
-//   dense_pack m= n= k= config= gflops=
+// tuning log writes it) against OpenBLAS's cblas_sgemm on the same data (C = A · Bᵀ), both on one
+// thread and timed in turns, and optionally the kernel's assembly. One line:
+//   dense_pack m= n= k= config= gflops= openblas_gflops= ratio=
 // Usage: dense_pack_bench M N K [--config JSON] [--asm] [--target "llvm -mcpu=..."]
+#include <cblas.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -67,17 +70,37 @@ int main(int argc, char **argv) {
     for (int64_t i = 0; i < x.numel(); ++i) p[i] = dist(rng);
     args.push_back(x);
   }
-  m.call("op", args);
-  double best = 1e30, total = 0;
-  for (int rep = 0; rep < 200 && (rep < 5 || total < 1.0); ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
-    m.call("op", args);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::min(best, s);
-    total += s;
+  // The weight as [N, K] for OpenBLAS (the kernel's input is packed as [N/bn, K, bn]).
+  const int64_t bn = cfg.split("tile_x").back();
+  const float *packed = args[1].data_as<float>();
+  std::vector<float> w(static_cast<size_t>(N * K)), c(static_cast<size_t>(M * N));
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t k = 0; k < K; ++k) w[static_cast<size_t>(n * K + k)] = packed[((n / bn) * K + k) * bn + n % bn];
   }
-  std::printf("dense_pack m=%lld n=%lld k=%lld config=%s gflops=%.1f\n", static_cast<long long>(M),
-              static_cast<long long>(N), static_cast<long long>(K), cfg.to_string().c_str(),
-              2.0 * static_cast<double>(M * N * K) / best / 1e9);
+  const float *a = args[0].data_as<float>();
+  openblas_set_num_threads(1);
+  auto kiln_run = [&] { m.call("op", args); };
+  auto blas_run = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(M), static_cast<int>(N), static_cast<int>(K),
+                1.0F, a, static_cast<int>(K), w.data(), static_cast<int>(K), 0.0F, c.data(), static_cast<int>(N));
+  };
+  kiln_run();
+  blas_run();
+  double best = 1e30, best_blas = 1e30, total = 0;
+  auto time = [](auto &&f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  for (int rep = 0; rep < 400 && (rep < 5 || total < 2.0); ++rep) {
+    const double s = time(kiln_run), sb = time(blas_run);
+    best = std::min(best, s);
+    best_blas = std::min(best_blas, sb);
+    total += s + sb;
+  }
+  const double flop = 2.0 * static_cast<double>(M * N * K);
+  std::printf("dense_pack m=%lld n=%lld k=%lld config=%s gflops=%.1f openblas_gflops=%.1f ratio=%.3f\n",
+              static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K), cfg.to_string().c_str(),
+              flop / best / 1e9, flop / best_blas / 1e9, best_blas / best);
   return 0;
 }
