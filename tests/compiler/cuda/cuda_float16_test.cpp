@@ -24,7 +24,13 @@ using contracts::Json;
 using ir::IterVar;
 using ir::Var;
 
-const char *const kEmulationHelpers[] = {"kiln_f16_to_f32", "kiln_f32_to_f16", "kiln_f16_round", "uint16_t*"};
+// The source has none of the C back end's float16 emulation: its conversion helpers, 16-bit
+// integer storage.
+void expect_no_float_emulation(const std::string &src) {
+  for (const char *helper : {"kiln_f16_to_f32", "kiln_f32_to_f16", "kiln_f16_round", "uint16_t*"}) {
+    EXPECT_EQ(src.find(helper), std::string::npos) << helper << "\n" << src;
+  }
+}
 
 ops::Target cuda_target() { return ops::Target(contracts::Target::parse("cuda -arch=sm_80"), 128); }
 
@@ -91,13 +97,20 @@ TEST(CudaFloat16, HalfAccumulatedDenseIsWrittenInHalfArithmetic) {
   EXPECT_NE(src.find("__hfma("), std::string::npos) << src;
   EXPECT_NE(src.find("__half* __restrict__ data"), std::string::npos) << src;
   EXPECT_NE(src.find("__align__(16) __half"), std::string::npos) << src;  // the local accumulator tile
-  for (const char *helper : kEmulationHelpers) EXPECT_EQ(src.find(helper), std::string::npos) << helper << "\n" << src;
+  expect_no_float_emulation(src);
   EXPECT_EQ(src.find("__half2float"), std::string::npos) << src;
 
   const std::string emulated = codegen_cuda(f, /*half_compute=*/false);
   EXPECT_NE(emulated.find("kiln_f16_to_f32"), std::string::npos) << emulated;
   EXPECT_EQ(emulated.find("__half"), std::string::npos) << emulated;
   EXPECT_EQ(emulated.find("cuda_fp16.h"), std::string::npos) << emulated;
+  // The emulated form (what CudaModule writes where NVRTC has no cuda_fp16.h) compiles without the
+  // toolkit's headers and computes in f32.
+  if (!nvrtc_available()) GTEST_SKIP() << "Kiln was built without the CUDA toolkit (NVRTC)";
+  const std::string ptx =
+      compile_cuda_to_ptx(emulated, "dense_f16.cu", {"--gpu-architecture=compute_80", "-default-device"});
+  EXPECT_NE(ptx.find("fma.rn.f32"), std::string::npos) << ptx;
+  EXPECT_EQ(ptx.find("fma.rn.f16"), std::string::npos) << ptx;
 }
 
 // NVRTC compiles it for sm_80 and sm_90 with half-precision FMAs (fma.rn.f16, or its two-lane
@@ -125,7 +138,7 @@ TEST(CudaFloat16, FloatAccumulatedDenseConvertsOnLoadAndAccumulatesInFloat) {
   const std::string src = codegen_cuda(f);
   EXPECT_NE(src.find("__half2float("), std::string::npos) << src;
   EXPECT_EQ(src.find("__hfma("), std::string::npos) << src;
-  for (const char *helper : kEmulationHelpers) EXPECT_EQ(src.find(helper), std::string::npos) << helper << "\n" << src;
+  expect_no_float_emulation(src);
   SKIP_WITHOUT_FP16_NVRTC();
   for (const std::string &ptx : ptx_for_sm80_sm90(f)) {
     EXPECT_NE(ptx.find("cvt.f32.f16"), std::string::npos) << ptx;
@@ -214,12 +227,20 @@ TEST(CudaFloat16, ElementwiseKernelComputesInHalf) {
   const std::string src = codegen_cuda(f);
   EXPECT_NE(src.find("__hmax(__hadd("), std::string::npos) << src;
   EXPECT_NE(src.find("__ushort_as_half((unsigned short)0x3e00u)"), std::string::npos) << src;  // 1.5
-  for (const char *helper : kEmulationHelpers) EXPECT_EQ(src.find(helper), std::string::npos) << helper << "\n" << src;
+  expect_no_float_emulation(src);
   SKIP_WITHOUT_FP16_NVRTC();
   for (const std::string &ptx : ptx_for_sm80_sm90(f)) {
     EXPECT_NE(ptx.find("add.f16"), std::string::npos) << ptx;
     EXPECT_NE(ptx.find("max.f16"), std::string::npos) << ptx;
     EXPECT_EQ(ptx.find("cvt.f32.f16"), std::string::npos) << ptx;
+  }
+  // Every architecture this NVRTC supports has half arithmetic and compiles the kernel (before
+  // sm_80, cuda_fp16.h writes __hmax without max.f16).
+  for (int cc : nvrtc_supported_archs()) {
+    const CudaTarget target = parse_cuda_target(detail::concat("cuda -arch=sm_", cc));
+    SCOPED_TRACE(target.arch());
+    EXPECT_TRUE(target.has_half_arithmetic());
+    EXPECT_NE(CudaModule(f, target).ptx().find("add.f16"), std::string::npos);
   }
 }
 
@@ -252,7 +273,7 @@ TEST(CudaFloat16, CastsComparisonsAndMathFunctionsCompile) {
   EXPECT_NE(src.find("__float2half_rn(expf(__half2float("), std::string::npos) << src;
   EXPECT_NE(src.find("__hlt("), std::string::npos) << src;
   EXPECT_NE(src.find("__hfma("), std::string::npos) << src;
-  for (const char *helper : kEmulationHelpers) EXPECT_EQ(src.find(helper), std::string::npos) << helper << "\n" << src;
+  expect_no_float_emulation(src);
 
   auto C = te::placeholder({n}, ir::Float(32), "C");
   auto D = te::compute(
