@@ -149,6 +149,9 @@ if(KILN_ENABLE_CUDA)
     target_link_libraries(kiln::cuda INTERFACE ${CUDA_nvrtc_LIBRARY})
     target_include_directories(kiln::cuda SYSTEM INTERFACE ${CUDAToolkit_INCLUDE_DIRS})
     target_compile_definitions(kiln::cuda INTERFACE KILN_HAVE_CUDA=1)
+    # The toolkit's include directories, '|'-separated, for the headers NVRTC compiles with (cuda_fp16.h).
+    string(REPLACE ";" "|" KILN_CUDA_INCLUDE_DIRS "${CUDAToolkit_INCLUDE_DIRS}")
+    target_compile_definitions(kiln::cuda INTERFACE "KILN_CUDA_INCLUDE_DIRS=\"${KILN_CUDA_INCLUDE_DIRS}\"")
   endif()
 endif()
 

@@ -446,8 +446,11 @@ std::string CodeGenC::expr(const Expr &e) {
   switch (e.node_type()) {
     case NodeType::IntImm:
       return int_literal(t, e.as<ir::IntImmNode>()->value);
-    case NodeType::FloatImm:
-      return float_literal(t, e.as<ir::FloatImmNode>()->value);
+    case NodeType::FloatImm: {
+      const double v = e.as<ir::FloatImmNode>()->value;
+      // A float16 immediate stands for the half nearest to its value.
+      return t.is_float16() ? half_literal(ir::round_to_half(static_cast<float>(v))) : float_literal(t, v);
+    }
     case NodeType::StringImm:
       return c_string_literal(e.as<ir::StringImmNode>()->value);
     case NodeType::Variable: {
@@ -520,8 +523,15 @@ std::string CodeGenC::expr(const Expr &e) {
 }
 
 std::string CodeGenC::binary(NodeType op, const Expr &ea, const Expr &eb, DataType t) {
+  if (t.is_float16()) {
+    if (std::string s = half_binary(op, ea, eb); !s.empty()) return s;
+  }
   const std::string a = expr(ea);
   const std::string b = expr(eb);
+  return binary_text(op, a, b, t);
+}
+
+std::string CodeGenC::binary_text(NodeType op, const std::string &a, const std::string &b, DataType t) {
   auto infix = [&](const char *sym) { return "(" + a + " " + sym + " " + b + ")"; };
   auto wrapped = [&](const char *sym) {
     return is_narrow_int(t) ? "((" + type_name(t) + ")(" + a + " " + sym + " " + b + "))" : infix(sym);
@@ -575,6 +585,9 @@ std::string CodeGenC::binary(NodeType op, const Expr &ea, const Expr &eb, DataTy
 std::string CodeGenC::cast(DataType t, const Expr &v) {
   const DataType from = v.type();
   const std::string x = expr(v);
+  if (t.is_float16() || from.is_float16()) {
+    if (std::string s = half_cast(t.element_of(), from.element_of(), x); !s.empty()) return s;
+  }
   if (t.is_bool()) return "(" + x + " != 0)";
   if (t.is_float16()) {
     return helper_call("f16_round", {from.is_float() && from.bits() <= 32 ? x : "(float)" + x});
@@ -607,10 +620,7 @@ std::string CodeGenC::call(const ir::CallNode *op) {
       KILN_CHECK(a.type() == t, "C back end: ", name, " argument of type ", a.type().to_string());
       args.push_back(strip_parens(expr(a)));
     }
-    if (name == "sigmoid" || name == "rsqrt") return helper_call(name + "_" + type_suffix(t), args);
-    std::string s = math_function(name, t) + "(";
-    for (size_t i = 0; i < args.size(); ++i) s += (i ? ", " : "") + args[i];
-    return s + ")";
+    return math_call(name, t, args);
   }
   if (name == lower::intrinsic::kArgField) return arg_field(op);
   if (name == lower::intrinsic::kIsNull) {
@@ -624,6 +634,13 @@ std::string CodeGenC::call(const ir::CallNode *op) {
     return detail::concat("((uintptr_t)", expr(op->args[0]), " % ", *bytes, "u == 0)");
   }
   throw InternalError(detail::concat("C back end: unsupported call ", name, " in function ", f_.name));
+}
+
+std::string CodeGenC::math_call(const std::string &name, DataType t, const std::vector<std::string> &args) {
+  if (name == "sigmoid" || name == "rsqrt") return helper_call(name + "_" + type_suffix(t), args);
+  std::string s = math_function(name, t) + "(";
+  for (size_t i = 0; i < args.size(); ++i) s += (i ? ", " : "") + args[i];
+  return s + ")";
 }
 
 // args[i].field, or args[i].shape[d] / args[i].strides[d].
@@ -640,9 +657,10 @@ std::string CodeGenC::arg_field(const ir::CallNode *op) {
 std::string CodeGenC::load(const ir::LoadNode *op) {
   const std::string buf = lookup(op->buffer_var).text;
   std::string s = buf + "[" + strip_parens(expr(op->index)) + "]";
-  if (op->type.is_float16()) s = helper_call("f16_to_f32", {s});
+  if (op->type.is_float16()) s = half_load(s);
   if (op->predicate.defined()) {
-    s = "(" + expr(op->predicate) + " ? " + s + " : " + zero_literal(op->type) + ")";
+    const std::string zero = op->type.is_float16() ? half_literal(0.0) : zero_literal(op->type);
+    s = "(" + expr(op->predicate) + " ? " + s + " : " + zero + ")";
   }
   return s;
 }
@@ -770,7 +788,7 @@ void CodeGenC::store(const ir::StoreNode *op) {
   const std::string buf = lookup(op->buffer_var).text;
   const DataType t = op->value.type();
   auto assign = [&](const std::string &index, const std::string &value) {
-    const std::string v = t.is_float16() ? helper_call("f32_to_f16", {value}) : strip_parens(value);
+    const std::string v = t.is_float16() ? half_store(value) : strip_parens(value);
     return buf + "[" + strip_parens(index) + "] = " + v + ";";
   };
   if (t.is_scalar()) {
@@ -1014,6 +1032,16 @@ std::string CodeGenC::pointer_param(DataType elem, const std::string &name) {
 }
 
 std::string CodeGenC::type_name(DataType t) { return c_type(t); }
+
+std::string CodeGenC::half_literal(double v) { return float_literal(ir::Float(16), v); }
+
+std::string CodeGenC::half_load(const std::string &access) { return helper_call("f16_to_f32", {access}); }
+
+std::string CodeGenC::half_store(const std::string &value) { return helper_call("f32_to_f16", {value}); }
+
+std::string CodeGenC::half_cast(DataType /*to*/, DataType /*from*/, const std::string & /*x*/) { return ""; }
+
+std::string CodeGenC::half_binary(NodeType /*op*/, const Expr & /*a*/, const Expr & /*b*/) { return ""; }
 
 std::string CodeGenC::storage_type_name(DataType t) { return t.is_float16() ? "uint16_t" : type_name(t.element_of()); }
 

@@ -16,7 +16,8 @@
 //       the module table; it refers to kiln_entry itself, so no other library's symbol can take
 //       its place.
 // Every other function and variable is static. float16 data is stored as uint16_t and computed in
-// float; vectors are scalarized lane by lane; thread loops and parallel loops run as serial loops.
+// float (CodeGenC's float16 hooks); vectors are scalarized lane by lane; thread loops and
+// parallel loops run as serial loops.
 // The code assumes wrapping signed arithmetic (-fwrapv) to match the interpreter on overflow.
 // Output is deterministic: the same IR gives the same text.
 #include <set>
@@ -77,6 +78,25 @@ class CodeGenC {
   // "" for none. C: none (small allocations live on the stack, others on the heap).
   virtual std::string scope_qualifier(const std::string &scope);
 
+  // ------------------------------------------------------------------ float16
+  // How float16 is computed. C computes it in float (these hooks' defaults): type_name(float16) is
+  // float, a load converts the stored 16 bits to float (kiln_f16_to_f32), a store converts back
+  // (kiln_f32_to_f16), a cast to float16 rounds (kiln_f16_round), arithmetic is float arithmetic
+  // and an immediate is a float literal. A language with a half-precision type overrides them
+  // together with type_name and storage_type_name.
+  // The immediate v of type float16 (already the half nearest to it).
+  virtual std::string half_literal(double v);
+  // The computed value of the stored float16 element `access`, and the stored element of the
+  // computed float16 `value`.
+  virtual std::string half_load(const std::string &access);
+  virtual std::string half_store(const std::string &value);
+  // A cast of `x` from `from` to `to`, one of which is float16 (scalar types), or "" for the
+  // shared code.
+  virtual std::string half_cast(ir::DataType to, ir::DataType from, const std::string &x);
+  // The binary operation `op` on float16 operands a and b, or "" for the shared code (the
+  // operators and helpers of type_name(float16) values).
+  virtual std::string half_binary(ir::NodeType op, const ir::Expr &a, const ir::Expr &b);
+
   // ------------------------------------------------------------------ building blocks
   // The kernel function `name` running `body`, with the parameters of f (its buffers' data
   // pointers, then its size variables) under the names they are bound to.
@@ -98,6 +118,10 @@ class CodeGenC {
   void stmt(const ir::Stmt &s);
   // A call of the helper `key` (emitted once, before the functions).
   std::string helper_call(const std::string &key, const std::vector<std::string> &args);
+  // The text of the binary operation `op` on the texts a and b of operands of type t, and of a
+  // call of the math intrinsic `name` on arguments of float type t.
+  std::string binary_text(ir::NodeType op, const std::string &a, const std::string &b, ir::DataType t);
+  std::string math_call(const std::string &name, ir::DataType t, const std::vector<std::string> &args);
 
   const ir::LoweredFunc &f_;
   // The status a failing AssertStmt returns where code is being written: kKilnErrorArgument in

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <functional>
 #include <sstream>
 #include <unordered_map>
@@ -13,6 +14,7 @@
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/ir/op.h"
+#include "compiler/ir/float16.h"
 #include "compiler/ir/substitute.h"
 
 namespace kiln::codegen {
@@ -551,12 +553,126 @@ typedef unsigned long long uintptr_t;
 #define NULL 0
 )";
 
+// The bits of the float16 nearest to v, as a literal of cuda_fp16.h's __half.
+std::string half_bits_literal(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "__ushort_as_half((unsigned short)0x%04xu)",
+                static_cast<unsigned>(ir::float_to_half(static_cast<float>(v))));
+  return buf;
+}
+
+bool is_float16_mul(const ir::Expr &e) { return e.node_type() == ir::NodeType::Mul && e.type().is_float16(); }
+
 class CodeGenCuda : public CodeGenC {
  public:
-  CodeGenCuda(const ir::LoweredFunc &f, LaunchDims launch) : CodeGenC(f), launch_(launch) {}
+  // With `half_compute`, float16 is stored as cuda_fp16.h's __half and computed in half precision;
+  // otherwise as in the C back end (16 bits, computed in float).
+  CodeGenCuda(const ir::LoweredFunc &f, LaunchDims launch, bool half_compute)
+      : CodeGenC(f), launch_(launch), half_(half_compute) {}
 
  protected:
-  std::string preamble() override { return "// Kiln CUDA back end: function " + f_.name + ".\n" + kPreamble + "\n"; }
+  std::string preamble() override {
+    // cuda_fp16.h only where the kernel uses it: other kernels need no toolkit header.
+    return "// Kiln CUDA back end: function " + f_.name + ".\n" + (uses_half_ ? "#include <cuda_fp16.h>\n" : "") +
+           kPreamble + "\n";
+  }
+
+  std::string type_name(DataType t) override {
+    if (!half_ || !t.is_float16()) return CodeGenC::type_name(t);
+    uses_half_ = true;
+    return "__half";
+  }
+
+  std::string storage_type_name(DataType t) override {
+    if (!half_ || !t.is_float16()) return CodeGenC::storage_type_name(t);
+    uses_half_ = true;
+    return "__half";
+  }
+
+  std::string half_literal(double v) override {
+    if (!half_) return CodeGenC::half_literal(v);
+    uses_half_ = true;
+    return half_bits_literal(v);
+  }
+
+  std::string half_load(const std::string &access) override { return half_ ? access : CodeGenC::half_load(access); }
+
+  std::string half_store(const std::string &value) override { return half_ ? value : CodeGenC::half_store(value); }
+
+  std::string half_cast(DataType to, DataType from, const std::string &x) override {
+    if (!half_) return CodeGenC::half_cast(to, from, x);
+    uses_half_ = true;
+    if (to.is_float16()) {
+      if (from.is_float16()) return x;
+      return "__float2half_rn(" + (from.is_float() && from.bits() == 32 ? x : "(float)" + x) + ")";
+    }
+    const std::string f = "__half2float(" + x + ")";
+    if (to.is_float() && to.bits() == 32) return f;
+    if (to.is_bool()) return "(" + f + " != 0.0f)";
+    return "((" + type_name(to) + ")" + f + ")";
+  }
+
+  // Addition, subtraction, multiplication, division, min, max and comparisons in half precision
+  // (a product added to a value is one fused multiply-add, as the CUDA compiler contracts float
+  // arithmetic); the other operations in float, rounded to half.
+  std::string half_binary(ir::NodeType op, const ir::Expr &a, const ir::Expr &b) override {
+    if (!half_) return CodeGenC::half_binary(op, a, b);
+    uses_half_ = true;
+    using ir::NodeType;
+    if (op == NodeType::Add && (is_float16_mul(a) || is_float16_mul(b))) {
+      const auto *m = (is_float16_mul(a) ? a : b).as<ir::MulNode>();
+      const std::string x = expr(m->a);
+      const std::string y = expr(m->b);
+      const std::string c = expr(is_float16_mul(a) ? b : a);
+      return "__hfma(" + x + ", " + y + ", " + c + ")";
+    }
+    const char *fn = nullptr;
+    switch (op) {
+      case NodeType::Add:
+        fn = "__hadd";
+        break;
+      case NodeType::Sub:
+        fn = "__hsub";
+        break;
+      case NodeType::Mul:
+        fn = "__hmul";
+        break;
+      case NodeType::Div:
+        fn = "__hdiv";
+        break;
+      case NodeType::Min:
+        fn = "__hmin";
+        break;
+      case NodeType::Max:
+        fn = "__hmax";
+        break;
+      case NodeType::EQ:
+        fn = "__heq";
+        break;
+      case NodeType::NE:
+        fn = "__hneu";
+        break;  // true where either is NaN, as C's !=
+      case NodeType::LT:
+        fn = "__hlt";
+        break;
+      case NodeType::LE:
+        fn = "__hle";
+        break;
+      case NodeType::GT:
+        fn = "__hgt";
+        break;
+      case NodeType::GE:
+        fn = "__hge";
+        break;
+      default:
+        break;
+    }
+    const std::string x = expr(a);
+    const std::string y = expr(b);
+    if (fn) return std::string(fn) + "(" + x + ", " + y + ")";
+    return "__float2half_rn(" + binary_text(op, "__half2float(" + x + ")", "__half2float(" + y + ")", ir::Float(32)) +
+           ")";
+  }
 
   std::string functions() override {
     const std::string entry = kernel_symbol(f_.name);
@@ -582,6 +698,15 @@ class CodeGenCuda : public CodeGenC {
 
   std::string intrinsic_call(const ir::CallNode *op) override {
     if (op->name == ir::intrinsic::kSyncThreads) return "__syncthreads()";
+    if (half_ && op->type.is_float16() && ir::is_math_intrinsic(op->name)) {
+      // fma in half precision; the other math functions in float, rounded to half.
+      std::vector<std::string> args;
+      for (const auto &a : op->args) args.push_back(expr(a));
+      uses_half_ = true;
+      if (op->name == "fma" && args.size() == 3) return "__hfma(" + args[0] + ", " + args[1] + ", " + args[2] + ")";
+      for (auto &a : args) a = "__half2float(" + a + ")";
+      return "__float2half_rn(" + math_call(op->name, ir::Float(32), args) + ")";
+    }
     if (op->name == kVectorCopy) {
       const int lanes = static_cast<int>(*ir::as_const_int(op->args[4]));
       const DataType t = op->args[5].type();
@@ -647,6 +772,8 @@ class CodeGenCuda : public CodeGenC {
 
  private:
   LaunchDims launch_;
+  bool half_;
+  bool uses_half_ = false;  // the kernel uses __half: the preamble includes cuda_fp16.h
 };
 
 }  // namespace
@@ -740,18 +867,25 @@ ir::LoweredFunc cuda_kernel_ir(const ir::LoweredFunc &f) { return inject_virtual
 namespace {
 
 // The kernel's source: cuda_kernel_ir(f) with its vector copies as single accesses.
-std::string kernel_source(const ir::LoweredFunc &f, const LaunchDims &launch) {
+std::string kernel_source(const ir::LoweredFunc &f, const LaunchDims &launch, bool half_compute) {
   ir::LoweredFunc k = cuda_kernel_ir(f);
   k.body = VectorAccesses(k).mutate(k.body);
-  return CodeGenCuda(k, launch).generate();
+  return CodeGenCuda(k, launch, half_compute).generate();
 }
 
 }  // namespace
 
-std::string codegen_cuda(const ir::LoweredFunc &f) { return kernel_source(f, launch_dims(f)); }
+bool CudaTarget::has_half_arithmetic() const { return compute_capability >= 53; }
+
+std::string codegen_cuda(const ir::LoweredFunc &f, bool half_compute) {
+  return kernel_source(f, launch_dims(f), half_compute);
+}
 
 std::vector<std::string> nvrtc_options(const CudaTarget &target) {
-  return {detail::concat("--gpu-architecture=compute_", target.compute_capability), "-default-device", "--std=c++17"};
+  std::vector<std::string> options = {detail::concat("--gpu-architecture=compute_", target.compute_capability),
+                                      "-default-device", "--std=c++17"};
+  for (const std::string &dir : nvrtc_include_dirs()) options.push_back("-I" + dir);
+  return options;
 }
 
 CudaModule::CudaModule(const ir::LoweredFunc &f, const CudaTarget &target)
@@ -766,7 +900,8 @@ CudaModule::CudaModule(const ir::LoweredFunc &f, const CudaTarget &target)
                                    " bytes of shared memory per block, more than the ",
                                    target.max_shared_bytes_per_block, " of ", target.target.str()));
   }
-  source_ = kernel_source(f, launch_);
+  // Without the toolkit's cuda_fp16.h float16 stays computed in float, which needs no header.
+  source_ = kernel_source(f, launch_, target.has_half_arithmetic() && nvrtc_has_fp16_header());
   const std::vector<int> archs = nvrtc_supported_archs();
   if (nvrtc_available() && std::find(archs.begin(), archs.end(), target.compute_capability) == archs.end()) {
     std::string list;

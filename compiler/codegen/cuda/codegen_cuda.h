@@ -16,9 +16,9 @@
 // buffers (kernel parameters, whose memory the runtime allocates aligned, and shared and local
 // arrays) with i and j multiples of n is one access of a CUDA vector type (float4, float2; uint4,
 // uint2, uint32_t for 16-bit elements) where n lanes fill one (2 or 4 of 32 bits, 2, 4 or 8 of
-// 16). Other vectors are written lane by lane, and float16 is stored as 16 bits and computed in
-// float, as in the C back end (compiler/codegen/c/codegen_c.h), whose walk over the IR this
-// generator shares.
+// 16). Other vectors are written lane by lane. float16 is cuda_fp16.h's __half, computed in half
+// precision where the target has it (see codegen_cuda). The walk over the IR is the C back end's
+// (compiler/codegen/c/codegen_c.h), whose hooks this generator overrides.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -42,6 +42,9 @@ struct CudaTarget {
 
   // "sm_90"
   std::string arch() const;
+  // Whether the architecture computes in half precision (sm_53 and newer): float16 kernels then
+  // compute in __half, older ones in float.
+  bool has_half_arithmetic() const;
 };
 
 // Parses a CUDA target string through the target grammar (contracts/target.h). Throws
@@ -87,12 +90,20 @@ ir::LoweredFunc cuda_kernel_ir(const ir::LoweredFunc &f);
 // The CUDA C source of f: one kernel named after f (its name made an identifier). Throws UserError
 // for a function CUDA cannot run as written (see launch_dims; a barrier inside a thread loop that
 // is shorter than the launch, which only part of the block would reach).
-std::string codegen_cuda(const ir::LoweredFunc &f);
+// With half_compute (the default, which every architecture from sm_53 has), float16 is stored as
+// cuda_fp16.h's __half and computed in half precision: + - * / min max and comparisons as
+// __hadd ... __hmax, a float16 product added to a value as one __hfma, casts as
+// __float2half_rn / __half2float, other operations and math functions in float rounded to half;
+// the source then includes cuda_fp16.h. Without it float16 is stored as 16 bits and computed in
+// float, as in the C back end.
+std::string codegen_cuda(const ir::LoweredFunc &f, bool half_compute = true);
 
 // A lowered function compiled for one CUDA target: source, PTX and launch.
 class CudaModule {
  public:
-  // Generates the source and compiles it with NVRTC for target.arch(). Throws UserError when the
+  // Generates the source and compiles it with NVRTC for target.arch(). float16 is computed in
+  // half precision where the target has it and NVRTC finds cuda_fp16.h (nvrtc_has_fp16_header),
+  // otherwise in float (see codegen_cuda). Throws UserError when the
   // function needs more threads per block or more shared memory than the target has, NvrtcError
   // (a UserError) when this build has no NVRTC, its NVRTC does not support the architecture, or
   // NVRTC rejects the source.
@@ -121,7 +132,8 @@ class CudaModule {
 // shared allocation whose size is not a constant.
 int64_t shared_memory_bytes(const ir::LoweredFunc &f);
 
-// The NVRTC options that compile for `target`: PTX for compute_XX, device functions by default.
+// The NVRTC options that compile for `target`: PTX for compute_XX, device functions by default,
+// and the toolkit's include directories (nvrtc_include_dirs) for cuda_fp16.h.
 std::vector<std::string> nvrtc_options(const CudaTarget &target);
 
 }  // namespace kiln::codegen

@@ -1,5 +1,8 @@
 #include "compiler/codegen/cuda/nvrtc_compiler.h"
 
+#include <filesystem>
+#include <system_error>
+
 #if KILN_HAVE_CUDA
 #include <nvrtc.h>
 #endif
@@ -60,6 +63,33 @@ std::vector<int> nvrtc_supported_archs() {
   return archs;
 }
 
+std::vector<std::string> nvrtc_include_dirs() {
+#ifdef KILN_CUDA_INCLUDE_DIRS
+  const std::string all = KILN_CUDA_INCLUDE_DIRS;
+#else
+  const std::string all;
+#endif
+  std::vector<std::string> dirs;
+  size_t start = 0;
+  while (start <= all.size()) {
+    size_t end = all.find('|', start);
+    if (end == std::string::npos) end = all.size();
+    std::string dir = all.substr(start, end - start);
+    std::error_code ec;
+    if (!dir.empty() && std::filesystem::is_directory(dir, ec)) dirs.push_back(std::move(dir));
+    start = end + 1;
+  }
+  return dirs;
+}
+
+bool nvrtc_has_fp16_header() {
+  for (const std::string &dir : nvrtc_include_dirs()) {
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::path(dir) / "cuda_fp16.h", ec)) return true;
+  }
+  return false;
+}
+
 std::string compile_cuda_to_ptx(const std::string &source, const std::string &program_name,
                                 const std::vector<std::string> &options) {
   Program program(source, program_name);
@@ -88,6 +118,10 @@ bool nvrtc_available() { return false; }
 std::string nvrtc_version() { return {}; }
 
 std::vector<int> nvrtc_supported_archs() { return {}; }
+
+std::vector<std::string> nvrtc_include_dirs() { return {}; }
+
+bool nvrtc_has_fp16_header() { return false; }
 
 std::string compile_cuda_to_ptx(const std::string & /*source*/, const std::string &program_name,
                                 const std::vector<std::string> & /*options*/) {

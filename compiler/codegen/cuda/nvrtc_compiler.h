@@ -31,6 +31,13 @@ std::string nvrtc_version();
 // ascending; empty without NVRTC. Toolkits drop old architectures: CUDA 13 has no sm_70.
 std::vector<int> nvrtc_supported_archs();
 
+// The CUDA toolkit's include directories found when Kiln was built (those that still exist), for
+// the headers a kernel includes (cuda_fp16.h); empty without NVRTC.
+std::vector<std::string> nvrtc_include_dirs();
+
+// Whether cuda_fp16.h is in nvrtc_include_dirs(): float16 kernels compile only then.
+bool nvrtc_has_fp16_header();
+
 // Compiles `source` to PTX. `program_name` names the source in messages ("axpy.cu");
 // `options` are NVRTC options, for example {"--gpu-architecture=compute_90", "-default-device"}.
 // Throws NvrtcError, with NVRTC's log, when compilation fails.
