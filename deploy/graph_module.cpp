@@ -147,8 +147,8 @@ GraphModule GraphModule::load(const std::string &path) {
   uint32_t version = 0;
   std::memcpy(&version, bytes.data() + 8, sizeof version);
   if (version < kArtifactOldestVersion || version > kArtifactVersion)
-    throw ArtifactError(concat(path, " is a Kiln artifact of format version ", version, "; this runtime reads versions ",
-                               kArtifactOldestVersion, " to ", kArtifactVersion,
+    throw ArtifactError(concat(path, " is a Kiln artifact of format version ", version,
+                               "; this runtime reads versions ", kArtifactOldestVersion, " to ", kArtifactVersion,
                                " (compile the model again with this version of Kiln)"));
   ArtifactHeader h;
   if (bytes.size() < sizeof h) throw ArtifactError(concat(path, " is truncated: it ends inside its header"));

@@ -17,9 +17,9 @@ struct GraphCompileOptions {
   ExecutorOptions kernels;  // target and tuned configs, as for the executor
   bool in_place = true;     // let elementwise kernels write over an input that dies at them
   // Let the producers of a Concat's inputs write into its output, dropping the copy, where the
-  // inputs are contiguous runs of it (docs/graph.md, "Memory planning").
+  // inputs are contiguous runs of it (docs/graph.md, "Concat in place").
   bool concat_in_place = true;
-  std::string cc = "cc";    // the C compiler driver that links the shared library
+  std::string cc = "cc";  // the C compiler driver that links the shared library
 };
 
 struct GraphCompileReport {

@@ -371,7 +371,8 @@ TEST_F(GraphModuleTest, ACProgramRunsTheArtifactThroughTheCApi) {
 // Concats compiled in place: the producers of the inputs write into the output's bytes.
 ValueId conv(Graph &g, ValueId x, int64_t out_channels, int64_t kernel, uint64_t seed) {
   const int64_t in_channels = g.value(x).type.shape[1];
-  const ValueId w = g.add_constant(g.unique_name("w"), random_tensor({out_channels, in_channels, kernel, kernel}, seed));
+  const ValueId w =
+      g.add_constant(g.unique_name("w"), random_tensor({out_channels, in_channels, kernel, kernel}, seed));
   Node n;
   n.op = "Conv";
   n.name = g.unique_name("Conv");
