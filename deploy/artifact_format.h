@@ -12,7 +12,11 @@
 namespace kiln::deploy {
 
 inline constexpr char kArtifactMagic[8] = {'K', 'I', 'L', 'N', 'M', 'O', 'D', 'L'};
-inline constexpr uint32_t kArtifactVersion = 1;
+// Version 2 adds a view's byte offset in its base (`view_offset`, a Concat's input written into its
+// output) and Concat steps done in place; every value's `offset` is still absolute, so the runtime
+// reads version 1 files unchanged.
+inline constexpr uint32_t kArtifactVersion = 2;
+inline constexpr uint32_t kArtifactOldestVersion = 1;  // the oldest version this runtime reads
 inline constexpr uint64_t kArtifactAlignment = 64;
 
 struct ArtifactSection {

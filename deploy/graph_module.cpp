@@ -146,9 +146,10 @@ GraphModule GraphModule::load(const std::string &path) {
   if (bytes.size() < 16) throw ArtifactError(concat(path, " is truncated: it ends inside its header"));
   uint32_t version = 0;
   std::memcpy(&version, bytes.data() + 8, sizeof version);
-  if (version != kArtifactVersion)
-    throw ArtifactError(concat(path, " is a Kiln artifact of format version ", version, "; this runtime reads version ",
-                               kArtifactVersion, " (compile the model again with this version of Kiln)"));
+  if (version < kArtifactOldestVersion || version > kArtifactVersion)
+    throw ArtifactError(concat(path, " is a Kiln artifact of format version ", version,
+                               "; this runtime reads versions ", kArtifactOldestVersion, " to ", kArtifactVersion,
+                               " (compile the model again with this version of Kiln)"));
   ArtifactHeader h;
   if (bytes.size() < sizeof h) throw ArtifactError(concat(path, " is truncated: it ends inside its header"));
   std::memcpy(&h, bytes.data(), sizeof h);

@@ -68,6 +68,7 @@ enum class Storage { kNone, kInput, kArena, kParams, kView };
 struct ValueInfo {
   Storage storage = Storage::kNone;
   ValueId base = graph::kNoValue;  // kView: the value whose bytes it shares (not itself a view)
+  int64_t view_offset = 0;         // kView: where its bytes start in its base's
   int first = 0, last = -1;        // kArena / kInput: steps that write / last read it
   bool output = false;
   int request = -1;    // its index in the memory plan's requests
@@ -78,6 +79,58 @@ void put(std::string &s, const void *p, size_t n) { s.append(static_cast<const c
 
 void pad_to(std::string &s, uint64_t alignment) {
   s.resize(static_cast<size_t>(align_up(static_cast<int64_t>(s.size()), static_cast<int64_t>(alignment))), '\0');
+}
+
+// A value written straight into its run of a concatenation's bytes.
+struct ConcatSlice {
+  ValueId whole = graph::kNoValue;  // the Concat's output
+  int64_t offset = 0;               // in bytes
+};
+
+// The Concats that need no kernel: each input is a contiguous run of the output's bytes (every
+// dimension before the axis is 1: a channel concat at batch 1, NCHW or NCHWc) starting at an
+// aligned offset, and every input is written by a kernel of this graph that can write into its run
+// instead of a buffer of its own. An input must not be a graph input, a constant, a graph output, a
+// view, another such Concat's output, an input twice of this Concat or an input of an earlier such
+// Concat; otherwise the whole Concat keeps its copy. Per value: its slice, if any; per node:
+// whether it is such a Concat.
+std::vector<ConcatSlice> concat_slices(const graph::Graph &g, std::vector<bool> &in_place_concat) {
+  std::vector<ConcatSlice> slices(g.values().size());
+  in_place_concat.assign(g.nodes().size(), false);
+  std::set<ValueId> outputs(g.outputs().begin(), g.outputs().end());
+  for (size_t k = 0; k < g.nodes().size(); ++k) {
+    const Node &n = g.nodes()[k];
+    if (n.op != "Concat" || n.outputs.size() != 1 || n.inputs.empty()) continue;
+    const graph::TensorType &out = g.value(n.outputs[0]).type;
+    int64_t axis = n.attr_int("axis", 0);
+    if (axis < 0) axis += out.rank();
+    if (axis < 0 || axis >= out.rank()) continue;
+    bool ok = true;
+    for (int64_t a = 0; a < axis; ++a) ok = ok && out.shape[static_cast<size_t>(a)] == 1;
+    std::vector<ConcatSlice> mine;
+    std::set<ValueId> seen;
+    int64_t offset = 0;
+    for (ValueId in : n.inputs) {
+      if (!ok) break;
+      if (in == graph::kNoValue) {
+        ok = false;
+        break;
+      }
+      const graph::Value &v = g.value(in);
+      ok = !v.is_constant() && v.producer >= 0 && !outputs.count(in) && seen.insert(in).second &&
+           slices[static_cast<size_t>(in)].whole == graph::kNoValue && offset % kBufferAlignment == 0;
+      if (!ok) break;
+      const Node &p = g.node(v.producer);
+      const OpDef *def = graph::find_op(p.op);
+      ok = def && !def->view && !def->evaluate && !in_place_concat[static_cast<size_t>(v.producer)];
+      mine.push_back({n.outputs[0], offset});
+      offset += v.type.nbytes();
+    }
+    if (!ok) continue;
+    in_place_concat[k] = true;
+    for (size_t i = 0; i < n.inputs.size(); ++i) slices[static_cast<size_t>(n.inputs[i])] = mine[i];
+  }
+  return slices;
 }
 
 }  // namespace
@@ -111,8 +164,12 @@ GraphCompileReport compile_graph(const graph::Graph &g, const std::string &path,
     std::vector<ValueId> args;
     const OpDef *def = nullptr;
     bool from_template = false;
+    bool concat = false;  // a Concat whose inputs were written into its output (args: it, its inputs)
   };
   std::vector<Step> steps;
+  std::vector<bool> in_place_concat(nodes.size(), false);
+  std::vector<ConcatSlice> slices(vi.size());
+  if (options.concat_in_place) slices = concat_slices(g, in_place_concat);
   for (int k = 0; k < end; ++k) {
     const Node &n = nodes[static_cast<size_t>(k)];
     const OpDef *def = graph::find_op(n.op);
@@ -129,14 +186,32 @@ GraphCompileReport compile_graph(const graph::Graph &g, const std::string &path,
       const ValueInfo &s = info(src);
       info(n.outputs[0]).storage = Storage::kView;
       info(n.outputs[0]).base = s.storage == Storage::kView ? s.base : src;
+      info(n.outputs[0]).view_offset = s.storage == Storage::kView ? s.view_offset : 0;
       st.args = {n.outputs[0], src};
       steps.push_back(st);
       continue;
     }
     for (ValueId o : n.outputs) {
+      const ConcatSlice &slice = slices[static_cast<size_t>(o)];
+      if (slice.whole != graph::kNoValue) {  // written into its run of a Concat's output
+        info(o).storage = Storage::kView;
+        info(o).base = slice.whole;
+        info(o).view_offset = slice.offset;
+        continue;
+      }
       info(o).storage = Storage::kArena;
       info(o).first = k;
       info(o).last = k;
+    }
+    if (in_place_concat[static_cast<size_t>(k)]) {
+      // No kernel: the inputs' producers wrote its bytes, so it lives from the first of them.
+      for (ValueId in : n.inputs) info(n.outputs[0]).first = std::min(info(n.outputs[0]).first, g.value(in).producer);
+      st.args = {n.outputs[0]};
+      st.args.insert(st.args.end(), n.inputs.begin(), n.inputs.end());
+      st.concat = true;
+      steps.push_back(st);
+      ++report.concats_in_place;
+      continue;
     }
     if (!needs_kernel(g, n, *def)) continue;  // an empty output: nothing to compute
     NodeKernel nk = prepare_node_kernel(g, n, *def, options.kernels);
@@ -252,9 +327,10 @@ GraphCompileReport compile_graph(const graph::Graph &g, const std::string &path,
                                                        : "unused";
     j.set("kind", kind);
     if (x.storage == Storage::kView) j.set("view_of", static_cast<int64_t>(x.base));
+    if (x.storage == Storage::kView && x.view_offset) j.set("view_offset", x.view_offset);
     if (placed) {
       j.set("region", b.storage == Storage::kParams ? "params" : "arena");
-      j.set("offset", b.offset);
+      j.set("offset", b.offset + (x.storage == Storage::kView ? x.view_offset : 0));
     }
     if (x.storage == Storage::kArena || x.storage == Storage::kInput)
       j.set("live", Json::array_of(std::vector<int64_t>{x.first, x.last}));
@@ -266,7 +342,10 @@ GraphCompileReport compile_graph(const graph::Graph &g, const std::string &path,
     j.set("node", st.node->name);
     j.set("op", st.node->op);
     j.set("index", st.index);
-    if (st.function.empty()) {
+    if (st.concat) {
+      j.set("concat_in_place", static_cast<int64_t>(st.args[0]));
+      j.set("of", Json::array_of(std::vector<int64_t>(st.args.begin() + 1, st.args.end())));
+    } else if (st.function.empty()) {
       j.set("view", static_cast<int64_t>(st.args[0]));
       j.set("of", static_cast<int64_t>(st.args[1]));
     } else {
@@ -288,6 +367,7 @@ GraphCompileReport compile_graph(const graph::Graph &g, const std::string &path,
   jplan.set("arena_bytes", plan.arena_bytes);
   jplan.set("unplanned_bytes", plan.unplanned_bytes);
   jplan.set("in_place", plan.in_place);
+  jplan.set("concats_in_place", report.concats_in_place);
   jplan.set("alignment", kBufferAlignment);
   root.set("memory_plan", std::move(jplan));
   root.set("params_bytes", report.params_bytes);

@@ -16,7 +16,10 @@ namespace kiln::driver {
 struct GraphCompileOptions {
   ExecutorOptions kernels;  // target and tuned configs, as for the executor
   bool in_place = true;     // let elementwise kernels write over an input that dies at them
-  std::string cc = "cc";    // the C compiler driver that links the shared library
+  // Let the producers of a Concat's inputs write into its output, dropping the copy, where the
+  // inputs are contiguous runs of it (docs/graph.md, "Concat in place").
+  bool concat_in_place = true;
+  std::string cc = "cc";  // the C compiler driver that links the shared library
 };
 
 struct GraphCompileReport {
@@ -29,6 +32,7 @@ struct GraphCompileReport {
   int64_t arena_bytes = 0;              // planned peak: inputs, outputs and intermediates
   int64_t unplanned_bytes = 0;          // the same tensors without reuse
   int in_place = 0;                     // steps that write over an input
+  int concats_in_place = 0;             // Concats whose inputs were written into their output
   int64_t params_bytes = 0;
   int64_t file_bytes = 0;
   double compile_s = 0;

@@ -15,7 +15,7 @@ inline constexpr int64_t kBufferAlignment = 64;
 
 struct BufferRequest {
   int64_t bytes = 0;
-  int first = 0;  // the step that writes it (inputs: 0)
+  int first = 0;  // the (first) step that writes it (inputs: 0)
   int last = 0;   // the last step that reads it (inclusive); outputs and inputs: the last step
   // Another request (an index into the list) whose bytes this one may take over: it is read for
   // the last time by the step that writes this one, elementwise at the same element index, and has

@@ -26,6 +26,7 @@
 #include "compiler/frontend/onnx/onnx_importer.h"
 #include "compiler/graph/op_def.h"
 #include "contracts/json.h"
+#include "contracts/sha256.h"
 #include "deploy/artifact_format.h"
 #include "deploy/graph_module.h"
 #include "tests/temp_dir.h"
@@ -138,8 +139,8 @@ std::vector<std::string> plan_conflicts(const Json &g) {
     const size_t outs = static_cast<size_t>(s.at("num_outputs").as_int());
     for (size_t a = 0; a < args.size(); ++a) {
       const size_t r = static_cast<size_t>(root(args[a]));
-      if (a + outs >= args.size()) {
-        first[r] = index;
+      if (a + outs >= args.size()) {  // a write (several, for a Concat's inputs written into it)
+        first[r] = first[r] < 0 ? index : std::min(first[r], index);
         last[r] = std::max(last[r], index);
       } else {
         last[r] = std::max(last[r], index);
@@ -277,6 +278,34 @@ TEST_F(GraphModuleTest, AnotherFormatVersionIsRefusedByNumber) {
   }
 }
 
+TEST_F(GraphModuleTest, AVersionOneFileStillLoadsAndVersionZeroIsRefused) {
+  const std::string path = compile_small();
+  const std::string bytes = read_bytes(path);
+  auto with_version = [&](uint32_t version) {
+    std::string b = bytes;
+    std::memcpy(b.data() + 8, &version, sizeof version);
+    std::memset(b.data() + deploy::kArtifactChecksumOffset, '0', 64);
+    const std::string sum = contracts::sha256_hex(b);
+    std::memcpy(b.data() + deploy::kArtifactChecksumOffset, sum.data(), 64);
+    write_bytes(path, b);
+  };
+  with_version(1);  // version 1 files have no views with offsets: the same graph reads the same
+  deploy::GraphModule m = deploy::GraphModule::load(path);
+  const deploy::Tensor x = random_tensor({2, 3, 4}, 4);
+  m.set_input("x", x);
+  m.run();
+  driver::GraphExecutor ref(small_graph());
+  EXPECT_LE(relative_error(m.get_output(0), ref.run(std::vector<deploy::Tensor>{x})[0]), 1e-6);
+  with_version(0);
+  try {
+    deploy::GraphModule::load(path);
+    FAIL() << "a file of version 0 loaded";
+  } catch (const deploy::ArtifactError &e) {
+    EXPECT_NE(std::string(e.what()).find("format version 0; this runtime reads versions 1 to"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(GraphModuleTest, AWrongInputNamesTheInput) {
   deploy::GraphModule m = deploy::GraphModule::load(compile_small());
   try {
@@ -339,6 +368,164 @@ TEST_F(GraphModuleTest, ACProgramRunsTheArtifactThroughTheCApi) {
   EXPECT_LE(relative_error(got, want), 1e-6);
 }
 
+// Concats compiled in place: the producers of the inputs write into the output's bytes.
+ValueId conv(Graph &g, ValueId x, int64_t out_channels, int64_t kernel, uint64_t seed) {
+  const int64_t in_channels = g.value(x).type.shape[1];
+  const ValueId w =
+      g.add_constant(g.unique_name("w"), random_tensor({out_channels, in_channels, kernel, kernel}, seed));
+  Node n;
+  n.op = "Conv";
+  n.name = g.unique_name("Conv");
+  n.inputs = {x, w};
+  n.outputs = {kNoValue};
+  const int64_t p = kernel / 2;
+  n.attrs["pads"] = graph::Attribute::of_ints({p, p, p, p});
+  auto types = graph::infer_types(g, n);
+  return g.add_node(n, {g.unique_name("conv_out")}, types)[0];
+}
+
+ValueId concat_of(Graph &g, std::vector<ValueId> inputs, int64_t axis) {
+  Node n;
+  n.op = "Concat";
+  n.name = g.unique_name("Concat");
+  n.inputs = std::move(inputs);
+  n.outputs = {kNoValue};
+  n.attrs["axis"] = graph::Attribute::of_int(axis);
+  auto types = graph::infer_types(g, n);
+  return g.add_node(n, {g.unique_name("concat_out")}, types)[0];
+}
+
+struct ConcatCase {
+  Graph g;
+  std::vector<int64_t> input_shape;
+};
+
+// x[n,3,8,8] -> Conv 3x3 -> Relu = a, x -> Conv 1x1 = b; Concat(a, b) on the channels -> Conv 1x1.
+ConcatCase fire_module(int64_t batch) {
+  ConcatCase c;
+  c.input_shape = {batch, 3, 8, 8};
+  const ValueId x = c.g.add_input("x", TensorType{ir::Float(32), c.input_shape});
+  const ValueId a = add(c.g, "Relu", {conv(c.g, x, 16, 3, 11)});
+  const ValueId b = conv(c.g, x, 16, 1, 12);
+  c.g.add_output(conv(c.g, concat_of(c.g, {a, b}, 1), 8, 1, 13));
+  return c;
+}
+
+class ConcatInPlaceTest : public ::testing::Test {
+ protected:
+  // Compiles `c` and checks it against the reference executor and its stored plan; the Concat
+  // steps that remain kernels.
+  int compile_and_check(const ConcatCase &c, bool in_place = true) {
+    const std::string path = dir.file("concat.kiln");
+    driver::GraphCompileOptions o;
+    o.concat_in_place = in_place;
+    report = driver::compile_graph(c.g, path, o);
+    const Json j = artifact_graph(path);
+    const std::vector<std::string> conflicts = plan_conflicts(j);
+    EXPECT_TRUE(conflicts.empty()) << conflicts.size() << " pairs overlap, e.g. " << conflicts.front();
+    int concat_kernels = 0;
+    for (const Json &s : j.at("steps").as_array())
+      concat_kernels += s.at("op").as_string() == "Concat" && s.contains("kernel");
+    deploy::GraphModule m = deploy::GraphModule::load(path);
+    driver::GraphExecutor ref(c.g);
+    for (uint64_t seed : {5, 6}) {
+      const deploy::Tensor x = random_tensor(c.input_shape, seed);
+      m.set_input(0, x);
+      m.run();
+      const auto want = ref.run(std::vector<deploy::Tensor>{x});
+      EXPECT_EQ(want.size(), m.outputs().size());
+      for (size_t k = 0; k < want.size(); ++k)
+        EXPECT_LE(relative_error(m.get_output(static_cast<int>(k)), want[k]), 1e-4) << "output " << k;
+    }
+    return concat_kernels;
+  }
+  test::TempDir dir;
+  driver::GraphCompileReport report;
+};
+
+TEST_F(ConcatInPlaceTest, AChannelConcatOfTwoConvOutputsHasNoKernelAndMatches) {
+  EXPECT_EQ(compile_and_check(fire_module(1)), 0);
+  EXPECT_EQ(report.concats_in_place, 1);
+  const int64_t in_place_arena = report.arena_bytes;
+  EXPECT_EQ(compile_and_check(fire_module(1), /*in_place=*/false), 1);
+  EXPECT_EQ(report.concats_in_place, 0);
+  // The inputs no longer need buffers of their own next to the output's.
+  EXPECT_LT(in_place_arena, report.arena_bytes);
+}
+
+TEST_F(ConcatInPlaceTest, TheSlicesAreViewsAtTheirOffsetsInTheOutput) {
+  compile_and_check(fire_module(1));
+  const Json j = artifact_graph(dir.file("concat.kiln"));
+  const auto &values = j.at("values").as_array();
+  int slices = 0;
+  for (const Json &v : values) {
+    if (!v.contains("view_of")) continue;
+    const Json &whole = values[static_cast<size_t>(v.at("view_of").as_int())];
+    const int64_t at = v.contains("view_offset") ? v.at("view_offset").as_int() : 0;
+    EXPECT_EQ(v.at("offset").as_int(), whole.at("offset").as_int() + at) << v.at("name").as_string();
+    EXPECT_TRUE(at == 0 || at == 16 * 8 * 8 * 4) << at;
+    ++slices;
+  }
+  EXPECT_EQ(slices, 2);
+}
+
+TEST_F(ConcatInPlaceTest, AGraphInputIsCopied) {
+  ConcatCase c;
+  c.input_shape = {1, 16, 8, 8};
+  const ValueId x = c.g.add_input("x", TensorType{ir::Float(32), c.input_shape});
+  c.g.add_output(add(c.g, "Relu", {concat_of(c.g, {conv(c.g, x, 16, 1, 1), x}, 1)}));
+  EXPECT_EQ(compile_and_check(c), 1);
+  EXPECT_EQ(report.concats_in_place, 0);
+}
+
+TEST_F(ConcatInPlaceTest, AGraphOutputIsCopied) {
+  ConcatCase c;
+  c.input_shape = {1, 3, 8, 8};
+  const ValueId x = c.g.add_input("x", TensorType{ir::Float(32), c.input_shape});
+  const ValueId a = conv(c.g, x, 16, 1, 1);
+  c.g.add_output(add(c.g, "Relu", {concat_of(c.g, {a, conv(c.g, x, 16, 3, 2)}, 1)}));
+  c.g.add_output(a);
+  EXPECT_EQ(compile_and_check(c), 1);
+}
+
+TEST_F(ConcatInPlaceTest, AConstantIsCopied) {
+  ConcatCase c;
+  c.input_shape = {1, 3, 8, 8};
+  const ValueId x = c.g.add_input("x", TensorType{ir::Float(32), c.input_shape});
+  const ValueId k = c.g.add_constant("k", random_tensor({1, 16, 8, 8}, 3));
+  c.g.add_output(add(c.g, "Relu", {concat_of(c.g, {conv(c.g, x, 16, 1, 1), k}, 1)}));
+  EXPECT_EQ(compile_and_check(c), 1);
+}
+
+TEST_F(ConcatInPlaceTest, AnInputTwiceIsCopied) {
+  ConcatCase c;
+  c.input_shape = {1, 3, 8, 8};
+  const ValueId x = c.g.add_input("x", TensorType{ir::Float(32), c.input_shape});
+  const ValueId a = conv(c.g, x, 16, 1, 1);
+  c.g.add_output(add(c.g, "Relu", {concat_of(c.g, {a, a}, 1)}));
+  EXPECT_EQ(compile_and_check(c), 1);
+}
+
+TEST_F(ConcatInPlaceTest, AChannelConcatAtBatchTwoIsCopied) {
+  EXPECT_EQ(compile_and_check(fire_module(2)), 1);
+  EXPECT_EQ(report.concats_in_place, 0);
+}
+
+TEST_F(ConcatInPlaceTest, AConcatOfAConcatInPlaceCopiesTheInnerOne) {
+  // The inner Concat's output is no kernel's output: the outer one copies it, while the inner one
+  // still goes in place; the inner slices are read again by a later Add.
+  ConcatCase c;
+  c.input_shape = {1, 3, 8, 8};
+  const ValueId x = c.g.add_input("x", TensorType{ir::Float(32), c.input_shape});
+  const ValueId a = conv(c.g, x, 16, 1, 1), b = conv(c.g, x, 16, 3, 2);
+  const ValueId inner = concat_of(c.g, {a, b}, 1);
+  const ValueId outer = concat_of(c.g, {inner, conv(c.g, x, 32, 1, 3)}, 1);
+  c.g.add_output(add(c.g, "Relu", {outer}));
+  c.g.add_output(add(c.g, "Add", {a, b}));
+  EXPECT_EQ(compile_and_check(c), 1);
+  EXPECT_EQ(report.concats_in_place, 1);
+}
+
 // The test models of tests/frontend (exported by make_models.py; skipped without torch).
 constexpr const char *kPython = "/usr/bin/python3";
 constexpr int kNoTorch = 77;
@@ -372,9 +559,12 @@ TEST_P(ArtifactModelTest, MatchesTheReferenceExecutorAndItsPlanNeverOverlaps) {
   const driver::GraphCompileReport r =
       driver::compile_graph(driver::optimize_graph(g, driver::GraphPipelineOptions{}), path);
   EXPECT_LT(r.arena_bytes, r.unplanned_bytes) << model;
-  std::printf("artifact %s kernels=%d steps=%d arena_bytes=%lld unplanned_bytes=%lld in_place=%d file_bytes=%lld\n",
-              model.c_str(), r.kernels, r.steps, static_cast<long long>(r.arena_bytes),
-              static_cast<long long>(r.unplanned_bytes), r.in_place, static_cast<long long>(r.file_bytes));
+  std::printf(
+      "artifact %s kernels=%d steps=%d arena_bytes=%lld unplanned_bytes=%lld in_place=%d concats_in_place=%d "
+      "file_bytes=%lld\n",
+      model.c_str(), r.kernels, r.steps, static_cast<long long>(r.arena_bytes),
+      static_cast<long long>(r.unplanned_bytes), r.in_place, r.concats_in_place, static_cast<long long>(r.file_bytes));
+  if (model == "squeezenet1_1") EXPECT_GT(r.concats_in_place, 0);  // its Fire modules' Concats
 
   const std::vector<std::string> conflicts = plan_conflicts(artifact_graph(path));
   EXPECT_TRUE(conflicts.empty()) << model << ": " << conflicts.size() << " pairs overlap, e.g. " << conflicts.front();

@@ -160,6 +160,12 @@ class LayoutPass {
   }
 
  private:
+  // A padded convolution's output in the new graph (padded_global_pool).
+  struct Padded {
+    ValueId v = kNoValue;
+    Block block = 0;
+    int64_t channels = 0;  // before the padding
+  };
   struct Placed {
     ValueId v;
     Block block;
@@ -331,22 +337,48 @@ class LayoutPass {
                     ? rw_.constant(old(n.inputs[2]).name + "_padded", pad_first_axis(old(n.inputs[2]).constant, padded))
                     : kNoValue};
     const ValueId y = rw_.add(std::move(c), {name + "_padded_" + layout_name(pb.oc_bn)})[0];
+    padded_[n.outputs[0]] = {y, pb.oc_bn, OC};
+    drop_padding(n, padded_[n.outputs[0]], "convolution");
+    return true;
+  }
+
+  // `n`'s output in NCHW from the padded blocked value `p` of it: the transform back, then a Slice
+  // of its first `p.channels` channels.
+  void drop_padding(const Node &n, const Padded &p, const char *what) {
+    const TensorType &out = old(n.outputs[0]).type;
+    const std::string name = old(n.outputs[0]).name;
     Node t;
     t.op = kLayoutTransformOp;
     t.name = name + "_padded_to_nchw";
-    t.inputs = {y};
-    t.attrs["src_block"] = Attribute::of_int(pb.oc_bn);
+    t.inputs = {p.v};
+    t.attrs["src_block"] = Attribute::of_int(p.block);
     t.attrs["dst_block"] = Attribute::of_int(0);
     const ValueId full = rw_.add(std::move(t), {name + "_padded"})[0];
     Node s;
     s.op = "Slice";
     s.name = name + "_drop_padding";
-    s.inputs = {full, rw_.int64_constant(name + "_starts", {0}), rw_.int64_constant(name + "_ends", {OC}),
+    s.inputs = {full, rw_.int64_constant(name + "_starts", {0}), rw_.int64_constant(name + "_ends", {p.channels}),
                 rw_.int64_constant(name + "_axes", {1})};
     const ValueId sliced = rw_.add(std::move(s), {name})[0];
-    KILN_CHECK(rw_.out().value(sliced).type == out, n.describe(), ": the padded convolution gives ",
+    KILN_CHECK(rw_.out().value(sliced).type == out, n.describe(), ": the padded ", what, " gives ",
                rw_.out().value(sliced).type.str(), " for ", out.str());
     primary_[static_cast<size_t>(n.outputs[0])] = {sliced, 0};
+  }
+
+  // A global pool of a padded convolution's output pools the padded blocked tensor and drops the
+  // padding after it, so that the transform back and the slice move one value per channel instead
+  // of the whole map (the conv's own transform and slice are then dead, unless something else reads
+  // them).
+  bool padded_global_pool(const Node &n, const Padded &p) {
+    const std::string name = old(n.outputs[0]).name;
+    Node c;
+    c.op = "PoolNCHWc";
+    c.name = n.name;
+    c.attrs["mode"] = Attribute::of_string(n.op == "GlobalMaxPool" ? "max" : "avg");
+    c.attrs["global"] = Attribute::of_int(1);
+    c.inputs = {p.v};
+    const ValueId y = rw_.add(std::move(c), {name + "_padded_" + layout_name(p.block)})[0];
+    drop_padding(n, {y, p.block, p.channels}, "global pool");
     return true;
   }
 
@@ -444,6 +476,10 @@ class LayoutPass {
     if (!global && n.op != "MaxPool" && n.op != "AveragePool") return false;
     if (n.outputs.size() != 1 || n.inputs.size() != 1) return false;
     const TensorType &x = old(n.inputs[0]).type, &out = old(n.outputs[0]).type;
+    if (global && x.rank() == 4 && x.dtype == ir::Float(32)) {
+      auto it = padded_.find(root_[static_cast<size_t>(n.inputs[0])]);
+      if (it != padded_.end()) return padded_global_pool(n, it->second);
+    }
     const Block b = block_of(n.inputs[0]);
     if (b == 0 || x.rank() != 4 || x.dtype != ir::Float(32)) return false;
     Node c;
@@ -510,6 +546,8 @@ class LayoutPass {
   // Per old value (a root): its value in the new graph as produced, and that value's layout.
   std::vector<Placed> primary_;
   std::map<std::pair<ValueId, Block>, ValueId> memo_;
+  // Per old value written by a padded convolution: its padded blocked value.
+  std::map<ValueId, Padded> padded_;
 };
 
 }  // namespace

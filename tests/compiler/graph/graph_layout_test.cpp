@@ -255,6 +255,27 @@ TEST(GraphLayout, OutputChannelsWithoutAVectorBlockArePaddedToWholeVectors) {
   EXPECT_LE(max_difference(a, g), 1e-4);
 }
 
+// A global pool straight after a padded conv pools the padded blocked tensor: the padding is dropped
+// from the pooled values (1008 of them), not from the 1008 x 5 x 5 map, whose transform back and
+// slice are gone.
+TEST(GraphLayout, AGlobalPoolOfAPaddedConvPoolsTheBlockedTensor) {
+  for (const char *op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    Graph g;
+    ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 5, 5}});
+    g.add_output(add(g, op, {conv(g, x, 1001, 1)}, {}, "y"));
+    Graph a = passes::eliminate_dead_code(alter(g));
+    EXPECT_EQ(count(a, "PoolNCHWc"), 1) << print(a);
+    ASSERT_EQ(count(a, "Slice"), 1) << print(a);
+    for (const Node &n : a.nodes()) {
+      if (n.op == "Slice" || (n.op == "LayoutTransform" && n.attr_int("dst_block", 0) == 0)) {
+        EXPECT_EQ(a.value(n.inputs[0]).type.numel(), 1008) << n.describe() << " moves the whole map\n" << print(a);
+      }
+    }
+    expect_outputs_kept(g, a);
+    EXPECT_LE(max_difference(a, g), 1e-4) << op;
+  }
+}
+
 // Where padding would add more than an eighth of the work (20 channels to 24 or 32), the conv keeps a
 // block of part of a vector and nothing is sliced.
 TEST(GraphLayout, OutputChannelsAreNotPaddedBeyondAnEighth) {
@@ -509,7 +530,8 @@ TEST(GraphLayout, Resnet18IsBlockedFromTheInputToTheClassifier) { check_model("r
 TEST(GraphLayout, MobilenetV2IsBlockedFromTheInputToTheClassifier) { check_model("mobilenet_v2", {52, 0, 2}); }
 
 // SqueezeNet: the Fire modules' concats stay blocked; the classifier's 1000 output channels are
-// padded to whole vectors and sliced back in NCHW before the global pool (the transform back).
+// padded to whole vectors, the global pool reads them blocked and the padding is sliced from the
+// pooled values (the transform back).
 TEST(GraphLayout, Squeezenet11IsBlockedWithItsClassifierPadded) {
   check_model("squeezenet1_1", {26, 0, 2});
   const fs::path dir = fs::path(KILN_MODELS_DIR) / "squeezenet1_1";
