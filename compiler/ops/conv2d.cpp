@@ -10,7 +10,8 @@
 //   depthwise_conv2d_nchwc.x86 depthwise (multiplier 1) in the blocked layouts: data NCHW[c_bn]c,
 //                              kernel [C/c_bn, 1, KH, KW, 1, c_bn], output NCHW[c_bn]c, with the
 //                              block a knob (tile_c) or fixed by the arguments; the channel block
-//                              is the vector, and taps in the padding are bounds-checked (masked)
+//                              is the vector, and taps in the padding are skipped (border and
+//                              interior regions, knob skip_padding) or bounds-checked (masked)
 //                              loads rather than reads of a padded copy of the input;
 //   conv2d_transpose_nchw.x86  transposed convolution (kernel [IC, OC, KH, KW]), computed as a
 //                              stride-1 convolution of the stride-dilated, padded input with the
