@@ -605,8 +605,17 @@ void schedule_depthwise_nchwc(te::Schedule &s, const Compute &c, const Config &c
   auto ohs = autotune::apply_split(O, O.axis(2), toh);
   auto ows = autotune::apply_split(O, O.axis(3), tow);
   O.reorder({O.axis(0), O.axis(1), ohs[0], ows[0], ohs[1], ows[1], O.axis(4)});
+  // The row tiles join the parallel loop only when the channel blocks are too few to share out
+  // among threads. Otherwise they stay a loop of their own, whose first and last tiles
+  // loop partitioning peels: the rows' padding checks then leave the interior tiles, where in the
+  // fused loop they were branches on every tile's taps of the first and last kernel rows (and the
+  // kernel vectors they kept out of the registers were reloaded from the stack on every tile).
   IterVar par;
-  O.fuse({O.axis(0), O.axis(1), ohs[0]}, &par);
+  if (cfg.split("tile_c")[0] >= 8) {
+    O.fuse({O.axis(0), O.axis(1)}, &par);
+  } else {
+    O.fuse({O.axis(0), O.axis(1), ohs[0]}, &par);
+  }
   O.parallel(par);
   const bool small = toh[1] * tow[1] <= 64;
   if (small) {
