@@ -525,6 +525,63 @@ TEST(Conv2d, DepthwiseNchwcSkippedPaddingDropsBorderTaps) {
   EXPECT_GT(zero_taps, 0);
 }
 
+// With eight or more channel blocks the row tiles are a loop of their own rather than part of the
+// parallel loop: tiles of two rows (with a tail) in both padding forms, strides 1 and 2, against
+// the naive depthwise.
+TEST(Conv2d, DepthwiseNchwcRowTilesOutsideParallelLoop) {
+  struct Case {
+    std::vector<int64_t> data;
+    int64_t stride, cb;
+  };
+  const std::vector<Case> cases = {{{1, 64, 6, 7}, 1, 8}, {{1, 32, 7, 7}, 2, 4}, {{2, 16, 5, 6}, 1, 2}};
+  uint64_t seed = 90;
+  for (const Case &k : cases) {
+    ConvParams p;
+    p.sh = p.sw = k.stride;
+    p.pt = p.pl = p.pb = p.pr = 1;
+    const std::vector<int64_t> kernel = {k.data[1], 1, 3, 3};
+    const Json epi = Json::array({ops::epilogue::bias_add(), ops::epilogue::relu()});
+    ops::Task task("depthwise_conv2d_nchwc.x86", conv_args(k.data, kernel, p, epi), kTarget);
+    SCOPED_TRACE(task.workload().args.dump());
+    const std::vector<int64_t> oshape = testing::const_shape(task.compute(task.default_config()).outputs[0]);
+    const int64_t oh = oshape[2], ow = oshape[3];
+    std::vector<autotune::Config> configs = {task.default_config()};
+    for (int64_t skip : {0, 1}) {
+      configs.push_back(
+          task.space().from_values({{"tile_c", Json::array_of(std::vector<int64_t>{k.data[1] / k.cb, k.cb})},
+                                    {"tile_oh", Json::array_of(std::vector<int64_t>{(oh + 1) / 2, 2})},
+                                    {"tile_ow", Json::array_of(std::vector<int64_t>{(ow + 3) / 4, 4})},
+                                    {"unroll_kw", 1},
+                                    {"unroll_kh", 1},
+                                    {"skip_padding", skip}}));
+    }
+    check_depthwise_nchwc(task, k.data, kernel, p, epi, configs, ++seed);
+  }
+}
+
+// The padding checks of the kernel rows leave the interior row tiles only when the row tiles are a
+// loop of their own (eight or more channel blocks); within the parallel loop they stay guards.
+TEST(Conv2d, DepthwiseNchwcRowTileChecksPeeled) {
+  ConvParams p;
+  p.pt = p.pl = p.pb = p.pr = 1;
+  auto guards = [&](int64_t channels) {
+    ops::Task task("depthwise_conv2d_nchwc.x86", conv_args({1, channels, 16, 16}, {channels, 1, 3, 3}, p), kTarget);
+    auto cfg = task.space().from_values({{"tile_c", Json::array_of(std::vector<int64_t>{channels / 16, 16})},
+                                         {"tile_oh", Json::array_of(std::vector<int64_t>{8, 2})},
+                                         {"tile_ow", Json::array_of(std::vector<int64_t>{2, 8})},
+                                         {"unroll_kw", 1},
+                                         {"unroll_kh", 1},
+                                         {"skip_padding", 1}});
+    int n = 0;
+    ir::post_order_visit(task.lower(cfg).body, [&](const ir::IRNode *node) {
+      n += node->node_type == ir::NodeType::IfThenElse || node->node_type == ir::NodeType::Select;
+    });
+    return n;
+  };
+  EXPECT_EQ(guards(128), 0);
+  EXPECT_GT(guards(64), 0);
+}
+
 TEST(Conv2d, DepthwiseNchwcFixedBlockAndMultiplier) {
   ConvParams p;
   p.pt = p.pl = p.pb = p.pr = 1;
