@@ -15,7 +15,9 @@
 // onednn_plain_gflops is the plain run); the convolutions take blocked data and kernels and
 // oneDNN picks its own blocked layouts (format any).
 // Options: --configs N (default 500), --workloads SUBSTR[,SUBSTR...] (match on the template or
-//          the shape), --seed S, --target "llvm -mcpu=...".
+//          the shape), --seed S, --target "llvm -mcpu=...", --asm DIR (writes the assembly of
+//          each workload's default config to DIR/<template>_<shape>.s, and
+//          its lowered function to .ir).
 #include <cblas.h>
 #include <unistd.h>
 
@@ -24,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <set>
 #include <string>
@@ -96,7 +99,7 @@ int main(int argc, char **argv) {
   set_environment(argv);
   int n_configs = 500;
   uint64_t seed = 1;
-  std::string filter;
+  std::string filter, asm_dir;
   std::string target = "llvm -mcpu=native";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -108,8 +111,10 @@ int main(int argc, char **argv) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     } else if (a == "--target" && i + 1 < argc) {
       target = argv[++i];
+    } else if (a == "--asm" && i + 1 < argc) {
+      asm_dir = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--configs N] [--workloads SUBSTR[,SUBSTR...]] [--seed S] [--target T]\n",
+      std::fprintf(stderr, "usage: %s [--configs N] [--workloads SUBSTR[,SUBSTR...]] [--seed S] [--target T] [--asm DIR]\n",
                    argv[0]);
       return 1;
     }
@@ -136,8 +141,9 @@ int main(int argc, char **argv) {
   workloads.push_back(bench::conv_layer(256, 14, 512, 3, 2, 1));
   workloads.push_back(bench::conv_layer(256, 14, 512, 1, 2, 0));
   workloads.push_back(bench::conv_layer(512, 7, 512, 3, 1, 1));
-  // A MobileNet depthwise layer.
+  // MobileNet depthwise layers: stride 1 and stride 2.
   workloads.push_back(bench::conv_layer(32, 112, 32, 3, 1, 1, true));
+  workloads.push_back(bench::conv_layer(128, 56, 128, 3, 2, 1, true));
 
   const std::vector<std::string> wanted = split_list(filter);
   double dense1024_ratio = NAN, log_best = 0, log_default = 0;
@@ -169,6 +175,13 @@ int main(int argc, char **argv) {
 
     // The default config, checked against oneDNN's output.
     const autotune::Config def = task.default_config();
+    if (!asm_dir.empty()) {
+      const std::string path = asm_dir + "/" + wl.tmpl + "_" + wl.shape + ".s";
+      const ir::LoweredFunc f = task.lower(def, "bench_layer");
+      std::ofstream(path) << codegen::emit_assembly({f}, options);
+      std::ofstream(asm_dir + "/" + wl.tmpl + "_" + wl.shape + ".ir") << f;
+      std::printf("sweep_asm op=%s shape=%s path=%s\n", wl.tmpl.c_str(), wl.shape.c_str(), path.c_str());
+    }
     const bench::KilnResult dm = bench::kiln_run(task, wl, def, p, options, true, 1e30);
     if (!dm.ok) {
       std::printf("sweep_warning op=%s shape=%s default config failed: %s\n", wl.tmpl.c_str(), wl.shape.c_str(),

@@ -10,7 +10,8 @@
 //   depthwise_conv2d_nchwc.x86 depthwise (multiplier 1) in the blocked layouts: data NCHW[c_bn]c,
 //                              kernel [C/c_bn, 1, KH, KW, 1, c_bn], output NCHW[c_bn]c, with the
 //                              block a knob (tile_c) or fixed by the arguments; the channel block
-//                              is the vector, and taps in the padding are bounds-checked (masked)
+//                              is the vector, and taps in the padding are skipped (border and
+//                              interior regions, knob skip_padding) or bounds-checked (masked)
 //                              loads rather than reads of a padded copy of the input;
 //   conv2d_transpose_nchw.x86  transposed convolution (kernel [IC, OC, KH, KW]), computed as a
 //                              stride-1 convolution of the stride-dilated, padded input with the
@@ -526,7 +527,11 @@ void schedule_nchwc(te::Schedule &s, const Compute &c, const Config &cfg, bool o
 
 // --- depthwise in NCHWc ---
 
-Compute depthwise_nchwc_compute(const Conv &c, int64_t cb) {
+// Taps in the zero padding are skipped in one of two forms: `skip` puts the bounds checks on the
+// reduction under likely(), which loop partitioning turns into border and interior regions (as in
+// conv2d_nchwc: the interior reads the input with no check and no mask); otherwise each tap's load
+// is masked by its check.
+Compute depthwise_nchwc_compute(const Conv &c, int64_t cb, bool skip) {
   Compute r;
   const int64_t cc = c.C / cb;
   te::Tensor data = te::placeholder({i32(c.N), i32(cc), i32(c.H), i32(c.W), i32(cb)}, c.data.dtype, "data");
@@ -536,25 +541,18 @@ Compute depthwise_nchwc_compute(const Conv &c, int64_t cb) {
   te::IterVar kh = te::reduce_axis(i32(c.KH), "kh"), kw = te::reduce_axis(i32(c.KW), "kw");
   const DataType out = c.out;
   const int64_t sh = c.sh, sw = c.sw, dh = c.dh, dw = c.dw, pt = c.pt, pl = c.pl, H = c.H, W = c.W;
-  // Which bounds an input position can cross: below zero with padding before, at or past the
-  // end when the last output's window reaches beyond it.
-  const bool top = pt > 0, left = pl > 0;
-  const bool bottom = (c.OH - 1) * sh + (c.KH - 1) * dh - pt >= H;
-  const bool right = (c.OW - 1) * sw + (c.KW - 1) * dw - pl >= W;
+  const PaddingChecks checks = padding_checks(c);
   te::Tensor conv = te::compute(
       {i32(c.N), i32(cc), i32(c.OH), i32(c.OW), i32(cb)}, te::FCompute([=](const std::vector<Var> &i) {
         Expr y = i[2] * i32(sh) + kh->var * i32(dh) - i32(pt), x = i[3] * i32(sw) + kw->var * i32(dw) - i32(pl);
         Expr v = data(i[0], i[1], y, x, i[4]);
-        Expr cond;
-        auto both = [&cond](Expr e) { cond = cond.defined() ? (cond && e) : e; };
-        if (top) both(y >= 0);
-        if (bottom) both(y < i32(H));
-        if (left) both(x >= 0);
-        if (right) both(x < i32(W));
-        // The padding is zero: a tap outside the input reads nothing. The check is a masked load
-        // once the channel block is vectorized, which costs less than a padded copy of the input.
+        Expr cond = inside_input(checks, y, x, H, W);
+        Expr w = kernel(i[1], 0, kh->var, kw->var, 0, i[4]);
+        if (skip) return te::sum(cast(out, v) * cast(out, w), {kh, kw}, cond.defined() ? likely(cond) : Expr());
+        // The padding is zero: a tap outside the input reads nothing, a masked load once the
+        // channel block is vectorized.
         if (cond.defined()) v = if_then_else(likely(cond), v, make_zero(v.type()));
-        return te::sum(cast(out, v) * cast(out, kernel(i[1], 0, kh->var, kw->var, 0, i[4])), {kh, kw});
+        return te::sum(cast(out, v) * cast(out, w), {kh, kw});
       }),
       "depthwise_conv2d_nchwc", "conv2d");
   r.parts["anchor"] = conv;
@@ -566,13 +564,15 @@ Compute depthwise_nchwc_compute(const Conv &c, int64_t cb) {
 
 // tile_c: the channel block (the vector); tile_oh, tile_ow: the register tile of output rows and
 // columns (each a vector of the block) accumulated over the kernel taps; unroll_kw, unroll_kh:
-// unrolling the taps lets overlapping windows share their loads.
+// unrolling the taps lets overlapping windows share their loads; skip_padding: the taps in the
+// padding skipped by border and interior regions rather than masked loads.
 void define_depthwise_nchwc_space(ConfigSpace &s, const Conv &c, const Target &t) {
   s.define_split("tile_c", c.C, 2, c.c_bn ? SplitPolicy::candidate({{c.c_bn}}) : SplitPolicy::factors());
   s.define_split("tile_oh", c.OH, 2, SplitPolicy::verbose(4));
   s.define_split("tile_ow", c.OW, 2, SplitPolicy::verbose(32));
   s.define_bool("unroll_kw");
   s.define_bool("unroll_kh");
+  s.define_bool("skip_padding");
   // Accumulators within the vector registers, next to a kernel vector and an input vector.
   const int64_t lanes = t.lanes(c.out), regs = t.vector_registers();
   s.add_constraint("register_tile_within_" + std::to_string(regs - 2) + "_vectors", {"tile_c", "tile_oh", "tile_ow"},
@@ -594,7 +594,8 @@ Config default_depthwise_nchwc(const ConfigSpace &s, const Conv &c, const Target
                         {"tile_oh", Json::array_of(std::vector<int64_t>{ceil_div(c.OH, ohi), ohi})},
                         {"tile_ow", Json::array_of(std::vector<int64_t>{ceil_div(c.OW, owi), owi})},
                         {"unroll_kw", Json(c.KW <= 5 ? 1 : 0)},
-                        {"unroll_kh", Json(c.KH <= 5 ? 1 : 0)}});
+                        {"unroll_kh", Json(c.KH <= 5 ? 1 : 0)},
+                        {"skip_padding", Json(1)}});
 }
 
 void schedule_depthwise_nchwc(te::Schedule &s, const Compute &c, const Config &cfg) {
@@ -604,8 +605,17 @@ void schedule_depthwise_nchwc(te::Schedule &s, const Compute &c, const Config &c
   auto ohs = autotune::apply_split(O, O.axis(2), toh);
   auto ows = autotune::apply_split(O, O.axis(3), tow);
   O.reorder({O.axis(0), O.axis(1), ohs[0], ows[0], ohs[1], ows[1], O.axis(4)});
+  // The row tiles join the parallel loop only when the channel blocks are too few to share out
+  // among threads. Otherwise they stay a loop of their own, whose first and last tiles
+  // loop partitioning peels: the rows' padding checks then leave the interior tiles, where in the
+  // fused loop they were branches on every tile's taps of the first and last kernel rows (and the
+  // kernel vectors they kept out of the registers were reloaded from the stack on every tile).
   IterVar par;
-  O.fuse({O.axis(0), O.axis(1), ohs[0]}, &par);
+  if (cfg.split("tile_c")[0] >= 8) {
+    O.fuse({O.axis(0), O.axis(1)}, &par);
+  } else {
+    O.fuse({O.axis(0), O.axis(1), ohs[0]}, &par);
+  }
   O.parallel(par);
   const bool small = toh[1] * tow[1] <= 64;
   if (small) {
@@ -687,7 +697,8 @@ Json conv_example(Kind kind) {
 Template conv_template(const std::string &name, Kind kind, const std::string &summary) {
   Template t;
   t.name = name;
-  t.version = 1;
+  // depthwise_conv2d_nchwc 2: the skip_padding knob (border and interior regions).
+  t.version = kind == Kind::DepthwiseNchwc ? 2 : 1;
   t.summary = summary;
   t.arguments = conv_arguments(kind);
   t.example = conv_example(kind);
@@ -701,7 +712,8 @@ Template conv_template(const std::string &name, Kind kind, const std::string &su
       return default_depthwise_nchwc(s, parse(name, Kind::DepthwiseNchwc, a), tg);
     };
     t.compute = [name](const Json &a, const Config &cfg) {
-      return depthwise_nchwc_compute(parse(name, Kind::DepthwiseNchwc, a), cfg.split("tile_c").back());
+      return depthwise_nchwc_compute(parse(name, Kind::DepthwiseNchwc, a), cfg.split("tile_c").back(),
+                                     cfg.choice_bool("skip_padding"));
     };
     t.schedule = [](te::Schedule &s, const Compute &c, const Config &cfg, const Target &) {
       schedule_depthwise_nchwc(s, c, cfg);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/ir/ir_visitor.h"
+#include "compiler/ir/op.h"
 #include "compiler/ops/epilogue.h"
 #include "tests/compiler/ops/op_test_util.h"
 
@@ -433,6 +434,152 @@ TEST(Conv2d, DepthwiseNchwcBlockedLayouts) {
   ops::Task strided("depthwise_conv2d_nchwc.x86", conv_args({2, 16, 10, 9}, {16, 1, 3, 3}, q), kTarget);
   check_depthwise_nchwc(strided, {2, 16, 10, 9}, {16, 1, 3, 3}, q, Json::array(), testing::test_configs(strided, 3, 42),
                         42);
+}
+
+// The taps in the padding skipped by border and interior regions (skip_padding) or masked:
+// strides 1 and 2, padding 0, 1 and uneven, widths and heights that the register tile does not
+// divide (tail tiles), one-column tiles (several border tiles at each end) and random configs.
+TEST(Conv2d, DepthwiseNchwcSkippedPadding) {
+  struct Case {
+    std::vector<int64_t> data;
+    int64_t stride;
+    std::vector<int64_t> pad;  // top, left, bottom, right
+  };
+  const std::vector<Case> cases = {{{1, 16, 13, 13}, 1, {1, 1, 1, 1}},
+                                   {{1, 8, 12, 11}, 2, {0, 0, 0, 0}},
+                                   {{2, 32, 7, 9}, 2, {0, 1, 2, 1}},
+                                   {{1, 16, 5, 4}, 1, {2, 2, 2, 2}}};
+  uint64_t seed = 70;
+  for (const Case &k : cases) {
+    ConvParams p;
+    p.sh = p.sw = k.stride;
+    p.pt = k.pad[0];
+    p.pl = k.pad[1];
+    p.pb = k.pad[2];
+    p.pr = k.pad[3];
+    const std::vector<int64_t> kernel = {k.data[1], 1, 3, 3};
+    const Json epi = Json::array({ops::epilogue::bias_add(), ops::epilogue::relu()});
+    ops::Task task("depthwise_conv2d_nchwc.x86", conv_args(k.data, kernel, p, epi), kTarget);
+    SCOPED_TRACE(task.workload().args.dump());
+    const autotune::Config def = task.default_config();
+    EXPECT_TRUE(def.choice_bool("skip_padding"));
+    const std::vector<int64_t> oshape = testing::const_shape(task.compute(def).outputs[0]);
+    const int64_t oh = oshape[2], ow = oshape[3];
+    std::vector<autotune::Config> configs = testing::test_configs(task, 2, ++seed);
+    configs.push_back(def);
+    // Tiles of 2 rows x 4 columns (tails where they do not divide) in both forms, and of one
+    // column with the padding skipped.
+    for (int64_t skip : {0, 1}) {
+      for (int64_t cols : {int64_t{4}, int64_t{1}}) {
+        if (cols == 1 && !skip) continue;
+        configs.push_back(
+            task.space().from_values({{"tile_c", Json::array_of(std::vector<int64_t>{k.data[1] / 8, 8})},
+                                      {"tile_oh", Json::array_of(std::vector<int64_t>{(oh + 1) / 2, 2})},
+                                      {"tile_ow", Json::array_of(std::vector<int64_t>{(ow + cols - 1) / cols, cols})},
+                                      {"unroll_kw", 1},
+                                      {"unroll_kh", 1},
+                                      {"skip_padding", skip}}));
+      }
+    }
+    check_depthwise_nchwc(task, k.data, kernel, p, epi, configs, seed);
+  }
+}
+
+// Either form lowers without a guard or a masked load (the checks become border and interior
+// regions), but only with the padding skipped are the border taps gone: the masked form
+// multiplies the kernel by a zero vector there.
+TEST(Conv2d, DepthwiseNchwcSkippedPaddingDropsBorderTaps) {
+  ConvParams p;
+  p.pt = p.pl = p.pb = p.pr = 1;
+  ops::Task task("depthwise_conv2d_nchwc.x86", conv_args({1, 16, 8, 8}, {16, 1, 3, 3}, p), kTarget);
+  auto count = [&](int64_t skip, int *guards, int *zero_taps) {
+    auto cfg = task.space().from_values({{"tile_c", Json::array_of(std::vector<int64_t>{1, 16})},
+                                         {"tile_oh", Json::array_of(std::vector<int64_t>{8, 1})},
+                                         {"tile_ow", Json::array_of(std::vector<int64_t>{1, 8})},
+                                         {"unroll_kw", 1},
+                                         {"unroll_kh", 0},
+                                         {"skip_padding", skip}});
+    ir::LoweredFunc f = task.lower(cfg);
+    auto zero = [](const ir::Expr &e) {
+      const auto *b = e.as<ir::BroadcastNode>();
+      const auto *v = b ? b->value.as<ir::FloatImmNode>() : nullptr;
+      return v && v->value == 0.0;
+    };
+    *guards = *zero_taps = 0;
+    ir::post_order_visit(f.body, [&](const ir::IRNode *n) {
+      const bool masked = n->node_type == ir::NodeType::Call &&
+                          static_cast<const ir::CallNode *>(n)->name == ir::intrinsic::kIfThenElse;
+      *guards += n->node_type == ir::NodeType::IfThenElse || n->node_type == ir::NodeType::Select || masked;
+      if (n->node_type == ir::NodeType::Mul) {
+        const auto *m = static_cast<const ir::MulNode *>(n);
+        *zero_taps += zero(m->a) || zero(m->b);
+      }
+    });
+  };
+  int guards = 0, zero_taps = 0;
+  count(1, &guards, &zero_taps);
+  EXPECT_EQ(guards, 0);
+  EXPECT_EQ(zero_taps, 0);
+  count(0, &guards, &zero_taps);
+  EXPECT_EQ(guards, 0);
+  EXPECT_GT(zero_taps, 0);
+}
+
+// With eight or more channel blocks the row tiles are a loop of their own rather than part of the
+// parallel loop: tiles of two rows (with a tail) in both padding forms, strides 1 and 2, against
+// the naive depthwise.
+TEST(Conv2d, DepthwiseNchwcRowTilesOutsideParallelLoop) {
+  struct Case {
+    std::vector<int64_t> data;
+    int64_t stride, cb;
+  };
+  const std::vector<Case> cases = {{{1, 64, 6, 7}, 1, 8}, {{1, 32, 7, 7}, 2, 4}, {{2, 16, 5, 6}, 1, 2}};
+  uint64_t seed = 90;
+  for (const Case &k : cases) {
+    ConvParams p;
+    p.sh = p.sw = k.stride;
+    p.pt = p.pl = p.pb = p.pr = 1;
+    const std::vector<int64_t> kernel = {k.data[1], 1, 3, 3};
+    const Json epi = Json::array({ops::epilogue::bias_add(), ops::epilogue::relu()});
+    ops::Task task("depthwise_conv2d_nchwc.x86", conv_args(k.data, kernel, p, epi), kTarget);
+    SCOPED_TRACE(task.workload().args.dump());
+    const std::vector<int64_t> oshape = testing::const_shape(task.compute(task.default_config()).outputs[0]);
+    const int64_t oh = oshape[2], ow = oshape[3];
+    std::vector<autotune::Config> configs = {task.default_config()};
+    for (int64_t skip : {0, 1}) {
+      configs.push_back(
+          task.space().from_values({{"tile_c", Json::array_of(std::vector<int64_t>{k.data[1] / k.cb, k.cb})},
+                                    {"tile_oh", Json::array_of(std::vector<int64_t>{(oh + 1) / 2, 2})},
+                                    {"tile_ow", Json::array_of(std::vector<int64_t>{(ow + 3) / 4, 4})},
+                                    {"unroll_kw", 1},
+                                    {"unroll_kh", 1},
+                                    {"skip_padding", skip}}));
+    }
+    check_depthwise_nchwc(task, k.data, kernel, p, epi, configs, ++seed);
+  }
+}
+
+// The padding checks of the kernel rows leave the interior row tiles only when the row tiles are a
+// loop of their own (eight or more channel blocks); within the parallel loop they stay guards.
+TEST(Conv2d, DepthwiseNchwcRowTileChecksPeeled) {
+  ConvParams p;
+  p.pt = p.pl = p.pb = p.pr = 1;
+  auto guards = [&](int64_t channels) {
+    ops::Task task("depthwise_conv2d_nchwc.x86", conv_args({1, channels, 16, 16}, {channels, 1, 3, 3}, p), kTarget);
+    auto cfg = task.space().from_values({{"tile_c", Json::array_of(std::vector<int64_t>{channels / 16, 16})},
+                                         {"tile_oh", Json::array_of(std::vector<int64_t>{8, 2})},
+                                         {"tile_ow", Json::array_of(std::vector<int64_t>{2, 8})},
+                                         {"unroll_kw", 1},
+                                         {"unroll_kh", 1},
+                                         {"skip_padding", 1}});
+    int n = 0;
+    ir::post_order_visit(task.lower(cfg).body, [&](const ir::IRNode *node) {
+      n += node->node_type == ir::NodeType::IfThenElse || node->node_type == ir::NodeType::Select;
+    });
+    return n;
+  };
+  EXPECT_EQ(guards(128), 0);
+  EXPECT_GT(guards(64), 0);
 }
 
 TEST(Conv2d, DepthwiseNchwcFixedBlockAndMultiplier) {
