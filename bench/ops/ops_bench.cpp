@@ -42,6 +42,7 @@
 #include <optional>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,7 @@
 #include "bench/common/split_list.h"
 #include "compiler/codegen/llvm/llvm_module.h"
 #include "compiler/driver/target.h"
+#include "compiler/ir/function.h"
 #include "compiler/ops/epilogue.h"
 #include "compiler/ops/registry.h"
 #include "deploy/thread_pool.h"
@@ -268,10 +270,26 @@ ExpCost exp_cost(const ops::Target &tg, const codegen::LLVMBuildOptions &options
 
 }  // namespace
 
+// The lowered function (Kiln IR) and its assembly, to PATH.ir and PATH.s.
+void write_listing(const std::string &path, const ir::LoweredFunc &f, const codegen::LLVMBuildOptions &options) {
+  const auto write = [](const std::string &name, const std::string &text) {
+    if (FILE *out = std::fopen(name.c_str(), "w")) {
+      std::fputs(text.c_str(), out);
+      std::fclose(out);
+    } else {
+      std::fprintf(stderr, "cannot write %s\n", name.c_str());
+    }
+  };
+  std::ostringstream ir_text;
+  ir_text << f;
+  write(path + ".ir", ir_text.str());
+  write(path + ".s", codegen::emit_assembly({f}, options));
+}
+
 int main(int argc, char **argv) {
   if (bench::set_onednn_passive_wait_env()) execv("/proc/self/exe", argv);
   std::string filter, threads_list = "1,2", target = "llvm -mcpu=native";
-  std::string config_text;
+  std::string config_text, asm_dir;
   int rounds = 9;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -283,12 +301,15 @@ int main(int argc, char **argv) {
       target = argv[++i];
     } else if (a == "--config" && i + 1 < argc) {
       config_text = argv[++i];
+    } else if (a == "--asm" && i + 1 < argc) {
+      asm_dir = argv[++i];
     } else if (a == "--rounds" && i + 1 < argc) {
       rounds = std::max(1, std::atoi(argv[++i]));
     } else {
       std::fprintf(stderr,
                    "usage: %s [--cases SUBSTR[,SUBSTR...]] [--threads N[,N...]] [--target T] [--rounds R]\n"
-                   "  [--config KNOBS]  knobs over the default config of each case run (tile_ow=[4,14];...)\n",
+                   "  [--config KNOBS]  knobs over the default config of each case run (tile_ow=[4,14];...)\n"
+                   "  [--asm DIR]  write each case's lowered IR and assembly to DIR/<case>.ir and DIR/<case>.s\n",
                    argv[0]);
       return 1;
     }
@@ -331,6 +352,7 @@ int main(int argc, char **argv) {
     ops::Instance inst = task.instantiate(cfg);
     ir::LoweredFunc f = lower::lower(*inst.schedule, inst.compute.args(), "op");
     codegen::LLVMModule m(f, options);
+    if (!asm_dir.empty()) write_listing(asm_dir + "/" + c.name, f, options);
     std::vector<deploy::Tensor> args;
     std::mt19937_64 rng(7);
     std::uniform_real_distribution<float> u(-4.0f, 4.0f);
