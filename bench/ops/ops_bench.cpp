@@ -19,12 +19,14 @@
 // roofline is Kiln's GB/s over the copy's, the fraction of the bandwidth of the cache level the
 // case's data fits in.
 // Softmax cases add one line per thread count with the bound the vector exp alone sets:
-//   ops exp_bound case=<name> threads=<n> exp_ns=<t> exp_tsc=<c> bound_us=<t> bound_roofline=<f>
-// exp_ns (exp_tsc: time-stamp counter ticks) is the time per element of elemwise.x86 with an exp
-// epilogue at its default config on 4096 floats (in L1, so the exp's instructions, not memory,
-// bound it), at one thread; bound_us is the case's elements times that over the threads that have
-// rows to work on (softmax computes one exp per element); bound_roofline is the case's GB/s at
-// that time over the copy's: the roofline no softmax with this exp can pass.
+//   ops exp_bound case=<name> threads=<n> exp_ns=<t> exp_tsc=<c> exp_tsc16=<c> bound_us=<t>
+//       bound_roofline=<f>
+// exp_ns (exp_tsc: time-stamp counter ticks; exp_tsc16: ticks per 16 lanes) is the time per element
+// of elemwise.x86 with an exp epilogue at its default config (blocks of four vectors) on 4096 floats
+// (in L1, so the exp's instructions, not memory, bound it), at one thread; bound_us is the case's elements times that
+// over the threads that have rows to work on (softmax computes one exp per element); bound_roofline is the case's GB/s
+// at that time over the copy's: the roofline no softmax with this exp can pass.
+// --asm DIR writes each case's lowered function and assembly (and the exp kernel's, DIR/exp.*).
 #include <dlfcn.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +44,7 @@
 #include <optional>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -49,6 +52,7 @@
 #include "bench/common/split_list.h"
 #include "compiler/codegen/llvm/llvm_module.h"
 #include "compiler/driver/target.h"
+#include "compiler/ir/function.h"
 #include "compiler/ops/epilogue.h"
 #include "compiler/ops/registry.h"
 #include "deploy/thread_pool.h"
@@ -233,20 +237,39 @@ uint64_t tsc() {
 #endif
 }
 
+// The lowered function (Kiln IR) and its assembly, to PATH.ir and PATH.s.
+void write_listing(const std::string &path, const ir::LoweredFunc &f, const codegen::LLVMBuildOptions &options) {
+  const auto write = [](const std::string &name, const std::string &text) {
+    if (FILE *out = std::fopen(name.c_str(), "w")) {
+      std::fputs(text.c_str(), out);
+      std::fclose(out);
+    } else {
+      std::fprintf(stderr, "cannot write %s\n", name.c_str());
+    }
+  };
+  std::ostringstream ir_text;
+  ir_text << f;
+  write(path + ".ir", ir_text.str());
+  write(path + ".s", codegen::emit_assembly({f}, options));
+}
+
 struct ExpCost {
   double ns = 0, tsc = 0;  // per element
 };
 
 // The vector exp's cost per element at one thread: elemwise.x86 with an exp epilogue on 4096
 // floats (32 KiB in and out together, in L1), the fastest of `rounds` batches of about 2 ms.
-ExpCost exp_cost(const ops::Target &tg, const codegen::LLVMBuildOptions &options, int rounds) {
+ExpCost exp_cost(const ops::Target &tg, const codegen::LLVMBuildOptions &options, int rounds,
+                 const std::string &asm_dir) {
   const int64_t n = 4096;
   Json exp_op = Json::object({{"op", "expr"},
                               {"inputs", Json::array()},
                               {"expr", Json::object({{"op", "exp"}, {"args", Json::array({"x"})}})}});
   ops::Task task("elemwise.x86", Json::object({{"data", tensor({1, n})}, {"epilogue", Json::array({exp_op})}}), tg);
   ops::Instance inst = task.instantiate(task.default_config());
-  codegen::LLVMModule m(lower::lower(*inst.schedule, inst.compute.args(), "exp"), options);
+  const ir::LoweredFunc func = lower::lower(*inst.schedule, inst.compute.args(), "exp");
+  codegen::LLVMModule m(func, options);
+  if (!asm_dir.empty()) write_listing(asm_dir + "/exp", func, options);
   std::vector<deploy::Tensor> args;
   for (int i = 0; i < 2; ++i) {
     deploy::Tensor x = deploy::Tensor::empty({1, n}, deploy::DType::of<float>());
@@ -271,7 +294,7 @@ ExpCost exp_cost(const ops::Target &tg, const codegen::LLVMBuildOptions &options
 int main(int argc, char **argv) {
   if (bench::set_onednn_passive_wait_env()) execv("/proc/self/exe", argv);
   std::string filter, threads_list = "1,2", target = "llvm -mcpu=native";
-  std::string config_text;
+  std::string config_text, asm_dir;
   int rounds = 9;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -283,12 +306,15 @@ int main(int argc, char **argv) {
       target = argv[++i];
     } else if (a == "--config" && i + 1 < argc) {
       config_text = argv[++i];
+    } else if (a == "--asm" && i + 1 < argc) {
+      asm_dir = argv[++i];
     } else if (a == "--rounds" && i + 1 < argc) {
       rounds = std::max(1, std::atoi(argv[++i]));
     } else {
       std::fprintf(stderr,
                    "usage: %s [--cases SUBSTR[,SUBSTR...]] [--threads N[,N...]] [--target T] [--rounds R]\n"
-                   "  [--config KNOBS]  knobs over the default config of each case run (tile_ow=[4,14];...)\n",
+                   "  [--config KNOBS]  knobs over the default config of each case run (tile_ow=[4,14];...)\n"
+                   "  [--asm DIR]  write each case's lowered IR and assembly to DIR/<case>.ir and DIR/<case>.s\n",
                    argv[0]);
       return 1;
     }
@@ -331,6 +357,7 @@ int main(int argc, char **argv) {
     ops::Instance inst = task.instantiate(cfg);
     ir::LoweredFunc f = lower::lower(*inst.schedule, inst.compute.args(), "op");
     codegen::LLVMModule m(f, options);
+    if (!asm_dir.empty()) write_listing(asm_dir + "/" + c.name, f, options);
     std::vector<deploy::Tensor> args;
     std::mt19937_64 rng(7);
     std::uniform_real_distribution<float> u(-4.0f, 4.0f);
@@ -399,15 +426,17 @@ int main(int argc, char **argv) {
           cfg.to_string().c_str());
       if (c.tmpl == "softmax.x86") {
         if (!exp) {
-          exp = exp_cost(tg, options, rounds);
+          exp = exp_cost(tg, options, rounds, asm_dir);
           deploy::set_num_threads(n);
         }
         // Rows of the last axis: a thread works on whole rows.
         const int64_t rows = numel(c.in_shape) / c.in_shape.back();
         const double bound_s =
             static_cast<double>(numel(c.in_shape)) * exp->ns * 1e-9 / static_cast<double>(std::min<int64_t>(n, rows));
-        std::printf("ops exp_bound case=%s threads=%d exp_ns=%.3f exp_tsc=%.2f bound_us=%.2f bound_roofline=%.2f\n",
-                    c.name.c_str(), n, exp->ns, exp->tsc, bound_s * 1e6, bytes / bound_s * 1e-9 / copy_gbs);
+        std::printf(
+            "ops exp_bound case=%s threads=%d exp_ns=%.3f exp_tsc=%.2f exp_tsc16=%.1f bound_us=%.2f "
+            "bound_roofline=%.2f\n",
+            c.name.c_str(), n, exp->ns, exp->tsc, 16 * exp->tsc, bound_s * 1e6, bytes / bound_s * 1e-9 / copy_gbs);
       }
       std::fflush(stdout);
     }

@@ -22,4 +22,10 @@ void schedule_injective(te::Schedule &s, const te::Tensor &out, const Target &ta
 // vector adds) rather than one after the other.
 void schedule_row_reduction(te::Schedule &s, const te::Tensor &t, te::Stage at, const te::IterVar &par, int64_t block);
 
+// te::sum with -0.0 as the identity of float types (0 for the others): -0.0 + v is v for every v
+// (0.0 + -0.0 is 0.0, so 0.0 + v is not), so the code generator drops the addition of the identity
+// that starts each accumulator and each level of a reduction tree. The result differs from
+// te::sum's only where every value summed is -0.0 (then -0.0, as IEEE addition gives).
+ir::Expr sum_from_negative_zero(ir::Expr source, std::vector<te::IterVar> axis);
+
 }  // namespace kiln::ops

@@ -76,6 +76,12 @@ void schedule_row_reduction(te::Schedule &s, const te::Tensor &t, te::Stage at, 
   st.unroll(st.reduce_axis(0));
 }
 
+Expr sum_from_negative_zero(Expr source, std::vector<te::IterVar> axis) {
+  static const te::Reducer reducer([](Expr a, Expr b) { return a + b; },
+                                   [](DataType t) { return t.is_float() ? make_const(t, -0.0) : make_zero(t); });
+  return reducer(std::move(source), std::move(axis));
+}
+
 namespace {
 
 // Vector blocks for a run of `n` elements: 1, 2, 4, 8 and 16 vectors, no longer than n (or n
@@ -279,7 +285,7 @@ Compute reduce_compute(const Reduce &r) {
     if (q.op == "max") return te::max(v, rax);
     if (q.op == "min") return te::min(v, rax);
     if (q.op == "prod") return te::prod(v, rax);
-    return te::sum(v, rax);
+    return sum_from_negative_zero(v, rax);
   };
   te::Tensor red =
       te::compute(shape, te::FCompute(body), "reduce_" + (r.op == "mean" ? std::string("sum") : r.op), "reduce");
@@ -469,7 +475,8 @@ void register_injective_templates(Registry &r) {
   {
     Template t;
     t.name = "reduce.x86";
-    t.version = 1;
+    // Version 2: sums start from -0.0 (sum_from_negative_zero).
+    t.version = 2;
     t.summary = "sum/mean/max/min/prod over axes, then an epilogue";
     t.arguments = {tensor_spec("data", -1, "the input"),
                    {"axes", "int or [int, ...]", "every axis", "the axes reduced; negative counts from the end"},

@@ -108,7 +108,7 @@ Compute softmax_compute(const Softmax &sm) {
                   "softmax.exp", "softmax");
   te::IterVar k2 = te::reduce_axis(shape[a], "k");
   te::Tensor sum =
-      te::compute(rshape, te::FCompute([=](const std::vector<Var> &i) { return te::sum(e(full(i, k2->var)), {k2}); }),
+      te::compute(rshape, te::FCompute([=](const std::vector<Var> &i) { return sum_from_negative_zero(e(full(i, k2->var)), {k2}); }),
                   "softmax.sum", "softmax");
   const bool log = sm.log;
   te::Tensor out = te::compute(shape, te::FCompute([=](const std::vector<Var> &i) {
@@ -320,6 +320,9 @@ Compute layer_norm_compute(const LayerNorm &l, bool one_pass) {
       for (size_t d = first; d < nd; ++d) idx.push_back(Expr(0));
       return x(idx);
     };
+    // The identity -0.0, as sum_from_negative_zero's: no addition of the identity at the start of
+    // the accumulators and of each level of the reduction tree, on the row's critical path.
+    const Expr neg_zero = make_const(dt, -0.0);
     std::vector<te::Tensor> stats = te::compute_multi(
         pre,
         [=](const std::vector<Var> &i) {
@@ -328,7 +331,7 @@ Compute layer_norm_compute(const LayerNorm &l, bool one_pass) {
               [](const std::vector<Var> &l, const std::vector<Var> &r) {
                 return std::vector<Expr>{l[0] + r[0], l[1] + r[1]};
               },
-              {make_zero(dt), make_zero(dt)}, {d, d * d}, ax);
+              {neg_zero, neg_zero}, {d, d * d}, ax);
         },
         "layer_norm.stats", "layer_norm");
     te::Tensor s1 = stats[0], s2 = stats[1];
@@ -343,14 +346,14 @@ Compute layer_norm_compute(const LayerNorm &l, bool one_pass) {
     // Two passes (the parts the CUDA template schedules): the sum, then the centred sum of squares.
     std::vector<te::IterVar> ax1 = make_axes("k");
     te::Tensor s1 =
-        te::compute(pre, te::FCompute([=](const std::vector<Var> &i) { return te::sum(x_at(i, ax1), ax1); }),
+        te::compute(pre, te::FCompute([=](const std::vector<Var> &i) { return sum_from_negative_zero(x_at(i, ax1), ax1); }),
                     "layer_norm.sum", "layer_norm");
     te::Tensor mean = te::compute(pre, te::FCompute([=](const std::vector<Var> &i) { return s1(exprs(i)) * inv_n; }),
                                   "layer_norm.mean", "layer_norm");
     std::vector<te::IterVar> ax2 = make_axes("j");
     te::Tensor s2 = te::compute(pre, te::FCompute([=](const std::vector<Var> &i) {
                                   Expr d = x_at(i, ax2) - mean(exprs(i));
-                                  return te::sum(d * d, ax2);
+                                  return sum_from_negative_zero(d * d, ax2);
                                 }),
                                 "layer_norm.var", "layer_norm");
     mean_of = [=](const std::vector<Expr> &rw) { return mean(rw); };
@@ -408,7 +411,8 @@ void schedule_layer_norm(te::Schedule &s, const Compute &c, const Config &cfg) {
 Template softmax_template() {
   Template t;
   t.name = "softmax.x86";
-  t.version = 1;
+  // Version 2: the row's sum starts from -0.0 (sum_from_negative_zero).
+  t.version = 2;
   t.summary = "softmax or log-softmax along one axis";
   t.arguments = {tensor_spec("data", -1, "float data"),
                  {"axis", "int", "-1", "the axis normalized over; negative counts from the end"},
@@ -442,7 +446,8 @@ Template softmax_template() {
 Template layer_norm_template() {
   Template t;
   t.name = "layer_norm.x86";
-  t.version = 2;
+  // Version 3: the statistics start from -0.0 (no addition of the identity in the reduction tree).
+  t.version = 3;
   t.summary = "layer normalization over the trailing axes";
   t.arguments = {tensor_spec("data", -1, "float data"),
                  {"axes", "int or [int, ...]", "[-1]", "the trailing axes normalized over"},

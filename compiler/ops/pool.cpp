@@ -193,13 +193,13 @@ Compute pool_compute(const Pool &p, bool separable, bool interior) {
                                       v = if_then_else(likely(y >= i32(0) && y < i32(H) && x >= i32(0) && x < i32(W)),
                                                        data({i[0], i[1], y, x}), pad_value);
                                     }
-                                    return is_max ? te::max(v, {rh}) : te::sum(v, {rh});
+                                    return is_max ? te::max(v, {rh}) : sum_from_negative_zero(v, {rh});
                                   }),
                                   is_max ? "pool_max_rows" : "pool_sum_rows", "pool");
     r.parts["rows"] = rows;
     red = te::compute(shape, te::FCompute([=](const std::vector<Var> &i) {
                         std::vector<Expr> idx = {i[0], i[1], i[2], i[3] * i32(sw) + rw->var * i32(dw)};
-                        return is_max ? te::max(rows(idx), {rw}) : te::sum(rows(idx), {rw});
+                        return is_max ? te::max(rows(idx), {rw}) : sum_from_negative_zero(rows(idx), {rw});
                       }),
                       is_max ? "pool_max" : "pool_sum", "pool");
   } else {
@@ -207,7 +207,7 @@ Compute pool_compute(const Pool &p, bool separable, bool interior) {
         shape, te::FCompute([=](const std::vector<Var> &i) {
           std::vector<Expr> idx = {i[0], i[1], i[2] * i32(sh) + rh->var * i32(dh), i[3] * i32(sw) + rw->var * i32(dw)};
           if (blocked) idx.push_back(i[4]);
-          return is_max ? te::max(src(idx), {rh, rw}) : te::sum(src(idx), {rh, rw});
+          return is_max ? te::max(src(idx), {rh, rw}) : sum_from_negative_zero(src(idx), {rh, rw});
         }),
         is_max ? "pool_max" : "pool_sum", "pool");
   }
@@ -252,6 +252,7 @@ OutputAndAcc pool_stages(te::Schedule &s, const Compute &c) {
 void define_pool_space(ConfigSpace &s, const Pool &p) {
   s.define_split("tile_ow", p.OW, 2, p.blocked ? SplitPolicy::factors(16) : SplitPolicy::verbose(64));
   s.define_bool("unroll_kw");
+  if (!p.global) s.define_bool("unroll_kh");
   if (p.pt || p.pl || p.pb || p.pr || p.ceil_mode) s.define_bool("pad_inline");
   if (separable_form(p)) s.define_bool("separable");
   if (interior_form(p)) s.define_bool("interior");
@@ -271,7 +272,11 @@ Config default_pool(const ConfigSpace &s, const Pool &p, const Target &t) {
   if (strided && p.OW >= lanes && owi % lanes != 0) owi = lanes;
   std::vector<std::pair<std::string, Json>> v = {
       {"tile_ow", Json::array_of(std::vector<int64_t>{ceil_div(p.OW, owi), owi})},
-      {"unroll_kw", Json(p.kw <= 4 ? 1 : 0)}};
+      {"unroll_kw", Json(p.kw <= 4 ? 1 : 0)},
+      // The direct form's window rows unrolled too for windows of up to 4x4: no loop over them, and
+      // the sum's first addition (of the identity) gone, so each output vector is its window's
+      // strided loads and their adds in one block.
+      {"unroll_kh", Json(p.kh <= 4 && p.kw <= 4 ? 1 : 0)}};
   // Separable where windows overlap along H (a kernel taller than the stride: each input row is
   // read by several output rows' windows, and the row buffer reads it once per output row instead
   // of once per window column); its row stage then reads the padding inline, vectorized along the
@@ -329,6 +334,7 @@ void schedule_pool(te::Schedule &s, const Compute &c, const Config &cfg, const T
     if (blocked) a_order.push_back(A.axis(4));
     A.reorder(a_order);
     if (cfg.choice_bool("unroll_kw")) A.unroll(A.reduce_axis(1));
+    if (cfg.has("unroll_kh") && cfg.choice_bool("unroll_kh")) A.unroll(A.reduce_axis(0));
   }
   if (blocked) {
     A.unroll(A.axis(3));
@@ -445,10 +451,13 @@ Template pool_template(const std::string &name, bool global, const std::string &
   Template t;
   t.name = name;
   // global_pool2d version 2: NCHW planes are one vectorized row reduction (no tile_w knob);
-  // version 3: the knob block (that reduction's vector block); version 4: the knob transpose.
+  // version 3: the knob block (that reduction's vector block); version 4: the knob transpose;
+  // version 5: average pooling's sums start from -0.0 (sum_from_negative_zero).
   // pool2d version 2: the separable knob (NCHW rows reduced into a row buffer, then columns);
-  // version 3: the interior knob (the separable row stage's border vector blocks split off).
-  t.version = global ? 4 : 3;
+  // version 3: the interior knob (the separable row stage's border vector blocks split off);
+  // version 4: the unroll_kh knob (the direct form's window rows unrolled); average pooling's sums
+  // start from -0.0.
+  t.version = global ? 5 : 4;
   t.summary = summary;
   t.arguments = pool_arguments(global);
   const Json data =

@@ -828,11 +828,35 @@ llvm::Value *CodeGenLLVM::horner(llvm::Value *x, const std::vector<double> &coef
 // exp(x) = 2^n * e^r with n = round(x / ln 2) and |r| <= ln(2) / 2. 2^n is applied by AVX-512's
 // vscalefps where the vector has a width it takes (one instruction that rounds near the overflow
 // and subnormal limits, gives inf and 0 beyond them and passes NaN through), else as two powers of
-// two with the limits and NaN selected afterwards.
+// two with the limits and NaN selected afterwards. A wider vector (a block of several) is split into
+// vscalefps's width.
 llvm::Value *CodeGenLLVM::approx_exp(llvm::Value *x) {
   llvm::Type *it = like(i32_, x->getType());
   const double hi = 88.72283935546875, lo = -103.97208404541016;
   llvm::Value *scalef = scalef_intrinsic(x->getType());
+  auto *xv = llvm::dyn_cast<llvm::FixedVectorType>(x->getType());
+  const unsigned width = xv ? xv->getNumElements() : 1;
+  if (!scalef && width > 16 && (width & (width - 1)) == 0 &&
+      scalef_intrinsic(llvm::FixedVectorType::get(xv->getElementType(), 16))) {
+    // A vector wider than vscalefps's (a block of several vectors): the exp of each 16-lane part,
+    // each with vscalefps, then the parts joined again (lowering keeps the parts in registers).
+    std::vector<llvm::Value *> parts;
+    for (unsigned i = 0; i < width; i += 16) {
+      std::vector<int> lanes(16);
+      for (unsigned j = 0; j < 16; ++j) lanes[j] = static_cast<int>(i + j);
+      parts.push_back(approx_exp(b_.CreateShuffleVector(x, lanes)));
+    }
+    while (parts.size() > 1) {
+      const unsigned w = llvm::cast<llvm::FixedVectorType>(parts[0]->getType())->getNumElements();
+      std::vector<int> both(2 * w);
+      for (unsigned j = 0; j < 2 * w; ++j) both[j] = static_cast<int>(j);
+      std::vector<llvm::Value *> joined;
+      for (size_t k = 0; k < parts.size(); k += 2)
+        joined.push_back(b_.CreateShuffleVector(parts[k], parts[k + 1], both));
+      parts = std::move(joined);
+    }
+    return parts[0];
+  }
   // With vscalefps the clamp only keeps n finite: past 89 the result is inf, below -104 it is 0,
   // and NaN passes the selects (an unordered compare is false) and every step after them.
   const double chi = scalef ? 89.0 : hi, clo = scalef ? -104.0 : lo;

@@ -560,69 +560,78 @@ TEST(LLVMCodegenTest, ApproximateMathIsVectorCodeWithinTwoUlps) {
     std::memcpy(&v, &b, sizeof v);
     xs.push_back(v);
   }
-  while (xs.size() % 16 != 0) xs.push_back(0.5f);
-  const int n = static_cast<int>(xs.size());
-  const std::vector<std::string> names = {"exp", "log", "tanh", "sigmoid", "erf"};
-  Buffer X = ir::make_buffer("X", Float(32), {n});
-  Buffer O = ir::make_buffer("O", Float(32), {static_cast<int>(names.size()), n});
-  Var i("i"), j("j");
-  auto call = [](const std::string &name, Expr x) {
-    if (name == "exp") return ir::exp(x);
-    if (name == "log") return ir::log(x);
-    if (name == "tanh") return ir::tanh(x);
-    if (name == "sigmoid") return ir::sigmoid(x);
-    return ir::erf(x);
-  };
-  std::vector<Stmt> vector_stores, scalar_stores;
-  for (size_t c = 0; c < names.size(); ++c) {
-    const int base = static_cast<int>(c) * n;
-    vector_stores.push_back(store(O, call(names[c], load(X, ramp(i * 16, 1, 16))), ramp(base + i * 16, 1, 16)));
-    scalar_stores.push_back(store(O, call(names[c], load(X, j)), base + j));
-  }
-  // Vector code for most elements, scalar code for the first 64.
-  Stmt body = ir::BlockNode::make(loop(i, n / 16, ir::BlockNode::make(vector_stores)),
-                                  loop(j, 64, ir::BlockNode::make(scalar_stores)));
-  auto f = make_func("approx", {X, O}, {}, body);
-  LLVMBuildOptions o = native_options();
-  o.approx_math = true;
-  const std::string ir_text = codegen::emit_llvm_ir({f}, o, false);
-  for (const char *fn : {"@expf", "@logf", "@tanhf", "@erff", "@llvm.exp.", "@llvm.log."}) {
-    EXPECT_EQ(ir_text.find(fn), std::string::npos) << fn;
-  }
-  LLVMBuildOptions exact = native_options();
-  exact.approx_math = false;
-  EXPECT_NE(codegen::emit_llvm_ir({f}, exact, false).find("@tanhf"), std::string::npos);
-  EXPECT_EQ(LLVMBuildOptions().approx_math, true) << "fast vector math is the default";
-
-  for (const LLVMBuildOptions &target : {o, [&] {
-                                           LLVMBuildOptions g = generic_options();
-                                           g.approx_math = true;
-                                           return g;
-                                         }()}) {
-    SCOPED_TRACE(target.target);
-    LLVMModule m(f, target);
-    Tensor out = filled<float>({static_cast<int64_t>(names.size()), n}, 0.0f);
-    m.call("approx", {make_tensor<float>({n}, xs), out});
-    const auto got = values<float>(out);
+  while (xs.size() % 64 != 0) xs.push_back(0.5f);
+  // Vectors of 16 lanes and blocks of 64 (on AVX-512, exp splits these into vscalefps's width).
+  for (const int lanes : {16, 64}) {
+    SCOPED_TRACE(std::to_string(lanes) + " lanes");
+    const int n = static_cast<int>(xs.size());
+    const std::vector<std::string> names = {"exp", "log", "tanh", "sigmoid", "erf"};
+    Buffer X = ir::make_buffer("X", Float(32), {n});
+    Buffer O = ir::make_buffer("O", Float(32), {static_cast<int>(names.size()), n});
+    Var i("i"), j("j");
+    auto call = [](const std::string &name, Expr x) {
+      if (name == "exp") return ir::exp(x);
+      if (name == "log") return ir::log(x);
+      if (name == "tanh") return ir::tanh(x);
+      if (name == "sigmoid") return ir::sigmoid(x);
+      return ir::erf(x);
+    };
+    std::vector<Stmt> vector_stores, scalar_stores;
     for (size_t c = 0; c < names.size(); ++c) {
-      int64_t worst = 0;
-      float worst_x = 0;
-      for (int k = 0; k < n; ++k) {
-        const double x = xs[static_cast<size_t>(k)];
-        double want = 0;
-        if (names[c] == "exp") want = std::exp(x);
-        if (names[c] == "log") want = std::log(x);
-        if (names[c] == "tanh") want = std::tanh(x);
-        if (names[c] == "sigmoid") want = 1.0 / (1.0 + std::exp(-x));
-        if (names[c] == "erf") want = std::erf(x);
-        const int64_t d =
-            ulp_distance(got[c * static_cast<size_t>(n) + static_cast<size_t>(k)], static_cast<float>(want));
-        if (d > worst) {
-          worst = d;
-          worst_x = xs[static_cast<size_t>(k)];
+      const int base = static_cast<int>(c) * n;
+      vector_stores.push_back(
+          store(O, call(names[c], load(X, ramp(i * lanes, 1, lanes))), ramp(base + i * lanes, 1, lanes)));
+      scalar_stores.push_back(store(O, call(names[c], load(X, j)), base + j));
+    }
+    // Vector code for most elements, scalar code for the first 64.
+    Stmt body = ir::BlockNode::make(loop(i, n / lanes, ir::BlockNode::make(vector_stores)),
+                                    loop(j, 64, ir::BlockNode::make(scalar_stores)));
+    auto f = make_func("approx", {X, O}, {}, body);
+    LLVMBuildOptions o = native_options();
+    o.approx_math = true;
+    const std::string ir_text = codegen::emit_llvm_ir({f}, o, false);
+    for (const char *fn : {"@expf", "@logf", "@tanhf", "@erff", "@llvm.exp.", "@llvm.log."}) {
+      EXPECT_EQ(ir_text.find(fn), std::string::npos) << fn;
+    }
+    LLVMBuildOptions exact = native_options();
+    exact.approx_math = false;
+    EXPECT_NE(codegen::emit_llvm_ir({f}, exact, false).find("@tanhf"), std::string::npos);
+    EXPECT_EQ(LLVMBuildOptions().approx_math, true) << "fast vector math is the default";
+    LLVMBuildOptions avx512 = o;
+    avx512.target = "llvm -mcpu=znver4";
+    EXPECT_NE(codegen::emit_llvm_ir({f}, avx512, false).find("@llvm.x86.avx512.mask.scalef.ps.512"), std::string::npos)
+        << "exp on AVX-512 applies 2^n with vscalefps, at every vector width";
+
+    for (const LLVMBuildOptions &target : {o, [&] {
+                                             LLVMBuildOptions g = generic_options();
+                                             g.approx_math = true;
+                                             return g;
+                                           }()}) {
+      SCOPED_TRACE(target.target);
+      LLVMModule m(f, target);
+      Tensor out = filled<float>({static_cast<int64_t>(names.size()), n}, 0.0f);
+      m.call("approx", {make_tensor<float>({n}, xs), out});
+      const auto got = values<float>(out);
+      for (size_t c = 0; c < names.size(); ++c) {
+        int64_t worst = 0;
+        float worst_x = 0;
+        for (int k = 0; k < n; ++k) {
+          const double x = xs[static_cast<size_t>(k)];
+          double want = 0;
+          if (names[c] == "exp") want = std::exp(x);
+          if (names[c] == "log") want = std::log(x);
+          if (names[c] == "tanh") want = std::tanh(x);
+          if (names[c] == "sigmoid") want = 1.0 / (1.0 + std::exp(-x));
+          if (names[c] == "erf") want = std::erf(x);
+          const int64_t d =
+              ulp_distance(got[c * static_cast<size_t>(n) + static_cast<size_t>(k)], static_cast<float>(want));
+          if (d > worst) {
+            worst = d;
+            worst_x = xs[static_cast<size_t>(k)];
+          }
         }
+        EXPECT_LE(worst, 2) << names[c] << " is " << worst << " ULP off at x = " << worst_x;
       }
-      EXPECT_LE(worst, 2) << names[c] << " is " << worst << " ULP off at x = " << worst_x;
     }
   }
 }

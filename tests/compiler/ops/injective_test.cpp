@@ -1,6 +1,7 @@
 // Elementwise chains, broadcasts and reductions against naive C++; the generic injective schedule.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "compiler/ops/epilogue.h"
@@ -161,6 +162,27 @@ TEST(Injective, Reductions) {
           return out;
         },
         op == "prod" ? 1e-4 : 1e-5);
+  }
+}
+
+// A sum or mean of -0.0 is -0.0, as IEEE addition (and numpy) gives: reduce.x86's sums start from
+// -0.0, whose addition the code generator drops (0.0 + -0.0 would be 0.0), along the innermost data
+// (the row reduction's accumulators and tree) and across an outer axis, through the LLVM back end.
+TEST(Injective, SumsOfNegativeZerosAreNegativeZero) {
+  for (const auto &[axes, op] : {std::make_pair(std::vector<int64_t>{1}, "sum"),
+                                 std::make_pair(std::vector<int64_t>{0}, "sum"),
+                                 std::make_pair(std::vector<int64_t>{0, 1}, "mean")}) {
+    ops::Task task("reduce.x86",
+                   Json::object({{"data", tensor({6, 200})}, {"axes", Json::array_of(axes)}, {"op", op}}), kTarget);
+    const autotune::Config cfg = task.default_config();
+    std::vector<deploy::Tensor> inputs = testing::make_inputs(task.compute(cfg), 5);
+    for (int64_t i = 0; i < inputs[0].numel(); ++i) inputs[0].data_as<float>()[i] = -0.0f;
+    const deploy::Tensor out = testing::run_config_llvm(task, cfg, inputs)[0];
+    SCOPED_TRACE(std::string(op) + " over " + Json::array_of(axes).dump());
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      ASSERT_EQ(out.data_as<float>()[i], 0.0f) << "element " << i;
+      ASSERT_TRUE(std::signbit(out.data_as<float>()[i])) << "element " << i;
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 // count_include_pad, NCHW and NCHW[x]c, global pooling; default and sampled configs.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "compiler/ops/epilogue.h"
@@ -226,6 +227,58 @@ TEST(Pool, StridedRowsTakeWholeVectorsAndATail) {
   check_pool({1, 2, 5, 75}, a, Json::array(), 141);
   check_pool({1, 2, 9, 70}, m, Json::array(), 142);
   check_pool({2, 2, 4, 19}, a, Json::array(), 143);
+}
+
+// The direct form's window rows are unrolled by default for windows of up to 4x4 (avg pool 2x2 s2:
+// each output vector its four strided loads and their adds), not for larger ones; unrolled or not,
+// through the LLVM back end, it agrees with naive C++ (2x2 s2 at rows of 56 and 37 columns, an
+// uneven padded 3x2 window).
+TEST(Pool, SmallWindowRowsUnrolledByDefault) {
+  PoolParams avg;
+  avg.is_max = false;
+  ops::Task small("pool2d.x86", pool_args({1, 64, 56, 56}, avg), kTarget);
+  EXPECT_TRUE(small.default_config().choice_bool("unroll_kh"));
+  PoolParams wide;
+  wide.kh = wide.kw = 5;
+  ops::Task large("pool2d.x86", pool_args({1, 4, 20, 20}, wide), kTarget);
+  EXPECT_FALSE(large.default_config().choice_bool("unroll_kh"));
+  for (const auto &[shape, p] : {std::make_pair(std::vector<int64_t>{1, 3, 8, 56}, avg),
+                                 std::make_pair(std::vector<int64_t>{1, 2, 6, 37}, avg),
+                                 std::make_pair(std::vector<int64_t>{1, 4, 7, 23}, uneven_average())}) {
+    ops::Task task("pool2d.x86", pool_args(shape, p), kTarget);
+    for (const char *form : {"unroll_kh=0", "unroll_kh=1"}) {
+      std::string text = form;
+      if (task.space().has_knob("separable")) text += ";separable=0";
+      const autotune::Config cfg = task.space().parse_config_text(text, task.default_config());
+      std::vector<deploy::Tensor> inputs = testing::make_inputs(task.compute(cfg), 9);
+      SCOPED_TRACE(cfg.to_string() + " width " + std::to_string(shape[3]));
+      EXPECT_LE(testing::rel_error(naive_pool(testing::to_host(inputs[0]), p), testing::run_config_llvm(task, cfg, inputs)[0]),
+                1e-5);
+    }
+  }
+}
+
+// Average pooling of -0.0 gives -0.0, as IEEE addition (and numpy's mean) does: the sums start from
+// -0.0, not 0.0 (0.0 + -0.0 is 0.0), windowed and global, through the LLVM back end.
+TEST(Pool, AverageOfNegativeZerosIsNegativeZero) {
+  PoolParams avg;
+  avg.is_max = false;
+  const std::vector<std::pair<std::string, Json>> tasks = {
+      {"pool2d.x86", pool_args({1, 2, 4, 40}, avg)},
+      {"global_pool2d.x86", Json::object({{"data", tensor({1, 40, 7, 7})}, {"pool_type", "avg"}})},
+      {"global_pool2d.x86", Json::object({{"data", tensor({1, 4, 14, 14})}, {"pool_type", "avg"}})}};
+  for (const auto &[name, args] : tasks) {
+    ops::Task task(name, args, kTarget);
+    const autotune::Config cfg = task.default_config();
+    std::vector<deploy::Tensor> inputs = testing::make_inputs(task.compute(cfg), 3);
+    for (int64_t i = 0; i < inputs[0].numel(); ++i) inputs[0].data_as<float>()[i] = -0.0f;
+    const deploy::Tensor out = testing::run_config_llvm(task, cfg, inputs)[0];
+    SCOPED_TRACE(name + " " + cfg.to_string());
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      ASSERT_EQ(out.data_as<float>()[i], 0.0f) << "element " << i;
+      ASSERT_TRUE(std::signbit(out.data_as<float>()[i])) << "element " << i;
+    }
+  }
 }
 
 TEST(Pool, MaxWithPaddingAndCeilMode) {
