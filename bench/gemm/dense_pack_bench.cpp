@@ -50,7 +50,8 @@ int main(int argc, char **argv) {
   kiln::ops::Task task("dense_pack.x86",
                        Json::object({{"data", matrix(M, K)}, {"weight", matrix(N, K)}, {"prepacked", true}}),
                        kiln::driver::resolve_target(target));
-  const kiln::autotune::Config cfg = config.empty() ? task.default_config() : task.space().parse_config_text(config, task.default_config());
+  const kiln::autotune::Config cfg =
+      config.empty() ? task.default_config() : task.space().parse_config_text(config, task.default_config());
   kiln::ir::LoweredFunc f = task.lower(cfg, "op");
   kiln::codegen::LLVMBuildOptions options;
   options.target = target;

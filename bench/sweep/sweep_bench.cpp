@@ -114,7 +114,8 @@ int main(int argc, char **argv) {
     } else if (a == "--asm" && i + 1 < argc) {
       asm_dir = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--configs N] [--workloads SUBSTR[,SUBSTR...]] [--seed S] [--target T] [--asm DIR]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--configs N] [--workloads SUBSTR[,SUBSTR...]] [--seed S] [--target T] [--asm DIR]\n",
                    argv[0]);
       return 1;
     }

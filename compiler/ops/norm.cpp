@@ -107,9 +107,10 @@ Compute softmax_compute(const Softmax &sm) {
       te::compute(shape, te::FCompute([=](const std::vector<Var> &i) { return ir::exp(x(exprs(i)) - mx(reduced(i))); }),
                   "softmax.exp", "softmax");
   te::IterVar k2 = te::reduce_axis(shape[a], "k");
-  te::Tensor sum =
-      te::compute(rshape, te::FCompute([=](const std::vector<Var> &i) { return sum_from_negative_zero(e(full(i, k2->var)), {k2}); }),
-                  "softmax.sum", "softmax");
+  te::Tensor sum = te::compute(rshape, te::FCompute([=](const std::vector<Var> &i) {
+                                 return sum_from_negative_zero(e(full(i, k2->var)), {k2});
+                               }),
+                               "softmax.sum", "softmax");
   const bool log = sm.log;
   te::Tensor out = te::compute(shape, te::FCompute([=](const std::vector<Var> &i) {
                                  if (log) return x(exprs(i)) - mx(reduced(i)) - ir::log(sum(reduced(i)));
@@ -345,9 +346,9 @@ Compute layer_norm_compute(const LayerNorm &l, bool one_pass) {
   } else {
     // Two passes (the parts the CUDA template schedules): the sum, then the centred sum of squares.
     std::vector<te::IterVar> ax1 = make_axes("k");
-    te::Tensor s1 =
-        te::compute(pre, te::FCompute([=](const std::vector<Var> &i) { return sum_from_negative_zero(x_at(i, ax1), ax1); }),
-                    "layer_norm.sum", "layer_norm");
+    te::Tensor s1 = te::compute(
+        pre, te::FCompute([=](const std::vector<Var> &i) { return sum_from_negative_zero(x_at(i, ax1), ax1); }),
+        "layer_norm.sum", "layer_norm");
     te::Tensor mean = te::compute(pre, te::FCompute([=](const std::vector<Var> &i) { return s1(exprs(i)) * inv_n; }),
                                   "layer_norm.mean", "layer_norm");
     std::vector<te::IterVar> ax2 = make_axes("j");

@@ -169,11 +169,11 @@ TEST(Injective, Reductions) {
 // -0.0, whose addition the code generator drops (0.0 + -0.0 would be 0.0), along the innermost data
 // (the row reduction's accumulators and tree) and across an outer axis, through the LLVM back end.
 TEST(Injective, SumsOfNegativeZerosAreNegativeZero) {
-  for (const auto &[axes, op] : {std::make_pair(std::vector<int64_t>{1}, "sum"),
-                                 std::make_pair(std::vector<int64_t>{0}, "sum"),
-                                 std::make_pair(std::vector<int64_t>{0, 1}, "mean")}) {
-    ops::Task task("reduce.x86",
-                   Json::object({{"data", tensor({6, 200})}, {"axes", Json::array_of(axes)}, {"op", op}}), kTarget);
+  for (const auto &[axes, op] :
+       {std::make_pair(std::vector<int64_t>{1}, "sum"), std::make_pair(std::vector<int64_t>{0}, "sum"),
+        std::make_pair(std::vector<int64_t>{0, 1}, "mean")}) {
+    ops::Task task("reduce.x86", Json::object({{"data", tensor({6, 200})}, {"axes", Json::array_of(axes)}, {"op", op}}),
+                   kTarget);
     const autotune::Config cfg = task.default_config();
     std::vector<deploy::Tensor> inputs = testing::make_inputs(task.compute(cfg), 5);
     for (int64_t i = 0; i < inputs[0].numel(); ++i) inputs[0].data_as<float>()[i] = -0.0f;

@@ -242,9 +242,9 @@ TEST(Pool, SmallWindowRowsUnrolledByDefault) {
   wide.kh = wide.kw = 5;
   ops::Task large("pool2d.x86", pool_args({1, 4, 20, 20}, wide), kTarget);
   EXPECT_FALSE(large.default_config().choice_bool("unroll_kh"));
-  for (const auto &[shape, p] : {std::make_pair(std::vector<int64_t>{1, 3, 8, 56}, avg),
-                                 std::make_pair(std::vector<int64_t>{1, 2, 6, 37}, avg),
-                                 std::make_pair(std::vector<int64_t>{1, 4, 7, 23}, uneven_average())}) {
+  for (const auto &[shape, p] :
+       {std::make_pair(std::vector<int64_t>{1, 3, 8, 56}, avg), std::make_pair(std::vector<int64_t>{1, 2, 6, 37}, avg),
+        std::make_pair(std::vector<int64_t>{1, 4, 7, 23}, uneven_average())}) {
     ops::Task task("pool2d.x86", pool_args(shape, p), kTarget);
     for (const char *form : {"unroll_kh=0", "unroll_kh=1"}) {
       std::string text = form;
@@ -252,7 +252,8 @@ TEST(Pool, SmallWindowRowsUnrolledByDefault) {
       const autotune::Config cfg = task.space().parse_config_text(text, task.default_config());
       std::vector<deploy::Tensor> inputs = testing::make_inputs(task.compute(cfg), 9);
       SCOPED_TRACE(cfg.to_string() + " width " + std::to_string(shape[3]));
-      EXPECT_LE(testing::rel_error(naive_pool(testing::to_host(inputs[0]), p), testing::run_config_llvm(task, cfg, inputs)[0]),
+      EXPECT_LE(testing::rel_error(naive_pool(testing::to_host(inputs[0]), p),
+                                   testing::run_config_llvm(task, cfg, inputs)[0]),
                 1e-5);
     }
   }
