@@ -21,6 +21,17 @@ struct ConvParams {
   int64_t sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0, dh = 1, dw = 1, groups = 1;
 };
 
+// One stride along both axes and the padding as [top, left, bottom, right].
+ConvParams strided_padded(int64_t stride, const std::vector<int64_t> &pad) {
+  ConvParams p;
+  p.sh = p.sw = stride;
+  p.pt = pad[0];
+  p.pl = pad[1];
+  p.pb = pad[2];
+  p.pr = pad[3];
+  return p;
+}
+
 Json conv_args(const std::vector<int64_t> &data, const std::vector<int64_t> &kernel, const ConvParams &p,
                const Json &epi = Json::array(), const std::string &dtype = "float32",
                const std::string &kdtype = "float32") {
@@ -257,12 +268,7 @@ TEST(Conv2d, NchwcPaddedBorders) {
       {{1, 8, 14, 14}, {16, 8, 3, 3}, 1, {1, 1, 1, 1}}, {{1, 4, 7, 7}, {8, 4, 3, 3}, 2, {2, 1, 0, 3}}};
   uint64_t seed = 60;
   for (const Case &k : cases) {
-    ConvParams p;
-    p.sh = p.sw = k.stride;
-    p.pt = k.pad[0];
-    p.pl = k.pad[1];
-    p.pb = k.pad[2];
-    p.pr = k.pad[3];
+    const ConvParams p = strided_padded(k.stride, k.pad);
     const Json epi = Json::array({ops::epilogue::bias_add(), ops::epilogue::relu()});
     ops::Task task("conv2d_nchwc.x86", conv_args(k.data, k.kernel, p, epi), kTarget);
     std::vector<autotune::Config> configs = testing::test_configs(task, 4, ++seed);
@@ -451,12 +457,7 @@ TEST(Conv2d, DepthwiseNchwcSkippedPadding) {
                                    {{1, 16, 5, 4}, 1, {2, 2, 2, 2}}};
   uint64_t seed = 70;
   for (const Case &k : cases) {
-    ConvParams p;
-    p.sh = p.sw = k.stride;
-    p.pt = k.pad[0];
-    p.pl = k.pad[1];
-    p.pb = k.pad[2];
-    p.pr = k.pad[3];
+    const ConvParams p = strided_padded(k.stride, k.pad);
     const std::vector<int64_t> kernel = {k.data[1], 1, 3, 3};
     const Json epi = Json::array({ops::epilogue::bias_add(), ops::epilogue::relu()});
     ops::Task task("depthwise_conv2d_nchwc.x86", conv_args(k.data, kernel, p, epi), kTarget);
