@@ -468,6 +468,7 @@ void run_compile(const ModelOptions &o) {
     j["arena_bytes"] = r.arena_bytes;
     j["unplanned_bytes"] = r.unplanned_bytes;
     j["in_place"] = r.in_place;
+    j["concats_in_place"] = r.concats_in_place;
     j["params_bytes"] = r.params_bytes;
     j["file_bytes"] = r.file_bytes;
     j["compile_s"] = total_s;
@@ -479,11 +480,11 @@ void run_compile(const ModelOptions &o) {
               o.output.c_str(), human(static_cast<double>(r.file_bytes), "B").c_str(), r.nodes, r.steps, r.kernels,
               r.template_kernels, total_s);
   std::printf(
-      "memory plan: peak %s of %s without reuse (%.1f%%), %d in place; parameters %s\n",
+      "memory plan: peak %s of %s without reuse (%.1f%%), %d in place, %d concats without a copy; parameters %s\n",
       human(static_cast<double>(r.arena_bytes), "B").c_str(),
       human(static_cast<double>(r.unplanned_bytes), "B").c_str(),
       r.unplanned_bytes ? 100.0 * static_cast<double>(r.arena_bytes) / static_cast<double>(r.unplanned_bytes) : 100.0,
-      r.in_place, human(static_cast<double>(r.params_bytes), "B").c_str());
+      r.in_place, r.concats_in_place, human(static_cast<double>(r.params_bytes), "B").c_str());
 }
 
 void add_model_options(CLI::App *c, ModelOptions &o) {

@@ -98,6 +98,7 @@ TEST_F(ModelCommandTest, CompileThenRunTheArtifact) {
   EXPECT_TRUE(has(c.out, "wrote " + artifact)) << c.out;
   EXPECT_TRUE(has(c.out, "1 kernels")) << c.out;
   EXPECT_TRUE(has(c.out, "memory plan: peak")) << c.out;
+  EXPECT_TRUE(has(c.out, "0 concats without a copy")) << c.out;  // a Relu alone has no Concat
 
   const std::string out_dir = dir.file("out");
   pt::Run r = kiln({"run", artifact, "--input", "x=" + node_test_ + "/test_data_set_0/input_0.pb", "--output-dir",
