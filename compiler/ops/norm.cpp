@@ -177,7 +177,7 @@ void schedule_softmax(te::Schedule &s, const Compute &c, const Config &cfg) {
   {
     std::vector<IterVar> run;
     for (int d = last ? axis : axis + 1; d < nd; ++d) run.push_back(O.axis(static_cast<size_t>(d)));
-    vectorize_run(O, run, extent(last ? axis : axis + 1, nd), block);
+    vectorize_run(O, run, extent(last ? axis : axis + 1, nd), block, true);
   }
   te::Stage M = s[c.part("max")], S = s[c.part("sum")], E = s[c.part("exp")];
   // The exp stage first: compute_at needs the attach stage to read the producer already, and the
@@ -188,7 +188,7 @@ void schedule_softmax(te::Schedule &s, const Compute &c, const Config &cfg) {
     if (par.defined()) E.compute_at(O, par);
     std::vector<IterVar> run;
     for (int d = last ? axis : axis + 1; d < nd; ++d) run.push_back(E.axis(static_cast<size_t>(d)));
-    vectorize_run(E, run, extent(last ? axis : axis + 1, nd), block);
+    vectorize_run(E, run, extent(last ? axis : axis + 1, nd), block, true);
   }
   for (te::Stage st : {M, S}) {
     // Reduction outside the vectorized trailing dimensions (when there are any).

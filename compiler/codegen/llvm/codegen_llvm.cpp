@@ -876,7 +876,8 @@ llvm::Value *CodeGenLLVM::approx_exp(llvm::Value *x) {
   // e^r on |r| <= ln(2) / 2: a degree-6 polynomial with 1 + r fixed, the other coefficients a
   // minimax fit of the relative error rounded to float one at a time (3.2e-9, 0.05 ULP), by Horner:
   // six fmas. Over every float input the result is within 1 ULP of the correctly rounded exp.
-  llvm::Value *y = horner(r, {1.381893875e-3, 8.368703537e-3, 4.166828841e-2, 1.666652113e-1, 4.999999404e-1, 1.0, 1.0});
+  llvm::Value *y =
+      horner(r, {1.381893875e-3, 8.368703537e-3, 4.166828841e-2, 1.666652113e-1, 4.999999404e-1, 1.0, 1.0});
   if (scalef) {
     auto *vt = llvm::cast<llvm::FixedVectorType>(x->getType());
     std::vector<llvm::Value *> args = {y, n, llvm::UndefValue::get(vt),

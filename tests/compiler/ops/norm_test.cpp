@@ -2,6 +2,7 @@
 // sampled configs through the C back end.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -68,6 +69,56 @@ TEST(Norm, SoftmaxRowsWithEpilogueAndOneDimension) {
   testing::check_against_reference(
       one, testing::test_configs(one, 2, 86),
       [&](const std::vector<Host> &in) { return naive_softmax(in[0], 0, false); }, 2e-5);
+}
+
+// Softmax over the last axis through the LLVM back end (the vector exp with vscalefps where the
+// host has AVX-512) against the double reference, element by element: rows a vector divides
+// (128: the unrolled loops) and rows it does not (1000, 33, 7), at the default config and with
+// the exp inlined. Values spread over +-40, so the exps span about 35 decades. Masked rows: all
+// -inf but one value (that value's probability is 1, the others 0), half -inf, and all -inf
+// (NaN everywhere, as in torch).
+TEST(Norm, SoftmaxLastAxisMatchesDoubleWithTailsAndInfiniteRows) {
+  const std::vector<std::vector<int64_t>> shapes = {{1, 1000}, {1, 7, 33}, {2, 3, 7}, {1, 4, 3, 128}};
+  for (const auto &shape : shapes) {
+    ops::Task task("softmax.x86", Json::object({{"data", tensor(shape)}}), kTarget);
+    ops::Compute c = task.compute(task.default_config());
+    std::vector<deploy::Tensor> inputs = testing::make_inputs(c, 31);
+    const int64_t len = shape.back(), rows = inputs[0].numel() / len;
+    std::mt19937_64 rng(static_cast<uint64_t>(len));
+    std::normal_distribution<double> value(0.0, 12.0);
+    for (int64_t i = 0; i < inputs[0].numel(); ++i)
+      testing::set_elem(inputs[0], i, std::clamp(value(rng), -40.0, 40.0));
+    if (rows >= 3) {
+      for (int64_t k = 0; k < len; ++k) {
+        if (k != len / 3) testing::set_elem(inputs[0], k, -INFINITY);      // row 0: one value left
+        if (k % 2 == 0) testing::set_elem(inputs[0], len + k, -INFINITY);  // row 1: half masked
+        testing::set_elem(inputs[0], (rows - 1) * len + k, -INFINITY);     // last row: all masked
+      }
+    }
+    const Host want = naive_softmax(testing::to_host(inputs[0]), static_cast<int64_t>(shape.size()) - 1, false);
+    const autotune::Config def = task.default_config();
+    for (const autotune::Config &cfg : {def, task.space().parse_config_text("exp_inline=1", def)}) {
+      SCOPED_TRACE(testing::tensor(shape).dump() + " config " + cfg.to_string());
+      const deploy::Tensor got = testing::run_config_llvm(task, cfg, inputs)[0];
+      int64_t bad = 0, nans = 0;
+      for (int64_t i = 0; i < got.numel(); ++i) {
+        const double w = want.data[static_cast<size_t>(i)], g = testing::get_elem(got, i);
+        if (std::isnan(w)) {
+          nans += std::isnan(g) ? 1 : 0;
+          continue;
+        }
+        if (!(std::fabs(g - w) <= 1e-5 * std::fabs(w) + 1e-44)) {
+          if (bad++ < 3) ADD_FAILURE() << "element " << i << ": " << g << " against " << w;
+        }
+      }
+      EXPECT_EQ(bad, 0);
+      EXPECT_EQ(nans, rows >= 3 ? len : 0) << "an all -inf row gives NaN, no other row does";
+      if (rows >= 3) {
+        EXPECT_EQ(testing::get_elem(got, len / 3), 1.0);
+        EXPECT_EQ(testing::get_elem(got, 0), 0.0);
+      }
+    }
+  }
 }
 
 Host naive_layer_norm(const Host &x, int64_t first, double eps, const Host *gamma, const Host *beta) {
