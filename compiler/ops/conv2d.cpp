@@ -5,7 +5,9 @@
 //                              are the knobs tile_ic / tile_oc (or fixed by the arguments); 1x1
 //                              kernels get the conv2d_avx_1x1 schedule (a tile_oh knob); the taps
 //                              in the padding are skipped (border and interior regions) rather
-//                              than read from a padded copy of the input;
+//                              than read from a padded copy of the input; the default register
+//                              tile's width is a divisor of the output width, or a power of two
+//                              with a tail tile where the divisors are too small (odd widths);
 //   depthwise_conv2d_nchw.x86  depthwise with a channel multiplier (kernel [C, M, KH, KW]);
 //   depthwise_conv2d_nchwc.x86 depthwise (multiplier 1) in the blocked layouts: data NCHW[c_bn]c,
 //                              kernel [C/c_bn, 1, KH, KW, 1, c_bn], output NCHW[c_bn]c, with the
