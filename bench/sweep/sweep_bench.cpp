@@ -142,6 +142,8 @@ int main(int argc, char **argv) {
   workloads.push_back(bench::conv_layer(256, 14, 512, 3, 2, 1));
   workloads.push_back(bench::conv_layer(256, 14, 512, 1, 2, 0));
   workloads.push_back(bench::conv_layer(512, 7, 512, 3, 1, 1));
+  // SqueezeNet 1.1's stem: three input channels, stride 2, no padding, an odd output width (111).
+  workloads.push_back(bench::conv_layer(3, 224, 64, 3, 2, 0));
   // MobileNet depthwise layers: stride 1 and stride 2.
   workloads.push_back(bench::conv_layer(32, 112, 32, 3, 1, 1, true));
   workloads.push_back(bench::conv_layer(128, 56, 128, 3, 2, 1, true));

@@ -5,7 +5,9 @@
 //                              are the knobs tile_ic / tile_oc (or fixed by the arguments); 1x1
 //                              kernels get the conv2d_avx_1x1 schedule (a tile_oh knob); the taps
 //                              in the padding are skipped (border and interior regions) rather
-//                              than read from a padded copy of the input;
+//                              than read from a padded copy of the input; the default register
+//                              tile's width is a divisor of the output width, or a power of two
+//                              with a tail tile where the divisors are too small (odd widths);
 //   depthwise_conv2d_nchw.x86  depthwise with a channel multiplier (kernel [C, M, KH, KW]);
 //   depthwise_conv2d_nchwc.x86 depthwise (multiplier 1) in the blocked layouts: data NCHW[c_bn]c,
 //                              kernel [C/c_bn, 1, KH, KW, 1, c_bn], output NCHW[c_bn]c, with the
@@ -443,6 +445,17 @@ struct NchwcTile {
 // divide the output width (then one vector with more columns does better). The accumulators stay
 // within the register file next to the kernel vectors and a broadcast, and within 16: more do not
 // add throughput, and on AVX-512 the larger tiles measured slower. Ties go to more accumulators.
+// The output columns of the register tile: the largest divisor of the output width within `cap`,
+// unless it fills less than half of the room (an odd width such as 111 = 3 x 37 or a prime one),
+// then the largest power of two within `cap`, with a tail tile for the rest of the row.
+int64_t tile_columns(int64_t width, int64_t cap) {
+  const int64_t d = largest_divisor_at_most(width, cap);
+  if (width <= cap || 2 * d > cap) return d;
+  int64_t p = 1;
+  while (2 * p <= cap) p *= 2;
+  return p;
+}
+
 Config default_nchwc(const ConfigSpace &s, const Conv &c, const Target &t) {
   const int64_t lanes = t.lanes(c.out), regs = t.vector_registers();
   const int64_t min_acc = 8, max_acc = 2 * min_acc;
@@ -462,7 +475,7 @@ Config default_nchwc(const ConfigSpace &s, const Conv &c, const Target &t) {
     for (int64_t rows : {1, 2}) {
       if (rows == 2 && !two_rows) break;
       x.rows = rows;
-      x.cols = largest_divisor_at_most(c.OW, std::max<int64_t>(1, limit / (x.vecs * rows)));
+      x.cols = tile_columns(c.OW, std::max<int64_t>(1, limit / (x.vecs * rows)));
       const double e = efficiency(x);
       if (e > best_eff + 1e-9 || (e > best_eff - 1e-9 && x.accumulators() > best.accumulators())) {
         best = x;
@@ -478,7 +491,7 @@ Config default_nchwc(const ConfigSpace &s, const Conv &c, const Target &t) {
   std::vector<std::pair<std::string, Json>> v = {
       {"tile_ic", Json::array_of(std::vector<int64_t>{c.C / ic_bn, ic_bn})},
       {"tile_oc", Json::array_of(std::vector<int64_t>{c.OC / best.oc_bn, best.oc_bn})},
-      {"tile_ow", Json::array_of(std::vector<int64_t>{c.OW / best.cols, best.cols})}};
+      {"tile_ow", Json::array_of(std::vector<int64_t>{ceil_div(c.OW, best.cols), best.cols})}};
   if (c.is_1x1()) {
     v.emplace_back("tile_oh", Json(best.rows));
   } else {

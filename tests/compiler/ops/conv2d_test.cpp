@@ -248,6 +248,47 @@ TEST(Conv2d, NchwcDefaultsAcrossVectorWidths) {
   }
 }
 
+// The stem family: 3 input channels, stride 2, 3x3 kernels, odd output widths that few small tile
+// widths divide (13 and 11 are prime, 111 = 3 x 37), with and without padding. The default config
+// of every vector width (a power-of-two tile with a tail tile where the width's divisors are too
+// small), sampled configs and a tail of one column, against the naive convolution.
+TEST(Conv2d, NchwcStemShapes) {
+  struct Case {
+    std::vector<int64_t> data, kernel;
+    std::vector<int64_t> pad;  // top, left, bottom, right
+  };
+  const std::vector<Case> cases = {{{1, 3, 27, 27}, {64, 3, 3, 3}, {0, 0, 0, 0}},
+                                   {{1, 3, 25, 25}, {64, 3, 3, 3}, {1, 1, 1, 1}},
+                                   {{1, 3, 24, 23}, {32, 3, 3, 3}, {0, 1, 1, 0}},
+                                   {{1, 3, 224, 224}, {64, 3, 3, 3}, {0, 0, 0, 0}}};
+  uint64_t seed = 80;
+  for (const Case &k : cases) {
+    const ConvParams p = strided_padded(2, k.pad);
+    const Json epi = Json::array({ops::epilogue::bias_add(), ops::epilogue::relu()});
+    const bool small = k.data[2] < 100;
+    for (const char *target : {"llvm -mcpu=znver4", "llvm -mcpu=haswell"}) {
+      if (!small && std::string(target) != "llvm -mcpu=znver4") continue;  // the full stem: one width
+      ops::Task task("conv2d_nchwc.x86", conv_args(k.data, k.kernel, p, epi), driver::resolve_target(target));
+      const autotune::Config def = task.default_config();
+      SCOPED_TRACE(std::string(target) + " " + task.workload().args.dump() + " " + def.to_string());
+      const int64_t ow = (k.data[3] + k.pad[1] + k.pad[3] - 3) / 2 + 1;
+      const auto tow = def.split("tile_ow");
+      EXPECT_GE(tow[0] * tow[1], ow);
+      EXPECT_LT((tow[0] - 1) * tow[1], ow);
+      std::vector<autotune::Config> configs = {def};
+      if (small) {
+        for (const auto &c : testing::test_configs(task, 3, ++seed)) configs.push_back(c);
+        configs.push_back(
+            task.space().from_values({{"tile_ic", Json::array_of(std::vector<int64_t>{1, 3})},
+                                      {"tile_oc", Json::array_of(std::vector<int64_t>{2, k.kernel[0] / 2})},
+                                      {"tile_ow", Json::array_of(std::vector<int64_t>{(ow + 3) / 4, 4})},
+                                      {"unroll_kw", 1}}));
+      }
+      check_nchwc_configs(task, k.data, k.kernel, p, epi, configs, seed, 1e-5);
+    }
+  }
+}
+
 // The taps in the zero padding are skipped (bounds checks that loop partitioning turns into border
 // and interior regions) rather than read from a padded copy: padding of 1 to 3 on small inputs
 // (7x7, 4x4), kernels 1 to 7, strides 1 and 2, uneven padding, windows that cross both borders at
