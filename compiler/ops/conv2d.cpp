@@ -437,14 +437,6 @@ struct NchwcTile {
   int64_t loads() const { return rows * cols + vecs; }
 };
 
-// The default picks the register tile with a small throughput model: with two FMA pipes of
-// latency four (and two load ports), a step runs at peak when it has at least 8 independent
-// accumulators and no more loads than FMAs, so the fraction of peak is
-// accumulators / max(accumulators, loads, 8). One vector of output channels is load-bound
-// (n FMAs for n + 1 loads), so the block is two vectors unless that leaves too few columns that
-// divide the output width (then one vector with more columns does better). The accumulators stay
-// within the register file next to the kernel vectors and a broadcast, and within 16: more do not
-// add throughput, and on AVX-512 the larger tiles measured slower. Ties go to more accumulators.
 // The output columns of the register tile: the largest divisor of the output width within `cap`,
 // unless it fills less than half of the room (an odd width such as 111 = 3 x 37 or a prime one),
 // then the largest power of two within `cap`, with a tail tile for the rest of the row.
@@ -456,6 +448,14 @@ int64_t tile_columns(int64_t width, int64_t cap) {
   return p;
 }
 
+// The default picks the register tile with a small throughput model: with two FMA pipes of
+// latency four (and two load ports), a step runs at peak when it has at least 8 independent
+// accumulators and no more loads than FMAs, so the fraction of peak is
+// accumulators / max(accumulators, loads, 8). One vector of output channels is load-bound
+// (n FMAs for n + 1 loads), so the block is two vectors unless that leaves too few columns that
+// divide the output width (then one vector with more columns does better). The accumulators stay
+// within the register file next to the kernel vectors and a broadcast, and within 16: more do not
+// add throughput, and on AVX-512 the larger tiles measured slower. Ties go to more accumulators.
 Config default_nchwc(const ConfigSpace &s, const Conv &c, const Target &t) {
   const int64_t lanes = t.lanes(c.out), regs = t.vector_registers();
   const int64_t min_acc = 8, max_acc = 2 * min_acc;
