@@ -330,6 +330,7 @@ int main(int argc, char **argv) {
       pool_case("avgpool2s2_1x64x56x56", {1, 64, 56, 56}, false, 2, 2, 0, false),
       pool_case("global_avgpool_1x1280x7x7", {1, 1280, 7, 7}, false, 0, 0, 0, true),
       layer_norm_case("layer_norm_1x128x768", {1, 128, 768}),
+      layer_norm_case("layer_norm_1x384x1024", {1, 384, 1024}),
   };
   std::printf("ops omp_wait_policy=%s\n", bench::onednn_wait_policy().c_str());
   const ops::Target tg = driver::resolve_target(target);

@@ -226,6 +226,77 @@ TEST(Norm, LayerNormLargeMeanKeepsTheVariance) {
   }
 }
 
+// Every block of rows (`tile_rows`) with both forms of the statistics, through the C and the LLVM
+// back ends: BERT-like rows, rows no vector width divides, blocks that are the whole dimension,
+// a single short row; and rows of mean 1e4 and standard deviation 1, whose variance a plain sum of
+// squares in float32 would lose (1e8 against 1, below float32's resolution there).
+TEST(Norm, LayerNormRowBlocksMatchTheReference) {
+  struct Case {
+    std::vector<int64_t> shape;
+    double mean, spread, tol;
+  };
+  for (const Case &k :
+       {Case{{1, 16, 768}, 0.0, 1.0, 5e-5}, Case{{1, 6, 33}, 0.0, 1.0, 5e-5}, Case{{2, 7, 33}, 0.0, 1.0, 5e-5},
+        Case{{1, 1, 5}, 0.0, 1.0, 5e-5}, Case{{1, 8, 133}, 1e4, 1.0, 2e-3}, Case{{1, 4, 768}, 1e4, 1.0, 2e-3}}) {
+    ops::Task ln("layer_norm.x86", Json::object({{"data", tensor(k.shape)}, {"epsilon", 1e-5}}), kTarget);
+    ops::Compute c = ln.compute(ln.default_config());
+    std::vector<deploy::Tensor> inputs = testing::make_inputs(c, 13);
+    std::mt19937_64 rng(static_cast<uint64_t>(k.shape[1] * 1000 + k.shape[2]));
+    std::normal_distribution<double> value(k.mean, k.spread);
+    for (int64_t i = 0; i < inputs[0].numel(); ++i) testing::set_elem(inputs[0], i, value(rng));
+    std::vector<Host> host;
+    for (const auto &t : inputs) host.push_back(testing::to_host(t));
+    const Host want = naive_layer_norm(host[0], 2, 1e-5, &host[1], &host[2]);
+    const int64_t rows = k.shape[1];
+    int checked = 0;
+    for (int64_t r = 1; r <= std::min<int64_t>(rows, 8); ++r) {
+      if (rows % r != 0) continue;
+      for (int one_pass : {1, 0}) {
+        const std::string knobs = "tile_rows=[" + std::to_string(rows / r) + "," + std::to_string(r) +
+                                  "];one_pass=" + std::to_string(one_pass);
+        autotune::Config cfg = ln.space().parse_config_text(knobs, ln.default_config());
+        SCOPED_TRACE("shape " + std::to_string(k.shape[1]) + "x" + std::to_string(k.shape[2]) + " " + cfg.to_string());
+        ASSERT_EQ(cfg.split("tile_rows")[1], r);
+        // The two-pass form's mean is a float32 sum of the raw values: at mean 1e4 it loses more.
+        const double tol = one_pass || k.mean == 0.0 ? k.tol : 2 * k.tol;
+        EXPECT_LE(testing::rel_error(want, testing::run_config(ln, cfg, inputs)[0]), tol);
+        EXPECT_LE(testing::rel_error(want, testing::run_config_llvm(ln, cfg, inputs)[0]), tol);
+        ++checked;
+      }
+    }
+    EXPECT_GE(checked, 2);
+  }
+}
+
+// Epsilon is added to the variance: rows of +1 and -1 (variance 1) with epsilon 0.5 scale by
+// 1 / sqrt(1.5), not by 1; constant rows (variance 0) give beta, not NaN or infinity. Both forms of
+// the statistics, blocks of 1 and 4 rows.
+TEST(Norm, LayerNormEpsilonIsAddedToTheVariance) {
+  for (double eps : {0.5, 1e-5}) {
+    ops::Task ln("layer_norm.x86", Json::object({{"data", tensor({1, 8, 40})}, {"epsilon", eps}}), kTarget);
+    ops::Compute c = ln.compute(ln.default_config());
+    std::vector<deploy::Tensor> inputs = testing::make_inputs(c, 17);
+    for (int64_t i = 0; i < inputs[0].numel(); ++i) {
+      const int64_t row = i / 40;
+      // Rows 0-3 alternate +1 and -1 around 3; rows 4-7 are constant.
+      testing::set_elem(inputs[0], i, row < 4 ? 3.0 + (i % 2 == 0 ? 1.0 : -1.0) : static_cast<double>(row));
+    }
+    std::vector<Host> host;
+    for (const auto &t : inputs) host.push_back(testing::to_host(t));
+    const Host want = naive_layer_norm(host[0], 2, eps, &host[1], &host[2]);
+    // The reference itself: the first element of row 0 is gamma[0] / sqrt(1 + eps) + beta[0], the
+    // first of row 4 is beta[0].
+    ASSERT_NEAR(want.data[0], host[1].data[0] / std::sqrt(1.0 + eps) + host[2].data[0], 1e-12);
+    ASSERT_EQ(want.data[4 * 40], host[2].data[0]);
+    for (const char *knobs :
+         {"tile_rows=[8,1];one_pass=1", "tile_rows=[2,4];one_pass=1", "tile_rows=[2,4];one_pass=0"}) {
+      autotune::Config cfg = ln.space().parse_config_text(knobs, ln.default_config());
+      SCOPED_TRACE("epsilon " + std::to_string(eps) + " " + cfg.to_string());
+      EXPECT_LE(testing::rel_error(want, testing::run_config_llvm(ln, cfg, inputs)[0]), 1e-5);
+    }
+  }
+}
+
 TEST(Norm, LayerNormRejectsLeadingAxes) {
   Json args = Json::object({{"data", tensor({4, 8})}, {"axes", Json::array_of(std::vector<int64_t>{0})}});
   EXPECT_THROW(ops::Task("layer_norm.x86", args, kTarget), ops::OpError);
