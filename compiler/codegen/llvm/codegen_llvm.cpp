@@ -25,6 +25,7 @@
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/ir/op.h"
+#include "compiler/ir/structural.h"
 #include "compiler/lower/make_packed_api.h"
 #include "deploy/c_abi.h"
 
@@ -248,6 +249,16 @@ class CodeGenLLVM {
   std::unordered_map<const VariableNode *, int> scope_of_;
   std::vector<llvm::MDNode *> scope_md_, noalias_md_;
   llvm::Value *mask_ = nullptr;  // lanes still active inside a vector if_then_else
+  // The short-stride loads of the stores being emitted that read whole strides together with
+  // others of their values (see find_whole_strides): the load -> the start of the unmasked
+  // contiguous span it is picked out of, and how many elements its ramp starts after it.
+  struct WholeStrides {
+    Expr start;
+    unsigned from;
+  };
+  std::unordered_map<const ir::LoadNode *, WholeStrides> whole_strides_;
+  bool in_store_run_ = false;  // whole_strides_ was found over a run of stores
+  void find_whole_strides(const std::vector<const ir::StoreNode *> &stores);
   // The status a failing AssertStmt returns: kKilnErrorArgument in the entry point's checks,
   // kKilnErrorAssert in the kernel.
   int32_t assert_status_ = kKilnErrorAssert;
@@ -1183,6 +1194,19 @@ llvm::Value *CodeGenLLVM::load(const ir::LoadNode *op) {
       // elements read only when no lane is masked off), then the elements picked out of it.
       const unsigned s = static_cast<unsigned>(*stride), wide = lanes * s, span = (lanes - 1) * s + 1;
       auto *wt = llvm::FixedVectorType::get(mt, wide);
+      if (auto whole = whole_strides_.find(op); !mask && whole != whole_strides_.end()) {
+        // Other loads of the store run read the rest of the strides: the whole span unmasked, from
+        // `from` elements before the ramp's base.
+        const unsigned from = whole->second.from;
+        const Expr &start = whole->second.start;
+        llvm::Value *ptr = b_.CreateInBoundsGEP(mt, base, index(start));
+        ptr = b_.CreateBitCast(ptr, wt->getPointerTo());
+        llvm::LoadInst *all = b_.CreateAlignedLoad(wt, ptr, access_align(buf, start, mt));
+        annotate(all, buf);
+        std::vector<int> pick;
+        for (unsigned j = 0; j < lanes; ++j) pick.push_back(static_cast<int>(from + j * s));
+        return from_memory(b_.CreateShuffleVector(all, pick), et);
+      }
       llvm::Value *wide_mask;
       if (mask) {
         std::vector<int> spread;
@@ -1277,9 +1301,27 @@ void CodeGenLLVM::stmt(const Stmt &s) {
     case NodeType::IfThenElse:
       if_stmt(s.as<ir::IfThenElseNode>());
       return;
-    case NodeType::Block:
-      for (const auto &c : s.as<ir::BlockNode>()->stmts) stmt(c);
+    case NodeType::Block: {
+      // Runs of consecutive stores together, for the loads that read whole strides across them.
+      const std::vector<Stmt> &stmts = s.as<ir::BlockNode>()->stmts;
+      for (size_t i = 0; i < stmts.size();) {
+        std::vector<const ir::StoreNode *> run;
+        for (size_t j = i; j < stmts.size() && stmts[j].as<ir::StoreNode>(); ++j) {
+          run.push_back(stmts[j].as<ir::StoreNode>());
+        }
+        if (run.size() < 2) {
+          stmt(stmts[i++]);
+          continue;
+        }
+        find_whole_strides(run);
+        in_store_run_ = true;
+        for (const ir::StoreNode *st : run) store(st);
+        in_store_run_ = false;
+        whole_strides_.clear();
+        i += run.size();
+      }
       return;
+    }
     case NodeType::Evaluate: {
       const auto *op = s.as<ir::EvaluateNode>();
       if (!ir::is_const(op->value)) expr(op->value);
@@ -1327,6 +1369,98 @@ void CodeGenLLVM::let_stmt(const ir::LetStmtNode *op) {
   pop_var(op->var);
 }
 
+// Short-stride vector loads that read whole strides together: loads of one buffer with the same
+// stride s (2 to 4) and lanes, unpredicated, evaluated unconditionally in a run of consecutive
+// stores (every store of the run is executed once the first is; the loads reached from the stored
+// values only through arithmetic, casts and broadcasts), at ramp bases b + o and b + o + s - 1,
+// read between them every element of [b + o, b + o + lanes * s). Any such load at b + o + k
+// (0 <= k < s) may then read that span as one unmasked contiguous load: no element outside what
+// the run's loads read anyway. (The pair x[2j], x[2j + 1] of a stride-2 window is the common
+// case, whether its taps are added in one value or accumulated by one store each.)
+void CodeGenLLVM::find_whole_strides(const std::vector<const ir::StoreNode *> &stores) {
+  whole_strides_.clear();
+  struct Strided {
+    const ir::LoadNode *load;
+    Expr base, rest;  // the ramp base, and it less its constant offset
+    int64_t offset, stride;
+  };
+  std::vector<Strided> found;
+  std::function<void(const Expr &)> walk;
+  auto both = [&](const auto *op) {
+    walk(op->a);
+    walk(op->b);
+  };
+  walk = [&](const Expr &e) {
+    switch (e.node_type()) {
+      case NodeType::Add:
+        return both(e.as<ir::AddNode>());
+      case NodeType::Sub:
+        return both(e.as<ir::SubNode>());
+      case NodeType::Mul:
+        return both(e.as<ir::MulNode>());
+      case NodeType::Div:
+        return both(e.as<ir::DivNode>());
+      case NodeType::Min:
+        return both(e.as<ir::MinNode>());
+      case NodeType::Max:
+        return both(e.as<ir::MaxNode>());
+      case NodeType::Cast:
+        walk(e.as<ir::CastNode>()->value);
+        return;
+      case NodeType::Broadcast:
+        walk(e.as<ir::BroadcastNode>()->value);
+        return;
+      case NodeType::Load: {
+        const auto *ld = e.as<ir::LoadNode>();
+        const auto *r = ld->index.as<ir::RampNode>();
+        auto stride = r ? ir::as_const_int(r->stride) : std::nullopt;
+        if (ld->predicate.defined() || !stride || *stride < 2 || *stride > 4 || r->lanes != ld->type.lanes()) return;
+        Expr rest = r->base;
+        int64_t offset = 0;
+        if (auto c = ir::as_const_int(r->base)) {
+          rest = ir::make_const(r->base.type(), static_cast<int64_t>(0));
+          offset = *c;
+        } else if (const auto *add = r->base.as<ir::AddNode>()) {
+          if (auto c = ir::as_const_int(add->b)) {
+            rest = add->a;
+            offset = *c;
+          }
+        } else if (const auto *sub = r->base.as<ir::SubNode>()) {
+          if (auto c = ir::as_const_int(sub->b)) {
+            rest = sub->a;
+            offset = -*c;
+          }
+        }
+        found.push_back({ld, r->base, rest, offset, *stride});
+        return;
+      }
+      default:
+        return;
+    }
+  };
+  for (const ir::StoreNode *st : stores) {
+    if (st->value.type().lanes() > 1) walk(st->value);
+  }
+  auto at = [&](const Strided &of, int64_t offset) -> const Strided * {
+    for (const Strided &g : found) {
+      if (g.offset == offset && g.stride == of.stride && g.load->buffer_var.same_as(of.load->buffer_var) &&
+          g.load->type == of.load->type && ir::structural_equal(g.rest, of.rest)) {
+        return &g;
+      }
+    }
+    return nullptr;
+  };
+  for (const Strided &l : found) {
+    for (int64_t k = 0; k < l.stride; ++k) {
+      const Strided *first = at(l, l.offset - k);
+      if (first && at(l, l.offset - k + l.stride - 1)) {
+        whole_strides_[l.load] = {first->base, static_cast<unsigned>(k)};
+        break;
+      }
+    }
+  }
+}
+
 void CodeGenLLVM::store(const ir::StoreNode *op) {
   const BufferInfo &buf = lookup_buf(op->buffer_var);
   const DataType t = op->value.type();
@@ -1334,7 +1468,9 @@ void CodeGenLLVM::store(const ir::StoreNode *op) {
   const unsigned lanes = static_cast<unsigned>(t.lanes());
   llvm::Type *mt = mem_type(et);
   llvm::Value *base = element_ptr(buf, mt);
+  if (!in_store_run_) find_whole_strides({op});
   llvm::Value *value = to_memory(expr(op->value), et);
+  if (!in_store_run_) whole_strides_.clear();
   llvm::Value *mask = op->predicate.defined() ? expr(op->predicate) : nullptr;
   if (lanes == 1) {
     llvm::Value *ptr = b_.CreateInBoundsGEP(mt, base, index(op->index));

@@ -400,6 +400,54 @@ TEST(LLVMCodegenTest, PredicatedAndStridedVectorAccesses) {
   EXPECT_NE(ir_text.find("@llvm.masked.scatter.v8f32"), std::string::npos);
 }
 
+// Stride-2 loads of a pair x[2j], x[2j + 1] in one value, or in consecutive stores (a sum
+// accumulated tap by tap), read the whole span between them, so it is loaded unmasked and
+// deinterleaved; a stride-2 load alone, or paired with one that does not cover the span's last
+// element, stays a masked load of its span, which at the very end of a buffer reads nothing past
+// it. Values agree with the interpreter either way.
+TEST(LLVMCodegenTest, StridedPairsLoadTheirWholeSpanUnmasked) {
+  Buffer A = ir::make_buffer("A", Float(32), {32});
+  Buffer E = ir::make_buffer("E", Float(32), {31});
+  Buffer P = ir::make_buffer("P", Float(32), {16});
+  Buffer L = ir::make_buffer("L", Float(32), {8});
+  Buffer F = ir::make_buffer("F", Float(32), {8});
+  Buffer Q = ir::make_buffer("Q", Float(32), {8});
+  Var i("i");
+  // Pairs at 16 i and 16 i + 1 (the second pair's span ends at A's last element).
+  Stmt pair = loop(i, 2,
+                   store(P, load(A, ramp(i * 16, 2, 8)) + load(A, ramp(i * 16 + 1, 2, 8)) * bcast(Expr(2.0f), 8),
+                         ramp(i * 8, 1, 8)));
+  // E is 31 long: the span of a stride-2 load at 16 is 15 elements, its whole strides 16.
+  Stmt lone = store(L, load(E, ramp(16, 2, 8)), ramp(0, 1, 8));
+  Stmt far = store(F, load(E, ramp(14, 2, 8)) - load(E, ramp(16, 2, 8)), ramp(0, 1, 8));
+  // The pair accumulated by two stores, the second pair ending at A's last element.
+  Stmt split = ir::BlockNode::make({store(Q, load(A, ramp(17, 2, 8)), ramp(0, 1, 8)),
+                                    store(Q, load(Q, ramp(0, 1, 8)) + load(A, ramp(16, 2, 8)), ramp(0, 1, 8))});
+  std::vector<float> a(32), e(31);
+  for (int x = 0; x < 32; ++x) a[x] = 0.75f * x - 5;
+  for (int x = 0; x < 31; ++x) e[x] = 2.0f * x + 1;
+  auto f = make_func("pairs", {A, E, P, L, F, Q}, {}, ir::BlockNode::make({pair, lone, far, split}));
+  auto r = run_interp_and_llvm(f, {make_tensor<float>({32}, a), make_tensor<float>({31}, e), filled<float>({16}, 0.0f),
+                                   filled<float>({8}, 0.0f), filled<float>({8}, 0.0f), filled<float>({8}, 0.0f)});
+  expect_same(r);
+  const auto pv = values<float>(r.llvm[2]);
+  for (int x = 0; x < 16; ++x) EXPECT_EQ(pv[x], a[2 * x] + a[2 * x + 1] * 2.0f) << x;
+  EXPECT_EQ(values<float>(r.llvm[3])[7], e[30]);
+  EXPECT_EQ(values<float>(r.llvm[5])[7], a[31] + a[30]);
+  const auto only = [&](const Stmt &s, const char *name) {
+    return codegen::emit_llvm_ir({make_func(name, {A, E, P, L, F, Q}, {}, s)}, native_options(), false);
+  };
+  const std::string pair_ir = only(pair, "pair"), lone_ir = only(lone, "lone"), far_ir = only(far, "far");
+  const std::string split_ir = only(split, "split");
+  EXPECT_EQ(count(split_ir, "llvm.masked.load"), 0u) << split_ir;
+  EXPECT_EQ(count(split_ir, "load <16 x float>"), 2u) << split_ir;
+  EXPECT_EQ(count(pair_ir, "llvm.masked.load"), 0u) << pair_ir;
+  EXPECT_NE(pair_ir.find("load <16 x float>"), std::string::npos) << pair_ir;
+  EXPECT_NE(lone_ir.find("@llvm.masked.load.v16f32"), std::string::npos) << lone_ir;
+  EXPECT_EQ(lone_ir.find("load <16 x float>"), std::string::npos) << lone_ir;
+  EXPECT_EQ(count(far_ir, "call <16 x float> @llvm.masked.load"), 2u) << far_ir;
+}
+
 // if_then_else evaluates only the branch taken: per lane through masked loads for a vector
 // condition. The reads it guards would be out of bounds.
 TEST(LLVMCodegenTest, IfThenElseGuardsItsReads) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "compiler/codegen/llvm/llvm_module.h"
 #include "compiler/ops/epilogue.h"
 #include "tests/compiler/ops/op_test_util.h"
 
@@ -278,6 +279,46 @@ TEST(Pool, AverageOfNegativeZerosIsNegativeZero) {
     for (int64_t i = 0; i < out.numel(); ++i) {
       ASSERT_EQ(out.data_as<float>()[i], 0.0f) << "element " << i;
       ASSERT_TRUE(std::signbit(out.data_as<float>()[i])) << "element " << i;
+    }
+  }
+}
+
+// A 2x2 stride-2 NCHW pool's window columns x[2j] and x[2j + 1] read whole strides together: the
+// default config loads its input rows unmasked (two contiguous loads and a deinterleave per row of
+// a full output vector; no masked 32-lane load, no gather). Through the LLVM back end, max and
+// average agree with naive C++ at rows of 112, 75 (odd: the last input column unread) and 32
+// columns, plain, with ceil_mode (the last window half outside), and padded with the padding
+// counted or not.
+TEST(Pool, StridedWindowPairsLoadUnmasked) {
+  for (bool is_max : {false, true}) {
+    PoolParams p;
+    p.is_max = is_max;
+    ops::Task task("pool2d.x86", pool_args({1, 64, 112, 112}, p), kTarget);
+    ir::LoweredFunc f = task.lower(task.default_config(), "op");
+    codegen::LLVMBuildOptions o;
+    o.target = "llvm -mcpu=znver4";
+    const std::string text = codegen::emit_llvm_ir({f}, o);
+    SCOPED_TRACE(is_max ? "max" : "avg");
+    EXPECT_EQ(text.find("masked.gather"), std::string::npos);
+    EXPECT_EQ(text.find("masked.load.v32f32"), std::string::npos) << text;
+    EXPECT_NE(text.find("load <32 x float>"), std::string::npos) << text;
+    PoolParams ceil = p, padded = p, counted;
+    ceil.ceil_mode = true;
+    padded.pt = padded.pl = padded.pb = padded.pr = 1;
+    counted = padded;
+    counted.include_pad = true;
+    for (const PoolParams &q : {p, ceil, padded, counted}) {
+      for (const std::vector<int64_t> &shape :
+           {std::vector<int64_t>{1, 3, 8, 112}, std::vector<int64_t>{1, 2, 7, 75}, std::vector<int64_t>{2, 2, 5, 32}}) {
+        ops::Task small("pool2d.x86", pool_args(shape, q), kTarget);
+        const autotune::Config cfg = small.default_config();
+        std::vector<deploy::Tensor> inputs = testing::make_inputs(small.compute(cfg), 5);
+        SCOPED_TRACE(cfg.to_string() + " width " + std::to_string(shape[3]) + (q.ceil_mode ? " ceil" : "") +
+                     (q.pt ? " padded" : "") + (q.include_pad ? " counted" : ""));
+        EXPECT_LE(testing::rel_error(naive_pool(testing::to_host(inputs[0]), q),
+                                     testing::run_config_llvm(small, cfg, inputs)[0]),
+                  1e-5);
+      }
     }
   }
 }
