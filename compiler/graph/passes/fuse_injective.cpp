@@ -1,6 +1,7 @@
 // Injective groups (TVM's kInjective rule): elementwise, broadcast and injective nodes grouped by
-// the post-dominator rule of fuse_ops.h; a group with an injective member becomes one
-// FusedInjective node (op_fused.cpp), whose kernel builds every member through its own op.
+// the post-dominator rule of fuse_ops.h, and into a reduction after them; a group with an injective
+// member or a reduction becomes one FusedInjective node (op_fused.cpp), whose kernel builds every
+// member through its own op.
 #include <map>
 #include <set>
 
@@ -28,6 +29,20 @@ bool injective_member(const std::string &op) {
   static const std::set<std::string> ops = {"Transpose", "Slice", "Pad",          "Gather",
                                             "Expand",    "Tile",  "DepthToSpace", "SpaceToDepth"};
   return ops.count(op) != 0;
+}
+
+// The reductions whose kernel is a tensor-expression compute of one output: a group's root, taking
+// the elementwise and injective nodes before it.
+bool reduction_root(const Graph &g, const Node &n) {
+  static const std::set<std::string> ops = {"ReduceSum",       "ReduceMean",     "ReduceMax", "ReduceMin",
+                                            "ReduceProd",      "ReduceL1",       "ReduceL2",  "ReduceLogSum",
+                                            "ReduceLogSumExp", "ReduceSumSquare"};
+  if (!ops.count(n.op) || n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] == kNoValue) return false;
+  if (n.inputs.size() > 1 && n.inputs[1] != kNoValue && !g.value(n.inputs[1]).is_constant()) return false;
+  for (const auto &[key, a] : n.attrs) {
+    if (a.kind == Attribute::Kind::Tensor) return false;
+  }
+  return fusable_dtype(g.value(n.inputs[0]).type.dtype) && fusable_dtype(g.value(n.outputs[0]).type.dtype);
 }
 
 bool is_const_input(const OpDef &def, size_t i) {
@@ -70,9 +85,11 @@ bool injective_fusable(const Graph &g, const Node &n) {
 Graph fuse_injective(const Graph &g) {
   const size_t count = g.nodes().size();
   // A view joins a group inside it, never as its root (alone it runs no kernel).
-  std::vector<bool> injective(count, false), fusable(count, false), view(count, false);
+  // A reduction starts a group and joins none.
+  std::vector<bool> injective(count, false), fusable(count, false), view(count, false), reduction(count, false);
   for (size_t k = 0; k < count; ++k) {
     const Node &n = g.nodes()[k];
+    reduction[k] = reduction_root(g, n);
     fusable[k] = injective_fusable(g, n) || elementwise_fusable(g, n);
     view[k] = fusable[k] && find_op(n.op)->view;
     injective[k] = fusable[k] && injective_member(n.op);
@@ -94,9 +111,9 @@ Graph fuse_injective(const Graph &g) {
     return ins;
   };
   const FusionGroups fg = post_dominator_groups(
-      g, [&](size_t k) { return fusable[k]; }, [&](size_t k) { return fusable[k] && !view[k]; }, kMaxGroupNodes,
-      [&](const std::set<size_t> &ms) { return inputs_of(ms).size() <= kMaxGroupInputs; });
-  // Only groups of two or more nodes that are no views, one of them injective: elementwise-only
+      g, [&](size_t k) { return fusable[k]; }, [&](size_t k) { return (fusable[k] && !view[k]) || reduction[k]; },
+      kMaxGroupNodes, [&](const std::set<size_t> &ms) { return inputs_of(ms).size() <= kMaxGroupInputs; });
+  // Only groups of two or more nodes that are no views, one of them injective or a reduction: elementwise-only
   // groups (with views) are fuse_elementwise's, and a group of one kernel and views would save none.
   std::vector<bool> composite(fg.groups.size(), false);
   for (size_t id = 0; id < fg.groups.size(); ++id) {
@@ -104,7 +121,7 @@ Graph fuse_injective(const Graph &g) {
     bool any_injective = false;
     for (size_t k : fg.groups[id]) {
       computes += view[k] ? 0 : 1;
-      any_injective = any_injective || injective[k];
+      any_injective = any_injective || injective[k] || reduction[k];
     }
     composite[id] = computes >= 2 && any_injective;
   }

@@ -171,9 +171,8 @@ FusionGroups post_dominator_groups(const Graph &g, const std::function<bool(size
   FusionGroups out;
   out.group_of.assign(count, -1);
   for (size_t k = count; k-- > 0;) {
-    if (!fusable(k)) continue;
     const size_t d = ipdom[k];
-    if (d < count && out.group_of[d] >= 0) {
+    if (fusable(k) && d < count && out.group_of[d] >= 0) {
       const int id = out.group_of[d];
       std::set<size_t> &members = out.groups[static_cast<size_t>(id)];
       const auto region = post_dominated_region(

@@ -100,7 +100,9 @@ Graph fuse_elementwise(const Graph &g);
 // kernel that builds each member's compute through its own op (intermediate stages inlined).
 // Elementwise-only groups are left to fuse_elementwise, and views outside a group stay views.
 // Concat (its inputs may be written in place), Split (several outputs) and LayoutTransform (an
-// operator template) end a group. Caps as fuse_elementwise's.
+// operator template) end a group. A reduction (ReduceSum, ReduceMean, ReduceMax, ..., constant
+// axes) starts a group and joins none, so it takes the elementwise and injective nodes before it
+// (ReduceSum(x * x) is one kernel). Caps as fuse_elementwise's.
 Graph fuse_injective(const Graph &g);
 
 // Dead-code elimination: nodes and constants no graph output needs.

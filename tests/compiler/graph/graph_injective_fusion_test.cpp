@@ -239,6 +239,23 @@ TEST(InjectiveFusion, ElementwiseGroupsAndViewsAreLeftAsTheyWere) {
   EXPECT_EQ(count(f, "FusedElementwise"), 1);
 }
 
+// A reduction takes the elementwise nodes before it: ReduceSum(x * x), ReduceMean(|x|) and
+// ReduceMax(exp x) are one kernel each.
+TEST(InjectiveFusion, AReductionTakesItsElementwiseProducers) {
+  Graph g;
+  ValueId x = input(g, {3, 5, 8});
+  ValueId sq = add(g, "Mul", {x, x});
+  g.add_output(add(g, "ReduceSum", {sq, g.add_constant("axes", ints({2}))}, {}, "sum_sq"));
+  g.add_output(add(g, "ReduceMean", {add(g, "Abs", {x})},
+                   {{"axes", Attribute::of_ints({1})}, {"keepdims", Attribute::of_int(0)}}, "mean_abs"));
+  g.add_output(add(g, "ReduceMax", {add(g, "Exp", {x})}, {{"axes", Attribute::of_ints({0, 2})}}, "max_exp"));
+  EXPECT_EQ(kernels(g), 6);
+  const Graph f = optimize_and_check(g);
+  EXPECT_EQ(kernels(f), 3) << print(f);
+  EXPECT_EQ(count(f, "FusedInjective"), 3);
+  for (const auto &n : f.nodes()) EXPECT_EQ(member_ops(n).size(), 2u) << n.op;
+}
+
 TEST(InjectiveFusion, AMalformedSubgraphIsAGraphErrorNamingTheNode) {
   Graph g;
   ValueId x = input(g, {2, 3});
