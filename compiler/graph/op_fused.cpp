@@ -352,8 +352,8 @@ deploy::Tensor constant_of(const OpContext &ctx, const Json &j) {
   return t;
 }
 
-// The subgraph as a graph: the fused node's inputs as its inputs (constants where they are), then
-// the members, each checked by its op's own inference.
+// The subgraph as a graph: the fused node's inputs as its values 0 .. n-1 (constants where they
+// are), then the members, each checked by its op's own inference.
 Graph injective_subgraph(const OpContext &ctx) {
   const Json nodes = subgraph_nodes(ctx);
   Graph sub;
@@ -423,8 +423,12 @@ void fused_injective() {
         const ValueId v = m.inputs[static_cast<size_t>(i)];
         const Value &val = sub.value(v);
         if (val.producer >= 0) return outs[static_cast<size_t>(val.producer)];
-        // A graph input or constant of the subgraph is input x<k> of the fused node.
-        const size_t x = static_cast<size_t>(std::stoi(val.name.substr(1)));
+        // Values 0 .. n-1 of the subgraph are the fused node's inputs; any other value a member reads
+        // as a tensor is a compile-time constant of the subgraph, which only const_inputs may be.
+        if (v < 0 || v >= ctx.num_inputs())
+          ctx.fail(concat("subgraph node ", j, " (", m.op, "): operand ", i,
+                          " is a {\"k\"} constant but the op reads it as a tensor"));
+        const size_t x = static_cast<size_t>(v);
         if (!placeholders[x].defined()) placeholders[x] = add_input(k, ctx, static_cast<int>(x), val.name);
         return placeholders[x];
       };
