@@ -118,12 +118,12 @@ Graph fuse_injective(const Graph &g) {
   std::vector<bool> composite(fg.groups.size(), false);
   for (size_t id = 0; id < fg.groups.size(); ++id) {
     size_t computes = 0;
-    bool any_injective = false;
+    bool injective_or_reduction = false;
     for (size_t k : fg.groups[id]) {
       computes += view[k] ? 0 : 1;
-      any_injective = any_injective || injective[k] || reduction[k];
+      injective_or_reduction = injective_or_reduction || injective[k] || reduction[k];
     }
-    composite[id] = computes >= 2 && any_injective;
+    composite[id] = computes >= 2 && injective_or_reduction;
   }
 
   Rewriter rw(g);

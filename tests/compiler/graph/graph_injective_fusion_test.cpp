@@ -226,6 +226,19 @@ TEST(InjectiveFusion, AGraphOutputInTheMiddleIsKept) {
   EXPECT_EQ(f.value(f.outputs()[0]).name, "mid");
 }
 
+// A Concat ends groups and keeps its inputs: two Transpose -> Relu groups written into it (in
+// place in the artifact) give the same values.
+TEST(InjectiveFusion, GroupsBeforeAConcatAreItsInputs) {
+  Graph g;
+  ValueId a = add(g, "Relu", {add(g, "Transpose", {input(g, {4, 8}, "a")}, {{"perm", Attribute::of_ints({1, 0})}})});
+  ValueId b = add(g, "Exp", {add(g, "Transpose", {input(g, {4, 8}, "b")}, {{"perm", Attribute::of_ints({1, 0})}})});
+  g.add_output(add(g, "Concat", {a, b}, {{"axis", Attribute::of_int(0)}}, "y"));
+  const Graph f = optimize_and_check(g);
+  EXPECT_EQ(count(f, "FusedInjective"), 2) << print(f);
+  EXPECT_EQ(count(f, "Concat"), 1);
+  EXPECT_EQ(kernels(f), 3);
+}
+
 // An elementwise-only group stays FusedElementwise; a view with elementwise ops stays a view.
 TEST(InjectiveFusion, ElementwiseGroupsAndViewsAreLeftAsTheyWere) {
   Graph g;
