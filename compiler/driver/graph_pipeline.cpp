@@ -50,6 +50,7 @@ graph::Graph optimize_graph(const graph::Graph &input, const GraphPipelineOption
       [&](const graph::Graph &x) { return graph::passes::alter_layout(x, resolve_target(options.target)); });
   run("prepack_dense", options.alter_layout,
       [&](const graph::Graph &x) { return graph::passes::prepack_dense(x, resolve_target(options.target)); });
+  run("fuse_injective", options.fuse, graph::passes::fuse_injective);
   run("fuse_elementwise", options.fuse, graph::passes::fuse_elementwise);
   run("eliminate_dead_code", true, graph::passes::eliminate_dead_code);
   return g;

@@ -141,10 +141,11 @@ const std::map<std::string, OpPattern> &pattern_table() {
                                 "QuantizeLinear",
                                 "DequantizeLinear",
                                 "FusedElementwise"});
-    add(OpPattern::kInjective, {"Reshape",      "Flatten", "Squeeze", "Unsqueeze", "Transpose",
-                                "Concat",       "Split",   "Slice",   "Gather",    "GatherElements",
-                                "GatherND",     "Expand",  "Tile",    "Pad",       "DepthToSpace",
-                                "SpaceToDepth", "Trilu",   "Resize",  "OneHot",    kLayoutTransformOp});
+    add(OpPattern::kInjective, {"Reshape",       "Flatten", "Squeeze", "Unsqueeze", "Transpose",
+                                "Concat",        "Split",   "Slice",   "Gather",    "GatherElements",
+                                "GatherND",      "Expand",  "Tile",    "Pad",       "DepthToSpace",
+                                "SpaceToDepth",  "Trilu",   "Resize",  "OneHot",    kLayoutTransformOp,
+                                "FusedInjective"});
     add(OpPattern::kCommReduce, {"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
                                  "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "ArgMax", "ArgMin"});
     add(OpPattern::kOutEWiseFusable,
@@ -296,6 +297,7 @@ std::vector<ir::Expr> kernel_shape(const std::vector<int64_t> &shape) {
 }
 
 te::Tensor add_input(Kernel &k, const OpContext &ctx, int i, const std::string &name) {
+  if (ctx.binding()) return (*ctx.binding())(i);
   const TensorType &t = ctx.in(i);
   te::Tensor p = te::placeholder(kernel_shape(t.shape), t.dtype, name.empty() ? concat("in", i) : name);
   k.placeholders.push_back(p);

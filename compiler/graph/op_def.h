@@ -42,6 +42,13 @@ class OpContext {
   std::vector<double> const_floats(int i) const;
   bool is_constant(int i) const { return has_input(i) && input(i).is_constant(); }
 
+  // For a node built inside a composite kernel (FusedInjective, op_fused.cpp): the tensor that stands
+  // for input i (another member's output, or the composite's placeholder), which add_input returns
+  // instead of making a placeholder. Unset for a node built as a kernel of its own.
+  using InputBinding = std::function<te::Tensor(int i)>;
+  void bind_inputs(const InputBinding *b) { binding_ = b; }
+  const InputBinding *binding() const { return binding_; }
+
   // GraphError "node 'name' (Op): what".
   [[noreturn]] void fail(const std::string &what) const;
   // An axis in [-rank, rank) made non-negative, or a GraphError naming `what`.
@@ -50,6 +57,7 @@ class OpContext {
  private:
   const Graph &graph_;
   const Node &node_;
+  const InputBinding *binding_ = nullptr;
 };
 
 // How the executor builds a node's kernel. Either
@@ -143,7 +151,8 @@ namespace detail {
 inline ir::Expr i32(int64_t v) { return ir::make_const(ir::Int(32), v); }
 // Shapes for kernels: a rank-0 shape becomes [1].
 std::vector<ir::Expr> kernel_shape(const std::vector<int64_t> &shape);
-// A placeholder for node input i (also recorded in k.input_map and k.placeholders).
+// A placeholder for node input i (also recorded in k.input_map and k.placeholders); inside a
+// composite kernel, the tensor the context binds input i to (nothing recorded in k).
 te::Tensor add_input(Kernel &k, const OpContext &ctx, int i, const std::string &name = "");
 // An element of a tensor of logical rank `rank` (a rank-0 tensor is read at [0]).
 ir::Expr at(const te::Tensor &t, int rank, const std::vector<ir::Expr> &index);

@@ -1,5 +1,6 @@
 #pragma once
 // The op families of the op table, one file each; op_def.cpp registers them all once.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,4 +29,6 @@ void check_epilogue_inputs(const OpContext &ctx, int first, const TensorType &ou
 // How many operands an op of a FusedElementwise subgraph takes, or -1 for an op it may not hold
 // (op_fused.cpp).
 int fused_elementwise_arity(const std::string &op);
+// An attribute as a FusedInjective subgraph holds it, or nullopt for a tensor attribute (op_fused.cpp).
+std::optional<contracts::Json> injective_attribute_json(const Attribute &a);
 }  // namespace kiln::graph::detail

@@ -6,9 +6,19 @@
 //       [ceil(n/bn), K, bn] (the last block zero-padded), the template's prepacked layout;
 //   FusedMatMul(a[B,M,K], b[B|1,K,N] or, with transpose_b = 1, b[B|1,N,K], extra...) {epilogue,
 //       transpose_b}: the batch_matmul.x86 template;
-//   FusedElementwise(inputs...) {subgraph}: a group of elementwise ops computed as one kernel.
+//   FusedElementwise(inputs...) {subgraph}: a group of elementwise ops computed as one kernel;
+//   FusedInjective(inputs...) {subgraph}: a group of elementwise, broadcast and injective ops
+//       (Transpose, Slice, Pad, Gather, ...) computed as one kernel, each member's compute built by
+//       its own op's kernel function; a view member (Reshape, ...) reads its input in row-major
+//       order at its shape.
 // The epilogue is a JSON list of compiler/ops/epilogue.h descriptors; descriptors that read a tensor
 // take the extra inputs in order.
+//
+// The subgraph of FusedInjective is a JSON object {"nodes": [...]}, in topological order; the last
+// node's output is the node's output. Each node is {"op", "attrs", "in"}: "attrs" an object of
+// attribute_json() values, "in" one operand per input of the member: {"i": k} (input k of the fused
+// node), {"n": j} (the output of member j < this one), {"k": {"dtype", "shape", "data"}} (an integer
+// constant the member reads at compile time: Slice's starts, Pad's pads) or null (absent).
 //
 // The subgraph of FusedElementwise is a JSON object {"nodes": [...]}, in topological order; the
 // last node's output is the node's output. Each node is {"op", "in", "shape", "dtype"} (and "to"
@@ -16,6 +26,8 @@
 // subgraph node j < this one) or {"c": value} (a scalar constant, of the dtype of the node's first
 // tensor operand; bool for Where's condition). The ops and their operand counts: arity() below.
 #include <algorithm>
+
+#include "compiler/ir/deploy_dtype.h"
 
 #include "compiler/graph/op_def.h"
 #include "compiler/graph/op_families.h"
@@ -296,14 +308,191 @@ void fused_elementwise() {
   register_op(std::move(d));
 }
 
+// --- FusedInjective ---
+
+Attribute attribute_of(const OpContext &ctx, const std::string &key, const Json &j) {
+  const Json *v = nullptr;
+  if (j.is_object() && j.size() == 1) {
+    if ((v = j.find("int")) && v->is_int()) return Attribute::of_int(v->as_int());
+    if ((v = j.find("float")) && v->is_number()) return Attribute::of_float(v->as_double());
+    if ((v = j.find("string")) && v->is_string()) return Attribute::of_string(v->as_string());
+    if ((v = j.find("ints")) && v->is_array()) return Attribute::of_ints(v->as_int_vector());
+    if ((v = j.find("floats")) && v->is_array()) {
+      std::vector<double> f;
+      for (const Json &x : v->as_array()) f.push_back(x.as_double());
+      return Attribute::of_floats(f);
+    }
+    if ((v = j.find("strings")) && v->is_array()) {
+      std::vector<std::string> f;
+      for (const Json &x : v->as_array()) f.push_back(x.as_string());
+      return Attribute::of_strings(f);
+    }
+  }
+  ctx.fail(concat("subgraph attribute '", key, "' is not one of {int, float, string, ints, floats, strings}"));
+}
+
+// An integer constant of the subgraph ({"dtype", "shape", "data"}).
+deploy::Tensor constant_of(const OpContext &ctx, const Json &j) {
+  const std::string dt = j.get_or("dtype", Json("")).as_string();
+  const std::vector<int64_t> shape = j.get_or("shape", Json::array()).as_int_vector();
+  const std::vector<int64_t> data = j.get_or("data", Json::array()).as_int_vector();
+  int64_t numel = 1;
+  for (int64_t e : shape) numel *= e;
+  if ((dt != "int64" && dt != "int32") || numel != static_cast<int64_t>(data.size()))
+    ctx.fail("a subgraph constant must be int64 or int32 data of its shape");
+  deploy::Tensor t =
+      deploy::Tensor::empty(shape, dt == "int64" ? deploy::DType::of<int64_t>() : deploy::DType::of<int32_t>());
+  for (size_t e = 0; e < data.size(); ++e) {
+    if (dt == "int64") {
+      t.data_as<int64_t>()[e] = data[e];
+    } else {
+      t.data_as<int32_t>()[e] = static_cast<int32_t>(data[e]);
+    }
+  }
+  return t;
+}
+
+// The subgraph as a graph: the fused node's inputs as its values 0 .. n-1 (constants where they
+// are), then the members, each checked by its op's own inference.
+Graph injective_subgraph(const OpContext &ctx) {
+  const Json nodes = subgraph_nodes(ctx);
+  Graph sub;
+  std::vector<ValueId> ins;
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    const Value &v = ctx.input(i);
+    ins.push_back(v.is_constant() ? sub.add_constant(concat("x", i), v.constant)
+                                  : sub.add_input(concat("x", i), v.type));
+  }
+  std::vector<ValueId> outs;
+  for (size_t j = 0; j < nodes.size(); ++j) {
+    const Json &n = nodes[j];
+    Node m;
+    m.op = n.get_or("op", Json("")).as_string();
+    m.name = concat(ctx.node().name, "/", j, "_", m.op);
+    m.outputs = {kNoValue};
+    const OpDef *def = find_op(m.op);
+    if (!def || def->evaluate || (!def->view && !def->kernel))
+      ctx.fail(concat("subgraph node ", j, ": op '", m.op, "' builds no kernel"));
+    const Json attrs = n.get_or("attrs", Json::object());
+    if (!attrs.is_object()) ctx.fail(concat("subgraph node ", j, ": attrs is not an object"));
+    for (const auto &[key, a] : attrs.as_object()) m.attrs[key] = attribute_of(ctx, key, a);
+    const Json in = n.get_or("in", Json::array());
+    if (!in.is_array()) ctx.fail(concat("subgraph node ", j, ": in is not a list"));
+    for (size_t o = 0; o < in.size(); ++o) {
+      const Json &r = in[o];
+      const Json *i = r.is_object() ? r.find("i") : nullptr;
+      const Json *p = r.is_object() ? r.find("n") : nullptr;
+      const Json *c = r.is_object() ? r.find("k") : nullptr;
+      if (r.is_null()) {
+        m.inputs.push_back(kNoValue);
+      } else if (i && i->is_int() && i->as_int() >= 0 && i->as_int() < ctx.num_inputs()) {
+        m.inputs.push_back(ins[static_cast<size_t>(i->as_int())]);
+      } else if (p && p->is_int() && p->as_int() >= 0 && p->as_int() < static_cast<int64_t>(j)) {
+        m.inputs.push_back(outs[static_cast<size_t>(p->as_int())]);
+      } else if (c && c->is_object()) {
+        m.inputs.push_back(sub.add_constant(concat("k", j, "_", o), constant_of(ctx, *c)));
+      } else {
+        ctx.fail(concat("subgraph node ", j, ": operand ", o, " is not {\"i\"}, {\"n\"}, {\"k\"} or null"));
+      }
+    }
+    const std::vector<TensorType> types = infer_types(sub, m);
+    if (types.size() != 1) ctx.fail(concat("subgraph node ", j, " (", m.op, ") must have one output"));
+    outs.push_back(sub.add_node(m, {m.name}, types)[0]);
+  }
+  return sub;
+}
+
+void fused_injective() {
+  OpDef d;
+  d.name = "FusedInjective";
+  d.internal = true;
+  d.min_inputs = 1;
+  d.max_inputs = 64;
+  d.infer = [](const OpContext &ctx) {
+    const Graph sub = injective_subgraph(ctx);
+    return std::vector<TensorType>{sub.value(sub.nodes().back().outputs[0]).type};
+  };
+  d.kernel = [](const OpContext &ctx) {
+    Kernel k;
+    const Graph sub = injective_subgraph(ctx);
+    std::vector<te::Tensor> outs(sub.nodes().size()), placeholders(static_cast<size_t>(ctx.num_inputs()));
+    for (size_t j = 0; j < sub.nodes().size(); ++j) {
+      const Node &m = sub.nodes()[j];
+      OpContext mctx(sub, m);
+      const OpContext::InputBinding bind = [&](int i) {
+        const ValueId v = m.inputs[static_cast<size_t>(i)];
+        const Value &val = sub.value(v);
+        if (val.producer >= 0) return outs[static_cast<size_t>(val.producer)];
+        // Values 0 .. n-1 of the subgraph are the fused node's inputs; any other value a member reads
+        // as a tensor is a compile-time constant of the subgraph, which only const_inputs may be.
+        if (v < 0 || v >= ctx.num_inputs())
+          ctx.fail(concat("subgraph node ", j, " (", m.op, "): operand ", i,
+                          " is a {\"k\"} constant but the op reads it as a tensor"));
+        const size_t x = static_cast<size_t>(v);
+        if (!placeholders[x].defined()) placeholders[x] = add_input(k, ctx, static_cast<int>(x), val.name);
+        return placeholders[x];
+      };
+      if (find_op(m.op)->view) {
+        // A view inside the group: its input's elements in row-major order at its own shape.
+        const te::Tensor in = bind(0);
+        const std::vector<int64_t> &is = sub.value(m.inputs[0]).type.shape, &os = sub.value(m.outputs[0]).type.shape;
+        outs[j] = compute(
+            os,
+            [&](const std::vector<Expr> &idx) {
+              Expr flat = i32(0);
+              for (size_t a = 0; a < os.size(); ++a) flat = flat * i32(os[a]) + idx[a];
+              std::vector<Expr> src(is.size());
+              for (size_t a = is.size(); a-- > 0;) {
+                src[a] = ir::floormod(flat, i32(is[a]));
+                flat = ir::floordiv(flat, i32(is[a]));
+              }
+              return at(in, static_cast<int>(is.size()), src);
+            },
+            concat("view_", j));
+        continue;
+      }
+      mctx.bind_inputs(&bind);
+      const Kernel mk = find_op(m.op)->kernel(mctx);
+      if (!mk.template_name.empty() || mk.outputs.size() != 1)
+        ctx.fail(concat("subgraph node ", j, " (", m.op, ") is not one tensor-expression compute"));
+      outs[j] = mk.outputs[0];
+    }
+    k.outputs.push_back(outs.back());
+    return k;
+  };
+  register_op(std::move(d));
+}
+
 }  // namespace
 
 int fused_elementwise_arity(const std::string &op) { return arity(op); }
+
+std::optional<Json> injective_attribute_json(const Attribute &a) {
+  using K = Attribute::Kind;
+  switch (a.kind) {
+    case K::Int:
+      return Json::object({{"int", a.i}});
+    case K::Float:
+      return Json::object({{"float", a.f}});
+    case K::String:
+      return Json::object({{"string", a.s}});
+    case K::Ints:
+      return Json::object({{"ints", Json::array_of(a.ints)}});
+    case K::Floats:
+      return Json::object({{"floats", Json::array_of(a.floats)}});
+    case K::Strings:
+      return Json::object({{"strings", Json::array_of(a.strings)}});
+    case K::Tensor:
+      break;
+  }
+  return std::nullopt;
+}
 
 void register_fused_ops() {
   fused_dense();
   fused_matmul();
   fused_elementwise();
+  fused_injective();
 }
 
 }  // namespace kiln::graph::detail

@@ -452,20 +452,6 @@ void emit_matrix(Rewriter &rw, const Graph &g, const Node &anchor, const MatrixA
 
 // --- elementwise groups ---
 
-bool fusable_dtype(ir::DataType t) { return !t.is_float16() && !t.is_bool(); }
-
-bool elementwise_fusable(const Graph &g, const Node &n) {
-  const int arity = detail::fused_elementwise_arity(n.op);
-  if (arity < 0 || static_cast<int>(n.inputs.size()) != arity || n.outputs.size() != 1) return false;
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    if (n.inputs[i] == kNoValue) return false;
-    const ir::DataType t = g.value(n.inputs[i]).type.dtype;
-    if (!(fusable_dtype(t) || (n.op == "Where" && i == 0 && t.is_bool()))) return false;
-  }
-  if (n.op == "Pow" && !g.value(n.inputs[0]).type.dtype.is_float()) return false;
-  return fusable_dtype(g.value(n.outputs[0]).type.dtype);
-}
-
 // A scalar constant operand inlined into the subgraph rather than passed as an input.
 // (Integers beyond 2^53 are not: the subgraph holds constants as doubles.)
 bool inline_constant(const Graph &g, ValueId v) {
@@ -589,10 +575,22 @@ Graph fuse_layer_norms(const Graph &g) {
   return rw.finish();
 }
 
+bool fusable_dtype(ir::DataType t) { return !t.is_float16() && !t.is_bool(); }
+
+bool elementwise_fusable(const Graph &g, const Node &n) {
+  const int arity = detail::fused_elementwise_arity(n.op);
+  if (arity < 0 || static_cast<int>(n.inputs.size()) != arity || n.outputs.size() != 1) return false;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] == kNoValue) return false;
+    const ir::DataType t = g.value(n.inputs[i]).type.dtype;
+    if (!(fusable_dtype(t) || (n.op == "Where" && i == 0 && t.is_bool()))) return false;
+  }
+  if (n.op == "Pow" && !g.value(n.inputs[0]).type.dtype.is_float()) return false;
+  return fusable_dtype(g.value(n.outputs[0]).type.dtype);
+}
+
 Graph fuse_elementwise(const Graph &g) {
-  const Uses u(g);
   const size_t count = g.nodes().size();
-  const std::vector<size_t> ipdom = immediate_post_dominators(g);
   auto inputs_with = [&](const std::set<size_t> &ms) {
     std::set<ValueId> ins;
     for (size_t k : ms) {
@@ -604,33 +602,13 @@ Graph fuse_elementwise(const Graph &g) {
     }
     return ins.size();
   };
-  // TVM's rule on the post-dominator tree, from the outputs back: a fusable node joins the group
-  // of its immediate post-dominator when every node between them is in that group (the group's
-  // inner values are then read only inside it, and a graph output ends a group, its
-  // post-dominator being the exit); otherwise it starts a group. The last member is the root.
-  std::vector<int> group_of(count, -1);
-  std::vector<std::set<size_t>> groups;
-  for (size_t k = count; k-- > 0;) {
-    if (!elementwise_fusable(g, g.nodes()[k])) continue;
-    const size_t d = ipdom[k];
-    if (d < count && group_of[d] >= 0) {
-      const int id = group_of[d];
-      std::set<size_t> &members = groups[static_cast<size_t>(id)];
-      const auto region = post_dominated_region(
-          g, u.readers, g.nodes()[k].outputs, d, [&](size_t r) { return group_of[r] == id; }, kMaxGroupNodes);
-      if (region && members.size() < kMaxGroupNodes) {
-        std::set<size_t> bigger = members;
-        bigger.insert(k);
-        if (inputs_with(bigger) <= kMaxGroupInputs) {
-          members = std::move(bigger);
-          group_of[k] = id;
-          continue;
-        }
-      }
-    }
-    group_of[k] = static_cast<int>(groups.size());
-    groups.push_back({k});
-  }
+  // The post-dominator rule of fuse_ops.h; the last member is the root.
+  auto fusable = [&](size_t k) { return elementwise_fusable(g, g.nodes()[k]); };
+  const FusionGroups fg = post_dominator_groups(g, fusable, fusable, kMaxGroupNodes, [&](const std::set<size_t> &ms) {
+    return inputs_with(ms) <= kMaxGroupInputs;
+  });
+  const std::vector<int> &group_of = fg.group_of;
+  const std::vector<std::set<size_t>> &groups = fg.groups;
 
   Rewriter rw(g);
   for (size_t k = 0; k < count; ++k) {

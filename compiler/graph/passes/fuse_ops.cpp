@@ -162,6 +162,38 @@ std::optional<std::vector<size_t>> post_dominated_region(const Graph &g,
   return std::vector<size_t>(region.begin(), region.end());
 }
 
+FusionGroups post_dominator_groups(const Graph &g, const std::function<bool(size_t)> &fusable,
+                                   const std::function<bool(size_t)> &can_start, size_t max_nodes,
+                                   const std::function<bool(const std::set<size_t> &)> &fits) {
+  const size_t count = g.nodes().size();
+  const std::vector<size_t> ipdom = immediate_post_dominators(g);
+  const std::vector<std::vector<size_t>> readers = value_readers(g);
+  FusionGroups out;
+  out.group_of.assign(count, -1);
+  for (size_t k = count; k-- > 0;) {
+    const size_t d = ipdom[k];
+    if (fusable(k) && d < count && out.group_of[d] >= 0) {
+      const int id = out.group_of[d];
+      std::set<size_t> &members = out.groups[static_cast<size_t>(id)];
+      const auto region = post_dominated_region(
+          g, readers, g.nodes()[k].outputs, d, [&](size_t r) { return out.group_of[r] == id; }, max_nodes);
+      if (region && members.size() < max_nodes) {
+        std::set<size_t> bigger = members;
+        bigger.insert(k);
+        if (fits(bigger)) {
+          members = std::move(bigger);
+          out.group_of[k] = id;
+          continue;
+        }
+      }
+    }
+    if (!can_start(k)) continue;
+    out.group_of[k] = static_cast<int>(out.groups.size());
+    out.groups.push_back({k});
+  }
+  return out;
+}
+
 std::optional<ExprRegion> elementwise_region(const Graph &g, ValueId x, size_t ipdom, int channel_axis,
                                              const std::vector<bool> &taken, size_t max_nodes, size_t max_extras) {
   const size_t count = g.nodes().size();

@@ -6,6 +6,7 @@
 // {"op":"expr"}).
 #include <functional>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "compiler/graph/graph.h"
@@ -28,6 +29,26 @@ std::optional<std::vector<size_t>> post_dominated_region(const Graph &g,
                                                          const std::vector<std::vector<size_t>> &readers,
                                                          const std::vector<ValueId> &from, size_t ipdom,
                                                          const std::function<bool(size_t)> &accept, size_t max_nodes);
+
+// TVM's grouping rule on the post-dominator tree, from the outputs back: a node `fusable` takes
+// joins the group of its immediate post-dominator when every node between them is in that group
+// (the group's inner values are then read only inside it, and a graph output ends a group, its
+// post-dominator being the exit) and the bigger group has at most `max_nodes` nodes and `fits`;
+// otherwise it starts a group when `can_start` takes it (else it stays out of every group). The group of every node (-1
+// for the others) and the groups' members; the last member of a group is its root.
+struct FusionGroups {
+  std::vector<int> group_of;
+  std::vector<std::set<size_t>> groups;
+};
+FusionGroups post_dominator_groups(const Graph &g, const std::function<bool(size_t)> &fusable,
+                                   const std::function<bool(size_t)> &can_start, size_t max_nodes,
+                                   const std::function<bool(const std::set<size_t> &)> &fits);
+
+// Whether node `n` may be a member of a FusedElementwise group (op_fused.cpp's ops, no float16 and
+// no bool but Where's condition).
+bool elementwise_fusable(const Graph &g, const Node &n);
+// Whether a value of this dtype may flow through a fused group (not float16, not bool).
+bool fusable_dtype(ir::DataType t);
 
 // An elementwise region of the dataflow graph as one expression descriptor.
 struct ExprRegion {

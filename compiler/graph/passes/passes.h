@@ -92,6 +92,19 @@ Graph fuse_layer_norms(const Graph &g);
 // group (scalar constants are inlined); a group of one node stays as it is.
 Graph fuse_elementwise(const Graph &g);
 
+// Injective groups (TVM's kInjective rule): Transpose, Slice, Pad (any mode), Gather, Expand, Tile,
+// DepthToSpace and SpaceToDepth (compile-time inputs constant integers, no float16 or bool data)
+// and the elementwise ops of fuse_elementwise, grouped by the same post-dominator rule; views
+// (Reshape, Flatten, Squeeze, Unsqueeze) join a group inside it but never end one. A group with at
+// least two nodes that are no views, one of them injective, becomes one FusedInjective node, one
+// kernel that builds each member's compute through its own op (intermediate stages inlined).
+// Elementwise-only groups are left to fuse_elementwise, and views outside a group stay views.
+// Concat (its inputs may be written in place), Split (several outputs) and LayoutTransform (an
+// operator template) end a group. A reduction (ReduceSum, ReduceMean, ReduceMax, ..., constant
+// axes) starts a group and joins none, so it takes the elementwise and injective nodes before it
+// (ReduceSum(x * x) is one kernel). Caps as fuse_elementwise's.
+Graph fuse_injective(const Graph &g);
+
 // Dead-code elimination: nodes and constants no graph output needs.
 Graph eliminate_dead_code(const Graph &g);
 

@@ -1,0 +1,179 @@
+// Injective groups (TVM's kInjective rule): elementwise, broadcast and injective nodes grouped by
+// the post-dominator rule of fuse_ops.h, and into a reduction after them; a group with an injective
+// member or a reduction becomes one FusedInjective node (op_fused.cpp), whose kernel builds every
+// member through its own op.
+#include <map>
+#include <set>
+
+#include "compiler/graph/op_def.h"
+#include "compiler/graph/op_families.h"
+#include "compiler/graph/passes/fuse_ops.h"
+#include "compiler/graph/passes/passes.h"
+#include "compiler/graph/passes/rewriter.h"
+#include "contracts/json.h"
+
+namespace kiln::graph::passes {
+
+namespace {
+
+using contracts::Json;
+
+// The caps of fuse_elementwise's groups.
+constexpr size_t kMaxGroupNodes = 32;
+constexpr size_t kMaxGroupInputs = 16;
+
+// The injective ops whose kernel is one tensor-expression compute of one output. (Views have no
+// kernel; Concat may be written in place by its producers; Split has several outputs;
+// LayoutTransform is an operator template.)
+bool injective_member(const std::string &op) {
+  static const std::set<std::string> ops = {"Transpose", "Slice", "Pad",          "Gather",
+                                            "Expand",    "Tile",  "DepthToSpace", "SpaceToDepth"};
+  return ops.count(op) != 0;
+}
+
+// The reductions whose kernel is a tensor-expression compute of one output: a group's root, taking
+// the elementwise and injective nodes before it.
+bool reduction_root(const Graph &g, const Node &n) {
+  static const std::set<std::string> ops = {"ReduceSum",       "ReduceMean",     "ReduceMax", "ReduceMin",
+                                            "ReduceProd",      "ReduceL1",       "ReduceL2",  "ReduceLogSum",
+                                            "ReduceLogSumExp", "ReduceSumSquare"};
+  if (!ops.count(n.op) || n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] == kNoValue) return false;
+  if (n.inputs.size() > 1 && n.inputs[1] != kNoValue && !g.value(n.inputs[1]).is_constant()) return false;
+  for (const auto &[key, a] : n.attrs) {
+    if (a.kind == Attribute::Kind::Tensor) return false;
+  }
+  return fusable_dtype(g.value(n.inputs[0]).type.dtype) && fusable_dtype(g.value(n.outputs[0]).type.dtype);
+}
+
+bool is_const_input(const OpDef &def, size_t i) {
+  for (int c : def.const_inputs) {
+    if (static_cast<size_t>(c) == i) return true;
+  }
+  return false;
+}
+
+// An integer constant a member reads at compile time, as the subgraph holds it.
+std::optional<Json> constant_json(const Value &v) {
+  if (!v.is_constant() || (v.type.dtype != ir::Int(64) && v.type.dtype != ir::Int(32))) return std::nullopt;
+  Json data = Json::array();
+  for (double x : tensor_values(v.constant)) data.push_back(static_cast<int64_t>(x));
+  return Json::object({{"dtype", dtype_name(v.type.dtype)}, {"shape", Json::array_of(v.type.shape)}, {"data", data}});
+}
+
+bool injective_fusable(const Graph &g, const Node &n) {
+  const OpDef *def = find_op(n.op);
+  if (!def || !(injective_member(n.op) || def->view) || n.outputs.size() != 1 || n.inputs.empty() ||
+      n.inputs[0] == kNoValue)
+    return false;
+  for (const auto &[key, a] : n.attrs) {
+    if (a.kind == Attribute::Kind::Tensor) return false;
+  }
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (n.inputs[i] == kNoValue) continue;
+    const Value &v = g.value(n.inputs[i]);
+    if (is_const_input(*def, i)) {
+      if (!constant_json(v)) return false;
+    } else if (!fusable_dtype(v.type.dtype)) {
+      return false;
+    }
+  }
+  return fusable_dtype(g.value(n.outputs[0]).type.dtype);
+}
+
+}  // namespace
+
+Graph fuse_injective(const Graph &g) {
+  const size_t count = g.nodes().size();
+  // A view joins a group inside it, never as its root (alone it runs no kernel).
+  // A reduction starts a group and joins none.
+  std::vector<bool> injective(count, false), fusable(count, false), view(count, false), reduction(count, false);
+  for (size_t k = 0; k < count; ++k) {
+    const Node &n = g.nodes()[k];
+    reduction[k] = reduction_root(g, n);
+    fusable[k] = injective_fusable(g, n) || elementwise_fusable(g, n);
+    view[k] = fusable[k] && find_op(n.op)->view;
+    injective[k] = fusable[k] && injective_member(n.op);
+  }
+  // The tensor inputs of a group: values read from outside it, except constants read at compile time.
+  auto inputs_of = [&](const std::set<size_t> &ms) {
+    std::set<ValueId> ins;
+    for (size_t k : ms) {
+      const Node &n = g.nodes()[k];
+      const OpDef &def = *find_op(n.op);
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        const ValueId v = n.inputs[i];
+        if (v == kNoValue || is_const_input(def, i)) continue;
+        const int32_t p = g.value(v).producer;
+        if (p >= 0 && ms.count(static_cast<size_t>(p))) continue;
+        ins.insert(v);
+      }
+    }
+    return ins;
+  };
+  const FusionGroups fg = post_dominator_groups(
+      g, [&](size_t k) { return fusable[k]; }, [&](size_t k) { return (fusable[k] && !view[k]) || reduction[k]; },
+      kMaxGroupNodes, [&](const std::set<size_t> &ms) { return inputs_of(ms).size() <= kMaxGroupInputs; });
+  // Only groups of two or more nodes that are no views, one of them injective or a reduction: elementwise-only
+  // groups (with views) are fuse_elementwise's, and a group of one kernel and views would save none.
+  std::vector<bool> composite(fg.groups.size(), false);
+  for (size_t id = 0; id < fg.groups.size(); ++id) {
+    size_t computes = 0;
+    bool injective_or_reduction = false;
+    for (size_t k : fg.groups[id]) {
+      computes += view[k] ? 0 : 1;
+      injective_or_reduction = injective_or_reduction || injective[k] || reduction[k];
+    }
+    composite[id] = computes >= 2 && injective_or_reduction;
+  }
+
+  Rewriter rw(g);
+  for (size_t k = 0; k < count; ++k) {
+    const int id = fg.group_of[k];
+    if (id < 0 || !composite[static_cast<size_t>(id)]) {
+      rw.copy(g.nodes()[k]);
+      continue;
+    }
+    const std::set<size_t> &members = fg.groups[static_cast<size_t>(id)];
+    if (k != *members.rbegin()) continue;  // emitted at the root, the last member
+    Node f;
+    f.op = "FusedInjective";
+    f.name = g.nodes()[k].name;
+    std::map<ValueId, int> input_index;
+    std::map<size_t, int> node_index;
+    Json nodes = Json::array();
+    for (size_t m : members) {
+      const Node &n = g.nodes()[m];
+      const OpDef &def = *find_op(n.op);
+      Json in = Json::array();
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        const ValueId v = n.inputs[i];
+        if (v == kNoValue) {
+          in.push_back(Json());
+          continue;
+        }
+        const int32_t p = g.value(v).producer;
+        if (p >= 0 && node_index.count(static_cast<size_t>(p))) {
+          in.push_back(Json::object({{"n", node_index[static_cast<size_t>(p)]}}));
+        } else if (is_const_input(def, i)) {
+          in.push_back(Json::object({{"k", *constant_json(g.value(v))}}));
+        } else {
+          if (!input_index.count(v)) {
+            input_index[v] = static_cast<int>(f.inputs.size());
+            f.inputs.push_back(rw.map(v));
+          }
+          in.push_back(Json::object({{"i", input_index[v]}}));
+        }
+      }
+      Json attrs = Json::object();
+      for (const auto &[key, a] : n.attrs) attrs.set(key, *detail::injective_attribute_json(a));
+      nodes.push_back(Json::object({{"op", n.op}, {"attrs", attrs}, {"in", in}}));
+      node_index[m] = static_cast<int>(node_index.size());
+    }
+    f.attrs["subgraph"] = Attribute::of_string(Json::object({{"nodes", nodes}}).dump());
+    const ValueId out = g.nodes()[k].outputs[0];
+    rw.set(out, rw.add(f, {g.value(out).name})[0]);
+  }
+  return rw.finish();
+}
+
+}  // namespace kiln::graph::passes
