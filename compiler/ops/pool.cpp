@@ -368,6 +368,9 @@ void define_global_space(ConfigSpace &s, const Pool &p, const Target &t) {
     // Several planes at once: each plane summed into 4 partial sums, then the partial sums of a
     // vector of planes added vertically (stride-4 loads) instead of a tree per plane.
     s.define_bool("transpose");
+    // Transposed: each plane first summed in full vectors into one vector of partial sums (a
+    // masked tail), which is then folded into the 4 partial sums, rather than read as vectors of 4.
+    s.define_bool("wide");
   }
 }
 
@@ -387,12 +390,15 @@ Config default_global(const ConfigSpace &s, const Pool &p, const Target &t) {
   // Planes under four vectors: transposed, the per-plane trees replaced by vertical adds of a
   // vector of planes' partial sums.
   const bool transpose = plane < 4 * lanes;
+  // Planes of at least two vectors: read in full vectors before the fold to 4 partial sums.
+  const bool wide = transpose && plane >= 2 * lanes;
   return s.from_values({{"tile_c", Json::array_of(std::vector<int64_t>{p.C / tc, tc})},
                         {"block", Json(block)},
-                        {"transpose", Json(transpose ? 1 : 0)}});
+                        {"transpose", Json(transpose ? 1 : 0)},
+                        {"wide", Json(wide ? 1 : 0)}});
 }
 
-void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg) {
+void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg, const Target &t) {
   auto [out, acc] = pool_stages(s, c);
   te::Stage O = s[out];
   const bool blocked = out.ndim() == 5;
@@ -413,12 +419,30 @@ void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg) {
       te::Stage A = s[acc];
       IterVar k, ko, ki;
       A.fuse({A.reduce_axis(0), A.reduce_axis(1)}, &k);
-      A.split(k, 4, &ko, &ki);
+      te::Tensor rf_wide;
+      if (cfg.has("wide") && cfg.choice_bool("wide")) {
+        // Wide: the plane in full vectors into one vector of partial sums per plane, whose lanes
+        // are then folded 4 apart into the 4 partial sums below.
+        A.split(k, t.lanes(acc.dtype()), &ko, &ki);
+        rf_wide = s.rfactor(acc, ki, 4);
+        A = s[acc];
+        A.split(A.reduce_axis(0), 4, &ko, &ki);
+      } else {
+        A.split(k, 4, &ko, &ki);
+      }
       te::Tensor rf = s.rfactor(acc, ki, 4);
       te::Stage R = s[rf];
       R.compute_at(O, par);
       R.reorder({R.axis(1), R.reduce_axis(0), R.axis(4)});
       R.vectorize(R.axis(4));
+      if (rf_wide.defined()) {
+        te::Stage W = s[rf_wide];
+        W.compute_at(R, R.axis(1));
+        W.reorder({W.reduce_axis(0), W.axis(4)});
+        W.unroll(W.reduce_axis(0));
+        W.vectorize(W.axis(4));
+        R.unroll(R.reduce_axis(0));
+      }
       A.compute_at(O, par);
       A.reorder({A.reduce_axis(0), A.axis(1)});
       A.unroll(A.reduce_axis(0));
@@ -452,12 +476,13 @@ Template pool_template(const std::string &name, bool global, const std::string &
   t.name = name;
   // global_pool2d version 2: NCHW planes are one vectorized row reduction (no tile_w knob);
   // version 3: the knob block (that reduction's vector block); version 4: the knob transpose;
-  // version 5: average pooling's sums start from -0.0 (sum_from_negative_zero).
+  // version 5: average pooling's sums start from -0.0 (sum_from_negative_zero); version 6: the
+  // knob wide (transposed planes read in full vectors before the fold to 4 partial sums).
   // pool2d version 2: the separable knob (NCHW rows reduced into a row buffer, then columns);
   // version 3: the interior knob (the separable row stage's border vector blocks split off);
   // version 4: the unroll_kh knob (the direct form's window rows unrolled); average pooling's sums
   // start from -0.0.
-  t.version = global ? 5 : 4;
+  t.version = global ? 6 : 4;
   t.summary = summary;
   t.arguments = pool_arguments(global);
   const Json data =
@@ -482,7 +507,7 @@ Template pool_template(const std::string &name, bool global, const std::string &
     return c;
   };
   t.schedule = [global](te::Schedule &s, const Compute &c, const Config &cfg, const Target &tg) {
-    global ? schedule_global(s, c, cfg) : schedule_pool(s, c, cfg, tg);
+    global ? schedule_global(s, c, cfg, tg) : schedule_pool(s, c, cfg, tg);
   };
   return t;
 }
