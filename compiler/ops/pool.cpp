@@ -419,29 +419,33 @@ void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg, const
       te::Stage A = s[acc];
       IterVar k, ko, ki;
       A.fuse({A.reduce_axis(0), A.reduce_axis(1)}, &k);
-      te::Tensor rf_wide;
-      if (cfg.has("wide") && cfg.choice_bool("wide")) {
-        // Wide: the plane in full vectors into one vector of partial sums per plane, whose lanes
-        // are then folded 4 apart into the 4 partial sums below.
-        A.split(k, t.lanes(acc.dtype()), &ko, &ki);
-        rf_wide = s.rfactor(acc, ki, 4);
+      // Wide: the plane in full vectors into one vector of partial sums per plane, then halved
+      // (its two halves added) down to the 4 partial sums.
+      std::vector<te::Tensor> halves;
+      const bool wide = cfg.has("wide") && cfg.choice_bool("wide");
+      int64_t width = wide ? std::max<int64_t>(t.lanes(acc.dtype()), 4) : 4;
+      A.split(k, i32(width), &ko, &ki);
+      while (width > 4) {
+        halves.push_back(s.rfactor(acc, ki, 4));
+        width /= 2;
         A = s[acc];
-        A.split(A.reduce_axis(0), 4, &ko, &ki);
-      } else {
-        A.split(k, 4, &ko, &ki);
+        A.split(A.reduce_axis(0), i32(width), &ko, &ki);
       }
       te::Tensor rf = s.rfactor(acc, ki, 4);
       te::Stage R = s[rf];
       R.compute_at(O, par);
       R.reorder({R.axis(1), R.reduce_axis(0), R.axis(4)});
       R.vectorize(R.axis(4));
-      if (rf_wide.defined()) {
-        te::Stage W = s[rf_wide];
-        W.compute_at(R, R.axis(1));
-        W.reorder({W.reduce_axis(0), W.axis(4)});
-        W.unroll(W.reduce_axis(0));
-        W.vectorize(W.axis(4));
-        R.unroll(R.reduce_axis(0));
+      // Each wider partial sum computed at the plane of the narrower one that reads it.
+      te::Stage into = R;
+      for (auto h = halves.rbegin(); h != halves.rend(); ++h) {
+        te::Stage H = s[*h];
+        H.compute_at(into, into.axis(1));
+        H.reorder({H.reduce_axis(0), H.axis(4)});
+        H.unroll(H.reduce_axis(0));
+        H.vectorize(H.axis(4));
+        into.unroll(into.reduce_axis(0));
+        into = H;
       }
       A.compute_at(O, par);
       A.reorder({A.reduce_axis(0), A.axis(1)});
