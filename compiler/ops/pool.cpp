@@ -434,18 +434,29 @@ void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg, const
       te::Tensor rf = s.rfactor(acc, ki, 4);
       te::Stage R = s[rf];
       R.compute_at(O, par);
-      R.reorder({R.axis(1), R.reduce_axis(0), R.axis(4)});
+      IterVar plane = R.axis(1);
+      if (wide) {
+        // Two planes an iteration: the loop's own instructions are a fifth of a plane's.
+        IterVar co;
+        R.split(R.axis(1), i32(2), &co, &plane);
+        R.reorder({co, plane, R.reduce_axis(0), R.axis(4)});
+        R.unroll(plane);
+      } else {
+        R.reorder({R.axis(1), R.reduce_axis(0), R.axis(4)});
+      }
       R.vectorize(R.axis(4));
       // Each wider partial sum computed at the plane of the narrower one that reads it.
       te::Stage into = R;
+      IterVar at = plane;
       for (auto h = halves.rbegin(); h != halves.rend(); ++h) {
         te::Stage H = s[*h];
-        H.compute_at(into, into.axis(1));
+        H.compute_at(into, at);
         H.reorder({H.reduce_axis(0), H.axis(4)});
         H.unroll(H.reduce_axis(0));
         H.vectorize(H.axis(4));
         into.unroll(into.reduce_axis(0));
         into = H;
+        at = H.axis(1);
       }
       A.compute_at(O, par);
       A.reorder({A.reduce_axis(0), A.axis(1)});
