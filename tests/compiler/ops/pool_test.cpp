@@ -442,8 +442,8 @@ TEST(Pool, GlobalWideReadsFullVectors) {
       EXPECT_EQ((*it)[1].str(), "16");
       ++reads;
     }
-    // Two planes an iteration (the plane loop unrolled by 2), 3 full vectors each.
-    EXPECT_EQ(reads, 6);
+    // Four planes an iteration (the plane loop unrolled by 4), 3 full vectors each.
+    EXPECT_EQ(reads, 12);
     codegen::LLVMBuildOptions o;
     o.target = "llvm -mcpu=znver4";
     const std::string ir_text = codegen::emit_llvm_ir({task.lower(task.default_config(), "op")}, o);
