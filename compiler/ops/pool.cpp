@@ -5,7 +5,8 @@
 // Schedule: (batch, channel, row) fused and parallel; a run of output columns (NCHW) or the
 // channel block (NCHWc) vectorized (global NCHW pooling: the plane as one contiguous vectorized
 // reduction per channel, or, transposed, into 4 partial sums per plane added across a vector of
-// planes); the window reduction runs outside the vector, computed at the
+// planes, each plane read in vectors of 4 or, wide, in full vectors halved down to 4); the window
+// reduction runs outside the vector, computed at the
 // output tile together with the division and the epilogue. NCHW windows taller than a row may be
 // separable: the kernel rows reduced into a row buffer next to the output row, then its columns.
 #include <algorithm>
