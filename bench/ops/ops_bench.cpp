@@ -329,6 +329,7 @@ int main(int argc, char **argv) {
       pool_case("maxpool3s2p1_1x64x112x112", {1, 64, 112, 112}, true, 3, 2, 1, false),
       pool_case("avgpool2s2_1x64x56x56", {1, 64, 56, 56}, false, 2, 2, 0, false),
       pool_case("global_avgpool_1x1280x7x7", {1, 1280, 7, 7}, false, 0, 0, 0, true),
+      pool_case("global_maxpool_1x2048x7x7", {1, 2048, 7, 7}, true, 0, 0, 0, true),
       layer_norm_case("layer_norm_1x128x768", {1, 128, 768}),
       layer_norm_case("layer_norm_1x384x1024", {1, 384, 1024}),
   };

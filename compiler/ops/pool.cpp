@@ -5,7 +5,8 @@
 // Schedule: (batch, channel, row) fused and parallel; a run of output columns (NCHW) or the
 // channel block (NCHWc) vectorized (global NCHW pooling: the plane as one contiguous vectorized
 // reduction per channel, or, transposed, into 4 partial sums per plane added across a vector of
-// planes); the window reduction runs outside the vector, computed at the
+// planes, each plane read in vectors of 4 or, wide, in full vectors halved down to 4); the window
+// reduction runs outside the vector, computed at the
 // output tile together with the division and the epilogue. NCHW windows taller than a row may be
 // separable: the kernel rows reduced into a row buffer next to the output row, then its columns.
 #include <algorithm>
@@ -368,6 +369,9 @@ void define_global_space(ConfigSpace &s, const Pool &p, const Target &t) {
     // Several planes at once: each plane summed into 4 partial sums, then the partial sums of a
     // vector of planes added vertically (stride-4 loads) instead of a tree per plane.
     s.define_bool("transpose");
+    // Transposed: each plane first summed in full vectors into one vector of partial sums (a
+    // masked tail), which is then folded into the 4 partial sums, rather than read as vectors of 4.
+    s.define_bool("wide");
   }
 }
 
@@ -387,12 +391,15 @@ Config default_global(const ConfigSpace &s, const Pool &p, const Target &t) {
   // Planes under four vectors: transposed, the per-plane trees replaced by vertical adds of a
   // vector of planes' partial sums.
   const bool transpose = plane < 4 * lanes;
+  // Planes of at least two vectors: read in full vectors before the fold to 4 partial sums.
+  const bool wide = transpose && plane >= 2 * lanes;
   return s.from_values({{"tile_c", Json::array_of(std::vector<int64_t>{p.C / tc, tc})},
                         {"block", Json(block)},
-                        {"transpose", Json(transpose ? 1 : 0)}});
+                        {"transpose", Json(transpose ? 1 : 0)},
+                        {"wide", Json(wide ? 1 : 0)}});
 }
 
-void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg) {
+void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg, const Target &t) {
   auto [out, acc] = pool_stages(s, c);
   te::Stage O = s[out];
   const bool blocked = out.ndim() == 5;
@@ -413,12 +420,45 @@ void schedule_global(te::Schedule &s, const Compute &c, const Config &cfg) {
       te::Stage A = s[acc];
       IterVar k, ko, ki;
       A.fuse({A.reduce_axis(0), A.reduce_axis(1)}, &k);
-      A.split(k, 4, &ko, &ki);
+      // Wide: the plane in full vectors into one vector of partial sums per plane, then halved
+      // (its two halves added) down to the 4 partial sums.
+      std::vector<te::Tensor> halves;
+      const bool wide = cfg.has("wide") && cfg.choice_bool("wide");
+      int64_t width = wide ? std::max<int64_t>(t.lanes(acc.dtype()), 4) : 4;
+      A.split(k, i32(width), &ko, &ki);
+      while (width > 4) {
+        halves.push_back(s.rfactor(acc, ki, 4));
+        width /= 2;
+        A = s[acc];
+        A.split(A.reduce_axis(0), i32(width), &ko, &ki);
+      }
       te::Tensor rf = s.rfactor(acc, ki, 4);
       te::Stage R = s[rf];
       R.compute_at(O, par);
-      R.reorder({R.axis(1), R.reduce_axis(0), R.axis(4)});
+      IterVar plane = R.axis(1);
+      if (wide) {
+        // Four planes an iteration: a plane is about 14 instructions, the loop's own are 3.
+        IterVar co;
+        R.split(R.axis(1), i32(4), &co, &plane);
+        R.reorder({co, plane, R.reduce_axis(0), R.axis(4)});
+        R.unroll(plane);
+      } else {
+        R.reorder({R.axis(1), R.reduce_axis(0), R.axis(4)});
+      }
       R.vectorize(R.axis(4));
+      // Each wider partial sum computed at the plane of the narrower one that reads it.
+      te::Stage into = R;
+      IterVar at = plane;
+      for (auto h = halves.rbegin(); h != halves.rend(); ++h) {
+        te::Stage H = s[*h];
+        H.compute_at(into, at);
+        H.reorder({H.reduce_axis(0), H.axis(4)});
+        H.unroll(H.reduce_axis(0));
+        H.vectorize(H.axis(4));
+        into.unroll(into.reduce_axis(0));
+        into = H;
+        at = H.axis(1);
+      }
       A.compute_at(O, par);
       A.reorder({A.reduce_axis(0), A.axis(1)});
       A.unroll(A.reduce_axis(0));
@@ -452,12 +492,13 @@ Template pool_template(const std::string &name, bool global, const std::string &
   t.name = name;
   // global_pool2d version 2: NCHW planes are one vectorized row reduction (no tile_w knob);
   // version 3: the knob block (that reduction's vector block); version 4: the knob transpose;
-  // version 5: average pooling's sums start from -0.0 (sum_from_negative_zero).
+  // version 5: average pooling's sums start from -0.0 (sum_from_negative_zero); version 6: the
+  // knob wide (transposed planes read in full vectors before the fold to 4 partial sums).
   // pool2d version 2: the separable knob (NCHW rows reduced into a row buffer, then columns);
   // version 3: the interior knob (the separable row stage's border vector blocks split off);
   // version 4: the unroll_kh knob (the direct form's window rows unrolled); average pooling's sums
   // start from -0.0.
-  t.version = global ? 5 : 4;
+  t.version = global ? 6 : 4;
   t.summary = summary;
   t.arguments = pool_arguments(global);
   const Json data =
@@ -482,7 +523,7 @@ Template pool_template(const std::string &name, bool global, const std::string &
     return c;
   };
   t.schedule = [global](te::Schedule &s, const Compute &c, const Config &cfg, const Target &tg) {
-    global ? schedule_global(s, c, cfg) : schedule_pool(s, c, cfg, tg);
+    global ? schedule_global(s, c, cfg, tg) : schedule_pool(s, c, cfg, tg);
   };
   return t;
 }

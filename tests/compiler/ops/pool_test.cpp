@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <limits>
+#include <regex>
+#include <sstream>
 
 #include "compiler/codegen/llvm/llvm_module.h"
 #include "compiler/ops/epilogue.h"
@@ -390,7 +392,7 @@ TEST(Pool, GlobalEveryVectorBlock) {
       ops::Task task("global_pool2d.x86",
                      Json::object({{"data", tensor(shape)}, {"pool_type", is_max ? "max" : "avg"}}), kTarget);
       std::vector<autotune::Config> configs;
-      for (const char *block : {"block=16", "block=8", "block=4", "transpose=1"}) {
+      for (const char *block : {"block=16", "block=8", "block=4", "transpose=1;wide=0", "transpose=1;wide=1"}) {
         configs.push_back(task.space().parse_config_text(block, task.default_config()));
         configs.push_back(task.space().parse_config_text(
             std::string(block) + ";tile_c=[" + std::to_string(shape[1]) + ",1]", task.default_config()));
@@ -403,7 +405,8 @@ TEST(Pool, GlobalEveryVectorBlock) {
 }
 
 // The transposed form (each plane into 4 partial sums, a vector of planes' partial sums added
-// vertically) through the LLVM back end: planes of 49, 15 and 3 floats, chunks of 1 to 64 planes.
+// vertically), its planes read as vectors of 4 or (wide) in full vectors first, through the LLVM
+// back end: planes of 49, 15 and 3 floats, chunks of 1 to 64 planes.
 TEST(Pool, GlobalTransposedThroughLlvm) {
   for (bool is_max : {true, false}) {
     for (const std::vector<int64_t> &shape :
@@ -411,16 +414,17 @@ TEST(Pool, GlobalTransposedThroughLlvm) {
       ops::Task task("global_pool2d.x86",
                      Json::object({{"data", tensor(shape)}, {"pool_type", is_max ? "max" : "avg"}}), kTarget);
       const PoolParams p = global_params(shape, is_max);
-      for (const auto &knob : task.space().knob("tile_c").entities) {
-        const autotune::Config cfg =
-            task.space().parse_config_text("transpose=1;tile_c=" + knob.dump(), task.default_config());
-        ops::Compute c = task.compute(cfg);
-        std::vector<deploy::Tensor> inputs = testing::make_inputs(c, 5);
-        SCOPED_TRACE(cfg.to_string());
-        EXPECT_LE(testing::rel_error(naive_pool(testing::to_host(inputs[0]), p),
-                                     testing::run_config_llvm(task, cfg, inputs)[0]),
-                  1e-5);
-      }
+      for (const auto &knob : task.space().knob("tile_c").entities)
+        for (const char *wide : {"wide=0", "wide=1"}) {
+          const autotune::Config cfg = task.space().parse_config_text(
+              std::string("transpose=1;") + wide + ";tile_c=" + knob.dump(), task.default_config());
+          ops::Compute c = task.compute(cfg);
+          std::vector<deploy::Tensor> inputs = testing::make_inputs(c, 5);
+          SCOPED_TRACE(cfg.to_string());
+          EXPECT_LE(testing::rel_error(naive_pool(testing::to_host(inputs[0]), p),
+                                       testing::run_config_llvm(task, cfg, inputs)[0]),
+                    1e-5);
+        }
     }
   }
 }
@@ -433,11 +437,58 @@ TEST(Pool, GlobalDefaultsForSmallPlanes) {
   EXPECT_EQ(small.default_config().choice_int("block"), 8);
   EXPECT_EQ(small.default_config().split("tile_c")[1], 32);
   EXPECT_TRUE(small.default_config().choice_bool("transpose"));
+  EXPECT_TRUE(small.default_config().choice_bool("wide"));
   ops::Task large("global_pool2d.x86", Json::object({{"data", tensor({1, 64, 14, 14})}, {"pool_type", "avg"}}),
                   kTarget);
   EXPECT_EQ(large.default_config().choice_int("block"), 16);
   EXPECT_EQ(large.default_config().split("tile_c")[1], 8);
   EXPECT_FALSE(large.default_config().choice_bool("transpose"));
+  EXPECT_FALSE(large.default_config().choice_bool("wide"));
+}
+
+// The default config of every plane size through the LLVM back end against a sum in double: planes
+// that no vector divides (7x7, 13x13, 5x5, 3x3), single elements and NCHW16c, max and average.
+TEST(Pool, GlobalDefaultsThroughLlvm) {
+  for (bool is_max : {true, false}) {
+    for (const std::vector<int64_t> &shape :
+         {std::vector<int64_t>{1, 1280, 7, 7}, std::vector<int64_t>{1, 512, 7, 7}, std::vector<int64_t>{1, 2048, 7, 7},
+          std::vector<int64_t>{1, 1000, 13, 13}, std::vector<int64_t>{1, 64, 1, 1}, std::vector<int64_t>{2, 10, 5, 5},
+          std::vector<int64_t>{1, 36, 3, 3}, std::vector<int64_t>{1, 8, 7, 7, 16}}) {
+      ops::Task task("global_pool2d.x86",
+                     Json::object({{"data", tensor(shape)}, {"pool_type", is_max ? "max" : "avg"}}), kTarget);
+      const autotune::Config cfg = task.default_config();
+      std::vector<deploy::Tensor> inputs = testing::make_inputs(task.compute(cfg), 11);
+      SCOPED_TRACE(Json::array_of(shape).dump() + " " + cfg.to_string());
+      EXPECT_LE(testing::rel_error(naive_pool(testing::to_host(inputs[0]), global_params(shape, is_max)),
+                                   testing::run_config_llvm(task, cfg, inputs)[0]),
+                1e-6);
+    }
+  }
+}
+
+// The wide form reads each 7x7 plane as full 16-lane vectors (3 of them and one element): every
+// vector read of the input is a 16-lane contiguous vector, and the LLVM IR has no gather.
+TEST(Pool, GlobalWideReadsFullVectors) {
+  for (const char *type : {"avg", "max"}) {
+    ops::Task task("global_pool2d.x86", Json::object({{"data", tensor({1, 1280, 7, 7})}, {"pool_type", type}}),
+                   kTarget);
+    std::ostringstream lowered;
+    lowered << task.lower(task.default_config(), "op");
+    const std::string text = lowered.str();
+    SCOPED_TRACE(text);
+    const std::regex vector_read("data\\[ramp\\(.*?, 1, ([0-9]+)\\)\\]");
+    int reads = 0;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), vector_read); it != std::sregex_iterator(); ++it) {
+      EXPECT_EQ((*it)[1].str(), "16");
+      ++reads;
+    }
+    // Four planes an iteration (the plane loop unrolled by 4), 3 full vectors each.
+    EXPECT_EQ(reads, 12);
+    codegen::LLVMBuildOptions o;
+    o.target = "llvm -mcpu=znver4";
+    const std::string ir_text = codegen::emit_llvm_ir({task.lower(task.default_config(), "op")}, o);
+    EXPECT_EQ(ir_text.find("masked.gather"), std::string::npos);
+  }
 }
 
 TEST(Pool, AverageOfIntegersIsRejected) {
