@@ -17,9 +17,6 @@ namespace {
 
 using contracts::Json;
 
-// Caps of one fused group: its nodes, and a kernel's tensor arguments.
-constexpr size_t kMaxGroupNodes = 32;
-constexpr size_t kMaxGroupInputs = 16;
 // A fused anchor's kernel takes its data, weight and bias, and at most this many epilogue inputs.
 constexpr size_t kMaxEpilogueInputs = kMaxGroupInputs - 3;
 
@@ -619,39 +616,26 @@ Graph fuse_elementwise(const Graph &g) {
     }
     const std::set<size_t> &members = groups[static_cast<size_t>(id)];
     if (k != *members.rbegin()) continue;  // emitted at the root, the last member
-    Node f;
-    f.op = "FusedElementwise";
-    f.name = g.nodes()[k].name;
-    std::map<ValueId, int> input_index;
-    std::map<size_t, int> node_index;
-    Json nodes = Json::array();
+    GroupSubgraph sub(g, rw, "FusedElementwise", g.nodes()[k].name);
     for (size_t m : members) {
       const Node &n = g.nodes()[m];
       Json in = Json::array();
       for (ValueId v : n.inputs) {
-        const int32_t p = g.value(v).producer;
-        if (p >= 0 && node_index.count(static_cast<size_t>(p))) {
-          in.push_back(Json::object({{"n", node_index[static_cast<size_t>(p)]}}));
+        if (auto ref = sub.member(v)) {
+          in.push_back(*ref);
         } else if (inline_constant(g, v)) {
           in.push_back(Json::object({{"c", *scalar_constant(g, v)}}));
         } else {
-          if (!input_index.count(v)) {
-            input_index[v] = static_cast<int>(f.inputs.size());
-            f.inputs.push_back(rw.map(v));
-          }
-          in.push_back(Json::object({{"i", input_index[v]}}));
+          in.push_back(sub.input(v));
         }
       }
       const TensorType &t = g.value(n.outputs[0]).type;
       Json desc =
           Json::object({{"op", n.op}, {"in", in}, {"shape", Json::array_of(t.shape)}, {"dtype", dtype_name(t.dtype)}});
       if (n.op == "Cast") desc.set("to", dtype_name(t.dtype));
-      nodes.push_back(desc);
-      node_index[m] = static_cast<int>(node_index.size());
+      sub.add(m, std::move(desc));
     }
-    f.attrs["subgraph"] = Attribute::of_string(Json::object({{"nodes", nodes}}).dump());
-    const ValueId out = g.nodes()[k].outputs[0];
-    rw.set(out, rw.add(f, {g.value(out).name})[0]);
+    sub.finish(k);
   }
   return rw.finish();
 }

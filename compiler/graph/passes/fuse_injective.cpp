@@ -18,10 +18,6 @@ namespace {
 
 using contracts::Json;
 
-// The caps of fuse_elementwise's groups.
-constexpr size_t kMaxGroupNodes = 32;
-constexpr size_t kMaxGroupInputs = 16;
-
 // The injective ops whose kernel is one tensor-expression compute of one output. (Views have no
 // kernel; Concat may be written in place by its producers; Split has several outputs;
 // LayoutTransform is an operator template.)
@@ -135,12 +131,7 @@ Graph fuse_injective(const Graph &g) {
     }
     const std::set<size_t> &members = fg.groups[static_cast<size_t>(id)];
     if (k != *members.rbegin()) continue;  // emitted at the root, the last member
-    Node f;
-    f.op = "FusedInjective";
-    f.name = g.nodes()[k].name;
-    std::map<ValueId, int> input_index;
-    std::map<size_t, int> node_index;
-    Json nodes = Json::array();
+    GroupSubgraph sub(g, rw, "FusedInjective", g.nodes()[k].name);
     for (size_t m : members) {
       const Node &n = g.nodes()[m];
       const OpDef &def = *find_op(n.op);
@@ -149,29 +140,19 @@ Graph fuse_injective(const Graph &g) {
         const ValueId v = n.inputs[i];
         if (v == kNoValue) {
           in.push_back(Json());
-          continue;
-        }
-        const int32_t p = g.value(v).producer;
-        if (p >= 0 && node_index.count(static_cast<size_t>(p))) {
-          in.push_back(Json::object({{"n", node_index[static_cast<size_t>(p)]}}));
+        } else if (auto ref = sub.member(v)) {
+          in.push_back(*ref);
         } else if (is_const_input(def, i)) {
           in.push_back(Json::object({{"k", *constant_json(g.value(v))}}));
         } else {
-          if (!input_index.count(v)) {
-            input_index[v] = static_cast<int>(f.inputs.size());
-            f.inputs.push_back(rw.map(v));
-          }
-          in.push_back(Json::object({{"i", input_index[v]}}));
+          in.push_back(sub.input(v));
         }
       }
       Json attrs = Json::object();
       for (const auto &[key, a] : n.attrs) attrs.set(key, *detail::injective_attribute_json(a));
-      nodes.push_back(Json::object({{"op", n.op}, {"attrs", attrs}, {"in", in}}));
-      node_index[m] = static_cast<int>(node_index.size());
+      sub.add(m, Json::object({{"op", n.op}, {"attrs", attrs}, {"in", in}}));
     }
-    f.attrs["subgraph"] = Attribute::of_string(Json::object({{"nodes", nodes}}).dump());
-    const ValueId out = g.nodes()[k].outputs[0];
-    rw.set(out, rw.add(f, {g.value(out).name})[0]);
+    sub.finish(k);
   }
   return rw.finish();
 }

@@ -316,4 +316,34 @@ Graph inline_injective_producers(const Graph &g) {
   return rw.finish();
 }
 
+GroupSubgraph::GroupSubgraph(const Graph &g, Rewriter &rw, const std::string &op, const std::string &name)
+    : g_(g), rw_(rw) {
+  fused_.op = op;
+  fused_.name = name;
+}
+
+std::optional<Json> GroupSubgraph::member(ValueId v) const {
+  const int32_t p = g_.value(v).producer;
+  auto it = p >= 0 ? node_index_.find(static_cast<size_t>(p)) : node_index_.end();
+  if (it == node_index_.end()) return std::nullopt;
+  return Json::object({{"n", it->second}});
+}
+
+Json GroupSubgraph::input(ValueId v) {
+  auto [it, added] = input_index_.emplace(v, static_cast<int>(fused_.inputs.size()));
+  if (added) fused_.inputs.push_back(rw_.map(v));
+  return Json::object({{"i", it->second}});
+}
+
+void GroupSubgraph::add(size_t m, Json desc) {
+  nodes_.push_back(std::move(desc));
+  node_index_[m] = static_cast<int>(node_index_.size());
+}
+
+void GroupSubgraph::finish(size_t root) {
+  fused_.attrs["subgraph"] = Attribute::of_string(Json::object({{"nodes", nodes_}}).dump());
+  const ValueId out = g_.nodes()[root].outputs[0];
+  rw_.set(out, rw_.add(fused_, {g_.value(out).name})[0]);
+}
+
 }  // namespace kiln::graph::passes

@@ -5,14 +5,22 @@
 // passes), and an elementwise region as one epilogue expression (compiler/ops/epilogue.h,
 // {"op":"expr"}).
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "compiler/graph/graph.h"
+#include "compiler/graph/passes/rewriter.h"
 #include "contracts/json.h"
 
 namespace kiln::graph::passes {
+
+// The caps of a fused group (fuse_epilogues, fuse_elementwise, fuse_injective): its nodes, and the
+// tensor inputs of its kernel.
+constexpr size_t kMaxGroupNodes = 32;
+constexpr size_t kMaxGroupInputs = 16;
 
 // The immediate post-dominator of every node of `g`, by index; g.nodes().size() stands for the
 // exit (a node whose outputs are graph outputs or unread leads there).
@@ -43,6 +51,30 @@ struct FusionGroups {
 FusionGroups post_dominator_groups(const Graph &g, const std::function<bool(size_t)> &fusable,
                                    const std::function<bool(size_t)> &can_start, size_t max_nodes,
                                    const std::function<bool(const std::set<size_t> &)> &fits);
+
+// A group's members written as the {"nodes": [...]} subgraph of one fused node (FusedElementwise,
+// FusedInjective): an operand is {"n": k}, the output of the k-th member added, or {"i": k}, the
+// fused node's k-th input, added on its first use; the pass writes constants its own way.
+class GroupSubgraph {
+ public:
+  GroupSubgraph(const Graph &g, Rewriter &rw, const std::string &op, const std::string &name);
+  // {"n": k} when `v` is the output of a member already added.
+  std::optional<contracts::Json> member(ValueId v) const;
+  // {"i": k}: `v` (of the old graph) as an input of the fused node.
+  contracts::Json input(ValueId v);
+  // Member `m` (a node index of the old graph), described by `desc`, after those added before.
+  void add(size_t m, contracts::Json desc);
+  // Adds the fused node; its output replaces the output of `root`, the last member.
+  void finish(size_t root);
+
+ private:
+  const Graph &g_;
+  Rewriter &rw_;
+  Node fused_;
+  std::map<ValueId, int> input_index_;
+  std::map<size_t, int> node_index_;
+  contracts::Json nodes_ = contracts::Json::array();
+};
 
 // Whether node `n` may be a member of a FusedElementwise group (op_fused.cpp's ops, no float16 and
 // no bool but Where's condition).
