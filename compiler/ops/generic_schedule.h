@@ -19,13 +19,25 @@ void schedule_injective(te::Schedule &s, const te::Tensor &out, const Target &ta
 // (or at the root when `par` is undefined) as a vectorized row reduction: `block` (a vector of
 // lanes) partial results in up to four independent accumulators, so that the adds of consecutive
 // vectors do not wait on each other, and the partial results summed pairwise (a tree of halving
-// vector adds) rather than one after the other.
-void schedule_row_reduction(te::Schedule &s, const te::Tensor &t, te::Stage at, const te::IterVar &par, int64_t block);
+// vector adds) rather than one after the other. With `interleave_rows`, `t`'s loops over its rows
+// (the rows one iteration of `par` computes) go inside each reduction loop and each level of the
+// tree, unrolled: the rows' chains of dependent adds are then independent instructions of one loop
+// body, which the processor overlaps, rather than one row's chain after another's.
+void schedule_row_reduction(te::Schedule &s, const te::Tensor &t, te::Stage at, const te::IterVar &par, int64_t block,
+                            bool interleave_rows = false);
 
 // te::sum with -0.0 as the identity of float types (0 for the others): -0.0 + v is v for every v
 // (0.0 + -0.0 is 0.0, so 0.0 + v is not), so the code generator drops the addition of the identity
 // that starts each accumulator and each level of a reduction tree. The result differs from
 // te::sum's only where every value summed is -0.0 (then -0.0, as IEEE addition gives).
 ir::Expr sum_from_negative_zero(ir::Expr source, std::vector<te::IterVar> axis);
+
+// te::max with -infinity as the identity of float types (the lowest value of the others): the
+// maximum of -infinity and v is v for every v, so the code generator drops the comparison with the
+// identity that starts each accumulator and each level of a reduction tree (te::max's identity,
+// the lowest finite value, is not the maximum's identity for -infinity, so it stays). The result
+// differs from te::max's only where every value is -infinity (then -infinity, not the lowest
+// finite value).
+ir::Expr max_from_negative_infinity(ir::Expr source, std::vector<te::IterVar> axis);
 
 }  // namespace kiln::ops

@@ -9,6 +9,7 @@
 // lanes, the rest parallel and the block vectorized. Reductions over the innermost data dimension keep vector
 // partial results (rfactor); reductions over outer dimensions vectorize the innermost kept one.
 #include <algorithm>
+#include <limits>
 
 #include "compiler/ir/op.h"
 #include "compiler/ops/generic_schedule.h"
@@ -36,7 +37,8 @@ void schedule_injective(te::Schedule &s, const te::Tensor &out, const Target &ta
   schedule_injective(s, out, 4 * static_cast<int64_t>(target.lanes(out.dtype())));
 }
 
-void schedule_row_reduction(te::Schedule &s, const te::Tensor &t, te::Stage at, const te::IterVar &par, int64_t block) {
+void schedule_row_reduction(te::Schedule &s, const te::Tensor &t, te::Stage at, const te::IterVar &par, int64_t block,
+                            bool interleave_rows) {
   te::Stage st = s[t];
   const auto *op = dynamic_cast<const te::ComputeOpNode *>(st->op.get());
   IterVar k = st.reduce_axis(0);
@@ -55,11 +57,25 @@ void schedule_row_reduction(te::Schedule &s, const te::Tensor &t, te::Stage at, 
   IterVar ko, ki;
   st.split(k, static_cast<int>(width), &ko, &ki);
   const int nd = t.ndim();
+  // With interleave_rows, the loops over the rows go inside the reduction loop (and unrolled): one
+  // loop body updates every row's accumulators, whose chains then overlap.
+  auto order = [nd, interleave_rows](te::Stage &stage, const IterVar &red, const IterVar *vec) {
+    std::vector<IterVar> o = {red};
+    if (interleave_rows) {
+      for (int d = 0; d < nd; ++d) o.push_back(stage.axis(static_cast<size_t>(d)));
+    }
+    if (vec) o.push_back(*vec);
+    stage.reorder(o);
+    if (interleave_rows) {
+      for (int d = 0; d < nd; ++d) stage.unroll(stage.axis(static_cast<size_t>(d)));
+    }
+  };
   te::Tensor rf = s.rfactor(t, ki, nd);
   te::Stage R = s[rf];
   if (par.defined()) R.compute_at(at, par);
-  R.reorder({R.reduce_axis(0), R.axis(static_cast<size_t>(nd))});
-  R.vectorize(R.axis(static_cast<size_t>(nd)));
+  IterVar rv = R.axis(static_cast<size_t>(nd));
+  order(R, R.reduce_axis(0), &rv);
+  R.vectorize(rv);
   // The tree: each level adds the upper half of the partial results to the lower half.
   while (width > 2 && width % 2 == 0) {
     IterVar ho, hi;
@@ -67,18 +83,29 @@ void schedule_row_reduction(te::Schedule &s, const te::Tensor &t, te::Stage at, 
     te::Tensor half = s.rfactor(t, hi, nd);
     te::Stage H = s[half];
     if (par.defined()) H.compute_at(at, par);
-    H.reorder({H.reduce_axis(0), H.axis(static_cast<size_t>(nd))});
+    IterVar hv = H.axis(static_cast<size_t>(nd));
+    order(H, H.reduce_axis(0), &hv);
     H.unroll(H.reduce_axis(0));
-    H.vectorize(H.axis(static_cast<size_t>(nd)));
+    H.vectorize(hv);
     width /= 2;
   }
   if (par.defined()) st.compute_at(at, par);
+  if (interleave_rows && nd > 0) order(st, st.reduce_axis(0), nullptr);
   st.unroll(st.reduce_axis(0));
 }
 
 Expr sum_from_negative_zero(Expr source, std::vector<te::IterVar> axis) {
   static const te::Reducer reducer([](Expr a, Expr b) { return a + b; },
                                    [](DataType t) { return t.is_float() ? make_const(t, -0.0) : make_zero(t); });
+  return reducer(std::move(source), std::move(axis));
+}
+
+Expr max_from_negative_infinity(Expr source, std::vector<te::IterVar> axis) {
+  static const te::Reducer reducer([](Expr a, Expr b) { return ir::max(a, b); },
+                                   [](DataType t) {
+                                     return t.is_float() ? make_const(t, -std::numeric_limits<double>::infinity())
+                                                         : min_value(t);
+                                   });
   return reducer(std::move(source), std::move(axis));
 }
 

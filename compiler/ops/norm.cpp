@@ -6,7 +6,9 @@
 // (max and sum; layer norm's sum and sum of squares of the row shifted by its first element, one
 // tuple reduction so one reading pass) are computed at that loop, so each row's statistics live in
 // a small buffer next to the elementwise stages that use them; the innermost dimensions are
-// vectorized; the epilogue is applied in the same loop nest.
+// vectorized; the epilogue is applied in the same loop nest. Softmax along the last axis takes
+// `rows` rows a parallel iteration with the loops of each stage over them innermost but for the
+// vector, so the rows' chains of dependent instructions interleave (schedule_softmax).
 #include <algorithm>
 #include <functional>
 
@@ -101,7 +103,7 @@ Compute softmax_compute(const Softmax &sm) {
   };
   te::IterVar k1 = te::reduce_axis(shape[a], "k");
   te::Tensor mx =
-      te::compute(rshape, te::FCompute([=](const std::vector<Var> &i) { return te::max(x(full(i, k1->var)), {k1}); }),
+      te::compute(rshape, te::FCompute([=](const std::vector<Var> &i) { return max_from_negative_infinity(x(full(i, k1->var)), {k1}); }),
                   "softmax.max", "softmax");
   te::Tensor e =
       te::compute(shape, te::FCompute([=](const std::vector<Var> &i) { return ir::exp(x(exprs(i)) - mx(reduced(i))); }),
@@ -134,6 +136,22 @@ void define_softmax_space(ConfigSpace &s, const Softmax &sm) {
   const bool last = sm.axis + 1 == static_cast<int64_t>(sm.data.shape.size());
   if (last) s.define_split("tile_k", len, 2, SplitPolicy::verbose(64));
   if (!sm.log) s.define_bool("exp_inline");
+  // Rows a parallel iteration along the last axis, their stages interleaved (schedule_softmax).
+  if (last && sm.axis > 0) s.define_choice("rows", {1, 2, 4, 8, 16});
+}
+
+// The rows a parallel iteration interleaves by default: short rows are latency bound (the chain
+// max -> tree -> exps -> sum -> tree -> division of one row), so several rows' chains side by side
+// fill the out-of-order window; a long row has enough independent work of its own. No more rows
+// than the dimension before the axis has (the block's rows past it are skipped, not computed).
+int64_t softmax_default_rows(const Softmax &sm, const Target &t) {
+  const int64_t len = sm.data.shape[static_cast<size_t>(sm.axis)];
+  const int64_t dim = sm.data.shape[static_cast<size_t>(sm.axis - 1)];
+  const int64_t vectors = ceil_div(len, t.lanes(sm.data.dtype));
+  if (vectors > 16) return 1;
+  int64_t rows = vectors <= 8 ? 8 : 4;
+  while (rows > dim) rows /= 2;
+  return rows;
 }
 
 Config default_softmax(const ConfigSpace &s, const Softmax &sm, const Target &t) {
@@ -145,6 +163,7 @@ Config default_softmax(const ConfigSpace &s, const Softmax &sm, const Target &t)
     v.emplace_back("tile_k", Json::array_of(std::vector<int64_t>{ceil_div(len, b), b}));
   }
   if (s.has_knob("exp_inline")) v.emplace_back("exp_inline", Json(0));
+  if (s.has_knob("rows")) v.emplace_back("rows", Json(softmax_default_rows(sm, t)));
   return s.from_values(v);
 }
 
@@ -165,11 +184,39 @@ void schedule_softmax(te::Schedule &s, const Compute &c, const Config &cfg) {
     return n;
   };
   const int64_t block = last ? cfg.split("tile_k")[1] : 64;
+  // Rows a parallel iteration (along the last axis): every stage runs over all of them with the
+  // loop over the rows inside its loop over the row's vectors (unrolled), so the rows' chains of
+  // dependent instructions (reduction, tree, exps, division) interleave in one loop body.
+  const int64_t rows = cfg.has("rows") ? cfg.choice_int("rows") : 1;
+  const bool interleave = last && axis > 0 && rows > 1;
+  // Moves the loops over the rows `row_axes` of a stage (the rows of one parallel iteration) just
+  // inside the innermost unrolled or serial loop over the row's vectors, and unrolls them.
+  auto rows_inside = [](te::Stage st, const std::vector<IterVar> &row_axes) {
+    std::vector<IterVar> order;
+    const std::vector<IterVar> &leaves = st->leaf_iter_vars;
+    for (const IterVar &iv : leaves) {
+      bool is_row = false;
+      for (const IterVar &r : row_axes) is_row = is_row || iv.same_as(r);
+      if (!is_row && !iv.same_as(leaves.back())) order.push_back(iv);
+    }
+    order.insert(order.end(), row_axes.begin(), row_axes.end());
+    order.push_back(leaves.back());
+    st.reorder(order);
+    for (const IterVar &r : row_axes) st.unroll(r);
+  };
 
-  IterVar par;
+  IterVar par, rows_inner;
   if (axis > 0) {
     std::vector<IterVar> pre;
     for (int d = 0; d < axis; ++d) pre.push_back(O.axis(static_cast<size_t>(d)));
+    if (interleave) {
+      // The split is of the last dimension before the axis, not of the fused rows, so that the
+      // stages' bounds at the parallel loop are the block's rows.
+      IterVar ro, ri;
+      O.split(pre.back(), static_cast<int>(rows), &ro, &ri);
+      pre.back() = ro;
+      rows_inner = ri;
+    }
     O.fuse(pre, &par);
     O.parallel(par);
   }
@@ -179,6 +226,7 @@ void schedule_softmax(te::Schedule &s, const Compute &c, const Config &cfg) {
     for (int d = last ? axis : axis + 1; d < nd; ++d) run.push_back(O.axis(static_cast<size_t>(d)));
     vectorize_run(O, run, extent(last ? axis : axis + 1, nd), block, true);
   }
+  if (interleave) rows_inside(O, {rows_inner});
   te::Stage M = s[c.part("max")], S = s[c.part("sum")], E = s[c.part("exp")];
   // The exp stage first: compute_at needs the attach stage to read the producer already, and the
   // max stage is read through it.
@@ -187,8 +235,11 @@ void schedule_softmax(te::Schedule &s, const Compute &c, const Config &cfg) {
   } else {
     if (par.defined()) E.compute_at(O, par);
     std::vector<IterVar> run;
+    std::vector<IterVar> row_axes;
+    for (int d = 0; d < axis; ++d) row_axes.push_back(E.axis(static_cast<size_t>(d)));
     for (int d = last ? axis : axis + 1; d < nd; ++d) run.push_back(E.axis(static_cast<size_t>(d)));
     vectorize_run(E, run, extent(last ? axis : axis + 1, nd), block, true);
+    if (interleave) rows_inside(E, row_axes);
   }
   for (te::Stage st : {M, S}) {
     // Reduction outside the vectorized trailing dimensions (when there are any).
@@ -205,7 +256,7 @@ void schedule_softmax(te::Schedule &s, const Compute &c, const Config &cfg) {
       st.reorder(order);
       vectorize_run(st, post, extent(axis + 1, nd), 64);
     } else {
-      schedule_row_reduction(s, st->origin_op->output(0), O, par, block);
+      schedule_row_reduction(s, st->origin_op->output(0), O, par, block, interleave);
     }
   }
 }
@@ -442,7 +493,9 @@ Template softmax_template() {
   Template t;
   t.name = "softmax.x86";
   // Version 2: the row's sum starts from -0.0 (sum_from_negative_zero).
-  t.version = 2;
+  // Version 3: the knob rows, rows a parallel iteration along the last axis with their stages
+  // interleaved (rows=1 is version 2's loop nest).
+  t.version = 3;
   t.summary = "softmax or log-softmax along one axis";
   t.arguments = {tensor_spec("data", -1, "float data"),
                  {"axis", "int", "-1", "the axis normalized over; negative counts from the end"},

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <sstream>
 
 #include "compiler/ops/epilogue.h"
 #include "tests/compiler/ops/op_test_util.h"
@@ -119,6 +120,82 @@ TEST(Norm, SoftmaxLastAxisMatchesDoubleWithTailsAndInfiniteRows) {
       }
     }
   }
+}
+
+// Softmax along the last axis with every number of interleaved rows (`rows`), through the LLVM
+// back end, against the double reference element by element: rows the block divides and rows it
+// does not (6 and 3 rows in blocks of 4, 5 rows in blocks of 2, 8 and 16: the last block runs
+// over rows past the tensor's), short, vector-length and long rows, log-softmax too. The first
+// row is all -inf but one value, the second half -inf, the last all -inf (NaN, as in torch).
+TEST(Norm, SoftmaxInterleavedRowsMatchDoubleWithTails) {
+  const std::vector<std::vector<int64_t>> shapes = {{1, 6, 128}, {2, 3, 37}, {5, 16}, {1, 12, 1000}, {7, 3}};
+  for (const auto &shape : shapes) {
+    for (bool log : {false, true}) {
+      ops::Task task("softmax.x86", Json::object({{"data", tensor(shape)}, {"log", log}}), kTarget);
+      ops::Compute c = task.compute(task.default_config());
+      std::vector<deploy::Tensor> inputs = testing::make_inputs(c, 41);
+      const int64_t len = shape.back(), rows = inputs[0].numel() / len;
+      std::mt19937_64 rng(static_cast<uint64_t>(rows * 1000 + len));
+      std::normal_distribution<double> value(0.0, 12.0);
+      for (int64_t i = 0; i < inputs[0].numel(); ++i)
+        testing::set_elem(inputs[0], i, std::clamp(value(rng), -40.0, 40.0));
+      for (int64_t k = 0; k < len; ++k) {
+        if (k != len / 3) testing::set_elem(inputs[0], k, -INFINITY);
+        if (k % 2 == 0) testing::set_elem(inputs[0], len + k, -INFINITY);
+        testing::set_elem(inputs[0], (rows - 1) * len + k, -INFINITY);
+      }
+      const Host want = naive_softmax(testing::to_host(inputs[0]), static_cast<int64_t>(shape.size()) - 1, log);
+      for (int64_t r : {1, 2, 4, 8, 16}) {
+        const autotune::Config cfg =
+            task.space().parse_config_text("rows=" + std::to_string(r), task.default_config());
+        ASSERT_EQ(cfg.choice_int("rows"), r);
+        SCOPED_TRACE(testing::tensor(shape).dump() + (log ? " log" : "") + " config " + cfg.to_string());
+        const deploy::Tensor got = testing::run_config_llvm(task, cfg, inputs)[0];
+        int64_t bad = 0, nans = 0;
+        for (int64_t i = 0; i < got.numel(); ++i) {
+          const double w = want.data[static_cast<size_t>(i)], g = testing::get_elem(got, i);
+          if (std::isnan(w)) {
+            nans += std::isnan(g) ? 1 : 0;
+            continue;
+          }
+          const double tol = log ? 1e-5 * std::fabs(w) + 1e-5 : 1e-5 * std::fabs(w) + 1e-44;
+          if (g != w && !(std::fabs(g - w) <= tol)) {  // log-softmax's masked values: -inf exactly
+            if (bad++ < 3) ADD_FAILURE() << "element " << i << ": " << g << " against " << w;
+          }
+        }
+        EXPECT_EQ(bad, 0);
+        EXPECT_EQ(nans, len) << "the all -inf row gives NaN, no other row does";
+        EXPECT_EQ(testing::get_elem(got, len / 3), log ? 0.0 : 1.0);
+      }
+    }
+  }
+}
+
+// The default schedule of short rows interleaves them: the max reduction's loop reads several
+// rows an iteration (rows=1, the loop nest of version 2, reads one), and the tree of each row's
+// partial maxima is in the same loop body.
+TEST(Norm, SoftmaxDefaultInterleavesShortRows) {
+  ops::Task task("softmax.x86", Json::object({{"data", tensor({1, 12, 128, 128})}}), kTarget);
+  auto max_reads = [&](const autotune::Config &cfg) {
+    std::ostringstream lowered;
+    lowered << task.lower(cfg, "op");
+    const std::string text = lowered.str();
+    // The statements of the first loop over the row's vectors: each max(...) reading the data.
+    const size_t loop = text.find("for (k.outer");
+    EXPECT_NE(loop, std::string::npos) << text;
+    const size_t end = text.find('}', loop);
+    const std::string body = text.substr(loop, end - loop);
+    int reads = 0;
+    for (size_t at = body.find("data["); at != std::string::npos; at = body.find("data[", at + 1)) ++reads;
+    return reads;
+  };
+  const autotune::Config def = task.default_config();
+  EXPECT_GE(def.choice_int("rows"), 4);
+  EXPECT_EQ(max_reads(def), def.choice_int("rows"));
+  EXPECT_EQ(max_reads(task.space().parse_config_text("rows=1", def)), 1);
+  // One row: nothing to interleave.
+  ops::Task one("softmax.x86", Json::object({{"data", tensor({1, 1000})}}), kTarget);
+  EXPECT_EQ(one.default_config().choice_int("rows"), 1);
 }
 
 Host naive_layer_norm(const Host &x, int64_t first, double eps, const Host *gamma, const Host *beta) {
