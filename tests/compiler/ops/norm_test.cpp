@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <regex>
+#include <set>
 #include <sstream>
 
 #include "compiler/ops/epilogue.h"
@@ -372,6 +374,34 @@ TEST(Norm, LayerNormEpsilonIsAddedToTheVariance) {
       EXPECT_LE(testing::rel_error(want, testing::run_config_llvm(ln, cfg, inputs)[0]), 1e-5);
     }
   }
+}
+
+// The default schedule of layer norm 1x128x768 computes two rows' statistics interleaved: the
+// loop of the statistics reads both rows an iteration (one row a block, version 4's default, reads
+// one); an odd number of rows keeps one row a block.
+TEST(Norm, LayerNormDefaultInterleavesTwoRows) {
+  auto stats_reads = [](const ops::Task &task, const autotune::Config &cfg) {
+    std::ostringstream lowered;
+    lowered << task.lower(cfg, "op");
+    const std::string text = lowered.str();
+    const size_t loop = text.find("for (k0.outer");
+    EXPECT_NE(loop, std::string::npos) << text;
+    const std::string body = text.substr(loop, text.find('}', loop) - loop);
+    // Each row's shifted value is read once per statistic: count the reads of the row's vectors.
+    std::set<std::string> reads;
+    const std::regex read("data\\[ramp\\(([^\\]]*?), 1, [0-9]+\\)\\]");
+    for (auto it = std::sregex_iterator(body.begin(), body.end(), read); it != std::sregex_iterator(); ++it) {
+      reads.insert((*it)[1].str());
+    }
+    return static_cast<int64_t>(reads.size());
+  };
+  ops::Task ln("layer_norm.x86", Json::object({{"data", tensor({1, 128, 768})}}), kTarget);
+  const autotune::Config def = ln.default_config();
+  EXPECT_EQ(def.split("tile_rows")[1], 2);
+  EXPECT_EQ(stats_reads(ln, def), 2);
+  EXPECT_EQ(stats_reads(ln, ln.space().parse_config_text("tile_rows=[128,1]", def)), 1);
+  ops::Task odd("layer_norm.x86", Json::object({{"data", tensor({1, 7, 768})}}), kTarget);
+  EXPECT_EQ(odd.default_config().split("tile_rows")[1], 1);
 }
 
 TEST(Norm, LayerNormRejectsLeadingAxes) {
