@@ -561,11 +561,14 @@ Template layer_norm_template() {
   t.default_config = [name](const ConfigSpace &s, const Json &a, const Target &tg) {
     LayerNorm l = parse_layer_norm(name, a);
     const int64_t n = norm_size(l), b = std::min<int64_t>(n, tg.lanes(l.data.dtype));
-    // Two rows a block where they divide the rows and fit in L1 together with their output: their
-    // statistics interleaved measured 8.8-9.1 us against 10.4-10.5 for one row a block on layer
-    // norm 1x128x768 at one thread; blocks of 4 and 8 rows were slower than 2 (docs/compiler.md).
+    // Two rows a block where they divide the rows, fit in L1 together with their output and the
+    // tensor is small enough for the cache (up to 1 MiB) to serve it: their statistics interleaved
+    // measured 8.8-9.0 us against 10.2-10.3 for one row a block on layer norm 1x128x768 at one
+    // thread; blocks of 4 and 8 rows were slower than 2; on 1x384x1024 (1.5 MiB, memory bound)
+    // every block took the same time, so it keeps one row (docs/compiler.md).
     const int64_t rows = norm_rows(l);
-    const int64_t r = rows % 2 == 0 && n <= 2048 ? 2 : 1;
+    const int64_t bytes = l.data.numel() * static_cast<int64_t>(l.data.dtype.bytes());
+    const int64_t r = rows % 2 == 0 && n <= 2048 && bytes <= (int64_t{1} << 20) ? 2 : 1;
     return s.from_values({{"tile_n", Json::array_of(std::vector<int64_t>{ceil_div(n, b), b})},
                           {"one_pass", Json(1)},
                           {"tile_rows", Json::array_of(std::vector<int64_t>{rows / r, r})}});

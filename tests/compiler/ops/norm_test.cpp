@@ -378,7 +378,7 @@ TEST(Norm, LayerNormEpsilonIsAddedToTheVariance) {
 
 // The default schedule of layer norm 1x128x768 computes two rows' statistics interleaved: the
 // loop of the statistics reads both rows an iteration (one row a block, version 4's default, reads
-// one); an odd number of rows keeps one row a block.
+// one); an odd number of rows, and a tensor past 1 MiB, keep one row a block.
 TEST(Norm, LayerNormDefaultInterleavesTwoRows) {
   auto stats_reads = [](const ops::Task &task, const autotune::Config &cfg) {
     std::ostringstream lowered;
@@ -402,6 +402,8 @@ TEST(Norm, LayerNormDefaultInterleavesTwoRows) {
   EXPECT_EQ(stats_reads(ln, ln.space().parse_config_text("tile_rows=[128,1]", def)), 1);
   ops::Task odd("layer_norm.x86", Json::object({{"data", tensor({1, 7, 768})}}), kTarget);
   EXPECT_EQ(odd.default_config().split("tile_rows")[1], 1);
+  ops::Task large("layer_norm.x86", Json::object({{"data", tensor({1, 384, 1024})}}), kTarget);
+  EXPECT_EQ(large.default_config().split("tile_rows")[1], 1) << "past 1 MiB memory, not latency, bounds it";
 }
 
 TEST(Norm, LayerNormRejectsLeadingAxes) {
