@@ -52,6 +52,23 @@ void vectorize_run(te::Stage st, const std::vector<IterVar> &axes, int64_t exten
   }
 }
 
+// Moves the loops over the rows `row_axes` of a stage (the rows of one parallel iteration) just
+// outside its innermost (vectorized) loop, and unrolls them: the rows' statements are then side by
+// side in each iteration over the row's vectors.
+void rows_innermost(te::Stage st, const std::vector<IterVar> &row_axes) {
+  std::vector<IterVar> order;
+  const std::vector<IterVar> &leaves = st->leaf_iter_vars;
+  for (const IterVar &iv : leaves) {
+    bool is_row = false;
+    for (const IterVar &r : row_axes) is_row = is_row || iv.same_as(r);
+    if (!is_row && !iv.same_as(leaves.back())) order.push_back(iv);
+  }
+  order.insert(order.end(), row_axes.begin(), row_axes.end());
+  order.push_back(leaves.back());
+  st.reorder(order);
+  for (const IterVar &r : row_axes) st.unroll(r);
+}
+
 // --- softmax ---
 
 struct Softmax {
@@ -189,22 +206,6 @@ void schedule_softmax(te::Schedule &s, const Compute &c, const Config &cfg) {
   // dependent instructions (reduction, tree, exps, division) interleave in one loop body.
   const int64_t rows = cfg.has("rows") ? cfg.choice_int("rows") : 1;
   const bool interleave = last && axis > 0 && rows > 1;
-  // Moves the loops over the rows `row_axes` of a stage (the rows of one parallel iteration) just
-  // inside the innermost unrolled or serial loop over the row's vectors, and unrolls them.
-  auto rows_inside = [](te::Stage st, const std::vector<IterVar> &row_axes) {
-    std::vector<IterVar> order;
-    const std::vector<IterVar> &leaves = st->leaf_iter_vars;
-    for (const IterVar &iv : leaves) {
-      bool is_row = false;
-      for (const IterVar &r : row_axes) is_row = is_row || iv.same_as(r);
-      if (!is_row && !iv.same_as(leaves.back())) order.push_back(iv);
-    }
-    order.insert(order.end(), row_axes.begin(), row_axes.end());
-    order.push_back(leaves.back());
-    st.reorder(order);
-    for (const IterVar &r : row_axes) st.unroll(r);
-  };
-
   IterVar par, rows_inner;
   if (axis > 0) {
     std::vector<IterVar> pre;
@@ -226,7 +227,7 @@ void schedule_softmax(te::Schedule &s, const Compute &c, const Config &cfg) {
     for (int d = last ? axis : axis + 1; d < nd; ++d) run.push_back(O.axis(static_cast<size_t>(d)));
     vectorize_run(O, run, extent(last ? axis : axis + 1, nd), block, true);
   }
-  if (interleave) rows_inside(O, {rows_inner});
+  if (interleave) rows_innermost(O, {rows_inner});
   te::Stage M = s[c.part("max")], S = s[c.part("sum")], E = s[c.part("exp")];
   // The exp stage first: compute_at needs the attach stage to read the producer already, and the
   // max stage is read through it.
@@ -239,7 +240,7 @@ void schedule_softmax(te::Schedule &s, const Compute &c, const Config &cfg) {
     for (int d = 0; d < axis; ++d) row_axes.push_back(E.axis(static_cast<size_t>(d)));
     for (int d = last ? axis : axis + 1; d < nd; ++d) run.push_back(E.axis(static_cast<size_t>(d)));
     vectorize_run(E, run, extent(last ? axis : axis + 1, nd), block, true);
-    if (interleave) rows_inside(E, row_axes);
+    if (interleave) rows_innermost(E, row_axes);
   }
   for (te::Stage st : {M, S}) {
     // Reduction outside the vectorized trailing dimensions (when there are any).
@@ -469,19 +470,9 @@ void schedule_layer_norm(te::Schedule &s, const Compute &c, const Config &cfg) {
     O.parallel(par);
   }
   vectorize_run(O, norm, n, block, true);
-  if (rows_inner.defined()) {
-    // The block's rows innermost but for the vector: gamma's and beta's vectors are loaded once for
-    // all of them.
-    std::vector<IterVar> order;
-    const std::vector<IterVar> &leaves = O->leaf_iter_vars;
-    for (const IterVar &iv : leaves) {
-      if (!iv.same_as(rows_inner) && !iv.same_as(leaves.back())) order.push_back(iv);
-    }
-    order.push_back(rows_inner);
-    order.push_back(leaves.back());
-    O.reorder(order);
-    O.unroll(rows_inner);
-  }
+  // The block's rows innermost but for the vector: gamma's and beta's vectors are loaded once for
+  // all of them.
+  if (rows_inner.defined()) rows_innermost(O, {rows_inner});
   // The statistics of the block's rows interleaved: each reduction loop and level of the tree
   // updates every row of the block.
   const bool interleave = rows_inner.defined();

@@ -74,6 +74,35 @@ TEST(Norm, SoftmaxRowsWithEpilogueAndOneDimension) {
       [&](const std::vector<Host> &in) { return naive_softmax(in[0], 0, false); }, 2e-5);
 }
 
+// Masks rows of a softmax input of `rows` rows of `len`: row 0 all -inf but one value (at len / 3),
+// row 1 -inf at every even position, the last row all -inf.
+void mask_rows(deploy::Tensor &x, int64_t len, int64_t rows) {
+  for (int64_t k = 0; k < len; ++k) {
+    if (k != len / 3) testing::set_elem(x, k, -INFINITY);      // row 0: one value left
+    if (k % 2 == 0) testing::set_elem(x, len + k, -INFINITY);  // row 1: half masked
+    testing::set_elem(x, (rows - 1) * len + k, -INFINITY);     // last row: all masked
+  }
+}
+
+// Checks `got` against the float64 `want` element by element (within 1e-5 relative plus `abs_tol`;
+// equal values, infinities included, match) where `want` is not NaN; returns how many elements
+// are NaN in both.
+int64_t expect_close_but_nans(const Host &want, const deploy::Tensor &got, double abs_tol) {
+  int64_t bad = 0, nans = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double w = want.data[static_cast<size_t>(i)], g = testing::get_elem(got, i);
+    if (std::isnan(w)) {
+      nans += std::isnan(g) ? 1 : 0;
+      continue;
+    }
+    if (g != w && !(std::fabs(g - w) <= 1e-5 * std::fabs(w) + abs_tol)) {
+      if (bad++ < 3) ADD_FAILURE() << "element " << i << ": " << g << " against " << w;
+    }
+  }
+  EXPECT_EQ(bad, 0);
+  return nans;
+}
+
 // Softmax over the last axis through the LLVM back end (the vector exp with vscalefps where the
 // host has AVX-512) against the double reference, element by element: rows a vector divides
 // (128: the unrolled loops) and rows it does not (1000, 33, 7), at the default config and with
@@ -91,31 +120,13 @@ TEST(Norm, SoftmaxLastAxisMatchesDoubleWithTailsAndInfiniteRows) {
     std::normal_distribution<double> value(0.0, 12.0);
     for (int64_t i = 0; i < inputs[0].numel(); ++i)
       testing::set_elem(inputs[0], i, std::clamp(value(rng), -40.0, 40.0));
-    if (rows >= 3) {
-      for (int64_t k = 0; k < len; ++k) {
-        if (k != len / 3) testing::set_elem(inputs[0], k, -INFINITY);      // row 0: one value left
-        if (k % 2 == 0) testing::set_elem(inputs[0], len + k, -INFINITY);  // row 1: half masked
-        testing::set_elem(inputs[0], (rows - 1) * len + k, -INFINITY);     // last row: all masked
-      }
-    }
+    if (rows >= 3) mask_rows(inputs[0], len, rows);
     const Host want = naive_softmax(testing::to_host(inputs[0]), static_cast<int64_t>(shape.size()) - 1, false);
     const autotune::Config def = task.default_config();
     for (const autotune::Config &cfg : {def, task.space().parse_config_text("exp_inline=1", def)}) {
       SCOPED_TRACE(testing::tensor(shape).dump() + " config " + cfg.to_string());
       const deploy::Tensor got = testing::run_config_llvm(task, cfg, inputs)[0];
-      int64_t bad = 0, nans = 0;
-      for (int64_t i = 0; i < got.numel(); ++i) {
-        const double w = want.data[static_cast<size_t>(i)], g = testing::get_elem(got, i);
-        if (std::isnan(w)) {
-          nans += std::isnan(g) ? 1 : 0;
-          continue;
-        }
-        if (!(std::fabs(g - w) <= 1e-5 * std::fabs(w) + 1e-44)) {
-          if (bad++ < 3) ADD_FAILURE() << "element " << i << ": " << g << " against " << w;
-        }
-      }
-      EXPECT_EQ(bad, 0);
-      EXPECT_EQ(nans, rows >= 3 ? len : 0) << "an all -inf row gives NaN, no other row does";
+      EXPECT_EQ(expect_close_but_nans(want, got, 1e-44), rows >= 3 ? len : 0) << "an all -inf row gives NaN, no other row does";
       if (rows >= 3) {
         EXPECT_EQ(testing::get_elem(got, len / 3), 1.0);
         EXPECT_EQ(testing::get_elem(got, 0), 0.0);
@@ -141,11 +152,7 @@ TEST(Norm, SoftmaxInterleavedRowsMatchDoubleWithTails) {
       std::normal_distribution<double> value(0.0, 12.0);
       for (int64_t i = 0; i < inputs[0].numel(); ++i)
         testing::set_elem(inputs[0], i, std::clamp(value(rng), -40.0, 40.0));
-      for (int64_t k = 0; k < len; ++k) {
-        if (k != len / 3) testing::set_elem(inputs[0], k, -INFINITY);
-        if (k % 2 == 0) testing::set_elem(inputs[0], len + k, -INFINITY);
-        testing::set_elem(inputs[0], (rows - 1) * len + k, -INFINITY);
-      }
+      mask_rows(inputs[0], len, rows);
       const Host want = naive_softmax(testing::to_host(inputs[0]), static_cast<int64_t>(shape.size()) - 1, log);
       for (int64_t r : {1, 2, 4, 8, 16}) {
         const autotune::Config cfg =
@@ -153,20 +160,8 @@ TEST(Norm, SoftmaxInterleavedRowsMatchDoubleWithTails) {
         ASSERT_EQ(cfg.choice_int("rows"), r);
         SCOPED_TRACE(testing::tensor(shape).dump() + (log ? " log" : "") + " config " + cfg.to_string());
         const deploy::Tensor got = testing::run_config_llvm(task, cfg, inputs)[0];
-        int64_t bad = 0, nans = 0;
-        for (int64_t i = 0; i < got.numel(); ++i) {
-          const double w = want.data[static_cast<size_t>(i)], g = testing::get_elem(got, i);
-          if (std::isnan(w)) {
-            nans += std::isnan(g) ? 1 : 0;
-            continue;
-          }
-          const double tol = log ? 1e-5 * std::fabs(w) + 1e-5 : 1e-5 * std::fabs(w) + 1e-44;
-          if (g != w && !(std::fabs(g - w) <= tol)) {  // log-softmax's masked values: -inf exactly
-            if (bad++ < 3) ADD_FAILURE() << "element " << i << ": " << g << " against " << w;
-          }
-        }
-        EXPECT_EQ(bad, 0);
-        EXPECT_EQ(nans, len) << "the all -inf row gives NaN, no other row does";
+        // Log-softmax's values are logs, near 0 for the likeliest: an absolute margin too.
+        EXPECT_EQ(expect_close_but_nans(want, got, log ? 1e-5 : 1e-44), len) << "the all -inf row gives NaN, no other row does";
         EXPECT_EQ(testing::get_elem(got, len / 3), log ? 0.0 : 1.0);
       }
     }
