@@ -1,8 +1,8 @@
 // conv1x1_depthwise_nchwc.x86 (MobileNetV2's expansion and depthwise layers as one kernel) against
 // the two kernels it replaces, conv2d_nchwc.x86 (1x1, bias + ReLU6) then
 // depthwise_conv2d_nchwc.x86 (bias + ReLU6), each at its default config, float32, batch 1, on the
-// threads of Kiln's pool (KILN_NUM_THREADS). The depthwise kernel takes the 1x1 kernel's output
-// block (the layout the graph gives it). One line per case:
+// threads of Kiln's pool (KILN_NUM_THREADS). The separate kernels take the fused default's blocks
+// (the widest vector blocks of at most two vectors, as the graph's layout pass gives them). One line per case:
 //   fused_conv case=<ic>-><c>@<hw>s<stride> fused_us=<t> expand_us=<t> depthwise_us=<t>
 //       separate_us=<t> speedup=<separate / fused> max_diff=<d> config=<fused config>
 // Each kernel is timed with bench::time_call (the smallest of 3 medians), the three in turn for
@@ -107,6 +107,7 @@ int main(int argc, char **argv) {
                     Json::object({{"data", tensor({1, k.ic, k.hw, k.hw})},
                                   {"kernel", tensor({k.c, k.ic, 1, 1})},
                                   {"ic_bn", fused.config.split("tile_ic").back()},
+                                  {"oc_bn", fused.config.split("tile_c").back()},
                                   {"epilogue", relu6()}}),
                     target, opt);
       const int64_t cb = expand.config.split("tile_oc").back();

@@ -220,14 +220,24 @@ void define_space(ConfigSpace &s, const Fused &f, const Target &t) {
 // The expanded rows a band of `rows` output rows reads.
 int64_t band_input_rows(const Fused &f, int64_t rows) { return (rows - 1) * f.sh + (f.KH - 1) * f.dh + 1; }
 
-// Blocks of two vectors (as conv2d_nchwc's default for the 1x1 layer) where the channels allow;
+// The widest block of at most two vectors that divides `channels` and is whole vectors or a part of
+// one (a block of 24 floats, a vector and a half, is slow in both stages): the blocks the graph's
+// layout pass gives these layers.
+int64_t vector_block(int64_t channels, int64_t lanes) {
+  for (int64_t b = std::min(channels, 2 * lanes); b > 1; --b) {
+    if (channels % b == 0 && (b % lanes == 0 || lanes % b == 0)) return b;
+  }
+  return 1;
+}
+
+// Blocks of up to two vectors (as the layout pass gives the two layers) where the channels allow;
 // the band as many output rows as keep its expanded rows within about 192 KB (in L2, with the
 // halo recomputed a small fraction of the rows); register tiles of 8 (1x1) and up to 10 (depthwise)
 // columns of the block.
 Config default_config(const ConfigSpace &s, const Fused &f, const Target &t) {
   const int64_t lanes = t.lanes(f.out), regs = t.vector_registers();
-  const int64_t icb = f.ic_bn ? f.ic_bn : largest_divisor_at_most(f.IC, 2 * lanes);
-  const int64_t cb = f.c_bn ? f.c_bn : largest_divisor_at_most(f.C, 2 * lanes);
+  const int64_t icb = f.ic_bn ? f.ic_bn : vector_block(f.IC, lanes);
+  const int64_t cb = f.c_bn ? f.c_bn : vector_block(f.C, lanes);
   const int64_t vecs = ceil_div(cb, lanes);
   const int64_t row_bytes = ((f.OW - 1) * f.sw + (f.KW - 1) * f.dw + 1) * cb * f.out.bytes();
   int64_t band = 1;
