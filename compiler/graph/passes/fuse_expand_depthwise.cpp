@@ -9,12 +9,11 @@ namespace kiln::graph::passes {
 
 namespace {
 
-// A ConvNCHWc's epilogue list, or nullopt-like empty string when it reads extra tensors.
-bool epilogue_without_extras(const Node &n, std::string *list) {
-  *list = n.attr_string("epilogue", "[]");
+// Whether a ConvNCHWc's epilogue reads no extra tensor (a residual).
+bool epilogue_without_extras(const Node &n) {
   contracts::Json j;
   try {
-    j = contracts::Json::parse(*list);
+    j = contracts::Json::parse(n.attr_string("epilogue", "[]"));
   } catch (const std::exception &) {
     return false;
   }
@@ -33,15 +32,13 @@ bool is_expansion(const Graph &g, const Node &n) {
   if (n.op != "ConvNCHWc" || n.attr_int("depthwise", 0) != 0 || n.inputs.size() > 3 || n.outputs.size() != 1)
     return false;
   const TensorType &w = g.value(n.inputs[1]).type;
-  std::string list;
   return w.rank() == 6 && w.shape[2] == 1 && w.shape[3] == 1 && all_equal(n.attr_ints("strides", {1, 1}), 1) &&
-         all_equal(n.attr_ints("pads", {0, 0, 0, 0}), 0) && epilogue_without_extras(n, &list);
+         all_equal(n.attr_ints("pads", {0, 0, 0, 0}), 0) && epilogue_without_extras(n);
 }
 
 bool is_depthwise(const Node &n) {
-  std::string list;
   return n.op == "ConvNCHWc" && n.attr_int("depthwise", 0) != 0 && n.inputs.size() <= 3 && n.outputs.size() == 1 &&
-         epilogue_without_extras(n, &list);
+         epilogue_without_extras(n);
 }
 
 }  // namespace

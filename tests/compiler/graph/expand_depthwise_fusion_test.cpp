@@ -1,5 +1,5 @@
 // The pass fusing a 1x1 convolution and the depthwise one that reads it (ExpandDepthwiseNCHWc,
-// passes/fuse_expand_depthwise.cpp): which pairs it takes (not when the expanded tensor is also a
+// passes/fuse_expand_depthwise.cpp): which pairs it takes and the tuning task of the fused node (not when the expanded tensor is also a
 // graph output or has a second reader, nor below the size threshold, nor with the option off), and
 // the outputs of the pipeline's graph against the unoptimized graph through the reference executor;
 // MobileNetV2 from the frontend's exported models against the executor and torch.
@@ -12,6 +12,7 @@
 
 #include "compiler/driver/graph_executor.h"
 #include "compiler/driver/graph_pipeline.h"
+#include "compiler/driver/task_extraction.h"
 #include "compiler/frontend/onnx/onnx_importer.h"
 #include "compiler/graph/op_def.h"
 #include "compiler/graph/passes/passes.h"
@@ -67,6 +68,17 @@ TEST(ExpandDepthwiseFusion, PairBecomesOneKernel) {
     EXPECT_EQ(count(a, "ExpandDepthwiseNCHWc"), 1) << print(a);
     EXPECT_EQ(count(a, "ConvNCHWc"), 0) << print(a);
     EXPECT_LE(max_difference(a, g), 1e-4);
+    // Its tuning task is the fused workload (the expansion's epilogue kept, the last one dropped).
+    const driver::TaskExtraction tasks = driver::extract_tasks(a, "llvm -mcpu=native");
+    int fused_tasks = 0;
+    for (const auto &t : tasks.tasks) {
+      if (t.template_name != "conv1x1_depthwise_nchwc.x86") continue;
+      ++fused_tasks;
+      EXPECT_EQ(t.weight, 1);
+      EXPECT_EQ(t.args["strides"][0].as_int(), stride);
+      EXPECT_EQ(t.args["expand_epilogue"].size(), 2u) << t.args.dump();
+    }
+    EXPECT_EQ(fused_tasks, 1);
     // With the option off, the two convolutions stay.
     const Graph off = optimize(g, false);
     EXPECT_EQ(count(off, "ExpandDepthwiseNCHWc"), 0);
