@@ -323,7 +323,8 @@ Template fused_template() {
                  out_dtype_spec(),
                  epilogue_spec("elementwise ops fused after the 1x1 convolution (keeping its dtype)"),
                  epilogue_spec("elementwise ops fused after the depthwise convolution")};
-  t.arguments[9].name = "expand_epilogue";
+  // The first of the two epilogue arguments is the expansion's.
+  t.arguments[t.arguments.size() - 2].name = "expand_epilogue";
   t.example = Json::object({{"data", t4({1, 16, 14, 14})},
                             {"expand_kernel", t4({96, 16, 1, 1})},
                             {"depthwise_kernel", t4({96, 1, 3, 3})},
