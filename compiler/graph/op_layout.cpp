@@ -231,6 +231,8 @@ void expand_depthwise_nchwc() {
   OpDef d;
   d.name = "ExpandDepthwiseNCHWc";
   d.internal = true;
+  // Made after the epilogue fusion, from two convolutions with theirs: nothing more fuses into it.
+  d.pattern = OpPattern::kOpaque;
   d.min_inputs = 3;
   d.max_inputs = 5;
   d.infer = [](const OpContext &ctx) {
