@@ -15,6 +15,8 @@ GraphPipelineOptions GraphPipelineOptions::from_env() {
   GraphPipelineOptions o;
   const char *d = std::getenv("KILN_DEBUG_GRAPH");
   o.debug = d && *d && std::strcmp(d, "0") != 0;
+  const char *f = std::getenv("KILN_FUSE_EXPAND_DEPTHWISE");
+  if (f && std::strcmp(f, "0") == 0) o.fuse_expand_depthwise = false;
   return o;
 }
 
@@ -50,6 +52,8 @@ graph::Graph optimize_graph(const graph::Graph &input, const GraphPipelineOption
       [&](const graph::Graph &x) { return graph::passes::alter_layout(x, resolve_target(options.target)); });
   run("prepack_dense", options.alter_layout,
       [&](const graph::Graph &x) { return graph::passes::prepack_dense(x, resolve_target(options.target)); });
+  run("fuse_expand_depthwise", options.fuse && options.alter_layout && options.fuse_expand_depthwise,
+      [](const graph::Graph &x) { return graph::passes::fuse_expand_depthwise(x); });
   run("fuse_injective", options.fuse, graph::passes::fuse_injective);
   run("fuse_elementwise", options.fuse, graph::passes::fuse_elementwise);
   run("eliminate_dead_code", true, graph::passes::eliminate_dead_code);

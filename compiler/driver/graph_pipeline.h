@@ -17,6 +17,10 @@ struct GraphPipelineOptions {
   bool fuse = true;
   // Convolutions in the blocked NCHW[x]c layout (passes/alter_layout.cpp).
   bool alter_layout = true;
+  // A 1x1 convolution and the depthwise one that reads it as one kernel, where the expanded tensor
+  // is large (passes/fuse_expand_depthwise.cpp); needs fuse and alter_layout. The environment
+  // switch KILN_FUSE_EXPAND_DEPTHWISE=0 turns it off.
+  bool fuse_expand_depthwise = true;
   // Print the graph after every pass; defaults to the KILN_DEBUG_GRAPH environment switch.
   bool debug = false;
   static GraphPipelineOptions from_env();

@@ -10,6 +10,12 @@
 //     residual) are in the output's layout. The workload's arguments are the NCHW/OIHW shapes and
 //     the node's blocks, fixed (ic_bn, oc_bn; c_bn for depthwise): a node's kernel is the workload
 //     the tuner tunes, and its tuned configs tune the schedule with the blocks held.
+//   ExpandDepthwiseNCHWc(x, w1, w2, b1?, b2?) {strides, dilations, pads, ic_bn, oc_bn, expand_bias,
+//     bias, expand_epilogue, epilogue}: a 1x1 ConvNCHWc (w1 packed, data block ic_bn, output block
+//     oc_bn, bias b1 when expand_bias = 1, epilogue expand_epilogue) read only by a depthwise
+//     ConvNCHWc (w2 packed, geometry strides/dilations/pads, bias b2 when bias = 1, epilogue), as
+//     one kernel: conv1x1_depthwise_nchwc.x86 (passes/fuse_expand_depthwise.cpp makes it). The
+//     epilogues take no extra tensors.
 //   LayoutTransform(x) {src_block, dst_block}: NCHW (block 0) <-> NCHW[x]c, NCHW[x]c <-> NCHW[y]c,
 //     built from layout_transform.x86.
 //   PoolNCHWc(x) {mode, global, kernel_shape, strides, pads, dilations, ceil_mode,
@@ -157,6 +163,109 @@ void conv_nchwc() {
   register_op(std::move(d));
 }
 
+// --- ExpandDepthwiseNCHWc ---
+
+struct ExpandDepthwise {
+  int64_t N, IC, C, H, W, KH, KW, ic_bn, oc_bn;
+  bool expand_bias, bias;
+  Geometry geo;
+  std::vector<int64_t> out;  // NCHW[oc_bn]c
+};
+
+ExpandDepthwise expand_depthwise(const OpContext &ctx) {
+  const TensorType &x = ctx.in(0), &w1 = ctx.in(1), &w2 = ctx.in(2);
+  if (x.dtype != ir::Float(32) || w1.dtype != ir::Float(32) || w2.dtype != ir::Float(32))
+    ctx.fail("takes float32 data and weights");
+  if (x.rank() != 5 || w1.rank() != 6 || w2.rank() != 6)
+    ctx.fail(concat("takes NCHW[x]c data and packed weights, got ", x.str(), ", ", w1.str(), " and ", w2.str()));
+  ExpandDepthwise e;
+  e.ic_bn = ctx.node().attr_int("ic_bn", 0);
+  e.oc_bn = ctx.node().attr_int("oc_bn", 0);
+  if (e.ic_bn <= 0 || e.oc_bn <= 0) ctx.fail("ic_bn and oc_bn must be positive");
+  if (x.shape[4] != e.ic_bn) ctx.fail(concat("the data ", x.str(), " is not in NCHW", e.ic_bn, "c"));
+  e.N = x.shape[0];
+  e.IC = x.shape[1] * e.ic_bn;
+  e.H = x.shape[2];
+  e.W = x.shape[3];
+  if (w1.shape[1] != x.shape[1] || w1.shape[2] != 1 || w1.shape[3] != 1 || w1.shape[4] != e.ic_bn ||
+      w1.shape[5] != e.oc_bn)
+    ctx.fail(concat("the packed 1x1 weight ", w1.str(), " does not match the data ", x.str(), " and oc_bn ", e.oc_bn));
+  e.C = w1.shape[0] * e.oc_bn;
+  if (w2.shape[0] != w1.shape[0] || w2.shape[1] != 1 || w2.shape[4] != 1 || w2.shape[5] != e.oc_bn)
+    ctx.fail(concat("the depthwise weight ", w2.str(), " does not match the 1x1 weight ", w1.str()));
+  e.KH = w2.shape[2];
+  e.KW = w2.shape[3];
+  e.expand_bias = ctx.node().attr_int("expand_bias", 0) != 0;
+  e.bias = ctx.node().attr_int("bias", 0) != 0;
+  const int inputs = 3 + (e.expand_bias ? 1 : 0) + (e.bias ? 1 : 0);
+  if (ctx.num_inputs() != inputs) ctx.fail(concat("takes ", inputs, " inputs with its biases, got ", ctx.num_inputs()));
+  for (int i = 3; i < inputs; ++i) {
+    if (ctx.in(i).rank() != 1 || ctx.in(i).shape[0] != e.C)
+      ctx.fail(concat("the bias ", ctx.in(i).str(), " does not match ", e.C, " channels"));
+  }
+  e.geo = geometry(ctx);
+  const int64_t oh = window_out(e.H, e.KH, e.geo.strides[0], e.geo.dilations[0], e.geo.pads[0], e.geo.pads[2], false);
+  const int64_t ow = window_out(e.W, e.KW, e.geo.strides[1], e.geo.dilations[1], e.geo.pads[1], e.geo.pads[3], false);
+  if (oh <= 0 || ow <= 0) ctx.fail("the window is larger than the padded input");
+  e.out = {e.N, e.C / e.oc_bn, oh, ow, e.oc_bn};
+  return e;
+}
+
+// An epilogue attribute with a bias_add first when the node has that bias.
+Json epilogue_with_bias(const OpContext &ctx, const std::string &key, bool bias) {
+  Json list;
+  try {
+    list = Json::parse(ctx.node().attr_string(key, "[]"));
+  } catch (const std::exception &e) {
+    ctx.fail(concat(key, " is not JSON: ", e.what()));
+  }
+  if (!list.is_array()) ctx.fail(concat(key, " must be a JSON list"));
+  if (epilogue_inputs(list) != 0) ctx.fail(concat(key, " must not read extra tensors"));
+  Json epi = Json::array();
+  if (bias) epi.push_back(Json::object({{"op", "bias_add"}}));
+  for (size_t j = 0; j < list.size(); ++j) epi.push_back(list[j]);
+  return epi;
+}
+
+void expand_depthwise_nchwc() {
+  OpDef d;
+  d.name = "ExpandDepthwiseNCHWc";
+  d.internal = true;
+  // Made after the epilogue fusion, from two convolutions with theirs: nothing more fuses into it.
+  d.pattern = OpPattern::kOpaque;
+  d.min_inputs = 3;
+  d.max_inputs = 5;
+  d.infer = [](const OpContext &ctx) {
+    return std::vector<TensorType>{TensorType{ir::Float(32), expand_depthwise(ctx).out}};
+  };
+  d.kernel = [](const OpContext &ctx) {
+    const ExpandDepthwise e = expand_depthwise(ctx);
+    Kernel k;
+    k.template_name = "conv1x1_depthwise_nchwc.x86";
+    k.template_args = Json::object({{"data", shape_json({e.N, e.IC, e.H, e.W}, ir::Float(32))},
+                                    {"expand_kernel", shape_json({e.C, e.IC, 1, 1}, ir::Float(32))},
+                                    {"depthwise_kernel", shape_json({e.C, 1, e.KH, e.KW}, ir::Float(32))},
+                                    {"strides", Json::array_of(e.geo.strides)},
+                                    {"dilation", Json::array_of(e.geo.dilations)},
+                                    {"padding", Json::array_of(e.geo.pads)},
+                                    {"ic_bn", e.ic_bn},
+                                    {"c_bn", e.oc_bn},
+                                    {"expand_epilogue", epilogue_with_bias(ctx, "expand_epilogue", e.expand_bias)},
+                                    {"epilogue", epilogue_with_bias(ctx, "epilogue", e.bias)}});
+    // The template's inputs: data, the two kernels, then the epilogues' biases in order.
+    k.input_map = {0, 1, 2};
+    for (int i = 3; i < ctx.num_inputs(); ++i) k.input_map.push_back(i);
+    return k;
+  };
+  d.flops = [](const OpContext &ctx) {
+    const ExpandDepthwise e = expand_depthwise(ctx);
+    const double mid = static_cast<double>(e.N * e.C * e.H * e.W);
+    const double out = static_cast<double>(e.N * e.C * e.out[2] * e.out[3]);
+    return 2.0 * mid * static_cast<double>(e.IC) + 2.0 * out * static_cast<double>(e.KH * e.KW);
+  };
+  register_op(std::move(d));
+}
+
 // --- LayoutTransform ---
 
 // The channel count of a tensor in NCHW (block 0) or NCHW[block]c.
@@ -262,6 +371,7 @@ void pool_nchwc() {
 
 void register_layout_ops() {
   conv_nchwc();
+  expand_depthwise_nchwc();
   layout_transform();
   pool_nchwc();
 }

@@ -26,6 +26,7 @@ const Registry &Registry::builtin() {
     Registry reg;
     register_gemm_templates(reg);
     register_conv2d_templates(reg);
+    register_fused_conv_templates(reg);
     register_pool_templates(reg);
     register_norm_templates(reg);
     register_injective_templates(reg);

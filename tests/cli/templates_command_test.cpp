@@ -47,7 +47,7 @@ TEST_F(TemplatesCommandTest, ListsEveryTemplateWithItsDescriptionAndArguments) {
   r = kiln({"templates", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   const json list = json::parse(r.out);
-  ASSERT_EQ(list.size(), 31u);
+  ASSERT_EQ(list.size(), 32u);
   for (const json &t : list) {
     EXPECT_FALSE(t["summary"].get<std::string>().empty()) << t["name"];
     ASSERT_FALSE(t["arguments"].empty()) << t["name"];

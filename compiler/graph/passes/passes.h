@@ -52,6 +52,14 @@ Graph eliminate_common_subexpressions(const Graph &g);
 // epilogue inputs.
 Graph fuse_epilogues(const Graph &g);
 
+// MobileNetV2's expansion and depthwise layers as one kernel: a 1x1 ConvNCHWc (stride 1, no
+// padding) whose output only a depthwise ConvNCHWc reads, and is no graph output, becomes one
+// ExpandDepthwiseNCHWc node with both epilogues (conv1x1_depthwise_nchwc.x86), where neither
+// epilogue reads an extra tensor and the expanded tensor has at least `min_expanded_bytes` (below
+// that it stays in cache between the two kernels and the fused kernel measured no faster).
+inline constexpr int64_t kMinExpandedBytes = int64_t{512} << 10;
+Graph fuse_expand_depthwise(const Graph &g, int64_t min_expanded_bytes = kMinExpandedBytes);
+
 // Injective producers inlined into their consumer where legal (fuse_ops.cpp): a constant Pad of
 // zeros over H and W of a rank-4 tensor read only by a 2-D Conv (auto_pad NOTSET) becomes the
 // conv's padding. (Reshape, Flatten, Squeeze and Unsqueeze are views already: no kernel runs, and

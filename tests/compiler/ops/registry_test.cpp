@@ -24,6 +24,7 @@ TEST(Registry, BuiltinTemplates) {
                                    "batch_matmul.x86",
                                    "broadcast.cuda",
                                    "broadcast.x86",
+                                   "conv1x1_depthwise_nchwc.x86",
                                    "conv2d_nchw.cuda",
                                    "conv2d_nchw.x86",
                                    "conv2d_nchw_implicit_gemm.cuda",
