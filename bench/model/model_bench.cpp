@@ -12,8 +12,8 @@
 //                    [--db kiln.db --device-key K] [--artifact-only] [--per-op]
 //   --threads: one thread count per run (Kiln's thread pool is sized once per process).
 //   --artifact-only: skip the two executors (only the artifacts and ONNX Runtime are timed).
-//   --per-op: after each model's line, a table of Kiln's kernels (each run alone through the
-//     executor, as node_bench does) beside ONNX Runtime's nodes (its profiler's kernel times in the
+//   --per-op: after each model's line, a table of Kiln's kernels (each run alone as a one-node
+//     artifact, as node_bench --artifact does) beside ONNX Runtime's nodes (its profiler's kernel times in the
 //     session, matched by name), sorted by Kiln's loss; the profiler makes ONNX Runtime's whole-model
 //     time of that run a little slower.
 //   DIR holds <name>/model.onnx and <name>/input_0.pb (tests/frontend/make_models.py writes them).
@@ -203,13 +203,14 @@ OrtResult run_ort(const std::string &ort_dir, const std::string &script, const s
   }
 }
 
-// --per-op: Kiln's kernels (each run alone through the executor, bench/model/node_times.h) beside
+// --per-op: Kiln's kernels (each compiled and run alone as a one-node artifact,
+// bench/model/node_times.h) beside
 // ONNX Runtime's nodes (its profiler's kernel times in the session), matched by name: an ONNX
 // Runtime node is named after the Kiln node or one of its outputs, layout suffixes aside (ONNX Runtime
 // names a fused or NCHWc node after its output). One row per pair, or per node of either side alone;
 // sorted by Kiln's loss (its time minus ONNX Runtime's), largest first.
 void print_per_op(const std::string &name, const graph::Graph &optimized, const std::vector<OrtNode> &ort, int runs) {
-  const std::vector<bench::NodeTime> kiln = bench::time_nodes(optimized, runs);
+  const std::vector<bench::NodeTime> kiln = bench::time_nodes(optimized, runs, bench::NodeRunner::Artifact);
   // A tensor's name without the layout suffix either side gives it: Kiln's "_nchw16c", ONNX
   // Runtime's "_nchwc", and the layout pass's "_padded" for channels padded to whole vectors.
   auto strip = [](std::string s) {
@@ -345,14 +346,14 @@ int run_bench(int argc, char **argv) {
       kernels_ref = ref.stats().kernels;
       kernels_opt = opt.stats().kernels;
     }
-    Artifact art = compile_artifact(optimized, untuned, input);
+    auto art = std::make_unique<Artifact>(compile_artifact(optimized, untuned, input));
     Timing art_t, tuned_t;
     std::unique_ptr<Artifact> art_tuned;
     if (lookup) {
       art_tuned = std::make_unique<Artifact>(compile_artifact(optimized, tuned, input));
-      std::tie(art_t, tuned_t) = time_interleaved(art.module, art_tuned->module, runs);
+      std::tie(art_t, tuned_t) = time_interleaved(art->module, art_tuned->module, runs);
     } else {
-      art_t = time_runs([&] { art.module.run(); }, runs);
+      art_t = time_runs([&] { art->module.run(); }, runs);
     }
     const OrtResult ort_run = run_ort(ort_dir, script, model, input, threads, runs, per_op);
     const Timing &ort = ort_run.model;
@@ -365,9 +366,9 @@ int run_bench(int argc, char **argv) {
         "unplanned_mb=%.2f",
         name.c_str(), threads, r, o, art_t.median_ms, ort.median_ms, ratio(ort.median_ms, art_t.median_ms),
         ratio(ort.median_ms, o), ratio(ort.median_ms, r), art_t.cpu_ms, ort.cpu_ms, ratio(ort.cpu_ms, art_t.cpu_ms),
-        ratio(ort.cpu_ms, ort.median_ms), kernels_ref, kernels_opt, art.report.tuned_kernels,
-        passes_s + art.report.compile_s, static_cast<double>(art.report.arena_bytes) / mb,
-        static_cast<double>(art.report.unplanned_bytes) / mb);
+        ratio(ort.cpu_ms, ort.median_ms), kernels_ref, kernels_opt, art->report.tuned_kernels,
+        passes_s + art->report.compile_s, static_cast<double>(art->report.arena_bytes) / mb,
+        static_cast<double>(art->report.unplanned_bytes) / mb);
     if (art_tuned) {
       std::printf(
           " kiln_tuned_ms=%.3f kiln_tuned_cpu_ms=%.3f tuned_vs_ort=%.2f tuned_vs_ort_cpu=%.2f tuned_vs_untuned=%.2f "
@@ -393,7 +394,14 @@ int run_bench(int argc, char **argv) {
     if (art_tuned) std::printf(" tuned_vs_ort_headline=%.2f", headline_tuned);
     std::printf("\n");
     std::fflush(stdout);
-    if (per_op) print_per_op(name, optimized, ort_run.nodes, runs);
+    if (per_op) {
+      // The model's libraries unloaded first: a library loaded while another is open can be
+      // given the open one's handle (both come from a memory file whose descriptor, and so
+      // /proc/self/fd path, is reused).
+      art.reset();
+      art_tuned.reset();
+      print_per_op(name, optimized, ort_run.nodes, runs);
+    }
     if (headline > 0) {
       log_untuned += std::log(headline);
       if (art_tuned) log_tuned += std::log(headline_tuned);

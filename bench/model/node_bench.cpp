@@ -3,7 +3,10 @@
 // inputs are zeros, valid indices) through the executor; prints the median time of each node and
 // its share of their sum, slowest first, with the template its kernel comes from.
 //
-// Usage: node_bench MODEL.onnx [--runs N] [--top K]
+// --artifact: each node compiled into a one-node artifact (its output in the memory plan's arena, as
+// in the model) rather than run by the executor (which allocates its output at every run).
+//
+// Usage: node_bench MODEL.onnx [--runs N] [--top K] [--artifact]
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -19,18 +22,20 @@ using namespace kiln;
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: node_bench MODEL.onnx [--runs N] [--top K]\n");
+    std::fprintf(stderr, "usage: node_bench MODEL.onnx [--runs N] [--top K] [--artifact]\n");
     return 2;
   }
   int runs = 200, top = 20;
-  for (int i = 2; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--runs") == 0) runs = std::atoi(argv[i + 1]);
-    if (std::strcmp(argv[i], "--top") == 0) top = std::atoi(argv[i + 1]);
+  bench::NodeRunner runner = bench::NodeRunner::Executor;
+  for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--artifact") == 0) runner = bench::NodeRunner::Artifact;
+    if (i + 1 < argc && std::strcmp(argv[i], "--runs") == 0) runs = std::atoi(argv[++i]);
+    if (i + 1 < argc && std::strcmp(argv[i], "--top") == 0) top = std::atoi(argv[++i]);
   }
   try {
     const graph::Graph g =
         driver::optimize_graph(frontend::onnx::import_model(argv[1]), driver::GraphPipelineOptions{});
-    std::vector<bench::NodeTime> rows = bench::time_nodes(g, runs);
+    std::vector<bench::NodeTime> rows = bench::time_nodes(g, runs, runner);
     double total = 0;
     for (const bench::NodeTime &r : rows) total += r.ms;
     std::sort(rows.begin(), rows.end(), [](const bench::NodeTime &a, const bench::NodeTime &b) { return a.ms > b.ms; });

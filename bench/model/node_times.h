@@ -1,18 +1,27 @@
 // bench/model: each kernel of an optimized graph run alone (a one-node graph: its constant inputs
-// kept, the others random inputs; integer inputs are zeros, valid indices) through the executor,
-// with its median time. Shared by node_bench and model_bench --per-op.
+// kept, the others random inputs; integer inputs are zeros, valid indices), with its median time:
+// through the executor, or compiled as a one-node artifact (`compile_graph`, then
+// `deploy::GraphModule`), where its output has its place in the memory plan's arena as in the
+// model rather than a fresh allocation per run (the executor's, whose page faults cost a kernel
+// with a large output up to a third of its time). Shared by node_bench and model_bench --per-op.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include "compiler/driver/graph_compiler.h"
 #include "compiler/driver/graph_executor.h"
 #include "compiler/graph/op_def.h"
 #include "compiler/ir/deploy_dtype.h"
+#include "deploy/graph_module.h"
 
 namespace kiln::bench {
 
@@ -32,8 +41,10 @@ inline deploy::Tensor node_input(const graph::TensorType &t, uint64_t seed) {
   return x;
 }
 
+enum class NodeRunner { Executor, Artifact };
+
 // The kernels of g (views and folded nodes aside) in graph order.
-inline std::vector<NodeTime> time_nodes(const graph::Graph &g, int runs) {
+inline std::vector<NodeTime> time_nodes(const graph::Graph &g, int runs, NodeRunner runner = NodeRunner::Executor) {
   std::vector<NodeTime> rows;
   for (const graph::Node &n : g.nodes()) {
     const graph::OpDef *def = graph::find_op(n.op);
@@ -61,13 +72,27 @@ inline std::vector<NodeTime> time_nodes(const graph::Graph &g, int runs) {
       types.push_back(g.value(o).type);
     }
     for (graph::ValueId o : one.add_node(c, names, types)) one.add_output(o);
-    driver::GraphExecutor ex(one);
+    std::unique_ptr<driver::GraphExecutor> ex;
+    std::unique_ptr<deploy::GraphModule> module;
+    if (runner == NodeRunner::Artifact) {
+      const std::string path = (std::filesystem::temp_directory_path() /
+                                ("kiln_node_times_" + std::to_string(::getpid()) + ".kiln"))
+                                   .string();
+      const driver::GraphCompileOptions options;
+      driver::compile_graph(one, path, options);
+      module = std::make_unique<deploy::GraphModule>(deploy::GraphModule::load(path));
+      std::filesystem::remove(path);
+      for (size_t k = 0; k < inputs.size(); ++k) module->set_input(static_cast<int>(k), inputs[k]);
+    } else {
+      ex = std::make_unique<driver::GraphExecutor>(one);
+    }
+    auto run_once = [&] { module ? module->run() : static_cast<void>(ex->run(inputs)); };
     // The first kernel run in the process also starts the thread pool: warm up generously.
-    for (int r = 0; r < (rows.empty() ? runs : 3); ++r) ex.run(inputs);
+    for (int r = 0; r < (rows.empty() ? runs : 3); ++r) run_once();
     std::vector<double> t;
     for (int r = 0; r < runs; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
-      ex.run(inputs);
+      run_once();
       t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(t.begin(), t.end());
