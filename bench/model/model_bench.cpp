@@ -204,11 +204,11 @@ OrtResult run_ort(const std::string &ort_dir, const std::string &script, const s
 }
 
 // --per-op: Kiln's kernels (each compiled and run alone as a one-node artifact,
-// bench/model/node_times.h) beside
-// ONNX Runtime's nodes (its profiler's kernel times in the session), matched by name: an ONNX
-// Runtime node is named after the Kiln node or one of its outputs, layout suffixes aside (ONNX Runtime
-// names a fused or NCHWc node after its output). One row per pair, or per node of either side alone;
-// sorted by Kiln's loss (its time minus ONNX Runtime's), largest first.
+// bench/model/node_times.h) beside ONNX Runtime's nodes (its profiler's kernel times in the
+// session), matched by name: an ONNX Runtime node is named after the Kiln node or one of its
+// outputs, layout suffixes aside (ONNX Runtime names a fused or NCHWc node after its output). One
+// row per pair, or per node of either side alone; sorted by Kiln's loss (its time minus ONNX
+// Runtime's), largest first.
 void print_per_op(const std::string &name, const graph::Graph &optimized, const std::vector<OrtNode> &ort, int runs) {
   const std::vector<bench::NodeTime> kiln = bench::time_nodes(optimized, runs, bench::NodeRunner::Artifact);
   // A tensor's name without the layout suffix either side gives it: Kiln's "_nchw16c", ONNX
