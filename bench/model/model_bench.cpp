@@ -9,9 +9,13 @@
 // and the two are timed interleaved (one run of each in turn) so that both see the same load.
 //
 // Usage: model_bench --models DIR [--names resnet18,...] [--threads 1,2] [--runs N] [--ort DIR]
-//                    [--db kiln.db --device-key K] [--artifact-only]
+//                    [--db kiln.db --device-key K] [--artifact-only] [--per-op]
 //   --threads: one thread count per run (Kiln's thread pool is sized once per process).
 //   --artifact-only: skip the two executors (only the artifacts and ONNX Runtime are timed).
+//   --per-op: after each model's line, a table of Kiln's kernels (each run alone as a one-node
+//     artifact, as node_bench --artifact does) beside ONNX Runtime's nodes (its profiler's kernel times in the
+//     session, matched by name), sorted by Kiln's loss; the profiler makes ONNX Runtime's whole-model
+//     time of that run a little slower.
 //   DIR holds <name>/model.onnx and <name>/input_0.pb (tests/frontend/make_models.py writes them).
 // Prints one line per model and thread count:
 //   model=M threads=T kiln_ref_ms= kiln_opt_ms= kiln_art_ms= ort_ms= art_vs_ort= opt_vs_ort= ref_vs_ort=
@@ -20,9 +24,14 @@
 // and with --db also
 //   kiln_tuned_ms= kiln_tuned_cpu_ms= tuned_vs_ort= tuned_vs_ort_cpu= tuned_vs_untuned= tuned_kernels=
 //   template_kernels= compile_tuned_s=
-// then headline=cpu|wall untuned_vs_ort= [tuned_vs_ort_headline=], the honest ratio: the CPU-time one
+// then headline=cpu|wall untuned_vs_ort= [tuned_vs_ort_headline=] ort_call_overhead_ms= art_vs_ort_net=,
+// the headline being the honest ratio: the CPU-time one
 // unless ONNX Runtime's CPU time exceeds its wall time times its threads by over 5% (work on threads
-// it was not given, as the node binding's for a model of microseconds), then the wall-time one; and
+// it was not given, as the node binding's for a model of microseconds), then the wall-time one;
+// ort_call_overhead_ms is the node binding's fixed cost per call (the median of a trivial model, one
+// Add of 16 floats, through the same runner and session options) and art_vs_ort_net the wall-time
+// ratio with that cost taken off ONNX Runtime's time (for a model of microseconds, such as the
+// BERT-style encoder, the raw ratio mostly measures the binding); and
 // a last line with their geomean over the models:
 //   geomean threads=T models=K untuned_vs_ort= [tuned_vs_ort=]
 // where x_vs_ort = ort_ms / x_ms (above 1: Kiln is faster), medians of wall time over the runs;
@@ -35,6 +44,7 @@
 // without reuse.
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +52,7 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -50,6 +61,7 @@
 #include <vector>
 
 #include "bench/common/split_list.h"
+#include "bench/model/node_times.h"
 #include "compiler/driver/graph_compiler.h"
 #include "compiler/driver/graph_executor.h"
 #include "compiler/driver/graph_pipeline.h"
@@ -67,6 +79,20 @@ namespace {
 struct Timing {
   double median_ms = 0;  // wall time
   double cpu_ms = 0;     // the process's CPU time per run
+};
+
+// One node of ONNX Runtime's session (its profiler's name: a fused node is named after its output).
+struct OrtNode {
+  std::string name, op;
+  double ms = 0;
+};
+
+// What the ONNX Runtime peer reports: the model's timing, with --profile its nodes' times, and the
+// binding's fixed cost per call (a trivial model through the same runner and session options).
+struct OrtResult {
+  Timing model{-1, -1};
+  Timing overhead{-1, -1};
+  std::vector<OrtNode> nodes;
 };
 
 double process_cpu_ms() {
@@ -141,8 +167,8 @@ std::pair<Timing, Timing> time_interleaved(deploy::GraphModule &a, deploy::Graph
 }
 
 // Runs the ONNX Runtime peer in a node process; its median and CPU time per run in ms, or -1.
-Timing ort_ms(const std::string &ort_dir, const std::string &script, const std::string &model,
-              const deploy::Tensor &input, int threads, int runs) {
+OrtResult run_ort(const std::string &ort_dir, const std::string &script, const std::string &model,
+                  const deploy::Tensor &input, int threads, int runs, bool profile) {
   const std::string raw =
       (fs::temp_directory_path() / ("kiln_model_bench_input_" + std::to_string(::getpid()))).string();
   {
@@ -152,7 +178,8 @@ Timing ort_ms(const std::string &ort_dir, const std::string &script, const std::
   std::string dims = input.dtype().code == deploy::DType::Int ? "i64:" : "";
   for (size_t k = 0; k < input.shape().size(); ++k) dims += (k ? "x" : "") + std::to_string(input.shape()[k]);
   const std::string cmd = "NODE_PATH='" + ort_dir + "/node_modules' node '" + script + "' '" + model + "' '" + raw +
-                          "' " + dims + " " + std::to_string(threads) + " " + std::to_string(runs);
+                          "' " + dims + " " + std::to_string(threads) + " " + std::to_string(runs) + " --overhead" +
+                          (profile ? " --profile '" + raw + "_profile'" : "");
   FILE *p = popen(cmd.c_str(), "r");
   std::string out;
   if (p) {
@@ -163,11 +190,87 @@ Timing ort_ms(const std::string &ort_dir, const std::string &script, const std::
   fs::remove(raw);
   try {
     const contracts::Json j = contracts::Json::parse(out);
-    return Timing{j.at("median_ms").as_double(), j.at("cpu_ms").as_double()};
+    OrtResult r;
+    r.model = Timing{j.at("median_ms").as_double(), j.at("cpu_ms").as_double()};
+    r.overhead = Timing{j.at("overhead_ms").as_double(), j.at("overhead_cpu_ms").as_double()};
+    if (const contracts::Json *nodes = j.find("nodes"))
+      for (const contracts::Json &n : nodes->as_array())
+        r.nodes.push_back({n.at("name").as_string(), n.at("op").as_string(), n.at("ms").as_double()});
+    return r;
   } catch (const std::exception &) {
     std::fprintf(stderr, "ONNX Runtime failed on %s: %s\n", model.c_str(), out.c_str());
-    return Timing{-1, -1};
+    return OrtResult{};
   }
+}
+
+// --per-op: Kiln's kernels (each compiled and run alone as a one-node artifact,
+// bench/model/node_times.h) beside ONNX Runtime's nodes (its profiler's kernel times in the
+// session), matched by name: an ONNX Runtime node is named after the Kiln node or one of its
+// outputs, layout suffixes aside (ONNX Runtime names a fused or NCHWc node after its output). One
+// row per pair, or per node of either side alone; sorted by Kiln's loss (its time minus ONNX
+// Runtime's), largest first.
+void print_per_op(const std::string &name, const graph::Graph &optimized, const std::vector<OrtNode> &ort, int runs) {
+  const std::vector<bench::NodeTime> kiln = bench::time_nodes(optimized, runs, bench::NodeRunner::Artifact);
+  // A tensor's name without the layout suffix either side gives it: Kiln's "_nchw16c", ONNX
+  // Runtime's "_nchwc", and the layout pass's "_padded" for channels padded to whole vectors.
+  auto strip = [](std::string s) {
+    const size_t at = s.rfind("_nchw");
+    bool layout = at != std::string::npos && s.back() == 'c';
+    for (size_t i = at + 5; layout && i + 1 < s.size(); ++i)
+      layout = std::isdigit(static_cast<unsigned char>(s[i])) != 0;
+    if (layout) s.resize(at);
+    const std::string padded = "_padded";
+    if (s.size() > padded.size() && s.compare(s.size() - padded.size(), padded.size(), padded) == 0)
+      s.resize(s.size() - padded.size());
+    return s;
+  };
+  std::map<std::string, size_t> by_name;  // a Kiln node's name and its outputs' names -> row
+  for (const graph::Node &n : optimized.nodes())
+    for (size_t k = 0; k < kiln.size(); ++k)
+      if (kiln[k].node == n.name) {
+        by_name[n.name] = k;
+        // A conv with a residual add in its epilogue: ONNX Runtime names it after the conv's own
+        // output (the exporter's NODE_output_0), Kiln's output is the add's (or its activation's).
+        by_name[n.name + "_output_0"] = k;
+        for (graph::ValueId o : n.outputs) by_name[strip(optimized.value(o).name)] = k;
+      }
+  struct Row {
+    std::string kiln_node, kiln_kernel, ort_nodes, ort_ops;
+    double kiln_ms = -1, ort_ms = -1;
+  };
+  std::vector<Row> rows(kiln.size());
+  for (size_t k = 0; k < kiln.size(); ++k) rows[k] = {kiln[k].node, kiln[k].kernel, "", "", kiln[k].ms, -1};
+  double kiln_total = 0, ort_total = 0;
+  for (const bench::NodeTime &k : kiln) kiln_total += k.ms;
+  for (const OrtNode &o : ort) {
+    ort_total += o.ms;
+    auto it = by_name.find(o.name);
+    if (it == by_name.end()) it = by_name.find(strip(o.name));
+    if (it == by_name.end()) {
+      rows.push_back({"-", "-", o.name, o.op, -1, o.ms});
+      continue;
+    }
+    Row &r = rows[it->second];
+    r.ort_nodes += (r.ort_nodes.empty() ? "" : "+") + o.name;
+    r.ort_ops += (r.ort_ops.empty() ? "" : "+") + o.op;
+    r.ort_ms = std::max(r.ort_ms, 0.0) + o.ms;
+  }
+  auto loss = [](const Row &r) { return std::max(r.kiln_ms, 0.0) - std::max(r.ort_ms, 0.0); };
+  std::stable_sort(rows.begin(), rows.end(), [&](const Row &a, const Row &b) { return loss(a) > loss(b); });
+  std::printf("per-op model=%s kiln_kernels=%zu ort_nodes=%zu kiln_sum_ms=%.3f ort_sum_ms=%.3f\n", name.c_str(),
+              kiln.size(), ort.size(), kiln_total, ort_total);
+  std::printf("  %9s %9s %9s %9s  %-20s %-44s %s\n", "kiln_ms", "ort_ms", "kiln/ort", "loss_ms", "kiln_kernel",
+              "kiln_node", "ort_node (op)");
+  for (const Row &r : rows) {
+    char k[16] = "-", o[16] = "-", q[16] = "-";
+    if (r.kiln_ms >= 0) std::snprintf(k, sizeof k, "%.4f", r.kiln_ms);
+    if (r.ort_ms >= 0) std::snprintf(o, sizeof o, "%.4f", r.ort_ms);
+    if (r.kiln_ms > 0 && r.ort_ms > 0) std::snprintf(q, sizeof q, "%.2f", r.kiln_ms / r.ort_ms);
+    std::printf("  %9s %9s %9s %9.4f  %-20s %-44s %s (%s)\n", k, o, q, loss(r), r.kiln_kernel.c_str(),
+                r.kiln_node.c_str(), r.ort_nodes.empty() ? "-" : r.ort_nodes.c_str(),
+                r.ort_ops.empty() ? "-" : r.ort_ops.c_str());
+  }
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -177,7 +280,7 @@ int run_bench(int argc, char **argv) {
   std::string names_text = "resnet18,mobilenet_v2,squeezenet1_1,bert_encoder";
   int threads = 1;
   int runs = 20;
-  bool artifact_only = false;
+  bool artifact_only = false, per_op = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -197,10 +300,12 @@ int run_bench(int argc, char **argv) {
       device_key = next();
     else if (a == "--artifact-only")
       artifact_only = true;
+    else if (a == "--per-op")
+      per_op = true;
     else {
       std::fprintf(stderr,
                    "usage: model_bench --models DIR [--names a,b] [--threads 1,2] [--runs N] [--ort DIR] [--db F] "
-                   "[--artifact-only]\n");
+                   "[--artifact-only] [--per-op]\n");
       return 2;
     }
   }
@@ -241,16 +346,17 @@ int run_bench(int argc, char **argv) {
       kernels_ref = ref.stats().kernels;
       kernels_opt = opt.stats().kernels;
     }
-    Artifact art = compile_artifact(optimized, untuned, input);
+    auto art = std::make_unique<Artifact>(compile_artifact(optimized, untuned, input));
     Timing art_t, tuned_t;
     std::unique_ptr<Artifact> art_tuned;
     if (lookup) {
       art_tuned = std::make_unique<Artifact>(compile_artifact(optimized, tuned, input));
-      std::tie(art_t, tuned_t) = time_interleaved(art.module, art_tuned->module, runs);
+      std::tie(art_t, tuned_t) = time_interleaved(art->module, art_tuned->module, runs);
     } else {
-      art_t = time_runs([&] { art.module.run(); }, runs);
+      art_t = time_runs([&] { art->module.run(); }, runs);
     }
-    const Timing ort = ort_ms(ort_dir, script, model, input, threads, runs);
+    const OrtResult ort_run = run_ort(ort_dir, script, model, input, threads, runs, per_op);
+    const Timing &ort = ort_run.model;
     auto ratio = [](double peer, double kiln) { return peer > 0 && kiln > 0 ? peer / kiln : 0.0; };
     const double mb = 1024.0 * 1024.0;
     std::printf(
@@ -260,9 +366,9 @@ int run_bench(int argc, char **argv) {
         "unplanned_mb=%.2f",
         name.c_str(), threads, r, o, art_t.median_ms, ort.median_ms, ratio(ort.median_ms, art_t.median_ms),
         ratio(ort.median_ms, o), ratio(ort.median_ms, r), art_t.cpu_ms, ort.cpu_ms, ratio(ort.cpu_ms, art_t.cpu_ms),
-        ratio(ort.cpu_ms, ort.median_ms), kernels_ref, kernels_opt, art.report.tuned_kernels,
-        passes_s + art.report.compile_s, static_cast<double>(art.report.arena_bytes) / mb,
-        static_cast<double>(art.report.unplanned_bytes) / mb);
+        ratio(ort.cpu_ms, ort.median_ms), kernels_ref, kernels_opt, art->report.tuned_kernels,
+        passes_s + art->report.compile_s, static_cast<double>(art->report.arena_bytes) / mb,
+        static_cast<double>(art->report.unplanned_bytes) / mb);
     if (art_tuned) {
       std::printf(
           " kiln_tuned_ms=%.3f kiln_tuned_cpu_ms=%.3f tuned_vs_ort=%.2f tuned_vs_ort_cpu=%.2f tuned_vs_untuned=%.2f "
@@ -280,9 +386,22 @@ int run_bench(int argc, char **argv) {
                                   : ort_extra_threads ? ratio(ort.median_ms, tuned_t.median_ms)
                                                       : ratio(ort.cpu_ms, tuned_t.cpu_ms);
     std::printf(" headline=%s untuned_vs_ort=%.2f", ort_extra_threads ? "wall" : "cpu", headline);
+    // The binding's fixed cost per call taken off ONNX Runtime's wall time: what its kernels cost,
+    // for a model of microseconds where that cost is most of the call.
+    const double ort_net_ms = ort.median_ms > 0 ? ort.median_ms - ort_run.overhead.median_ms : -1;
+    std::printf(" ort_call_overhead_ms=%.4f art_vs_ort_net=%.2f", ort_run.overhead.median_ms,
+                ratio(ort_net_ms, art_t.median_ms));
     if (art_tuned) std::printf(" tuned_vs_ort_headline=%.2f", headline_tuned);
     std::printf("\n");
     std::fflush(stdout);
+    if (per_op) {
+      // The model's libraries unloaded first: a library loaded while another is open can be
+      // given the open one's handle (both come from a memory file whose descriptor, and so
+      // /proc/self/fd path, is reused).
+      art.reset();
+      art_tuned.reset();
+      print_per_op(name, optimized, ort_run.nodes, runs);
+    }
     if (headline > 0) {
       log_untuned += std::log(headline);
       if (art_tuned) log_tuned += std::log(headline_tuned);

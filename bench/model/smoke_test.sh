@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Smoke test of model_bench (not a timing): on the BERT-style encoder with an empty tuning log, one
 # line with the untuned and tuned columns, no tuned kernel, compile time and a planned peak within
-# the tensors' sum; a missing log is a clear error. ONNX Runtime is left out (a directory without
-# it), so its ratios are 0.
+# the tensors' sum; a missing log is a clear error; --per-op gives a row per kernel. ONNX Runtime is
+# left out (a directory without it), so its ratios are 0 and its call overhead -1.
 # Usage: smoke_test.sh MODEL_BENCH KILN MAKE_MODELS_PY MODELS_DIR
 set -euo pipefail
 bench="$1" kiln="$2" make_models="$3" models="$4"
@@ -24,7 +24,8 @@ KILN_NUM_THREADS=1 "$bench" --models "$models" --names bert_encoder --runs 2 --a
   --db "$work/empty.db" --ort "$work/no_ort" >"$work/out" 2>"$work/err" || fail "model_bench failed: $(cat "$work/err")"
 line="$(grep '^model=bert_encoder ' "$work/out")" || fail "no line for bert_encoder: $(cat "$work/out")"
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$line"; }
-for f in kiln_art_ms kiln_tuned_ms tuned_vs_untuned compile_s compile_tuned_s peak_mb unplanned_mb headline; do
+for f in kiln_art_ms kiln_tuned_ms tuned_vs_untuned compile_s compile_tuned_s peak_mb unplanned_mb headline \
+         ort_call_overhead_ms art_vs_ort_net; do
   [[ -n "$(field "$f")" ]] || fail "no $f in: $line"
 done
 [[ "$(field tuned_kernels)" == 0 ]] || fail "an empty log tuned kernels: $line"
@@ -32,4 +33,15 @@ done
 awk -v a="$(field kiln_art_ms)" -v t="$(field kiln_tuned_ms)" -v c="$(field compile_s)" \
     -v p="$(field peak_mb)" -v u="$(field unplanned_mb)" \
     'BEGIN { exit !(a > 0 && t > 0 && c > 0 && p > 0 && p <= u) }' || fail "implausible figures: $line"
+[[ "$(field ort_call_overhead_ms)" == "-1.0000" ]] || fail "no ONNX Runtime, yet a call overhead: $line"
+
+# --per-op: a table of the kernels after the line (Kiln's side alone without ONNX Runtime), one
+# row per kernel of the optimized graph, the dense layers among them.
+KILN_NUM_THREADS=1 "$bench" --models "$models" --names bert_encoder --runs 2 --artifact-only --per-op \
+  --ort "$work/no_ort" >"$work/out" 2>"$work/err" || fail "model_bench --per-op failed: $(cat "$work/err")"
+header="$(grep '^per-op model=bert_encoder ' "$work/out")" || fail "no per-op table: $(cat "$work/out")"
+kernels="$(sed -n 's/.* kiln_kernels=\([0-9]*\).*/\1/p' <<<"$header")"
+rows="$(grep -c '^ *[0-9][0-9.]* *- .*dense_pack.x86' "$work/out" || true)"
+[[ "$kernels" -gt 0 && "$rows" -gt 0 ]] || fail "per-op table without kernels: $(cat "$work/out")"
+[[ "$(grep -c '^ *[0-9][0-9.]* *- ' "$work/out")" == "$kernels" ]] || fail "per-op rows != kernels: $(cat "$work/out")"
 echo "model_bench smoke test passed"

@@ -312,21 +312,33 @@ class LayoutPass {
     const Value &x = old(n.inputs[0]), &w = old(n.inputs[1]);
     const TensorType &out = old(n.outputs[0]).type;
     const int64_t OC = w.type.shape[0];
-    const int64_t padded = (OC + lanes - 1) / lanes * lanes;
-    if (n.inputs.size() > 3 || OC % lanes == 0 || (padded - OC) * 8 > OC) return false;
+    if (n.inputs.size() > 3 || OC % lanes == 0) return false;
     const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != kNoValue;
     if (has_bias && (!old(n.inputs[2]).is_constant() || old(n.inputs[2]).type.shape != std::vector<int64_t>{OC}))
       return false;
-    TensorType pw = w.type, pout = out;
-    pw.shape[0] = padded;
-    pout.shape[1] = padded;
+    // Padded to a multiple of two vectors where that stays within the eighth, so that the template
+    // can take its usual block of two vectors (one vector is load-bound: SqueezeNet's classifier,
+    // 1.21 ms on 1008 channels in blocks of 16, 1.03 ms on 1024 in blocks of 32 with AVX-512),
+    // else of one.
+    int64_t padded = 0;
     ConvBlocks pb;
-    try {
-      pb = blocks(c, x.type, pw, kNoValue, n, pout);
-    } catch (const UserError &) {
-      return false;
+    for (int64_t multiple : {2 * lanes, lanes}) {
+      const int64_t p = (OC + multiple - 1) / multiple * multiple;
+      if ((p - OC) * 8 > OC) continue;
+      TensorType pw = w.type, pout = out;
+      pw.shape[0] = p;
+      pout.shape[1] = p;
+      try {
+        pb = blocks(c, x.type, pw, kNoValue, n, pout);
+      } catch (const UserError &) {
+        continue;
+      }
+      if (pb.ic_bn == b.ic_bn && pb.oc_bn > 0 && p % pb.oc_bn == 0 && pb.oc_bn % lanes == 0) {
+        padded = p;
+        break;
+      }
     }
-    if (pb.ic_bn != b.ic_bn || pb.oc_bn <= 0 || padded % pb.oc_bn != 0 || pb.oc_bn % lanes != 0) return false;
+    if (padded == 0) return false;
     c.attrs["ic_bn"] = Attribute::of_int(pb.ic_bn);
     c.attrs["oc_bn"] = Attribute::of_int(pb.oc_bn);
     const std::string name = old(n.outputs[0]).name;

@@ -233,8 +233,9 @@ TEST(GraphLayout, PoolsDepthwiseChannelConstantsAndConcatStayBlocked) {
 }
 
 // 1001 output channels have no block of whole vectors (nor of a part of one but 1): the conv runs
-// on 1008 channels, 7 of them zero weights and bias, blocked by whole vectors, and the padding is
-// dropped on the way back to NCHW, where the pool reads it.
+// on 1001 rounded up to two vectors (1024 with 16 lanes, 1008 with 8), the rest zero weights and
+// bias, blocked by two vectors, and the padding is dropped on the way back to NCHW, where the pool
+// reads it.
 TEST(GraphLayout, OutputChannelsWithoutAVectorBlockArePaddedToWholeVectors) {
   Graph g;
   ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 5, 5}});
@@ -248,17 +249,19 @@ TEST(GraphLayout, OutputChannelsWithoutAVectorBlockArePaddedToWholeVectors) {
     if (n.op != "ConvNCHWc") continue;
     const TensorType &y = a.value(n.outputs[0]).type;
     ASSERT_EQ(y.rank(), 5);
-    EXPECT_EQ(y.shape[4] % lanes, 0) << "the output block is whole vectors: " << y.str();
-    EXPECT_EQ(y.shape[1] * y.shape[4], 1008) << y.str();
+    EXPECT_EQ(y.shape[4], 2 * lanes) << "the output block is two vectors: " << y.str();
+    EXPECT_EQ(y.shape[1] * y.shape[4], (1001 + 2 * lanes - 1) / (2 * lanes) * (2 * lanes)) << y.str();
   }
   expect_outputs_kept(g, a);
   EXPECT_LE(max_difference(a, g), 1e-4);
 }
 
 // A global pool straight after a padded conv pools the padded blocked tensor: the padding is dropped
-// from the pooled values (1008 of them), not from the 1008 x 5 x 5 map, whose transform back and
-// slice are gone.
+// from the pooled values (1024 of them with 16 lanes), not from the 1024 x 5 x 5 map, whose
+// transform back and slice are gone.
 TEST(GraphLayout, AGlobalPoolOfAPaddedConvPoolsTheBlockedTensor) {
+  const int64_t lanes = driver::resolve_target("llvm -mcpu=native").lanes(ir::Float(32));
+  const int64_t padded = (1001 + 2 * lanes - 1) / (2 * lanes) * (2 * lanes);
   for (const char *op : {"GlobalAveragePool", "GlobalMaxPool"}) {
     Graph g;
     ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 5, 5}});
@@ -268,7 +271,7 @@ TEST(GraphLayout, AGlobalPoolOfAPaddedConvPoolsTheBlockedTensor) {
     ASSERT_EQ(count(a, "Slice"), 1) << print(a);
     for (const Node &n : a.nodes()) {
       if (n.op == "Slice" || (n.op == "LayoutTransform" && n.attr_int("dst_block", 0) == 0)) {
-        EXPECT_EQ(a.value(n.inputs[0]).type.numel(), 1008) << n.describe() << " moves the whole map\n" << print(a);
+        EXPECT_EQ(a.value(n.inputs[0]).type.numel(), padded) << n.describe() << " moves the whole map\n" << print(a);
       }
     }
     expect_outputs_kept(g, a);
