@@ -49,37 +49,43 @@ DType parse_dtype(const std::string &s, const std::string &file) {
   return d;
 }
 
+// The file a model's library is loaded from, held open (and, for a temporary file, on disk) for as
+// long as the library is loaded: dlopen() matches libraries by name, so a second model whose file
+// got the same name (a reused descriptor number in /proc/self/fd) would be handed the first one's
+// library.
+struct LibraryFile {
+  int fd = -1;
+  std::string tmp;  // the temporary file's path, where memfd_create is unavailable
+  LibraryFile() = default;
+  LibraryFile(const LibraryFile &) = delete;
+  LibraryFile &operator=(const LibraryFile &) = delete;
+  ~LibraryFile() {
+    if (fd >= 0) ::close(fd);
+    if (!tmp.empty()) ::unlink(tmp.c_str());
+  }
+};
+
 // The library's bytes as a file that dlopen() can read: an anonymous memory file, or a private
 // temporary file where memfd_create is unavailable.
 Module load_library(const std::string &bytes, const std::string &file) {
-  int fd = memfd_create("kiln-model", MFD_CLOEXEC);
-  std::string tmp;
-  if (fd < 0) {
+  auto f = std::make_shared<LibraryFile>();
+  f->fd = memfd_create("kiln-model", MFD_CLOEXEC);
+  if (f->fd < 0) {
     std::string pattern = "/tmp/kiln_model_XXXXXX";
-    fd = mkstemp(pattern.data());
-    if (fd < 0) throw ArtifactError(concat(file, ": cannot create a file for its library: ", std::strerror(errno)));
-    tmp = pattern;
+    f->fd = mkstemp(pattern.data());
+    if (f->fd < 0) throw ArtifactError(concat(file, ": cannot create a file for its library: ", std::strerror(errno)));
+    f->tmp = pattern;
   }
   size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w <= 0) {
-      const int e = errno;
-      ::close(fd);
-      if (!tmp.empty()) ::unlink(tmp.c_str());
-      throw ArtifactError(concat(file, ": cannot write its library: ", std::strerror(e)));
-    }
+    const ssize_t w = ::write(f->fd, bytes.data() + done, bytes.size() - done);
+    if (w <= 0) throw ArtifactError(concat(file, ": cannot write its library: ", std::strerror(errno)));
     done += static_cast<size_t>(w);
   }
-  const std::string path = tmp.empty() ? concat("/proc/self/fd/", fd) : tmp;
+  const std::string path = f->tmp.empty() ? concat("/proc/self/fd/", f->fd) : f->tmp;
   try {
-    Module m = Module::load(path);
-    ::close(fd);
-    if (!tmp.empty()) ::unlink(tmp.c_str());
-    return m;
+    return Module::load(path, f);
   } catch (const ModuleError &e) {
-    ::close(fd);
-    if (!tmp.empty()) ::unlink(tmp.c_str());
     throw ArtifactError(concat(file, ": its library does not load: ", e.what()));
   }
 }

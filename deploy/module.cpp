@@ -8,11 +8,14 @@ namespace kiln::deploy {
 
 namespace {
 
-// Closes a dlopen()ed library when the last module that uses it goes away.
+// Closes a dlopen()ed library when the last module that uses it goes away, then releases what
+// keeps its file's name taken.
 struct Library {
   void *handle = nullptr;
+  std::shared_ptr<void> keep;
   ~Library() {
     if (handle) dlclose(handle);
+    keep.reset();
   }
 };
 
@@ -74,8 +77,9 @@ Module Module::from_info(const KilnModuleInfo *info, std::shared_ptr<void> owner
   return m;
 }
 
-Module Module::load(const std::string &path) {
+Module Module::load(const std::string &path, std::shared_ptr<void> keep) {
   auto library = std::make_shared<Library>();
+  library->keep = std::move(keep);
   library->handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library->handle) {
     const char *why = dlerror();

@@ -50,8 +50,10 @@ class Module {
   Module() = default;
 
   // dlopen()s a shared library made by the compiler (export_library), checks its ABI version and
-  // installs the runtime (the process-wide thread pool) into it. Throws ModuleError.
-  static Module load(const std::string &path);
+  // installs the runtime (the process-wide thread pool) into it. Throws ModuleError. `keep` (if
+  // any) lives until the library is closed: the file behind `path` when its name must not be
+  // reused while the library is loaded (dlopen() hands back an open library of the same name).
+  static Module load(const std::string &path, std::shared_ptr<void> keep = nullptr);
 
   // A module whose code already lives in this process (the compiler's JIT). `owner` keeps the
   // code alive for as long as the module or a copy of it exists. Installs the runtime.

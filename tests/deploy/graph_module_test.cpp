@@ -206,6 +206,32 @@ TEST_F(GraphModuleTest, TheSmallGraphMatchesTheReferenceExecutorWithViewsAndInPl
   EXPECT_TRUE(plan_conflicts(artifact_graph(path)).empty());
 }
 
+// Two artifacts open at once in one process each run their own kernels (their libraries share
+// function names: loading the second must not hand back the first one's library).
+TEST_F(GraphModuleTest, TwoArtifactsOpenAtOnceRunTheirOwnKernels) {
+  const std::string a_path = compile_small();
+  Graph other;
+  const ValueId x = other.add_input("x", TensorType{ir::Float(32), {2, 3, 4}});
+  other.add_output(add(other, "Tanh", {add(other, "Neg", {x})}));
+  const std::string b_path = dir.file("other.kiln");
+  driver::compile_graph(other, b_path);
+  std::vector<deploy::GraphModule> open;
+  for (int i = 0; i < 3; ++i) {  // a, b, then a again, all alive together
+    open.push_back(deploy::GraphModule::load(i == 1 ? b_path : a_path));
+  }
+  driver::GraphExecutor ref_a(small_graph()), ref_b(other);
+  const deploy::Tensor in = random_tensor({2, 3, 4}, 7);
+  for (size_t i = 0; i < open.size(); ++i) {
+    SCOPED_TRACE(i);
+    deploy::GraphModule &m = open[i];
+    ASSERT_EQ(m.outputs().size(), i == 1 ? 1u : 2u);
+    m.set_input("x", in);
+    m.run();
+    const auto want = (i == 1 ? ref_b : ref_a).run(std::vector<deploy::Tensor>{in});
+    EXPECT_LE(relative_error(m.get_output(0), want[0]), 1e-6);
+  }
+}
+
 TEST_F(GraphModuleTest, TheFileCarriesReadableGraphAndPlan) {
   const Json g = artifact_graph(compile_small());
   EXPECT_EQ(g.at("format").as_string(), "kiln-graph");
