@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -70,8 +71,11 @@ struct ModelOptions {
   bool optimize = false;
   std::string db;  // the tuning log whose best configs the template kernels use
   std::string device_key = "local-cpu";
-  int bench = 0;       // runs timed after a warm-up (kiln run --bench)
-  std::string output;  // the artifact (kiln compile -o)
+  int bench = 0;    // runs timed after a warm-up (kiln run --bench)
+  int profile = 0;  // profiled runs after a warm-up (kiln run --profile)
+  bool profile_given = false;
+  std::string profile_json;  // where --profile's table is written as JSON
+  std::string output;        // the artifact (kiln compile -o)
 };
 
 std::pair<std::string, std::string> split_assignment(const std::string &s, const char *option) {
@@ -313,6 +317,77 @@ void print_config_sources(const ModelOptions &o, const std::vector<driver::Kerne
   }
 }
 
+// --profile: each step's median time over `o.profile` profiled runs (deploy::profile_runs), as a
+// table sorted by time, the steps' sum against the plain runs' median; with --profile-json the
+// same as JSON, whose "traceEvents" (the steps of the median profiled run) open in a trace viewer.
+void print_profile(const ModelOptions &o, deploy::GraphModule &m) {
+  std::ofstream json;
+  if (!o.profile_json.empty()) {
+    json.open(o.profile_json);
+    if (!json) throw UserError(concat("--profile-json: cannot write ", o.profile_json, ": ", std::strerror(errno)));
+  }
+  const deploy::RunProfile p = deploy::profile_runs(m, o.profile);
+  const std::vector<deploy::GraphStep> &steps = m.steps();
+  double sum = 0;
+  for (double ms : p.step_ms) sum += ms;
+  std::vector<size_t> order(steps.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p.step_ms[a] > p.step_ms[b]; });
+  auto fixed = [](double v, int digits) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return std::string(buf);
+  };
+  if (!o.json) {
+    std::cout << "\n";
+    Table t({"STEP", "NODE", "OP", "KERNEL", "MEDIAN_MS", "SHARE_%"});
+    for (size_t k : order)
+      t.add_row({std::to_string(k), steps[k].node, steps[k].op, steps[k].kernel, fixed(p.step_ms[k], 4),
+                 fixed(sum > 0 ? 100 * p.step_ms[k] / sum : 0, 1)});
+    t.print(std::cout);
+    std::printf(
+        "profile runs=%d warmup=%d steps=%zu steps_sum_ms=%.3f profiled_run_ms=%.3f run_ms=%.3f (steps' medians "
+        "summed, the median profiled run's steps, the median plain run)\n",
+        p.runs, p.warmup, steps.size(), sum, p.steps_ms, p.run_ms);
+  }
+  if (!o.profile_json.empty() || o.json) {
+    ordered_json j;
+    j["model"] = o.model;
+    j["runs"] = p.runs;
+    j["warmup"] = p.warmup;
+    j["steps_sum_ms"] = sum;
+    j["profiled_run_ms"] = p.steps_ms;
+    j["run_ms"] = p.run_ms;
+    ordered_json rows = ordered_json::array(), trace = ordered_json::array();
+    double ts = 0;
+    for (size_t k = 0; k < steps.size(); ++k) {
+      rows.push_back({{"step", k},
+                      {"node", steps[k].node},
+                      {"op", steps[k].op},
+                      {"kernel", steps[k].kernel},
+                      {"median_ms", p.step_ms[k]},
+                      {"share", sum > 0 ? p.step_ms[k] / sum : 0.0}});
+      trace.push_back({{"name", steps[k].node},
+                       {"cat", steps[k].op},
+                       {"ph", "X"},
+                       {"ts", ts * 1e3},
+                       {"dur", p.typical_ms[k] * 1e3},
+                       {"pid", 0},
+                       {"tid", 0},
+                       {"args", {{"step", k}, {"kernel", steps[k].kernel}}}});
+      ts += p.typical_ms[k];
+    }
+    j["steps"] = rows;
+    j["traceEvents"] = trace;
+    if (o.json) std::cout << j.dump(2) << "\n";
+    if (json.is_open()) {
+      json << j.dump(2) << "\n";
+      json.close();
+      if (!json) throw UserError(concat("--profile-json: cannot write ", o.profile_json));
+    }
+  }
+}
+
 // `kiln run model.kiln`: a compiled artifact through the deploy runtime.
 void run_artifact(const ModelOptions &o) {
   if (!o.input_shapes.empty() || !o.const_inputs.empty() || o.optimize || !o.db.empty())
@@ -333,7 +408,7 @@ void run_artifact(const ModelOptions &o) {
   for (size_t i = 0; i < m.inputs().size(); ++i) {
     const auto &in = m.inputs()[i];
     if (given.count(in.name)) continue;
-    if (o.bench > 0) {
+    if (o.bench > 0 || o.profile > 0) {
       // Benchmarking needs no particular data: zeros.
       deploy::Tensor zeros = deploy::Tensor::empty(in.shape, in.dtype);
       if (zeros.nbytes()) std::memset(zeros.data(), 0, zeros.nbytes());
@@ -376,11 +451,19 @@ void run_artifact(const ModelOptions &o) {
                 std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count(),
                 human(static_cast<double>(m.arena_bytes()), "B").c_str());
   if (o.bench > 0) print_bench(o.bench, [&] { m.run(); });
+  if (o.profile > 0) print_profile(o, m);
 }
 
 void run_model(const ModelOptions &o) {
-  if (o.output_dir.empty() && o.bench <= 0) throw UserError("kiln run needs --output-dir (or --bench N)");
+  if (o.profile_given && o.profile < 1)
+    throw UserError(concat("--profile takes a number of runs of at least 1, got ", o.profile));
+  if (!o.profile_json.empty() && !o.profile_given) throw UserError("--profile-json needs --profile N");
+  if (o.output_dir.empty() && o.bench <= 0 && !o.profile_given)
+    throw UserError("kiln run needs --output-dir (or --bench N, or --profile N)");
   if (deploy::is_artifact(o.model)) return run_artifact(o);
+  if (o.profile_given)
+    throw UserError(
+        concat("--profile times the steps of a compiled model (kiln compile -o model.kiln); ", o.model, " is not one"));
   std::map<std::string, deploy::Tensor> inputs;
   frontend::onnx::ImportOptions opt = import_options(o, &inputs);
   const auto t0 = std::chrono::steady_clock::now();
@@ -510,12 +593,21 @@ void add_model_commands(CLI::App &app) {
   run->add_option("--output-dir", o->output_dir, "where each output is written as NAME.npy");
   run->add_option("--bench", o->bench, "after the run, time N more runs (after a warm-up) and print p50/p90/p99/mean")
       ->check(CLI::Range(1, 1000000));
+  CLI::Option *profile =
+      run->add_option("--profile", o->profile,
+                      "for a compiled model: after a warm-up, N profiled runs; print each step's median time (node, "
+                      "op, kernel, share), sorted by time, and the steps' sum against a plain run's median");
+  run->add_option("--profile-json", o->profile_json,
+                  "with --profile: write the table to FILE as JSON (with \"traceEvents\" for a trace viewer)");
   run->add_flag("--print-graph", o->print_graph, "print the graph after import (and the passes)");
   run->add_option("--db", o->db, "a tuning log: template kernels use its best configs for --target / --device-key");
   run->add_option("--device-key", o->device_key, "the device class whose records --db may use")->capture_default_str();
   run->add_flag("--optimize", o->optimize,
                 "run the graph passes first (simplification, BatchNorm folding, constant folding, CSE, DCE)");
-  run->callback([o] { run_model(*o); });
+  run->callback([o, profile] {
+    o->profile_given = profile->count() > 0;
+    run_model(*o);
+  });
 
   auto c = std::make_shared<ModelOptions>();
   CLI::App *compile = app.add_subcommand(

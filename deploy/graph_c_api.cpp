@@ -1,7 +1,9 @@
 #include "deploy/graph_c_api.h"
 
+#include <algorithm>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "deploy/graph_module.h"
 
@@ -113,6 +115,33 @@ int32_t kiln_graph_run(KilnGraph *g) {
   try {
     if (!g) throw kiln::UserError("kiln_graph_run: no model");
     g->module.run();
+    return 0;
+  } catch (const std::exception &e) {
+    return fail(e);
+  }
+}
+
+int32_t kiln_graph_num_steps(const KilnGraph *g) { return g ? static_cast<int32_t>(g->module.steps().size()) : 0; }
+
+const char *kiln_graph_step_kernel(const KilnGraph *g, int32_t index) {
+  return g && in_range(index, g->module.steps().size()) ? g->module.steps()[static_cast<size_t>(index)].kernel.c_str()
+                                                        : nullptr;
+}
+const char *kiln_graph_step_node(const KilnGraph *g, int32_t index) {
+  return g && in_range(index, g->module.steps().size()) ? g->module.steps()[static_cast<size_t>(index)].node.c_str()
+                                                        : nullptr;
+}
+const char *kiln_graph_step_op(const KilnGraph *g, int32_t index) {
+  return g && in_range(index, g->module.steps().size()) ? g->module.steps()[static_cast<size_t>(index)].op.c_str()
+                                                        : nullptr;
+}
+
+int32_t kiln_graph_run_profiled(KilnGraph *g, double *seconds) {
+  try {
+    if (!g) throw kiln::UserError("kiln_graph_run_profiled: no model");
+    if (!seconds) throw kiln::UserError("kiln_graph_run_profiled: no array for the step times");
+    const std::vector<double> t = g->module.run_profiled();
+    std::copy(t.begin(), t.end(), seconds);
     return 0;
   } catch (const std::exception &e) {
     return fail(e);

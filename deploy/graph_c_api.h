@@ -52,6 +52,15 @@ int32_t kiln_graph_set_input(KilnGraph *g, int32_t index, const void *data, cons
                              uint8_t dtype_code, uint8_t dtype_bits);
 /* Runs the model; 0 or nonzero. */
 int32_t kiln_graph_run(KilnGraph *g);
+/* The kernel calls of a run, in order: their count, and step `index`'s kernel function, graph node
+ * and op (NULL for an index out of range). */
+int32_t kiln_graph_num_steps(const KilnGraph *g);
+const char *kiln_graph_step_kernel(const KilnGraph *g, int32_t index);
+const char *kiln_graph_step_node(const KilnGraph *g, int32_t index);
+const char *kiln_graph_step_op(const KilnGraph *g, int32_t index);
+/* Runs the model as kiln_graph_run does and writes each step's wall time in seconds to
+ * `seconds[0 .. kiln_graph_num_steps(g))`; 0 or nonzero. */
+int32_t kiln_graph_run_profiled(KilnGraph *g, double *seconds);
 /* Output `index`'s data after a run, valid until the next run or kiln_graph_free; NULL for an index
  * out of range. */
 const void *kiln_graph_output_data(const KilnGraph *g, int32_t index);

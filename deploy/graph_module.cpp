@@ -5,7 +5,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -115,6 +117,7 @@ struct GraphModule::State {
   Tensor params;  // bytes, 64-byte aligned
   std::vector<Value> values;
   std::vector<Step> steps;
+  std::vector<GraphStep> step_info;  // one per step
   std::vector<int> input_ids, output_ids;
   std::vector<GraphIo> inputs, outputs;
 
@@ -232,6 +235,7 @@ GraphModule GraphModule::load(const std::string &path) {
         arg.dtype_lanes = v.io.dtype.lanes;
         s.args.push_back(arg);
       }
+      st->step_info.push_back({s.function, j.at("node").as_string(), j.at("op").as_string()});
       st->steps.push_back(std::move(s));
     }
     for (const Json &id : g.at("inputs").as_array()) {
@@ -299,6 +303,59 @@ void GraphModule::run() {
     const int32_t rc = s.func(s.args.data(), static_cast<int32_t>(s.args.size()));
     if (rc != 0) throw state_->module.kernel_error(s.function, rc);
   }
+}
+
+const std::vector<GraphStep> &GraphModule::steps() const { return state_->step_info; }
+
+std::vector<double> GraphModule::run_profiled() {
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> seconds(state_->steps.size());
+  Clock::time_point t = Clock::now();
+  for (size_t k = 0; k < state_->steps.size(); ++k) {
+    const Step &s = state_->steps[k];
+    const int32_t rc = s.func(s.args.data(), static_cast<int32_t>(s.args.size()));
+    const Clock::time_point end = Clock::now();
+    if (rc != 0) throw state_->module.kernel_error(s.function, rc);
+    seconds[k] = std::chrono::duration<double>(end - t).count();
+    t = end;
+  }
+  return seconds;
+}
+
+RunProfile profile_runs(GraphModule &m, int runs) {
+  if (runs < 1) throw GraphInputError(concat("a profile needs at least 1 run, got ", runs));
+  using Clock = std::chrono::steady_clock;
+  RunProfile p;
+  p.runs = runs;
+  p.warmup = std::min(runs, 5);
+  for (int i = 0; i < p.warmup; ++i) m.run();
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::vector<std::vector<double>> profiled;  // [run][step], ms
+  std::vector<double> plain, sums;
+  for (int i = 0; i < runs; ++i) {
+    const Clock::time_point t0 = Clock::now();
+    m.run();
+    plain.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    std::vector<double> ms = m.run_profiled();
+    double sum = 0;
+    for (double &x : ms) sum += x *= 1e3;
+    profiled.push_back(std::move(ms));
+    sums.push_back(sum);
+  }
+  p.run_ms = median(plain);
+  p.steps_ms = median(sums);
+  const size_t steps = m.steps().size();
+  for (size_t k = 0; k < steps; ++k) {
+    std::vector<double> t;
+    for (const auto &run : profiled) t.push_back(run[k]);
+    p.step_ms.push_back(median(t));
+  }
+  for (size_t i = 0; i < profiled.size(); ++i)
+    if (sums[i] == p.steps_ms) p.typical_ms = profiled[i];
+  return p;
 }
 
 const void *GraphModule::output_data(int i) const {

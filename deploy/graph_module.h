@@ -37,8 +37,31 @@ struct GraphIo {
   std::vector<int64_t> shape;
 };
 
+// One kernel call of a run, in run order: the kernel it calls and the graph node it computes (as
+// the artifact's graph records them; views and in-place concats call no kernel and have no step).
+struct GraphStep {
+  std::string kernel;  // the library's function, e.g. "kiln_k3" (steps of one signature share one)
+  std::string node;    // the graph node's name
+  std::string op;      // the node's op, e.g. "Conv2dNCHWc"
+};
+
 // True when the file at `path` starts with the artifact magic (whatever its extension).
 bool is_artifact(const std::string &path);
+
+class GraphModule;
+
+// Where a run's time goes: `runs` profiled runs (GraphModule::run_profiled) interleaved with as
+// many plain runs, after a warm-up.
+struct RunProfile {
+  int runs = 0, warmup = 0;
+  std::vector<double> step_ms;     // each step's median over the profiled runs, in step order
+  std::vector<double> typical_ms;  // the steps of the profiled run whose sum is the median
+  double steps_ms = 0;             // the median over the profiled runs of a run's steps' sum
+  double run_ms = 0;               // the median of the plain runs (run(), timed as a whole)
+};
+
+// Profiles `m`'s runs on its current inputs; `runs` is at least 1 (else GraphInputError).
+RunProfile profile_runs(GraphModule &m, int runs);
 
 class GraphModule {
  public:
@@ -65,6 +88,12 @@ class GraphModule {
 
   // Runs every step. Throws KernelError when a kernel fails.
   void run();
+
+  // The kernel calls of a run, in order.
+  const std::vector<GraphStep> &steps() const;
+  // Runs every step as run() does and returns each step's wall time in seconds, one per entry of
+  // steps(). run() itself reads no clock.
+  std::vector<double> run_profiled();
 
   // A copy of output `i` after run().
   Tensor get_output(int i) const;

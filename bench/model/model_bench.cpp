@@ -12,10 +12,11 @@
 //                    [--db kiln.db --device-key K] [--artifact-only] [--per-op]
 //   --threads: one thread count per run (Kiln's thread pool is sized once per process).
 //   --artifact-only: skip the two executors (only the artifacts and ONNX Runtime are timed).
-//   --per-op: after each model's line, a table of Kiln's kernels (each run alone as a one-node
-//     artifact, as node_bench --artifact does) beside ONNX Runtime's nodes (its profiler's kernel times in the
-//     session, matched by name), sorted by Kiln's loss; the profiler makes ONNX Runtime's whole-model
-//     time of that run a little slower.
+//   --per-op: after each model's line, a table of Kiln's kernels, each timed inside the model (the
+//     artifact's profiled runs, deploy::profile_runs) and alone (as a one-node artifact, as
+//     node_bench --artifact does), beside ONNX Runtime's nodes (its profiler's kernel times in the
+//     session, matched by name), sorted by Kiln's in-model loss; the profiler makes ONNX Runtime's
+//     whole-model time of that run a little slower.
 //   DIR holds <name>/model.onnx and <name>/input_0.pb (tests/frontend/make_models.py writes them).
 // Prints one line per model and thread count:
 //   model=M threads=T kiln_ref_ms= kiln_opt_ms= kiln_art_ms= ort_ms= art_vs_ort= opt_vs_ort= ref_vs_ort=
@@ -203,13 +204,14 @@ OrtResult run_ort(const std::string &ort_dir, const std::string &script, const s
   }
 }
 
-// --per-op: Kiln's kernels (each compiled and run alone as a one-node artifact,
-// bench/model/node_times.h) beside ONNX Runtime's nodes (its profiler's kernel times in the
-// session), matched by name: an ONNX Runtime node is named after the Kiln node or one of its
-// outputs, layout suffixes aside (ONNX Runtime names a fused or NCHWc node after its output). One
-// row per pair, or per node of either side alone; sorted by Kiln's loss (its time minus ONNX
-// Runtime's), largest first.
-void print_per_op(const std::string &name, const graph::Graph &optimized, const std::vector<OrtNode> &ort, int runs) {
+// --per-op: Kiln's kernels, inside the model (the artifact's profiled steps) and each compiled and
+// run alone as a one-node artifact (bench/model/node_times.h), beside ONNX Runtime's nodes (its profiler's kernel times
+// in the session), matched by name: an ONNX Runtime node is named after the Kiln node or one of its outputs, layout
+// suffixes aside (ONNX Runtime names a fused or NCHWc node after its output). One row per pair, or per node of either
+// side alone; sorted by Kiln's loss (its time minus ONNX Runtime's, Kiln's in-model time where the artifact ran the
+// node), largest first. `in_model`: each node's time inside the artifact's run (its steps' medians).
+void print_per_op(const std::string &name, const graph::Graph &optimized, const std::vector<OrtNode> &ort,
+                  const std::map<std::string, double> &in_model, const deploy::RunProfile &profile, int runs) {
   const std::vector<bench::NodeTime> kiln = bench::time_nodes(optimized, runs, bench::NodeRunner::Artifact);
   // A tensor's name without the layout suffix either side gives it: Kiln's "_nchw16c", ONNX
   // Runtime's "_nchwc", and the layout pass's "_padded" for channels padded to whole vectors.
@@ -236,10 +238,19 @@ void print_per_op(const std::string &name, const graph::Graph &optimized, const 
       }
   struct Row {
     std::string kiln_node, kiln_kernel, ort_nodes, ort_ops;
-    double kiln_ms = -1, ort_ms = -1;
+    double kiln_ms = -1, ort_ms = -1, model_ms = -1;
   };
   std::vector<Row> rows(kiln.size());
-  for (size_t k = 0; k < kiln.size(); ++k) rows[k] = {kiln[k].node, kiln[k].kernel, "", "", kiln[k].ms, -1};
+  double in_model_total = 0;
+  for (size_t k = 0; k < kiln.size(); ++k) {
+    auto it = in_model.find(kiln[k].node);
+    rows[k] = {kiln[k].node, kiln[k].kernel, "", "", kiln[k].ms, -1, it == in_model.end() ? -1 : it->second};
+  }
+  for (const auto &[node, ms] : in_model) {
+    in_model_total += ms;
+    if (std::none_of(kiln.begin(), kiln.end(), [&](const bench::NodeTime &k) { return k.node == node; }))
+      rows.push_back({node, "(model only)", "", "", -1, -1, ms});
+  }
   double kiln_total = 0, ort_total = 0;
   for (const bench::NodeTime &k : kiln) kiln_total += k.ms;
   for (const OrtNode &o : ort) {
@@ -255,18 +266,26 @@ void print_per_op(const std::string &name, const graph::Graph &optimized, const 
     r.ort_ops += (r.ort_ops.empty() ? "" : "+") + o.op;
     r.ort_ms = std::max(r.ort_ms, 0.0) + o.ms;
   }
-  auto loss = [](const Row &r) { return std::max(r.kiln_ms, 0.0) - std::max(r.ort_ms, 0.0); };
+  auto kiln_ms = [](const Row &r) { return r.model_ms >= 0 ? r.model_ms : std::max(r.kiln_ms, 0.0); };
+  auto loss = [&](const Row &r) { return kiln_ms(r) - std::max(r.ort_ms, 0.0); };
   std::stable_sort(rows.begin(), rows.end(), [&](const Row &a, const Row &b) { return loss(a) > loss(b); });
-  std::printf("per-op model=%s kiln_kernels=%zu ort_nodes=%zu kiln_sum_ms=%.3f ort_sum_ms=%.3f\n", name.c_str(),
-              kiln.size(), ort.size(), kiln_total, ort_total);
-  std::printf("  %9s %9s %9s %9s  %-20s %-44s %s\n", "kiln_ms", "ort_ms", "kiln/ort", "loss_ms", "kiln_kernel",
-              "kiln_node", "ort_node (op)");
+  std::printf(
+      "per-op model=%s kiln_kernels=%zu ort_nodes=%zu kiln_in_model_sum_ms=%.3f kiln_alone_sum_ms=%.3f "
+      "ort_sum_ms=%.3f kiln_profiled_run_ms=%.3f kiln_run_ms=%.3f\n",
+      name.c_str(), kiln.size(), ort.size(), in_model_total, kiln_total, ort_total, profile.steps_ms, profile.run_ms);
+  std::printf("  %9s %9s %9s %9s %9s %9s  %-20s %-44s %s\n", "model_ms", "alone_ms", "ort_ms", "mod/alone", "mod/ort",
+              "loss_ms", "kiln_kernel", "kiln_node", "ort_node (op)");
+  auto cell = [](char(&buf)[16], double v, const char *format) {
+    if (v >= 0) std::snprintf(buf, sizeof buf, format, v);
+  };
   for (const Row &r : rows) {
-    char k[16] = "-", o[16] = "-", q[16] = "-";
-    if (r.kiln_ms >= 0) std::snprintf(k, sizeof k, "%.4f", r.kiln_ms);
-    if (r.ort_ms >= 0) std::snprintf(o, sizeof o, "%.4f", r.ort_ms);
-    if (r.kiln_ms > 0 && r.ort_ms > 0) std::snprintf(q, sizeof q, "%.2f", r.kiln_ms / r.ort_ms);
-    std::printf("  %9s %9s %9s %9.4f  %-20s %-44s %s (%s)\n", k, o, q, loss(r), r.kiln_kernel.c_str(),
+    char m[16] = "-", k[16] = "-", o[16] = "-", qa[16] = "-", qo[16] = "-";
+    cell(m, r.model_ms, "%.4f");
+    cell(k, r.kiln_ms, "%.4f");
+    cell(o, r.ort_ms, "%.4f");
+    if (r.model_ms > 0 && r.kiln_ms > 0) cell(qa, r.model_ms / r.kiln_ms, "%.2f");
+    if (r.ort_ms > 0 && kiln_ms(r) > 0) cell(qo, kiln_ms(r) / r.ort_ms, "%.2f");
+    std::printf("  %9s %9s %9s %9s %9s %9.4f  %-20s %-44s %s (%s)\n", m, k, o, qa, qo, loss(r), r.kiln_kernel.c_str(),
                 r.kiln_node.c_str(), r.ort_nodes.empty() ? "-" : r.ort_nodes.c_str(),
                 r.ort_ops.empty() ? "-" : r.ort_ops.c_str());
   }
@@ -395,12 +414,16 @@ int run_bench(int argc, char **argv) {
     std::printf("\n");
     std::fflush(stdout);
     if (per_op) {
+      // Each node's time inside the model: its steps' medians over profiled runs of the artifact.
+      const deploy::RunProfile profile = deploy::profile_runs(art->module, runs);
+      std::map<std::string, double> in_model;
+      for (size_t k = 0; k < profile.step_ms.size(); ++k) in_model[art->module.steps()[k].node] += profile.step_ms[k];
       // The model's libraries unloaded first: a library loaded while another is open can be
       // given the open one's handle (both come from a memory file whose descriptor, and so
       // /proc/self/fd path, is reused).
       art.reset();
       art_tuned.reset();
-      print_per_op(name, optimized, ort_run.nodes, runs);
+      print_per_op(name, optimized, ort_run.nodes, in_model, profile, runs);
     }
     if (headline > 0) {
       log_untuned += std::log(headline);

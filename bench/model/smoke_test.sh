@@ -36,12 +36,16 @@ awk -v a="$(field kiln_art_ms)" -v t="$(field kiln_tuned_ms)" -v c="$(field comp
 [[ "$(field ort_call_overhead_ms)" == "-1.0000" ]] || fail "no ONNX Runtime, yet a call overhead: $line"
 
 # --per-op: a table of the kernels after the line (Kiln's side alone without ONNX Runtime), one
-# row per kernel of the optimized graph, the dense layers among them.
+# row per kernel of the optimized graph with its time inside the model and alone, the dense layers
+# among them.
 KILN_NUM_THREADS=1 "$bench" --models "$models" --names bert_encoder --runs 2 --artifact-only --per-op \
   --ort "$work/no_ort" >"$work/out" 2>"$work/err" || fail "model_bench --per-op failed: $(cat "$work/err")"
 header="$(grep '^per-op model=bert_encoder ' "$work/out")" || fail "no per-op table: $(cat "$work/out")"
 kernels="$(sed -n 's/.* kiln_kernels=\([0-9]*\).*/\1/p' <<<"$header")"
-rows="$(grep -c '^ *[0-9][0-9.]* *- .*dense_pack.x86' "$work/out" || true)"
+rows="$(grep -c '^ *[0-9][0-9.]* *[0-9][0-9.]* *- .*dense_pack.x86' "$work/out" || true)"
 [[ "$kernels" -gt 0 && "$rows" -gt 0 ]] || fail "per-op table without kernels: $(cat "$work/out")"
-[[ "$(grep -c '^ *[0-9][0-9.]* *- ' "$work/out")" == "$kernels" ]] || fail "per-op rows != kernels: $(cat "$work/out")"
+[[ "$(grep -c '^ *[0-9][0-9.]* *[0-9][0-9.]* *- ' "$work/out")" == "$kernels" ]] ||
+  fail "per-op rows (in the model and alone) != kernels: $(cat "$work/out")"
+in_model="$(sed -n 's/.* kiln_in_model_sum_ms=\([0-9.]*\).*/\1/p' <<<"$header")"
+awk -v m="$in_model" 'BEGIN { exit !(m > 0) }' || fail "no in-model time: $header"
 echo "model_bench smoke test passed"

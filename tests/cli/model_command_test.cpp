@@ -3,6 +3,8 @@
 // it and exit status 1.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -154,6 +156,55 @@ TEST_F(ModelCommandTest, CompileWithADbListsTheDefaultsAndHowToTuneThem) {
   std::ifstream in(artifact + ".tune.json");
   const std::string list((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_TRUE(has(list, "\"template\": \"conv2d_nchw")) << list;
+}
+
+// `kiln run model.kiln --profile N` prints one row per kernel step (its node, op and kernel) and
+// the steps' sum against a plain run; --profile-json writes the same as JSON with trace events;
+// a count below 1, --profile on an ONNX model and a JSON path that cannot be written are messages
+// and status 1.
+TEST_F(ModelCommandTest, ProfileACompiledModel) {
+  const std::string artifact = dir.file("relu.kiln");
+  ASSERT_EQ(kiln({"compile", model_, "-o", artifact}).status, 0);
+  const std::string json_path = dir.file("profile.json");
+  pt::Run r = kiln({"run", artifact, "--profile", "4", "--profile-json", json_path});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "STEP")) << r.out;
+  EXPECT_TRUE(has(r.out, "MEDIAN_MS")) << r.out;
+  EXPECT_TRUE(has(r.out, "Relu")) << r.out;
+  EXPECT_TRUE(has(r.out, "kiln_k0")) << r.out;
+  EXPECT_TRUE(has(r.out, "100.0")) << r.out;  // the one step is the whole share
+  EXPECT_TRUE(has(r.out, "profile runs=4 warmup=4 steps=1 steps_sum_ms=")) << r.out;
+  EXPECT_TRUE(has(r.out, "run_ms=")) << r.out;
+  EXPECT_FALSE(has(r.out, "bench runs")) << r.out;
+
+  std::ifstream in(json_path);
+  ASSERT_TRUE(in) << json_path << " was not written";
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j.at("runs"), 4);
+  ASSERT_EQ(j.at("steps").size(), 1u);
+  EXPECT_EQ(j.at("steps")[0].at("op"), "Relu");
+  EXPECT_EQ(j.at("steps")[0].at("kernel"), "kiln_k0");
+  EXPECT_DOUBLE_EQ(j.at("steps")[0].at("share").get<double>(), 1.0);
+  EXPECT_GT(j.at("run_ms").get<double>(), 0);
+  ASSERT_EQ(j.at("traceEvents").size(), 1u);
+  EXPECT_EQ(j.at("traceEvents")[0].at("ph"), "X");
+  EXPECT_EQ(j.at("traceEvents")[0].at("name"), j.at("steps")[0].at("node"));
+
+  for (const char *bad : {"0", "-3"}) {
+    r = kiln({"run", artifact, "--profile", bad});
+    EXPECT_EQ(r.status, 1) << bad << ": " << r.err;
+    EXPECT_TRUE(has(r.err, std::string("--profile takes a number of runs of at least 1, got ") + bad)) << r.err;
+  }
+  r = kiln({"run", artifact, "--profile", "2", "--profile-json", dir.file("no/such/dir/p.json")});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "--profile-json: cannot write " + dir.file("no/such/dir/p.json"))) << r.err;
+  r = kiln({"run", artifact, "--profile-json", json_path});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "--profile-json needs --profile N")) << r.err;
+  r = kiln({"run", model_, "--profile", "2", "--input", "x=" + node_test_ + "/test_data_set_0/input_0.pb"});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "is not one")) << r.err;
+  EXPECT_FALSE(has(r.err, "internal error")) << r.err;
 }
 
 }  // namespace

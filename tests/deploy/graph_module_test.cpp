@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -28,6 +29,7 @@
 #include "contracts/json.h"
 #include "contracts/sha256.h"
 #include "deploy/artifact_format.h"
+#include "deploy/graph_c_api.h"
 #include "deploy/graph_module.h"
 #include "tests/temp_dir.h"
 
@@ -609,6 +611,124 @@ TEST_P(ArtifactModelTest, MatchesTheReferenceExecutorAndItsPlanNeverOverlaps) {
 INSTANTIATE_TEST_SUITE_P(Models, ArtifactModelTest,
                          ::testing::Values("resnet18", "mobilenet_v2", "squeezenet1_1", "shufflenet_v2_x1_0",
                                            "bert_encoder"));
+
+// Per-step profiling (GraphModule::run_profiled, deploy::profile_runs, the C API's
+// kiln_graph_run_profiled): the outputs are a plain run's, there is one time per kernel step named
+// as the artifact's graph names it, and the steps' times fit inside the run's.
+class ProfileTest : public GraphModuleTest {
+ protected:
+  // The artifact's kernel steps (views have none), in order.
+  std::vector<const Json *> kernel_steps(const Json &g) {
+    std::vector<const Json *> out;
+    for (const Json &s : g.at("steps").as_array())
+      if (s.contains("kernel")) out.push_back(&s);
+    return out;
+  }
+};
+
+TEST_F(ProfileTest, TheStepsAreTheArtifactsKernelCallsWithTheirNodesAndOps) {
+  const std::string path = compile_small();
+  const Json g = artifact_graph(path);
+  const deploy::GraphModule m = deploy::GraphModule::load(path);
+  const std::vector<const Json *> want = kernel_steps(g);
+  ASSERT_EQ(m.steps().size(), want.size());
+  ASSERT_EQ(m.steps().size(), 4u);  // Exp, Relu, Add, Sigmoid; Flatten is a view
+  const std::vector<std::string> ops{"Exp", "Relu", "Add", "Sigmoid"};
+  for (size_t k = 0; k < want.size(); ++k) {
+    SCOPED_TRACE(k);
+    EXPECT_EQ(m.steps()[k].kernel, want[k]->at("kernel").as_string());
+    EXPECT_EQ(m.steps()[k].node, want[k]->at("node").as_string());
+    EXPECT_EQ(m.steps()[k].op, ops[k]);
+    EXPECT_EQ(m.steps()[k].node.rfind(ops[k], 0), 0u) << m.steps()[k].node;  // add() names nodes by op
+  }
+}
+
+TEST_F(ProfileTest, AProfiledRunComputesWhatARunDoesAndItsStepsFitInsideIt) {
+  const std::string path = compile_small();
+  deploy::GraphModule m = deploy::GraphModule::load(path);
+  driver::GraphExecutor ref(small_graph());
+  for (uint64_t seed : {4, 5}) {
+    SCOPED_TRACE(seed);
+    const deploy::Tensor x = random_tensor({2, 3, 4}, seed);
+    m.set_input("x", x);
+    m.run();
+    const deploy::Tensor plain0 = m.get_output(0), plain1 = m.get_output(1);
+    m.set_input("x", random_tensor({2, 3, 4}, seed + 100));  // other values in the arena first
+    m.run();
+    m.set_input("x", x);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<double> seconds = m.run_profiled();
+    const double outside = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto want = ref.run(std::vector<deploy::Tensor>{x});
+    EXPECT_LE(relative_error(m.get_output(0), want[0]), 1e-6);
+    EXPECT_EQ(std::memcmp(m.get_output(0).data(), plain0.data(), plain0.nbytes()), 0);
+    EXPECT_EQ(std::memcmp(m.get_output(1).data(), plain1.data(), plain1.nbytes()), 0);
+    ASSERT_EQ(seconds.size(), m.steps().size());
+    double sum = 0;
+    for (double s : seconds) {
+      EXPECT_GE(s, 0);
+      sum += s;
+    }
+    EXPECT_GT(sum, 0);
+    EXPECT_LE(sum, outside);  // the steps are consecutive intervals inside the call
+  }
+}
+
+TEST_F(ProfileTest, ProfileRunsGivesAMedianPerStepAndRefusesZeroRuns) {
+  deploy::GraphModule m = deploy::GraphModule::load(compile_small());
+  m.set_input("x", random_tensor({2, 3, 4}, 6));
+  const deploy::RunProfile p = deploy::profile_runs(m, 3);
+  EXPECT_EQ(p.runs, 3);
+  EXPECT_EQ(p.warmup, 3);
+  ASSERT_EQ(p.step_ms.size(), m.steps().size());
+  ASSERT_EQ(p.typical_ms.size(), m.steps().size());
+  double typical = 0;
+  for (double ms : p.typical_ms) typical += ms;
+  EXPECT_DOUBLE_EQ(typical, p.steps_ms);  // the median profiled run is one of the runs
+  EXPECT_GT(p.steps_ms, 0);
+  EXPECT_GT(p.run_ms, 0);
+  for (int bad : {0, -1}) {
+    try {
+      deploy::profile_runs(m, bad);
+      ADD_FAILURE() << bad << " runs were accepted";
+    } catch (const deploy::GraphInputError &e) {
+      EXPECT_NE(std::string(e.what()).find("at least 1 run, got " + std::to_string(bad)), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST_F(ProfileTest, TheCApiNamesAndTimesTheSteps) {
+  const std::string path = compile_small();
+  KilnGraph *g = kiln_graph_load(path.c_str());
+  ASSERT_NE(g, nullptr) << kiln_graph_last_error();
+  const deploy::GraphModule m = deploy::GraphModule::load(path);
+  ASSERT_EQ(kiln_graph_num_steps(g), static_cast<int32_t>(m.steps().size()));
+  for (int32_t k = 0; k < kiln_graph_num_steps(g); ++k) {
+    EXPECT_EQ(std::string(kiln_graph_step_kernel(g, k)), m.steps()[static_cast<size_t>(k)].kernel);
+    EXPECT_EQ(std::string(kiln_graph_step_node(g, k)), m.steps()[static_cast<size_t>(k)].node);
+    EXPECT_EQ(std::string(kiln_graph_step_op(g, k)), m.steps()[static_cast<size_t>(k)].op);
+  }
+  EXPECT_EQ(kiln_graph_step_node(g, kiln_graph_num_steps(g)), nullptr);
+  EXPECT_EQ(kiln_graph_step_op(g, -1), nullptr);
+  const deploy::Tensor x = random_tensor({2, 3, 4}, 8);
+  const int64_t shape[] = {2, 3, 4};
+  ASSERT_EQ(kiln_graph_set_input(g, 0, x.data(), shape, 3, static_cast<uint8_t>(deploy::DType::Float), 32), 0);
+  std::vector<double> seconds(static_cast<size_t>(kiln_graph_num_steps(g)) + 1, -1.0);
+  ASSERT_EQ(kiln_graph_run_profiled(g, seconds.data()), 0) << kiln_graph_last_error();
+  double sum = 0;
+  for (size_t k = 0; k + 1 < seconds.size(); ++k) sum += seconds[k];
+  EXPECT_GT(sum, 0);
+  EXPECT_EQ(seconds.back(), -1.0);  // nothing written past the steps
+  driver::GraphExecutor ref(small_graph());
+  const deploy::Tensor want = ref.run(std::vector<deploy::Tensor>{x})[0];
+  deploy::Tensor got = deploy::Tensor::empty(want.shape(), want.dtype());
+  got.copy_from(kiln_graph_output_data(g, 0), want.nbytes());
+  EXPECT_LE(relative_error(got, want), 1e-6);
+  EXPECT_NE(kiln_graph_run_profiled(g, nullptr), 0);
+  EXPECT_NE(std::string(kiln_graph_last_error()).find("no array"), std::string::npos);
+  kiln_graph_free(g);
+}
 
 }  // namespace
 }  // namespace kiln
