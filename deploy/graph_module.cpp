@@ -341,7 +341,10 @@ RunProfile profile_runs(GraphModule &m, int runs) {
     plain.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     std::vector<double> ms = m.run_profiled();
     double sum = 0;
-    for (double &x : ms) sum += x *= 1e3;
+    for (double &x : ms) {
+      x *= 1e3;
+      sum += x;
+    }
     profiled.push_back(std::move(ms));
     sums.push_back(sum);
   }

@@ -24,8 +24,8 @@ class ArtifactError : public ModuleError {
   using ModuleError::ModuleError;
 };
 
-// An input of the wrong shape or dtype, an unknown input name, an index out of range. The message
-// names the input.
+// An input of the wrong shape or dtype, an unknown input name, an index out of range (the message
+// names the input); a profile of fewer than 1 run.
 class GraphInputError : public UserError {
  public:
   using UserError::UserError;
@@ -42,7 +42,7 @@ struct GraphIo {
 struct GraphStep {
   std::string kernel;  // the library's function, e.g. "kiln_k3" (steps of one signature share one)
   std::string node;    // the graph node's name
-  std::string op;      // the node's op, e.g. "Conv2dNCHWc"
+  std::string op;      // the node's op, e.g. "ConvNCHWc"
 };
 
 // True when the file at `path` starts with the artifact magic (whatever its extension).
