@@ -21,6 +21,7 @@
 #include <iterator>
 
 #include "compiler/ir/op.h"
+#include "compiler/ops/conv_common.h"
 #include "compiler/ops/templates.h"
 
 namespace kiln::ops {
@@ -76,22 +77,15 @@ Fused parse(const Json &args) {
   }
   f.KH = dk[2];
   f.KW = dk[3];
-  auto strides = ints_arg(t, args, "strides", 2, {1, 1});
-  auto dilation = ints_arg(t, args, "dilation", 2, {1, 1});
-  std::vector<int64_t> padding = padding_arg(t, args);
-  f.sh = strides[0];
-  f.sw = strides[1];
-  f.dh = dilation[0];
-  f.dw = dilation[1];
-  f.pt = padding[0];
-  f.pl = padding[1];
-  f.pb = padding[2];
-  f.pr = padding[3];
-  if (f.sh < 1 || f.sw < 1) bad_args(t, "strides must be positive");
-  if (f.dh < 1 || f.dw < 1) bad_args(t, "dilation must be positive");
-  for (int64_t x : padding) {
-    if (x < 0) bad_args(t, "padding must not be negative");
-  }
+  const ConvWindow win = window_arg(t, args);
+  f.sh = win.sh;
+  f.sw = win.sw;
+  f.dh = win.dh;
+  f.dw = win.dw;
+  f.pt = win.pt;
+  f.pl = win.pl;
+  f.pb = win.pb;
+  f.pr = win.pr;
   const int64_t eh = (f.KH - 1) * f.dh + 1, ew = (f.KW - 1) * f.dw + 1;
   if (f.H + f.pt + f.pb < eh || f.W + f.pl + f.pr < ew) bad_args(t, "the kernel is larger than the padded input");
   f.OH = (f.H + f.pt + f.pb - eh) / f.sh + 1;
