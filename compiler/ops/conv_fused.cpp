@@ -236,6 +236,9 @@ Config default_config(const ConfigSpace &s, const Fused &f, const Target &t) {
   const int64_t row_bytes = ((f.OW - 1) * f.sw + (f.KW - 1) * f.dw + 1) * cb * f.out.bytes();
   int64_t band = 1;
   while (band < std::min<int64_t>(f.OH, 64) && band_input_rows(f, band + 1) * row_bytes <= 192 * 1024) ++band;
+  // Bands of (nearly) equal rows: the parallel loop's iterations then cost the same, where a band
+  // of 50 rows and a tail of 6 left one of two threads waiting on the other's last large band.
+  band = ceil_div(f.OH, ceil_div(f.OH, band));
   const int64_t budget = std::max<int64_t>(1, (regs - 2) / vecs);
   int64_t ecols = 1;
   for (int64_t v : kExpandCols) {
