@@ -44,12 +44,12 @@ using namespace ir;
 
 enum class Kind { Nchw, Nchwc, Depthwise, DepthwiseNchwc, Transpose };
 
-struct Conv {
+struct Conv : ConvWindow {
   std::string tmpl;
   Kind kind = Kind::Nchw;
   TensorArg data, kernel;
   int64_t N = 0, C = 0, H = 0, W = 0, OC = 0, KH = 0, KW = 0, groups = 1, multiplier = 1;
-  int64_t sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0, dh = 1, dw = 1, oph = 0, opw = 0;
+  int64_t oph = 0, opw = 0;
   int64_t OH = 0, OW = 0;
   int64_t ic_bn = 0, oc_bn = 0;  // fixed blocks of conv2d_nchwc (0: a knob)
   int64_t c_bn = 0;              // fixed block of depthwise_conv2d_nchwc (0: a knob)
@@ -89,15 +89,7 @@ Conv parse(const std::string &tmpl, Kind kind, const Json &args) {
   c.W = c.data.shape[3];
   c.KH = c.kernel.shape[2];
   c.KW = c.kernel.shape[3];
-  const ConvWindow win = window_arg(tmpl, args);
-  c.sh = win.sh;
-  c.sw = win.sw;
-  c.dh = win.dh;
-  c.dw = win.dw;
-  c.pt = win.pt;
-  c.pl = win.pl;
-  c.pb = win.pb;
-  c.pr = win.pr;
+  static_cast<ConvWindow &>(c) = window_arg(tmpl, args);
   if (c.data.dtype.is_float() != c.kernel.dtype.is_float()) bad_args(tmpl, "mixing float and integer inputs");
   c.out = dtype_arg(tmpl, args, "out_dtype", default_accumulator(c.data.dtype));
   if (c.out.is_float() != c.data.dtype.is_float())

@@ -36,10 +36,9 @@ using namespace ir;
 
 const char *const kName = "conv1x1_depthwise_nchwc.x86";
 
-struct Fused {
+struct Fused : ConvWindow {
   TensorArg data, expand_kernel, depthwise_kernel;
   int64_t N = 0, IC = 0, C = 0, H = 0, W = 0, KH = 0, KW = 0;
-  int64_t sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0, dh = 1, dw = 1;
   int64_t OH = 0, OW = 0;
   int64_t ic_bn = 0, c_bn = 0;  // fixed blocks (0: a knob)
   DataType out;
@@ -76,15 +75,7 @@ Fused parse(const Json &args) {
   }
   f.KH = dk[2];
   f.KW = dk[3];
-  const ConvWindow win = window_arg(t, args);
-  f.sh = win.sh;
-  f.sw = win.sw;
-  f.dh = win.dh;
-  f.dw = win.dw;
-  f.pt = win.pt;
-  f.pl = win.pl;
-  f.pb = win.pb;
-  f.pr = win.pr;
+  static_cast<ConvWindow &>(f) = window_arg(t, args);
   const int64_t eh = (f.KH - 1) * f.dh + 1, ew = (f.KW - 1) * f.dw + 1;
   if (f.H + f.pt + f.pb < eh || f.W + f.pl + f.pr < ew) bad_args(t, "the kernel is larger than the padded input");
   f.OH = (f.H + f.pt + f.pb - eh) / f.sh + 1;

@@ -124,6 +124,22 @@ TEST(ExpandDepthwiseFusion, SmallExpandedTensorIsNotFusedByDefault) {
   EXPECT_LE(max_difference(forced, g), 1e-4);
 }
 
+// 96 channels at 21x21 (165 KiB, an odd width): above the 128 KiB threshold, so small spatial
+// shapes such as MobileNetV2's 14x14 and 7x7 layers fuse too; strides 1 and 2.
+TEST(ExpandDepthwiseFusion, ExpandedTensorOf165KiBIsFused) {
+  for (int64_t stride : {1, 2}) {
+    Graph g;
+    ValueId out;
+    const ValueId mid = expansion_block(g, 21, stride, &out);
+    g.add_output(out);
+    ASSERT_EQ(g.value(mid).type.nbytes(), 96 * 21 * 21 * 4);
+    const Graph a = optimize(g);
+    EXPECT_EQ(count(a, "ExpandDepthwiseNCHWc"), 1) << print(a);
+    EXPECT_EQ(count(a, "ConvNCHWc"), 0) << print(a);
+    EXPECT_LE(max_difference(a, g), 1e-4);
+  }
+}
+
 int make_model(const std::string &model) {
   const std::string cmd =
       std::string("/usr/bin/python3 '") + KILN_MAKE_MODELS_SCRIPT + "' '" + KILN_MODELS_DIR + "' " + model;
