@@ -28,6 +28,7 @@
 #include <algorithm>
 
 #include "compiler/ir/op.h"
+#include "compiler/ops/conv_common.h"
 #include "compiler/ops/templates.h"
 
 namespace kiln::ops {
@@ -43,12 +44,12 @@ using namespace ir;
 
 enum class Kind { Nchw, Nchwc, Depthwise, DepthwiseNchwc, Transpose };
 
-struct Conv {
+struct Conv : ConvWindow {
   std::string tmpl;
   Kind kind = Kind::Nchw;
   TensorArg data, kernel;
   int64_t N = 0, C = 0, H = 0, W = 0, OC = 0, KH = 0, KW = 0, groups = 1, multiplier = 1;
-  int64_t sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0, dh = 1, dw = 1, oph = 0, opw = 0;
+  int64_t oph = 0, opw = 0;
   int64_t OH = 0, OW = 0;
   int64_t ic_bn = 0, oc_bn = 0;  // fixed blocks of conv2d_nchwc (0: a knob)
   int64_t c_bn = 0;              // fixed block of depthwise_conv2d_nchwc (0: a knob)
@@ -88,22 +89,7 @@ Conv parse(const std::string &tmpl, Kind kind, const Json &args) {
   c.W = c.data.shape[3];
   c.KH = c.kernel.shape[2];
   c.KW = c.kernel.shape[3];
-  auto strides = ints_arg(tmpl, args, "strides", 2, {1, 1});
-  auto dilation = ints_arg(tmpl, args, "dilation", 2, {1, 1});
-  std::vector<int64_t> padding = padding_arg(tmpl, args);
-  c.sh = strides[0];
-  c.sw = strides[1];
-  c.dh = dilation[0];
-  c.dw = dilation[1];
-  c.pt = padding[0];
-  c.pl = padding[1];
-  c.pb = padding[2];
-  c.pr = padding[3];
-  if (c.sh < 1 || c.sw < 1) bad_args(tmpl, "strides must be positive");
-  if (c.dh < 1 || c.dw < 1) bad_args(tmpl, "dilation must be positive");
-  for (int64_t x : padding) {
-    if (x < 0) bad_args(tmpl, "padding must not be negative");
-  }
+  static_cast<ConvWindow &>(c) = window_arg(tmpl, args);
   if (c.data.dtype.is_float() != c.kernel.dtype.is_float()) bad_args(tmpl, "mixing float and integer inputs");
   c.out = dtype_arg(tmpl, args, "out_dtype", default_accumulator(c.data.dtype));
   if (c.out.is_float() != c.data.dtype.is_float())
@@ -437,17 +423,6 @@ struct NchwcTile {
   int64_t loads() const { return rows * cols + vecs; }
 };
 
-// The output columns of the register tile: the largest divisor of the output width within `cap`,
-// unless it fills less than half of the room (an odd width such as 111 = 3 x 37 or a prime one),
-// then the largest power of two within `cap`, with a tail tile for the rest of the row.
-int64_t tile_columns(int64_t width, int64_t cap) {
-  const int64_t d = largest_divisor_at_most(width, cap);
-  if (width <= cap || 2 * d > cap) return d;
-  int64_t p = 1;
-  while (2 * p <= cap) p *= 2;
-  return p;
-}
-
 // The default picks the register tile with a small throughput model: with two FMA pipes of
 // latency four (and two load ports), a step runs at peak when it has at least 8 independent
 // accumulators and no more loads than FMAs, so the fraction of peak is
@@ -760,6 +735,39 @@ Template conv_template(const std::string &name, Kind kind, const std::string &su
 }
 
 }  // namespace
+
+namespace detail {
+
+ConvWindow window_arg(const std::string &tmpl, const Json &args) {
+  const std::vector<int64_t> strides = ints_arg(tmpl, args, "strides", 2, {1, 1});
+  const std::vector<int64_t> dilation = ints_arg(tmpl, args, "dilation", 2, {1, 1});
+  const std::vector<int64_t> padding = padding_arg(tmpl, args);
+  ConvWindow w;
+  w.sh = strides[0];
+  w.sw = strides[1];
+  w.dh = dilation[0];
+  w.dw = dilation[1];
+  w.pt = padding[0];
+  w.pl = padding[1];
+  w.pb = padding[2];
+  w.pr = padding[3];
+  if (w.sh < 1 || w.sw < 1) bad_args(tmpl, "strides must be positive");
+  if (w.dh < 1 || w.dw < 1) bad_args(tmpl, "dilation must be positive");
+  for (int64_t x : padding) {
+    if (x < 0) bad_args(tmpl, "padding must not be negative");
+  }
+  return w;
+}
+
+int64_t tile_columns(int64_t width, int64_t cap) {
+  const int64_t d = largest_divisor_at_most(width, cap);
+  if (width <= cap || 2 * d > cap) return d;
+  int64_t p = 1;
+  while (2 * p <= cap) p *= 2;
+  return p;
+}
+
+}  // namespace detail
 
 void register_conv2d_templates(Registry &r) {
   r.add(conv_template("conv2d_nchw.x86", Kind::Nchw, "direct 2-D convolution in NCHW (groups, stride, dilation)"));

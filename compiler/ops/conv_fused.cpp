@@ -18,9 +18,9 @@
 // channels; the depthwise stage a tile of tile_ow columns x the block over the taps, whose taps in
 // the padding are skipped.
 #include <algorithm>
-#include <iterator>
 
 #include "compiler/ir/op.h"
+#include "compiler/ops/conv_common.h"
 #include "compiler/ops/templates.h"
 
 namespace kiln::ops {
@@ -36,10 +36,9 @@ using namespace ir;
 
 const char *const kName = "conv1x1_depthwise_nchwc.x86";
 
-struct Fused {
+struct Fused : ConvWindow {
   TensorArg data, expand_kernel, depthwise_kernel;
   int64_t N = 0, IC = 0, C = 0, H = 0, W = 0, KH = 0, KW = 0;
-  int64_t sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0, dh = 1, dw = 1;
   int64_t OH = 0, OW = 0;
   int64_t ic_bn = 0, c_bn = 0;  // fixed blocks (0: a knob)
   DataType out;
@@ -76,22 +75,7 @@ Fused parse(const Json &args) {
   }
   f.KH = dk[2];
   f.KW = dk[3];
-  auto strides = ints_arg(t, args, "strides", 2, {1, 1});
-  auto dilation = ints_arg(t, args, "dilation", 2, {1, 1});
-  std::vector<int64_t> padding = padding_arg(t, args);
-  f.sh = strides[0];
-  f.sw = strides[1];
-  f.dh = dilation[0];
-  f.dw = dilation[1];
-  f.pt = padding[0];
-  f.pl = padding[1];
-  f.pb = padding[2];
-  f.pr = padding[3];
-  if (f.sh < 1 || f.sw < 1) bad_args(t, "strides must be positive");
-  if (f.dh < 1 || f.dw < 1) bad_args(t, "dilation must be positive");
-  for (int64_t x : padding) {
-    if (x < 0) bad_args(t, "padding must not be negative");
-  }
+  static_cast<ConvWindow &>(f) = window_arg(t, args);
   const int64_t eh = (f.KH - 1) * f.dh + 1, ew = (f.KW - 1) * f.dw + 1;
   if (f.H + f.pt + f.pb < eh || f.W + f.pl + f.pr < ew) bad_args(t, "the kernel is larger than the padded input");
   f.OH = (f.H + f.pt + f.pb - eh) / f.sh + 1;
@@ -189,10 +173,9 @@ Compute fused_compute(const Fused &f, int64_t icb, int64_t cb) {
 }
 
 // tile_ic, tile_c: the input and expanded channel blocks; tile_band: the output rows of a band;
-// expand_cols: the columns of the 1x1 stage's register tile; tile_ow: the columns of the
-// depthwise stage's register tile.
-// The values of expand_cols, ascending.
-constexpr int64_t kExpandCols[] = {1, 2, 4, 6, 8, 12, 16};
+// expand_cols: the columns of the 1x1 stage's register tile (1 to kMaxExpandCols, a tail tile
+// where it does not divide the width); tile_ow: the columns of the depthwise stage's register tile.
+constexpr int64_t kMaxExpandCols = 16;
 
 // Every inner size from 1 to min(extent, cap), tails allowed: a band or a tile need not divide
 // the rows or columns (odd widths such as 7, 14 or 112 / 2 = 56 rows of the strided layers).
@@ -206,7 +189,9 @@ void define_space(ConfigSpace &s, const Fused &f, const Target &t) {
   s.define_split("tile_ic", f.IC, 2, f.ic_bn ? SplitPolicy::candidate({{f.ic_bn}}) : SplitPolicy::factors());
   s.define_split("tile_c", f.C, 2, f.c_bn ? SplitPolicy::candidate({{f.c_bn}}) : SplitPolicy::factors());
   s.define_split("tile_band", f.OH, 2, every_size(f.OH, 64));
-  s.define_choice("expand_cols", std::vector<int64_t>(std::begin(kExpandCols), std::end(kExpandCols)));
+  std::vector<int64_t> cols;
+  for (int64_t v = 1; v <= kMaxExpandCols; ++v) cols.push_back(v);
+  s.define_choice("expand_cols", cols);
   s.define_split("tile_ow", f.OW, 2, every_size(f.OW, 32));
   const int64_t lanes = t.lanes(f.out), regs = t.vector_registers();
   s.add_constraint("register_tiles_within_" + std::to_string(regs - 2) + "_vectors",
@@ -242,11 +227,15 @@ Config default_config(const ConfigSpace &s, const Fused &f, const Target &t) {
   const int64_t row_bytes = ((f.OW - 1) * f.sw + (f.KW - 1) * f.dw + 1) * cb * f.out.bytes();
   int64_t band = 1;
   while (band < std::min<int64_t>(f.OH, 64) && band_input_rows(f, band + 1) * row_bytes <= 192 * 1024) ++band;
+  // Bands of (nearly) equal rows: the parallel loop's iterations then cost the same, where a band
+  // of 50 rows and a tail of 6 left one of two threads waiting on the other's last large band.
+  band = ceil_div(f.OH, ceil_div(f.OH, band));
   const int64_t budget = std::max<int64_t>(1, (regs - 2) / vecs);
-  int64_t ecols = 1;
-  for (int64_t v : kExpandCols) {
-    if (v <= std::min<int64_t>({8, budget, f.W})) ecols = v;
-  }
+  // The 1x1 stage's columns as conv2d_nchwc's one-row tile picks them: up to 16 accumulators next
+  // to the kernel vectors and a broadcast, a divisor of the width (a whole row of a 7 or 14 wide
+  // input) unless that wastes half the room.
+  const int64_t acc = std::max<int64_t>(1, std::min<int64_t>(16, regs - vecs - 1));
+  const int64_t ecols = tile_columns(f.W, std::min<int64_t>(kMaxExpandCols, std::max<int64_t>(1, acc / vecs)));
   const int64_t owi = std::max<int64_t>(1, std::min<int64_t>({f.OW, budget * 2 / 3, 10}));
   return s.from_values({{"tile_ic", Json::array_of(std::vector<int64_t>{f.IC / icb, icb})},
                         {"tile_c", Json::array_of(std::vector<int64_t>{f.C / cb, cb})},
@@ -310,6 +299,8 @@ Template fused_template() {
   };
   Template t;
   t.name = kName;
+  // 2: expand_cols takes every value from 1 to 16 (was 1, 2, 4, 6, 8, 12, 16).
+  t.version = 2;
   t.summary = "a 1x1 convolution and a depthwise convolution of its result, in NCHW[x]c, as one kernel";
   t.arguments = {tensor_spec("data", 4, "the input [N, IC, H, W]"),
                  tensor_spec("expand_kernel", 4, "the 1x1 kernel [C, IC, 1, 1]"),

@@ -124,6 +124,22 @@ TEST(ExpandDepthwiseFusion, SmallExpandedTensorIsNotFusedByDefault) {
   EXPECT_LE(max_difference(forced, g), 1e-4);
 }
 
+// 96 channels at 21x21 (165 KiB, an odd width): above the 128 KiB threshold, so small spatial
+// shapes such as MobileNetV2's 14x14 and 7x7 layers fuse too; strides 1 and 2.
+TEST(ExpandDepthwiseFusion, ExpandedTensorOf165KiBIsFused) {
+  for (int64_t stride : {1, 2}) {
+    Graph g;
+    ValueId out;
+    const ValueId mid = expansion_block(g, 21, stride, &out);
+    g.add_output(out);
+    ASSERT_EQ(g.value(mid).type.nbytes(), 96 * 21 * 21 * 4);
+    const Graph a = optimize(g);
+    EXPECT_EQ(count(a, "ExpandDepthwiseNCHWc"), 1) << print(a);
+    EXPECT_EQ(count(a, "ConvNCHWc"), 0) << print(a);
+    EXPECT_LE(max_difference(a, g), 1e-4);
+  }
+}
+
 int make_model(const std::string &model) {
   const std::string cmd =
       std::string("/usr/bin/python3 '") + KILN_MAKE_MODELS_SCRIPT + "' '" + KILN_MODELS_DIR + "' " + model;
@@ -140,16 +156,17 @@ int kernels(const Graph &g) {
   return k;
 }
 
-// MobileNetV2: the pairs whose expanded tensor has at least 512 KiB (16->96 at 112, 24->144 at 56
-// twice, 32->192 at 28 three times) become one kernel each, six fewer kernels; the output matches
-// the unoptimized graph through the executor and torch's within 1e-4 of its scale.
+// MobileNetV2: all 16 expansion + depthwise pairs (16->96 at 112, 24->144 at 56 twice, 32->192 at
+// 28 three times, 64->384 at 14 four times, 96->576 at 14 three times, 160->960 at 7 three times)
+// become one kernel each, 16 fewer kernels; the output matches the unoptimized graph through the
+// executor and torch's within 1e-4 of its scale.
 TEST(ExpandDepthwiseFusion, MobilenetV2) {
   if (make_model("mobilenet_v2") != 0) GTEST_SKIP() << "make_models.py could not export mobilenet_v2 (no torch?)";
   const fs::path dir = fs::path(KILN_MODELS_DIR) / "mobilenet_v2";
   const Graph g = frontend::onnx::import_model((dir / "model.onnx").string());
   const Graph on = optimize(g), off = optimize(g, false);
-  EXPECT_EQ(count(on, "ExpandDepthwiseNCHWc"), 6);
-  EXPECT_EQ(kernels(on), kernels(off) - 6);
+  EXPECT_EQ(count(on, "ExpandDepthwiseNCHWc"), 16);
+  EXPECT_EQ(kernels(on), kernels(off) - 16);
   const deploy::Tensor input = frontend::onnx::read_tensor_file((dir / "input_0.pb").string());
   const deploy::Tensor want = frontend::onnx::read_tensor_file((dir / "output_0.pb").string());
   const deploy::Tensor base = driver::GraphExecutor(g).run(std::vector<deploy::Tensor>{input})[0];
