@@ -502,6 +502,7 @@ Value Interpreter::eval_call(const ir::CallNode *op) {
     KILN_CHECK(op->args.size() == 1, "interpreter: likely takes 1 argument");
     return eval(op->args[0]);
   }
+  if (name == ir::intrinsic::kPrefetch) return Value::make_int(op->type, 0);  // a hint: nothing to do
   if (name == ir::intrinsic::kSyncThreads) return Value::make_int(op->type.is_handle() ? ir::Int(32) : op->type, 0);
   if (name == lower::intrinsic::kArgField) return eval_arg_field(op);
   if (name == lower::intrinsic::kIsNull) {

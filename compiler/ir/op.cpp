@@ -332,6 +332,17 @@ bool is_math_intrinsic(const std::string &n) {
          n == "cosh" || n == "asinh" || n == "acosh" || n == "atanh";
 }
 
+Expr prefetch(Expr read) {
+  const bool ok = read.defined() && (read.as<ProducerLoadNode>() || read.as<LoadNode>()) && read.type().is_scalar();
+  if (!ok) throw ExprError("prefetch needs a scalar read of a tensor or buffer");
+  return CallNode::make(Int(32), intrinsic::kPrefetch, {std::move(read)}, CallNode::Kind::Intrinsic);
+}
+
+bool is_prefetch(const Expr &e) {
+  const auto *c = e.as<CallNode>();
+  return c && c->name == intrinsic::kPrefetch;
+}
+
 Expr likely(Expr cond) {
   cond = to_bool(cond, "likely");
   DataType t = cond.type();

@@ -94,7 +94,16 @@ namespace intrinsic {
 constexpr const char *kIfThenElse = "if_then_else";
 constexpr const char *kLikely = "likely";             // hint: condition is usually true
 constexpr const char *kSyncThreads = "sync_threads";  // GPU barrier within a block
+// Hint: fetch the cache line holding the element that its one argument, a read of a tensor
+// (ProducerLoad, a Load after storage flattening), would read; the element is not read and the
+// call has no value. The LLVM back end emits llvm.prefetch (a read, kept in every cache level);
+// the other back ends emit nothing.
+constexpr const char *kPrefetch = "prefetch";
 }  // namespace intrinsic
 Expr likely(Expr cond);
+// A prefetch of the element that `read` (a ProducerLoad or a scalar Load) reads.
+Expr prefetch(Expr read);
+// Whether e is a prefetch call.
+bool is_prefetch(const Expr &e);
 
 }  // namespace kiln::ir

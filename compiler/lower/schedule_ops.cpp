@@ -42,7 +42,7 @@ class StageBuilder {
     const auto &leaves = stage_.leaf_iter_vars;
     for (const auto &iv : leaves) values_[iv.get()] = iv->var;
     pass_up_index(stage_, bounds_, &values_);
-    std::unordered_map<const VariableNode *, Expr> root_subst;
+    std::unordered_map<const VariableNode *, Expr> &root_subst = root_subst_;
     for (const auto &iv : stage_.root_iter_vars()) {
       Expr v = values_.at(iv.get());
       if (!v.same_as(iv->var)) root_subst[iv->var.get()] = arith::simplify(v);
@@ -337,6 +337,22 @@ class StageBuilder {
     if (!tag.empty()) kind = ForKind::ThreadBinding;
     Var loop_var = iv->var;
     Expr mn = r.min;
+    if (a && marker && !a->prefetches.empty()) {  // at the start of each iteration
+      // The loops inside this one are at their first iteration.
+      const auto &leaves = stage_.leaf_iter_vars;
+      std::unordered_map<const VariableNode *, Expr> first;
+      for (size_t q = std::find(leaves.begin(), leaves.end(), iv) - leaves.begin() + 1; q < leaves.size(); ++q) {
+        first[leaves[q]->var.get()] = bounds_.at(leaves[q].get()).min;
+      }
+      std::vector<Stmt> stmts;
+      for (const auto &p : a->prefetches) {
+        std::vector<Expr> idx;
+        for (const auto &e : p.indices) idx.push_back(arith::simplify(substitute(substitute(e, root_subst_), first)));
+        stmts.push_back(EvaluateNode::make(prefetch(ProducerLoadNode::make(p.tensor.op(), p.tensor.value_index(), idx))));
+      }
+      stmts.push_back(body);
+      body = BlockNode::make(stmts);
+    }
     if (!is_zero(mn) && (kind == ForKind::Vectorized || kind == ForKind::ThreadBinding)) {
       // Vector lanes and threads count from zero; the axis is the loop variable plus the minimum.
       // The body built so far uses the sum directly (so that indices stay linear in the loop
@@ -363,6 +379,7 @@ class StageBuilder {
   const BoundMap &bounds_;
   const BodyMap &bodies_;
   IndexMap values_;
+  std::unordered_map<const VariableNode *, Expr> root_subst_;  // root variables -> loop expressions
 };
 
 std::vector<Range> realize_bounds(const te::StageNode &s, const BoundMap &bounds) {

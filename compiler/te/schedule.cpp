@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_set>
 
 #include "compiler/ir/ir_printer.h"
 #include "compiler/ir/ir_visitor.h"
@@ -355,6 +356,37 @@ Stage &Stage::bind(const IterVar &iv, const std::string &tag) {
     }
   }
   a.bind_thread = tag;
+  return *this;
+}
+
+Stage &Stage::prefetch(const Tensor &t, const IterVar &iv, std::vector<Expr> indices) {
+  leaf_position(iv, "prefetch");
+  const auto *c = dynamic_cast<const ComputeOpNode *>(node_->op.get());
+  if (!c) fail("prefetch needs a compute stage");
+  if (!t.defined()) fail("prefetch of an undefined tensor");
+  const auto inputs = c->input_tensors();
+  if (std::find(inputs.begin(), inputs.end(), t) == inputs.end()) {
+    fail("prefetch of " + t.name() + ", which the stage does not read");
+  }
+  if (static_cast<int>(indices.size()) != t.ndim()) {
+    fail(detail::concat("prefetch of ", t.name(), " with ", indices.size(), " indices; it has ", t.ndim(),
+                        " dimensions"));
+  }
+  std::unordered_set<const ir::VariableNode *> own;
+  for (const auto &v : c->axis) own.insert(v->var.get());
+  for (const auto &v : c->reduce_axis) own.insert(v->var.get());
+  for (auto &e : indices) {
+    if (!e.defined() || !e.type().is_int() || !e.type().is_scalar()) {
+      fail("prefetch of " + t.name() + " needs scalar integer indices");
+    }
+    ir::post_order_visit(e, [&](const ir::IRNode *n) {
+      if (n->node_type == ir::NodeType::Variable && !own.count(static_cast<const ir::VariableNode *>(n))) {
+        fail("prefetch index " + to_string(e) + " uses " + static_cast<const ir::VariableNode *>(n)->name +
+             ", which is not an axis or reduction variable of the stage");
+      }
+    });
+  }
+  attr_of(iv).prefetches.push_back({t, std::move(indices)});
   return *this;
 }
 

@@ -47,6 +47,13 @@ struct IterVarAttr {
   std::string bind_thread;  // "blockIdx.x", "threadIdx.y", "vthread", ...
   std::vector<std::pair<std::string, Expr>> pragmas;
   TensorIntrin tensor_intrin;
+  // prefetch(): at the start of each iteration, a prefetch of tensor[indices] (indices in the
+  // stage's axis and reduction variables).
+  struct Prefetch {
+    Tensor tensor;
+    std::vector<Expr> indices;
+  };
+  std::vector<Prefetch> prefetches;
 };
 
 enum class AttachType { Root, Inline, Scope };
@@ -135,6 +142,13 @@ class Stage {
   Stage &double_buffer();
   Stage &set_scope(const std::string &scope);
   Stage &tensorize(const IterVar &iv, TensorIntrin intrin);
+  // At the start of each iteration of loop iv, a software prefetch of the cache line that holds
+  // element `indices` of tensor t, an input the stage reads; the indices are expressions in the
+  // stage's axis and reduction variables (axis(i), reduce_axis(i)), so that they can name an
+  // element ahead of the one the iteration reads; the loops inside iv count as at their first
+  // iteration. A hint: values do not change, and an index
+  // outside the tensor never faults (keep it inside all the same, so the line is one to be read).
+  Stage &prefetch(const Tensor &t, const IterVar &iv, std::vector<Expr> indices);
 
   // Leaf loop `i` of this stage, outermost first.
   IterVar leaf(size_t i) const;

@@ -762,7 +762,7 @@ void CodeGenC::stmt(const Stmt &s) {
       return;
     case NodeType::Evaluate: {
       const auto *op = s.as<ir::EvaluateNode>();
-      if (ir::is_nop(s)) return;
+      if (ir::is_nop(s) || ir::is_prefetch(op->value)) return;  // a prefetch is a hint: nothing
       if (op->value.type().is_vector()) {
         open_lanes(op->value.type().lanes());
         line("(void)" + expr(op->value) + ";");

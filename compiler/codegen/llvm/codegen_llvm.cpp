@@ -1034,6 +1034,16 @@ llvm::Value *CodeGenLLVM::call(const ir::CallNode *op) {
     KILN_CHECK(op->args.size() == 1, "LLVM back end: likely takes 1 argument");
     return expr(op->args[0]);
   }
+  if (name == ir::intrinsic::kPrefetch) {
+    // A hint, so the read's predicate does not matter: a prefetch never faults.
+    const auto *ld = op->args.size() == 1 ? op->args[0].as<ir::LoadNode>() : nullptr;
+    KILN_CHECK(ld && ld->type.is_scalar(), "LLVM back end: prefetch takes one scalar load");
+    llvm::Type *mt = mem_type(ld->type);
+    llvm::Value *ptr = b_.CreateInBoundsGEP(mt, element_ptr(lookup_buf(ld->buffer_var), mt), index(ld->index));
+    // Read (0), kept in every cache level (locality 3), data cache (1).
+    b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr->getType()}, {ptr, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+    return llvm::ConstantInt::get(reg_type(op->type), 0);
+  }
   if (name == lower::intrinsic::kArgField) return arg_field(op);
   if (name == lower::intrinsic::kIsNull) {
     KILN_CHECK(op->args.size() == 1, "LLVM back end: isnull takes 1 argument");

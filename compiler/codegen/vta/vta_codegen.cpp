@@ -320,6 +320,7 @@ class ProgramBuilder {
         return;
       }
       case NodeType::Evaluate:
+        if (is_prefetch(s.as<EvaluateNode>()->value)) return;  // a hint: nothing to do
         if (only_gemm(s)) return gemm(s, out);
         fail("an expression statement that is not a VTA intrinsic: " + show(s.as<EvaluateNode>()->value));
       case NodeType::Store:

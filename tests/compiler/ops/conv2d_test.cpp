@@ -119,7 +119,7 @@ TEST(Conv2d, NchwOneByOne) {
 // runs, unpacks the NCHW[oc_bn]c output and compares with the naive NCHW convolution.
 void check_nchwc_configs(const ops::Task &task, const std::vector<int64_t> &data, const std::vector<int64_t> &kernel,
                          const ConvParams &p, const Json &epi, const std::vector<autotune::Config> &configs,
-                         uint64_t seed, double tol) {
+                         uint64_t seed, double tol, bool llvm = false) {
   const int64_t N = data[0], C = data[1], H = data[2], W = data[3], OC = kernel[0], KH = kernel[2], KW = kernel[3];
   for (const auto &cfg : configs) {
     SCOPED_TRACE(cfg.to_string());
@@ -149,7 +149,7 @@ void check_nchwc_configs(const ops::Task &task, const std::vector<int64_t> &data
       extra.push_back(e);
     }
     ref = channel_epilogue(ref, epi, extra);
-    auto outs = testing::run_config(task, cfg, in);
+    auto outs = llvm ? testing::run_config_llvm(task, cfg, in) : testing::run_config(task, cfg, in);
     Host got_b = testing::to_host(outs[0]);
     ASSERT_EQ(got_b.shape, (std::vector<int64_t>{N, OC / ob, ref.shape[2], ref.shape[3], ob}));
     double worst = 0;
@@ -192,6 +192,76 @@ TEST(Conv2d, NchwcDilatedWithTailTiles) {
                                        {"tile_ow", Json::array_of(std::vector<int64_t>{3, 4})},
                                        {"unroll_kw", 1}});
   check_nchwc_configs(task, {1, 4, 7, 9}, {8, 4, 3, 3}, p, Json::array(), {cfg, task.default_config()}, 35, 1e-5);
+}
+
+// The prefetch of the next oc block's weights, through the LLVM back end (the one that emits
+// it): the values stay those of the naive convolution, with and without kw unrolled, with a
+// stride, with two images (the last block of one image prefetches the first of the next) and
+// int8 weights (64 to a cache line).
+TEST(Conv2d, NchwcPrefetchedWeightsKeepTheValues) {
+  struct Case {
+    std::vector<int64_t> data, kernel;
+    ConvParams p;
+    std::string dtype, kdtype;
+    int64_t ic_bn, oc_bn, ow_tile;
+  };
+  ConvParams pad1 = strided_padded(1, {1, 1, 1, 1}), stride2 = strided_padded(2, {1, 1, 0, 0});
+  for (const Case &k : {Case{{1, 32, 7, 7}, {64, 32, 3, 3}, pad1, "float32", "float32", 16, 16, 7},
+                        Case{{1, 16, 9, 9}, {32, 16, 3, 3}, stride2, "float32", "float32", 8, 16, 4},
+                        Case{{2, 8, 6, 5}, {32, 8, 3, 3}, ConvParams{}, "float32", "float32", 8, 8, 3},
+                        Case{{1, 16, 6, 6}, {32, 16, 3, 3}, pad1, "uint8", "int8", 16, 16, 6}}) {
+    ops::Task task("conv2d_nchwc.x86", conv_args(k.data, k.kernel, k.p, Json::array(), k.dtype, k.kdtype), kTarget);
+    const int64_t OW = testing::const_shape(task.compute(task.default_config()).outputs[0])[3];
+    std::vector<autotune::Config> configs;
+    for (int unroll : {0, 1}) {
+      configs.push_back(task.space().from_values(
+          {{"tile_ic", Json::array_of(std::vector<int64_t>{k.data[1] / k.ic_bn, k.ic_bn})},
+           {"tile_oc", Json::array_of(std::vector<int64_t>{k.kernel[0] / k.oc_bn, k.oc_bn})},
+           {"tile_ow", Json::array_of(std::vector<int64_t>{(OW + k.ow_tile - 1) / k.ow_tile, k.ow_tile})},
+           {"unroll_kw", unroll},
+           {"prefetch_weights", 1}}));
+    }
+    check_nchwc_configs(task, k.data, k.kernel, k.p, Json::array(), configs, 41, k.dtype == "float32" ? 1e-5 : 0.0,
+                        /*llvm=*/true);
+  }
+}
+
+// The knob puts llvm.prefetch in the kernel and nothing else does; the default turns it on from 1
+// MiB of weights (layer 4 of ResNet-18), off below (layer 1), and never for 1x1 kernels.
+TEST(Conv2d, NchwcPrefetchWeightsKnobAndDefault) {
+  ConvParams pad1 = strided_padded(1, {1, 1, 1, 1});
+  ops::Task big("conv2d_nchwc.x86", conv_args({1, 512, 7, 7}, {512, 512, 3, 3}, pad1), kTarget);
+  ops::Task small("conv2d_nchwc.x86", conv_args({1, 64, 56, 56}, {64, 64, 3, 3}, pad1), kTarget);
+  ops::Task one("conv2d_nchwc.x86", conv_args({1, 256, 14, 14}, {1024, 256, 1, 1}, ConvParams{}), kTarget);
+  EXPECT_TRUE(big.default_config().choice_bool("prefetch_weights"));
+  EXPECT_FALSE(small.default_config().choice_bool("prefetch_weights"));
+  EXPECT_FALSE(one.space().has_knob("prefetch_weights"));
+
+  auto prefetches = [](const ops::Task &task, const autotune::Config &cfg) {
+    ops::Instance inst = task.instantiate(cfg);
+    ir::LoweredFunc f = lower::lower(*inst.schedule, inst.compute.args(), "op");
+    codegen::LLVMBuildOptions o;
+    o.target = "llvm -mcpu=znver4";
+    const std::string text = codegen::emit_llvm_ir({f}, o, false);
+    int n = 0;
+    for (size_t p = text.find("call void @llvm.prefetch"); p != std::string::npos;
+         p = text.find("call void @llvm.prefetch", p + 1))
+      ++n;
+    return n;
+  };
+  ops::Task mid("conv2d_nchwc.x86", conv_args({1, 32, 7, 7}, {64, 32, 3, 3}, pad1), kTarget);
+  autotune::Config on = mid.default_config(), off = mid.default_config();
+  std::vector<std::pair<std::string, Json>> v;
+  for (const auto &name : {"tile_ic", "tile_oc", "tile_ow"}) {
+    v.emplace_back(name, Json::array_of(on.split(name)));
+  }
+  v.emplace_back("unroll_kw", Json(on.choice_bool("unroll_kw") ? 1 : 0));
+  v.emplace_back("prefetch_weights", 1);
+  on = mid.space().from_values(v);
+  v.back().second = Json(0);
+  off = mid.space().from_values(v);
+  EXPECT_GE(prefetches(mid, on), 1);
+  EXPECT_EQ(prefetches(mid, off), 0);
 }
 
 TEST(Conv2d, TailTilesOfNchwAndInt8) {
@@ -357,13 +427,15 @@ TEST(Conv2d, NchwcInt8Requantized) {
 }
 
 TEST(Conv2d, NchwcFixedBlocksAndSpaceSizes) {
-  // AutoTVM's x86 conv2d_NCHWc space sizes for ResNet-18 layers (batch 1).
+  // AutoTVM's x86 conv2d_NCHWc space sizes for ResNet-18 layers (batch 1), times two for the
+  // prefetch_weights knob.
   struct Layer {
     int64_t c, oc, hw, k, s, p, size;
   };
   for (const Layer &l :
-       {Layer{3, 64, 224, 7, 2, 3, 308}, Layer{64, 64, 56, 3, 1, 1, 980}, Layer{128, 128, 28, 3, 1, 1, 1024},
-        Layer{256, 256, 14, 3, 1, 1, 972}, Layer{512, 512, 7, 3, 1, 1, 800}}) {
+       {Layer{3, 64, 224, 7, 2, 3, 2 * 308}, Layer{64, 64, 56, 3, 1, 1, 2 * 980},
+        Layer{128, 128, 28, 3, 1, 1, 2 * 1024}, Layer{256, 256, 14, 3, 1, 1, 2 * 972},
+        Layer{512, 512, 7, 3, 1, 1, 2 * 800}}) {
     ConvParams p;
     p.sh = p.sw = l.s;
     p.pt = p.pl = p.pb = p.pr = l.p;
