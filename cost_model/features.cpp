@@ -153,6 +153,7 @@ class Walker : public IRVisitor {
   std::vector<StoreFeatures> stores;
   // Program summaries.
   double loops = 0, total_iterations = 0, total_float_ops = 0, total_bytes = 0;
+  double prefetches = 0;  // software prefetches executed (dynamic count)
   double alloc_count[3] = {0, 0, 0}, alloc_bytes[3] = {0, 0, 0};  // global, shared, local
 
   void visit(const ForNode *op) override {
@@ -211,6 +212,15 @@ class Walker : public IRVisitor {
     alloc_count[slot] += 1;
     alloc_bytes[slot] += elems * op->dtype.bytes() * op->dtype.lanes();
     scopes_[op->buffer_var.get()] = slot;
+    IRVisitor::visit(op);
+  }
+
+  void visit(const EvaluateNode *op) override {
+    if (ir::is_prefetch(op->value)) {
+      double iterations = 1;
+      for (const Loop &l : loops_) iterations *= static_cast<double>(l.extent);
+      prefetches += iterations;
+    }
     IRVisitor::visit(op);
   }
 
@@ -507,7 +517,7 @@ std::vector<std::string> IrFeatureExtractor::names() {
                                    "flop",         "arg_bytes",
                                    "iterations",   "float_ops",
                                    "bytes",        "flop_per_byte",
-                                   "params",       "unused"};
+                                   "params",       "prefetches"};
   std::vector<std::string> n;
   for (size_t s = 0; s < kStoreSlots; ++s) {
     const std::string st = "store" + std::to_string(s) + ".";
@@ -579,7 +589,7 @@ std::vector<float> IrFeatureExtractor::extract_lowered(const ir::LoweredFunc &fu
       lg(w.total_bytes),
       lg(w.total_bytes > 0 ? flop / w.total_bytes * 1024 : 0),
       static_cast<float>(func.params.size()),
-      0.f,
+      lg(w.prefetches),
   };
   out.insert(out.end(), program, program + kProgramFeatures);
   KILN_CHECK(out.size() == kLength, "IR features: ", out.size(), " values, expected ", kLength);

@@ -20,7 +20,8 @@
 //         vector access, scope, and the footprint curve: unique bytes touched by the innermost
 //         1..kLoopSlots loops;
 //   - whole-program summaries: stores, loops, allocations by scope (count and bytes), FLOPs,
-//     argument bytes, and the totals of iterations, float ops and bytes.
+//     argument bytes, the totals of iterations, float ops and bytes, and the software prefetches
+//     executed.
 // Counts and sizes enter as log2(1 + x).
 //
 // KnobFeatureExtractor is AutoTVM's "knob" features, kept for comparison: the config's entity
@@ -39,7 +40,7 @@
 
 namespace kiln::cost_model {
 
-constexpr int kIrFeatureVersion = 1;
+constexpr int kIrFeatureVersion = 2;
 
 class FeatureExtractor {
  public:
