@@ -153,7 +153,7 @@ class Walker : public IRVisitor {
   std::vector<StoreFeatures> stores;
   // Program summaries.
   double loops = 0, total_iterations = 0, total_float_ops = 0, total_bytes = 0;
-  double prefetches = 0;  // software prefetches executed (dynamic count)
+  double prefetches = 0;                                          // software prefetches executed (dynamic count)
   double alloc_count[3] = {0, 0, 0}, alloc_bytes[3] = {0, 0, 0};  // global, shared, local
 
   void visit(const ForNode *op) override {

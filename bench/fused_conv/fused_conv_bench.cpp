@@ -86,9 +86,9 @@ int main(int argc, char **argv) {
     if (std::strcmp(argv[i], "--target") == 0) target_str = argv[i + 1];
   }
   // MobileNetV2's pairs (torchvision): the expansion of each block with expand ratio 6, by stage.
-  const std::vector<Case> cases = {{16, 96, 112, 2},  {24, 144, 56, 1},  {24, 144, 56, 2}, {32, 192, 28, 1},
-                                   {32, 192, 28, 2},  {64, 384, 14, 1},  {96, 576, 14, 1}, {96, 576, 14, 2},
-                                   {160, 960, 7, 1}};
+  const std::vector<Case> cases = {{16, 96, 112, 2}, {24, 144, 56, 1}, {24, 144, 56, 2},
+                                   {32, 192, 28, 1}, {32, 192, 28, 2}, {64, 384, 14, 1},
+                                   {96, 576, 14, 1}, {96, 576, 14, 2}, {160, 960, 7, 1}};
   try {
     const ops::Target target = driver::resolve_target(target_str);
     codegen::LLVMBuildOptions opt;
@@ -130,8 +130,8 @@ int main(int argc, char **argv) {
       depthwise.run(din());
       double diff = 0;
       for (int64_t i = 0; i < fused.output.numel(); ++i) {
-        diff = std::max(diff, static_cast<double>(std::fabs(fused.output.data_as<float>()[i] -
-                                                           depthwise.output.data_as<float>()[i])));
+        diff = std::max(diff, static_cast<double>(
+                                  std::fabs(fused.output.data_as<float>()[i] - depthwise.output.data_as<float>()[i])));
       }
       double tf = 1e30, te_ = 1e30, td = 1e30;
       const std::vector<deploy::Tensor> dargs = din();
@@ -143,8 +143,8 @@ int main(int argc, char **argv) {
       std::printf(
           "fused_conv case=%s fused_us=%.1f expand_us=%.1f depthwise_us=%.1f separate_us=%.1f speedup=%.3f "
           "max_diff=%.2g config=%s\n",
-          k.name().c_str(), tf * 1e6, te_ * 1e6, td * 1e6, (te_ + td) * 1e6, (te_ + td) / tf,
-          diff, fused.config.to_string().c_str());
+          k.name().c_str(), tf * 1e6, te_ * 1e6, td * 1e6, (te_ + td) * 1e6, (te_ + td) / tf, diff,
+          fused.config.to_string().c_str());
       std::fflush(stdout);
     }
   } catch (const std::exception &e) {

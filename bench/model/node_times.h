@@ -75,9 +75,9 @@ inline std::vector<NodeTime> time_nodes(const graph::Graph &g, int runs, NodeRun
     std::unique_ptr<driver::GraphExecutor> ex;
     std::unique_ptr<deploy::GraphModule> module;
     if (runner == NodeRunner::Artifact) {
-      const std::string path = (std::filesystem::temp_directory_path() /
-                                ("kiln_node_times_" + std::to_string(::getpid()) + ".kiln"))
-                                   .string();
+      const std::string path =
+          (std::filesystem::temp_directory_path() / ("kiln_node_times_" + std::to_string(::getpid()) + ".kiln"))
+              .string();
       const driver::GraphCompileOptions options;
       driver::compile_graph(one, path, options);
       module = std::make_unique<deploy::GraphModule>(deploy::GraphModule::load(path));

@@ -348,7 +348,8 @@ class StageBuilder {
       for (const auto &p : a->prefetches) {
         std::vector<Expr> idx;
         for (const auto &e : p.indices) idx.push_back(arith::simplify(substitute(substitute(e, root_subst_), first)));
-        stmts.push_back(EvaluateNode::make(prefetch(ProducerLoadNode::make(p.tensor.op(), p.tensor.value_index(), idx))));
+        stmts.push_back(
+            EvaluateNode::make(prefetch(ProducerLoadNode::make(p.tensor.op(), p.tensor.value_index(), idx))));
       }
       stmts.push_back(body);
       body = BlockNode::make(stmts);

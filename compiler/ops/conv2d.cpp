@@ -539,7 +539,8 @@ void schedule_nchwc(te::Schedule &s, const Compute &c, const Config &cfg, bool o
   } else {
     A.reorder({ric, rkh, rkw, rib, A.axis(2), A.axis(3), A.axis(4)});
   }
-  if (!one_by_one && cfg.choice_bool("prefetch_weights")) prefetch_next_weights(A, c.inputs[1], cfg.choice_bool("unroll_kw"));
+  if (!one_by_one && cfg.choice_bool("prefetch_weights"))
+    prefetch_next_weights(A, c.inputs[1], cfg.choice_bool("unroll_kw"));
   // A single row stays a plain loop, which simplification replaces by its row: the padding checks
   // then depend on the kernel-row loop alone, and its taps in the padding drop out.
   if (tow[1] * oh_f <= 32) {

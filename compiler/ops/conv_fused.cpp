@@ -127,19 +127,18 @@ Compute fused_compute(const Fused &f, int64_t icb, int64_t cb) {
   te::Tensor data = te::placeholder({i32(f.N), i32(icc), i32(f.H), i32(f.W), i32(icb)}, f.data.dtype, "data");
   te::Tensor ek =
       te::placeholder({i32(cc), i32(icc), i32(1), i32(1), i32(icb), i32(cb)}, f.expand_kernel.dtype, "expand_kernel");
-  te::Tensor dk =
-      te::placeholder({i32(cc), i32(1), i32(f.KH), i32(f.KW), i32(1), i32(cb)}, f.depthwise_kernel.dtype,
-                      "depthwise_kernel");
+  te::Tensor dk = te::placeholder({i32(cc), i32(1), i32(f.KH), i32(f.KW), i32(1), i32(cb)}, f.depthwise_kernel.dtype,
+                                  "depthwise_kernel");
   r.inputs = {data, ek, dk};
   const DataType out = f.out;
   te::IterVar ric = te::reduce_axis(i32(icc), "ic.outer"), rib = te::reduce_axis(i32(icb), "ic.inner");
-  te::Tensor expand = te::compute(
-      {i32(f.N), i32(cc), i32(f.H), i32(f.W), i32(cb)}, te::FCompute([=](const std::vector<Var> &i) {
-        return te::sum(cast(out, data(i[0], ric->var, i[2], i[3], rib->var)) *
-                           cast(out, ek(i[1], ric->var, 0, 0, rib->var, i[4])),
-                       {ric, rib});
-      }),
-      "conv1x1_nchwc", "conv2d");
+  te::Tensor expand =
+      te::compute({i32(f.N), i32(cc), i32(f.H), i32(f.W), i32(cb)}, te::FCompute([=](const std::vector<Var> &i) {
+                    return te::sum(cast(out, data(i[0], ric->var, i[2], i[3], rib->var)) *
+                                       cast(out, ek(i[1], ric->var, 0, 0, rib->var, i[4])),
+                                   {ric, rib});
+                  }),
+                  "conv1x1_nchwc", "conv2d");
   ChannelMap ch{f.C, [cb](const std::vector<Var> &i) { return i[1] * i32(cb) + i[4]; }};
   std::vector<te::Tensor> first = build_epilogue(expand, f.expand_epilogue, ch, &r.inputs);
   te::Tensor mid = first.empty() ? expand : first.back();

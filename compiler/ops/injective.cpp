@@ -101,11 +101,9 @@ Expr sum_from_negative_zero(Expr source, std::vector<te::IterVar> axis) {
 }
 
 Expr max_from_negative_infinity(Expr source, std::vector<te::IterVar> axis) {
-  static const te::Reducer reducer([](Expr a, Expr b) { return ir::max(a, b); },
-                                   [](DataType t) {
-                                     return t.is_float() ? make_const(t, -std::numeric_limits<double>::infinity())
-                                                         : min_value(t);
-                                   });
+  static const te::Reducer reducer(
+      [](Expr a, Expr b) { return ir::max(a, b); },
+      [](DataType t) { return t.is_float() ? make_const(t, -std::numeric_limits<double>::infinity()) : min_value(t); });
   return reducer(std::move(source), std::move(axis));
 }
 

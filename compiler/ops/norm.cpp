@@ -119,9 +119,10 @@ Compute softmax_compute(const Softmax &sm) {
     return idx;
   };
   te::IterVar k1 = te::reduce_axis(shape[a], "k");
-  te::Tensor mx =
-      te::compute(rshape, te::FCompute([=](const std::vector<Var> &i) { return max_from_negative_infinity(x(full(i, k1->var)), {k1}); }),
-                  "softmax.max", "softmax");
+  te::Tensor mx = te::compute(rshape, te::FCompute([=](const std::vector<Var> &i) {
+                                return max_from_negative_infinity(x(full(i, k1->var)), {k1});
+                              }),
+                              "softmax.max", "softmax");
   te::Tensor e =
       te::compute(shape, te::FCompute([=](const std::vector<Var> &i) { return ir::exp(x(exprs(i)) - mx(reduced(i))); }),
                   "softmax.exp", "softmax");

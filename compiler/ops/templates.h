@@ -13,15 +13,15 @@
 
 namespace kiln::ops {
 
-void register_gemm_templates(Registry &r);       // dense_pack, dense_nopack, matmul, batch_matmul
-void register_conv2d_templates(Registry &r);     // conv2d_nchw, conv2d_nchwc, depthwise, transpose
+void register_gemm_templates(Registry &r);        // dense_pack, dense_nopack, matmul, batch_matmul
+void register_conv2d_templates(Registry &r);      // conv2d_nchw, conv2d_nchwc, depthwise, transpose
 void register_fused_conv_templates(Registry &r);  // conv1x1_depthwise_nchwc (conv_fused.cpp)
-void register_pool_templates(Registry &r);       // pool2d, global_pool2d
-void register_norm_templates(Registry &r);       // softmax, layer_norm
-void register_injective_templates(Registry &r);  // elemwise, broadcast, reduce
-void register_layout_templates(Registry &r);     // layout_transform
-void register_cuda_templates(Registry &r);       // elemwise.cuda, matmul.cuda, dense.cuda, ... (after the x86 ones)
-void register_vta_templates(Registry &r);        // dense_int8.vta (vta_templates.cpp)
+void register_pool_templates(Registry &r);        // pool2d, global_pool2d
+void register_norm_templates(Registry &r);        // softmax, layer_norm
+void register_injective_templates(Registry &r);   // elemwise, broadcast, reduce
+void register_layout_templates(Registry &r);      // layout_transform
+void register_cuda_templates(Registry &r);        // elemwise.cuda, matmul.cuda, dense.cuda, ... (after the x86 ones)
+void register_vta_templates(Registry &r);         // dense_int8.vta (vta_templates.cpp)
 
 namespace detail {
 

@@ -1041,7 +1041,8 @@ llvm::Value *CodeGenLLVM::call(const ir::CallNode *op) {
     llvm::Type *mt = mem_type(ld->type);
     llvm::Value *ptr = b_.CreateInBoundsGEP(mt, element_ptr(lookup_buf(ld->buffer_var), mt), index(ld->index));
     // Read (0), kept in every cache level (locality 3), data cache (1).
-    b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr->getType()}, {ptr, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+    b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr->getType()},
+                       {ptr, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
     return llvm::ConstantInt::get(reg_type(op->type), 0);
   }
   if (name == lower::intrinsic::kArgField) return arg_field(op);

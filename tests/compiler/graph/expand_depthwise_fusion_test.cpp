@@ -1,8 +1,8 @@
 // The pass fusing a 1x1 convolution and the depthwise one that reads it (ExpandDepthwiseNCHWc,
-// passes/fuse_expand_depthwise.cpp): which pairs it takes and the tuning task of the fused node (not when the expanded tensor is also a
-// graph output or has a second reader, nor below the size threshold, nor with the option off), and
-// the outputs of the pipeline's graph against the unoptimized graph through the reference executor;
-// MobileNetV2 from the frontend's exported models against the executor and torch.
+// passes/fuse_expand_depthwise.cpp): which pairs it takes and the tuning task of the fused node (not when the expanded
+// tensor is also a graph output or has a second reader, nor below the size threshold, nor with the option off), and the
+// outputs of the pipeline's graph against the unoptimized graph through the reference executor; MobileNetV2 from the
+// frontend's exported models against the executor and torch.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -29,7 +29,8 @@ using test::random_tensor;
 using test::scalar;
 
 ValueId relu6(Graph &g, ValueId x) {
-  return add(g, "Clip", {x, g.add_constant(g.unique_name("lo"), scalar(0)), g.add_constant(g.unique_name("hi"), scalar(6))});
+  return add(g, "Clip",
+             {x, g.add_constant(g.unique_name("lo"), scalar(0)), g.add_constant(g.unique_name("hi"), scalar(6))});
 }
 
 // x [1, 16, hw, hw] -> 1x1 conv to 96 channels + bias + ReLU6 (the expanded tensor) -> 3x3

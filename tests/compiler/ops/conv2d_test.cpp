@@ -432,10 +432,9 @@ TEST(Conv2d, NchwcFixedBlocksAndSpaceSizes) {
   struct Layer {
     int64_t c, oc, hw, k, s, p, size;
   };
-  for (const Layer &l :
-       {Layer{3, 64, 224, 7, 2, 3, 2 * 308}, Layer{64, 64, 56, 3, 1, 1, 2 * 980},
-        Layer{128, 128, 28, 3, 1, 1, 2 * 1024}, Layer{256, 256, 14, 3, 1, 1, 2 * 972},
-        Layer{512, 512, 7, 3, 1, 1, 2 * 800}}) {
+  for (const Layer &l : {Layer{3, 64, 224, 7, 2, 3, 2 * 308}, Layer{64, 64, 56, 3, 1, 1, 2 * 980},
+                         Layer{128, 128, 28, 3, 1, 1, 2 * 1024}, Layer{256, 256, 14, 3, 1, 1, 2 * 972},
+                         Layer{512, 512, 7, 3, 1, 1, 2 * 800}}) {
     ConvParams p;
     p.sh = p.sw = l.s;
     p.pt = p.pl = p.pb = p.pr = l.p;

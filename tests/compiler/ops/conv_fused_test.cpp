@@ -43,7 +43,8 @@ Host reference(const Shape &s, const std::vector<Host> &in, int64_t icb, int64_t
   testing::for_each_index(mid.shape, [&](const std::vector<int64_t> &i) {
     double acc = 0;
     for (int64_t ic = 0; ic < s.ic; ++ic) {
-      acc += in[0].at({i[0], ic / icb, i[2], i[3], ic % icb}) * in[1].at({i[1] / cb, ic / icb, 0, 0, ic % icb, i[1] % cb});
+      acc +=
+          in[0].at({i[0], ic / icb, i[2], i[3], ic % icb}) * in[1].at({i[1] / cb, ic / icb, 0, 0, ic % icb, i[1] % cb});
     }
     if (epilogues) acc = std::min(std::max(acc + in[3].data[static_cast<size_t>(i[1])], 0.0), 6.0);
     mid.at(i) = acc;
@@ -69,7 +70,8 @@ double blocked_error(const Host &want, const Host &got, int64_t cb) {
   double worst = 0;
   testing::for_each_index(want.shape, [&](const std::vector<int64_t> &i) {
     const double g = got.at({i[0], i[1] / cb, i[2], i[3], i[1] % cb});
-    worst = std::max(worst, std::isnan(g) ? INFINITY : std::fabs(g - want.at(i)) / std::max(1.0, std::fabs(want.at(i))));
+    worst =
+        std::max(worst, std::isnan(g) ? INFINITY : std::fabs(g - want.at(i)) / std::max(1.0, std::fabs(want.at(i))));
   });
   return worst;
 }
@@ -115,12 +117,12 @@ TEST(ConvFused, MatchesFloat64Reference) {
       const int64_t oh = (s.h - 1) / s.stride + 1, ow = (s.w - 1) / s.stride + 1;
       const int64_t cb = std::min<int64_t>(s.c, 8);
       for (int64_t band : {int64_t{1}, int64_t{3}}) {
-        configs.push_back(task.space().from_values(
-            {{"tile_ic", Json::array_of(std::vector<int64_t>{s.ic / 8, 8})},
-             {"tile_c", Json::array_of(std::vector<int64_t>{s.c / cb, cb})},
-             {"tile_band", Json::array_of(std::vector<int64_t>{(oh + band - 1) / band, band})},
-             {"expand_cols", 4},
-             {"tile_ow", Json::array_of(std::vector<int64_t>{(ow + 2) / 3, 3})}}));
+        configs.push_back(
+            task.space().from_values({{"tile_ic", Json::array_of(std::vector<int64_t>{s.ic / 8, 8})},
+                                      {"tile_c", Json::array_of(std::vector<int64_t>{s.c / cb, cb})},
+                                      {"tile_band", Json::array_of(std::vector<int64_t>{(oh + band - 1) / band, band})},
+                                      {"expand_cols", 4},
+                                      {"tile_ow", Json::array_of(std::vector<int64_t>{(ow + 2) / 3, 3})}}));
       }
       check_configs(s, epilogues, configs, seed);
     }
@@ -131,8 +133,11 @@ TEST(ConvFused, MatchesFloat64Reference) {
 // 1x1 convolution's output fed to the depthwise one), at their own default configs with the
 // fused config's blocks.
 TEST(ConvFused, MatchesTheTwoTemplatesInSequence) {
-  const std::vector<Shape> shapes = {{1, 16, 96, 16, 16, 2}, {1, 24, 144, 12, 13, 1}, {1, 32, 192, 9, 9, 1},
-                                     {1, 64, 384, 14, 14, 2}, {1, 160, 960, 7, 7, 1}};
+  const std::vector<Shape> shapes = {{1, 16, 96, 16, 16, 2},
+                                     {1, 24, 144, 12, 13, 1},
+                                     {1, 32, 192, 9, 9, 1},
+                                     {1, 64, 384, 14, 14, 2},
+                                     {1, 160, 960, 7, 7, 1}};
   uint64_t seed = 40;
   for (const Shape &s : shapes) {
     SCOPED_TRACE(std::to_string(s.ic) + "->" + std::to_string(s.c));
@@ -182,8 +187,8 @@ TEST(ConvFused, DefaultConfigBandsTheRows) {
 // tile: a whole 7-wide row, two tiles of a 14-wide one, no tail tile; the values match the float64
 // reference at strides 1 and 2, with and without epilogues.
 TEST(ConvFused, SmallWidthsTakeTheSeparateTemplatesColumns) {
-  const std::vector<Shape> shapes = {{1, 96, 576, 14, 14, 1}, {1, 96, 576, 14, 14, 2}, {1, 160, 960, 7, 7, 1},
-                                     {1, 32, 64, 7, 7, 2}};
+  const std::vector<Shape> shapes = {
+      {1, 96, 576, 14, 14, 1}, {1, 96, 576, 14, 14, 2}, {1, 160, 960, 7, 7, 1}, {1, 32, 64, 7, 7, 2}};
   uint64_t seed = 70;
   for (const Shape &s : shapes) {
     SCOPED_TRACE(std::to_string(s.ic) + "->" + std::to_string(s.c) + " at " + std::to_string(s.w) + " stride " +

@@ -126,7 +126,8 @@ TEST(Norm, SoftmaxLastAxisMatchesDoubleWithTailsAndInfiniteRows) {
     for (const autotune::Config &cfg : {def, task.space().parse_config_text("exp_inline=1", def)}) {
       SCOPED_TRACE(testing::tensor(shape).dump() + " config " + cfg.to_string());
       const deploy::Tensor got = testing::run_config_llvm(task, cfg, inputs)[0];
-      EXPECT_EQ(expect_close_but_nans(want, got, 1e-44), rows >= 3 ? len : 0) << "an all -inf row gives NaN, no other row does";
+      EXPECT_EQ(expect_close_but_nans(want, got, 1e-44), rows >= 3 ? len : 0)
+          << "an all -inf row gives NaN, no other row does";
       if (rows >= 3) {
         EXPECT_EQ(testing::get_elem(got, len / 3), 1.0);
         EXPECT_EQ(testing::get_elem(got, 0), 0.0);
@@ -155,13 +156,13 @@ TEST(Norm, SoftmaxInterleavedRowsMatchDoubleWithTails) {
       mask_rows(inputs[0], len, rows);
       const Host want = naive_softmax(testing::to_host(inputs[0]), static_cast<int64_t>(shape.size()) - 1, log);
       for (int64_t r : {1, 2, 4, 8, 16}) {
-        const autotune::Config cfg =
-            task.space().parse_config_text("rows=" + std::to_string(r), task.default_config());
+        const autotune::Config cfg = task.space().parse_config_text("rows=" + std::to_string(r), task.default_config());
         ASSERT_EQ(cfg.choice_int("rows"), r);
         SCOPED_TRACE(testing::tensor(shape).dump() + (log ? " log" : "") + " config " + cfg.to_string());
         const deploy::Tensor got = testing::run_config_llvm(task, cfg, inputs)[0];
         // Log-softmax's values are logs, near 0 for the likeliest: an absolute margin too.
-        EXPECT_EQ(expect_close_but_nans(want, got, log ? 1e-5 : 1e-44), len) << "the all -inf row gives NaN, no other row does";
+        EXPECT_EQ(expect_close_but_nans(want, got, log ? 1e-5 : 1e-44), len)
+            << "the all -inf row gives NaN, no other row does";
         EXPECT_EQ(testing::get_elem(got, len / 3), log ? 0.0 : 1.0);
       }
     }

@@ -16,9 +16,10 @@ namespace {
 
 int count_prefetches(const ir::Stmt &body) {
   int n = 0;
-  ir::post_order_visit(body, [&](const ir::IRNode *node) { n += node->node_type == ir::NodeType::Call &&
-                                                                 static_cast<const ir::CallNode *>(node)->name ==
-                                                                     ir::intrinsic::kPrefetch; });
+  ir::post_order_visit(body, [&](const ir::IRNode *node) {
+    n += node->node_type == ir::NodeType::Call &&
+         static_cast<const ir::CallNode *>(node)->name == ir::intrinsic::kPrefetch;
+  });
   return n;
 }
 
