@@ -22,6 +22,7 @@
 //     count_include_pad}: max or average pooling (or the global one) on NCHW[x]c data, built from
 //     pool2d.x86 / global_pool2d.x86.
 #include <algorithm>
+#include <tuple>
 
 #include "compiler/graph/op_def.h"
 #include "compiler/graph/op_families.h"
@@ -69,6 +70,24 @@ Geometry geometry(const OpContext &ctx) {
   return g;
 }
 
+// The blocks a blocked convolution node names (attributes ic_bn and oc_bn), checked against its
+// NCHW[ic_bn]c data `x`.
+std::pair<int64_t, int64_t> node_blocks(const OpContext &ctx, const TensorType &x) {
+  const int64_t ic_bn = ctx.node().attr_int("ic_bn", 0), oc_bn = ctx.node().attr_int("oc_bn", 0);
+  if (ic_bn <= 0 || oc_bn <= 0) ctx.fail("ic_bn and oc_bn must be positive");
+  if (x.shape[4] != ic_bn) ctx.fail(concat("the data ", x.str(), " is not in NCHW", ic_bn, "c"));
+  return {ic_bn, oc_bn};
+}
+
+// The output shape NCHW[oc_bn]c of a KH x KW window over an H x W input with the geometry `g`.
+std::vector<int64_t> window_output(const OpContext &ctx, const Geometry &g, int64_t N, int64_t OC, int64_t H, int64_t W,
+                                   int64_t KH, int64_t KW, int64_t oc_bn) {
+  const int64_t oh = window_out(H, KH, g.strides[0], g.dilations[0], g.pads[0], g.pads[2], false);
+  const int64_t ow = window_out(W, KW, g.strides[1], g.dilations[1], g.pads[1], g.pads[3], false);
+  if (oh <= 0 || ow <= 0) ctx.fail("the window is larger than the padded input");
+  return {N, OC / oc_bn, oh, ow, oc_bn};
+}
+
 // --- ConvNCHWc ---
 
 struct BlockedConv {
@@ -85,10 +104,7 @@ BlockedConv blocked_conv(const OpContext &ctx) {
     ctx.fail(concat("takes NCHW[x]c data and a packed weight, got ", x.str(), " and ", w.str()));
   BlockedConv c;
   c.depthwise = ctx.node().attr_int("depthwise", 0) != 0;
-  c.ic_bn = ctx.node().attr_int("ic_bn", 0);
-  c.oc_bn = ctx.node().attr_int("oc_bn", 0);
-  if (c.ic_bn <= 0 || c.oc_bn <= 0) ctx.fail("ic_bn and oc_bn must be positive");
-  if (x.shape[4] != c.ic_bn) ctx.fail(concat("the data ", x.str(), " is not in NCHW", c.ic_bn, "c"));
+  std::tie(c.ic_bn, c.oc_bn) = node_blocks(ctx, x);
   c.N = x.shape[0];
   c.C = x.shape[1] * c.ic_bn;
   c.H = x.shape[2];
@@ -107,10 +123,7 @@ BlockedConv blocked_conv(const OpContext &ctx) {
   if (ctx.has_input(2) && (ctx.in(2).rank() != 1 || ctx.in(2).shape[0] != c.OC))
     ctx.fail(concat("the bias ", ctx.in(2).str(), " does not match ", c.OC, " output channels"));
   c.geo = geometry(ctx);
-  const int64_t oh = window_out(c.H, c.KH, c.geo.strides[0], c.geo.dilations[0], c.geo.pads[0], c.geo.pads[2], false);
-  const int64_t ow = window_out(c.W, c.KW, c.geo.strides[1], c.geo.dilations[1], c.geo.pads[1], c.geo.pads[3], false);
-  if (oh <= 0 || ow <= 0) ctx.fail("the window is larger than the padded input");
-  c.out = {c.N, c.OC / c.oc_bn, oh, ow, c.oc_bn};
+  c.out = window_output(ctx, c.geo, c.N, c.OC, c.H, c.W, c.KH, c.KW, c.oc_bn);
   return c;
 }
 
@@ -179,10 +192,7 @@ ExpandDepthwise expand_depthwise(const OpContext &ctx) {
   if (x.rank() != 5 || w1.rank() != 6 || w2.rank() != 6)
     ctx.fail(concat("takes NCHW[x]c data and packed weights, got ", x.str(), ", ", w1.str(), " and ", w2.str()));
   ExpandDepthwise e;
-  e.ic_bn = ctx.node().attr_int("ic_bn", 0);
-  e.oc_bn = ctx.node().attr_int("oc_bn", 0);
-  if (e.ic_bn <= 0 || e.oc_bn <= 0) ctx.fail("ic_bn and oc_bn must be positive");
-  if (x.shape[4] != e.ic_bn) ctx.fail(concat("the data ", x.str(), " is not in NCHW", e.ic_bn, "c"));
+  std::tie(e.ic_bn, e.oc_bn) = node_blocks(ctx, x);
   e.N = x.shape[0];
   e.IC = x.shape[1] * e.ic_bn;
   e.H = x.shape[2];
@@ -204,10 +214,7 @@ ExpandDepthwise expand_depthwise(const OpContext &ctx) {
       ctx.fail(concat("the bias ", ctx.in(i).str(), " does not match ", e.C, " channels"));
   }
   e.geo = geometry(ctx);
-  const int64_t oh = window_out(e.H, e.KH, e.geo.strides[0], e.geo.dilations[0], e.geo.pads[0], e.geo.pads[2], false);
-  const int64_t ow = window_out(e.W, e.KW, e.geo.strides[1], e.geo.dilations[1], e.geo.pads[1], e.geo.pads[3], false);
-  if (oh <= 0 || ow <= 0) ctx.fail("the window is larger than the padded input");
-  e.out = {e.N, e.C / e.oc_bn, oh, ow, e.oc_bn};
+  e.out = window_output(ctx, e.geo, e.N, e.C, e.H, e.W, e.KH, e.KW, e.oc_bn);
   return e;
 }
 
