@@ -122,17 +122,24 @@ int export_csv(const Options &o) {
                  task.space().fingerprint().c_str(), task.workload().args_json.c_str());
     db::ExportFilter filter;
     filter.workload_key = task.key();
-    int64_t n = 0;
+    int64_t n = 0, other_space = 0;
     log.for_each_record(filter, [&](const db::Record &r) {
       if (n >= o.configs || r.error == db::ErrorClass::kInfra) return;
+      // A log may hold the records of an older version of the template's space beside this one's.
       if (r.config.space != task.space().fingerprint()) {
-        throw UserError(w.label + ": the log's configs belong to another space than " + o.target +
-                        " gives; export with the target they were measured on");
+        ++other_space;
+        return;
       }
       ++n;
       std::fprintf(out, "%lld,%.2f\n", static_cast<long long>(r.config.index),
                    r.valid() ? task.flop() / r.mean() / 1e9 : 0.0);
     });
+    if (n == 0 && other_space > 0) {
+      std::fclose(out);
+      throw UserError(w.label + ": the log's configs belong to another space than " + o.target +
+                      " gives (another target, or another version of " + w.template_name +
+                      "); export with the target they were measured on");
+    }
   }
   std::fclose(out);
   return 0;
@@ -163,11 +170,15 @@ int run(const Options &o) {
     if (!selected(w, o.filters)) continue;
     const ops::Task task(w.template_name, w.args, target);
 
-    // The configs already in the log for this workload, so that a second run resumes.
+    // The configs already in the log for this workload and this space, so that a second run
+    // resumes. Records of another version of the template's space number their configs
+    // differently: they are not this space's configs and are measured again.
     std::set<int64_t> measured;
     db::ExportFilter filter;
     filter.workload_key = task.key();
-    log.for_each_record(filter, [&](const db::Record &r) { measured.insert(r.config.index); });
+    log.for_each_record(filter, [&](const db::Record &r) {
+      if (r.config.space == task.space().fingerprint()) measured.insert(r.config.index);
+    });
 
     // The plan: the default config, then uniform valid configs, distinct, seeded per workload.
     const int64_t wanted = std::min(o.configs, task.space().count_valid());
