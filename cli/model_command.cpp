@@ -172,8 +172,9 @@ ordered_json write_outputs(const std::string &dir, const std::vector<std::string
   return outs;
 }
 
-// Runs `run_once` a few times to warm up, then `n` times, and prints the latency percentiles.
-void print_bench(int n, const std::function<void()> &run_once) {
+// Runs `run_once` a few times to warm up, then `n` times; the latency percentiles as JSON (runs,
+// warmup, p50_ms, p90_ms, p99_ms, mean_ms).
+ordered_json bench(int n, const std::function<void()> &run_once) {
   const int warmup = std::min(n, 5);
   for (int i = 0; i < warmup; ++i) run_once();
   std::vector<double> ms;
@@ -190,8 +191,22 @@ void print_bench(int n, const std::function<void()> &run_once) {
   double mean = 0;
   for (double v : ms) mean += v;
   mean /= static_cast<double>(ms.size());
-  std::printf("bench runs=%d warmup=%d p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f mean_ms=%.3f\n", n, warmup, pct(50), pct(90),
-              pct(99), mean);
+  ordered_json j;
+  j["runs"] = n;
+  j["warmup"] = warmup;
+  j["p50_ms"] = pct(50);
+  j["p90_ms"] = pct(90);
+  j["p99_ms"] = pct(99);
+  j["mean_ms"] = mean;
+  return j;
+}
+
+// bench() as one line of text.
+void print_bench(int n, const std::function<void()> &run_once) {
+  const ordered_json b = bench(n, run_once);
+  std::printf("bench runs=%d warmup=%d p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f mean_ms=%.3f\n", b["runs"].get<int>(),
+              b["warmup"].get<int>(), b["p50_ms"].get<double>(), b["p90_ms"].get<double>(), b["p99_ms"].get<double>(),
+              b["mean_ms"].get<double>());
 }
 
 void run_inspect(const ModelOptions &o) {
@@ -320,7 +335,8 @@ void print_config_sources(const ModelOptions &o, const std::vector<driver::Kerne
 // --profile: each step's median time over `o.profile` profiled runs (deploy::profile_runs), as a
 // table sorted by time, the steps' sum against the plain runs' median; with --profile-json the
 // same as JSON, whose "traceEvents" (the steps of the median profiled run) open in a trace viewer.
-void print_profile(const ModelOptions &o, deploy::GraphModule &m) {
+// With --json, the JSON's fields are added to `doc`, the one document `kiln run` prints, instead.
+void print_profile(const ModelOptions &o, deploy::GraphModule &m, ordered_json &doc) {
   std::ofstream json;
   if (!o.profile_json.empty()) {
     json.open(o.profile_json);
@@ -379,7 +395,7 @@ void print_profile(const ModelOptions &o, deploy::GraphModule &m) {
     }
     j["steps"] = rows;
     j["traceEvents"] = trace;
-    if (o.json) std::cout << j.dump(2) << "\n";
+    if (o.json) doc.update(j);
     if (json.is_open()) {
       json << j.dump(2) << "\n";
       json.close();
@@ -426,6 +442,9 @@ void run_artifact(const ModelOptions &o) {
   }
   m.run();
   const auto t2 = std::chrono::steady_clock::now();
+  // With --json, what each option reports goes into one document, printed at the end: the outputs
+  // (--output-dir), "bench" (--bench) and the profile's fields (--profile).
+  ordered_json doc = ordered_json::object();
   if (!o.output_dir.empty()) {
     std::vector<std::string> names;
     std::vector<deploy::Tensor> out;
@@ -436,12 +455,10 @@ void run_artifact(const ModelOptions &o) {
     Table t({"OUTPUT", "TYPE", "FILE"});
     const ordered_json outs = write_outputs(o.output_dir, names, out, t);
     if (o.json) {
-      ordered_json j;
-      j["outputs"] = outs;
-      j["arena_bytes"] = m.arena_bytes();
-      j["load_s"] = std::chrono::duration<double>(t1 - t0).count();
-      j["run_s"] = std::chrono::duration<double>(t2 - t1).count();
-      std::cout << j.dump(2) << "\n";
+      doc["outputs"] = outs;
+      doc["arena_bytes"] = m.arena_bytes();
+      doc["load_s"] = std::chrono::duration<double>(t1 - t0).count();
+      doc["run_s"] = std::chrono::duration<double>(t2 - t1).count();
     } else {
       t.print(std::cout);
     }
@@ -450,8 +467,14 @@ void run_artifact(const ModelOptions &o) {
     std::printf("compiled model for '%s': load %.3f s, first run %.3f s, arena %s\n", m.target().c_str(),
                 std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count(),
                 human(static_cast<double>(m.arena_bytes()), "B").c_str());
-  if (o.bench > 0) print_bench(o.bench, [&] { m.run(); });
-  if (o.profile > 0) print_profile(o, m);
+  if (o.bench > 0) {
+    if (o.json)
+      doc["bench"] = bench(o.bench, [&] { m.run(); });
+    else
+      print_bench(o.bench, [&] { m.run(); });
+  }
+  if (o.profile > 0) print_profile(o, m, doc);
+  if (o.json) std::cout << doc.dump(2) << "\n";
 }
 
 void run_model(const ModelOptions &o) {
@@ -492,12 +515,13 @@ void run_model(const ModelOptions &o) {
   const double run_s = std::chrono::duration<double>(t2 - t1).count();
   std::vector<std::string> names;
   for (graph::ValueId id : ex.graph().outputs()) names.push_back(ex.graph().value(id).name);
+  // Without --output-dir (--bench alone), the outputs are not written.
   Table t({"OUTPUT", "TYPE", "FILE"});
-  const ordered_json outs = write_outputs(o.output_dir, names, out, t);
+  const ordered_json outs = o.output_dir.empty() ? ordered_json() : write_outputs(o.output_dir, names, out, t);
   const auto &st = ex.stats();
   if (o.json) {
     ordered_json j;
-    j["outputs"] = outs;
+    if (!o.output_dir.empty()) j["outputs"] = outs;
     j["nodes"] = st.nodes;
     j["kernels"] = st.kernels;
     j["template_kernels"] = st.template_kernels;
@@ -511,10 +535,11 @@ void run_model(const ModelOptions &o) {
     j["templates"] = tk;
     j["compile_s"] = import_s;
     j["run_s"] = run_s;
+    if (o.bench > 0) j["bench"] = bench(o.bench, [&] { ex.run(inputs); });
     std::cout << j.dump(2) << "\n";
     return;
   }
-  t.print(std::cout);
+  if (!o.output_dir.empty()) t.print(std::cout);
   if (configs.lookup) print_config_sources(o, st.templates, "");
   std::printf("%d nodes, %d kernels (%d from operator templates); import and compile %.2f s, run %.3f s\n", st.nodes,
               st.kernels, st.template_kernels, import_s, run_s);

@@ -207,5 +207,72 @@ TEST_F(ModelCommandTest, ProfileACompiledModel) {
   EXPECT_FALSE(has(r.err, "internal error")) << r.err;
 }
 
+// `kiln run model.kiln --json` prints exactly one JSON document whatever options come with it: the
+// files --output-dir wrote, "bench" and the profile's fields together; without --json the same
+// run prints the tables and lines.
+TEST_F(ModelCommandTest, RunJsonIsOneDocument) {
+  const std::string artifact = dir.file("relu.kiln");
+  ASSERT_EQ(kiln({"compile", model_, "-o", artifact}).status, 0);
+  const std::string input = "x=" + node_test_ + "/test_data_set_0/input_0.pb", out_dir = dir.file("out");
+  pt::Run r =
+      kiln({"run", artifact, "--input", input, "--output-dir", out_dir, "--json", "--profile", "2", "--bench", "3"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(r.out);
+  } catch (const nlohmann::json::parse_error &e) {
+    FAIL() << "stdout is not one JSON document: " << e.what() << "\n" << r.out;
+  }
+  ASSERT_TRUE(j.is_object()) << r.out;
+  ASSERT_EQ(j.at("outputs").size(), 1u) << r.out;
+  EXPECT_EQ(j.at("outputs")[0].at("name"), "y");
+  EXPECT_EQ(j.at("outputs")[0].at("type"), "float32[3,4,5]");
+  EXPECT_EQ(j.at("outputs")[0].at("file"), out_dir + "/y.npy");
+  EXPECT_TRUE(fs::exists(out_dir + "/y.npy"));
+  EXPECT_GT(j.at("arena_bytes").get<int64_t>(), 0);
+  EXPECT_EQ(j.at("bench").at("runs"), 3);
+  EXPECT_TRUE(j.at("bench").contains("p99_ms")) << r.out;
+  EXPECT_EQ(j.at("runs"), 2);
+  ASSERT_EQ(j.at("steps").size(), 1u) << r.out;
+  EXPECT_EQ(j.at("steps")[0].at("op"), "Relu");
+  EXPECT_EQ(j.at("traceEvents").size(), 1u);
+
+  // Each option alone gives its own part only.
+  r = kiln({"run", artifact, "--input", input, "--json", "--profile", "2"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j.contains("outputs")) << r.out;
+  EXPECT_FALSE(j.contains("bench")) << r.out;
+  EXPECT_EQ(j.at("runs"), 2);
+  r = kiln({"run", artifact, "--input", input, "--json", "--bench", "2"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("bench").at("runs"), 2) << r.out;
+  EXPECT_FALSE(j.contains("steps")) << r.out;
+
+  r = kiln({"run", artifact, "--input", input, "--output-dir", out_dir, "--profile", "2", "--bench", "3"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "compiled model")) << r.out;
+  EXPECT_TRUE(has(r.out, "bench runs=3")) << r.out;
+  EXPECT_TRUE(has(r.out, "profile runs=2")) << r.out;
+  EXPECT_FALSE(has(r.out, "{")) << r.out;
+}
+
+// `kiln run model.onnx --bench N` needs no --output-dir: it writes no outputs, and prints the
+// latency percentiles (as "bench" with --json).
+TEST_F(ModelCommandTest, BenchAnOnnxModelWithoutAnOutputDir) {
+  const std::string input = "x=" + node_test_ + "/test_data_set_0/input_0.pb";
+  pt::Run r = kiln({"run", model_, "--input", input, "--bench", "2"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "bench runs=2")) << r.out;
+  EXPECT_FALSE(has(r.out, "OUTPUT")) << r.out;
+  r = kiln({"run", model_, "--input", input, "--bench", "2", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("bench").at("runs"), 2) << r.out;
+  EXPECT_EQ(j.at("nodes"), 1) << r.out;
+  EXPECT_FALSE(j.contains("outputs")) << r.out;
+}
+
 }  // namespace
 }  // namespace kiln::cli
