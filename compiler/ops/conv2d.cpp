@@ -776,8 +776,8 @@ Template conv_template(const std::string &name, Kind kind, const std::string &su
 
 namespace detail {
 
-ConvWindow window_arg(const std::string &tmpl, const Json &args) {
-  const std::vector<int64_t> strides = ints_arg(tmpl, args, "strides", 2, {1, 1});
+ConvWindow window_arg(const std::string &tmpl, const Json &args, const std::vector<int64_t> &default_strides) {
+  const std::vector<int64_t> strides = ints_arg(tmpl, args, "strides", 2, default_strides);
   const std::vector<int64_t> dilation = ints_arg(tmpl, args, "dilation", 2, {1, 1});
   const std::vector<int64_t> padding = padding_arg(tmpl, args);
   ConvWindow w;

@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "compiler/ir/op.h"
+#include "compiler/ops/conv_common.h"
 #include "compiler/ops/generic_schedule.h"
 #include "compiler/ops/templates.h"
 
@@ -28,14 +29,15 @@ using namespace ir;
 
 Expr i32(int64_t v) { return Expr(static_cast<int>(v)); }
 
-struct Pool {
+// The window's strides, padding and dilation (ConvWindow), and its size.
+struct Pool : ConvWindow {
   std::string tmpl;
   bool global = false;
   bool is_max = true;
   TensorArg data;
   bool blocked = false;
   int64_t N = 0, C = 0, H = 0, W = 0, CB = 1;
-  int64_t kh = 1, kw = 1, sh = 1, sw = 1, pt = 0, pl = 0, pb = 0, pr = 0, dh = 1, dw = 1;
+  int64_t kh = 1, kw = 1;
   bool ceil_mode = false, count_include_pad = false;
   int64_t OH = 1, OW = 1;
   Json epilogue;
@@ -79,27 +81,13 @@ Pool parse(const std::string &tmpl, bool global, const Json &args) {
     p.kh = p.H;
     p.kw = p.W;
   } else {
-    auto k = ints_arg(tmpl, args, "kernel", 2, {});
+    const std::vector<int64_t> k = ints_arg(tmpl, args, "kernel", 2, {});
     if (k.empty()) bad_args(tmpl, "missing \"kernel\"");
-    auto s = ints_arg(tmpl, args, "strides", 2, k);
-    auto d = ints_arg(tmpl, args, "dilation", 2, {1, 1});
-    std::vector<int64_t> pad = padding_arg(tmpl, args);
     p.kh = k[0];
     p.kw = k[1];
-    p.sh = s[0];
-    p.sw = s[1];
-    p.dh = d[0];
-    p.dw = d[1];
-    p.pt = pad[0];
-    p.pl = pad[1];
-    p.pb = pad[2];
-    p.pr = pad[3];
-    if (p.kh < 1 || p.kw < 1 || p.sh < 1 || p.sw < 1 || p.dh < 1 || p.dw < 1) {
-      bad_args(tmpl, "kernel, strides and dilation must be positive");
-    }
-    for (int64_t x : pad) {
-      if (x < 0) bad_args(tmpl, "padding must not be negative");
-    }
+    if (p.kh < 1 || p.kw < 1) bad_args(tmpl, "kernel must be positive");
+    // Strides default to the kernel: windows side by side.
+    static_cast<ConvWindow &>(p) = window_arg(tmpl, args, k);
     if (p.pt >= (p.kh - 1) * p.dh + 1 || p.pb >= (p.kh - 1) * p.dh + 1 || p.pl >= (p.kw - 1) * p.dw + 1 ||
         p.pr >= (p.kw - 1) * p.dw + 1) {
       bad_args(tmpl, "padding must be smaller than the (dilated) window");

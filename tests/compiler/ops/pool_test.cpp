@@ -499,5 +499,67 @@ TEST(Pool, AverageOfIntegersIsRejected) {
   EXPECT_THROW(ops::Task("pool2d.x86", args, kTarget), ops::OpError);
 }
 
+// The window's arguments in their short spellings: an int for both dimensions, padding [H, W] for
+// both sides, strides left out (the kernel: windows side by side), dilation left out ([1, 1]).
+TEST(Pool, WindowArgumentsInEverySpelling) {
+  auto canonical = [](const Json &window) {
+    Json args = Json::object({{"data", tensor({1, 2, 9, 11})}});
+    for (const auto &[k, v] : window.as_object()) args.set(k, v);
+    return ops::Task("pool2d.x86", args, kTarget).workload().args;
+  };
+  auto ints = [](std::vector<int64_t> v) { return Json::array_of(v); };
+  Json j = canonical(Json::object({{"kernel", 3}}));
+  EXPECT_EQ(j.at("kernel").dump(), "[3,3]");
+  EXPECT_EQ(j.at("strides").dump(), "[3,3]");
+  EXPECT_EQ(j.at("padding").dump(), "[0,0,0,0]");
+  EXPECT_EQ(j.at("dilation").dump(), "[1,1]");
+  j = canonical(Json::object({{"kernel", ints({3, 2})}, {"padding", ints({1, 0})}, {"dilation", 2}}));
+  EXPECT_EQ(j.at("strides").dump(), "[3,2]");
+  EXPECT_EQ(j.at("padding").dump(), "[1,0,1,0]");
+  EXPECT_EQ(j.at("dilation").dump(), "[2,2]");
+  j = canonical(Json::object({{"kernel", 2}, {"strides", ints({1, 2})}, {"padding", ints({0, 1, 1, 0})}}));
+  EXPECT_EQ(j.at("strides").dump(), "[1,2]");
+  EXPECT_EQ(j.at("padding").dump(), "[0,1,1,0]");
+  EXPECT_EQ(ops::Task("pool2d.x86", Json::object({{"data", tensor({1, 2, 9, 11})}, {"kernel", 2}}), kTarget).key(),
+            ops::Task("pool2d.x86",
+                      Json::object({{"data", tensor({1, 2, 9, 11})},
+                                    {"kernel", ints({2, 2})},
+                                    {"strides", ints({2, 2})},
+                                    {"padding", ints({0, 0, 0, 0})},
+                                    {"dilation", ints({1, 1})}}),
+                      kTarget)
+                .key());
+}
+
+// Bad window arguments are errors naming the argument; a bad kernel is reported as such even where
+// the strides default to it.
+TEST(Pool, BadWindowArgumentsNameTheArgument) {
+  auto error = [](const Json &window) -> std::string {
+    Json args = Json::object({{"data", tensor({1, 2, 9, 11})}});
+    for (const auto &[k, v] : window.as_object()) args.set(k, v);
+    try {
+      ops::Task("pool2d.x86", args, kTarget);
+    } catch (const ops::OpError &e) {
+      return e.what();
+    }
+    return "";
+  };
+  auto ints = [](std::vector<int64_t> v) { return Json::array_of(v); };
+  const std::string w = "workload pool2d.x86: ";
+  EXPECT_EQ(error(Json::object({{"kernel", 2}})), "");
+  EXPECT_EQ(error(Json::object({{"strides", 2}})), w + "missing \"kernel\"");
+  EXPECT_EQ(error(Json::object({{"kernel", 0}})), w + "kernel must be positive");
+  EXPECT_EQ(error(Json::object({{"kernel", ints({2, -1})}})), w + "kernel must be positive");
+  EXPECT_EQ(error(Json::object({{"kernel", 2}, {"strides", ints({1, 0})}})), w + "strides must be positive");
+  EXPECT_EQ(error(Json::object({{"kernel", 2}, {"dilation", -1}})), w + "dilation must be positive");
+  EXPECT_EQ(error(Json::object({{"kernel", 2}, {"padding", ints({0, -1})}})), w + "padding must not be negative");
+  EXPECT_EQ(error(Json::object({{"kernel", 3}, {"padding", 3}})),
+            w + "padding must be smaller than the (dilated) window");
+  EXPECT_EQ(error(Json::object({{"kernel", 2}, {"strides", ints({1, 2, 3})}})),
+            w + "\"strides\" must be an integer or a list of 2 integers");
+  EXPECT_EQ(error(Json::object({{"kernel", ints({2, 2, 2})}})),
+            w + "\"kernel\" must be an integer or a list of 2 integers");
+}
+
 }  // namespace
 }  // namespace kiln
