@@ -108,31 +108,6 @@ struct ModelTasks {
   std::vector<tuner::TuneTask> tasks;
 };
 
-// "1x64x56x56": a tensor argument's shape.
-std::string shape_text(const contracts::Json &tensor) {
-  const contracts::Json *shape = tensor.is_object() ? tensor.find("shape") : nullptr;
-  if (!shape || !shape->is_array()) return "?";
-  std::string s;
-  for (size_t i = 0; i < shape->size(); ++i) s += (i ? "x" : "") + std::to_string((*shape)[i].as_int());
-  return s;
-}
-
-// What a task computes, in a few words: its tensor arguments' shapes (data and weights), and a
-// convolution's strides where they are not 1.
-std::string task_summary(const driver::ExtractedTask &t) {
-  std::string s;
-  for (const auto &[key, value] : t.args.as_object()) {
-    if (!value.is_object() || !value.contains("shape")) continue;
-    s += (s.empty() ? "" : " * ") + shape_text(value);
-  }
-  if (const contracts::Json *strides = t.args.find("strides")) {
-    bool ones = true;
-    for (size_t i = 0; i < strides->size(); ++i) ones = ones && (*strides)[i].as_int() == 1;
-    if (!ones) s += " stride " + std::to_string((*strides)[0].as_int());
-  }
-  return s;
-}
-
 ModelTasks load_model(const TuneCommandOptions &o) {
   frontend::onnx::ImportOptions io;
   io.target = o.target;
