@@ -444,27 +444,28 @@ void tune_embedded(const TuneCommandOptions &o) {
   }
 }
 
-// `kiln tune --daemon ... --resume JOB --model MODEL`, the command that follows a model's job in the
-// tuning service to its end and then measures the model with the job's records in --db.
-std::string daemon_model_command(const TuneCommandOptions &o, const std::string &address, int64_t job) {
+// `kiln tune --daemon ... --resume JOB --model MODEL --db LOG`, the command that follows a model's
+// job in the tuning service to its end and then measures the model with the job's records in `log`.
+std::string daemon_model_command(const TuneCommandOptions &o, const std::string &address, int64_t job,
+                                 const std::string &log) {
   std::string command = fmt::format("kiln tune --daemon {}", address);
   if (!o.daemon.token_file.empty()) command += " --token-file " + o.daemon.token_file;
   command += fmt::format(" --resume {} --model {}", job, o.model);
   for (const std::string &s : o.input_shapes) command += " --input-shape " + s;
-  return command + " --db " + o.db;
+  return command + " --db " + log;
 }
 
 // A model's job that the tuning service finished: the model compiled with the job's records and its
 // latency before and after, as `kiln tune --model` measures it embedded. The records are read from
 // --db, the service's tuning log (kilnd --db) as this machine sees it; when --db is not that log
 // (it lacks the job as the service reports it) or the job's target is not this machine's, nothing
-// is measured and the command that measures it, given the log and run where the target is, is
-// printed instead.
+// is measured and the command that measures it is printed instead (with LOG for the service's log
+// when --db is not it).
 void report_daemon_model_latency(const TuneCommandOptions &o, const ModelTasks &m, const tuner::JobReport &end,
                                  const std::string &address) {
   const int64_t job = end.status.job_id;
-  auto not_measured = [&](const std::string &why) {
-    const std::string command = daemon_model_command(o, address, job);
+  auto not_measured = [&](const std::string &why, const std::string &log) {
+    const std::string command = daemon_model_command(o, address, job, log);
     if (o.json) {
       nlohmann::ordered_json e = {{"event", "model_not_measured"}, {"reason", why}, {"command", command}};
       std::cout << e.dump() << "\n" << std::flush;
@@ -479,19 +480,20 @@ void report_daemon_model_latency(const TuneCommandOptions &o, const ModelTasks &
     read.read_only = true;
     log.emplace(db::TuningDb::open(o.db, read));
   } catch (const db::TuningDbError &e) {
-    return not_measured(fmt::format("the tuning service's log is not at {} ({}); give it with --db", o.db, e.what()));
+    return not_measured(
+        fmt::format("the tuning service's log is not at {} ({}); give it (kilnd --db) as LOG", o.db, e.what()), "LOG");
   }
   const std::optional<db::Job> logged = log->job(job);
   if (!logged || logged->name != end.name || logged->state != db::JobState::kDone ||
       logged->trials_done != end.status.trials_done) {
-    return not_measured(
-        fmt::format("{} is not the tuning service's log (it does not hold job {} as the service "
-                    "reports it); give that log with --db",
-                    o.db, job));
+    return not_measured(fmt::format("{} is not the tuning service's log (it does not hold job {} as the service "
+                                    "reports it); give that log (kilnd --db) as LOG",
+                                    o.db, job),
+                        "LOG");
   }
-  const std::string here = driver::concrete_target(o.target_given ? o.target : "llvm -mcpu=native");
+  const std::string here = driver::concrete_target("llvm -mcpu=native");
   if (!contracts::same_target(driver::concrete_target(end.target), here)) {
-    return not_measured(fmt::format("the job's target '{}' is not this machine's ('{}')", end.target, here));
+    return not_measured(fmt::format("the job's target '{}' is not this machine's ('{}')", end.target, here), o.db);
   }
   unblock_shutdown_signals();
   report_model_latency(o, m, *log, end.target, end.device_key);
@@ -542,7 +544,7 @@ void tune_in_daemon(const TuneCommandOptions &o) {
           job, client.address(), daemon, job, daemon, job);
       if (model) {
         std::cout << fmt::format("  measure {} when it is done:  {}\n", o.model,
-                                 daemon_model_command(o, client.address(), job));
+                                 daemon_model_command(o, client.address(), job, o.db));
       }
     }
     return;
@@ -608,7 +610,10 @@ void add_tune_command(CLI::App &app) {
   c->add_option("--strategy", o->strategy, "xgb, ga, random or grid")
       ->check(CLI::IsMember({"xgb", "ga", "genetic", "random", "grid"}))
       ->capture_default_str();
-  c->add_option("--db", o->db, "the tuning log (created when missing)")->capture_default_str();
+  c->add_option("--db", o->db,
+                "the tuning log (created when missing); with --daemon and --model, the service's log (kilnd --db), "
+                "read to measure the model with the job's records")
+      ->capture_default_str();
   c->add_option("--target", o->target, "what to compile for")->capture_default_str();
   c->add_option("--device-key", o->device_key, "the device class the results are recorded under")
       ->capture_default_str();
