@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,12 +22,15 @@
 #include "compiler/driver/graph_compiler.h"
 #include "compiler/driver/graph_executor.h"
 #include "compiler/driver/graph_pipeline.h"
+#include "compiler/driver/task_extraction.h"
 #include "compiler/frontend/onnx/onnx_importer.h"
 #include "db/tuning_db.h"
 #include "tuner/db_config_lookup.h"
 #include "compiler/graph/op_def.h"
 #include "compiler/ir/deploy_dtype.h"
+#include "compiler/ops/config_lookup.h"
 #include "contracts/error.h"
+#include "contracts/json.h"
 #include "deploy/graph_module.h"
 #include "deploy/npy.h"
 
@@ -52,6 +56,33 @@ std::pair<std::string, std::vector<int64_t>> parse_input_shape(const std::string
     p = e + 1;
   }
   return {name, shape};
+}
+
+namespace {
+
+// "1x64x56x56": a tensor argument's shape.
+std::string shape_text(const contracts::Json &tensor) {
+  const contracts::Json *shape = tensor.is_object() ? tensor.find("shape") : nullptr;
+  if (!shape || !shape->is_array()) return "?";
+  std::string s;
+  for (size_t i = 0; i < shape->size(); ++i) s += (i ? "x" : "") + std::to_string((*shape)[i].as_int());
+  return s;
+}
+
+}  // namespace
+
+std::string task_summary(const driver::ExtractedTask &t) {
+  std::string s;
+  for (const auto &[key, value] : t.args.as_object()) {
+    if (!value.is_object() || !value.contains("shape")) continue;
+    s += (s.empty() ? "" : " * ") + shape_text(value);
+  }
+  if (const contracts::Json *strides = t.args.find("strides")) {
+    bool ones = true;
+    for (size_t i = 0; i < strides->size(); ++i) ones = ones && (*strides)[i].as_int() == 1;
+    if (!ones) s += " stride " + std::to_string((*strides)[0].as_int());
+  }
+  return s;
 }
 
 namespace {
@@ -288,10 +319,8 @@ void run_inspect(const ModelOptions &o) {
 }
 
 // Where each template kernel's config came from (with --db), the count of defaults and how to tune
-// them: one `kiln tune` command per kernel, or, given `workloads_file`, one command over that file
-// (written here with the kernels that use the default config).
-void print_config_sources(const ModelOptions &o, const std::vector<driver::KernelReport> &templates,
-                          const std::string &workloads_file) {
+// them: one `kiln tune` command per kernel.
+void print_config_sources(const ModelOptions &o, const std::vector<driver::KernelReport> &templates) {
   std::cout << "\n";
   Table k({"NODE", "TEMPLATE", "CONFIG", "WORKLOAD"});
   int defaults = 0;
@@ -305,22 +334,6 @@ void print_config_sources(const ModelOptions &o, const std::vector<driver::Kerne
   k.print(std::cout);
   const int tuned = static_cast<int>(templates.size()) - defaults;
   const std::string tune = concat("kiln tune --db ", o.db, " --target '", o.target, "' --device-key ", o.device_key);
-  if (!workloads_file.empty()) {
-    ordered_json list = ordered_json::array();
-    for (const auto &r : templates) {
-      if (is_default(r))
-        list.push_back({{"template", r.template_name}, {"args", ordered_json::parse(r.args_json)}, {"name", r.node}});
-    }
-    if (defaults) {
-      std::ofstream out(workloads_file);
-      out << list.dump(2) << "\n";
-      if (!out) throw UserError(concat("cannot write ", workloads_file));
-    }
-    std::printf("%d of %zu template kernels use tuned configs from %s; %d use the default config%s\n", tuned,
-                templates.size(), o.db.c_str(), defaults,
-                defaults ? concat("; to tune them: ", tune, " --workloads ", workloads_file).c_str() : "");
-    return;
-  }
   std::printf("%d of %zu template kernels use tuned configs from %s; %d use the default config\n", tuned,
               templates.size(), o.db.c_str(), defaults);
   if (defaults) {
@@ -540,10 +553,142 @@ void run_model(const ModelOptions &o) {
     return;
   }
   if (!o.output_dir.empty()) t.print(std::cout);
-  if (configs.lookup) print_config_sources(o, st.templates, "");
+  if (configs.lookup) print_config_sources(o, st.templates);
   std::printf("%d nodes, %d kernels (%d from operator templates); import and compile %.2f s, run %.3f s\n", st.nodes,
               st.kernels, st.template_kernels, import_s, run_s);
   if (o.bench > 0) print_bench(o.bench, [&] { ex.run(inputs); });
+}
+
+// The tuning log's lookup as the compiler consults it, keeping the record it answered for each
+// workload: `kiln compile` names the record each task's config came from.
+class RecordingLookup final : public ops::ConfigLookup {
+ public:
+  explicit RecordingLookup(const ops::ConfigLookup &log) : log_(log) {}
+  std::optional<ops::TunedConfig> best(const contracts::Workload &workload, const std::string &target) const override {
+    std::optional<ops::TunedConfig> found = log_.best(workload, target);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (found) answers_[workload.key] = *found;
+    return found;
+  }
+  // The record answered for the workload `key`; nullopt when none was.
+  std::optional<ops::TunedConfig> answer(const std::string &key) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = answers_.find(key);
+    if (it == answers_.end()) return std::nullopt;
+    return it->second;
+  }
+
+ private:
+  const ops::ConfigLookup &log_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, ops::TunedConfig> answers_;
+};
+
+// One tuning task of a compiled model (its fused kernels share the anchor's workload) and where its
+// config came from: the worst of its kernels' sources (one kernel at the default makes the task's
+// config a default), and the record of the log the lookup answered.
+struct TaskSource {
+  driver::ExtractedTask task;
+  driver::KernelReport::Source source = driver::KernelReport::Source::kDefault;
+  std::optional<ops::TunedConfig> record;
+  bool is_default() const {
+    return source == driver::KernelReport::Source::kDefault || source == driver::KernelReport::Source::kStale;
+  }
+};
+
+std::vector<TaskSource> task_sources(const graph::Graph &g, const std::string &target,
+                                     const std::vector<driver::KernelReport> &kernels, const RecordingLookup &lookup) {
+  using Source = driver::KernelReport::Source;
+  auto rank = [](Source s) {
+    switch (s) {
+      case Source::kExact:
+        return 0;
+      case Source::kDeviceClass:
+        return 1;
+      case Source::kDefault:
+        return 2;
+      case Source::kStale:
+        return 3;
+    }
+    return 3;
+  };
+  std::vector<TaskSource> out;
+  for (driver::ExtractedTask &t : driver::extract_tasks(g, target).tasks) {
+    TaskSource s;
+    bool seen = false;
+    for (const driver::KernelReport &k : kernels) {
+      if (k.workload_key != t.workload_key) continue;
+      if (!seen || rank(k.source) > rank(s.source)) s.source = k.source;
+      seen = true;
+    }
+    s.record = lookup.answer(t.workload_key);
+    s.task = std::move(t);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+const char *task_source_name(driver::KernelReport::Source s) {
+  switch (s) {
+    case driver::KernelReport::Source::kExact:
+      return "exact target";
+    case driver::KernelReport::Source::kDeviceClass:
+      return "device class";
+    case driver::KernelReport::Source::kDefault:
+      return "default";
+    case driver::KernelReport::Source::kStale:
+      return "default (stale record)";
+  }
+  return "?";
+}
+
+// Where each task's config came from (--db), one row per task with its weight, then one line
+// counting the defaults with the `kiln tune` command that tunes them: their workloads (with their
+// weights) are written to `workloads_file`, which that command reads.
+void print_task_sources(const ModelOptions &o, const std::vector<TaskSource> &tasks,
+                        const std::string &workloads_file) {
+  std::cout << "\n";
+  Table t({"TASK", "TEMPLATE", "SHAPE", "WEIGHT", "NODES", "CONFIG", "RECORD", "WORKLOAD"});
+  int defaults = 0, exact = 0, device_class = 0;
+  ordered_json list = ordered_json::array();
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const TaskSource &s = tasks[i];
+    const driver::ExtractedTask &task = s.task;
+    std::string nodes = task.nodes.empty() ? "-" : task.nodes[0];
+    if (task.nodes.size() > 1) nodes += concat(" +", task.nodes.size() - 1);
+    std::string record = "-";
+    if (s.record) {
+      char mean[32];
+      std::snprintf(mean, sizeof mean, "%.1f us", s.record->mean_s * 1e6);
+      record = concat(s.record->target, " on ", o.device_key, ", ", mean);
+    }
+    t.add_row({std::to_string(i + 1), task.template_name, task_summary(task), std::to_string(task.weight), nodes,
+               task_source_name(s.source), record, task.workload_key.substr(0, 12)});
+    if (s.is_default()) {
+      ++defaults;
+      list.push_back({{"template", task.template_name},
+                      {"args", ordered_json::parse(task.args.dump())},
+                      {"weight", task.weight},
+                      {"name", task.template_name + " " + task_summary(task)}});
+    } else if (s.source == driver::KernelReport::Source::kExact) {
+      ++exact;
+    } else {
+      ++device_class;
+    }
+  }
+  t.print(std::cout);
+  const std::string counts =
+      concat(defaults, " of ", tasks.size(), " tasks use the default config (", exact, " tuned on the exact target, ",
+             device_class, " on another target of device class ", o.device_key, ", from ", o.db, ")");
+  if (!defaults) {
+    std::cout << counts << "\n";
+    return;
+  }
+  std::ofstream out(workloads_file);
+  out << list.dump(2) << "\n";
+  if (!out) throw UserError(concat("cannot write ", workloads_file));
+  std::cout << counts << "; to tune them: kiln tune --db " << o.db << " --target '" << o.target << "' --device-key "
+            << o.device_key << " --workloads " << workloads_file << "\n";
 }
 
 // `kiln compile`: import, optimize, compile into one artifact.
@@ -551,13 +696,17 @@ void run_compile(const ModelOptions &o) {
   const auto t0 = std::chrono::steady_clock::now();
   graph::Graph g = frontend::onnx::import_model(o.model, import_options(o, nullptr));
   ConfigSource configs(o);
+  std::optional<RecordingLookup> lookup;
+  if (configs.lookup) lookup.emplace(*configs.lookup);
   g = driver::optimize_graph_for_target(g, o.target);
   if (o.print_graph) std::cout << graph::print(g);
   driver::GraphCompileOptions co;
   co.kernels.target = o.target;
-  co.kernels.configs = configs.lookup.get();
+  co.kernels.configs = lookup ? &*lookup : nullptr;
   driver::GraphCompileReport r = driver::compile_graph(g, o.output, co);
   const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<TaskSource> tasks;
+  if (lookup) tasks = task_sources(g, o.target, r.templates, *lookup);
   if (o.json) {
     ordered_json j;
     j["artifact"] = o.output;
@@ -573,6 +722,21 @@ void run_compile(const ModelOptions &o) {
                     {"workload_key", k.workload_key},
                     {"config", driver::source_name(k.source)}});
     j["templates"] = tk;
+    if (lookup) {
+      ordered_json ts = ordered_json::array();
+      for (const TaskSource &s : tasks) {
+        ordered_json e = {{"template", s.task.template_name},
+                          {"shape", task_summary(s.task)},
+                          {"weight", s.task.weight},
+                          {"nodes", s.task.nodes},
+                          {"workload_key", s.task.workload_key},
+                          {"config", task_source_name(s.source)}};
+        if (s.record)
+          e["record"] = {{"target", s.record->target}, {"device_key", o.device_key}, {"mean_s", s.record->mean_s}};
+        ts.push_back(e);
+      }
+      j["tasks"] = ts;
+    }
     j["arena_bytes"] = r.arena_bytes;
     j["unplanned_bytes"] = r.unplanned_bytes;
     j["in_place"] = r.in_place;
@@ -583,7 +747,6 @@ void run_compile(const ModelOptions &o) {
     std::cout << j.dump(2) << "\n";
     return;
   }
-  if (configs.lookup) print_config_sources(o, r.templates, o.output + ".tune.json");
   std::printf("wrote %s: %s, %d nodes, %d kernel calls, %d kernels (%d from operator templates), compiled in %.2f s\n",
               o.output.c_str(), human(static_cast<double>(r.file_bytes), "B").c_str(), r.nodes, r.steps, r.kernels,
               r.template_kernels, total_s);
@@ -593,6 +756,8 @@ void run_compile(const ModelOptions &o) {
       human(static_cast<double>(r.unplanned_bytes), "B").c_str(),
       r.unplanned_bytes ? 100.0 * static_cast<double>(r.arena_bytes) / static_cast<double>(r.unplanned_bytes) : 100.0,
       r.in_place, r.concats_in_place, human(static_cast<double>(r.params_bytes), "B").c_str());
+  std::fflush(stdout);
+  if (lookup) print_task_sources(o, tasks, o.output + ".tune.json");
 }
 
 void add_model_options(CLI::App *c, ModelOptions &o) {

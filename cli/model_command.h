@@ -10,6 +10,10 @@
 #include <utility>
 #include <vector>
 
+namespace kiln::driver {
+struct ExtractedTask;
+}
+
 namespace kiln::cli {
 
 void add_model_commands(CLI::App &app);
@@ -17,5 +21,9 @@ void add_model_commands(CLI::App &app);
 // An --input-shape: NAME=DIMS, positive dimensions separated by ',' or 'x' (1,3,224,224 or
 // 1x3x224x224), or NAME=scalar. Throws UserError showing the form.
 std::pair<std::string, std::vector<int64_t>> parse_input_shape(const std::string &text);
+
+// What a tuning task computes, in a few words: its tensor arguments' shapes (data and weights,
+// "1x64x56x56 * 64x64x3x3"), and a convolution's strides where they are not 1.
+std::string task_summary(const driver::ExtractedTask &task);
 
 }  // namespace kiln::cli

@@ -31,6 +31,7 @@
 #include "cli/table.h"
 #include "compiler/driver/graph_executor.h"
 #include "compiler/driver/graph_pipeline.h"
+#include "compiler/driver/target.h"
 #include "compiler/driver/task_extraction.h"
 #include "compiler/frontend/onnx/onnx_importer.h"
 #include "compiler/graph/op_def.h"
@@ -38,6 +39,7 @@
 #include "contracts/error.h"
 #include "contracts/json.h"
 #include "contracts/target.h"
+#include "db/error.h"
 #include "db/tuning_db.h"
 #include "rpc_server/signals.h"
 #include "tuner/db_config_lookup.h"
@@ -107,31 +109,6 @@ struct ModelTasks {
   driver::TaskExtraction extraction;
   std::vector<tuner::TuneTask> tasks;
 };
-
-// "1x64x56x56": a tensor argument's shape.
-std::string shape_text(const contracts::Json &tensor) {
-  const contracts::Json *shape = tensor.is_object() ? tensor.find("shape") : nullptr;
-  if (!shape || !shape->is_array()) return "?";
-  std::string s;
-  for (size_t i = 0; i < shape->size(); ++i) s += (i ? "x" : "") + std::to_string((*shape)[i].as_int());
-  return s;
-}
-
-// What a task computes, in a few words: its tensor arguments' shapes (data and weights), and a
-// convolution's strides where they are not 1.
-std::string task_summary(const driver::ExtractedTask &t) {
-  std::string s;
-  for (const auto &[key, value] : t.args.as_object()) {
-    if (!value.is_object() || !value.contains("shape")) continue;
-    s += (s.empty() ? "" : " * ") + shape_text(value);
-  }
-  if (const contracts::Json *strides = t.args.find("strides")) {
-    bool ones = true;
-    for (size_t i = 0; i < strides->size(); ++i) ones = ones && (*strides)[i].as_int() == 1;
-    if (!ones) s += " stride " + std::to_string((*strides)[0].as_int());
-  }
-  return s;
-}
 
 ModelTasks load_model(const TuneCommandOptions &o) {
   frontend::onnx::ImportOptions io;
@@ -277,12 +254,13 @@ std::vector<ModelLatency> measure_model(const graph::Graph &g, const std::string
   return result;
 }
 
-// The model's latency with default configs and with the log's best ones, and the speedup.
+// The model's latency with default configs and with the log's best ones for `target` and the device
+// class `device_key`, and the speedup.
 void report_model_latency(const TuneCommandOptions &o, const ModelTasks &m, db::TuningDb &log,
-                          const std::string &device_key) {
+                          const std::string &target, const std::string &device_key) {
   if (!o.json) std::cout << "\ncompiling " << o.model << " with default and with tuned configs ...\n" << std::flush;
   tuner::DbConfigLookup lookup(log, device_key);
-  const std::vector<ModelLatency> l = measure_model(m.imported, o.target, {nullptr, &lookup}, o.runs);
+  const std::vector<ModelLatency> l = measure_model(m.imported, target, {nullptr, &lookup}, o.runs);
   const ModelLatency &before = l[0], &after = l[1];
   const double speedup = before.median_s / after.median_s;
   if (o.json) {
@@ -462,25 +440,87 @@ void tune_embedded(const TuneCommandOptions &o) {
   // or failed is not measured: the model is measured when it is done).
   if (model && status.state == "done") {
     unblock_shutdown_signals();
-    report_model_latency(o, *model, log, device_key);
+    report_model_latency(o, *model, log, target, device_key);
   }
 }
 
+// `kiln tune --daemon ... --resume JOB --model MODEL --db LOG`, the command that follows a model's
+// job in the tuning service to its end and then measures the model with the job's records in `log`.
+std::string daemon_model_command(const TuneCommandOptions &o, const std::string &address, int64_t job,
+                                 const std::string &log) {
+  std::string command = fmt::format("kiln tune --daemon {}", address);
+  if (!o.daemon.token_file.empty()) command += " --token-file " + o.daemon.token_file;
+  command += fmt::format(" --resume {} --model {}", job, o.model);
+  for (const std::string &s : o.input_shapes) command += " --input-shape " + s;
+  return command + " --db " + log;
+}
+
+// A model's job that the tuning service finished: the model compiled with the job's records and its
+// latency before and after, as `kiln tune --model` measures it embedded. The records are read from
+// --db, the service's tuning log (kilnd --db) as this machine sees it; when --db is not that log
+// (it lacks the job as the service reports it) or the job's target is not this machine's, nothing
+// is measured and the command that measures it is printed instead (with LOG for the service's log
+// when --db is not it).
+void report_daemon_model_latency(const TuneCommandOptions &o, const ModelTasks &m, const tuner::JobReport &end,
+                                 const std::string &address) {
+  const int64_t job = end.status.job_id;
+  auto not_measured = [&](const std::string &why, const std::string &log) {
+    const std::string command = daemon_model_command(o, address, job, log);
+    if (o.json) {
+      nlohmann::ordered_json e = {{"event", "model_not_measured"}, {"reason", why}, {"command", command}};
+      std::cout << e.dump() << "\n" << std::flush;
+      return;
+    }
+    std::cout << fmt::format("\n{} is not measured: {}.\nmeasure it with the job's records:  {}\n", o.model, why,
+                             command);
+  };
+  std::optional<db::TuningDb> log;
+  try {
+    db::TuningDbOptions read;
+    read.read_only = true;
+    log.emplace(db::TuningDb::open(o.db, read));
+  } catch (const db::TuningDbError &e) {
+    return not_measured(
+        fmt::format("the tuning service's log is not at {} ({}); give it (kilnd --db) as LOG", o.db, e.what()), "LOG");
+  }
+  const std::optional<db::Job> logged = log->job(job);
+  if (!logged || logged->name != end.name || logged->state != db::JobState::kDone ||
+      logged->trials_done != end.status.trials_done) {
+    return not_measured(fmt::format("{} is not the tuning service's log (it does not hold job {} as the service "
+                                    "reports it); give that log (kilnd --db) as LOG",
+                                    o.db, job),
+                        "LOG");
+  }
+  const std::string here = driver::concrete_target("llvm -mcpu=native");
+  if (!contracts::same_target(driver::concrete_target(end.target), here)) {
+    return not_measured(fmt::format("the job's target '{}' is not this machine's ('{}')", end.target, here), o.db);
+  }
+  unblock_shutdown_signals();
+  report_model_latency(o, m, *log, end.target, end.device_key);
+}
+
 // The same job submitted to the tuning service and followed with the same view; Ctrl-C stops
-// following, and the job goes on in the service.
+// following, and the job goes on in the service. A model's job, once done, is compiled and measured
+// (report_daemon_model_latency); with --resume and --model, a job already done is only measured.
 void tune_in_daemon(const TuneCommandOptions &o) {
   // Before any thread starts (gRPC's too), so that Ctrl-C reaches the waiter of follow_job.
   rpc::block_shutdown_signals();
   TunerClient client(o.daemon);
+  std::optional<ModelTasks> model;
+  if (!o.model.empty()) {
+    model = load_model(o);
+    print_model_tasks(o, *model);
+  }
   tuner::JobReport report;
+  std::string done_already;
   if (o.resume > 0) {
-    report = client.resume(o.resume);
-  } else {
-    std::optional<ModelTasks> model;
-    if (!o.model.empty()) {
-      model = load_model(o);
-      print_model_tasks(o, *model);
+    report = client.get(o.resume);
+    if (!model || report.status.state != "done") {
+      report = client.resume(o.resume);
+    } else {
+      done_already = "found done in";
     }
+  } else {
     tuner::JobSubmission sub = make_submission(o, model ? &*model : nullptr);
     if (!o.target_given) sub.target.clear();
     if (!o.device_key_given) sub.device_key.clear();
@@ -488,9 +528,10 @@ void tune_in_daemon(const TuneCommandOptions &o) {
   }
   const int64_t job = report.status.job_id;
   if (!o.json) {
-    std::cerr << fmt::format("job {} {} the tuning service at {}: {} tasks, {} trials, {} on {}\n", job,
-                             o.resume > 0 ? "resumed in" : "submitted to", client.address(), report.status.tasks.size(),
-                             report.status.trials_total, report.target, report.device_key);
+    const std::string verb = !done_already.empty() ? done_already : o.resume > 0 ? "resumed in" : "submitted to";
+    std::cerr << fmt::format("job {} {} the tuning service at {}: {} tasks, {} trials, {} on {}\n", job, verb,
+                             client.address(), report.status.tasks.size(), report.status.trials_total, report.target,
+                             report.device_key);
   }
   LiveView view(std::cout, o.json);
   const std::optional<tuner::JobReport> end = follow_job(client, job, view);
@@ -501,14 +542,21 @@ void tune_in_daemon(const TuneCommandOptions &o) {
           "\nstopped following job {}; it goes on in the tuning service at {}.\n"
           "  watch it:  {} watch {}\n  pause it:  {} pause {}\n",
           job, client.address(), daemon, job, daemon, job);
+      if (model) {
+        std::cout << fmt::format("  measure {} when it is done:  {}\n", o.model,
+                                 daemon_model_command(o, client.address(), job, o.db));
+      }
     }
     return;
   }
-  if (o.json) return;
-  std::cout << "\n";
-  print_summary(std::cout, end->status);
-  print_end(std::cout, end->status, fmt::format("{} resume {}", daemon, job));
-  if (end->status.state == "failed") throw UserError(fmt::format("job {} failed: {}", job, end->status.message));
+  if (!o.json) {
+    std::cout << "\n";
+    print_summary(std::cout, end->status);
+    print_end(std::cout, end->status, fmt::format("{} resume {}", daemon, job));
+    if (end->status.state == "failed") throw UserError(fmt::format("job {} failed: {}", job, end->status.message));
+  }
+  // As embedded: a job paused or cancelled is not measured; the model is measured when it is done.
+  if (model && end->status.state == "done") report_daemon_model_latency(o, *model, *end, client.address());
 }
 
 void tune_command(const TuneCommandOptions &o) {
@@ -562,7 +610,10 @@ void add_tune_command(CLI::App &app) {
   c->add_option("--strategy", o->strategy, "xgb, ga, random or grid")
       ->check(CLI::IsMember({"xgb", "ga", "genetic", "random", "grid"}))
       ->capture_default_str();
-  c->add_option("--db", o->db, "the tuning log (created when missing)")->capture_default_str();
+  c->add_option("--db", o->db,
+                "the tuning log (created when missing); with --daemon and --model, the service's log (kilnd --db), "
+                "read to measure the model with the job's records")
+      ->capture_default_str();
   c->add_option("--target", o->target, "what to compile for")->capture_default_str();
   c->add_option("--device-key", o->device_key, "the device class the results are recorded under")
       ->capture_default_str();

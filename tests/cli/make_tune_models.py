@@ -5,7 +5,10 @@ Usage: make_tune_models.py OUT_DIR
 
 Writes OUT_DIR/block.onnx: input [1,8,12,12] -> Conv(3x3, pad 1, bias) -> Relu -> Conv (the same
 shape) -> Add(input) -> Relu -> output, a residual block whose two convs are one tuning task;
-OUT_DIR/input.npy, an input for it; and OUT_DIR/relu.onnx, a model with no tunable operator.
+OUT_DIR/input.npy, an input for it; OUT_DIR/relu.onnx, a model with no tunable operator; and
+OUT_DIR/tasks.onnx: input [1,8,height,width] (symbolic height and width) -> the residual block ->
+Conv(8->16, 3x3, pad 1) -> Relu -> Conv(16->16, 1x1) -> output, three tuning tasks, the first of
+weight 2.
 
 Exit status: 0 when written, 2 for a bad command line, 77 when onnx or numpy cannot be imported.
 """
@@ -52,6 +55,25 @@ def main(argv):
         opset_imports=[helper.make_opsetid("", 13)])
     onnx.checker.check_model(relu)
     onnx.save(relu, os.path.join(out, "relu.onnx"))
+
+    free = helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 8, "height", "width"])
+    wide = helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 16, "height", "width"])
+    nodes = [
+        helper.make_node("Conv", ["input", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["a1"], name="relu1"),
+        helper.make_node("Conv", ["a1", "w2", "b2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c2", "input"], ["s"], name="residual"),
+        helper.make_node("Relu", ["s"], ["a2"], name="relu2"),
+        helper.make_node("Conv", ["a2", "w3", "b3"], ["c3"], name="conv3", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c3"], ["a3"], name="relu3"),
+        helper.make_node("Conv", ["a3", "w4"], ["output"], name="conv4"),
+    ]
+    inits = [weight("w1", (8, 8, 3, 3)), weight("b1", (8,)), weight("w2", (8, 8, 3, 3)), weight("b2", (8,)),
+             weight("w3", (16, 8, 3, 3)), weight("b3", (16,)), weight("w4", (16, 16, 1, 1))]
+    tasks = helper.make_model(helper.make_graph(nodes, "tasks", [free], [wide], inits),
+                              opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(tasks)
+    onnx.save(tasks, os.path.join(out, "tasks.onnx"))
     return 0
 
 

@@ -4,13 +4,18 @@
 // configs, and `kiln run --optimize --db` then builds both convs with the tuned config; Ctrl-C
 // pauses the job and resuming it with the model finishes and measures it. A bad model
 // path, a file that is not a model, a model without tunable operators and a bad --input-shape are
-// clear errors that create no job.
+// clear errors that create no job. With --daemon (a tuning service in the test's process, measuring
+// on this machine), the model is compiled with the job's records in the service's log and measured
+// when the job ends; when it is not (another log, or the user stopped following) the command that
+// measures it later is printed, and that command does.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -18,8 +23,12 @@
 #include <vector>
 
 #include "db/tuning_db.h"
+#include "rpc_server/service_host.h"
 #include "tests/db/process_util.h"
 #include "tests/temp_dir.h"
+#include "tuner/job_manager.h"
+#include "tuner/measurer.h"
+#include "tuner/tuner_service.h"
 
 #ifndef KILN_CLI
 #error "KILN_CLI must name the kiln executable"
@@ -205,6 +214,188 @@ TEST_F(TuneModelCommandTest, BadModelsAndShapesAreClearErrorsAndMakeNoJob) {
   EXPECT_TRUE(has(r.err, "exactly one of --model FILE")) << r.err;
 
   EXPECT_FALSE(fs::exists(db())) << "a bad model or option created the tuning log";
+}
+
+// The tuning service as kilnd --local runs it, in the test's process on a loopback port: a
+// JobManager on its own log whose jobs measure on this machine (worker processes of the kiln
+// executable), behind a TunerService.
+class InProcessDaemon {
+ public:
+  static constexpr const char *kToken = "tune-model-secret";
+
+  explicit InProcessDaemon(const std::string &log_path) {
+    tuner::LocalMeasurerOptions lo;
+    lo.worker_command = {KILN_CLI, "--measure-worker"};
+    lo.build_workers = 1;
+    auto machine = std::make_shared<tuner::LocalMeasurer>("llvm -mcpu=native", lo);
+    tuner::JobManagerOptions o;
+    o.log_path = log_path;
+    o.measurer = [machine](const tuner::MeasurerRequest &r) { return tuner::LocalMeasurer::share(machine, r.measure); };
+    manager_ = std::make_unique<tuner::JobManager>(o);
+    manager_->start();
+    service_ = std::make_unique<tuner::TunerService>(*manager_, kToken);
+    rpc::ServiceHostOptions host;
+    host.max_message_bytes = tuner::TunerService::kMaxMessageBytes;
+    host_ = rpc::ServiceHost::start("127.0.0.1:0", {service_.get()}, host);
+  }
+  ~InProcessDaemon() {
+    manager_->shutdown();
+    host_->shutdown(std::chrono::seconds(1));
+    host_->wait();
+  }
+
+  const std::string &address() const { return host_->address(); }
+  tuner::JobManager &manager() { return *manager_; }
+
+ private:
+  std::unique_ptr<tuner::JobManager> manager_;
+  std::unique_ptr<tuner::TunerService> service_;
+  std::unique_ptr<rpc::ServiceHost> host_;
+};
+
+class TuneModelDaemonTest : public TuneModelCommandTest {
+ protected:
+  void SetUp() override {
+    TuneModelCommandTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    std::ofstream(token_file()) << InProcessDaemon::kToken << "\n";
+    try {
+      daemon = std::make_unique<InProcessDaemon>(service_db());
+    } catch (const std::exception &e) {
+      GTEST_SKIP() << "the tuning service cannot start here: " << e.what();
+    }
+  }
+  void TearDown() override { daemon.reset(); }
+
+  std::string service_db() const { return dir.file("service.db"); }
+  std::string token_file() const { return dir.file("kiln.token"); }
+  // `kiln tune --model block.onnx --daemon ...` with a tiny budget, and `extra`.
+  std::vector<std::string> tune_args(int trials, const std::vector<std::string> &extra) const {
+    std::vector<std::string> args = {"tune",
+                                     "--model",
+                                     dir.file("block.onnx"),
+                                     "--daemon",
+                                     daemon->address(),
+                                     "--token-file",
+                                     token_file(),
+                                     "--trials",
+                                     std::to_string(trials),
+                                     "--batch",
+                                     "4",
+                                     "--threads",
+                                     "1",
+                                     "--strategy",
+                                     "random",
+                                     "--runs",
+                                     "3"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+  // Runs a command line `kiln ...` that the tool printed, as a user would paste it.
+  pt::Run run_printed(const std::string &command) {
+    EXPECT_EQ(command.rfind("kiln ", 0), 0u) << command;
+    return pt::run_program("/bin/sh", {"-c", std::string(KILN_CLI) + command.substr(4)}, dir.path());
+  }
+  // The text after `label` on its line of `out`.
+  static std::string after(const std::string &out, const std::string &label) {
+    const size_t at = out.find(label);
+    if (at == std::string::npos) return "";
+    const size_t from = at + label.size();
+    return out.substr(from, out.find('\n', from) - from);
+  }
+
+  std::unique_ptr<InProcessDaemon> daemon;
+};
+
+TEST_F(TuneModelDaemonTest, WaitedForTheJobIsCompiledWithTheServicesRecordsAndMeasured) {
+  pt::Run r = kiln(tune_args(8, {"--db", service_db(), "--json"}));
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const auto end = events(r.out, "end");
+  ASSERT_EQ(end.size(), 1u) << r.out;
+  EXPECT_EQ(end[0]["state"], "done");
+  const auto model = events(r.out, "model");
+  ASSERT_EQ(model.size(), 1u) << r.out;
+  EXPECT_EQ(model[0]["runs"], 3);
+  EXPECT_EQ(model[0]["template_kernels"], 2);
+  EXPECT_EQ(model[0]["tuned_kernels"], 2) << "both fused convs take the record the service measured";
+  EXPECT_GT(model[0]["default_s"].get<double>(), 0);
+  EXPECT_GT(model[0]["tuned_s"].get<double>(), 0);
+  EXPECT_TRUE(events(r.out, "model_not_measured").empty()) << r.out;
+
+  // The same in text, from the table to the latencies.
+  r = kiln(tune_args(4, {"--db", service_db()}));
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_TRUE(has(r.err, "job 2 submitted to the tuning service at " + daemon->address())) << r.err;
+  EXPECT_TRUE(has(r.out, "job 2 done")) << r.out;
+  EXPECT_TRUE(has(r.out, "2 of 2 template kernels use tuned configs from " + service_db())) << r.out;
+  EXPECT_TRUE(has(r.out, "median of 3 runs")) << r.out;
+  EXPECT_TRUE(has(r.out, "speedup")) << r.out;
+  EXPECT_FALSE(has(r.out, "is not measured")) << r.out;
+}
+
+TEST_F(TuneModelDaemonTest, WithAnotherLogTheCommandThatMeasuresLaterIsPrintedAndDoesIt) {
+  // No log at --db, then a log that does not hold the job: nothing measured, the command printed.
+  const std::string missing = dir.file("missing.db");
+  pt::Run r = kiln(tune_args(4, {"--db", missing}));
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_TRUE(has(r.out, "job 1 done")) << r.out;
+  EXPECT_TRUE(has(r.out, "is not measured: the tuning service's log is not at " + missing)) << r.out;
+  EXPECT_FALSE(has(r.out, "template kernels use tuned configs")) << r.out;
+  EXPECT_FALSE(fs::exists(missing)) << "the client created a log";
+  const std::string later = after(r.out, "measure it with the job's records:  ");
+  EXPECT_EQ(later, "kiln tune --daemon " + daemon->address() + " --token-file " + token_file() +
+                       " --resume 1 --model " + dir.file("block.onnx") + " --db LOG")
+      << r.out;
+
+  const std::string other = dir.file("other.db");
+  db::TuningDb::open(other);
+  r = kiln(tune_args(4, {"--db", other}));
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_TRUE(has(r.out, other + " is not the tuning service's log (it does not hold job 2")) << r.out;
+  EXPECT_FALSE(has(r.out, "template kernels use tuned configs")) << r.out;
+
+  // With the service's log as LOG, the printed command measures the done job without tuning it again.
+  std::string command = after(r.out, "measure it with the job's records:  ");
+  ASSERT_TRUE(has(command, " --db LOG")) << r.out;
+  command = command.substr(0, command.size() - 3) + service_db();
+  r = run_printed(command);
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_TRUE(has(r.err, "job 2 found done in the tuning service")) << r.err;
+  EXPECT_TRUE(has(r.out, "2 of 2 template kernels use tuned configs from " + service_db())) << r.out;
+  EXPECT_TRUE(has(r.out, "speedup")) << r.out;
+  EXPECT_EQ(daemon->manager().get(2).status.trials_done, 4);
+  EXPECT_EQ(daemon->manager().list().size(), 2u) << "measuring made no job";
+}
+
+TEST_F(TuneModelDaemonTest, StoppedFollowingThePrintedCommandWaitsForTheJobAndMeasuresIt) {
+  const std::string out = dir.file("tune.out");
+  pt::Child child = pt::spawn(KILN_CLI, tune_args(40, {"--db", service_db()}), /*capture=*/true);
+  bool started = false;
+  for (int i = 0; i < 1200 && !started; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    try {
+      started = daemon->manager().get(1).status.trials_done >= 4;
+    } catch (const std::exception &) {
+    }
+  }
+  ASSERT_TRUE(started) << "the job did not start";
+  kill(child.pid, SIGINT);
+  const std::string text = pt::read_all(child.stdout_fd);
+  ASSERT_EQ(pt::wait_for(child), 0) << text;
+  EXPECT_TRUE(has(text, "stopped following job 1; it goes on")) << text;
+  EXPECT_FALSE(has(text, "template kernels use tuned configs")) << text;
+  const std::string later = after(text, "measure " + dir.file("block.onnx") + " when it is done:  ");
+  EXPECT_EQ(later, "kiln tune --daemon " + daemon->address() + " --token-file " + token_file() +
+                       " --resume 1 --model " + dir.file("block.onnx") + " --db " + service_db())
+      << text;
+
+  // The command follows the job to its end, then measures the model.
+  const pt::Run r = run_printed(later);
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  EXPECT_TRUE(has(r.out, "job 1 done")) << r.out;
+  EXPECT_TRUE(has(r.out, "2 of 2 template kernels use tuned configs from " + service_db())) << r.out;
+  EXPECT_TRUE(has(r.out, "speedup")) << r.out;
+  EXPECT_EQ(daemon->manager().list().size(), 1u);
 }
 
 }  // namespace
