@@ -26,10 +26,14 @@ Graph fold_constants(const Graph &g, const Evaluator &evaluate, int64_t max_byte
 // same dtype.
 Graph simplify(const Graph &g);
 
-// BatchNormalization at inference after a Conv (or ConvTranspose/Gemm/MatMul with a constant
-// weight) whose output nothing else reads: folded into the weights and bias. Any other
+// BatchNormalization at inference (float32, constant statistics) whose input nothing else reads and
+// is no graph output, folded into the weights and bias of its producer: a Conv with a constant
+// weight (and bias), a Gemm with a constant 2-D weight (and bias; the scale multiplies the weight's
+// output columns, its rows under transB; alpha and beta are folded in, a bias is created if there is
+// none), or a MatMul of two matrices with a constant weight (it becomes such a Gemm); for the dense
+// layers the BatchNormalization is over the [N, F] output's feature axis F. Any other
 // BatchNormalization with constant statistics becomes y = x * scale + shift (one Mul and one Add
-// over the channel axis).
+// over the channel axis). ConvTranspose is not folded.
 Graph fold_batch_norm(const Graph &g);
 
 // Common-subexpression elimination: nodes with the same op, attributes and inputs computed once;

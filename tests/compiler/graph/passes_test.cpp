@@ -84,6 +84,104 @@ TEST(GraphPasses, BatchNormFoldsIntoTheConvBeforeItAndElsewhereIntoAScaleAndShif
   EXPECT_LT(max_difference(g, f), 1e-5);
 }
 
+// The four statistics of a BatchNormalization over `c` channels, as constants of `g`.
+std::vector<ValueId> batch_norm_params(Graph &g, const std::string &p, int64_t c, uint64_t seed) {
+  return {g.add_constant(p + "_gamma", random_tensor({c}, seed, 0.5f, 2.0f)),
+          g.add_constant(p + "_beta", random_tensor({c}, seed + 1)),
+          g.add_constant(p + "_mean", random_tensor({c}, seed + 2)),
+          g.add_constant(p + "_var", random_tensor({c}, seed + 3, 0.5f, 2.0f))};
+}
+
+ValueId batch_norm(Graph &g, ValueId x, int64_t c, uint64_t seed, const std::string &out = "") {
+  auto p = batch_norm_params(g, "bn" + std::to_string(seed), c, seed);
+  return add(g, "BatchNormalization", {x, p[0], p[1], p[2], p[3]}, {{"epsilon", Attribute::of_float(1e-3)}}, out);
+}
+
+struct GemmCase {
+  bool trans_b;
+  std::vector<int64_t> bias;  // C's shape; empty: no C
+  double alpha, beta;
+};
+
+class BatchNormAfterGemm : public ::testing::TestWithParam<GemmCase> {};
+
+TEST_P(BatchNormAfterGemm, FoldsIntoOneGemm) {
+  const GemmCase &p = GetParam();
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {3, 6}});
+  ValueId w =
+      g.add_constant("w", random_tensor(p.trans_b ? std::vector<int64_t>{5, 6} : std::vector<int64_t>{6, 5}, 1));
+  std::vector<ValueId> in{x, w};
+  if (!p.bias.empty()) in.push_back(g.add_constant("c", random_tensor(p.bias, 2)));
+  std::map<std::string, Attribute> attrs{{"transB", Attribute::of_int(p.trans_b ? 1 : 0)}};
+  if (p.alpha != 1.0) attrs["alpha"] = Attribute::of_float(p.alpha);
+  if (p.beta != 1.0) attrs["beta"] = Attribute::of_float(p.beta);
+  ValueId d = add(g, "Gemm", in, attrs);
+  g.add_output(batch_norm(g, d, 5, 10, "y"));
+  Graph f = passes::fold_batch_norm(g);
+  verify(f);
+  EXPECT_EQ(count(f, "BatchNormalization"), 0) << print(f);
+  EXPECT_EQ(count(f, "Gemm"), 1) << print(f);
+  EXPECT_EQ(f.nodes().size(), 1u) << "no scale and shift left: " << print(f);
+  EXPECT_EQ(f.value(f.outputs()[0]).name, "y");
+  EXPECT_LT(max_difference(f, g), 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(GraphPasses, BatchNormAfterGemm,
+                         ::testing::Values(GemmCase{false, {}, 1.0, 1.0}, GemmCase{true, {}, 1.0, 1.0},
+                                           GemmCase{false, {5}, 1.0, 1.0}, GemmCase{true, {5}, 1.0, 1.0},
+                                           GemmCase{true, {1, 5}, 0.5, 2.0}, GemmCase{false, {3, 1}, 1.5, 0.25},
+                                           GemmCase{true, {3, 5}, 1.0, -1.0}, GemmCase{false, {}, 2.0, 1.0}),
+                         [](const ::testing::TestParamInfo<GemmCase> &info) {
+                           std::string name = info.param.trans_b ? "TransB" : "B";
+                           name += info.param.bias.empty() ? "_NoBias" : "_Bias";
+                           for (int64_t d : info.param.bias) name += "x" + std::to_string(d);
+                           return name + "_" + std::to_string(info.index);
+                         });
+
+TEST(GraphPasses, BatchNormFoldsIntoAMatMulOfTwoMatricesWithAConstantWeight) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {4, 6}});
+  ValueId d = add(g, "MatMul", {x, g.add_constant("w", random_tensor({6, 7}, 1))});
+  g.add_output(batch_norm(g, d, 7, 10, "y"));
+  Graph f = passes::fold_batch_norm(g);
+  verify(f);
+  EXPECT_EQ(f.nodes().size(), 1u) << print(f);
+  EXPECT_EQ(count(f, "Gemm"), 1) << print(f);
+  EXPECT_LT(max_difference(f, g), 1e-5);
+}
+
+TEST(GraphPasses, BatchNormAfterADenseLayerItCannotFoldIntoIsAScaleAndShift) {
+  Graph g;
+  // The Gemm's output is also read elsewhere (a graph output).
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {3, 6}});
+  ValueId d =
+      add(g, "Gemm", {x, g.add_constant("w", random_tensor({5, 6}, 1)), g.add_constant("c", random_tensor({5}, 2))},
+          {{"transB", Attribute::of_int(1)}}, "dense");
+  g.add_output(d);
+  g.add_output(batch_norm(g, d, 5, 10, "y"));
+  // A weight that is no constant.
+  ValueId x2 = g.add_input("x2", TensorType{ir::Float(32), {3, 6}});
+  ValueId w2 = g.add_input("w2", TensorType{ir::Float(32), {6, 5}});
+  g.add_output(batch_norm(g, add(g, "Gemm", {x2, w2}), 5, 20, "y2"));
+  // A batched MatMul: the BatchNormalization's channel (axis 1) is not the feature axis.
+  ValueId x3 = g.add_input("x3", TensorType{ir::Float(32), {2, 3, 6}});
+  g.add_output(batch_norm(g, add(g, "MatMul", {x3, g.add_constant("w3", random_tensor({6, 4}, 3))}), 3, 30, "y3"));
+  Graph f = passes::fold_batch_norm(g);
+  verify(f);
+  EXPECT_EQ(count(f, "BatchNormalization"), 0) << print(f);
+  EXPECT_EQ(count(f, "Gemm"), 2) << print(f);
+  EXPECT_EQ(count(f, "MatMul"), 1) << print(f);
+  EXPECT_EQ(count(f, "Mul"), 3) << print(f);
+  EXPECT_EQ(count(f, "Add"), 3) << print(f);
+  for (const Node &n : f.nodes()) {
+    if (n.op == "Gemm") {
+      EXPECT_EQ(f.value(n.inputs[1]).name.find("_bn"), std::string::npos) << "weights unchanged";
+    }
+  }
+  EXPECT_LT(max_difference(f, g), 1e-5);
+}
+
 TEST(GraphPasses, CommonSubexpressionsAndEqualConstantsAreComputedOnce) {
   Graph g;
   ValueId x = g.add_input("x", TensorType{ir::Float(32), {4, 5}});
