@@ -19,7 +19,8 @@ using Evaluator = std::function<std::vector<deploy::Tensor>(const Graph &g, cons
 // nodes whose outputs together exceed `max_bytes`, which stay nodes so the model file does not grow.
 Graph fold_constants(const Graph &g, const Evaluator &evaluate, int64_t max_bytes = int64_t{64} << 20);
 
-// Removes what computes nothing: Identity and inference Dropout; Add/Sub of a constant zero and
+// Removes what computes nothing: Identity and inference Dropout (whose optional mask output nothing
+// reads; a Dropout whose mask is read stays, its mask all true); Add/Sub of a constant zero and
 // Mul/Div by a constant one (when broadcasting does not change the shape); Reshape of a Reshape or
 // Flatten (one Reshape to the final shape); Reshape/Flatten/Squeeze/Unsqueeze to the same shape;
 // Transpose of a Transpose (one Transpose, or nothing when the permutations cancel); Cast to the

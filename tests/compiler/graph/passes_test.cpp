@@ -56,6 +56,54 @@ TEST(GraphPasses, SimplifyKeepsArithmeticThatIsNotAUnitAndTransposesThatDoNotCan
   EXPECT_EQ(max_difference(g, s), 0.0);
 }
 
+// A Dropout node with the given outputs (its mask the second), training_mode a constant false.
+std::vector<ValueId> dropout(Graph &g, ValueId x, size_t outputs) {
+  Node n;
+  n.op = "Dropout";
+  n.name = g.unique_name("Dropout");
+  n.inputs = {x, g.add_constant(g.unique_name("ratio"), scalar(0.5f)), g.add_constant(g.unique_name("training"), [] {
+                deploy::Tensor t = deploy::Tensor::empty({}, deploy::DType::of<bool>());
+                *t.data_as<bool>() = false;
+                return t;
+              }())};
+  n.outputs.assign(outputs, kNoValue);
+  auto types = infer_types(g, n);
+  std::vector<std::string> names{g.unique_name("dropout_out"), g.unique_name("dropout_mask")};
+  names.resize(outputs);
+  return g.add_node(n, names, types);
+}
+
+TEST(GraphPasses, SimplifyRemovesInferenceDropoutWhoseMaskNothingReads) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {2, 3, 4}});
+  ValueId v = add(g, "Exp", {x});
+  v = dropout(g, v, 1)[0];
+  v = dropout(g, v, 2)[0];  // the optional mask declared, unread
+  g.add_output(add(g, "Relu", {v}, {}, "y"));
+  Graph s = passes::simplify(g);
+  verify(s);
+  EXPECT_EQ(count(s, "Dropout"), 0) << print(s);
+  EXPECT_EQ(s.nodes().size(), 2u) << print(s);
+  EXPECT_EQ(max_difference(s, g), 0.0);
+}
+
+TEST(GraphPasses, SimplifyKeepsADropoutWhoseMaskIsRead) {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {2, 3, 4}});
+  std::vector<ValueId> d = dropout(g, add(g, "Exp", {x}), 2);
+  // The mask (all true at inference) selects the dropout's output.
+  g.add_output(add(g, "Where", {d[1], d[0], g.add_constant("zero", scalar(0))}, {}, "y"));
+  Graph s = passes::simplify(g);
+  verify(s);
+  EXPECT_EQ(count(s, "Dropout"), 1) << print(s);
+  EXPECT_EQ(max_difference(s, g), 0.0);
+  // The reference computes the mask as all true: y = exp(x).
+  const deploy::Tensor in = random_tensor({2, 3, 4}, 3);
+  driver::GraphExecutor ex(s);
+  const deploy::Tensor y = ex.run({in})[0];
+  for (int64_t i = 0; i < y.numel(); ++i) EXPECT_FLOAT_EQ(y.data_as<float>()[i], std::exp(in.data_as<float>()[i]));
+}
+
 TEST(GraphPasses, BatchNormFoldsIntoTheConvBeforeItAndElsewhereIntoAScaleAndShift) {
   Graph g;
   ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 3, 8, 8}});
