@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <regex>
+#include <string>
 
 #include "compiler/driver/graph_executor.h"
 #include "compiler/driver/graph_pipeline.h"
@@ -261,6 +263,93 @@ TEST(GraphPasses, ConstantSubgraphsFoldAndDeadNodesGo) {
   EXPECT_EQ(count(f, "Transpose"), 0) << print(f);
   EXPECT_EQ(f.nodes().size(), 1u);
   EXPECT_EQ(max_difference(g, f), 0.0);
+}
+
+// A Conv, a BatchNormalization and a Relu: every pass of the pipeline has something to look at.
+Graph conv_bn_relu() {
+  Graph g;
+  ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 4, 8, 8}});
+  ValueId c = add(g, "Conv", {x, g.add_constant("w", random_tensor({8, 4, 3, 3}, 1))},
+                  {{"pads", Attribute::of_ints({1, 1, 1, 1})}});
+  g.add_output(add(g, "Relu", {batch_norm(g, c, 8, 10)}, {}, "y"));
+  return g;
+}
+
+// The "--- after <pass> (<ms> ms, <n> nodes)" headers of the debug output, in order, each with the
+// graph text that follows it.
+struct DebugSection {
+  std::string pass, graph_text;
+  double ms;
+};
+std::vector<DebugSection> debug_sections(const std::string &text) {
+  std::vector<DebugSection> out;
+  std::vector<size_t> starts, ends;
+  const std::regex header(R"(--- after ([a-z_]+) \(([0-9.eE+-]+) ms, ([0-9]+) nodes\)\n)");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), header); it != std::sregex_iterator(); ++it) {
+    out.push_back({(*it)[1].str(), "", std::stod((*it)[2].str())});
+    starts.push_back(static_cast<size_t>(it->position()));
+    ends.push_back(static_cast<size_t>(it->position() + it->length()));
+  }
+  starts.push_back(text.size());
+  for (size_t k = 0; k < out.size(); ++k) out[k].graph_text = text.substr(ends[k], starts[k + 1] - ends[k]);
+  return out;
+}
+
+TEST(GraphPasses, DebugOptionPrintsEachPassWithItsTimeAndTheGraphInPipelineOrder) {
+  const Graph g = conv_bn_relu();
+  driver::GraphPipelineOptions o;
+  o.debug = true;
+  ::testing::internal::CaptureStderr();
+  const Graph f = driver::optimize_graph(g, o);
+  const std::string text = ::testing::internal::GetCapturedStderr();
+  const std::vector<DebugSection> sections = debug_sections(text);
+  const std::vector<std::string> expected{"simplify",
+                                          "fold_batch_norm",
+                                          "fold_constants",
+                                          "eliminate_common_subexpressions",
+                                          "simplify",
+                                          "fuse_layer_norms",
+                                          "inline_injective_producers",
+                                          "fuse_epilogues",
+                                          "alter_layout",
+                                          "prepack_dense",
+                                          "fuse_expand_depthwise",
+                                          "fuse_injective",
+                                          "fuse_elementwise",
+                                          "eliminate_dead_code"};
+  std::vector<std::string> passes;
+  for (const auto &s : sections) {
+    passes.push_back(s.pass);
+    EXPECT_GE(s.ms, 0.0) << s.pass;
+  }
+  EXPECT_EQ(passes, expected) << text;
+  ASSERT_EQ(sections.size(), expected.size()) << text;
+  // The graph after the first pass still has the BatchNormalization; the last one is the result,
+  // each of its nodes named.
+  EXPECT_NE(sections[0].graph_text.find("= BatchNormalization("), std::string::npos) << sections[0].graph_text;
+  EXPECT_EQ(sections[1].graph_text.find("= BatchNormalization("), std::string::npos) << sections[1].graph_text;
+  EXPECT_EQ(sections.back().graph_text, print(f));
+  for (const Node &n : f.nodes()) EXPECT_NE(sections.back().graph_text.find(n.name), std::string::npos) << n.name;
+  // Without the option nothing is printed.
+  ::testing::internal::CaptureStderr();
+  driver::optimize_graph(g, driver::GraphPipelineOptions{});
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
+TEST(GraphPasses, DebugOptionFollowsTheEnvironment) {
+  const char *before = std::getenv("KILN_DEBUG_GRAPH");
+  const std::string saved = before ? before : "";
+  setenv("KILN_DEBUG_GRAPH", "1", 1);
+  EXPECT_TRUE(driver::GraphPipelineOptions::from_env().debug);
+  ::testing::internal::CaptureStderr();
+  driver::optimize_graph(conv_bn_relu());  // the options from the environment
+  const std::string text = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(debug_sections(text).size(), 14u) << text;
+  setenv("KILN_DEBUG_GRAPH", "0", 1);
+  EXPECT_FALSE(driver::GraphPipelineOptions::from_env().debug);
+  unsetenv("KILN_DEBUG_GRAPH");
+  EXPECT_FALSE(driver::GraphPipelineOptions::from_env().debug);
+  if (before) setenv("KILN_DEBUG_GRAPH", saved.c_str(), 1);
 }
 
 TEST(GraphPasses, ConvWithItsElementwiseConsumersIsOneKernel) {
