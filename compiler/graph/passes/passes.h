@@ -66,7 +66,7 @@ Graph fuse_epilogues(const Graph &g);
 inline constexpr int64_t kMinExpandedBytes = int64_t{128} << 10;
 Graph fuse_expand_depthwise(const Graph &g, int64_t min_expanded_bytes = kMinExpandedBytes);
 
-// Injective producers inlined into their consumer where legal (fuse_ops.cpp): a constant Pad of
+// Injective producers inlined into their consumer where legal: a constant Pad of
 // zeros over H and W of a rank-4 tensor read only by a 2-D Conv (auto_pad NOTSET) becomes the
 // conv's padding. (Reshape, Flatten, Squeeze and Unsqueeze are views already: no kernel runs, and
 // FusedDense / FusedMatMul read their inputs through such views.)
