@@ -84,13 +84,15 @@ Graph fold_batch_norm(const Graph &g) {
     // only this node reads: the BatchNormalization's channel is the dense layer's feature axis F.
     if (xv.producer >= 0 && readers[static_cast<size_t>(x_old)] == 1 && !rw.is_output(x_old) && ty.rank() == 2) {
       const Node &dense = g.node(xv.producer);
-      const Value &w = g.value(dense.inputs[1]);
       const bool gemm = dense.op == "Gemm", matmul = dense.op == "MatMul";
       const bool has_bias = gemm && dense.inputs.size() >= 3 && dense.inputs[2] != kNoValue;
-      const bool operands_ok = (gemm || (matmul && g.value(dense.inputs[0]).type.rank() == 2)) && w.is_constant() &&
-                               w.type.rank() == 2 && w.type.dtype == ir::Float(32) &&
-                               (!has_bias || g.value(dense.inputs[2]).is_constant());
-      if (operands_ok) {
+      auto constant_matrix = [&](ValueId v) {
+        const Value &val = g.value(v);
+        return val.is_constant() && val.type.rank() == 2 && val.type.dtype == ir::Float(32);
+      };
+      if ((gemm || (matmul && g.value(dense.inputs[0]).type.rank() == 2)) && constant_matrix(dense.inputs[1]) &&
+          (!has_bias || g.value(dense.inputs[2]).is_constant())) {
+        const Value &w = g.value(dense.inputs[1]);
         // y = alpha A B' + beta C, so y * scale + shift = A (alpha B' scale) + (beta C scale + shift):
         // the weight's output column f (B's row f when transB) times alpha scale[f]; alpha and beta
         // become 1.

@@ -214,6 +214,9 @@ TEST(GraphPasses, BatchNormAfterADenseLayerItCannotFoldIntoIsAScaleAndShift) {
   ValueId x2 = g.add_input("x2", TensorType{ir::Float(32), {3, 6}});
   ValueId w2 = g.add_input("w2", TensorType{ir::Float(32), {6, 5}});
   g.add_output(batch_norm(g, add(g, "Gemm", {x2, w2}), 5, 20, "y2"));
+  // A producer that is no dense layer (one input).
+  ValueId x4 = g.add_input("x4", TensorType{ir::Float(32), {3, 5}});
+  g.add_output(batch_norm(g, add(g, "Relu", {x4}), 5, 40, "y4"));
   // A batched MatMul: the BatchNormalization's channel (axis 1) is not the feature axis.
   ValueId x3 = g.add_input("x3", TensorType{ir::Float(32), {2, 3, 6}});
   g.add_output(batch_norm(g, add(g, "MatMul", {x3, g.add_constant("w3", random_tensor({6, 4}, 3))}), 3, 30, "y3"));
@@ -222,8 +225,8 @@ TEST(GraphPasses, BatchNormAfterADenseLayerItCannotFoldIntoIsAScaleAndShift) {
   EXPECT_EQ(count(f, "BatchNormalization"), 0) << print(f);
   EXPECT_EQ(count(f, "Gemm"), 2) << print(f);
   EXPECT_EQ(count(f, "MatMul"), 1) << print(f);
-  EXPECT_EQ(count(f, "Mul"), 3) << print(f);
-  EXPECT_EQ(count(f, "Add"), 3) << print(f);
+  EXPECT_EQ(count(f, "Mul"), 4) << print(f);
+  EXPECT_EQ(count(f, "Add"), 4) << print(f);
   for (const Node &n : f.nodes()) {
     if (n.op == "Gemm") {
       EXPECT_EQ(f.value(n.inputs[1]).name.find("_bn"), std::string::npos) << "weights unchanged";
