@@ -33,7 +33,6 @@ std::vector<int> reader_counts(const Graph &g) {
 Graph fold_batch_norm(const Graph &g) {
   const std::vector<int> readers = reader_counts(g);
   Rewriter rw(g);
-  Graph &out = rw.out();
   for (const Node &n : g.nodes()) {
     if (n.op != "BatchNormalization" || n.outputs.size() != 1) {
       rw.copy(n);
@@ -77,6 +76,65 @@ Graph fold_batch_norm(const Graph &g) {
         folded.inputs = {rw.map(conv.inputs[0]), rw.constant(w.name + "_bn", float_tensor(w.type.shape, wv)),
                          rw.constant(conv.name + "_bias_bn", float_tensor({static_cast<int64_t>(c)}, b))};
         folded.name = conv.name;
+        rw.set(n.outputs[0], rw.add(folded, {g.value(n.outputs[0]).name})[0]);
+        continue;
+      }
+    }
+    // Into a Gemm, or a MatMul of two matrices, with a constant weight (and bias) whose [N, F] output
+    // only this node reads: the BatchNormalization's channel is the dense layer's feature axis F.
+    if (xv.producer >= 0 && readers[static_cast<size_t>(x_old)] == 1 && !rw.is_output(x_old) && ty.rank() == 2) {
+      const Node &dense = g.node(xv.producer);
+      const bool gemm = dense.op == "Gemm", matmul = dense.op == "MatMul";
+      const bool has_bias = gemm && dense.inputs.size() >= 3 && dense.inputs[2] != kNoValue;
+      auto constant_matrix = [&](ValueId v) {
+        const Value &val = g.value(v);
+        return val.is_constant() && val.type.rank() == 2 && val.type.dtype == ir::Float(32);
+      };
+      if ((gemm || (matmul && g.value(dense.inputs[0]).type.rank() == 2)) && constant_matrix(dense.inputs[1]) &&
+          (!has_bias || g.value(dense.inputs[2]).is_constant())) {
+        const Value &w = g.value(dense.inputs[1]);
+        // y = alpha A B' + beta C, so y * scale + shift = A (alpha B' scale) + (beta C scale + shift):
+        // the weight's output column f (B's row f when transB) times alpha scale[f]; alpha and beta
+        // become 1.
+        const bool trans_b = gemm && dense.attr_int("transB", 0) != 0;
+        const double alpha = gemm ? dense.attr_float("alpha", 1.0) : 1.0,
+                     beta = gemm ? dense.attr_float("beta", 1.0) : 1.0;
+        std::vector<double> wv = tensor_values(w.constant);
+        const int64_t rows = w.type.shape[0], cols = w.type.shape[1];
+        for (int64_t i = 0; i < rows; ++i) {
+          for (int64_t j = 0; j < cols; ++j)
+            wv[static_cast<size_t>(i * cols + j)] *= alpha * scale[static_cast<size_t>(trans_b ? i : j)];
+        }
+        // The bias: over the features [F], or [M, F] where C has rows.
+        const int64_t m = ty.shape[0], f = ty.shape[1];
+        std::vector<int64_t> c_shape;
+        std::vector<double> cv;
+        if (has_bias) {
+          c_shape = g.value(dense.inputs[2]).type.shape;
+          cv = tensor_values(g.value(dense.inputs[2]).constant);
+        }
+        while (c_shape.size() < 2) c_shape.insert(c_shape.begin(), 1);
+        const int64_t b_rows = c_shape[0] == 1 ? 1 : m;
+        std::vector<double> b(static_cast<size_t>(b_rows * f));
+        for (int64_t i = 0; i < b_rows; ++i) {
+          for (int64_t j = 0; j < f; ++j) {
+            const double c_ij =
+                cv.empty()
+                    ? 0.0
+                    : cv[static_cast<size_t>((c_shape[0] == 1 ? 0 : i) * c_shape[1] + (c_shape[1] == 1 ? 0 : j))];
+            b[static_cast<size_t>(i * f + j)] =
+                beta * c_ij * scale[static_cast<size_t>(j)] + shift[static_cast<size_t>(j)];
+          }
+        }
+        Node folded;
+        folded.op = "Gemm";
+        folded.name = dense.name;
+        if (trans_b) folded.attrs["transB"] = Attribute::of_int(1);
+        if (gemm && dense.attr_int("transA", 0) != 0) folded.attrs["transA"] = Attribute::of_int(1);
+        folded.inputs = {
+            rw.map(dense.inputs[0]), rw.constant(w.name + "_bn", float_tensor(w.type.shape, wv)),
+            rw.constant(dense.name + "_bias_bn",
+                        float_tensor(b_rows == 1 ? std::vector<int64_t>{f} : std::vector<int64_t>{m, f}, b))};
         rw.set(n.outputs[0], rw.add(folded, {g.value(n.outputs[0]).name})[0]);
         continue;
       }

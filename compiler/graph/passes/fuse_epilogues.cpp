@@ -5,8 +5,8 @@
 #include <set>
 
 #include "compiler/graph/op_def.h"
-#include "compiler/graph/op_families.h"
 #include "compiler/graph/passes/fuse_ops.h"
+#include "compiler/graph/passes/match_util.h"
 #include "compiler/graph/passes/passes.h"
 #include "compiler/graph/passes/rewriter.h"
 #include "contracts/json.h"
@@ -25,13 +25,6 @@ struct Step {
   Json descriptor;
   ValueId extra = kNoValue;  // a tensor the step reads (old graph), if any
 };
-
-std::optional<double> scalar_constant(const Graph &g, ValueId v) {
-  if (v == kNoValue) return std::nullopt;
-  const Value &val = g.value(v);
-  if (!val.is_constant() || val.type.numel() != 1 || val.type.dtype.is_float16()) return std::nullopt;
-  return tensor_values(val.constant)[0];
-}
 
 // The epilogue step for node `n` reading `cur` (its only use of it), or nullopt when `n` does not
 // fuse.
@@ -64,37 +57,12 @@ std::optional<Step> step_for(const Graph &g, const Node &n, ValueId cur) {
   return std::nullopt;
 }
 
-// The value of `n`'s operands other than `cur`, when `n` is binary and reads `cur` once.
-ValueId other_operand(const Node &n, ValueId cur) {
-  if (n.inputs.size() != 2 || n.inputs[0] == n.inputs[1]) return kNoValue;
-  if (n.inputs[0] == cur) return n.inputs[1];
-  if (n.inputs[1] == cur) return n.inputs[0];
-  return kNoValue;
-}
-
 struct Chain {
   std::vector<size_t> nodes;  // the consumers fused, in order (indices into the old graph)
   Json epilogue = Json::array();
   std::vector<ValueId> extras;
   std::vector<bool> extra_is_bias;  // an extra read as bias[N] (its data is reshaped to [N])
 };
-
-// Reader bookkeeping of the old graph.
-struct Uses {
-  std::vector<std::vector<size_t>> readers;
-  std::vector<bool> is_output;
-  explicit Uses(const Graph &g) : readers(value_readers(g)), is_output(g.values().size(), false) {
-    for (ValueId o : g.outputs()) is_output[static_cast<size_t>(o)] = true;
-  }
-  // The only reader of `v`, when it has one and is no graph output.
-  std::optional<size_t> only(ValueId v) const {
-    const auto &r = readers[static_cast<size_t>(v)];
-    if (r.size() != 1 || is_output[static_cast<size_t>(v)]) return std::nullopt;
-    return r[0];
-  }
-};
-
-bool near(std::optional<double> v, double want) { return v && std::abs(*v - want) <= 1e-4 * std::abs(want); }
 
 // GELU as exported: x * 0.5 * (1 + erf(x / sqrt 2)) (the constants on either side, the 0.5 applied
 // first or last, x / sqrt 2 as a division or a multiplication). The nodes it spans, in order, the
@@ -447,198 +415,7 @@ void emit_matrix(Rewriter &rw, const Graph &g, const Node &anchor, const MatrixA
   rw.set(out, rw.add(r, {g.value(out).name})[0]);
 }
 
-// --- elementwise groups ---
-
-// A scalar constant operand inlined into the subgraph rather than passed as an input.
-// (Integers beyond 2^53 are not: the subgraph holds constants as doubles.)
-bool inline_constant(const Graph &g, ValueId v) {
-  const std::optional<double> c = scalar_constant(g, v);
-  return c && (g.value(v).type.dtype.is_float() || std::abs(*c) <= 9007199254740992.0);
-}
-
-// --- layer normalization as exported before opset 17 ---
-
-// The reduced axes of a ReduceMean over the last axis with keepdims, or false.
-bool mean_over_last_axis(const Graph &g, const Node &n) {
-  if (n.op != "ReduceMean" || n.attr_int("keepdims", 1) == 0) return false;
-  std::vector<int64_t> axes = n.attr_ints("axes");
-  if (n.inputs.size() > 1 && n.inputs[1] != kNoValue) {
-    const Value &a = g.value(n.inputs[1]);
-    if (!a.is_constant()) return false;
-    axes.clear();
-    for (double v : tensor_values(a.constant)) axes.push_back(static_cast<int64_t>(v));
-  }
-  const int64_t rank = g.value(n.inputs[0]).type.rank();
-  return axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1);
-}
-
-struct LayerNormMatch {
-  ValueId x = kNoValue, scale = kNoValue, bias = kNoValue;
-  double epsilon = 0;
-  std::vector<size_t> nodes;  // in order; the last one's output is the normalized value
-};
-
-// y = (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * scale (+ bias) over the last axis, scale
-// and bias constants of the last axis's extent, from the ReduceMean at `k`.
-std::optional<LayerNormMatch> match_layer_norm(const Graph &g, const Uses &u, size_t k) {
-  const Node &mean = g.nodes()[k];
-  if (!mean_over_last_axis(g, mean)) return std::nullopt;
-  LayerNormMatch m;
-  m.x = mean.inputs[0];
-  const TensorType &xt = g.value(m.x).type;
-  if (xt.dtype != ir::Float(32) || xt.rank() < 1) return std::nullopt;
-  const int64_t c = xt.shape.back();
-  auto node = [&](std::optional<size_t> i, const char *op) -> const Node * {
-    return i && g.nodes()[*i].op == op ? &g.nodes()[*i] : nullptr;
-  };
-  auto sub_k = u.only(mean.outputs[0]);
-  const Node *sub = node(sub_k, "Sub");
-  if (!sub || sub->inputs[0] != m.x || sub->inputs[1] != mean.outputs[0]) return std::nullopt;
-  const ValueId d = sub->outputs[0];
-  const auto &dr = u.readers[static_cast<size_t>(d)];
-  if (dr.size() != 2 || u.is_output[static_cast<size_t>(d)]) return std::nullopt;
-  const size_t pow_k = g.nodes()[dr[0]].op == "Pow" ? dr[0] : dr[1], div_k = pow_k == dr[0] ? dr[1] : dr[0];
-  const Node *pw = node(pow_k, "Pow");
-  if (!pw || pw->inputs[0] != d || !near(scalar_constant(g, pw->inputs[1]), 2.0)) return std::nullopt;
-  auto var_k = u.only(pw->outputs[0]);
-  if (!var_k || !mean_over_last_axis(g, g.nodes()[*var_k])) return std::nullopt;
-  auto add_k = u.only(g.nodes()[*var_k].outputs[0]);
-  const Node *add = node(add_k, "Add");
-  if (!add) return std::nullopt;
-  const std::optional<double> eps = scalar_constant(g, other_operand(*add, g.nodes()[*var_k].outputs[0]));
-  if (!eps || *eps < 0) return std::nullopt;
-  auto sqrt_k = u.only(add->outputs[0]);
-  const Node *sq = node(sqrt_k, "Sqrt");
-  if (!sq) return std::nullopt;
-  const Node *div = node(u.only(sq->outputs[0]), "Div");
-  if (!div || u.only(sq->outputs[0]) != div_k || div->inputs[0] != d || div->inputs[1] != sq->outputs[0])
-    return std::nullopt;
-  auto last_axis_constant = [&](ValueId v) {
-    const Value &val = g.value(v);
-    return val.is_constant() && val.type.dtype == ir::Float(32) && val.type.numel() == c && val.type.shape.back() == c;
-  };
-  auto mul_k = u.only(div->outputs[0]);
-  const Node *mul = node(mul_k, "Mul");
-  if (!mul) return std::nullopt;
-  m.scale = other_operand(*mul, div->outputs[0]);
-  if (m.scale == kNoValue || !last_axis_constant(m.scale) || g.value(mul->outputs[0]).type != xt) return std::nullopt;
-  m.epsilon = *eps;
-  m.nodes = {k, *sub_k, pow_k, *var_k, *add_k, *sqrt_k, div_k, *mul_k};
-  auto bias_k = u.only(mul->outputs[0]);
-  const Node *bias = node(bias_k, "Add");
-  if (bias) {
-    const ValueId b = other_operand(*bias, mul->outputs[0]);
-    if (b != kNoValue && last_axis_constant(b) && g.value(bias->outputs[0]).type == xt) {
-      m.bias = b;
-      m.nodes.push_back(*bias_k);
-    }
-  }
-  return m;
-}
-
 }  // namespace
-
-Graph fuse_layer_norms(const Graph &g) {
-  const Uses u(g);
-  std::map<size_t, LayerNormMatch> matches;  // last node -> match
-  std::vector<bool> absorbed(g.nodes().size(), false);
-  for (size_t k = 0; k < g.nodes().size(); ++k) {
-    if (absorbed[k]) continue;
-    std::optional<LayerNormMatch> m = match_layer_norm(g, u, k);
-    if (!m) continue;
-    for (size_t r : m->nodes) absorbed[r] = true;
-    matches.emplace(m->nodes.back(), *m);
-  }
-  Rewriter rw(g);
-  for (size_t k = 0; k < g.nodes().size(); ++k) {
-    const Node &n = g.nodes()[k];
-    auto it = matches.find(k);
-    if (it == matches.end()) {
-      if (!absorbed[k]) rw.copy(n);
-      continue;
-    }
-    const LayerNormMatch &m = it->second;
-    const int64_t c = g.value(m.x).type.shape.back();
-    Node ln;
-    ln.op = "LayerNormalization";
-    ln.name = g.nodes()[m.nodes.front()].name;
-    ln.attrs["axis"] = Attribute::of_int(-1);
-    ln.attrs["epsilon"] = Attribute::of_float(m.epsilon);
-    ln.inputs = {rw.map(m.x), rw.constant(ln.name + "_scale", g.value(m.scale).constant.view(0, {c}))};
-    if (m.bias != kNoValue) ln.inputs.push_back(rw.constant(ln.name + "_bias", g.value(m.bias).constant.view(0, {c})));
-    const ValueId out = n.outputs[0];
-    rw.set(out, rw.add(ln, {g.value(out).name})[0]);
-  }
-  return rw.finish();
-}
-
-bool fusable_dtype(ir::DataType t) { return !t.is_float16() && !t.is_bool(); }
-
-bool elementwise_fusable(const Graph &g, const Node &n) {
-  const int arity = detail::fused_elementwise_arity(n.op);
-  if (arity < 0 || static_cast<int>(n.inputs.size()) != arity || n.outputs.size() != 1) return false;
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    if (n.inputs[i] == kNoValue) return false;
-    const ir::DataType t = g.value(n.inputs[i]).type.dtype;
-    if (!(fusable_dtype(t) || (n.op == "Where" && i == 0 && t.is_bool()))) return false;
-  }
-  if (n.op == "Pow" && !g.value(n.inputs[0]).type.dtype.is_float()) return false;
-  return fusable_dtype(g.value(n.outputs[0]).type.dtype);
-}
-
-Graph fuse_elementwise(const Graph &g) {
-  const size_t count = g.nodes().size();
-  auto inputs_with = [&](const std::set<size_t> &ms) {
-    std::set<ValueId> ins;
-    for (size_t k : ms) {
-      for (ValueId v : g.nodes()[k].inputs) {
-        const int32_t p = g.value(v).producer;
-        if ((p >= 0 && ms.count(static_cast<size_t>(p))) || inline_constant(g, v)) continue;
-        ins.insert(v);
-      }
-    }
-    return ins.size();
-  };
-  // The post-dominator rule of fuse_ops.h; the last member is the root.
-  auto fusable = [&](size_t k) { return elementwise_fusable(g, g.nodes()[k]); };
-  const FusionGroups fg = post_dominator_groups(g, fusable, fusable, kMaxGroupNodes, [&](const std::set<size_t> &ms) {
-    return inputs_with(ms) <= kMaxGroupInputs;
-  });
-  const std::vector<int> &group_of = fg.group_of;
-  const std::vector<std::set<size_t>> &groups = fg.groups;
-
-  Rewriter rw(g);
-  for (size_t k = 0; k < count; ++k) {
-    const int id = group_of[k];
-    if (id < 0 || groups[static_cast<size_t>(id)].size() < 2) {
-      rw.copy(g.nodes()[k]);
-      continue;
-    }
-    const std::set<size_t> &members = groups[static_cast<size_t>(id)];
-    if (k != *members.rbegin()) continue;  // emitted at the root, the last member
-    GroupSubgraph sub(g, rw, "FusedElementwise", g.nodes()[k].name);
-    for (size_t m : members) {
-      const Node &n = g.nodes()[m];
-      Json in = Json::array();
-      for (ValueId v : n.inputs) {
-        if (auto ref = sub.member(v)) {
-          in.push_back(*ref);
-        } else if (inline_constant(g, v)) {
-          in.push_back(Json::object({{"c", *scalar_constant(g, v)}}));
-        } else {
-          in.push_back(sub.input(v));
-        }
-      }
-      const TensorType &t = g.value(n.outputs[0]).type;
-      Json desc =
-          Json::object({{"op", n.op}, {"in", in}, {"shape", Json::array_of(t.shape)}, {"dtype", dtype_name(t.dtype)}});
-      if (n.op == "Cast") desc.set("to", dtype_name(t.dtype));
-      sub.add(m, std::move(desc));
-    }
-    sub.finish(k);
-  }
-  return rw.finish();
-}
 
 Graph fuse_epilogues(const Graph &g) {
   const Uses u(g);

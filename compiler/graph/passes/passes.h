@@ -19,17 +19,22 @@ using Evaluator = std::function<std::vector<deploy::Tensor>(const Graph &g, cons
 // nodes whose outputs together exceed `max_bytes`, which stay nodes so the model file does not grow.
 Graph fold_constants(const Graph &g, const Evaluator &evaluate, int64_t max_bytes = int64_t{64} << 20);
 
-// Removes what computes nothing: Identity and inference Dropout; Add/Sub of a constant zero and
+// Removes what computes nothing: Identity and inference Dropout (whose optional mask output nothing
+// reads; a Dropout whose mask is read stays, its mask all true); Add/Sub of a constant zero and
 // Mul/Div by a constant one (when broadcasting does not change the shape); Reshape of a Reshape or
 // Flatten (one Reshape to the final shape); Reshape/Flatten/Squeeze/Unsqueeze to the same shape;
 // Transpose of a Transpose (one Transpose, or nothing when the permutations cancel); Cast to the
 // same dtype.
 Graph simplify(const Graph &g);
 
-// BatchNormalization at inference after a Conv (or ConvTranspose/Gemm/MatMul with a constant
-// weight) whose output nothing else reads: folded into the weights and bias. Any other
+// BatchNormalization at inference (float32, constant statistics) whose input nothing else reads and
+// is no graph output, folded into the weights and bias of its producer: a Conv with a constant
+// weight (and bias), a Gemm with a constant 2-D weight (and bias; the scale multiplies the weight's
+// output columns, its rows under transB; alpha and beta are folded in, a bias is created if there is
+// none), or a MatMul of two matrices with a constant weight (it becomes such a Gemm); for the dense
+// layers the BatchNormalization is over the [N, F] output's feature axis F. Any other
 // BatchNormalization with constant statistics becomes y = x * scale + shift (one Mul and one Add
-// over the channel axis).
+// over the channel axis). ConvTranspose is not folded.
 Graph fold_batch_norm(const Graph &g);
 
 // Common-subexpression elimination: nodes with the same op, attributes and inputs computed once;
@@ -61,7 +66,7 @@ Graph fuse_epilogues(const Graph &g);
 inline constexpr int64_t kMinExpandedBytes = int64_t{128} << 10;
 Graph fuse_expand_depthwise(const Graph &g, int64_t min_expanded_bytes = kMinExpandedBytes);
 
-// Injective producers inlined into their consumer where legal (fuse_ops.cpp): a constant Pad of
+// Injective producers inlined into their consumer where legal: a constant Pad of
 // zeros over H and W of a rank-4 tensor read only by a 2-D Conv (auto_pad NOTSET) becomes the
 // conv's padding. (Reshape, Flatten, Squeeze and Unsqueeze are views already: no kernel runs, and
 // FusedDense / FusedMatMul read their inputs through such views.)

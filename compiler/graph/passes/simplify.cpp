@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "compiler/graph/op_def.h"
+#include "compiler/graph/passes/fuse_ops.h"
 #include "compiler/graph/passes/passes.h"
 #include "compiler/graph/passes/rewriter.h"
 
@@ -36,6 +37,7 @@ std::vector<int64_t> perm_of(const Node &n, int64_t rank) {
 }  // namespace
 
 Graph simplify(const Graph &g) {
+  const std::vector<std::vector<size_t>> readers = value_readers(g);
   Rewriter rw(g);
   Graph &out = rw.out();
   // The node (of the new graph) producing each new value, to look through chains.
@@ -49,8 +51,10 @@ Graph simplify(const Graph &g) {
     }
     const ValueId x = n.inputs.empty() ? kNoValue : rw.map(n.inputs[0]);
     const TensorType &ty = g.value(n.outputs[0]).type;
-    // Ops that pass their input through.
-    if ((n.op == "Identity" || (n.op == "Dropout" && n.outputs.size() == 1) ||
+    // Ops that pass their input through. A Dropout whose mask is read stays (its mask is all true).
+    const bool unread_mask =
+        n.outputs.size() == 1 || (n.outputs.size() == 2 && readers[static_cast<size_t>(n.outputs[1])].empty());
+    if ((n.op == "Identity" || (n.op == "Dropout" && unread_mask) ||
          (n.op == "Cast" && out.value(x).type.dtype == ty.dtype)) &&
         out.value(x).type == ty) {
       rw.set(n.outputs[0], x);

@@ -4,10 +4,8 @@
 // outputs of the pipeline's graph against the unoptimized graph through the reference executor; MobileNetV2 from the
 // frontend's exported models against the executor and torch.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 
 #include "compiler/driver/graph_executor.h"
@@ -17,6 +15,7 @@
 #include "compiler/graph/op_def.h"
 #include "compiler/graph/passes/passes.h"
 #include "tests/compiler/graph/graph_test_util.h"
+#include "tests/compiler/graph/model_export.h"
 
 namespace kiln::graph {
 namespace {
@@ -141,13 +140,6 @@ TEST(ExpandDepthwiseFusion, ExpandedTensorOf165KiBIsFused) {
   }
 }
 
-int make_model(const std::string &model) {
-  const std::string cmd =
-      std::string("/usr/bin/python3 '") + KILN_MAKE_MODELS_SCRIPT + "' '" + KILN_MODELS_DIR + "' " + model;
-  const int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 int kernels(const Graph &g) {
   int k = 0;
   for (const auto &n : g.nodes()) {
@@ -162,7 +154,7 @@ int kernels(const Graph &g) {
 // become one kernel each, 16 fewer kernels; the output matches the unoptimized graph through the
 // executor and torch's within 1e-4 of its scale.
 TEST(ExpandDepthwiseFusion, MobilenetV2) {
-  if (make_model("mobilenet_v2") != 0) GTEST_SKIP() << "make_models.py could not export mobilenet_v2 (no torch?)";
+  KILN_REQUIRE_MODEL("mobilenet_v2");
   const fs::path dir = fs::path(KILN_MODELS_DIR) / "mobilenet_v2";
   const Graph g = frontend::onnx::import_model((dir / "model.onnx").string());
   const Graph on = optimize(g), off = optimize(g, false);

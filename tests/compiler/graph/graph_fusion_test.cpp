@@ -3,10 +3,8 @@
 // (FusedElementwise). Each hand-built graph is checked before and after the pass (which nodes
 // remain) and through the executor against the unoptimized graph on random inputs; the BERT-style
 // encoder of tests/frontend/make_models.py is checked for the kernels the pipeline leaves.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
-
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -24,6 +22,7 @@
 #include "compiler/ops/epilogue.h"
 #include "contracts/json.h"
 #include "tests/compiler/graph/graph_test_util.h"
+#include "tests/compiler/graph/model_export.h"
 
 namespace kiln::graph {
 namespace {
@@ -470,18 +469,18 @@ TEST(GraphFusion, AMalformedSubgraphIsAGraphErrorNamingTheNode) {
 
 // --- the BERT-style encoder ---
 
-int make_model(const std::string &model) {
-  const std::string cmd =
-      std::string("/usr/bin/python3 '") + KILN_MAKE_MODELS_SCRIPT + "' '" + KILN_MODELS_DIR + "' " + model;
-  const int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+void require_unknown_model() { KILN_REQUIRE_MODEL("no_such_model"); }
+
+// A model test skips only when torch is missing: any other failure of make_models.py (here its
+// status 2 for an unknown model) fails it, with what the script printed.
+TEST(GraphFusion, AFailedModelExportFailsTheTestWithTheScriptsOutput) {
+  if (!fs::exists(kiln::test::kModelsPython)) GTEST_SKIP() << kiln::test::kModelsPython << " is missing";
+  EXPECT_FATAL_FAILURE(require_unknown_model(), "unknown model(s): no_such_model");
+  EXPECT_FATAL_FAILURE(require_unknown_model(), "make_models.py no_such_model failed (status 2)");
 }
 
 TEST(GraphFusion, TheEncoderRunsOnTemplateKernels) {
-  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no python3 to export the model";
-  const int status = make_model("bert_encoder");
-  if (status == 77) GTEST_SKIP() << "torch or onnx is missing";
-  ASSERT_EQ(status, 0);
+  KILN_REQUIRE_MODEL("bert_encoder");
   const fs::path dir = fs::path(KILN_MODELS_DIR) / "bert_encoder";
   const Graph g = frontend::onnx::import_model((dir / "model.onnx").string());
   const Graph f = driver::optimize_graph(g, driver::GraphPipelineOptions{});
@@ -598,7 +597,7 @@ std::map<std::string, int> check_model_fusion(const std::string &model) {
 // pool and the global average pool blocked; the classifier one FusedDense; a transform into the
 // blocked layout at the input and one back before the classifier: 20 + 2 + 1 + 2 = 25 kernels.
 TEST(GraphFusion, Resnet18Groupings) {
-  if (make_model("resnet18") != 0) GTEST_SKIP() << "make_models.py could not export resnet18 (no torch?)";
+  KILN_REQUIRE_MODEL("resnet18");
   const auto k = check_model_fusion("resnet18");
   EXPECT_EQ(k.at("ConvNCHWc"), 20) << ::testing::PrintToString(k);
   EXPECT_EQ(k.at("PoolNCHWc"), 2);
@@ -613,7 +612,7 @@ TEST(GraphFusion, Resnet18Groupings) {
 // ExpandDepthwiseNCHWc kernel with their depthwise conv; the global average pool blocked; the
 // classifier one FusedDense; two transforms: 20 + 16 + 1 + 1 + 2 = 40 kernels.
 TEST(GraphFusion, MobilenetV2Groupings) {
-  if (make_model("mobilenet_v2") != 0) GTEST_SKIP() << "make_models.py could not export mobilenet_v2 (no torch?)";
+  KILN_REQUIRE_MODEL("mobilenet_v2");
   const auto k = check_model_fusion("mobilenet_v2");
   EXPECT_EQ(k.at("ConvNCHWc"), 20) << ::testing::PrintToString(k);
   EXPECT_EQ(k.at("ExpandDepthwiseNCHWc"), 16) << ::testing::PrintToString(k);
@@ -628,7 +627,7 @@ TEST(GraphFusion, MobilenetV2Groupings) {
 // LayerNormalization; 9 computes left (the embedding Gather and Add as one FusedInjective, and the
 // head transposes); no layout transforms (no convolution): 32 kernels.
 TEST(GraphFusion, BertEncoderGroupings) {
-  if (make_model("bert_encoder") != 0) GTEST_SKIP() << "make_models.py could not export bert_encoder (no torch?)";
+  KILN_REQUIRE_MODEL("bert_encoder");
   const auto k = check_model_fusion("bert_encoder");
   EXPECT_EQ(k.at("FusedDense"), 12) << ::testing::PrintToString(k);
   EXPECT_EQ(k.at("FusedMatMul"), 4);

@@ -23,7 +23,7 @@
 #include "contracts/json.h"
 #include "deploy/graph_module.h"
 #include "tests/compiler/graph/graph_test_util.h"
-#include "tests/frontend/make_models.h"
+#include "tests/compiler/graph/model_export.h"
 #include "tests/temp_dir.h"
 
 namespace kiln::graph {
@@ -299,8 +299,7 @@ TEST(InjectiveFusion, AMalformedSubgraphIsAGraphErrorNamingTheNode) {
 // Transpose is read by two Slices (into the next Concat and into a convolution branch), so its
 // post-dominator is the next Concat (docs/graph.md).
 TEST(InjectiveFusion, ShufflenetV2MatchesTheReferenceAndTorch) {
-  if (kiln::test::make_model("shufflenet_v2_x1_0") != 0)
-    GTEST_SKIP() << "make_models.py could not export shufflenet (no torch?)";
+  KILN_REQUIRE_MODEL("shufflenet_v2_x1_0");
   const fs::path dir = fs::path(KILN_MODELS_DIR) / "shufflenet_v2_x1_0";
   const Graph g = frontend::onnx::import_model((dir / "model.onnx").string());
   const Graph f = driver::optimize_graph(g, driver::GraphPipelineOptions{});

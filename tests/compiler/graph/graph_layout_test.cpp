@@ -8,8 +8,6 @@
 // (one or two vectors of at least 4 lanes), so which transforms are needed does not depend on the
 // machine.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -26,6 +24,7 @@
 #include "compiler/graph/passes/passes.h"
 #include "compiler/ops/registry.h"
 #include "tests/compiler/graph/graph_test_util.h"
+#include "tests/compiler/graph/model_export.h"
 
 namespace kiln::graph {
 namespace {
@@ -450,20 +449,6 @@ TEST(GraphLayout, LayoutTransformsBetweenBlocksRoundTripExactly) {
 
 namespace fs = std::filesystem;
 
-// Exports `model` with make_models.py (cached in the build tree); false when torch is missing.
-bool make_model(const std::string &model) {
-  std::fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
-    execl("/usr/bin/python3", "/usr/bin/python3", KILN_MAKE_MODELS_SCRIPT, KILN_MODELS_DIR, model.c_str(),
-          static_cast<char *>(nullptr));
-    _exit(127);
-  }
-  int status = 0;
-  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return false;
-  return WEXITSTATUS(status) == 0;
-}
-
 struct ModelCounts {
   int blocked_convs, nchw_convs;
   int transforms;                  // -1: any number of transforms between two blocked layouts
@@ -471,7 +456,7 @@ struct ModelCounts {
 };
 
 void check_model(const std::string &model, const ModelCounts &want) {
-  if (!make_model(model)) GTEST_SKIP() << "make_models.py could not export " << model << " (no torch?)";
+  KILN_REQUIRE_MODEL(model);
   const fs::path dir = fs::path(KILN_MODELS_DIR) / model;
   Graph g = frontend::onnx::import_model((dir / "model.onnx").string());
   driver::GraphPipelineOptions po;
