@@ -136,6 +136,8 @@ LoweredFunc lower(const te::Schedule &sch, const std::vector<te::Tensor> &args, 
   timer.after("thread_sync");
   f.body = arith::simplify(f.body);
   timer.after("simplify");
+  f.body = pass::fuse_with_next_loops(f.body);
+  timer.after("fuse_with_next_loops");
   if (options.partition_loops) {
     f.body = pass::loop_partition(f.body);
     timer.after("loop_partition");

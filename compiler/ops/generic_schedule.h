@@ -23,8 +23,15 @@ void schedule_injective(te::Schedule &s, const te::Tensor &out, const Target &ta
 // (the rows one iteration of `par` computes) go inside each reduction loop and each level of the
 // tree, unrolled: the rows' chains of dependent adds are then independent instructions of one loop
 // body, which the processor overlaps, rather than one row's chain after another's.
+// `max_accumulators` (1 to 4) caps the accumulators, e.g. where interleaved rows already give
+// independent chains and registers are short.
 void schedule_row_reduction(te::Schedule &s, const te::Tensor &t, te::Stage at, const te::IterVar &par, int64_t block,
-                            bool interleave_rows = false);
+                            bool interleave_rows = false, int64_t max_accumulators = 4);
+
+// The elements of a row of `len` that one iteration of schedule_row_reduction's loop over the row
+// reads (`block` times its accumulators): a stage that produces the row in loops of this width
+// lines up with the reduction's loop (Stage::fuse_with_next).
+int64_t row_reduction_width(int64_t len, int64_t block, int64_t max_accumulators = 4);
 
 // te::sum with -0.0 as the identity of float types (0 for the others): -0.0 + v is v for every v
 // (0.0 + -0.0 is 0.0, so 0.0 + v is not), so the code generator drops the addition of the identity

@@ -37,8 +37,16 @@ void schedule_injective(te::Schedule &s, const te::Tensor &out, const Target &ta
   schedule_injective(s, out, 4 * static_cast<int64_t>(target.lanes(out.dtype())));
 }
 
+int64_t row_reduction_width(int64_t len, int64_t block, int64_t max_accumulators) {
+  block = std::max<int64_t>(1, block);
+  // Independent accumulators: as many vectors as fit in the row, at most four (an add's latency
+  // over its throughput on the cores Kiln targets).
+  const int64_t accumulators = std::clamp<int64_t>(len / (4 * block), 1, std::clamp<int64_t>(max_accumulators, 1, 4));
+  return block * accumulators;
+}
+
 void schedule_row_reduction(te::Schedule &s, const te::Tensor &t, te::Stage at, const te::IterVar &par, int64_t block,
-                            bool interleave_rows) {
+                            bool interleave_rows, int64_t max_accumulators) {
   te::Stage st = s[t];
   const auto *op = dynamic_cast<const te::ComputeOpNode *>(st->op.get());
   IterVar k = st.reduce_axis(0);
@@ -49,11 +57,7 @@ void schedule_row_reduction(te::Schedule &s, const te::Tensor &t, te::Stage at, 
     for (size_t i = 0; i < op->reduce_axis.size(); ++i) red.push_back(st.reduce_axis(i));
     st.fuse(red, &k);
   }
-  block = std::max<int64_t>(1, block);
-  // Independent accumulators: as many vectors as fit in the row, at most four (an add's latency
-  // over its throughput on the cores Kiln targets).
-  const int64_t accumulators = std::clamp<int64_t>(len / (4 * block), 1, 4);
-  int64_t width = block * accumulators;
+  int64_t width = row_reduction_width(len, block, max_accumulators);
   IterVar ko, ki;
   st.split(k, static_cast<int>(width), &ko, &ki);
   const int nd = t.ndim();

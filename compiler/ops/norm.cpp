@@ -154,6 +154,8 @@ void define_softmax_space(ConfigSpace &s, const Softmax &sm) {
   const bool last = sm.axis + 1 == static_cast<int64_t>(sm.data.shape.size());
   if (last) s.define_split("tile_k", len, 2, SplitPolicy::verbose(64));
   if (!sm.log) s.define_bool("exp_inline");
+  // The exps stored and summed in one loop over the row (schedule_softmax); 0 is version 3's two.
+  if (last && !sm.log) s.define_bool("one_pass");
   // Rows a parallel iteration along the last axis, their stages interleaved (schedule_softmax).
   if (last && sm.axis > 0) s.define_choice("rows", {1, 2, 4, 8, 16});
 }
@@ -181,6 +183,7 @@ Config default_softmax(const ConfigSpace &s, const Softmax &sm, const Target &t)
     v.emplace_back("tile_k", Json::array_of(std::vector<int64_t>{ceil_div(len, b), b}));
   }
   if (s.has_knob("exp_inline")) v.emplace_back("exp_inline", Json(0));
+  if (s.has_knob("one_pass")) v.emplace_back("one_pass", Json(1));
   if (s.has_knob("rows")) v.emplace_back("rows", Json(softmax_default_rows(sm, t)));
   return s.from_values(v);
 }
@@ -230,6 +233,12 @@ void schedule_softmax(te::Schedule &s, const Compute &c, const Config &cfg) {
   }
   if (interleave) rows_innermost(O, {rows_inner});
   te::Stage M = s[c.part("max")], S = s[c.part("sum")], E = s[c.part("exp")];
+  // One pass (one_pass): the sum's loop also computes the exps, whose registers its accumulators
+  // share, so with interleaved rows (independent chains already) each row has one accumulator
+  // (two for two rows).
+  const int64_t sum_accumulators = interleave ? std::max<int64_t>(1, 4 / rows) : 4;
+  const bool one_pass = last && has_exp && !exp_inline && cfg.has("one_pass") && cfg.choice_bool("one_pass") &&
+                        ceil_div(extent(axis, nd), row_reduction_width(extent(axis, nd), block, sum_accumulators)) > 1;
   // The exp stage first: compute_at needs the attach stage to read the producer already, and the
   // max stage is read through it.
   if (!has_exp || exp_inline) {
@@ -240,8 +249,21 @@ void schedule_softmax(te::Schedule &s, const Compute &c, const Config &cfg) {
     std::vector<IterVar> row_axes;
     for (int d = 0; d < axis; ++d) row_axes.push_back(E.axis(static_cast<size_t>(d)));
     for (int d = last ? axis : axis + 1; d < nd; ++d) run.push_back(E.axis(static_cast<size_t>(d)));
-    vectorize_run(E, run, extent(last ? axis : axis + 1, nd), block, true);
-    if (interleave) rows_innermost(E, row_axes);
+    // One pass: the exp's loop over the row in the sum's steps (the width of its accumulators, one
+    // vector store of that width an iteration, the rows inside), fused with the sum's loop, which
+    // then reads each exp just stored rather than the row again.
+    const int64_t len = extent(axis, nd), width = row_reduction_width(len, block, sum_accumulators);
+    if (one_pass) {
+      IterVar f, o, i;
+      E.fuse(run, &f);
+      E.split(f, static_cast<int>(width), &o, &i);
+      E.vectorize(i);
+      if (interleave) rows_innermost(E, row_axes);
+      E.fuse_with_next(o);
+    } else {
+      vectorize_run(E, run, extent(last ? axis : axis + 1, nd), block, true);
+      if (interleave) rows_innermost(E, row_axes);
+    }
   }
   for (te::Stage st : {M, S}) {
     // Reduction outside the vectorized trailing dimensions (when there are any).
@@ -258,7 +280,9 @@ void schedule_softmax(te::Schedule &s, const Compute &c, const Config &cfg) {
       st.reorder(order);
       vectorize_run(st, post, extent(axis + 1, nd), 64);
     } else {
-      schedule_row_reduction(s, st->origin_op->output(0), O, par, block, interleave);
+      const bool sum = st.get() == S.get();
+      schedule_row_reduction(s, st->origin_op->output(0), O, par, block, interleave,
+                             sum && one_pass ? sum_accumulators : 4);
     }
   }
 }
@@ -490,7 +514,9 @@ Template softmax_template() {
   // Version 2: the row's sum starts from -0.0 (sum_from_negative_zero).
   // Version 3: the knob rows, rows a parallel iteration along the last axis with their stages
   // interleaved (rows=1 is version 2's loop nest).
-  t.version = 3;
+  // Version 4: the knob one_pass, the exps stored and summed in one loop (Stage::fuse_with_next);
+  // one_pass=0 is version 3's loop nest.
+  t.version = 4;
   t.summary = "softmax or log-softmax along one axis";
   t.arguments = {tensor_spec("data", -1, "float data"),
                  {"axis", "int", "-1", "the axis normalized over; negative counts from the end"},

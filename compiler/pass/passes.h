@@ -8,6 +8,11 @@ namespace kiln::pass {
 
 using ir::Stmt;
 
+// Fuses each loop marked by Stage::fuse_with_next (a pragma_fuse_with_next attribute) with the
+// next loop of the same range: one loop whose body is the marked loop's body, then the next's.
+// Throws ScheduleError when that could change what the code computes (fuse_loops.cpp says when).
+Stmt fuse_with_next_loops(const Stmt &s);
+
 // Splits loops whose body is guarded by a condition on the loop variable (the tail predicates of
 // non-divisible splits) into a main loop without the guard and a tail loop that keeps it.
 Stmt loop_partition(const Stmt &s);

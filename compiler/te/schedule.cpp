@@ -401,6 +401,21 @@ Stage &Stage::pragma(const IterVar &iv, const std::string &key, Expr value) {
   return *this;
 }
 
+Stage &Stage::fuse_with_next(const IterVar &iv) {
+  leaf_position(iv, "fuse_with_next");
+  const IterVarAttr *a = node_->attr(iv);
+  if (a && (a->for_kind == ForKind::Vectorized || a->for_kind == ForKind::ThreadBinding)) {
+    fail("cannot fuse axis " + iv_name(iv) + " with the next loop: it is vectorized or bound to a thread");
+  }
+  // The pragma's attribute (attr::kPragmaFuseWithNext) marks the loop for the lowering pass.
+  const std::string key = "fuse_with_next";
+  for (const auto &p : attr_of(iv).pragmas) {
+    if (p.first == key) return *this;
+  }
+  attr_of(iv).pragmas.emplace_back(key, Expr(1));
+  return *this;
+}
+
 Stage &Stage::storage_align(const IterVar &axis, int factor, int offset) {
   if (!axis.defined()) fail("storage_align of an undefined axis");
   const auto *c = dynamic_cast<const ComputeOpNode *>(node_->op.get());

@@ -150,6 +150,17 @@ class Stage {
   // outside the tensor never faults (keep it inside all the same, so the line is one to be read).
   Stage &prefetch(const Tensor &t, const IterVar &iv, std::vector<Expr> indices);
 
+  // Merges loop iv with the next loop of the same range at the same place in the lowered code
+  // (in the spirit of Halide's compute_with): each iteration runs this loop's body, then the next
+  // loop's. Meant for a producer computed at the loop of its consumer, whose loop over the same
+  // elements follows: e.g. the stage that stores a row and the reduction that reads it back, one
+  // pass instead of two. Lowering checks that the result is the same: the next loop may read,
+  // of what this loop writes, only the element this loop's one store writes in the same iteration
+  // (same loops inside, same index, one-to-one in the loops), and may write nothing this loop uses;
+  // statements in between must be independent of this loop (they move before it). Otherwise
+  // lowering throws a ScheduleError saying why.
+  Stage &fuse_with_next(const IterVar &iv);
+
   // Leaf loop `i` of this stage, outermost first.
   IterVar leaf(size_t i) const;
   // Root axis i (data-parallel) and reduce axis i of the stage's operation.

@@ -172,6 +172,23 @@ class CodeGenLLVM {
   }
   // An index of a load or store, as int64. Signed arithmetic inside it may not overflow (an index
   // that wraps around is out of bounds anyway), which lets LLVM fold it into addressing.
+  // The address of element `e` of `base` (elements of type mt). A constant added last to the index
+  // is a GEP of its own, so that it becomes the address's displacement and the accesses of an
+  // unrolled body share one address computation (in the index, x + c may become an `or` of
+  // disjoint bits, which costs instructions per access).
+  llvm::Value *address(llvm::Type *mt, llvm::Value *base, const Expr &e) {
+    int64_t offset = 0;
+    Expr rest = e;
+    while (rest.type().is_int() && rest.type().lanes() == 1) {
+      const auto *a = rest.as<ir::AddNode>();
+      auto c = a ? ir::as_const_int(a->b) : std::nullopt;
+      if (!c) break;
+      offset += *c;
+      rest = a->a;
+    }
+    if (offset == 0) return b_.CreateInBoundsGEP(mt, base, index(e));
+    return b_.CreateGEP(mt, b_.CreateGEP(mt, base, index(rest)), llvm::ConstantInt::get(i64_, static_cast<uint64_t>(offset), true));
+  }
   llvm::Value *index(const Expr &e) {
     ++index_depth_;
     llvm::Value *v = expr(e);
@@ -1039,7 +1056,7 @@ llvm::Value *CodeGenLLVM::call(const ir::CallNode *op) {
     const auto *ld = op->args.size() == 1 ? op->args[0].as<ir::LoadNode>() : nullptr;
     KILN_CHECK(ld && ld->type.is_scalar(), "LLVM back end: prefetch takes one scalar load");
     llvm::Type *mt = mem_type(ld->type);
-    llvm::Value *ptr = b_.CreateInBoundsGEP(mt, element_ptr(lookup_buf(ld->buffer_var), mt), index(ld->index));
+    llvm::Value *ptr = address(mt, element_ptr(lookup_buf(ld->buffer_var), mt), ld->index);
     // Read (0), kept in every cache level (locality 3), data cache (1).
     b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {ptr->getType()},
                        {ptr, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
@@ -1138,7 +1155,7 @@ llvm::Value *CodeGenLLVM::load(const ir::LoadNode *op) {
     if (mv && mv->getNumElements() == lanes) mask = mask ? b_.CreateAnd(mask, mask_) : mask_;
   }
   if (lanes == 1) {
-    llvm::Value *ptr = b_.CreateInBoundsGEP(mt, base, index(op->index));
+    llvm::Value *ptr = address(mt, base, op->index);
     const llvm::Align align = access_align(buf, op->index, mt);
     if (!mask) {
       llvm::LoadInst *ld = b_.CreateAlignedLoad(mt, ptr, align);
@@ -1163,7 +1180,7 @@ llvm::Value *CodeGenLLVM::load(const ir::LoadNode *op) {
   const auto *r = op->index.as<ir::RampNode>();
   auto stride = r ? ir::as_const_int(r->stride) : std::nullopt;
   if (r && stride && *stride == 1 && static_cast<unsigned>(r->lanes) == lanes) {
-    llvm::Value *ptr = b_.CreateInBoundsGEP(mt, base, index(r->base));
+    llvm::Value *ptr = address(mt, base, r->base);
     ptr = b_.CreateBitCast(ptr, vt->getPointerTo());
     const llvm::Align align = access_align(buf, r->base, mt);
     if (mask) {
@@ -1176,7 +1193,7 @@ llvm::Value *CodeGenLLVM::load(const ir::LoadNode *op) {
     if (const auto *bc = op->index.as<ir::BroadcastNode>()) scalar_index = &bc->value;
     if (r && stride && *stride == 0) scalar_index = &r->base;
     if (scalar_index && !mask) {
-      llvm::Value *ptr = b_.CreateInBoundsGEP(mt, base, index(*scalar_index));
+      llvm::Value *ptr = address(mt, base, *scalar_index);
       llvm::LoadInst *ld = b_.CreateAlignedLoad(mt, ptr, access_align(buf, *scalar_index, mt));
       annotate(ld, buf);
       return from_memory(b_.CreateVectorSplat(lanes, ld), et);
@@ -1188,7 +1205,7 @@ llvm::Value *CodeGenLLVM::load(const ir::LoadNode *op) {
       llvm::BasicBlock *from = b_.GetInsertBlock();
       b_.CreateCondBr(any, yes, merge);
       b_.SetInsertPoint(yes);
-      llvm::Value *ptr = b_.CreateInBoundsGEP(mt, base, index(*scalar_index));
+      llvm::Value *ptr = address(mt, base, *scalar_index);
       llvm::LoadInst *ld = b_.CreateAlignedLoad(mt, ptr, access_align(buf, *scalar_index, mt));
       annotate(ld, buf);
       llvm::BasicBlock *loaded = b_.GetInsertBlock();
@@ -1210,7 +1227,7 @@ llvm::Value *CodeGenLLVM::load(const ir::LoadNode *op) {
         // `from` elements before the ramp's base.
         const unsigned from = whole->second.from;
         const Expr &start = whole->second.start;
-        llvm::Value *ptr = b_.CreateInBoundsGEP(mt, base, index(start));
+        llvm::Value *ptr = address(mt, base, start);
         ptr = b_.CreateBitCast(ptr, wt->getPointerTo());
         llvm::LoadInst *all = b_.CreateAlignedLoad(wt, ptr, access_align(buf, start, mt));
         annotate(all, buf);
@@ -1232,7 +1249,7 @@ llvm::Value *CodeGenLLVM::load(const ir::LoadNode *op) {
         for (unsigned j = 0; j < wide; ++j) in_span.push_back(llvm::ConstantInt::getBool(ctx_, j < span));
         wide_mask = llvm::ConstantVector::get(in_span);
       }
-      llvm::Value *ptr = b_.CreateInBoundsGEP(mt, base, index(r->base));
+      llvm::Value *ptr = address(mt, base, r->base);
       ptr = b_.CreateBitCast(ptr, wt->getPointerTo());
       llvm::Value *all =
           b_.CreateMaskedLoad(wt, ptr, access_align(buf, r->base, mt), wide_mask, llvm::Constant::getNullValue(wt));
@@ -1241,7 +1258,7 @@ llvm::Value *CodeGenLLVM::load(const ir::LoadNode *op) {
       for (unsigned j = 0; j < lanes; ++j) pick.push_back(static_cast<int>(j * s));
       return from_memory(b_.CreateShuffleVector(all, pick), et);
     }
-    llvm::Value *ptrs = b_.CreateInBoundsGEP(mt, base, index(op->index));
+    llvm::Value *ptrs = address(mt, base, op->index);
     const llvm::Align align(mod_.getDataLayout().getABITypeAlign(mt));
     result = b_.CreateMaskedGather(vt, ptrs, align, mask, llvm::Constant::getNullValue(vt));
   }
@@ -1484,7 +1501,7 @@ void CodeGenLLVM::store(const ir::StoreNode *op) {
   if (!in_store_run_) whole_strides_.clear();
   llvm::Value *mask = op->predicate.defined() ? expr(op->predicate) : nullptr;
   if (lanes == 1) {
-    llvm::Value *ptr = b_.CreateInBoundsGEP(mt, base, index(op->index));
+    llvm::Value *ptr = address(mt, base, op->index);
     const llvm::Align align = access_align(buf, op->index, mt);
     llvm::BasicBlock *merge = nullptr;
     if (mask) {
@@ -1505,7 +1522,7 @@ void CodeGenLLVM::store(const ir::StoreNode *op) {
   const auto *r = op->index.as<ir::RampNode>();
   auto stride = r ? ir::as_const_int(r->stride) : std::nullopt;
   if (r && stride && *stride == 1 && static_cast<unsigned>(r->lanes) == lanes) {
-    llvm::Value *ptr = b_.CreateInBoundsGEP(mt, base, index(r->base));
+    llvm::Value *ptr = address(mt, base, r->base);
     ptr = b_.CreateBitCast(ptr, vt->getPointerTo());
     const llvm::Align align = access_align(buf, r->base, mt);
     llvm::Instruction *st = mask ? static_cast<llvm::Instruction *>(b_.CreateMaskedStore(value, ptr, align, mask))
@@ -1515,7 +1532,7 @@ void CodeGenLLVM::store(const ir::StoreNode *op) {
   }
   // Lanes are written in order, so the last of several lanes with one index wins, as in the
   // interpreter.
-  llvm::Value *ptrs = b_.CreateInBoundsGEP(mt, base, index(op->index));
+  llvm::Value *ptrs = address(mt, base, op->index);
   const llvm::Align align(mod_.getDataLayout().getABITypeAlign(mt));
   annotate(b_.CreateMaskedScatter(value, ptrs, align, mask), buf);
 }

@@ -130,6 +130,37 @@ TEST(LLVMCodegenTest, VectorizedLoopEmitsVectorInstructions) {
   EXPECT_EQ(values<float>(c), std::vector<float>(256, 3.5f));
 }
 
+// An unrolled body of vector accesses at constant offsets from one index (rows of 128 floats, four
+// vectors of a row and eight rows an iteration): each access's constant is its address's
+// displacement, so the body is the loads, multiplications and stores with no integer instruction
+// per access (in 32-bit index arithmetic the offsets became `or`s of disjoint bits and a sign
+// extension each).
+TEST(LLVMCodegenTest, ConstantIndexOffsetsAreAddressDisplacements) {
+  auto A = te::placeholder({24, 8, 128}, Float(32), "A");
+  auto C = te::compute(
+      {24, 8, 128}, [&](Var i, Var r, Var k) { return A(i, r, k) * 2.0f; }, "C");
+  auto s = te::create_schedule({C});
+  te::Stage st = (*s)[C];
+  auto [ko, kv] = st.split(st.axis(2), 16);
+  auto [l, u] = st.split(ko, 4);
+  st.reorder({st.axis(0), l, u, st.axis(1), kv});
+  st.unroll(u);
+  st.unroll(st.axis(1));
+  st.vectorize(kv);
+  auto f = lower::lower(*s, {A, C}, "scale");
+  LLVMBuildOptions opt = native_options();
+  opt.keep_assembly = true;
+  LLVMModule m(f, opt);
+  if (m.target().vector_bits() >= 512) {
+    const std::string &as = m.assembly();
+    // One index an iteration (at most an `or` and a sign extension), none per access (64 a body).
+    EXPECT_LE(count(as, "\torl\t") + count(as, "\torq\t") + count(as, "cltq") + count(as, "movslq"), 2u) << as;
+  }
+  Tensor a = filled<float>({24, 8, 128}, 1.5f), c = filled<float>({24, 8, 128}, 0.0f);
+  m.call("scale", {a, c});
+  EXPECT_EQ(values<float>(c), std::vector<float>(24 * 8 * 128, 3.0f));
+}
+
 TEST(LLVMCodegenTest, AlignmentFollowsTheIndex) {
   Buffer A = ir::make_buffer("A", Float(32), {64});
   Buffer B = ir::make_buffer("B", Float(32), {64});

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "compiler/ir/ir_visitor.h"
 #include "compiler/ops/epilogue.h"
 #include "tests/compiler/ops/op_test_util.h"
 
@@ -155,15 +156,19 @@ TEST(Norm, SoftmaxInterleavedRowsMatchDoubleWithTails) {
         testing::set_elem(inputs[0], i, std::clamp(value(rng), -40.0, 40.0));
       mask_rows(inputs[0], len, rows);
       const Host want = naive_softmax(testing::to_host(inputs[0]), static_cast<int64_t>(shape.size()) - 1, log);
-      for (int64_t r : {1, 2, 4, 8, 16}) {
-        const autotune::Config cfg = task.space().parse_config_text("rows=" + std::to_string(r), task.default_config());
-        ASSERT_EQ(cfg.choice_int("rows"), r);
-        SCOPED_TRACE(testing::tensor(shape).dump() + (log ? " log" : "") + " config " + cfg.to_string());
-        const deploy::Tensor got = testing::run_config_llvm(task, cfg, inputs)[0];
-        // Log-softmax's values are logs, near 0 for the likeliest: an absolute margin too.
-        EXPECT_EQ(expect_close_but_nans(want, got, log ? 1e-5 : 1e-44), len)
-            << "the all -inf row gives NaN, no other row does";
-        EXPECT_EQ(testing::get_elem(got, len / 3), log ? 0.0 : 1.0);
+      // Softmax: the exps stored and summed in one loop (one_pass=1, the default) and in two.
+      for (const char *pass : log ? std::vector<const char *>{""} : std::vector<const char *>{";one_pass=1", ";one_pass=0"}) {
+        for (int64_t r : {1, 2, 4, 8, 16}) {
+          const autotune::Config cfg =
+              task.space().parse_config_text("rows=" + std::to_string(r) + pass, task.default_config());
+          ASSERT_EQ(cfg.choice_int("rows"), r);
+          SCOPED_TRACE(testing::tensor(shape).dump() + (log ? " log" : "") + " config " + cfg.to_string());
+          const deploy::Tensor got = testing::run_config_llvm(task, cfg, inputs)[0];
+          // Log-softmax's values are logs, near 0 for the likeliest: an absolute margin too.
+          EXPECT_EQ(expect_close_but_nans(want, got, log ? 1e-5 : 1e-44), len)
+              << "the all -inf row gives NaN, no other row does";
+          EXPECT_EQ(testing::get_elem(got, len / 3), log ? 0.0 : 1.0);
+        }
       }
     }
   }
@@ -194,6 +199,45 @@ TEST(Norm, SoftmaxDefaultInterleavesShortRows) {
   // One row: nothing to interleave.
   ops::Task one("softmax.x86", Json::object({{"data", tensor({1, 1000})}}), kTarget);
   EXPECT_EQ(one.default_config().choice_int("rows"), 1);
+}
+
+// The loops (but the parallel one over the rows) that both store into and load the exp buffer.
+int loops_storing_and_summing_exps(const ir::LoweredFunc &f) {
+  int n = 0;
+  ir::post_order_visit(f.body, [&](const ir::IRNode *node) {
+    if (node->node_type != ir::NodeType::For) return;
+    const auto *loop = static_cast<const ir::ForNode *>(node);
+    if (loop->kind == ir::ForKind::Parallel) return;
+    bool loads = false, stores = false;
+    ir::post_order_visit(loop->body, [&](const ir::IRNode *m) {
+      loads = loads || (m->node_type == ir::NodeType::Load &&
+                        static_cast<const ir::LoadNode *>(m)->buffer_var->name == "softmax.exp");
+      stores = stores || (m->node_type == ir::NodeType::Store &&
+                          static_cast<const ir::StoreNode *>(m)->buffer_var->name == "softmax.exp");
+    });
+    n += loads && stores;
+  });
+  return n;
+}
+
+// The default schedule (version 4) computes the exps and their sum in one loop over the row: one
+// loop stores each exp and adds it to the sum's accumulators (one_pass=0, version 3's loop nest,
+// stores them all, then reads them back in another loop), for interleaved short rows and for one
+// long row; the other loops that read the exps are the normalization's.
+TEST(Norm, SoftmaxDefaultStoresAndSumsTheExpsInOneLoop) {
+  for (const auto &shape : std::vector<std::vector<int64_t>>{{1, 12, 128, 128}, {1, 1000}, {2, 3, 37}}) {
+    SCOPED_TRACE(testing::tensor(shape).dump());
+    ops::Task task("softmax.x86", Json::object({{"data", tensor(shape)}}), kTarget);
+    const autotune::Config def = task.default_config();
+    EXPECT_TRUE(def.choice_bool("one_pass"));
+    const ir::LoweredFunc one = task.lower(def, "op");
+    EXPECT_EQ(loops_storing_and_summing_exps(one), 1) << one;
+    const ir::LoweredFunc two = task.lower(task.space().parse_config_text("one_pass=0", def), "op");
+    EXPECT_EQ(loops_storing_and_summing_exps(two), 0) << two;
+  }
+  // Log-softmax has no exp stage, hence no such knob.
+  ops::Task log("softmax.x86", Json::object({{"data", tensor({4, 128})}, {"log", true}}), kTarget);
+  EXPECT_FALSE(log.space().has_knob("one_pass"));
 }
 
 Host naive_layer_norm(const Host &x, int64_t first, double eps, const Host *gamma, const Host *beta) {
