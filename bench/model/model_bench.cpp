@@ -17,7 +17,8 @@
 //     node_bench --artifact does), beside ONNX Runtime's nodes (its profiler's kernel times in the
 //     session, matched by name), sorted by Kiln's in-model loss; the profiler makes ONNX Runtime's
 //     whole-model time of that run a little slower.
-//   DIR holds <name>/model.onnx and <name>/input_0.pb (tests/frontend/make_models.py writes them).
+//   DIR holds <name>/model.onnx and <name>/input_0.pb (tests/frontend/make_models.py DIR [NAME...]
+//   writes them; it writes bert_base_layer, one encoder layer at BERT-base's size, only when named).
 // Prints one line per model and thread count:
 //   model=M threads=T kiln_ref_ms= kiln_opt_ms= kiln_art_ms= ort_ms= art_vs_ort= opt_vs_ort= ref_vs_ort=
 //   kiln_art_cpu_ms= ort_cpu_ms= art_vs_ort_cpu= ort_cpu_per_wall= kernels_ref= kernels_opt= tuned=
@@ -296,7 +297,7 @@ void print_per_op(const std::string &name, const graph::Graph &optimized, const 
 
 int run_bench(int argc, char **argv) {
   std::string models_dir, ort_dir = "build/bench/model/ort", db_path, device_key = "local-cpu";
-  std::string names_text = "resnet18,mobilenet_v2,squeezenet1_1,bert_encoder";
+  std::string names_text = "resnet18,mobilenet_v2,squeezenet1_1,bert_encoder,bert_base_layer";
   int threads = 1;
   int runs = 20;
   bool artifact_only = false, per_op = false;
