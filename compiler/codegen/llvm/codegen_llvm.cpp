@@ -187,7 +187,8 @@ class CodeGenLLVM {
       rest = a->a;
     }
     if (offset == 0) return b_.CreateInBoundsGEP(mt, base, index(e));
-    return b_.CreateGEP(mt, b_.CreateGEP(mt, base, index(rest)), llvm::ConstantInt::get(i64_, static_cast<uint64_t>(offset), true));
+    return b_.CreateGEP(mt, b_.CreateGEP(mt, base, index(rest)),
+                        llvm::ConstantInt::get(i64_, static_cast<uint64_t>(offset), true));
   }
   llvm::Value *index(const Expr &e) {
     ++index_depth_;

@@ -157,7 +157,8 @@ TEST(Norm, SoftmaxInterleavedRowsMatchDoubleWithTails) {
       mask_rows(inputs[0], len, rows);
       const Host want = naive_softmax(testing::to_host(inputs[0]), static_cast<int64_t>(shape.size()) - 1, log);
       // Softmax: the exps stored and summed in one loop (one_pass=1, the default) and in two.
-      for (const char *pass : log ? std::vector<const char *>{""} : std::vector<const char *>{";one_pass=1", ";one_pass=0"}) {
+      for (const char *pass :
+           log ? std::vector<const char *>{""} : std::vector<const char *>{";one_pass=1", ";one_pass=0"}) {
         for (int64_t r : {1, 2, 4, 8, 16}) {
           const autotune::Config cfg =
               task.space().parse_config_text("rows=" + std::to_string(r) + pass, task.default_config());

@@ -30,8 +30,8 @@ int loops_writing_and_reading(const ir::Stmt &body, const std::string &name) {
     ir::post_order_visit(static_cast<const ir::ForNode *>(node)->body, [&](const ir::IRNode *m) {
       reads = reads ||
               (m->node_type == ir::NodeType::Load && static_cast<const ir::LoadNode *>(m)->buffer_var->name == name);
-      writes = writes || (m->node_type == ir::NodeType::Store &&
-                          static_cast<const ir::StoreNode *>(m)->buffer_var->name == name);
+      writes = writes ||
+               (m->node_type == ir::NodeType::Store && static_cast<const ir::StoreNode *>(m)->buffer_var->name == name);
     });
     n += reads && writes;
   });
@@ -128,8 +128,7 @@ TEST(FuseWithNext, RefusesWhatWouldChangeTheValues) {
       lower::lower(*r.s, {r.A, r.O}, "bad");
       ADD_FAILURE() << "lowered";
     } catch (const ScheduleError &e) {
-      EXPECT_NE(std::string(e.what()).find("no statement after it uses what it writes"), std::string::npos)
-          << e.what();
+      EXPECT_NE(std::string(e.what()).find("no statement after it uses what it writes"), std::string::npos) << e.what();
     }
   }
   {
