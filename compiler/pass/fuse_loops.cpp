@@ -480,6 +480,14 @@ class Fuser : public IRMutator {
 }  // namespace
 
 Stmt fuse_with_next_loops(const Stmt &s) {
+  // Every kernel is lowered through this pass (the tuner lowers each candidate): without a marker
+  // there is nothing to fuse, and one read-only walk replaces the rewrite and the check.
+  bool marked = false;
+  post_order_visit(s, [&marked](const IRNode *n) {
+    marked =
+        marked || (n->node_type == NodeType::AttrStmt && static_cast<const AttrStmtNode *>(n)->key == marker_key());
+  });
+  if (!marked) return s;
   Stmt out = Fuser().mutate(s);
   post_order_visit(out, [](const IRNode *n) {
     if (n->node_type == NodeType::AttrStmt && static_cast<const AttrStmtNode *>(n)->key == marker_key()) {
