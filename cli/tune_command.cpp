@@ -621,8 +621,8 @@ void add_tune_command(CLI::App &app) {
   c->add_option("--early-stopping", o->early_stopping, "a task stops after this many trials without improvement");
   c->add_option("--trials-per-task", o->trials_per_task, "at most this many trials for one task");
   c->add_option("--confirm-top", o->confirm_top,
-                "when the search ends, time each task's K best configs again and rank them by the median "
-                "of their timings (0: off)")
+                "when the search ends, time each task's K best configs and its default config again and rank "
+                "them by the median of their timings (0: off)")
       ->capture_default_str();
   c->add_option("--confirm-repeats", o->confirm_repeats, "how many more times each of those is timed")
       ->capture_default_str();

@@ -529,7 +529,10 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
                          options.confirm_repeats > 0;
     const int64_t with_valid =
         std::count_if(tasks.begin(), tasks.end(), [](const TaskState &t) { return t.status.valid > 0; });
-    const int64_t planned = confirm ? with_valid * options.confirm_top * options.confirm_repeats : 0;
+    // The default config is timed again with the leaders: measured once in the first batch, one
+    // unlucky timing would otherwise leave it out of the ranking and the task could report (and
+    // a build replay) a config slower than the default.
+    const int64_t planned = confirm ? with_valid * (options.confirm_top + 1) * options.confirm_repeats : 0;
     if (planned > 0) {
       status.trials_total = std::max(status.trials_total, status.trials_done + planned);
       log_.set_job_total(job_id, status.trials_total);
@@ -537,7 +540,8 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
       for (TaskState &t : tasks) {
         if (t.status.valid == 0) continue;
         std::set<int64_t> dropped;  // leaders that failed when timed again: not timed a third time
-        const int64_t cap = 4 * options.confirm_top * options.confirm_repeats;
+        const int64_t cap = 4 * (options.confirm_top + 1) * options.confirm_repeats;
+        const Config default_config = t.task->default_config();
         int64_t spent = 0;
         while (spent < cap && !(cancel && cancel->load())) {
           std::vector<Config> batch;
@@ -546,6 +550,12 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
             if (leader.records >= wanted || dropped.count(leader.median.config.index)) continue;
             const std::optional<Config> c = record_config(*t.task, leader.median);
             if (c) batch.push_back(*c);  // none: a config of another version of the space
+          }
+          if (!dropped.count(default_config.index()) &&
+              std::find(batch.begin(), batch.end(), default_config) == batch.end()) {
+            const size_t records = log_.config_records(t.task->key(), stored_target, default_config.record()).size();
+            // A default with no valid record failed, or was never measured: not timed here.
+            if (records > 0 && static_cast<int64_t>(records) < wanted) batch.push_back(default_config);
           }
           if (batch.empty()) break;
           if (spent + static_cast<int64_t>(batch.size()) > cap) batch.resize(static_cast<size_t>(cap - spent));
@@ -562,6 +572,10 @@ JobStatus Tuner::run(int64_t job_id, const std::function<void(const JobStatus &)
         if (const std::optional<db::Record> best = log_.best(t.task->key(), stored_target, db::Scope::kExact)) {
           t.status.best_s = best->mean();
         }
+        // The default as the log ranks it, by the upper median of its records.
+        const std::vector<db::Record> defaults =
+            log_.config_records(t.task->key(), stored_target, default_config.record());
+        if (!defaults.empty()) t.status.default_s = defaults[defaults.size() / 2].mean();
       }
       status.trials_total = std::max(options.trials, status.trials_done);
       log_.set_job_total(job_id, status.trials_total);

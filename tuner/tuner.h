@@ -17,8 +17,8 @@
 // its space is exhausted, its per-task budget is spent, it has not improved for
 // `early_stopping` trials, or nothing of it is valid after a warm-up (its errors summarised).
 //
-// Confirmation: when the search ends, each task's leaders are timed again (TuneOptions::
-// confirm_top, confirm_repeats), and the best a task reports is the log's best, ranked by the
+// Confirmation: when the search ends, each task's leaders and its default config are timed again
+// (TuneOptions::confirm_top, confirm_repeats), and the best a task reports is the log's best, ranked by the
 // upper median of each config's records. Picking the fastest of hundreds of noisy timings
 // otherwise favours a config whose one timing was lucky (the winner's curse).
 #include <atomic>
@@ -70,9 +70,11 @@ struct TuneOptions {
   // is paused, cancelled or out of time): each task's `confirm_top` best configs are timed again
   // until each has 1 + `confirm_repeats` valid records, in rounds, so that the config the log
   // names best (TuningDb::best: the upper median of a config's records) is not one lucky timing
-  // among many noisy ones. These measurements come on top of `trials`: confirm_top *
-  // confirm_repeats per task when the leaders stay the leaders, at most four times that when
-  // configs timed again fall behind others; 0 in either turns it off. Off by default, so that a
+  // among many noisy ones. The default config is timed again with them (it is measured once in
+  // the search, and one unlucky timing would leave it out of the ranking), so that the best is
+  // never a config slower than the default. These measurements come on top of `trials`:
+  // (confirm_top + 1) * confirm_repeats per task when the leaders stay the leaders, at most four
+  // times that when configs timed again fall behind others; 0 in either turns it off. Off by default, so that a
   // job's trials are its budget; `kiln tune --confirm-top 4` and the tuner benchmark turn it on.
   int64_t confirm_top = 0;
   int64_t confirm_repeats = 2;
