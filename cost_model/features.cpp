@@ -656,13 +656,16 @@ FeatureBatch extract_features(const FeatureExtractor &extractor, const ops::Task
   workers = std::max<size_t>(1, std::min(workers, configs.size()));
   std::atomic<size_t> next{0};
   std::vector<double> lower_s(workers, 0), extract_s(workers, 0);
+  std::vector<std::map<std::string, double>> pass_s(workers);
   auto work = [&](size_t w) {
     for (size_t i = next++; i < configs.size(); i = next++) {
       try {
         std::vector<float> row;
         if (ir) {
           auto t = std::chrono::steady_clock::now();
-          const ir::LoweredFunc f = task.lower(configs[i], "", feature_lowering());
+          lower::LowerOptions options = feature_lowering();
+          options.pass_seconds = &pass_s[w];
+          const ir::LoweredFunc f = task.lower(configs[i], "", options);
           lower_s[w] += seconds_since(t);
           t = std::chrono::steady_clock::now();
           row = ir->extract_lowered(f, task.flop());
@@ -687,6 +690,7 @@ FeatureBatch extract_features(const FeatureExtractor &extractor, const ops::Task
   for (size_t w = 0; w < workers; ++w) {
     batch.lower_seconds += lower_s[w];
     batch.extract_seconds += extract_s[w];
+    for (const auto &[pass, seconds] : pass_s[w]) batch.lower_pass_seconds[pass] += seconds;
   }
   batch.wall_seconds = seconds_since(t0);
   return batch;

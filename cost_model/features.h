@@ -30,6 +30,7 @@
 // Adding a feature changes kIrFeatureVersion (and usually the length); saved models of another
 // version are refused on load, never misread.
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,9 @@ struct FeatureBatch {
   // Task::lower, extraction is the walk over the lowered program).
   double lower_seconds = 0;
   double extract_seconds = 0;
+  // IR features: lower_seconds by lowering pass (lower::LowerOptions::pass_seconds), summed over
+  // threads; what lower_seconds holds beyond their sum is instantiating the template's schedule.
+  std::map<std::string, double> lower_pass_seconds;
   double wall_seconds = 0;
   size_t rows() const { return errors.size(); }
 };

@@ -7,6 +7,8 @@
 //
 // Lines (one per case, key=value):
 //   cm_throughput workload= candidates= lower_per_s= extract_per_s= knob_per_s= predict_per_s=
+//   cm_lower_passes workload= lower_ms= instantiate_ms= <pass>_ms= ... (per candidate; the passes
+//       by name, their times summed over the feature threads as lower_ms is)
 //   cm_cv workload= features=ir|knob|random folds= spearman= recall32= fit_s=
 //       k-fold cross-validation inside each workload: fit on k-1 folds, rank the held-out fold;
 //       the figures are averages over the folds.
@@ -277,6 +279,16 @@ int run(const Options &o) {
         d.label.c_str(), d.rows(), o.threads, d.rows() / std::max(fi.lower_seconds, 1e-9),
         d.rows() / std::max(fi.extract_seconds, 1e-9), d.rows() / std::max(fi.wall_seconds, 1e-9),
         d.rows() / std::max(fk.wall_seconds, 1e-9), predict_per_s);
+    // Where the lowering's time goes, per candidate: the passes in the order they run, and the
+    // template's compute and schedule before them.
+    const double rows = static_cast<double>(std::max<size_t>(d.rows(), 1));
+    double passes = 0;
+    std::printf("cm_lower_passes workload=%s lower_ms=%.4f", d.label.c_str(), fi.lower_seconds * 1e3 / rows);
+    for (const auto &[pass, seconds] : fi.lower_pass_seconds) passes += seconds;
+    std::printf(" instantiate_ms=%.4f", (fi.lower_seconds - passes) * 1e3 / rows);
+    for (const auto &[pass, seconds] : fi.lower_pass_seconds)
+      std::printf(" %s_ms=%.4f", pass.c_str(), seconds * 1e3 / rows);
+    std::printf("\n");
     std::fflush(stdout);
     data.push_back(std::move(d));
   }

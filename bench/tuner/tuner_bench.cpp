@@ -67,7 +67,8 @@
 //   tuner_real workload= trials= best_gflops= tuner_best_gflops= default_gflops= onednn_gflops=
 //              ratio_onednn= ratio_default= dataset_best_gflops= dataset_best_inproc_gflops=
 //              best_vs_dataset= trials_to_95= search_trials_to_95= wall_s= measure_s=
-//              tuner_default_gflops= load= top5_gflops= top_ratio_onednn= confirmed=
+//              tuner_default_gflops= load= top5_gflops= top_ratio_onednn= confirmed= peak_gflops=
+//              of_peak= onednn_of_peak=
 //       The job confirms its leaders at its end (--confirm-top K, default 4, --confirm-repeats R,
 //       default 2: tuner::TuneOptions), and its best is the log's best (TuningDb::best: the upper
 //       median of each leader's timings), the config a build replays; confirmed: how many
@@ -79,7 +80,12 @@
 //       measured it, against the tuner_space line's default_gflops shows how much). load: the
 //       load average before/after the job. Random's expectation is on the tuner_space line.
 //       top5_gflops: the fastest, in this process, of the log's five best configs (its best
-//       included).
+//       included). peak_gflops: the core's float32 FMA peak from registers (bench/common/fma_peak.h),
+//       measured in each round between the timings, the highest kept; of_peak and onednn_of_peak:
+//       the tuned best's and oneDNN's share of it. No kernel passes the peak (a convolution's FLOPs
+//       count the taps in the zero padding, which Kiln's templates skip, so one can show a few per
+//       cent above it), so peak over oneDNN is the most any tuned config could gain on oneDNN (a
+//       layer limited by memory gains less).
 //   tuner_overhead mode=real ...
 //   With --real-strategies (default xgb_transfer) and --real-seeds (default 1), every workload is
 //   also tuned by real jobs of each listed strategy and seed (the xgb_transfer job of seed 1 is the
@@ -96,7 +102,8 @@
 //   tuner_summary workloads= geomean_ratio_onednn= geomean_ratio_default= geomean_best_vs_dataset=
 //                 geomean_dataset_best_ratio_onednn= geomean_top_ratio_onednn=
 //       dataset_best: the dataset's best config against oneDNN (on an exhaustively measured space,
-//       the best the template can do, whatever the search); top: top5_gflops against oneDNN.
+//       the best the template can do, whatever the search); top: top5_gflops against oneDNN;
+//       peak_over_onednn: peak_gflops over oneDNN's, the ceiling of geomean_ratio_onednn.
 //
 // --plan-size P sets the model-based strategy's largest plan (default 64; without a prior plans
 // start at 16 and grow with the trials), to see what it changes.
@@ -124,6 +131,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/common/fma_peak.h"
 #include "bench/common/layer.h"
 #include "bench/common/line_chart.h"
 #include "bench/common/split_list.h"
@@ -575,7 +583,7 @@ void real_mode(const Options &o, std::vector<WorkloadData> &data, Picture *pic) 
   codegen::LLVMBuildOptions build;
   build.target = o.target;
   const Strategy s = strategy_of("xgb_transfer");
-  std::vector<double> ratio_onednn, ratio_default, vs_dataset, dataset_onednn, top_onednn;
+  std::vector<double> ratio_onednn, ratio_default, vs_dataset, dataset_onednn, top_onednn, peak_onednn;
   std::vector<JobResult> all_jobs;
   std::map<std::string, std::vector<double>> compare_ratios;  // --real-strategies: random_over_<s>
   std::set<std::string> compare_censored;
@@ -617,8 +625,9 @@ void real_mode(const Options &o, std::vector<WorkloadData> &data, Picture *pic) 
     for (size_t i = 1; i < r.top.size(); ++i) {
       others_top.push_back(std::make_unique<bench::KilnKernel>(*d.task, layer, r.top[i].second, p, build));
     }
-    double onednn = 1e30, def_s = 1e30, best_s = 1e30, ds_s = 1e30, top_s = 1e30;
+    double onednn = 1e30, def_s = 1e30, best_s = 1e30, ds_s = 1e30, top_s = 1e30, peak = 0;
     for (int round = 0; round < kRounds; ++round) {
+      peak = std::max(peak, bench::fma_peak_gflops(0.1));
       onednn = std::min(onednn, peer.time());
       if (best.ok()) best_s = std::min(best_s, best.time());
       if (dflt.ok()) def_s = std::min(def_s, dflt.time());
@@ -649,17 +658,19 @@ void real_mode(const Options &o, std::vector<WorkloadData> &data, Picture *pic) 
       if (g_ds > 0) vs_dataset.push_back(g_best / g_ds);
       top_onednn.push_back(g_top / g_dnn);
     }
+    peak_onednn.push_back(peak / g_dnn);
     if (g_ds > 0) dataset_onednn.push_back(g_ds / g_dnn);
     std::printf(
         "tuner_real workload=%s trials=%lld best_gflops=%.2f tuner_best_gflops=%.2f default_gflops=%.2f "
         "onednn_gflops=%.2f ratio_onednn=%.3f ratio_default=%.3f dataset_best_gflops=%.2f "
         "dataset_best_inproc_gflops=%.2f best_vs_dataset=%.3f trials_to_95=%s search_trials_to_95=%s wall_s=%.1f "
         "measure_s=%.1f tuner_default_gflops=%.2f load=%s top%zu_gflops=%.2f top_ratio_onednn=%.3f "
-        "confirmed=%lld%s%s\n",
+        "confirmed=%lld peak_gflops=%.1f of_peak=%.3f onednn_of_peak=%.3f%s%s\n",
         d.w.label.c_str(), static_cast<long long>(r.trials), g_best, r.best_gflops, g_def, g_dnn, g_best / g_dnn,
         g_best / g_def, d.best_gflops, g_ds, g_ds > 0 ? g_best / g_ds : 0.0, to95_text(t95).c_str(),
         to95_text(s95).c_str(), job_wall, r.measure_s, r.default_gflops, load.c_str(), r.top.size(), g_top,
-        g_top / g_dnn, static_cast<long long>(r.confirmed), problem.empty() ? "" : " warning=", problem.c_str());
+        g_top / g_dnn, static_cast<long long>(r.confirmed), peak, g_best / peak, g_dnn / peak,
+        problem.empty() ? "" : " warning=", problem.c_str());
     print_overhead("real", d.w.label, s.name, {r});
     std::fflush(stdout);
     if (!o.keep) {
@@ -747,9 +758,9 @@ void real_mode(const Options &o, std::vector<WorkloadData> &data, Picture *pic) 
     std::printf(
         "tuner_summary workloads=%zu geomean_ratio_onednn=%.3f geomean_ratio_default=%.3f "
         "geomean_best_vs_dataset=%.3f geomean_dataset_best_ratio_onednn=%.3f geomean_top_ratio_onednn=%.3f "
-        "goal_ratio_onednn>=1.1\n",
+        "geomean_peak_over_onednn=%.3f goal_ratio_onednn>=1.1\n",
         ratio_onednn.size(), geomean(ratio_onednn), geomean(ratio_default), geomean(vs_dataset),
-        geomean(dataset_onednn), geomean(top_onednn));
+        geomean(dataset_onednn), geomean(top_onednn), geomean(peak_onednn));
   }
 }
 

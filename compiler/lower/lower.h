@@ -1,5 +1,6 @@
 #pragma once
 // lower(): a schedule and its argument list to a LoweredFunc in the flat loop IR.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ struct LowerOptions {
   bool unroll = true;
   bool vectorize = true;
   bool reuse_storage = true;
+  // When set, each pass's seconds are added to the entry of its name (runs accumulate), so that a
+  // caller can see where lowering spends its time over many lowerings without printing the IR.
+  std::map<std::string, double> *pass_seconds = nullptr;
   static LowerOptions from_env();
 };
 

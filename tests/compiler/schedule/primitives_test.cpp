@@ -40,6 +40,47 @@ TEST(Primitives, SplitWithSymbolicLength) {
             "}\n");
 }
 
+// LowerOptions::pass_seconds: each pass that ran has its time under its name, a pass turned off
+// has none, and lowerings accumulate.
+TEST(Primitives, PassSecondsNameThePassesThatRan) {
+  auto A = te::placeholder({64}, Float(32), "A");
+  auto B = te::compute(
+      {64}, [&](Var i) { return A(i) * 2.0f; }, "B");
+  auto s = te::create_schedule({B});
+  IterVar xo, xi;
+  (*s)[B].split((*s)[B].axis(0), 16, &xo, &xi);
+  (*s)[B].vectorize(xi);
+
+  std::map<std::string, double> all;
+  lower::LowerOptions full;
+  full.pass_seconds = &all;
+  const LoweredFunc vectorized = lower::lower(*s, {A, B}, "double_it", full);
+  for (const char *pass :
+       {"infer_bound", "schedule_ops", "storage_flatten", "simplify", "fuse_with_next_loops", "loop_partition",
+        "unroll_loops", "vectorize_loops", "storage_rewrite", "remove_no_op", "verify_ir"}) {
+    EXPECT_EQ(all.count(pass), 1u) << pass;
+  }
+  for (const auto &[pass, seconds] : all) EXPECT_GE(seconds, 0.0) << pass;
+
+  std::map<std::string, double> few;
+  lower::LowerOptions bare;
+  bare.partition_loops = bare.unroll = bare.vectorize = bare.reuse_storage = false;
+  bare.pass_seconds = &few;
+  const LoweredFunc plain = lower::lower(*s, {A, B}, "double_it", bare);
+  for (const char *pass : {"loop_partition", "unroll_loops", "vectorize_loops", "storage_rewrite"}) {
+    EXPECT_EQ(few.count(pass), 0u) << pass;
+  }
+  EXPECT_EQ(few.size(), 9u);  // infer_bound to thread_sync, simplify, fuse_with_next_loops, remove_no_op, verify_ir
+  // Without the loop passes the vectorized loop stays a loop; with them it is gone.
+  EXPECT_NE(body_text(plain).find("for (i.inner, 0, 16)"), std::string::npos) << body_text(plain);
+  EXPECT_EQ(body_text(vectorized).find("for (i.inner"), std::string::npos) << body_text(vectorized);
+  // A second lowering adds to the same entries.
+  const double before = few.at("schedule_ops");
+  lower::lower(*s, {A, B}, "double_it", bare);
+  EXPECT_GT(few.at("schedule_ops"), before);
+  EXPECT_EQ(few.size(), 9u);
+}
+
 }  // namespace
 }  // namespace kiln
 
