@@ -431,10 +431,19 @@ struct NchwcTile {
 // (n FMAs for n + 1 loads), so the block is two vectors unless that leaves too few columns that
 // divide the output width (then one vector with more columns does better). The accumulators stay
 // within the register file next to the kernel vectors and a broadcast, and within 16: more do not
-// add throughput, and on AVX-512 the larger tiles measured slower. Ties go to more accumulators.
+// add throughput, and on AVX-512 the larger tiles measured slower. Ties go to more accumulators,
+// then to fewer loads.
+// A strided 1x1 kernel is the exception: its input positions are not contiguous (each broadcast
+// reads its own part of a line) and no tap shares them, so the input side of a step costs more
+// than the loads count; with the 32 registers of AVX-512 its tile grows to 28 accumulators (two
+// vectors by 14 columns; the kernel vectors then come from memory as FMA operands). The block stays
+// two vectors, the layout its neighbours in a network agree on. On ResNet-18's downsampling 1x1
+// layers (sweep_bench --configs 0, three runs each) this took 64 -> 128 from 0.95-0.97 of oneDNN
+// to 0.99-1.00 and 128 -> 256 from 0.96-0.99 to 1.05; 256 -> 512 (7 columns) is unchanged.
 Config default_nchwc(const ConfigSpace &s, const Conv &c, const Target &t) {
   const int64_t lanes = t.lanes(c.out), regs = t.vector_registers();
-  const int64_t min_acc = 8, max_acc = 2 * min_acc;
+  const bool strided_1x1 = c.is_1x1() && (c.sh > 1 || c.sw > 1);
+  const int64_t min_acc = 8, max_acc = strided_1x1 && regs >= 32 ? 28 : 2 * min_acc;
   auto efficiency = [min_acc](const NchwcTile &x) {
     const int64_t a = x.accumulators();
     return static_cast<double>(a) / static_cast<double>(std::max({a, x.loads(), min_acc}));
@@ -447,13 +456,15 @@ Config default_nchwc(const ConfigSpace &s, const Conv &c, const Target &t) {
     NchwcTile x;
     x.oc_bn = c.oc_bn ? c.oc_bn : largest_divisor_at_most(c.OC, want_vecs * lanes);
     x.vecs = ceil_div(x.oc_bn, lanes);
-    const int64_t limit = std::max<int64_t>(1, std::min(max_acc, regs - x.vecs - 1));
+    const int64_t limit = std::max<int64_t>(1, std::min(max_acc, strided_1x1 ? regs - 1 : regs - x.vecs - 1));
     for (int64_t rows : {1, 2}) {
       if (rows == 2 && !two_rows) break;
       x.rows = rows;
       x.cols = tile_columns(c.OW, std::max<int64_t>(1, limit / (x.vecs * rows)));
       const double e = efficiency(x);
-      if (e > best_eff + 1e-9 || (e > best_eff - 1e-9 && x.accumulators() > best.accumulators())) {
+      const bool tie = e > best_eff - 1e-9 && e < best_eff + 1e-9;
+      if (e > best_eff + 1e-9 || (tie && x.accumulators() > best.accumulators()) ||
+          (tie && x.accumulators() == best.accumulators() && x.loads() < best.loads())) {
         best = x;
         best_eff = e;
       }
