@@ -288,6 +288,17 @@ std::vector<db::Record> job_records(db::TuningDb &log, int64_t job) {
   return out;
 }
 
+// Random search with the confirmation of `top` leaders (timed twice more each).
+TuneOptions confirming(int64_t trials, int64_t batch, int64_t top) {
+  TuneOptions o;
+  o.strategy = "random";
+  o.trials = trials;
+  o.batch_size = batch;
+  o.confirm_top = top;
+  o.confirm_repeats = 2;
+  return o;
+}
+
 TEST_F(JobFixture, AJobRecordsEveryTrialWithinItsBudget) {
   db::TuningDb log = db::TuningDb::open(path());
   SyntheticMeasurer m;
@@ -338,12 +349,7 @@ TEST_F(JobFixture, TheConfirmationTimesTheLeadersAgainSoALuckyTimingIsNotTheBest
     return o;
   });
   Tuner tuner(log, m, kTarget, kDevice);
-  TuneOptions o;
-  o.strategy = "random";
-  o.trials = 120;
-  o.batch_size = 8;
-  o.confirm_top = 4;
-  o.confirm_repeats = 2;
+  const TuneOptions o = confirming(120, 8, 4);
   const TuneTask task{"dense_pack.x86", dense_args(64, 64, 64), 1, "a"};
   const int64_t job = tuner.create_job("noisy", {task}, o);
   const JobStatus st = tuner.run(job);
@@ -397,12 +403,7 @@ TEST_F(JobFixture, TheConfirmationTimesTheDefaultAgainSoAnUnluckyTimingDoesNotHi
     return o;
   });
   Tuner tuner(log, m, kTarget, kDevice);
-  TuneOptions o;
-  o.strategy = "random";
-  o.trials = 64;
-  o.batch_size = 8;
-  o.confirm_top = 3;
-  o.confirm_repeats = 2;
+  const TuneOptions o = confirming(64, 8, 3);
   const int64_t job = tuner.create_job("unlucky default", {task}, o);
   const JobStatus st = tuner.run(job);
   EXPECT_EQ(st.state, "done");
@@ -438,11 +439,7 @@ TEST_F(JobFixture, ALeaderFailingWhenTimedAgainIsDroppedAndAPausedJobConfirmsNot
     return o;
   });
   Tuner tuner(log, m, kTarget, kDevice);
-  TuneOptions o;
-  o.strategy = "random";
-  o.trials = 64;
-  o.batch_size = 8;
-  o.confirm_top = 4;
+  const TuneOptions o = confirming(64, 8, 4);
   const int64_t job = tuner.create_job("flaky", {{"dense_pack.x86", dense_args(32, 64, 64), 1, "a"}}, o);
   const JobStatus st = tuner.run(job);
   EXPECT_EQ(st.state, "done");
