@@ -442,8 +442,8 @@ struct NchwcTile {
 // to 0.99-1.00 and 128 -> 256 from 0.96-0.99 to 1.05; 256 -> 512 (7 columns) is unchanged.
 Config default_nchwc(const ConfigSpace &s, const Conv &c, const Target &t) {
   const int64_t lanes = t.lanes(c.out), regs = t.vector_registers();
-  const bool strided_1x1 = c.is_1x1() && (c.sh > 1 || c.sw > 1);
-  const int64_t min_acc = 8, max_acc = strided_1x1 && regs >= 32 ? 28 : 2 * min_acc;
+  const bool wide_tile = c.is_1x1() && (c.sh > 1 || c.sw > 1) && regs >= 32;  // see above
+  const int64_t min_acc = 8, max_acc = wide_tile ? 28 : 2 * min_acc;
   auto efficiency = [min_acc](const NchwcTile &x) {
     const int64_t a = x.accumulators();
     return static_cast<double>(a) / static_cast<double>(std::max({a, x.loads(), min_acc}));
@@ -456,7 +456,7 @@ Config default_nchwc(const ConfigSpace &s, const Conv &c, const Target &t) {
     NchwcTile x;
     x.oc_bn = c.oc_bn ? c.oc_bn : largest_divisor_at_most(c.OC, want_vecs * lanes);
     x.vecs = ceil_div(x.oc_bn, lanes);
-    const int64_t limit = std::max<int64_t>(1, std::min(max_acc, strided_1x1 ? regs - 1 : regs - x.vecs - 1));
+    const int64_t limit = std::max<int64_t>(1, std::min(max_acc, wide_tile ? regs - 1 : regs - x.vecs - 1));
     for (int64_t rows : {1, 2}) {
       if (rows == 2 && !two_rows) break;
       x.rows = rows;
