@@ -518,7 +518,7 @@ void run_model(const ModelOptions &o) {
   eo.target = o.target;
   ConfigSource configs(o);
   eo.configs = configs.lookup.get();
-  if (o.optimize) g = driver::optimize_graph_for_target(g, o.target);
+  if (o.optimize) g = driver::optimize_graph_for_target(g, o.target, eo.configs);
   driver::GraphExecutor ex(std::move(g), eo);
   const auto t1 = std::chrono::steady_clock::now();
   if (o.print_graph) std::cout << graph::print(ex.graph());
@@ -559,34 +559,9 @@ void run_model(const ModelOptions &o) {
   if (o.bench > 0) print_bench(o.bench, [&] { ex.run(inputs); });
 }
 
-// The tuning log's lookup as the compiler consults it, keeping the record it answered for each
-// workload: `kiln compile` names the record each task's config came from.
-class RecordingLookup final : public ops::ConfigLookup {
- public:
-  explicit RecordingLookup(const ops::ConfigLookup &log) : log_(log) {}
-  std::optional<ops::TunedConfig> best(const contracts::Workload &workload, const std::string &target) const override {
-    std::optional<ops::TunedConfig> found = log_.best(workload, target);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (found) answers_[workload.key] = *found;
-    return found;
-  }
-  // The record answered for the workload `key`; nullopt when none was.
-  std::optional<ops::TunedConfig> answer(const std::string &key) const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = answers_.find(key);
-    if (it == answers_.end()) return std::nullopt;
-    return it->second;
-  }
-
- private:
-  const ops::ConfigLookup &log_;
-  mutable std::mutex mutex_;
-  mutable std::map<std::string, ops::TunedConfig> answers_;
-};
-
 // One tuning task of a compiled model (its fused kernels share the anchor's workload) and where its
 // config came from: the worst of its kernels' sources (one kernel at the default makes the task's
-// config a default), and the record of the log the lookup answered.
+// config a default), and the log's record that kernel's config came from.
 struct TaskSource {
   driver::ExtractedTask task;
   driver::KernelReport::Source source = driver::KernelReport::Source::kDefault;
@@ -597,7 +572,7 @@ struct TaskSource {
 };
 
 std::vector<TaskSource> task_sources(const graph::Graph &g, const std::string &target,
-                                     const std::vector<driver::KernelReport> &kernels, const RecordingLookup &lookup) {
+                                     const std::vector<driver::KernelReport> &kernels) {
   using Source = driver::KernelReport::Source;
   auto rank = [](Source s) {
     switch (s) {
@@ -618,10 +593,12 @@ std::vector<TaskSource> task_sources(const graph::Graph &g, const std::string &t
     bool seen = false;
     for (const driver::KernelReport &k : kernels) {
       if (k.workload_key != t.workload_key) continue;
-      if (!seen || rank(k.source) > rank(s.source)) s.source = k.source;
+      if (!seen || rank(k.source) > rank(s.source)) {
+        s.source = k.source;
+        s.record = k.record;
+      }
       seen = true;
     }
-    s.record = lookup.answer(t.workload_key);
     s.task = std::move(t);
     out.push_back(std::move(s));
   }
@@ -696,17 +673,16 @@ void run_compile(const ModelOptions &o) {
   const auto t0 = std::chrono::steady_clock::now();
   graph::Graph g = frontend::onnx::import_model(o.model, import_options(o, nullptr));
   ConfigSource configs(o);
-  std::optional<RecordingLookup> lookup;
-  if (configs.lookup) lookup.emplace(*configs.lookup);
-  g = driver::optimize_graph_for_target(g, o.target);
+  const ops::ConfigLookup *lookup = configs.lookup.get();
+  g = driver::optimize_graph_for_target(g, o.target, lookup);
   if (o.print_graph) std::cout << graph::print(g);
   driver::GraphCompileOptions co;
   co.kernels.target = o.target;
-  co.kernels.configs = lookup ? &*lookup : nullptr;
+  co.kernels.configs = lookup;
   driver::GraphCompileReport r = driver::compile_graph(g, o.output, co);
   const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::vector<TaskSource> tasks;
-  if (lookup) tasks = task_sources(g, o.target, r.templates, *lookup);
+  if (lookup) tasks = task_sources(g, o.target, r.templates);
   if (o.json) {
     ordered_json j;
     j["artifact"] = o.output;
@@ -790,7 +766,9 @@ void add_model_commands(CLI::App &app) {
   run->add_option("--profile-json", o->profile_json,
                   "with --profile: write the table to FILE as JSON (with \"traceEvents\" for a trace viewer)");
   run->add_flag("--print-graph", o->print_graph, "print the graph after import (and the passes)");
-  run->add_option("--db", o->db, "a tuning log: template kernels use its best configs for --target / --device-key");
+  run->add_option("--db", o->db,
+                  "a tuning log: template kernels use its best configs for --target / --device-key (with --optimize, "
+                  "convolutions also the channel blocks of its records)");
   run->add_option("--device-key", o->device_key, "the device class whose records --db may use")->capture_default_str();
   run->add_flag("--optimize", o->optimize,
                 "run the graph passes first (simplification, BatchNorm folding, constant folding, CSE, DCE)");
@@ -804,7 +782,9 @@ void add_model_commands(CLI::App &app) {
       "compile", "compile an ONNX model into one deployable file (kernels, graph, parameters, memory plan)");
   add_model_options(compile, *c);
   compile->add_option("-o,--output", c->output, "the artifact to write, e.g. model.kiln")->required();
-  compile->add_option("--db", c->db, "a tuning log: template kernels use its best configs for --target / --device-key");
+  compile->add_option("--db", c->db,
+                      "a tuning log: template kernels use its best configs for --target / --device-key, and "
+                      "convolutions the channel blocks of its records");
   compile->add_option("--device-key", c->device_key, "the device class whose records --db may use")
       ->capture_default_str();
   compile->add_flag("--print-graph", c->print_graph, "print the graph after the passes");

@@ -221,14 +221,13 @@ double median(std::vector<double> v) {
 // kWarmupRuns, the compilations' runs interleaved so that each sees the same load of the machine.
 std::vector<ModelLatency> measure_model(const graph::Graph &g, const std::string &target,
                                         const std::vector<const ops::ConfigLookup *> &configs, int64_t runs) {
-  // The layout does not depend on the tuning log: one optimized graph serves every lookup.
-  const graph::Graph optimized = driver::optimize_graph_for_target(g, target);
+  // Each lookup has its own graph: the layout takes the convolutions' blocks from the log.
   std::vector<std::unique_ptr<driver::GraphExecutor>> executors;
   for (const ops::ConfigLookup *c : configs) {
     driver::ExecutorOptions eo;
     eo.target = target;
     eo.configs = c;
-    executors.push_back(std::make_unique<driver::GraphExecutor>(optimized, eo));
+    executors.push_back(std::make_unique<driver::GraphExecutor>(driver::optimize_graph_for_target(g, target, c), eo));
   }
   const std::vector<deploy::Tensor> inputs = random_inputs(g);
   for (const auto &ex : executors) {

@@ -1,6 +1,7 @@
 #pragma once
 // The tuning log as the compiler's ConfigLookup: the best valid record of a workload on the exact
-// target, else on any target of the same device class (db::Scope::kExactThenClass).
+// target, else on any target of the same device class (db::Scope::kExactThenClass), and its k best
+// configs from the same place (db::TuningDb::top_k).
 #include <mutex>
 #include <string>
 
@@ -14,6 +15,8 @@ class DbConfigLookup final : public ops::ConfigLookup {
   // `db` must outlive the lookup. `device_key` names the device class of the target.
   DbConfigLookup(db::TuningDb &db, std::string device_key) : db_(db), device_key_(std::move(device_key)) {}
   std::optional<ops::TunedConfig> best(const contracts::Workload &workload, const std::string &target) const override;
+  std::vector<ops::TunedConfig> top(const contracts::Workload &workload, const std::string &target,
+                                    int64_t k) const override;
 
  private:
   db::TuningDb &db_;

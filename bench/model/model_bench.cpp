@@ -370,7 +370,10 @@ int run_bench(int argc, char **argv) {
     Timing art_t, tuned_t;
     std::unique_ptr<Artifact> art_tuned;
     if (lookup) {
-      art_tuned = std::make_unique<Artifact>(compile_artifact(optimized, tuned, input));
+      // The layout takes the convolutions' blocks from the log.
+      driver::GraphPipelineOptions po = driver::GraphPipelineOptions::from_env();
+      po.configs = lookup.get();
+      art_tuned = std::make_unique<Artifact>(compile_artifact(driver::optimize_graph(g, po), tuned, input));
       std::tie(art_t, tuned_t) = time_interleaved(art->module, art_tuned->module, runs);
     } else {
       art_t = time_runs([&] { art->module.run(); }, runs);

@@ -26,6 +26,8 @@
 // (in L1, so the exp's instructions, not memory, bound it), at one thread; bound_us is the case's elements times that
 // over the threads that have rows to work on (softmax computes one exp per element); bound_roofline is the case's GB/s
 // at that time over the copy's: the roofline no softmax with this exp can pass.
+// The reorder cases are layout_transform.x86 (what the layout pass inserts where two convolutions'
+// channel blocks disagree; docs/graph.md estimates their cost from these) against oneDNN's reorder.
 // --asm DIR writes each case's lowered function and assembly (and the exp kernel's, DIR/exp.*).
 #include <dlfcn.h>
 #include <time.h>
@@ -45,6 +47,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -137,6 +140,44 @@ Case pool_case(const std::string &name, const std::vector<int64_t> &shape, bool 
       if (ws) a[DNNL_ARG_WORKSPACE] = ws;
       prim.execute(st2, a);
     });
+  };
+  return c;
+}
+
+// oneDNN's tag for NCHW data in channel blocks of `b` (0: NCHW).
+tag blocked_tag(int64_t b) {
+  switch (b) {
+    case 0:
+      return tag::abcd;
+    case 8:
+      return tag::aBcd8b;
+    case 16:
+      return tag::aBcd16b;
+    case 32:
+      return tag::aBcd32b;
+    default:
+      throw std::invalid_argument("no oneDNN tag for a block of " + std::to_string(b));
+  }
+}
+
+// A layout transform of NCHW `shape` from channel blocks of `src` to blocks of `dst` (0: NCHW), as
+// the layout pass inserts between convolutions that disagree; oneDNN's reorder between the same two
+// layouts.
+Case reorder_case(const std::string &name, const std::vector<int64_t> &shape, int64_t src, int64_t dst) {
+  std::vector<int64_t> data = shape;
+  if (src) data = {shape[0], shape[1] / src, shape[2], shape[3], src};
+  Case c{name,
+         "layout_transform.x86",
+         Json::object({{"data", tensor(data)}, {"src_block", src}, {"dst_block", dst}}),
+         shape,
+         shape,
+         nullptr};
+  c.onednn = [shape, src, dst](dnnl::engine &eng, memory &in, memory &out) {
+    memory from(memory::desc(dims(shape), dt::f32, blocked_tag(src)), eng, in.get_data_handle());
+    memory to(memory::desc(dims(shape), dt::f32, blocked_tag(dst)), eng, out.get_data_handle());
+    auto prim = dnnl::reorder(from, to);
+    return std::function<void(dnnl::stream &)>(
+        [prim, from, to](dnnl::stream &s) mutable { prim.execute(s, from, to); });
   };
   return c;
 }
@@ -335,6 +376,11 @@ int main(int argc, char **argv) {
       pool_case("global_maxpool_1x2048x7x7", {1, 2048, 7, 7}, true, 0, 0, 0, true),
       layer_norm_case("layer_norm_1x128x768", {1, 128, 768}),
       layer_norm_case("layer_norm_1x384x1024", {1, 384, 1024}),
+      // Between two convolutions whose blocks disagree (ResNet-18's first stage, 802 KB), and into
+      // the blocked layout.
+      reorder_case("reorder_32c_16c_1x64x56x56", {1, 64, 56, 56}, 32, 16),
+      reorder_case("reorder_16c_32c_1x128x28x28", {1, 128, 28, 28}, 16, 32),
+      reorder_case("reorder_nchw_32c_1x64x56x56", {1, 64, 56, 56}, 0, 32),
   };
   std::printf("ops omp_wait_policy=%s\n", bench::onednn_wait_policy().c_str());
   const ops::Target tg = driver::resolve_target(target);

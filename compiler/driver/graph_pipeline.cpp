@@ -48,8 +48,9 @@ graph::Graph optimize_graph(const graph::Graph &input, const GraphPipelineOption
   run("fuse_layer_norms", options.fuse, graph::passes::fuse_layer_norms);
   run("inline_injective_producers", options.fuse, graph::passes::inline_injective_producers);
   run("fuse_epilogues", options.fuse, graph::passes::fuse_epilogues);
-  run("alter_layout", options.alter_layout,
-      [&](const graph::Graph &x) { return graph::passes::alter_layout(x, resolve_target(options.target)); });
+  run("alter_layout", options.alter_layout, [&](const graph::Graph &x) {
+    return graph::passes::alter_layout(x, resolve_target(options.target), options.configs);
+  });
   run("prepack_dense", options.alter_layout,
       [&](const graph::Graph &x) { return graph::passes::prepack_dense(x, resolve_target(options.target)); });
   run("fuse_expand_depthwise", options.fuse && options.alter_layout && options.fuse_expand_depthwise,
@@ -60,9 +61,11 @@ graph::Graph optimize_graph(const graph::Graph &input, const GraphPipelineOption
   return g;
 }
 
-graph::Graph optimize_graph_for_target(const graph::Graph &g, const std::string &target) {
+graph::Graph optimize_graph_for_target(const graph::Graph &g, const std::string &target,
+                                       const ops::ConfigLookup *configs) {
   GraphPipelineOptions options = GraphPipelineOptions::from_env();
   options.target = target;
+  options.configs = configs;
   return optimize_graph(g, options);
 }
 

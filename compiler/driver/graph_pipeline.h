@@ -17,6 +17,9 @@ struct GraphPipelineOptions {
   bool fuse = true;
   // Convolutions in the blocked NCHW[x]c layout (passes/alter_layout.cpp).
   bool alter_layout = true;
+  // The tuning log (may be null): the layout pass takes each convolution's blocks from the measured
+  // configs of its tuning task, where it has some, else the templates' defaults.
+  const ops::ConfigLookup *configs = nullptr;
   // A 1x1 convolution and the depthwise one that reads it as one kernel, where the expanded tensor
   // is large (passes/fuse_expand_depthwise.cpp); needs fuse and alter_layout. The environment
   // switch KILN_FUSE_EXPAND_DEPTHWISE=0 turns it off.
@@ -32,9 +35,11 @@ graph::Graph optimize_graph(const graph::Graph &g,
                             const GraphPipelineOptions &options = GraphPipelineOptions::from_env());
 
 // The pipeline as the commands run it on a model for `target` (`kiln run --optimize`, `kiln compile`,
-// `kiln tune --model`): every pass, KILN_DEBUG_GRAPH honoured. No pass reads the tuning log: the
-// layout pass chooses the blocks for the graph and fixes them in the convolutions' workloads, so the
-// graph `kiln tune --model` extracts tasks from is the one the compiler replays tuned configs on.
-graph::Graph optimize_graph_for_target(const graph::Graph &g, const std::string &target);
+// `kiln tune --model`): every pass, KILN_DEBUG_GRAPH honoured. With `configs` (the tuning log the
+// kernels will be built with) the layout pass takes the convolutions' blocks from it; the tasks of a
+// convolution do not depend on its blocks (ops::tuning_task), so `kiln tune --model` extracts the
+// same convolution tasks with or without a log.
+graph::Graph optimize_graph_for_target(const graph::Graph &g, const std::string &target,
+                                       const ops::ConfigLookup *configs = nullptr);
 
 }  // namespace kiln::driver

@@ -102,6 +102,7 @@ void choose_config(NodeKernel &k, const Node &n, const ExecutorOptions &options)
   k.report.args_json = tuned_as.workload().args_json;
   const ops::TunedChoice c = ops::choose_tuned_config(options.configs, *k.task);
   k.config = c.config;
+  k.report.record = c.record;
   if (c.config) {
     k.report.source = c.exact_target ? KernelReport::Source::kExact : KernelReport::Source::kDeviceClass;
   } else if (c.found) {

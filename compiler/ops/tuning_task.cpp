@@ -2,7 +2,12 @@
 
 namespace kiln::ops {
 
-Task tuning_task(const Task &kernel) {
+namespace {
+
+const char *const kBlockArgs[] = {"ic_bn", "oc_bn", "c_bn", "bn"};
+
+// `kernel` without its epilogue where that leaves the config space as it is; otherwise `kernel`.
+Task anchor_task(const Task &kernel) {
   const contracts::Json &args = kernel.workload().args;
   const contracts::Json *epilogue = args.is_object() ? args.find("epilogue") : nullptr;
   if (!epilogue || !epilogue->is_array() || epilogue->size() == 0) return kernel;
@@ -12,10 +17,6 @@ Task tuning_task(const Task &kernel) {
   if (task.space().fingerprint() != kernel.space().fingerprint()) return kernel;
   return task;
 }
-
-namespace {
-
-const char *const kBlockArgs[] = {"ic_bn", "oc_bn", "c_bn", "bn"};
 
 // A config of the free-block task `free` in the space of `kernel` (the same knobs, the blocks
 // restricted to the fixed ones); nullopt when its blocks are others.
@@ -35,6 +36,15 @@ std::optional<autotune::Config> with_fixed_blocks(const Task &kernel, const Task
 }
 
 }  // namespace
+
+bool free_blocks_when_tuned(const Task &kernel) {
+  const std::string &t = kernel.workload().template_name;
+  return t == "conv2d_nchwc.x86" || t == "depthwise_conv2d_nchwc.x86";
+}
+
+Task tuning_task(const Task &kernel) {
+  return anchor_task(free_blocks_when_tuned(kernel) ? without_fixed_blocks(kernel) : kernel);
+}
 
 Task without_fixed_blocks(const Task &kernel) {
   const contracts::Json &args = kernel.workload().args;
@@ -57,26 +67,32 @@ Task without_fixed_blocks(const Task &kernel) {
 TunedChoice choose_tuned_config(const ConfigLookup *configs, const Task &kernel) {
   TunedChoice c;
   if (!configs) return c;
-  std::optional<TunedConfig> tuned = configs->best(tuning_task(kernel).workload(), kernel.target().str());
-  if (!tuned) {
-    // An older record with the blocks as knobs, where they are the fixed ones.
-    const Task free = without_fixed_blocks(kernel);
-    if (free.key() == kernel.key()) return c;
-    const std::optional<TunedConfig> old = configs->best(tuning_task(free).workload(), kernel.target().str());
-    if (!old) return c;
-    const std::optional<autotune::Config> cfg = with_fixed_blocks(kernel, tuning_task(free), old->config);
-    if (!cfg) return c;
+  // The record of the kernel's own workload (its blocks fixed as they are).
+  if (std::optional<TunedConfig> own = configs->best(anchor_task(kernel).workload(), kernel.target().str())) {
     c.found = true;
-    c.exact_target = old->exact_target;
-    c.config = cfg;
-    return c;
+    c.exact_target = own->exact_target;
+    c.record = own;
+    try {
+      c.config = kernel.space().from_record(own->config);
+    } catch (const UserError &e) {
+      c.stale = e.what();
+    }
   }
-  c.found = true;
-  c.exact_target = tuned->exact_target;
-  try {
-    c.config = kernel.space().from_record(tuned->config);
-  } catch (const UserError &e) {
-    c.stale = e.what();
+  // The fastest record of the free-block task whose blocks are the fixed ones, where it is faster.
+  const Task free = without_fixed_blocks(kernel);
+  if (free.key() == kernel.key()) return c;
+  const Task free_task = anchor_task(free);
+  for (const TunedConfig &t : configs->top(free_task.workload(), kernel.target().str(), kBlockCandidates)) {
+    std::optional<autotune::Config> cfg = with_fixed_blocks(kernel, free_task, t.config);
+    if (!cfg) continue;
+    if (!c.config || t.mean_s < c.record->mean_s) {
+      c.found = true;
+      c.exact_target = t.exact_target;
+      c.record = t;
+      c.config = std::move(cfg);
+      c.stale.clear();
+    }
+    break;
   }
   return c;
 }

@@ -7,11 +7,13 @@
 // tuned as its anchor's workload: the same template and arguments without the epilogue, so that
 // conv+relu and conv+add+relu of one shape are one task and one record serves both.
 //
-// A blocked convolution (conv2d_nchwc.x86, depthwise_conv2d_nchwc.x86) is built and tuned with its
-// blocks fixed by its arguments (ic_bn, oc_bn; c_bn), the blocks the layout pass chose for the whole
-// graph: its space tunes the rest of the schedule, and no tuned config changes the layout. A record
-// of the same workload with the blocks as knobs (a log from before the blocks were fixed) still
-// serves it when its blocks are the fixed ones.
+// A blocked convolution (conv2d_nchwc.x86, depthwise_conv2d_nchwc.x86) is built with its blocks
+// fixed by its arguments (ic_bn, oc_bn; c_bn), the blocks the layout pass chose, but tuned with the
+// blocks as knobs, as AutoTVM tunes conv2d_NCHWc: its task is the convolution in NCHW terms, the
+// tuner measures every block choice in its own layout, and the layout pass takes each convolution's
+// blocks from the records of that task (graph/passes/alter_layout.cpp). The kernel then takes the
+// fastest record whose blocks are its own. A record of the fixed-block workload (a log from when
+// those were the tasks; a prepacked dense layer, whose block stays fixed) serves it too.
 #include <optional>
 #include <string>
 
@@ -22,19 +24,29 @@ namespace kiln::ops {
 
 // The task `kernel` is tuned and looked up as: the same template and arguments without the
 // epilogue where that leaves the config space as it is (same fingerprint, so one config applies to
-// both); otherwise `kernel` itself.
+// both), and for a blocked convolution without its fixed blocks (free_blocks_when_tuned).
 Task tuning_task(const Task &kernel);
+
+// Whether `kernel`'s fixed blocks are knobs of its tuning task: a blocked convolution's (the layout
+// pass chooses them from the tuning log), not a prepacked dense layer's.
+bool free_blocks_when_tuned(const Task &kernel);
 
 // `kernel` with the blocks its arguments fix (ic_bn, oc_bn, c_bn; a prepacked dense's bn) made
 // knobs again: the template's own choice of blocks is this task's default config. `kernel` itself
 // when it fixes none.
 Task without_fixed_blocks(const Task &kernel);
 
-// The config `kernel` is built with, from `configs` (may be null): the record of its tuning task,
-// else for fixed blocks the record of the free-block tuning task when its blocks are the fixed ones.
+// How many of a free-block task's best configs are read to find the fastest with given blocks (the
+// layout pass's candidates, and a fixed-block kernel's record).
+inline constexpr int64_t kBlockCandidates = 512;
+
+// The config `kernel` is built with, from `configs` (may be null): the faster of the record of its
+// own workload without the epilogue (fixed blocks and all) and, for fixed blocks, the fastest record
+// of the free-block task whose blocks are the fixed ones.
 struct TunedChoice {
   std::optional<autotune::Config> config;  // the tuned config; nullopt: the template's default
-  bool found = false;                      // the lookup had a record for the tuning task
+  std::optional<TunedConfig> record;       // the record it came from (or the stale one)
+  bool found = false;                      // the lookup had a record for the kernel
   bool exact_target = false;               // ... measured on this exact target (else its device class)
   std::string stale;                       // a record the kernel's space refuses: why (config unset)
 };

@@ -102,12 +102,14 @@ void bind_graph(py::module_ m) {
       .def("__len__", [](const graph::Graph &g) { return g.nodes().size(); })
       .def(
           "optimize",
-          [](const graph::Graph &g, const std::string &target) {
+          [](const graph::Graph &g, const std::string &target, py::object log, const std::string &device) {
+            Lookup configs(log, device);
             py::gil_scoped_release release;
-            return driver::optimize_graph_for_target(g, target);
+            return driver::optimize_graph_for_target(g, target, configs.get());
           },
-          py::arg("target") = "llvm -mcpu=native",
-          "The graph after every pass of the pipeline for `target` (what kiln compile runs).")
+          py::arg("target") = "llvm -mcpu=native", py::arg("log") = py::none(), py::arg("device") = "local-cpu",
+          "The graph after every pass of the pipeline for `target` (what kiln compile runs); with a tuning log (a "
+          "path or a kiln.db.TuningLog) for `device`, the convolutions' blocks are those of their tuned configs.")
       .def("__str__", [](const graph::Graph &g) { return graph::print(g); });
 
   m.def(

@@ -103,5 +103,36 @@ TEST(DbConfigLookup, ARecordOfAnotherTargetOfTheClassIsUsedAndSaidSo) {
             driver::KernelReport::Source::kDefault);
 }
 
+TEST(DbConfigLookup, TopListsTheFastestConfigsFirstFromWhereBestLooks) {
+  test::TempDir dir;
+  db::TuningDb log = db::TuningDb::open(dir.path() + "/kiln.db");
+  tuner::DbConfigLookup lookup(log, "local-cpu");
+  driver::ExecutorOptions options;
+  options.target = kTarget;
+  options.configs = &lookup;
+  const driver::KernelReport kernel = driver::GraphExecutor(conv_graph(), options).stats().templates.at(0);
+  const contracts::Workload w =
+      ops::Task(kernel.template_name, contracts::Json::parse(kernel.args_json), driver::resolve_target(kTarget))
+          .workload();
+  EXPECT_TRUE(lookup.top(w, kTarget, 5).empty());
+  // Another target of the class only: top() answers from the class, as best() does.
+  record(log, kernel, 3, 5e-6, "llvm -mcpu=native -mattr=+avx2");
+  ASSERT_EQ(lookup.top(w, kTarget, 5).size(), 1u);
+  EXPECT_FALSE(lookup.top(w, kTarget, 5)[0].exact_target);
+  // On the exact target: only its records, fastest first.
+  record(log, kernel, 0, 3e-5, kTarget);
+  record(log, kernel, 1, 1e-5, kTarget);
+  record(log, kernel, 2, 2e-5, kTarget);
+  const std::vector<ops::TunedConfig> two = lookup.top(w, kTarget, 2);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].config.index, 1);
+  EXPECT_EQ(two[1].config.index, 2);
+  EXPECT_DOUBLE_EQ(two[0].mean_s, 1e-5);
+  EXPECT_TRUE(two[0].exact_target);
+  EXPECT_EQ(two[0].config.index, lookup.best(w, kTarget)->config.index);
+  EXPECT_EQ(lookup.top(w, kTarget, 10).size(), 3u);
+  EXPECT_TRUE(lookup.top(w, kTarget, 0).empty());
+}
+
 }  // namespace
 }  // namespace kiln

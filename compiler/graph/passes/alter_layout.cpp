@@ -94,8 +94,9 @@ Block widest_vector_block(int64_t channels, int64_t lanes) {
 // the template's default; a depthwise conv's output block is its input block; another conv's is
 // `out` (the block of a residual it adds; 0: none) where it is legal, else the template's default,
 // else the widest vector block. `probe` is the node over values of `g` with blocks of 1: its kernel
-// with the blocks made knobs gives the template's defaults. The one place the pass chooses blocks;
-// the node's workload then fixes them, so that no tuned config changes them.
+// with the blocks made knobs gives the template's defaults. The blocks without a tuning log, or for a
+// conv whose task the log has no record of (LayoutPass::tuned_blocks chooses them otherwise); the
+// node's workload then fixes them.
 ConvBlocks conv_blocks(const Graph &g, const Node &probe, const ops::Target &target, Block in, Block out) {
   const Kernel k = find_op(probe.op)->kernel(OpContext(g, probe));
   const ops::Task task = ops::without_fixed_blocks(ops::Task(k.template_name, k.template_args, target));
@@ -132,12 +133,18 @@ const std::set<std::string> &binary_ops() {
   return ops;
 }
 
+// The estimated throughput of a LayoutTransform between two blocked layouts, bytes of the tensor per
+// second (each byte read once and written once): layout_transform.x86 at 1 thread on this project's
+// AVX-512 machine moved ResNet-18 and MobileNetV2 activations (0.2-3 MB) at 6-9 GB/s.
+constexpr double kTransformBytesPerSecond = 6e9;
+
 class LayoutPass {
  public:
-  LayoutPass(const Graph &g, const ops::Target &target)
+  LayoutPass(const Graph &g, const ops::Target &target, const ops::ConfigLookup *configs)
       : g_(g),
         rw_(g),
         target_(target),
+        configs_(configs),
         root_(g.values().size()),
         old_block_(g.values().size(), 0),
         primary_(g.values().size(), {kNoValue, 0}) {
@@ -148,6 +155,13 @@ class LayoutPass {
   }
 
   Graph run() {
+    read_by_.assign(g_.values().size(), {});
+    for (size_t i = 0; i < g_.nodes().size(); ++i) {
+      for (ValueId v : g_.nodes()[i].inputs) {
+        if (v != kNoValue) read_by_[static_cast<size_t>(v)].push_back(static_cast<int32_t>(i));
+      }
+    }
+    for (ValueId o : g_.outputs()) read_by_[static_cast<size_t>(o)].push_back(-1);  // read outside
     for (const Node &n : g_.nodes()) {
       if (n.op == kLayoutTransformOp && from_transform(n)) continue;
       bool plain = true;
@@ -415,7 +429,90 @@ class LayoutPass {
     c.outputs = probe.add_node(c, {"y"}, types);
     Block residual = 0;
     for (size_t i = 3; i < n.inputs.size() && residual == 0; ++i) residual = block_of(n.inputs[i]);
-    return conv_blocks(probe, probe.nodes().back(), target_, block_of(n.inputs[0]), residual);
+    const ConvBlocks d = conv_blocks(probe, probe.nodes().back(), target_, block_of(n.inputs[0]), residual);
+    // An expansion and the depthwise conv after it may become one kernel (fuse_expand_depthwise)
+    // whose task fixes the blocks they have without the log, so they keep those, and so does the
+    // output block of a conv whose output such an expansion reads (among other readers).
+    if (!configs_ || expansion(n) || (n.attr_int("group", 1) != 1 && expansion(producer(n.inputs[0])))) return d;
+    bool feeds_expansion = false;
+    for (int32_t r : read_by_[static_cast<size_t>(n.outputs[0])])
+      feeds_expansion = feeds_expansion || (r >= 0 && expansion(&g_.nodes()[static_cast<size_t>(r)]));
+    if (std::optional<ConvBlocks> t = tuned_blocks(probe, probe.nodes().back(), n, feeds_expansion ? d.oc_bn : 0))
+      return *t;
+    return d;
+  }
+
+  // The old node that writes `v`, or null for an input or a constant.
+  const Node *producer(ValueId v) const {
+    if (v == kNoValue) return nullptr;
+    const int32_t p = old(v).producer;
+    return p < 0 ? nullptr : &g_.nodes()[static_cast<size_t>(p)];
+  }
+
+  // Whether old node `n` is an expansion fuse_expand_depthwise may fuse: a 1x1 Conv or FusedConv
+  // (groups 1, stride 1, no padding, no residual) whose output one depthwise conv alone reads.
+  bool expansion(const Node *n) const {
+    if (!n || (n->op != "Conv" && n->op != "FusedConv") || n->inputs.size() > 3 || n->outputs.size() != 1 ||
+        n->attr_int("group", 1) != 1)
+      return false;
+    const TensorType &w = old(n->inputs[1]).type;
+    if (w.rank() != 4 || w.shape[2] != 1 || w.shape[3] != 1) return false;
+    for (int64_t s : n->attr_ints("strides", {1, 1}))
+      if (s != 1) return false;
+    for (int64_t p : n->attr_ints("pads", {0, 0, 0, 0}))
+      if (p != 0) return false;
+    const std::vector<int32_t> &r = read_by_[static_cast<size_t>(n->outputs[0])];
+    if (r.size() != 1 || r[0] < 0) return false;
+    const Node &d = g_.nodes()[static_cast<size_t>(r[0])];
+    return (d.op == "Conv" || d.op == "FusedConv") && d.inputs[0] == n->outputs[0] && d.attr_int("group", 1) != 1 &&
+           d.attr_int("group", 1) == old(d.outputs[0]).type.shape[1];
+  }
+  bool expansion(const Node &n) const { return expansion(&n); }
+
+  // With a tuning log: the blocks of the measured config of the conv's tuning task (its workload with
+  // the blocks as knobs, ops::tuning_task) that costs least, a config costing its measured time plus
+  // the estimated time of the transforms it needs: its data in its input block (nothing when the
+  // data is in that block already, has a transform to it already, or is a constant) and a residual
+  // it adds in its output block. Configs whose output block is neither whole vectors nor part of
+  // one are skipped. A greedy choice in graph order: a conv weighs the transforms into it, not those
+  // its output block makes for the layers after it. nullopt when the log has no usable record.
+  // `probe` is the node over values of a probe graph with blocks of 1, `n` the old node; `oc_only`
+  // (0: any) the one output block allowed.
+  std::optional<ConvBlocks> tuned_blocks(const Graph &probe, const Node &pn, const Node &n, Block oc_only) {
+    const Kernel k = find_op(pn.op)->kernel(OpContext(probe, pn));
+    const ops::Task task = ops::tuning_task(ops::Task(k.template_name, k.template_args, target_));
+    const bool dw = pn.attr_int("depthwise", 0) != 0;
+    const int64_t lanes = target_.lanes(ir::Float(32));
+    std::optional<ConvBlocks> best;
+    double best_cost = 0;
+    for (const ops::TunedConfig &r : configs_->top(task.workload(), target_.str(), ops::kBlockCandidates)) {
+      ConvBlocks b;
+      try {
+        const autotune::Config cfg = task.space().from_record(r.config);
+        b.ic_bn = cfg.split(dw ? "tile_c" : "tile_ic").back();
+        b.oc_bn = cfg.split(dw ? "tile_c" : "tile_oc").back();
+      } catch (const UserError &) {
+        continue;  // a record of another version of the space
+      }
+      if (!vector_block(b.oc_bn, lanes) || (oc_only != 0 && b.oc_bn != oc_only)) continue;
+      double cost = r.mean_s + transform_s(n.inputs[0], b.ic_bn);
+      for (size_t i = 3; i < n.inputs.size(); ++i) cost += transform_s(n.inputs[i], b.oc_bn);
+      if (!best || cost < best_cost) {
+        best = b;
+        best_cost = cost;
+      }
+    }
+    return best;
+  }
+
+  // The estimated time of having old value `v` in layout `b` (kTransformBytesPerSecond): nothing
+  // when it is in that layout, has a transform to it already, or is a constant.
+  double transform_s(ValueId v, Block b) const {
+    if (v == kNoValue) return 0;
+    const ValueId r = root_[static_cast<size_t>(v)];
+    if (primary_[static_cast<size_t>(r)].block == b || memo_.count({r, b}) || old(r).is_constant()) return 0;
+    const TensorType &t = old(r).type;
+    return static_cast<double>(t.numel() * static_cast<int64_t>(t.dtype.bytes())) / kTransformBytesPerSecond;
   }
 
   bool unary(const Node &n) {
@@ -551,6 +648,7 @@ class LayoutPass {
   const Graph &g_;
   Rewriter rw_;
   const ops::Target &target_;
+  const ops::ConfigLookup *configs_;
   // Per old value: the old value whose data it is (itself, or the source of a LayoutTransform of the
   // input graph), and its layout in the old graph.
   std::vector<ValueId> root_;
@@ -560,10 +658,14 @@ class LayoutPass {
   std::map<std::pair<ValueId, Block>, ValueId> memo_;
   // Per old value written by a padded convolution: its padded blocked value.
   std::map<ValueId, Padded> padded_;
+  // Per old value: the nodes that read it, once per input (-1: it is a graph output).
+  std::vector<std::vector<int32_t>> read_by_;
 };
 
 }  // namespace
 
-Graph alter_layout(const Graph &g, const ops::Target &target) { return LayoutPass(g, target).run(); }
+Graph alter_layout(const Graph &g, const ops::Target &target, const ops::ConfigLookup *configs) {
+  return LayoutPass(g, target, configs).run();
+}
 
 }  // namespace kiln::graph::passes

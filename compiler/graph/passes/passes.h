@@ -74,17 +74,21 @@ Graph inline_injective_producers(const Graph &g);
 
 // Layout transformation to the blocked NCHW[x]c layout of the CPU convolution templates. Every 2-D
 // float32 Conv or FusedConv with groups 1 (or depthwise with multiplier 1) and a constant weight
-// becomes a ConvNCHWc node (op_layout.cpp) whose weight is packed at compile time. Its blocks are
-// chosen for the graph, not per conv, and are fixed in its workload, so tuned configs do not change
-// the layout: a conv's input block is its producer's output block where that divides its channels
-// (a depthwise conv's output block is its input block), its output block that of a residual it adds
-// where legal, else the template's default (two vectors where the channels allow), else the widest
-// block of whole vectors or part of one that divides the channels. A conv whose output block would
-// be neither whole vectors nor part of one stays NCHW.
+// becomes a ConvNCHWc node (op_layout.cpp) whose weight is packed at compile time, its blocks fixed
+// in its workload. With a tuning log (`configs`), a conv whose tuning task (its workload with the
+// blocks as knobs) has records takes the blocks of the record that costs least with the transforms
+// it needs into it (its data in its input block, a residual in its output block); an expansion that
+// fuse_expand_depthwise may fuse with the depthwise conv after it keeps its blocks and theirs, and a
+// conv whose output it reads its output block (that kernel's task fixes them). Otherwise the
+// blocks are chosen for the graph: a conv's input block is its producer's output block where that
+// divides its channels (a depthwise conv's output block is its input block), its output block that
+// of a residual it adds where legal, else the template's default (two vectors where the channels
+// allow), else the widest block of whole vectors or part of one that divides the channels. A conv
+// whose output block would be neither whole vectors nor part of one stays NCHW.
 // Elementwise ops, pools and channel Concats whose inputs are blocked stay blocked; constants they
 // read are re-laid out at compile time. A LayoutTransform node is inserted where a producer and a
 // consumer disagree, once per (tensor, layout); graph outputs keep their layout and their names.
-Graph alter_layout(const Graph &g, const ops::Target &target);
+Graph alter_layout(const Graph &g, const ops::Target &target, const ops::ConfigLookup *configs = nullptr);
 
 // Dense weights packed at compile time: every FusedDense with a constant weight [N, K] reads it
 // packed once as [ceil(N/bn), K, bn] (the last block zero-padded) and builds dense_pack.x86 with

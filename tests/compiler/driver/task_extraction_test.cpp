@@ -92,11 +92,13 @@ TEST(TaskExtraction, FusedEpiloguesShareTheirConvsTaskAndItsTunedConfig) {
   EXPECT_EQ(t.args.at("data").at("shape").as_int_vector(), (std::vector<int64_t>{1, 8, 12, 12}));
   EXPECT_EQ(t.args.at("kernel").at("shape").as_int_vector(), (std::vector<int64_t>{8, 8, 3, 3}));
   EXPECT_GT(t.flops, 2.0 * 2 * 8 * 12 * 12 * 8 * 9 - 1);
-  // The blocks the layout pass chose are fixed in the task's workload.
+  // The blocks the layout pass chose are fixed in the nodes' kernels, and knobs of the task.
+  EXPECT_FALSE(t.args.contains("ic_bn")) << t.args.dump();
+  EXPECT_FALSE(t.args.contains("oc_bn")) << t.args.dump();
   for (const auto &n : g.nodes()) {
     if (n.op != "ConvNCHWc") continue;
-    EXPECT_EQ(t.args.at("ic_bn").as_int(), n.attr_int("ic_bn", 0)) << n.describe();
-    EXPECT_EQ(t.args.at("oc_bn").as_int(), n.attr_int("oc_bn", 0)) << n.describe();
+    EXPECT_EQ(n.attr_int("ic_bn", 0), 8) << n.describe();
+    EXPECT_EQ(n.attr_int("oc_bn", 0), 8) << n.describe();
   }
 
   // Without records: two distinct fused kernels, both reported under the task's key.
@@ -120,22 +122,30 @@ TEST(TaskExtraction, FusedEpiloguesShareTheirConvsTaskAndItsTunedConfig) {
     EXPECT_EQ(r.source, driver::KernelReport::Source::kDefault) << r.node;
   }
 
-  // A config recorded for the task (as the tuner records it), other than the default: the graph
-  // keeps its layout, both fused kernels use the config, and the model computes the same values.
+  // A config recorded for the task (as the tuner records it) with blocks of 4 instead of the
+  // default's 8: a graph laid out without the log keeps its blocks and its kernels their defaults;
+  // laid out with it, both convs take blocks of 4, both fused kernels the config, and the model
+  // computes the same values.
   ops::Task task(t.template_name, t.args, driver::resolve_target(kTarget));
   ASSERT_EQ(task.key(), t.workload_key);
-  const autotune::Config def = task.default_config();
+  const std::vector<int64_t> four = {2, 4};
   std::optional<autotune::Config> other;
   for (int64_t i = 0; i < task.space().size() && !other; ++i) {
     autotune::Config c = task.space().get(i);
-    if (task.space().is_valid(c) && c.split("tile_ow") != def.split("tile_ow")) other = c;
+    if (task.space().is_valid(c) && c.split("tile_ic") == four && c.split("tile_oc") == four) other = c;
   }
   ASSERT_TRUE(other.has_value());
-  EXPECT_EQ(other->split("tile_oc"), def.split("tile_oc")) << "the space holds the blocks";
   tuner::MeasureOutcome ok;
   ok.costs = {1e-5, 1e-5};
   log.insert(tuner::make_record(task, "local-cpu", *other, ok));
-  const graph::Graph tuned_graph = driver::optimize_graph_for_target(residual_block(), kTarget);
+  for (const auto &r : conv_reports(driver::GraphExecutor(g, options)))
+    EXPECT_EQ(r.source, driver::KernelReport::Source::kDefault) << r.node;
+  const graph::Graph tuned_graph = driver::optimize_graph_for_target(residual_block(), kTarget, &lookup);
+  for (const auto &n : tuned_graph.nodes()) {
+    if (n.op != "ConvNCHWc") continue;
+    EXPECT_EQ(n.attr_int("ic_bn", 0), 4) << n.describe();
+    EXPECT_EQ(n.attr_int("oc_bn", 0), 4) << n.describe();
+  }
   EXPECT_EQ(driver::extract_tasks(tuned_graph, kTarget).tasks.at(0).workload_key, t.workload_key);
   driver::GraphExecutor tuned(tuned_graph, options);
   ASSERT_EQ(conv_reports(tuned).size(), 2u);
