@@ -22,12 +22,10 @@ grpc::ServerUnaryReactor *finish(grpc::CallbackServerContext *context, grpc::Sta
 
 grpc::Status invalid(const std::string &message) { return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message); }
 
-// OK, or INVALID_ARGUMENT naming `field` when `value` is empty or too long.
-grpc::Status check_name(const char *field, const std::string &value) {
+// OK, or INVALID_ARGUMENT naming `field` when `value` is empty or longer than `limit`.
+grpc::Status check_name(const char *field, const std::string &value, size_t limit = kMaxNameLength) {
   if (value.empty()) return invalid(std::string(field) + " is empty");
-  if (value.size() > kMaxNameLength) {
-    return invalid(std::string(field) + " is longer than " + std::to_string(kMaxNameLength) + " bytes");
-  }
+  if (value.size() > limit) return invalid(std::string(field) + " is longer than " + std::to_string(limit) + " bytes");
   return grpc::Status::OK;
 }
 
@@ -45,7 +43,7 @@ grpc::Status check_device_key(const char *field, const std::string &value) {
 
 // check_name, then the target grammar of contracts/target.h.
 grpc::Status check_target(const char *field, const std::string &value) {
-  grpc::Status status = check_name(field, value);
+  grpc::Status status = check_name(field, value, kMaxTargetLength);
   if (!status.ok()) return status;
   try {
     contracts::Target::parse(value);

@@ -11,8 +11,11 @@ namespace kiln::rpc {
 
 // The largest |priority| an Acquire may ask for.
 constexpr int kMaxAcquirePriority = 1000;
-// The longest device key, address or target a request may carry.
+// The longest device key or address a request may carry.
 constexpr size_t kMaxNameLength = 256;
+// The longest target: a native target on a CPU the compiler cannot name lists every feature the
+// host has (over 500 bytes for an x86 CPU with AVX-512).
+constexpr size_t kMaxTargetLength = 2048;
 
 class TrackerService final : public kiln::v1::Tracker::CallbackService {
  public:

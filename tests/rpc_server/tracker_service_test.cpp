@@ -418,6 +418,28 @@ TEST(TrackerServiceTest, AbsurdRequestsAreInvalidArguments) {
   EXPECT_EQ(entry.queue_length(), 0u);
 }
 
+// A native target on a CPU the compiler cannot name lists every feature of the host: such a runner
+// registers; a target beyond any such list is refused, naming the field.
+TEST(TrackerServiceTest, ALongFeatureListRegistersAndAnAbsurdTargetIsRefused) {
+  Farm farm;
+  std::string features;
+  for (int i = 0; i < 60; ++i) features += (features.empty() ? "+feature" : ",+feature") + std::to_string(i);
+  v1::RegisterRequest request;
+  request.set_address("127.0.0.1:9191");
+  request.mutable_target()->set_device_key("x86-test");
+  request.mutable_target()->set_target("llvm -mcpu=generic -mattr=" + features);
+  ASSERT_GT(request.target().target().size(), 600u);
+  v1::RegisterReply reply;
+  const grpc::Status ok = farm.stub().Register(Farm::context().get(), request, &reply);
+  EXPECT_TRUE(ok.ok()) << ok.error_message();
+  EXPECT_EQ(farm.device("x86-test").free_runners(), 1u);
+  request.mutable_target()->set_target("llvm -mcpu=generic -mattr=" + features + "," + std::string(3000, 'x'));
+  const grpc::Status absurd = farm.stub().Register(Farm::context().get(), request, &reply);
+  EXPECT_EQ(absurd.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(absurd.error_message(), "target.target is longer than 2048 bytes");
+  EXPECT_EQ(farm.device("x86-test").free_runners(), 1u);
+}
+
 TEST(TrackerServiceTest, SummaryCountsRunnersAndWaitersPerDeviceKey) {
   Farm farm;
   EXPECT_EQ(farm.summary().devices_size(), 0);

@@ -10,6 +10,7 @@
 #include <llvm/Target/TargetOptions.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -80,12 +81,57 @@ const std::vector<std::string> &cached_host_features() {
   return features;
 }
 
+// The features of `host` (+f or -f each) that the subtarget `named` has otherwise.
+std::vector<std::string> differing_features(const llvm::MCSubtargetInfo &named, const std::vector<std::string> &host) {
+  std::vector<std::string> out;
+  for (const std::string &f : host) {
+    if ((f[0] == '+') != named.checkFeatures("+" + f.substr(1))) out.push_back(f);
+  }
+  return out;
+}
+
+// For a host CPU that LLVM does not know (it names it "generic": a CPU newer than LLVM 14, such as
+// AMD's Zen 5): the named x86 CPU of the host's vendor (AMD's or Intel's; the x86-64 levels for
+// any) whose features differ least from the host's, so that the scheduling model is the nearest
+// one LLVM has and the target lists few features of its own (all of them, against "generic": over
+// 500 bytes). "generic" where none is closer.
+std::string closest_named_cpu(const std::vector<std::string> &host) {
+  std::vector<const char *> candidates = {"generic", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4"};
+#if defined(__x86_64__)
+  if (__builtin_cpu_is("amd")) {
+    candidates.insert(candidates.end(), {"btver2", "bdver4", "znver1", "znver2", "znver3", "znver4"});
+  } else if (__builtin_cpu_is("intel")) {
+    candidates.insert(candidates.end(),
+                      {"nehalem", "sandybridge", "haswell", "broadwell", "skylake", "skylake-avx512", "cascadelake",
+                       "icelake-client", "icelake-server", "tigerlake", "sapphirerapids", "alderlake"});
+  }
+#endif
+  if (llvm::Triple(llvm::sys::getProcessTriple()).getArch() != llvm::Triple::x86_64) return "generic";
+  std::string best = "generic";
+  size_t best_diff = SIZE_MAX;
+  for (const char *c : candidates) {
+    std::unique_ptr<llvm::MCSubtargetInfo> named;
+    try {
+      named = subtarget(LLVMTarget::parse(std::string("llvm -mcpu=") + c));
+    } catch (const UserError &) {
+      continue;  // not a CPU of this LLVM
+    }
+    const size_t diff = differing_features(*named, host).size();
+    if (diff < best_diff) {
+      best = c;
+      best_diff = diff;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 std::string host_cpu_name() {
   static const std::string name = [] {
     const std::string cpu = llvm::sys::getHostCPUName().str();
     const std::vector<std::string> &host = cached_host_features();
+    if (cpu == "generic") return closest_named_cpu(host);
     for (const auto &n : newer_cpus()) {
       if (cpu != n.known) continue;
       const bool has_all = std::all_of(n.features.begin(), n.features.end(), [&](const char *f) {
@@ -112,11 +158,7 @@ std::string resolve_native(const std::string &target) {
   if (auto triple = parsed.value("mtriple")) named_text += " -mtriple=" + *triple;
   auto named = subtarget(LLVMTarget::parse(named_text));
   // Where the host's features differ from the named CPU's, the host's.
-  std::vector<std::string> attrs;
-  for (const std::string &f : cached_host_features()) {
-    const bool in_named = named->checkFeatures("+" + f.substr(1));
-    if ((f[0] == '+') != in_named) attrs.push_back(f);
-  }
+  std::vector<std::string> attrs = differing_features(*named, cached_host_features());
   if (auto own = parsed.value("mattr")) attrs.push_back(*own);
   std::string text = named_text;
   if (!attrs.empty()) {
@@ -170,6 +212,9 @@ LLVMTarget LLVMTarget::parse(const std::string &target) {
       throw UserError("target \"" + target + "\": -mcpu=native describes the host, whose triple is " + host_triple);
     }
     t.cpu = llvm::sys::getHostCPUName().str();
+    // A CPU LLVM does not know: the scheduling model of the nearest one it knows (its features are
+    // the host's all the same).
+    if (t.cpu == "generic") t.cpu = parse("llvm -mcpu=" + host_cpu_name()).cpu;
     t.features = host_features();
   } else if (!cpu.empty()) {
     t.cpu = cpu;

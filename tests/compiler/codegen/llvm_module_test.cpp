@@ -217,6 +217,22 @@ TEST(LLVMTargetTest, ParsesTargetStrings) {
   EXPECT_EQ(LLVMTarget::parse("llvm -mcpu=skylake-avx512 -mattr=-avx512f").vector_bits(), 256);
 }
 
+// The native target names the host's CPU, or for a CPU this LLVM does not know the nearest one it
+// does (never "generic" on x86-64), with the few features where the host differs: a target string
+// the farm's tracker takes and a person can read. It describes the host exactly: its features
+// are the host's.
+TEST(LLVMTargetTest, TheNativeTargetNamesTheNearestKnownCpuAndTheHostsFeatures) {
+  const std::string native = codegen::resolve_native("llvm -mcpu=native");
+  const LLVMTarget host = LLVMTarget::host(), resolved = LLVMTarget::parse(native);
+  if (host.triple.rfind("x86_64", 0) == 0) {
+    EXPECT_NE(codegen::host_cpu_name(), "generic") << native;
+    EXPECT_NE(host.cpu, "generic") << "the scheduling model of a named CPU";
+  }
+  EXPECT_LT(native.size(), 256u) << native;
+  for (const char *f : {"avx2", "fma", "avx512f", "avx512bw", "avx512vnni", "sse4.2"})
+    EXPECT_EQ(resolved.has_feature(f), host.has_feature(f)) << f << " in " << native;
+}
+
 TEST(LLVMTargetTest, EverySpellingOfATargetParsesToTheCanonicalOne) {
   const LLVMTarget a = LLVMTarget::parse("llvm -mcpu=haswell -mattr=+avx2");
   for (const char *spelling : {"llvm -mattr=+avx2 -mcpu=haswell", "  llvm\t--mcpu=haswell   -mattr=+avx2 ",
