@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -24,8 +25,11 @@
 #include "compiler/driver/graph_compiler.h"
 #include "compiler/driver/graph_executor.h"
 #include "compiler/driver/graph_pipeline.h"
+#include "compiler/driver/target.h"
 #include "compiler/frontend/onnx/onnx_importer.h"
 #include "compiler/graph/op_def.h"
+#include "compiler/ops/config_lookup.h"
+#include "compiler/ops/registry.h"
 #include "contracts/json.h"
 #include "contracts/sha256.h"
 #include "deploy/artifact_format.h"
@@ -606,6 +610,84 @@ TEST_P(ArtifactModelTest, MatchesTheReferenceExecutorAndItsPlanNeverOverlaps) {
   ASSERT_EQ(want.size(), m.outputs().size());
   for (size_t k = 0; k < want.size(); ++k)
     EXPECT_LE(relative_error(m.get_output(static_cast<int>(k)), want[k]), 1e-4) << model << " output " << k;
+}
+
+// A tuning log of random records: for each workload asked, up to four configs sampled from its
+// space with random times, the same ones at every call (seeded by the workload's key), so the layout
+// pass chooses each convolution's blocks among random block choices and every kernel is built with
+// a random config of its own.
+class RandomLog : public ops::ConfigLookup {
+ public:
+  std::optional<ops::TunedConfig> best(const contracts::Workload &w, const std::string &target) const override {
+    std::vector<ops::TunedConfig> t = top(w, target, 1);
+    if (t.empty()) return std::nullopt;
+    return t[0];
+  }
+  std::vector<ops::TunedConfig> top(const contracts::Workload &w, const std::string &target, int64_t k) const override {
+    asked.insert(w.template_name);
+    std::vector<ops::TunedConfig> out;
+    const ops::Task t(w.template_name, w.args, driver::resolve_target(target));
+    std::mt19937_64 rng(std::stoull(w.key.substr(0, 15), nullptr, 16));
+    std::uniform_real_distribution<double> time(1e-5, 2e-5);
+    for (int64_t i = 0; i < std::min<int64_t>(k, 4); ++i) {
+      ops::TunedConfig c;
+      c.config = t.space().sample(rng).record();
+      c.target = target;
+      c.mean_s = time(rng);
+      out.push_back(c);
+    }
+    std::sort(out.begin(), out.end(),
+              [](const ops::TunedConfig &a, const ops::TunedConfig &b) { return a.mean_s < b.mean_s; });
+    return out;
+  }
+  mutable std::set<std::string> asked;  // the templates asked for
+};
+
+// The replay of a tuning log, end to end: each model laid out and built with random records (random
+// blocks for each convolution, so transforms wherever two disagree, and a random schedule for every
+// template kernel) compiles to an artifact that computes what torch does and what the unoptimized
+// executor does.
+TEST_P(ArtifactModelTest, ReplayingARandomLogKeepsTorchsOutputs) {
+  const std::string model = GetParam();
+  if (!fs::exists(kPython)) GTEST_SKIP() << kPython << " is missing: cannot export " << model;
+  const int status = make_model(model);
+  if (status == kNoTorch) GTEST_SKIP() << "torch is missing: " << model << " not tested";
+  ASSERT_EQ(status, 0) << "make_models.py " << model << " failed";
+  const fs::path mdir = fs::path(KILN_MODELS_DIR) / model;
+  const deploy::Tensor input = frontend::onnx::read_tensor_file((mdir / "input_0.pb").string());
+  const deploy::Tensor torch_out = frontend::onnx::read_tensor_file((mdir / "output_0.pb").string());
+  const Graph g = frontend::onnx::import_model((mdir / "model.onnx").string());
+  RandomLog log;
+  driver::GraphPipelineOptions po;
+  po.configs = &log;
+  driver::GraphCompileOptions co;
+  co.kernels.configs = &log;
+  test::TempDir dir;
+  const std::string path = dir.file(model + "_random.kiln");
+  const driver::GraphCompileReport r = driver::compile_graph(driver::optimize_graph(g, po), path, co);
+  std::printf("replay %s kernels=%d template_kernels=%d tuned_kernels=%d\n", model.c_str(), r.kernels,
+              r.template_kernels, r.tuned_kernels);
+  // Every kernel tuned as a task took a record, and there are some (convolutions, or dense layers).
+  EXPECT_GT(r.template_kernels, 0) << model;
+  EXPECT_EQ(r.tuned_kernels, r.template_kernels) << model;
+
+  deploy::GraphModule m = deploy::GraphModule::load(path);
+  ASSERT_EQ(m.inputs().size(), 1u);
+  m.set_input(0, input);
+  m.run();
+  ASSERT_EQ(m.outputs().size(), 1u);
+  const deploy::Tensor got = m.get_output(0);
+  driver::GraphExecutor ref(g);
+  EXPECT_LE(relative_error(got, ref.run(std::vector<deploy::Tensor>{input})[0]), 1e-4) << model;
+  // torch's reference is float64 written as float32 or float64.
+  ASSERT_EQ(got.numel(), torch_out.numel());
+  double worst = 0, scale = 0;
+  for (int64_t i = 0; i < torch_out.numel(); ++i) {
+    const double w = torch_out.dtype().bytes() == 8 ? torch_out.data_as<double>()[i] : torch_out.data_as<float>()[i];
+    worst = std::max(worst, std::fabs(w - got.data_as<float>()[i]));
+    scale = std::max(scale, std::fabs(w));
+  }
+  EXPECT_LE(worst, 1e-4 * scale) << model << ": the replayed artifact differs from torch";
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ArtifactModelTest,
