@@ -705,13 +705,19 @@ void check_epilogue_inputs(const OpContext &ctx, int first, const TensorType &ou
       if (ctx.in(i).dtype != out.dtype) ctx.fail(concat("extra input ", i, " is ", ctx.in(i).str()));
       ++i;
     } else if (op == "expr") {
-      // "full": a tensor of the output's type; "channel": one value per channel.
+      // "full": a tensor of the output's type; "channel": one value per channel; {"broadcast":
+      // dims}: a tensor of shape dims.
       const Json kinds = list[k].get_or("inputs", Json::array());
       for (const auto &kind : kinds.as_array()) {
         const bool full = kind.is_string() && kind.as_string() == "full";
-        if (full ? ctx.in(i) != out : ctx.in(i).dtype != out.dtype)
+        const Json *dims = kind.is_object() ? kind.find("broadcast") : nullptr;
+        if (dims) {
+          const TensorType want{out.dtype, dims->as_int_vector()};
+          if (ctx.in(i) != want) ctx.fail(concat("extra input ", i, " is ", ctx.in(i).str(), ", not ", want.str()));
+        } else if (full ? ctx.in(i) != out : ctx.in(i).dtype != out.dtype) {
           ctx.fail(
               concat("extra input ", i, " is ", ctx.in(i).str(), full ? concat(", not the output's ", out.str()) : ""));
+        }
         ++i;
       }
     }

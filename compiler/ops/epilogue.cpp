@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "compiler/ir/error.h"
+#include "compiler/ir/op.h"
 #include "compiler/ops/registry.h"
 
 namespace kiln::ops {
@@ -46,6 +47,7 @@ Json expr(const Json &e, const std::vector<std::string> &inputs) {
   for (const auto &k : inputs) in.push_back(k);
   return Json::object({{"op", "expr"}, {"expr", e}, {"inputs", in}});
 }
+Json broadcast_input(const std::vector<int64_t> &dims) { return Json::object({{"broadcast", Json::array_of(dims)}}); }
 }  // namespace epilogue
 
 namespace {
@@ -75,6 +77,20 @@ void only_keys(const Json &d, std::initializer_list<const char *> keys, const st
     for (const char *a : keys) ok = ok || k == a;
     if (!ok) throw OpError(where + ": unknown field \"" + k + "\"");
   }
+}
+
+// An expression input's kind: "full", "channel", or {"broadcast":[d0, ...]} (each dimension a
+// positive integer; at least one).
+Json canonical_input_kind(const Json &k, const std::string &at) {
+  if (k.is_string() && (k.as_string() == "full" || k.as_string() == "channel")) return k;
+  const Json *b = k.is_object() && k.size() == 1 ? k.find("broadcast") : nullptr;
+  if (b && b->is_array() && b->size() > 0) {
+    bool ok = true;
+    for (const auto &d : b->as_array()) ok = ok && d.is_int() && d.as_int() >= 1;
+    if (ok) return Json::object({{"broadcast", *b}});
+  }
+  throw OpError(at + ": an input kind is \"full\", \"channel\" or {\"broadcast\":[dims]} with positive dims, got " +
+                k.dump());
 }
 
 bool is_scalar_op(const std::string &op) {
@@ -284,12 +300,9 @@ void walk(const Json &list, DataType in, const std::string &where, F f) {
       const Json *in = d.find("inputs");
       Json kinds = Json::array();
       if (in) {
-        if (!in->is_array()) throw OpError(at + ": \"inputs\" must be a list of \"full\" or \"channel\"");
-        for (const auto &k : in->as_array()) {
-          if (!k.is_string() || (k.as_string() != "full" && k.as_string() != "channel"))
-            throw OpError(at + ": an input kind is \"full\" or \"channel\", got " + k.dump());
-          kinds.push_back(k);
-        }
+        if (!in->is_array())
+          throw OpError(at + ": \"inputs\" must be a list of \"full\", \"channel\" or {\"broadcast\":[...]}");
+        for (const auto &k : in->as_array()) kinds.push_back(canonical_input_kind(k, at));
       }
       const Json *e = d.find("expr");
       if (!e) throw OpError(at + ": expr needs an \"expr\"");
@@ -338,7 +351,8 @@ const std::vector<EpilogueOpFormat> &epilogue_formats() {
        "clamp(round(float(x) * scale) + zero_point) to out_dtype's range"},
       {R"({"expr":{"args":[{"args":["x"],"op":"relu"},{"input":0}],"op":"add"},"inputs":["full"],"op":"expr"})",
        "any elementwise expression of x, numbers, {\"input\":k} (inputs \"full\": the output's shape, \"channel\": "
-       "[channels]) and {\"op\":f,\"args\":[...]}, f one of neg, abs, exp, log, sqrt, erf, sigmoid, tanh, relu, "
+       "[channels], {\"broadcast\":[dims]}: the output's shape with some axes 1) and {\"op\":f,\"args\":[...]}, f one "
+       "of neg, abs, exp, log, sqrt, erf, sigmoid, tanh, relu, "
        "reciprocal, floor, ceil, add, sub, mul, div, max, min, pow, where(comparison, a, b) with greater, "
        "greater_equal, less, less_equal, equal (float only, at most 64 nodes)"},
   };
@@ -460,22 +474,58 @@ std::vector<te::Tensor> build_epilogue(const te::Tensor &anchor, const Json &lis
         return half_x * (make_const(dt, 1.0) + ir::erf(x * make_const(dt, 0.7071067811865476)));
       };
     } else if (op == "expr") {
+      // Per input: how it is indexed by the output's index (kFull: the same index; kChannel: the
+      // element's channel; kBroadcast: the same index with its axes of extent 1 at 0).
+      enum Kind { kFull, kChannel, kBroadcast };
       std::vector<te::Tensor> extra;
-      std::vector<bool> per_channel;
+      std::vector<Kind> kinds;
+      std::vector<std::vector<bool>> kept;  // kBroadcast: per axis, whether the input has it
       for (size_t k = 0; k < d["inputs"].size(); ++k) {
-        const bool ch = d["inputs"][k].as_string() == "channel";
-        te::Tensor t =
-            ch ? te::placeholder({Expr(static_cast<int>(channel.channels))}, dt, name + ".in" + std::to_string(k))
-               : te::placeholder(shape, dt, name + ".in" + std::to_string(k));
+        const Json &kind = d["inputs"][k];
+        const std::string in_name = name + ".in" + std::to_string(k);
+        te::Tensor t;
+        kept.emplace_back();
+        if (kind.is_object()) {
+          const Json &dims = kind["broadcast"];
+          if (dims.size() != shape.size())
+            throw OpError(name + ": broadcast input " + std::to_string(k) + " " + dims.dump() + " has " +
+                          std::to_string(dims.size()) + " axes, the output " + std::to_string(shape.size()));
+          std::vector<Expr> bshape;
+          for (size_t a = 0; a < shape.size(); ++a) {
+            const int64_t e = dims[a].as_int();
+            const std::optional<int64_t> o = as_const_int(shape[a]);
+            if (e != 1 && (!o || *o != e))
+              throw OpError(name + ": broadcast input " + std::to_string(k) + " " + dims.dump() +
+                            " does not broadcast to the output's shape: axis " + std::to_string(a));
+            kept.back().push_back(e != 1 || (o && *o == 1));
+            bshape.push_back(Expr(static_cast<int>(e)));
+          }
+          t = te::placeholder(bshape, dt, in_name);
+          kinds.push_back(kBroadcast);
+        } else if (kind.as_string() == "channel") {
+          t = te::placeholder({Expr(static_cast<int>(channel.channels))}, dt, in_name);
+          kinds.push_back(kChannel);
+        } else {
+          t = te::placeholder(shape, dt, in_name);
+          kinds.push_back(kFull);
+        }
         inputs->push_back(t);
         extra.push_back(t);
-        per_channel.push_back(ch);
       }
       const Json e = d["expr"];
       f = [=](const std::vector<Var> &i) {
         std::vector<Expr> in;
-        for (size_t k = 0; k < extra.size(); ++k)
-          in.push_back(per_channel[k] ? extra[k](channel.index(i)) : extra[k](std::vector<Expr>(i.begin(), i.end())));
+        for (size_t k = 0; k < extra.size(); ++k) {
+          if (kinds[k] == kChannel) {
+            in.push_back(extra[k](channel.index(i)));
+          } else if (kinds[k] == kBroadcast) {
+            std::vector<Expr> idx;
+            for (size_t a = 0; a < i.size(); ++a) idx.push_back(kept[k][a] ? Expr(i[a]) : Expr(0));
+            in.push_back(extra[k](idx));
+          } else {
+            in.push_back(extra[k](std::vector<Expr>(i.begin(), i.end())));
+          }
+        }
         return build_expr(e, at(i), in, dt);
       };
     } else if (op == "cast") {

@@ -27,11 +27,14 @@
 //   {"op":"cast","dtype":"float16"}
 //   {"op":"requantize","out_dtype":"int8","scale":s,"zero_point":z}
 //                                      clamp(round(float(x) * s) + z) to out_dtype's range, cast
-//   {"op":"expr","expr":e,"inputs":["full","channel",...]}
+//   {"op":"expr","expr":e,"inputs":["full","channel",{"broadcast":[d0,...]},...]}
 //                                      any elementwise expression e of the value so far (float
 //                                      only); adds one input per "inputs" entry: "full" a tensor
 //                                      of the output's shape, "channel" one of shape [channels]
-//                                      indexed by the element's channel (like bias_add). e is
+//                                      indexed by the element's channel (like bias_add),
+//                                      {"broadcast":dims} one of shape dims, the output's shape
+//                                      with some axes 1, read at the element's index with those
+//                                      axes at 0 (an attention mask [1,1,S] of scores [H,S,S]). e is
 //                                        "x"                     the value so far
 //                                        a number                a constant of its dtype
 //                                        {"input":k}             input k of this descriptor
@@ -77,6 +80,8 @@ contracts::Json cast(const std::string &dtype);
 contracts::Json requantize(double scale, int64_t zero_point, const std::string &out_dtype);
 // An expression descriptor; `inputs` lists each extra input's kind ("full" or "channel").
 contracts::Json expr(const contracts::Json &e, const std::vector<std::string> &inputs = {});
+// The kind of an expression input of shape `dims` that broadcasts to the output's shape.
+contracts::Json broadcast_input(const std::vector<int64_t> &dims);
 }  // namespace epilogue
 
 // The functions an expression descriptor may apply, with their argument counts: unary neg, abs,

@@ -6,6 +6,7 @@
 #include "compiler/graph/op_def.h"
 #include "compiler/graph/passes/passes.h"
 #include "compiler/graph/passes/rewriter.h"
+#include "compiler/ops/epilogue.h"
 #include "compiler/ops/registry.h"
 #include "compiler/ops/tuning_task.h"
 #include "contracts/json.h"
@@ -133,10 +134,64 @@ const std::set<std::string> &binary_ops() {
   return ops;
 }
 
-// The estimated throughput of a LayoutTransform between two blocked layouts, bytes of the tensor per
-// second (each byte read once and written once): layout_transform.x86 at 1 thread on this project's
-// AVX-512 machine moved ResNet-18 and MobileNetV2 activations (0.2-3 MB) at 6-9 GB/s.
-constexpr double kTransformBytesPerSecond = 6e9;
+// The estimated throughput of a LayoutTransform between two blocked layouts, in bytes of the tensor
+// per second: layout_transform.x86 at 1 thread on this project's AVX-512 machine moved a tensor of
+// 802 KB (ResNet-18's first stage, 32c -> 16c) at 37 GB/s and one of 401 KB (16c -> 32c) at 51 GB/s
+// with the data in cache (bench/ops reorder cases, oneDNN's reorder 0.9-1.1x as fast); a tensor a
+// convolution has just written is in cache too, and a lower figure leaves room for one that is not.
+constexpr double kTransformBytesPerSecond = 30e9;
+
+// How a FusedConv's epilogue input reaches its blocked form: in the output's layout, as it is
+// (per-channel), or as a rank-5 view of its NCHW data (a broadcast one with one channel).
+enum class ExtraKind { kBlocked, kPlain, kView };
+
+// FusedConv epilogue `epilogue` over output `out` (NCHW) for the blocked output NCHW[oc]c: the same
+// list with each broadcast input's kind [n, c, h, w] in the blocked output's terms, [n, 1, h, w, 1]
+// for c = 1 and [n, C/oc, h, w, oc] for c = C; the extra inputs' types and kinds in `types` and
+// `kinds` (when given). For the probe of conv_blocks, whose kernel takes the template's own blocks
+// (oc 1 here), a broadcast input with every channel is given as a full one.
+Json blocked_epilogue(const Json &epilogue, const TensorType &out, Block oc, std::vector<TensorType> *types = nullptr,
+                      std::vector<ExtraKind> *kinds = nullptr, bool probe = false) {
+  const TensorType blocked{out.dtype, {out.shape[0], out.shape[1] / oc, out.shape[2], out.shape[3], oc}};
+  auto note = [&](const TensorType &t, ExtraKind k) {
+    if (types) types->push_back(t);
+    if (kinds) kinds->push_back(k);
+  };
+  Json list = Json::array();
+  for (size_t j = 0; j < epilogue.size(); ++j) {
+    Json d = epilogue[j];
+    const std::string op = d.get_or("op", Json("")).as_string();
+    if (op == "add" || op == "multiply") note(blocked, ExtraKind::kBlocked);
+    if (op == "expr") {
+      Json in = Json::array();
+      const Json kinds_in = d.get_or("inputs", Json::array());
+      for (const Json &k : kinds_in.as_array()) {
+        const Json *dims = k.is_object() ? k.find("broadcast") : nullptr;
+        if (!dims) {
+          const bool full = k.is_string() && k.as_string() == "full";
+          note(full ? blocked : TensorType{out.dtype, {out.shape[1]}}, full ? ExtraKind::kBlocked : ExtraKind::kPlain);
+          in.push_back(k);
+          continue;
+        }
+        std::vector<int64_t> s = dims->as_int_vector();
+        KILN_CHECK(s.size() == 4 && (s[1] == 1 || s[1] == out.shape[1]), "a broadcast input ", dims->dump(),
+                   " of a convolution's output ", out.str());
+        const bool one = s[1] == 1;
+        if (probe && !one) {
+          note(blocked, ExtraKind::kBlocked);
+          in.push_back(Json("full"));
+          continue;
+        }
+        s = one ? std::vector<int64_t>{s[0], 1, s[2], s[3], 1} : std::vector<int64_t>{s[0], s[1] / oc, s[2], s[3], oc};
+        note(TensorType{out.dtype, s}, one ? ExtraKind::kView : ExtraKind::kBlocked);
+        in.push_back(ops::epilogue::broadcast_input(s));
+      }
+      d = Json::object({{"expr", d["expr"]}, {"inputs", in}, {"op", "expr"}});
+    }
+    list.push_back(d);
+  }
+  return list;
+}
 
 class LayoutPass {
  public:
@@ -274,7 +329,7 @@ class LayoutPass {
         if (op == "prelu" || op == "bias_add") return false;
       }
       for (size_t i = 3; i < n.inputs.size(); ++i) {
-        if (n.inputs[i] == kNoValue || old(n.inputs[i]).type != out) return false;
+        if (n.inputs[i] == kNoValue) return false;
       }
     } else if (n.inputs.size() > 3) {
       return false;
@@ -306,13 +361,47 @@ class LayoutPass {
     c.inputs = {in_layout(n.inputs[0], b.ic_bn),
                 rw_.constant(w.name + "_packed", pack_weight(w.constant, b.ic_bn, b.oc_bn, depthwise)),
                 has_bias ? in_layout(n.inputs[2], 0) : kNoValue};
-    for (size_t i = 3; i < n.inputs.size(); ++i) c.inputs.push_back(in_layout(n.inputs[i], b.oc_bn));
+    std::vector<ValueId> extras = blocked_extras(n, epilogue, out, b.oc_bn);
+    c.inputs.insert(c.inputs.end(), extras.begin(), extras.end());
+    c.attrs["epilogue"] = Attribute::of_string(blocked_epilogue(epilogue, out, b.oc_bn).dump());
     emit(std::move(c), n, b.oc_bn);
     const TensorType &now = rw_.out().value(primary_[static_cast<size_t>(n.outputs[0])].v).type;
     KILN_CHECK(
         now.shape == std::vector<int64_t>({out.shape[0], out.shape[1] / b.oc_bn, out.shape[2], out.shape[3], b.oc_bn}),
         n.describe(), ": the blocked convolution gives ", now.str(), " for ", out.str());
     return true;
+  }
+
+  // The epilogue inputs of FusedConv `n` (output `out`) for its blocked form with output block `oc`
+  // (blocked_epilogue): a tensor of the output's type in the output's layout, a per-channel one as it
+  // is, a broadcast one with one channel as a view of its NCHW data, one with every channel in the
+  // output's layout.
+  std::vector<ValueId> blocked_extras(const Node &n, const Json &epilogue, const TensorType &out, Block oc) {
+    std::vector<TensorType> types;
+    std::vector<ExtraKind> kinds;
+    blocked_epilogue(epilogue, out, oc, &types, &kinds);
+    std::vector<ValueId> extras;
+    for (size_t e = 0; e < kinds.size(); ++e) {
+      const ValueId v = n.inputs[3 + e];
+      if (kinds[e] == ExtraKind::kView) {
+        extras.push_back(view(in_layout(v, 0), types[e].shape, old(v).name + "_view5"));
+      } else {
+        extras.push_back(in_layout(v, kinds[e] == ExtraKind::kPlain ? 0 : oc));
+        KILN_CHECK(rw_.out().value(extras.back()).type == types[e], n.describe(), ": extra input ", e, " is ",
+                   rw_.out().value(extras.back()).type.str(), ", not ", types[e].str());
+      }
+    }
+    return extras;
+  }
+
+  // New value `v` as a view of shape `shape`.
+  ValueId view(ValueId v, const std::vector<int64_t> &shape, const std::string &name) {
+    if (rw_.out().value(v).type.shape == shape) return v;
+    Node r;
+    r.op = "Reshape";
+    r.name = name;
+    r.inputs = {v, rw_.int64_constant("shape", shape)};
+    return rw_.add(std::move(r), {name})[0];
   }
 
   // A conv whose output channels have no block of whole vectors (SqueezeNet's classifier: 1000
@@ -421,9 +510,10 @@ class LayoutPass {
                 probe.add_input("w", {w.dtype, dw ? std::vector<int64_t>{ws[0], 1, ws[2], ws[3], 1, 1}
                                                   : std::vector<int64_t>{ws[0], ws[1], ws[2], ws[3], 1, 1}}),
                 bias == kNoValue ? kNoValue : probe.add_input("b", old(bias).type)};
-    for (size_t i = 3; i < n.inputs.size(); ++i)
-      c.inputs.push_back(
-          probe.add_input(concat("e", i), {out.dtype, {out.shape[0], out.shape[1], out.shape[2], out.shape[3], 1}}));
+    std::vector<TensorType> extra_types;
+    c.attrs["epilogue"] = Attribute::of_string(
+        blocked_epilogue(Json::parse(c.attr_string("epilogue", "[]")), out, 1, &extra_types, nullptr, true).dump());
+    for (size_t e = 0; e < extra_types.size(); ++e) c.inputs.push_back(probe.add_input(concat("e", e), extra_types[e]));
     c.outputs = {kNoValue};
     const std::vector<TensorType> types = infer_types(probe, c);
     c.outputs = probe.add_node(c, {"y"}, types);
@@ -485,6 +575,9 @@ class LayoutPass {
     const int64_t lanes = target_.lanes(ir::Float(32));
     std::optional<ConvBlocks> best;
     double best_cost = 0;
+    std::vector<ExtraKind> extra_kinds;  // the epilogue inputs that come in the output's layout
+    if (n.op == "FusedConv")
+      blocked_epilogue(Json::parse(n.attr_string("epilogue", "[]")), old(n.outputs[0]).type, 1, nullptr, &extra_kinds);
     for (const ops::TunedConfig &r : configs_->top(task.workload(), target_.str(), ops::kBlockCandidates)) {
       ConvBlocks b;
       try {
@@ -496,7 +589,8 @@ class LayoutPass {
       }
       if (!vector_block(b.oc_bn, lanes) || (oc_only != 0 && b.oc_bn != oc_only)) continue;
       double cost = r.mean_s + transform_s(n.inputs[0], b.ic_bn);
-      for (size_t i = 3; i < n.inputs.size(); ++i) cost += transform_s(n.inputs[i], b.oc_bn);
+      for (size_t e = 0; e < extra_kinds.size(); ++e)
+        if (extra_kinds[e] == ExtraKind::kBlocked) cost += transform_s(n.inputs[3 + e], b.oc_bn);
       if (!best || cost < best_cost) {
         best = b;
         best_cost = cost;

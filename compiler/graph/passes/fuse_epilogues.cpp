@@ -62,6 +62,9 @@ struct Chain {
   Json epilogue = Json::array();
   std::vector<ValueId> extras;
   std::vector<bool> extra_is_bias;  // an extra read as bias[N] (its data is reshaped to [N])
+  // Per extra: the broadcast shape it is passed with (ExprRegion::broadcast); empty: a bias, or a
+  // tensor of the output's elements passed in the anchor's output shape.
+  std::vector<std::vector<int64_t>> extra_broadcast;
 };
 
 // GELU as exported: x * 0.5 * (1 + erf(x / sqrt 2)) (the constants on either side, the 0.5 applied
@@ -177,10 +180,10 @@ std::vector<size_t> match_gelu_tanh(const Graph &g, const Uses &u, ValueId cur) 
 // producer's immediate post-dominator as one expression step (composed with an expression step
 // just before it); advances cur and producer to the region's end. False when there is none.
 bool add_region(const Graph &g, Chain &c, ValueId &cur, size_t &producer, const std::vector<size_t> &ipdom,
-                int channel_axis, const std::vector<bool> &absorbed) {
+                int channel_axis, const std::vector<int64_t> &anchor_shape, const std::vector<bool> &absorbed) {
   if (c.nodes.size() >= kMaxGroupNodes || c.extras.size() > kMaxEpilogueInputs) return false;
   std::optional<ExprRegion> region =
-      elementwise_region(g, cur, ipdom[producer], channel_axis, absorbed, kMaxGroupNodes - c.nodes.size(),
+      elementwise_region(g, cur, ipdom[producer], channel_axis, anchor_shape, absorbed, kMaxGroupNodes - c.nodes.size(),
                          kMaxEpilogueInputs - c.extras.size());
   if (!region) return false;
   c.nodes.insert(c.nodes.end(), region->nodes.begin(), region->nodes.end());
@@ -198,16 +201,17 @@ bool add_region(const Graph &g, Chain &c, ValueId &cur, size_t &producer, const 
   }
   c.extras.insert(c.extras.end(), region->extras.begin(), region->extras.end());
   c.extra_is_bias.insert(c.extra_is_bias.end(), region->per_channel.begin(), region->per_channel.end());
+  c.extra_broadcast.insert(c.extra_broadcast.end(), region->broadcast.begin(), region->broadcast.end());
   producer = region->nodes.back();
   cur = g.nodes()[producer].outputs[0];
   return true;
 }
 
-// The epilogue chain after an anchor's output `cur` of type `t`: what step_for accepts, GELU, a
-// bias (a constant of N elements broadcast over the rows, N the last axis) and, for the matrix
-// anchors (`matrix`), Sub and Div by a scalar constant.
-Chain follow_chain(const Graph &g, const Uses &u, ValueId cur, bool matrix, const std::vector<bool> &absorbed,
-                   const std::vector<size_t> &ipdom, size_t producer) {
+// The epilogue chain after an anchor's output `cur` of type `t`, computed as shape `anchor_shape`:
+// what step_for accepts, GELU, a bias (a constant of N elements broadcast over the rows, N the last
+// axis) and, for the matrix anchors (`matrix`), Sub and Div by a scalar constant.
+Chain follow_chain(const Graph &g, const Uses &u, ValueId cur, bool matrix, const std::vector<int64_t> &anchor_shape,
+                   const std::vector<bool> &absorbed, const std::vector<size_t> &ipdom, size_t producer) {
   Chain c;
   const TensorType t = g.value(cur).type;
   while (c.nodes.size() < kMaxGroupNodes) {
@@ -231,7 +235,7 @@ Chain follow_chain(const Graph &g, const Uses &u, ValueId cur, bool matrix, cons
     auto r = u.only(cur);
     if (r && absorbed[*r]) break;
     if (!r || c.extras.size() >= kMaxEpilogueInputs) {
-      if (!add_region(g, c, cur, producer, ipdom, t.rank() - 1, absorbed)) break;
+      if (!add_region(g, c, cur, producer, ipdom, t.rank() - 1, anchor_shape, absorbed)) break;
       continue;
     }
     const Node &n = g.nodes()[*r];
@@ -245,6 +249,7 @@ Chain follow_chain(const Graph &g, const Uses &u, ValueId cur, bool matrix, cons
             ov.type.shape.back() == t.shape.back() && ov.type.numel() == t.shape.back()) {
           s = Step{Json::object({{"op", "bias_add"}}), other};
           c.extra_is_bias.push_back(true);
+          c.extra_broadcast.emplace_back();
         } else if (sc && n.inputs[0] == cur && (n.op == "Sub" || n.op == "Div") && !(n.op == "Div" && *sc == 0.0)) {
           s = Step{Json::object({{"op", n.op == "Sub" ? "subtract_scalar" : "divide_scalar"}, {"value", *sc}})};
         }
@@ -252,10 +257,13 @@ Chain follow_chain(const Graph &g, const Uses &u, ValueId cur, bool matrix, cons
     }
     if (!s) {
       s = step_for(g, n, cur);
-      if (s && s->extra != kNoValue) c.extra_is_bias.push_back(false);
+      if (s && s->extra != kNoValue) {
+        c.extra_is_bias.push_back(false);
+        c.extra_broadcast.emplace_back();
+      }
     }
     if (!s) {
-      if (!add_region(g, c, cur, producer, ipdom, t.rank() - 1, absorbed)) break;
+      if (!add_region(g, c, cur, producer, ipdom, t.rank() - 1, anchor_shape, absorbed)) break;
       continue;
     }
     c.nodes.push_back(*r);
@@ -398,7 +406,8 @@ void emit_matrix(Rewriter &rw, const Graph &g, const Node &anchor, const MatrixA
     if (c.extra_is_bias[e]) {
       f.inputs.push_back(rw.constant(name + "_bias", g.value(c.extras[e]).constant.view(0, {m.n})));
     } else {
-      f.inputs.push_back(view_as(rw, rw.map(c.extras[e]), flat, name + "_extra"));
+      const std::vector<int64_t> &b = c.extra_broadcast[e];
+      f.inputs.push_back(view_as(rw, rw.map(c.extras[e]), b.empty() ? flat : b, name + "_extra"));
     }
   }
   const TensorType &ot = g.value(out).type;
@@ -433,7 +442,9 @@ Graph fuse_epilogues(const Graph &g) {
     if (absorbed[k]) continue;
     if (std::optional<MatrixAnchor> m = matrix_anchor(g, u, n)) {
       if (m->transpose_node && absorbed[*m->transpose_node]) m->transpose_node.reset();
-      Chain c = follow_chain(g, u, n.outputs[0], true, absorbed, ipdom, k);
+      const std::vector<int64_t> flat =
+          m->dense ? std::vector<int64_t>{m->m, m->n} : std::vector<int64_t>{m->batch, m->m, m->n};
+      Chain c = follow_chain(g, u, n.outputs[0], true, flat, absorbed, ipdom, k);
       for (size_t r : c.nodes) absorbed[r] = true;
       if (m->transpose_node) absorbed[*m->transpose_node] = true;
       last_of_chain[c.nodes.empty() ? k : c.nodes.back()] = k;
@@ -459,6 +470,7 @@ Graph fuse_epilogues(const Graph &g) {
           if (s->extra != kNoValue) {
             c.extras.push_back(s->extra);
             c.extra_is_bias.push_back(false);
+            c.extra_broadcast.emplace_back();
           }
           cur = g.nodes()[r].outputs[0];
           producer = r;
@@ -467,7 +479,7 @@ Graph fuse_epilogues(const Graph &g) {
       }
       // Otherwise every elementwise node up to the producer's immediate post-dominator (a diamond
       // such as x -> {a, b} -> add, or an op without a named step) as one expression step.
-      if (!add_region(g, c, cur, producer, ipdom, 1, absorbed)) break;
+      if (!add_region(g, c, cur, producer, ipdom, 1, t.shape, absorbed)) break;
     }
     if (c.nodes.empty()) continue;
     for (size_t r : c.nodes) absorbed[r] = true;
@@ -495,12 +507,15 @@ Graph fuse_epilogues(const Graph &g) {
       f.attrs["epilogue"] = Attribute::of_string(c.epilogue.dump());
       f.inputs = {rw.map(anchor.inputs[0]), rw.map(anchor.inputs[1]),
                   anchor.inputs.size() > 2 ? rw.map(anchor.inputs[2]) : kNoValue};
-      const int64_t channels = g.value(anchor.outputs[0]).type.shape[1];
+      const TensorType &at = g.value(anchor.outputs[0]).type;
       for (size_t e = 0; e < c.extras.size(); ++e) {
-        // A per-channel constant of an expression step is passed as [channels].
-        f.inputs.push_back(c.extra_is_bias[e] ? rw.constant(anchor.name + "_channel",
-                                                            g.value(c.extras[e]).constant.view(0, {channels}))
-                                              : rw.map(c.extras[e]));
+        // A per-channel constant of an expression step is passed as [channels], a broadcast tensor
+        // in its broadcast shape, any other in the output's shape.
+        const std::vector<int64_t> &b = c.extra_broadcast[e];
+        f.inputs.push_back(
+            c.extra_is_bias[e]
+                ? rw.constant(anchor.name + "_channel", g.value(c.extras[e]).constant.view(0, {at.shape[1]}))
+                : view_as(rw, rw.map(c.extras[e]), b.empty() ? at.shape : b, anchor.name + "_extra"));
       }
       rw.set(out, rw.add(f, {g.value(out).name})[0]);
       continue;

@@ -189,8 +189,35 @@ FusionGroups post_dominator_groups(const Graph &g, const std::function<bool(size
   return out;
 }
 
+std::optional<std::vector<int64_t>> broadcast_shape(const std::vector<int64_t> &in, const std::vector<int64_t> &out,
+                                                    const std::vector<int64_t> &anchor) {
+  if (in.size() > out.size()) return std::nullopt;
+  // `in` aligned to the right of `out`, its missing leading axes 1.
+  std::vector<int64_t> aligned(out.size() - in.size(), 1);
+  aligned.insert(aligned.end(), in.begin(), in.end());
+  for (size_t d = 0; d < out.size(); ++d)
+    if (aligned[d] != 1 && aligned[d] != out[d]) return std::nullopt;
+  std::vector<int64_t> dims;
+  size_t d = 0;
+  for (int64_t a : anchor) {
+    // The run of `out`'s axes that make anchor axis a (axes of extent 1 join the run before them).
+    int64_t p = 1, q = 1;
+    while (d < out.size() && (p < a || out[d] == 1) && p * out[d] <= a) {
+      p *= out[d];
+      q *= aligned[d];
+      ++d;
+    }
+    if (p != a || (q != 1 && q != a)) return std::nullopt;
+    dims.push_back(q);
+  }
+  for (; d < out.size(); ++d)
+    if (out[d] != 1) return std::nullopt;
+  return dims;
+}
+
 std::optional<ExprRegion> elementwise_region(const Graph &g, ValueId x, size_t ipdom, int channel_axis,
-                                             const std::vector<bool> &taken, size_t max_nodes, size_t max_extras) {
+                                             const std::vector<int64_t> &anchor_shape, const std::vector<bool> &taken,
+                                             size_t max_nodes, size_t max_extras) {
   const size_t count = g.nodes().size();
   if (ipdom >= count || taken[ipdom]) return std::nullopt;
   const TensorType t = g.value(x).type;
@@ -227,12 +254,23 @@ std::optional<ExprRegion> elementwise_region(const Graph &g, ValueId x, size_t i
       auto in = input_of.find(v);
       if (in == input_of.end()) {
         const Value &val = g.value(v);
-        const bool full = val.type == t;
-        if (!full && per_channel(val, t, channel_axis) == 0) return std::nullopt;
+        bool full = val.type == t;
+        const bool channel = !full && per_channel(val, t, channel_axis) != 0;
+        std::vector<int64_t> dims;
+        if (!full && !channel) {
+          // Any other tensor that broadcasts to the output: read at the anchor's index, its
+          // broadcast axes at 0 (a whole tensor in another shape of the same elements is full).
+          if (val.type.dtype != t.dtype) return std::nullopt;
+          std::optional<std::vector<int64_t>> b = broadcast_shape(val.type.shape, t.shape, anchor_shape);
+          if (!b) return std::nullopt;
+          full = *b == anchor_shape;
+          if (!full) dims = *b;
+        }
         in = input_of.emplace(v, static_cast<int>(out.extras.size())).first;
         out.extras.push_back(v);
-        out.per_channel.push_back(!full);
-        kinds.push_back(full ? "full" : "channel");
+        out.per_channel.push_back(channel);
+        out.broadcast.push_back(dims);
+        kinds.push_back(full ? Json("full") : channel ? Json("channel") : ops::epilogue::broadcast_input(dims));
         if (out.extras.size() > max_extras) return std::nullopt;
       }
       args.push_back(Json::object({{"input", in->second}}));

@@ -88,16 +88,30 @@ struct ExprRegion {
   contracts::Json descriptor;     // {"op":"expr",...} over x = the region's input value
   std::vector<ValueId> extras;    // the descriptor's inputs (old graph), in order
   std::vector<bool> per_channel;  // whether extra k is a per-channel constant (its data is [channels])
+  // Per extra: for a {"broadcast":dims} input, dims (the anchor's output shape with some axes 1:
+  // the shape the extra is passed with); empty for the others.
+  std::vector<std::vector<int64_t>> broadcast;
 };
 
-// The region from value `x` (an anchor's output, of type t, channel axis `channel_axis`) to the
-// immediate post-dominator `ipdom` of its producer: every node reachable from `x` before `ipdom`,
-// and `ipdom`, when each is an elementwise or broadcast op the expression language has, keeps the
-// output's type, and reads only x, values of the region, scalar constants, tensors of the output's
-// type and per-channel constants; at most `max_nodes` nodes, `max_extras` extra inputs and 64
-// expression nodes, none of them in `taken`. nullopt otherwise.
+// The shape in which a tensor of shape `in`, broadcast (numpy's rules) to `out`, is read by an
+// anchor whose output is `out`'s elements as shape `anchor` (the same elements in the same order,
+// `out`'s axes merged into runs: [B, S, N] as [B*S, N]): per anchor axis its extent or 1. nullopt
+// when `in` does not broadcast to `out`, or an anchor axis merges axes `in` has with axes it
+// broadcasts (so no such shape reads it).
+std::optional<std::vector<int64_t>> broadcast_shape(const std::vector<int64_t> &in, const std::vector<int64_t> &out,
+                                                    const std::vector<int64_t> &anchor);
+
+// The region from value `x` (an anchor's output, of type t, channel axis `channel_axis`, computed
+// by the anchor as shape `anchor_shape`) to the immediate post-dominator `ipdom` of its producer:
+// every node reachable from `x` before `ipdom`, and `ipdom`, when each is an elementwise or
+// broadcast op the expression language has, keeps the output's type, and reads only x, values of
+// the region, scalar constants, tensors of the output's type, per-channel constants and tensors
+// that broadcast to the output in a shape the anchor can read (broadcast_shape); at most
+// `max_nodes` nodes, `max_extras` extra inputs and 64 expression nodes, none of them in `taken`.
+// nullopt otherwise.
 std::optional<ExprRegion> elementwise_region(const Graph &g, ValueId x, size_t ipdom, int channel_axis,
-                                             const std::vector<bool> &taken, size_t max_nodes, size_t max_extras);
+                                             const std::vector<int64_t> &anchor_shape, const std::vector<bool> &taken,
+                                             size_t max_nodes, size_t max_extras);
 
 // Expression descriptor `second` applied after `first` as one descriptor (second's x replaced by
 // first's expression, its inputs numbered after first's), or nullopt when that would exceed the
