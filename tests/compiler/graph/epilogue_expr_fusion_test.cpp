@@ -208,9 +208,10 @@ TEST(EpilogueExpr, AnAttentionMaskAfterABatchedMatMulIsOneKernel) {
   EXPECT_LT(max_difference(g, f), 1e-5);
 }
 
-// conv -> relu, times a spatial attention map [1, 1, H, W] and plus a per-channel tensor [1, C, 1, 1]
-// that are computed (not constants): one kernel, blocked by the layout pass (the map as a view of
-// its data, the per-channel tensor in the output's layout), or NCHW without it.
+// conv -> relu, times a spatial attention map [1, 1, H, W], plus a per-channel tensor [1, C, 1, 1]
+// that are computed (not constants), times a per-channel constant: one kernel, blocked by the layout
+// pass (the map as a view of its data, the computed per-channel tensor in the output's layout, the
+// constant as [C]), or NCHW without it.
 TEST(EpilogueExpr, SpatialAndChannelTensorsAfterAConvAreOneBlockedKernel) {
   Graph g;
   ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 8, 10, 10}});
@@ -220,7 +221,8 @@ TEST(EpilogueExpr, SpatialAndChannelTensorsAfterAConvAreOneBlockedKernel) {
       g, "Conv", {x, g.add_constant("w", random_tensor({32, 8, 3, 3}, 3)), g.add_constant("b", random_tensor({32}, 4))},
       {{"pads", Attribute::of_ints({1, 1, 1, 1})}});
   ValueId m = add(g, "Mul", {add(g, "Relu", {c}), add(g, "Sigmoid", {att})});
-  g.add_output(add(g, "Add", {m, add(g, "Tanh", {se})}, {}, "out"));
+  ValueId scale = g.add_constant("scale", random_tensor({1, 32, 1, 1}, 6));
+  g.add_output(add(g, "Mul", {add(g, "Add", {m, add(g, "Tanh", {se})}), scale}, {}, "out"));
 
   driver::GraphPipelineOptions nchw;
   nchw.alter_layout = false;
@@ -238,6 +240,7 @@ TEST(EpilogueExpr, SpatialAndChannelTensorsAfterAConvAreOneBlockedKernel) {
     const std::string e = n.attr_string("epilogue", "");
     EXPECT_NE(e.find(R"({"broadcast":[1,1,10,10,1]})"), std::string::npos) << e;
     EXPECT_NE(e.find(concat_ints({1, 32 / oc, 1, 1, oc})), std::string::npos) << e;
+    EXPECT_NE(e.find(R"("channel")"), std::string::npos) << e;
   }
   EXPECT_LT(max_difference(g, b), 1e-5);
 }
