@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "compiler/driver/target.h"
+#include "compiler/ir/ir_visitor.h"
 #include "compiler/ops/tuning_task.h"
 #include "compiler/lower/lower.h"
 #include "compiler/te/schedule.h"
@@ -50,10 +51,35 @@ std::string signature(const graph::Graph &g, const Node &n, const OpDef &def, co
   return os.str();
 }
 
+// How many of compute `c`'s innermost axes every tensor it reads takes as its own innermost indices,
+// in order and unchanged: its output's rank for an elementwise compute, the axes a transpose keeps
+// innermost (a channel shuffle's H and W), 0 where a read is transposed, offset or broadcast there.
+int kept_inner_axes(const te::ComputeOpNode &c) {
+  const int nd = static_cast<int>(c.axis.size());
+  int kept = nd;
+  for (const ir::Expr &b : c.body) {
+    ir::post_order_visit(b, [&](const ir::IRNode *n) {
+      if (n->node_type != ir::ProducerLoadNode::kNodeType) return;
+      const auto &idx = static_cast<const ir::ProducerLoadNode *>(n)->indices;
+      int k = 0;
+      while (k < kept && k < static_cast<int>(idx.size())) {
+        if (!idx[idx.size() - 1 - static_cast<size_t>(k)].same_as(c.axis[static_cast<size_t>(nd - 1 - k)]->var)) break;
+        ++k;
+      }
+      kept = std::min(kept, k);
+    });
+  }
+  return kept;
+}
+
 // A generic CPU schedule: intermediate elementwise stages inlined; each output's loops fused and
 // split into blocks of 64, the outer loop parallel. An output whose innermost extent is a whole
 // number of 4-lane vectors up to 64 (a blocked layout's channel block) keeps that axis, vectorized,
-// under the fused outer loops (so a Concat of NCHWc tensors copies whole blocks).
+// under the fused outer loops (so a Concat of NCHWc tensors copies whole blocks). An output that
+// reads its inputs transposed but keeps its innermost axes of at least 16 elements as they are (a
+// channel shuffle's Transpose of [N, g, C/g, H, W]) fuses those into rows, vectorized in blocks of 16
+// with a partial last block, under the fused outer loops: each row is one contiguous copy, where
+// one fused loop would gather every element.
 void schedule_generic(te::Schedule &s, const std::vector<te::Tensor> &outputs) {
   for (const auto &st : s.stages()) {
     const auto *c = dynamic_cast<const te::ComputeOpNode *>(st->op.get());
@@ -77,10 +103,26 @@ void schedule_generic(te::Schedule &s, const std::vector<te::Tensor> &outputs) {
       st.vectorize(last);
       continue;
     }
-    te::IterVar fused;
-    st.fuse(axes, &fused);
     int64_t total = 1;
     for (const auto &d : t.shape()) total *= ir::as_const_int(d).value_or(1);
+    const int kept = kept_inner_axes(*c);
+    int64_t row = 1;
+    for (int d = t.ndim() - kept; d < t.ndim(); ++d)
+      row *= ir::as_const_int(t.shape()[static_cast<size_t>(d)]).value_or(1);
+    if (kept > 0 && kept < t.ndim() && row >= 16 && row < total) {
+      te::IterVar outer = axes.front(), inner = axes[static_cast<size_t>(t.ndim() - kept)];
+      const std::vector<te::IterVar> outer_axes(axes.begin(), axes.end() - kept),
+          inner_axes(axes.end() - kept, axes.end());
+      if (outer_axes.size() > 1) st.fuse(outer_axes, &outer);
+      if (inner_axes.size() > 1) st.fuse(inner_axes, &inner);
+      te::IterVar io, ii;
+      st.split(inner, ir::make_const(ir::Int(32), int64_t{16}), &io, &ii);
+      if (total > 4096) st.parallel(outer);
+      st.vectorize(ii);
+      continue;
+    }
+    te::IterVar fused;
+    st.fuse(axes, &fused);
     if (total > 4096) {
       te::IterVar outer, inner;
       st.split(fused, ir::make_const(ir::Int(32), int64_t{64}), &outer, &inner);

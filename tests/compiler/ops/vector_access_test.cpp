@@ -8,7 +8,10 @@
 #include <sstream>
 
 #include "compiler/codegen/llvm/llvm_module.h"
+#include "compiler/driver/graph_executor.h"
+#include "compiler/driver/node_kernel.h"
 #include "compiler/driver/target.h"
+#include "compiler/graph/op_def.h"
 #include "compiler/ops/epilogue.h"
 #include "compiler/ops/generic_schedule.h"
 #include "compiler/ops/registry.h"
@@ -121,6 +124,45 @@ TEST(VectorAccess, GenericInjectiveScheduleUsesContiguousVectorAccesses) {
     lowered << f;
     EXPECT_FALSE(has_gather(llvm_ir(f))) << lowered.str();
   }
+}
+
+// A graph node without a template gets the executor's generic schedule: a channel shuffle's
+// Transpose ([1, 2, 58, 14, 14] to [1, 58, 2, 14, 14]) keeps its inner H x W
+// as it is, so each row of 196 is copied with contiguous vector loads and stores (one fused
+// loop over every axis would gather each element); values against a reference.
+TEST(VectorAccess, AChannelShuffleTransposeCopiesContiguousRows) {
+  using graph::Attribute;
+  graph::Graph g;
+  const graph::ValueId x = g.add_input("x", graph::TensorType{ir::Float(32), {1, 2, 58, 14, 14}});
+  graph::Node t;
+  t.op = "Transpose";
+  t.name = "shuffle";
+  t.inputs = {x};
+  t.attrs["perm"] = Attribute::of_ints({0, 2, 1, 3, 4});
+  t.outputs = {graph::kNoValue};
+  const graph::ValueId y = g.add_node(t, {"y"}, graph::infer_types(g, t))[0];
+  g.add_output(y);
+  driver::ExecutorOptions o;
+  o.target = kTargetText;
+  const graph::Node &n = g.nodes().back();
+  const driver::NodeKernel k = driver::prepare_node_kernel(g, n, *graph::find_op(n.op), o);
+  ASSERT_FALSE(k.from_template());
+  const ir::LoweredFunc f = driver::lower_node_kernel(g, n, k, "shuffle");
+  std::ostringstream lowered;
+  lowered << f;
+  const std::string text = llvm_ir(f);
+  EXPECT_FALSE(has_gather(text)) << lowered.str();
+  EXPECT_NE(text.find("load <16 x float>"), std::string::npos) << lowered.str();
+
+  deploy::Tensor in = deploy::Tensor::empty({1, 2, 58, 14, 14}, deploy::DType::of<float>());
+  for (int64_t i = 0; i < in.numel(); ++i) in.data_as<float>()[i] = static_cast<float>(i);
+  driver::GraphExecutor ex(g);  // on this machine's own target
+  const deploy::Tensor out = ex.run(std::vector<deploy::Tensor>{in})[0];
+  for (int64_t c = 0; c < 58; ++c)
+    for (int64_t j = 0; j < 2; ++j)
+      for (int64_t p = 0; p < 196; ++p)
+        ASSERT_EQ(out.data_as<float>()[(c * 2 + j) * 196 + p], in.data_as<float>()[(j * 58 + c) * 196 + p])
+            << c << "," << j << "," << p;
 }
 
 }  // namespace
