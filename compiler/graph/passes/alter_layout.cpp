@@ -73,6 +73,47 @@ deploy::Tensor pad_first_axis(const deploy::Tensor &t, int64_t extent) {
   return out;
 }
 
+// `t` (OIHW) with its second axis zero-padded to `extent`.
+deploy::Tensor pad_second_axis(const deploy::Tensor &t, int64_t extent) {
+  const std::vector<int64_t> &s = t.shape();
+  const int64_t inner = s[2] * s[3];
+  deploy::Tensor out = deploy::Tensor::empty({s[0], extent, s[2], s[3]}, t.dtype());
+  std::memset(out.data(), 0, out.nbytes());
+  for (int64_t o = 0; o < s[0]; ++o)
+    std::memcpy(out.data_as<float>() + o * extent * inner, t.data_as<float>() + o * s[1] * inner,
+                static_cast<size_t>(s[1] * inner) * sizeof(float));
+  return out;
+}
+
+// Whether epilogue `e` (a list) gives a finite value for every finite one: named steps that
+// neither divide by the value nor take its logarithm, and no extra inputs. The padded channels of a
+// convolution (zero weight and bias) then hold finite values, which a convolution that reads them
+// with zero weights ignores exactly.
+bool finite_epilogue(const Json &e) {
+  static const std::set<std::string> ops = {"relu",
+                                            "clip",
+                                            "leaky_relu",
+                                            "hard_sigmoid",
+                                            "hard_swish",
+                                            "sigmoid",
+                                            "tanh",
+                                            "silu",
+                                            "gelu",
+                                            "scale",
+                                            "add_scalar",
+                                            "subtract_scalar",
+                                            "multiply_scalar",
+                                            "divide_scalar",
+                                            "maximum_scalar",
+                                            "minimum_scalar"};
+  if (!e.is_array()) return false;
+  for (size_t j = 0; j < e.size(); ++j) {
+    const Json *op = e[j].is_object() ? e[j].find("op") : nullptr;
+    if (!op || !op->is_string() || !ops.count(op->as_string())) return false;
+  }
+  return true;
+}
+
 struct ConvBlocks {
   Block ic_bn = 0, oc_bn = 0;
 };
@@ -234,6 +275,16 @@ class LayoutPass {
     ValueId v = kNoValue;
     Block block = 0;
     int64_t channels = 0;  // before the padding
+    bool finite = false;   // the padded channels hold finite values (finite_epilogue)
+  };
+  // A convolution reading a padded convolution's output: the padded blocked value, its block and
+  // channels, and the convolution's weight (and a depthwise one's bias) zero-padded to them.
+  struct PaddedInput {
+    ValueId v = kNoValue;
+    Block block = 0;
+    int64_t channels = 0;
+    TensorType x, w;
+    deploy::Tensor weight, bias;
   };
   struct Placed {
     ValueId v;
@@ -334,6 +385,7 @@ class LayoutPass {
     } else if (n.inputs.size() > 3) {
       return false;
     }
+    const std::optional<PaddedInput> pin = padded_input(n, depthwise, epilogue);
     Node c;
     c.op = "ConvNCHWc";
     c.name = n.name;
@@ -343,6 +395,7 @@ class LayoutPass {
         Attribute::of_ints(auto_pad == "VALID" ? std::vector<int64_t>{0, 0, 0, 0} : n.attr_ints("pads", {0, 0, 0, 0}));
     c.attrs["epilogue"] = Attribute::of_string(epilogue.dump());
     c.attrs["depthwise"] = Attribute::of_int(depthwise ? 1 : 0);
+    if (pin && padded_input_conv(n, c, *pin, depthwise, epilogue)) return true;
     ConvBlocks b;
     try {
       b = blocks(c, x.type, w.type, has_bias ? n.inputs[2] : kNoValue, n, out);
@@ -411,8 +464,10 @@ class LayoutPass {
   // which its consumers read. Only where the padding adds at most an eighth of the work, the conv
   // adds no residual (its layout would be padded too) and the bias is a constant. `b` is the
   // unpadded conv's blocks, `c` its node with every attribute but the blocks set.
-  bool padded_conv(const Node &n, Node c, const ConvBlocks &b, int64_t lanes) {
-    const Value &x = old(n.inputs[0]), &w = old(n.inputs[1]);
+  bool padded_conv(const Node &n, Node c, const ConvBlocks &b, int64_t lanes, const PaddedInput *pin = nullptr) {
+    const Value &w = old(n.inputs[1]);
+    const TensorType &x_type = pin ? pin->x : old(n.inputs[0]).type, &w_type = pin ? pin->w : w.type;
+    const deploy::Tensor &weight = pin ? pin->weight : w.constant;
     const TensorType &out = old(n.outputs[0]).type;
     const int64_t OC = w.type.shape[0];
     if (n.inputs.size() > 3 || OC % lanes == 0) return false;
@@ -428,11 +483,11 @@ class LayoutPass {
     for (int64_t multiple : {2 * lanes, lanes}) {
       const int64_t p = (OC + multiple - 1) / multiple * multiple;
       if ((p - OC) * 8 > OC) continue;
-      TensorType pw = w.type, pout = out;
+      TensorType pw = w_type, pout = out;
       pw.shape[0] = p;
       pout.shape[1] = p;
       try {
-        pb = blocks(c, x.type, pw, kNoValue, n, pout);
+        pb = blocks(c, x_type, pw, kNoValue, n, pout, pin ? pin->block : -1);
       } catch (const UserError &) {
         continue;
       }
@@ -445,15 +500,82 @@ class LayoutPass {
     c.attrs["ic_bn"] = Attribute::of_int(pb.ic_bn);
     c.attrs["oc_bn"] = Attribute::of_int(pb.oc_bn);
     const std::string name = old(n.outputs[0]).name;
-    c.inputs = {in_layout(n.inputs[0], pb.ic_bn),
-                rw_.constant(w.name + "_padded_packed",
-                             pack_weight(pad_first_axis(w.constant, padded), pb.ic_bn, pb.oc_bn, false)),
-                has_bias
-                    ? rw_.constant(old(n.inputs[2]).name + "_padded", pad_first_axis(old(n.inputs[2]).constant, padded))
-                    : kNoValue};
+    c.inputs = {
+        pin ? pin->v : in_layout(n.inputs[0], pb.ic_bn),
+        rw_.constant(w.name + "_padded_packed", pack_weight(pad_first_axis(weight, padded), pb.ic_bn, pb.oc_bn, false)),
+        has_bias ? rw_.constant(old(n.inputs[2]).name + "_padded", pad_first_axis(old(n.inputs[2]).constant, padded))
+                 : kNoValue};
+    const bool finite = finite_epilogue(Json::parse(c.attr_string("epilogue", "[]")));
     const ValueId y = rw_.add(std::move(c), {name + "_padded_" + layout_name(pb.oc_bn)})[0];
-    padded_[n.outputs[0]] = {y, pb.oc_bn, OC};
+    padded_[n.outputs[0]] = {y, pb.oc_bn, OC, finite};
     drop_padding(n, padded_[n.outputs[0]], "convolution");
+    return true;
+  }
+
+  // For conv `n` (no residual) whose data is the output of a padded convolution with finite
+  // padded channels: that padded blocked value, with the conv's weight zero-padded over the input
+  // channels (a depthwise conv's weight and bias over its channels, since its output is padded too).
+  std::optional<PaddedInput> padded_input(const Node &n, bool depthwise, const Json &epilogue) {
+    auto it = padded_.find(root_[static_cast<size_t>(n.inputs[0])]);
+    if (it == padded_.end() || !it->second.finite || n.inputs.size() > 3) return std::nullopt;
+    const Padded &p = it->second;
+    const TensorType &pt = rw_.out().value(p.v).type;
+    PaddedInput in;
+    in.v = p.v;
+    in.block = p.block;
+    in.channels = pt.shape[1] * pt.shape[4];
+    in.x = old(n.inputs[0]).type;
+    in.x.shape[1] = in.channels;
+    const Value &w = old(n.inputs[1]);
+    in.w = w.type;
+    if (depthwise) {
+      const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != kNoValue;
+      if (has_bias && !old(n.inputs[2]).is_constant()) return std::nullopt;
+      if (!finite_epilogue(epilogue)) return std::nullopt;
+      in.w.shape[0] = in.channels;
+      in.weight = pad_first_axis(w.constant, in.channels);
+      if (has_bias) in.bias = pad_first_axis(old(n.inputs[2]).constant, in.channels);
+    } else {
+      in.w.shape[1] = in.channels;
+      in.weight = pad_second_axis(w.constant, in.channels);
+    }
+    return in;
+  }
+
+  // Conv `n` (node `c` with every attribute but the blocks) over the padded value `in`: a depthwise
+  // conv computes the padded channels too (its output padded in its input's block), any other
+  // conv reads them with zero weights. False when its blocks cannot take the padded value's block
+  // (then it reads the NCHW slice as any conv does).
+  bool padded_input_conv(const Node &n, Node c, const PaddedInput &in, bool depthwise, const Json &epilogue) {
+    TensorType out = old(n.outputs[0]).type;
+    if (depthwise) out.shape[1] = in.channels;
+    const bool has_bias = n.inputs.size() > 2 && n.inputs[2] != kNoValue;
+    ConvBlocks b;
+    try {
+      b = blocks(c, in.x, in.w, depthwise ? kNoValue : (has_bias ? n.inputs[2] : kNoValue), n, out, in.block);
+    } catch (const UserError &) {
+      return false;
+    }
+    const int64_t lanes = target_.lanes(ir::Float(32));
+    if (depthwise) b = {in.block, in.block};
+    if (b.ic_bn != in.block || b.oc_bn <= 0 || out.shape[1] % b.oc_bn != 0 || !vector_block(b.oc_bn, lanes))
+      return false;
+    if (!depthwise && b.oc_bn < lanes) return padded_conv(n, c, b, lanes, &in);
+    c.attrs["ic_bn"] = Attribute::of_int(b.ic_bn);
+    c.attrs["oc_bn"] = Attribute::of_int(b.oc_bn);
+    const Value &w = old(n.inputs[1]);
+    c.inputs = {in.v, rw_.constant(w.name + "_padded_packed", pack_weight(in.weight, b.ic_bn, b.oc_bn, depthwise)),
+                kNoValue};
+    if (has_bias)
+      c.inputs[2] = depthwise ? rw_.constant(old(n.inputs[2]).name + "_padded", in.bias) : in_layout(n.inputs[2], 0);
+    if (!depthwise) {
+      emit(std::move(c), n, b.oc_bn);
+      return true;
+    }
+    const std::string name = old(n.outputs[0]).name;
+    const ValueId y = rw_.add(std::move(c), {name + "_padded_" + layout_name(b.oc_bn)})[0];
+    padded_[n.outputs[0]] = {y, b.oc_bn, old(n.outputs[0]).type.shape[1], finite_epilogue(epilogue)};
+    drop_padding(n, padded_[n.outputs[0]], "depthwise convolution");
     return true;
   }
 
@@ -499,8 +621,9 @@ class LayoutPass {
 
   // The blocks of node `c` (its attributes set but the blocks), found on a probe graph holding the
   // node with blocks of 1.
+  // `in` (>= 0): the data's block, where it is not the old data value's (a padded value).
   ConvBlocks blocks(Node c, const TensorType &x, const TensorType &w, ValueId bias, const Node &n,
-                    const TensorType &out) {
+                    const TensorType &out, Block in = -1) {
     Graph probe;
     const bool dw = c.attr_int("depthwise", 0) != 0;
     const std::vector<int64_t> &xs = x.shape, &ws = w.shape;
@@ -519,7 +642,8 @@ class LayoutPass {
     c.outputs = probe.add_node(c, {"y"}, types);
     Block residual = 0;
     for (size_t i = 3; i < n.inputs.size() && residual == 0; ++i) residual = block_of(n.inputs[i]);
-    const ConvBlocks d = conv_blocks(probe, probe.nodes().back(), target_, block_of(n.inputs[0]), residual);
+    const ConvBlocks d =
+        conv_blocks(probe, probe.nodes().back(), target_, in >= 0 ? in : block_of(n.inputs[0]), residual);
     // An expansion and the depthwise conv after it may become one kernel (fuse_expand_depthwise)
     // whose task fixes the blocks they have without the log, so they keep those, and so does the
     // output block of a conv whose output such an expansion reads (among other readers).

@@ -258,6 +258,34 @@ TEST(GraphLayout, OutputChannelsWithoutAVectorBlockArePaddedToWholeVectors) {
   EXPECT_LE(max_difference(a, g), 1e-4);
 }
 
+// ShuffleNetV2's branch: 58 channels, which no block of whole vectors divides. The first conv runs on
+// them padded to whole vectors; the depthwise conv after it computes the padded channels too (zero
+// weights and bias), and the last conv reads them with zero weights: one transform into the blocks
+// and one padding dropped at the end, where each conv would otherwise go back to NCHW, slice and
+// transform again. An epilogue that may turn the zeros into infinities (exp) keeps the slices.
+TEST(GraphLayout, ConvsOfAPaddedConvReadItsPaddedChannels) {
+  for (const char *act : {"Relu", "Exp"}) {
+    SCOPED_TRACE(act);
+    Graph g;
+    ValueId x = g.add_input("x", TensorType{ir::Float(32), {1, 16, 8, 8}});
+    ValueId a = add(g, act, {conv(g, x, 58, 1)});
+    ValueId d = add(g, "Relu", {conv(g, a, 58, 3, 58)});
+    g.add_output(add(g, "Relu", {conv(g, d, 58, 5)}, {}, "y"));
+    driver::GraphPipelineOptions po;
+    po.fuse_expand_depthwise = false;
+    const Graph o = driver::optimize_graph(g, po);
+    ASSERT_EQ(count(o, "ConvNCHWc"), 3) << print(o);
+    if (std::string(act) == "Relu") {
+      EXPECT_EQ(count(o, "LayoutTransform"), 2) << print(o);
+      EXPECT_EQ(count(o, "Slice"), 1) << print(o);
+    } else {
+      EXPECT_GE(count(o, "Slice"), 2) << print(o);
+    }
+    expect_outputs_kept(g, o);
+    EXPECT_LE(max_difference(o, g), 1e-5);
+  }
+}
+
 // A global pool straight after a padded conv pools the padded blocked tensor: the padding is dropped
 // from the pooled values (1024 of them with 16 lanes), not from the 1024 x 5 x 5 map, whose
 // transform back and slice are gone.
