@@ -575,17 +575,26 @@ int make_model(const std::string &model) {
   return WEXITSTATUS(status);
 }
 
-class ArtifactModelTest : public ::testing::TestWithParam<std::string> {};
+// Each test model exported (skipped without torch) and imported, with its input.
+class ArtifactModelTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    model = GetParam();
+    if (!fs::exists(kPython)) GTEST_SKIP() << kPython << " is missing: cannot export " << model;
+    const int status = make_model(model);
+    if (status == kNoTorch) GTEST_SKIP() << "torch is missing: " << model << " not tested";
+    ASSERT_EQ(status, 0) << "make_models.py " << model << " failed";
+    mdir = fs::path(KILN_MODELS_DIR) / model;
+    input = frontend::onnx::read_tensor_file((mdir / "input_0.pb").string());
+    g = frontend::onnx::import_model((mdir / "model.onnx").string());
+  }
+  std::string model;
+  fs::path mdir;
+  deploy::Tensor input;
+  Graph g;
+};
 
 TEST_P(ArtifactModelTest, MatchesTheReferenceExecutorAndItsPlanNeverOverlaps) {
-  const std::string model = GetParam();
-  if (!fs::exists(kPython)) GTEST_SKIP() << kPython << " is missing: cannot export " << model;
-  const int status = make_model(model);
-  if (status == kNoTorch) GTEST_SKIP() << "torch is missing: " << model << " not tested";
-  ASSERT_EQ(status, 0) << "make_models.py " << model << " failed";
-  const fs::path mdir = fs::path(KILN_MODELS_DIR) / model;
-  const deploy::Tensor input = frontend::onnx::read_tensor_file((mdir / "input_0.pb").string());
-  const Graph g = frontend::onnx::import_model((mdir / "model.onnx").string());
   test::TempDir dir;
   const std::string path = dir.file(model + ".kiln");
   const driver::GraphCompileReport r =
@@ -648,15 +657,7 @@ class RandomLog : public ops::ConfigLookup {
 // template kernel) compiles to an artifact that computes what torch does and what the unoptimized
 // executor does.
 TEST_P(ArtifactModelTest, ReplayingARandomLogKeepsTorchsOutputs) {
-  const std::string model = GetParam();
-  if (!fs::exists(kPython)) GTEST_SKIP() << kPython << " is missing: cannot export " << model;
-  const int status = make_model(model);
-  if (status == kNoTorch) GTEST_SKIP() << "torch is missing: " << model << " not tested";
-  ASSERT_EQ(status, 0) << "make_models.py " << model << " failed";
-  const fs::path mdir = fs::path(KILN_MODELS_DIR) / model;
-  const deploy::Tensor input = frontend::onnx::read_tensor_file((mdir / "input_0.pb").string());
   const deploy::Tensor torch_out = frontend::onnx::read_tensor_file((mdir / "output_0.pb").string());
-  const Graph g = frontend::onnx::import_model((mdir / "model.onnx").string());
   RandomLog log;
   driver::GraphPipelineOptions po;
   po.configs = &log;
