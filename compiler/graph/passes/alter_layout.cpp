@@ -437,7 +437,7 @@ class LayoutPass {
     for (size_t e = 0; e < kinds.size(); ++e) {
       const ValueId v = n.inputs[3 + e];
       if (kinds[e] == ExtraKind::kView) {
-        extras.push_back(view(in_layout(v, 0), types[e].shape, old(v).name + "_view5"));
+        extras.push_back(rw_.view_as(in_layout(v, 0), types[e].shape, old(v).name + "_5d"));
       } else {
         extras.push_back(in_layout(v, kinds[e] == ExtraKind::kPlain ? 0 : oc));
         KILN_CHECK(rw_.out().value(extras.back()).type == types[e], n.describe(), ": extra input ", e, " is ",
@@ -445,16 +445,6 @@ class LayoutPass {
       }
     }
     return extras;
-  }
-
-  // New value `v` as a view of shape `shape`.
-  ValueId view(ValueId v, const std::vector<int64_t> &shape, const std::string &name) {
-    if (rw_.out().value(v).type.shape == shape) return v;
-    Node r;
-    r.op = "Reshape";
-    r.name = name;
-    r.inputs = {v, rw_.int64_constant("shape", shape)};
-    return rw_.add(std::move(r), {name})[0];
   }
 
   // A conv whose output channels have no block of whole vectors (SqueezeNet's classifier: 1000

@@ -366,16 +366,6 @@ std::optional<MatrixAnchor> matrix_anchor(const Graph &g, const Uses &u, const N
   return m;
 }
 
-// `v` (new graph) as shape `shape`: itself, or a Reshape view.
-ValueId view_as(Rewriter &rw, ValueId v, const std::vector<int64_t> &shape, const std::string &name) {
-  if (rw.out().value(v).type.shape == shape) return v;
-  Node r;
-  r.op = "Reshape";
-  r.name = name + "_view";
-  r.inputs = {v, rw.int64_constant("shape", shape)};
-  return rw.add(r, {name + "_view"})[0];
-}
-
 // Emits the fused node of matrix anchor `m` (old node `anchor`) with chain `c`, ending at old value
 // `out`.
 void emit_matrix(Rewriter &rw, const Graph &g, const Node &anchor, const MatrixAnchor &m, const Chain &c, ValueId out) {
@@ -392,22 +382,22 @@ void emit_matrix(Rewriter &rw, const Graph &g, const Node &anchor, const MatrixA
       deploy::Tensor b = g.value(m.bias).constant.view(0, {m.n});
       bias = rw.constant(name + "_bias", b);
     }
-    f.inputs = {view_as(rw, rw.map(m.a), {m.m, m.k}, name + "_in"), rw.constant(name + "_weight", m.weight), bias};
+    f.inputs = {rw.view_as(rw.map(m.a), {m.m, m.k}, name + "_in"), rw.constant(name + "_weight", m.weight), bias};
   } else {
     f.op = "FusedMatMul";
     flat = {m.batch, m.m, m.n};
     const std::vector<int64_t> bshape =
         m.transpose_b ? std::vector<int64_t>{m.b_batch, m.n, m.k} : std::vector<int64_t>{m.b_batch, m.k, m.n};
     f.attrs["transpose_b"] = Attribute::of_int(m.transpose_b ? 1 : 0);
-    f.inputs = {view_as(rw, rw.map(m.a), {m.batch, m.m, m.k}, name + "_a"),
-                view_as(rw, rw.map(m.b), bshape, name + "_b")};
+    f.inputs = {rw.view_as(rw.map(m.a), {m.batch, m.m, m.k}, name + "_a"),
+                rw.view_as(rw.map(m.b), bshape, name + "_b")};
   }
   for (size_t e = 0; e < c.extras.size(); ++e) {
     if (c.extra_is_bias[e]) {
       f.inputs.push_back(rw.constant(name + "_bias", g.value(c.extras[e]).constant.view(0, {m.n})));
     } else {
       const std::vector<int64_t> &b = c.extra_broadcast[e];
-      f.inputs.push_back(view_as(rw, rw.map(c.extras[e]), b.empty() ? flat : b, name + "_extra"));
+      f.inputs.push_back(rw.view_as(rw.map(c.extras[e]), b.empty() ? flat : b, name + "_extra"));
     }
   }
   const TensorType &ot = g.value(out).type;
@@ -515,7 +505,7 @@ Graph fuse_epilogues(const Graph &g) {
         f.inputs.push_back(
             c.extra_is_bias[e]
                 ? rw.constant(anchor.name + "_channel", g.value(c.extras[e]).constant.view(0, {at.shape[1]}))
-                : view_as(rw, rw.map(c.extras[e]), b.empty() ? at.shape : b, anchor.name + "_extra"));
+                : rw.view_as(rw.map(c.extras[e]), b.empty() ? at.shape : b, anchor.name + "_extra"));
       }
       rw.set(out, rw.add(f, {g.value(out).name})[0]);
       continue;

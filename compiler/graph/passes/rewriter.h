@@ -68,6 +68,16 @@ class Rewriter {
     return constant(base, std::move(t));
   }
 
+  // New value `v` as shape `shape`: itself, or a Reshape view of it named `name` + "_view".
+  ValueId view_as(ValueId v, const std::vector<int64_t> &shape, const std::string &name) {
+    if (out_.value(v).type.shape == shape) return v;
+    Node r;
+    r.op = "Reshape";
+    r.name = name + "_view";
+    r.inputs = {v, int64_constant("shape", shape)};
+    return add(std::move(r), {name + "_view"})[0];
+  }
+
   // The new graph with the old outputs mapped, pruned of what nothing reads.
   Graph finish() {
     for (ValueId o : old_.outputs()) out_.add_output(map(o));
