@@ -293,6 +293,47 @@ void print_per_op(const std::string &name, const graph::Graph &optimized, const 
   std::fflush(stdout);
 }
 
+// --per-op with --db: each node's time inside the untuned and the tuned artifact (their profiled
+// steps' medians, a node's steps summed: its kernel and the layout transforms the layout pass named
+// after it), matched by name, the largest tuned loss first; a node only one of them has shows "-".
+void print_tuned_per_op(const std::string &name, deploy::GraphModule &untuned, const deploy::RunProfile &pu,
+                        deploy::GraphModule &tuned, const graph::Graph &tuned_graph, const ops::ConfigLookup *configs,
+                        int runs) {
+  const deploy::RunProfile pt = deploy::profile_runs(tuned, runs);
+  struct Row {
+    double untuned_ms = -1, tuned_ms = -1, alone_ms = -1;
+    std::string kernel;
+  };
+  std::map<std::string, Row> rows;
+  for (const bench::NodeTime &t : bench::time_nodes(tuned_graph, runs, bench::NodeRunner::Artifact, configs))
+    rows[t.node].alone_ms = t.ms;
+  for (size_t k = 0; k < pu.step_ms.size(); ++k) {
+    Row &r = rows[untuned.steps()[k].node];
+    r.untuned_ms = std::max(r.untuned_ms, 0.0) + pu.step_ms[k];
+    r.kernel = untuned.steps()[k].op;
+  }
+  for (size_t k = 0; k < pt.step_ms.size(); ++k) {
+    Row &r = rows[tuned.steps()[k].node];
+    r.tuned_ms = std::max(r.tuned_ms, 0.0) + pt.step_ms[k];
+    if (r.kernel.empty()) r.kernel = tuned.steps()[k].op;
+  }
+  std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
+  auto loss = [](const Row &r) { return std::max(r.tuned_ms, 0.0) - std::max(r.untuned_ms, 0.0); };
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [&](const auto &a, const auto &b) { return loss(a.second) > loss(b.second); });
+  std::printf("tuned-per-op model=%s untuned_steps_ms=%.3f tuned_steps_ms=%.3f untuned_run_ms=%.3f tuned_run_ms=%.3f\n",
+              name.c_str(), pu.steps_ms, pt.steps_ms, pu.run_ms, pt.run_ms);
+  std::printf("  %10s %10s %14s %9s  %-20s %s\n", "untuned_ms", "tuned_ms", "tuned_alone_ms", "loss_ms", "op", "node");
+  for (const auto &[node, r] : sorted) {
+    char u[16] = "-", t[16] = "-", a[16] = "-";
+    if (r.untuned_ms >= 0) std::snprintf(u, sizeof u, "%.4f", r.untuned_ms);
+    if (r.tuned_ms >= 0) std::snprintf(t, sizeof t, "%.4f", r.tuned_ms);
+    if (r.alone_ms >= 0) std::snprintf(a, sizeof a, "%.4f", r.alone_ms);
+    std::printf("  %10s %10s %14s %9.4f  %-20s %s\n", u, t, a, loss(r), r.kernel.c_str(), node.c_str());
+  }
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int run_bench(int argc, char **argv) {
@@ -369,11 +410,13 @@ int run_bench(int argc, char **argv) {
     auto art = std::make_unique<Artifact>(compile_artifact(optimized, untuned, input));
     Timing art_t, tuned_t;
     std::unique_ptr<Artifact> art_tuned;
+    graph::Graph tuned_graph;
     if (lookup) {
       // The layout takes the convolutions' blocks from the log.
       driver::GraphPipelineOptions po = driver::GraphPipelineOptions::from_env();
       po.configs = lookup.get();
-      art_tuned = std::make_unique<Artifact>(compile_artifact(driver::optimize_graph(g, po), tuned, input));
+      tuned_graph = driver::optimize_graph(g, po);
+      art_tuned = std::make_unique<Artifact>(compile_artifact(tuned_graph, tuned, input));
       std::tie(art_t, tuned_t) = time_interleaved(art->module, art_tuned->module, runs);
     } else {
       art_t = time_runs([&] { art->module.run(); }, runs);
@@ -422,6 +465,7 @@ int run_bench(int argc, char **argv) {
       const deploy::RunProfile profile = deploy::profile_runs(art->module, runs);
       std::map<std::string, double> in_model;
       for (size_t k = 0; k < profile.step_ms.size(); ++k) in_model[art->module.steps()[k].node] += profile.step_ms[k];
+      if (art_tuned) print_tuned_per_op(name, art->module, profile, art_tuned->module, tuned_graph, lookup.get(), runs);
       // The model's libraries unloaded first: a library loaded while another is open can be
       // given the open one's handle (both come from a memory file whose descriptor, and so
       // /proc/self/fd path, is reused).

@@ -43,8 +43,10 @@ inline deploy::Tensor node_input(const graph::TensorType &t, uint64_t seed) {
 
 enum class NodeRunner { Executor, Artifact };
 
-// The kernels of g (views and folded nodes aside) in graph order.
-inline std::vector<NodeTime> time_nodes(const graph::Graph &g, int runs, NodeRunner runner = NodeRunner::Executor) {
+// The kernels of g (views and folded nodes aside) in graph order, with their configs from `configs`
+// (null: the templates' defaults).
+inline std::vector<NodeTime> time_nodes(const graph::Graph &g, int runs, NodeRunner runner = NodeRunner::Executor,
+                                        const ops::ConfigLookup *configs = nullptr) {
   std::vector<NodeTime> rows;
   for (const graph::Node &n : g.nodes()) {
     const graph::OpDef *def = graph::find_op(n.op);
@@ -78,13 +80,16 @@ inline std::vector<NodeTime> time_nodes(const graph::Graph &g, int runs, NodeRun
       const std::string path =
           (std::filesystem::temp_directory_path() / ("kiln_node_times_" + std::to_string(::getpid()) + ".kiln"))
               .string();
-      const driver::GraphCompileOptions options;
+      driver::GraphCompileOptions options;
+      options.kernels.configs = configs;
       driver::compile_graph(one, path, options);
       module = std::make_unique<deploy::GraphModule>(deploy::GraphModule::load(path));
       std::filesystem::remove(path);
       for (size_t k = 0; k < inputs.size(); ++k) module->set_input(static_cast<int>(k), inputs[k]);
     } else {
-      ex = std::make_unique<driver::GraphExecutor>(one);
+      driver::ExecutorOptions eo;
+      eo.configs = configs;
+      ex = std::make_unique<driver::GraphExecutor>(one, eo);
     }
     auto run_once = [&] { module ? module->run() : static_cast<void>(ex->run(inputs)); };
     // The first kernel run in the process also starts the thread pool: warm up generously.

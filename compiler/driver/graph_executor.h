@@ -39,7 +39,7 @@ struct KernelReport {
   std::string workload_key;
   std::string args_json;  // the workload's canonical arguments (what `kiln tune --args` takes)
   enum class Source { kDefault, kExact, kDeviceClass, kStale } source = Source::kDefault;
-  std::string note;                        // for kStale: why the tuned config was not usable
+  std::string note;  // for kStale: why the tuned config was not usable; else why the log's default was kept
   std::optional<ops::TunedConfig> record;  // the log's record of its config (or the stale one)
 };
 const char *source_name(KernelReport::Source s);

@@ -147,6 +147,7 @@ void choose_config(NodeKernel &k, const Node &n, const ExecutorOptions &options)
   k.report.record = c.record;
   if (c.config) {
     k.report.source = c.exact_target ? KernelReport::Source::kExact : KernelReport::Source::kDeviceClass;
+    if (c.default_kept) k.report.note = "the default config: no record of another beats its record clearly";
   } else if (c.found) {
     k.report.source = KernelReport::Source::kStale;
     k.report.note = c.stale;

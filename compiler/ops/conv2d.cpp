@@ -432,7 +432,10 @@ struct NchwcTile {
 // divide the output width (then one vector with more columns does better). The accumulators stay
 // within the register file next to the kernel vectors and a broadcast, and within 16: more do not
 // add throughput, and on AVX-512 the larger tiles measured slower. Ties go to more accumulators,
-// then to fewer loads.
+// then to fewer loads. The block is the widest of that many vectors that divides the output
+// channels and is a vector block (ops::vector_block: 24 channels take 8, not 24), the block the layout
+// pass gives a graph's convolution anyway, so that the default a tuning job measures for a
+// convolution's free-block task is the kernel the untuned graph runs.
 // A strided 1x1 kernel is the exception: its input positions are not contiguous (each broadcast
 // reads its own part of a line) and no tap shares them, so the input side of a step costs more
 // than the loads count; with the 32 registers of AVX-512 its tile grows to 28 accumulators (two
@@ -454,7 +457,7 @@ Config default_nchwc(const ConfigSpace &s, const Conv &c, const Target &t) {
   for (int64_t want_vecs : {2, 1}) {
     if (c.oc_bn && want_vecs == 1) break;  // a fixed block has one tile width
     NchwcTile x;
-    x.oc_bn = c.oc_bn ? c.oc_bn : largest_divisor_at_most(c.OC, want_vecs * lanes);
+    x.oc_bn = c.oc_bn ? c.oc_bn : widest_vector_block(c.OC, lanes, want_vecs);
     x.vecs = ceil_div(x.oc_bn, lanes);
     const int64_t limit = std::max<int64_t>(1, std::min(max_acc, wide_tile ? regs - 1 : regs - x.vecs - 1));
     for (int64_t rows : {1, 2}) {
@@ -620,7 +623,7 @@ void define_depthwise_nchwc_space(ConfigSpace &s, const Conv &c, const Target &t
 
 Config default_depthwise_nchwc(const ConfigSpace &s, const Conv &c, const Target &t) {
   const int64_t lanes = t.lanes(c.out);
-  const int64_t cb = c.c_bn ? c.c_bn : largest_divisor_at_most(c.C, lanes);
+  const int64_t cb = c.c_bn ? c.c_bn : widest_vector_block(c.C, lanes, 1);  // see default_nchwc
   const int64_t budget = std::max<int64_t>(1, (t.vector_registers() - 2) / ceil_div(cb, lanes));
   // Two rows when there are enough, and as many columns as a third of the budget per row: about
   // two thirds of the registers accumulate.

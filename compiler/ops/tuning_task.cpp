@@ -67,34 +67,62 @@ Task without_fixed_blocks(const Task &kernel) {
 TunedChoice choose_tuned_config(const ConfigLookup *configs, const Task &kernel) {
   TunedChoice c;
   if (!configs) return c;
-  // The record of the kernel's own workload (its blocks fixed as they are).
-  if (std::optional<TunedConfig> own = configs->best(anchor_task(kernel).workload(), kernel.target().str())) {
-    c.found = true;
-    c.exact_target = own->exact_target;
-    c.record = own;
+  const std::string target = kernel.target().str();
+  const int64_t default_index = kernel.default_config().index();
+  // The record of the kernel's default config, where the log has one (either workload below).
+  std::optional<TunedConfig> default_record;
+  auto note_default = [&](const TunedConfig &t, const autotune::Config &cfg) {
+    if (cfg.index() == default_index && (!default_record || t.mean_s < default_record->mean_s)) default_record = t;
+  };
+  // The records of the kernel's own workload (its blocks fixed as they are): the fastest one.
+  for (const TunedConfig &own : configs->top(anchor_task(kernel).workload(), target, kBlockCandidates)) {
+    std::optional<autotune::Config> cfg;
+    std::string stale;
     try {
-      c.config = kernel.space().from_record(own->config);
+      cfg = kernel.space().from_record(own.config);
     } catch (const UserError &e) {
-      c.stale = e.what();
+      stale = e.what();
     }
+    if (!c.found) {
+      c.found = true;
+      c.exact_target = own.exact_target;
+      c.record = own;
+      c.config = cfg;
+      c.stale = stale;
+    }
+    if (cfg) note_default(own, *cfg);
   }
   // The fastest record of the free-block task whose blocks are the fixed ones, where it is faster.
   const Task free = without_fixed_blocks(kernel);
-  if (free.key() == kernel.key()) return c;
-  const Task free_task = anchor_task(free);
-  for (const TunedConfig &t : configs->top(free_task.workload(), kernel.target().str(), kBlockCandidates)) {
-    std::optional<autotune::Config> cfg = with_fixed_blocks(kernel, free_task, t.config);
-    if (!cfg) continue;
-    if (!c.config || t.mean_s < c.record->mean_s) {
-      c.found = true;
-      c.exact_target = t.exact_target;
-      c.record = t;
-      c.config = std::move(cfg);
-      c.stale.clear();
+  if (free.key() != kernel.key()) {
+    const Task free_task = anchor_task(free);
+    bool first = true;
+    for (const TunedConfig &t : configs->top(free_task.workload(), target, kBlockCandidates)) {
+      std::optional<autotune::Config> cfg = with_fixed_blocks(kernel, free_task, t.config);
+      if (!cfg) continue;
+      note_default(t, *cfg);
+      if (first && (!c.config || t.mean_s < c.record->mean_s)) {
+        c.found = true;
+        c.exact_target = t.exact_target;
+        c.record = t;
+        c.config = std::move(cfg);
+        c.stale.clear();
+      }
+      first = false;
     }
-    break;
+  }
+  // A tuned config within kTieMargin of the default's own record is a tie: the default is kept,
+  // with its record.
+  if (c.config && default_record && c.config->index() != default_index &&
+      !clearly_faster(c.record->mean_s, default_record->mean_s)) {
+    c.exact_target = default_record->exact_target;
+    c.record = default_record;
+    c.config = kernel.default_config();
+    c.default_kept = true;
   }
   return c;
 }
+
+bool clearly_faster(double tuned_s, double default_s) { return tuned_s * (1 + kTieMargin) < default_s; }
 
 }  // namespace kiln::ops

@@ -40,14 +40,27 @@ Task without_fixed_blocks(const Task &kernel);
 // layout pass's candidates, and a fixed-block kernel's record).
 inline constexpr int64_t kBlockCandidates = 512;
 
+// How much faster than the default config's own record a tuned record must be for the compiler to
+// build the tuned config instead (and for the layout pass to change a convolution's blocks for it):
+// records of one config on a loaded machine spread by 5-10 %, and a config that won the tuning by
+// less than that can lose in the model. On a ResNet-18 log tuned for 3 minutes, 2 % winners (a
+// 512-channel 3x3 layer with input blocks of 1) ran 1.6x slower than the default in the model and
+// made the tuned model 0.86x the untuned one (docs/graph.md, "Tuned layouts").
+inline constexpr double kTieMargin = 0.05;
+
+// Whether a record of `tuned_s` seconds beats one of `default_s` by more than kTieMargin.
+bool clearly_faster(double tuned_s, double default_s);
+
 // The config `kernel` is built with, from `configs` (may be null): the faster of the record of its
 // own workload without the epilogue (fixed blocks and all) and, for fixed blocks, the fastest record
-// of the free-block task whose blocks are the fixed ones.
+// of the free-block task whose blocks are the fixed ones; but the default config (with its record)
+// where the log has a record of it that the faster one does not beat clearly (clearly_faster).
 struct TunedChoice {
   std::optional<autotune::Config> config;  // the tuned config; nullopt: the template's default
   std::optional<TunedConfig> record;       // the record it came from (or the stale one)
   bool found = false;                      // the lookup had a record for the kernel
   bool exact_target = false;               // ... measured on this exact target (else its device class)
+  bool default_kept = false;               // config is the default: no record beat its own clearly
   std::string stale;                       // a record the kernel's space refuses: why (config unset)
 };
 TunedChoice choose_tuned_config(const ConfigLookup *configs, const Task &kernel);

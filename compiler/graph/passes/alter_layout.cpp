@@ -118,18 +118,8 @@ struct ConvBlocks {
   Block ic_bn = 0, oc_bn = 0;
 };
 
-// Whether a block of `b` channels is whole vectors or a part of one: the vector of the blocked
-// templates. Any other (24 channels with 16 lanes) runs far slower than the NCHW template.
-bool vector_block(Block b, int64_t lanes) { return b > 0 && (b % lanes == 0 || lanes % b == 0); }
-
-// The widest block of at most two vectors that divides `channels` and is whole vectors or a part of
-// one.
-Block widest_vector_block(int64_t channels, int64_t lanes) {
-  for (Block b = 2 * lanes; b > 1; --b) {
-    if (channels % b == 0 && vector_block(b, lanes)) return b;
-  }
-  return 1;
-}
+using ops::vector_block;
+using ops::widest_vector_block;
 
 // The block sizes of a ConvNCHWc node, chosen for the graph so that consecutive layers agree: the
 // input block is `in` (its producer's output block; 0: NCHW) where it divides the channels, else
@@ -641,7 +631,7 @@ class LayoutPass {
     bool feeds_expansion = false;
     for (int32_t r : read_by_[static_cast<size_t>(n.outputs[0])])
       feeds_expansion = feeds_expansion || (r >= 0 && expansion(&g_.nodes()[static_cast<size_t>(r)]));
-    if (std::optional<ConvBlocks> t = tuned_blocks(probe, probe.nodes().back(), n, feeds_expansion ? d.oc_bn : 0))
+    if (std::optional<ConvBlocks> t = tuned_blocks(probe, probe.nodes().back(), n, feeds_expansion ? d.oc_bn : 0, d))
       return *t;
     return d;
   }
@@ -679,16 +669,19 @@ class LayoutPass {
   // data is in that block already, has a transform to it already, or is a constant) and a residual
   // it adds in its output block. Configs whose output block is neither whole vectors nor part of
   // one are skipped. A greedy choice in graph order: a conv weighs the transforms into it, not those
-  // its output block makes for the layers after it. nullopt when the log has no usable record.
-  // `probe` is the node over values of a probe graph with blocks of 1, `n` the old node; `oc_only`
-  // (0: any) the one output block allowed.
-  std::optional<ConvBlocks> tuned_blocks(const Graph &probe, const Node &pn, const Node &n, Block oc_only) {
+  // its output block makes for the layers after it. The blocks `d` it has without the log are kept
+  // where a record with them costs not clearly more than the cheapest (ops::clearly_faster). nullopt
+  // when the log has no usable record. `probe` is the node over values of a probe graph with blocks
+  // of 1, `n` the old node; `oc_only` (0: any) the one output block allowed.
+  std::optional<ConvBlocks> tuned_blocks(const Graph &probe, const Node &pn, const Node &n, Block oc_only,
+                                         const ConvBlocks &d) {
     const Kernel k = find_op(pn.op)->kernel(OpContext(probe, pn));
     const ops::Task task = ops::tuning_task(ops::Task(k.template_name, k.template_args, target_));
     const bool dw = pn.attr_int("depthwise", 0) != 0;
     const int64_t lanes = target_.lanes(ir::Float(32));
     std::optional<ConvBlocks> best;
     double best_cost = 0;
+    std::optional<double> d_cost;        // the cheapest record with the blocks d
     std::vector<ExtraKind> extra_kinds;  // the epilogue inputs that come in the output's layout
     if (n.op == "FusedConv")
       blocked_epilogue(Json::parse(n.attr_string("epilogue", "[]")), old(n.outputs[0]).type, 1, nullptr, &extra_kinds);
@@ -709,7 +702,9 @@ class LayoutPass {
         best = b;
         best_cost = cost;
       }
+      if (b.ic_bn == d.ic_bn && b.oc_bn == d.oc_bn && (!d_cost || cost < *d_cost)) d_cost = cost;
     }
+    if (best && d_cost && !ops::clearly_faster(best_cost, *d_cost)) return d;
     return best;
   }
 

@@ -26,6 +26,7 @@
 #include "compiler/graph/op_def.h"
 #include "compiler/graph/passes/passes.h"
 #include "compiler/ops/registry.h"
+#include "compiler/ops/tuning_task.h"
 #include "tests/compiler/graph/graph_test_util.h"
 #include "tests/compiler/graph/model_export.h"
 
@@ -585,6 +586,102 @@ TEST(GraphLayout, AConvTakesASlowerRecordWhenTheFasterOnesInputBlockCostsMoreToM
   EXPECT_EQ(conv_blocks(a), (B{{8, 4}, {8, 8}})) << print(a);
   EXPECT_EQ(count(a, "LayoutTransform"), 3) << print(a);
   expect_values_with(a, g, log, 2);
+}
+
+TEST(GraphLayout, AConvKeepsItsOwnBlocksWhereTheFasterRecordWinsByLessThanTheTieMargin) {
+  using B = std::vector<std::pair<int64_t, int64_t>>;
+  const Graph g = widening_convs();
+  // Without the log the first conv (8 -> 16) reads blocks of 8 and writes blocks of 16.
+  ASSERT_EQ(conv_blocks(driver::optimize_graph(g)), (B{{8, 16}, {16, 8}}));
+  // Output blocks of 4 measured 3 % faster than its own: a tie, the graph keeps its blocks.
+  TimedLog log;
+  log.records[{8, 16}] = {{8, 16, 1.0e-6}, {8, 4, 0.97e-6}};
+  Graph a = optimize_with(g, log);
+  EXPECT_EQ(conv_blocks(a), (B{{8, 16}, {16, 8}})) << print(a);
+  expect_values_with(a, g, log, 1);
+  // 10 % faster: taken, and the second conv reads them.
+  log.records[{8, 16}] = {{8, 16, 1.0e-6}, {8, 4, 0.9e-6}};
+  a = optimize_with(g, log);
+  EXPECT_EQ(conv_blocks(a), (B{{8, 4}, {4, 8}})) << print(a);
+  expect_values_with(a, g, log, 1);
+}
+
+// A log of a free-block conv2d task whose top() lists given configs with given times.
+class ConfigTimesLog : public ops::ConfigLookup {
+ public:
+  std::function<std::vector<std::pair<autotune::Config, double>>(const ops::Task &)> configs;
+  std::optional<ops::TunedConfig> best(const contracts::Workload &w, const std::string &target) const override {
+    std::vector<ops::TunedConfig> t = top(w, target, 1);
+    if (t.empty()) return std::nullopt;
+    return t[0];
+  }
+  std::vector<ops::TunedConfig> top(const contracts::Workload &w, const std::string &target, int64_t k) const override {
+    std::vector<ops::TunedConfig> out;
+    const ops::Task t(w.template_name, w.args, driver::resolve_target(target));
+    if (w.template_name != "conv2d_nchwc.x86" || fixes_blocks(t)) return out;
+    std::vector<std::pair<autotune::Config, double>> c = configs(t);
+    std::sort(c.begin(), c.end(), [](const auto &a, const auto &b) { return a.second < b.second; });
+    for (const auto &[config, mean_s] : c) {
+      if (static_cast<int64_t>(out.size()) >= k) break;
+      ops::TunedConfig r;
+      r.config = config.record();
+      r.target = target;
+      r.mean_s = mean_s;
+      out.push_back(r);
+    }
+    return out;
+  }
+};
+
+TEST(TunedChoice, TheDefaultConfigIsKeptUnlessARecordBeatsItsOwnByTheTieMargin) {
+  // The kernel of a blocked 3x3 conv (8 -> 16, blocks 8 and 16) and its free-block task.
+  const ops::Target target = driver::resolve_target("llvm -mcpu=native");
+  contracts::Json args = contracts::Json::object(
+      {{"data", contracts::Json::object({{"shape", contracts::Json::array_of(std::vector<int64_t>{1, 8, 6, 6})},
+                                         {"dtype", contracts::Json("float32")}})},
+       {"kernel", contracts::Json::object({{"shape", contracts::Json::array_of(std::vector<int64_t>{16, 8, 3, 3})},
+                                           {"dtype", contracts::Json("float32")}})},
+       {"padding", contracts::Json::array_of(std::vector<int64_t>{1, 1, 1, 1})}});
+  const ops::Task free("conv2d_nchwc.x86", args, target);
+  args.set("ic_bn", contracts::Json(int64_t{8}));
+  args.set("oc_bn", contracts::Json(int64_t{16}));
+  const ops::Task kernel("conv2d_nchwc.x86", args, target);
+  const autotune::Config d = kernel.default_config();
+  // Another config with the kernel's blocks: the default's other knobs changed.
+  std::vector<std::pair<std::string, contracts::Json>> values;
+  for (const autotune::Knob &k : free.space().knobs()) values.emplace_back(k.name, d.value(k.name));
+  for (auto &[name, v] : values)
+    if (name == "unroll_kw") v = contracts::Json(int64_t{1} - d.value("unroll_kw").as_int());
+  const autotune::Config other = free.space().from_values(values);
+  ASSERT_EQ(other.split("tile_oc").back(), 16);
+  values.clear();
+  for (const autotune::Knob &k : free.space().knobs()) values.emplace_back(k.name, d.value(k.name));
+  const autotune::Config free_default = free.space().from_values(values);
+
+  ConfigTimesLog log;
+  double other_s = 0.97e-6;
+  log.configs = [&](const ops::Task &) {
+    return std::vector<std::pair<autotune::Config, double>>{{free_default, 1.0e-6}, {other, other_s}};
+  };
+  ops::TunedChoice c = ops::choose_tuned_config(&log, kernel);
+  ASSERT_TRUE(c.config);
+  EXPECT_TRUE(c.default_kept);
+  EXPECT_EQ(c.config->index(), d.index());
+  EXPECT_DOUBLE_EQ(c.record->mean_s, 1.0e-6);
+  other_s = 0.9e-6;
+  c = ops::choose_tuned_config(&log, kernel);
+  ASSERT_TRUE(c.config);
+  EXPECT_FALSE(c.default_kept);
+  EXPECT_NE(c.config->index(), d.index());
+  EXPECT_EQ(c.config->value("unroll_kw").as_int(), 1 - d.value("unroll_kw").as_int());
+  EXPECT_DOUBLE_EQ(c.record->mean_s, 0.9e-6);
+  // Without a record of the default, the fastest record is taken, however close.
+  other_s = 0.99e-6;
+  log.configs = [&](const ops::Task &) { return std::vector<std::pair<autotune::Config, double>>{{other, other_s}}; };
+  c = ops::choose_tuned_config(&log, kernel);
+  ASSERT_TRUE(c.config);
+  EXPECT_FALSE(c.default_kept);
+  EXPECT_NE(c.config->index(), d.index());
 }
 
 TEST(GraphLayout, LayoutTransformsBetweenBlocksRoundTripExactly) {
