@@ -71,6 +71,7 @@ struct TuneCommandOptions {
   int64_t confirm_top = 0;
   int64_t confirm_repeats = 2;
   uint32_t threads = 0;
+  bool flush = false;  // each call timed alone, its inputs flushed from the CPU caches first
   bool no_transfer = false;
   bool skip_measured = false;
   bool json = false;
@@ -82,6 +83,10 @@ struct TuneCommandOptions {
   bool target_given = false, device_key_given = false;
   DaemonOptions daemon;
 };
+
+// The repeats of a candidate timed with --flush: one call each, so more of them than the tuner's
+// default 3 repeats of calls grown to 10 ms.
+constexpr uint32_t kFlushedRepeats = 10;
 
 // "90", "90s", "10m", "2h" -> seconds.
 double parse_duration(const std::string &text) {
@@ -334,9 +339,17 @@ tuner::JobSubmission make_submission(const TuneCommandOptions &o, const ModelTas
   options.skip_logged = o.skip_measured;
   options.seed = o.seed;
   options.priority = o.priority;
-  if (o.threads > 0) {
+  if (o.threads > 0 || o.flush) {
     kiln::v1::MeasureOptions measure;
-    measure.set_threads(o.threads);
+    if (o.threads > 0) measure.set_threads(o.threads);
+    if (o.flush) {
+      // AutoTVM's enable_cpu_cache_flush: one call per repeat, so that each timed call finds its
+      // inputs (a layer's weights) in memory, as a model's layer does after the layers before it.
+      measure.set_cpu_cache_flush(true);
+      measure.set_number(1);
+      measure.set_min_repeat_ms(0);
+      measure.set_repeat(kFlushedRepeats);
+    }
     options.measure = measure;
   }
   sub.name = !o.name.empty()            ? o.name
@@ -390,15 +403,20 @@ void tune_embedded(const TuneCommandOptions &o) {
       if (stored.measure) lo.measure.MergeFrom(*stored.measure);
     }
   }
+  std::optional<tuner::JobSubmission> sub;
+  if (job == 0) {
+    sub = make_submission(o, model ? &*model : nullptr);
+    if (sub->options.measure) lo.measure.MergeFrom(*sub->options.measure);  // --threads, --flush
+  }
   if (o.threads > 0) lo.measure.set_threads(o.threads);
   tuner::LocalMeasurer measurer(target, lo);
   tuner::Tuner tuner(log, measurer, target, device_key);
 
-  if (job == 0) {
-    const tuner::JobSubmission sub = make_submission(o, model ? &*model : nullptr);
-    job = tuner.create_job(sub.name, sub.tasks, sub.options);
+  if (sub) {
+    job = tuner.create_job(sub->name, sub->tasks, sub->options);
     if (!o.json) {
-      std::cerr << fmt::format("job {} in {}: {} tasks, {} trials\n", job, o.db, sub.tasks.size(), sub.options.trials);
+      std::cerr << fmt::format("job {} in {}: {} tasks, {} trials\n", job, o.db, sub->tasks.size(),
+                               sub->options.trials);
     }
   }
 
@@ -626,6 +644,10 @@ void add_tune_command(CLI::App &app) {
   c->add_option("--confirm-repeats", o->confirm_repeats, "how many more times each of those is timed")
       ->capture_default_str();
   c->add_option("--threads", o->threads, "threads a candidate runs on (default: one per physical core)");
+  c->add_flag("--flush", o->flush,
+              "time each call of a candidate alone with its inputs flushed from the CPU caches first (number 1, " +
+                  std::to_string(kFlushedRepeats) +
+                  " repeats): the weights of a model's layer come from memory, not from the previous call's cache");
   c->add_option("--seed", o->seed, "seed of the search")->capture_default_str();
   c->add_option("--name", o->name, "the job's name in `kiln jobs list`");
   c->add_flag("--no-transfer", o->no_transfer, "do not learn from the log's records of other workloads");

@@ -71,6 +71,33 @@ TEST_F(TuneCommandTest, AnEmbeddedJobFillsTheLogAndPrintsItsTable) {
   EXPECT_EQ(last, "end");
 }
 
+TEST_F(TuneCommandTest, FlushTimesEachCallAloneWithItsInputsFlushed) {
+  // --flush: ten repeats of one call each (the tuner's default is three repeats of calls grown to
+  // 10 ms), and the job keeps those options for --resume.
+  Result r = kiln({"tune", "--db", db(), "--template", "matmul.x86", "--args", kMatmul, "--trials", "4", "--batch", "4",
+                   "--threads", "1", "--strategy", "random", "--flush"});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  r = kiln({"tune", "--db", db(), "--template", "matmul.x86", "--args", kMatmul, "--trials", "4", "--batch", "4",
+            "--threads", "1", "--strategy", "random"});
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  db::TuningDb log = db::TuningDb::open(db());
+  int flushed = 0, plain = 0;
+  log.for_each_record({}, [&](const db::Record &rec) {
+    ASSERT_TRUE(rec.job_id.has_value());
+    if (*rec.job_id == 1) {
+      EXPECT_EQ(rec.costs.size(), 10u);
+      ++flushed;
+    } else {
+      EXPECT_EQ(rec.costs.size(), 3u);
+      ++plain;
+    }
+  });
+  EXPECT_EQ(flushed, 4);
+  EXPECT_EQ(plain, 4);
+  EXPECT_TRUE(has(log.job(1)->spec.dump(), "\"cpuCacheFlush\":true")) << log.job(1)->spec.dump();
+  EXPECT_FALSE(has(log.job(2)->spec.dump(), "cpuCacheFlush")) << log.job(2)->spec.dump();
+}
+
 TEST_F(TuneCommandTest, CtrlCPausesAndResumeFinishes) {
   pt::Child child = pt::spawn(KILN_CLI,
                               {"tune", "--db", db(), "--template", "matmul.x86", "--args", kMatmul, "--trials", "150",
