@@ -165,12 +165,20 @@ const std::set<std::string> &binary_ops() {
   return ops;
 }
 
-// The estimated throughput of a LayoutTransform between two blocked layouts, in bytes of the tensor
-// per second: layout_transform.x86 at 1 thread on this project's AVX-512 machine moved a tensor of
-// 802 KB (ResNet-18's first stage, 32c -> 16c) at 37 GB/s and one of 401 KB (16c -> 32c) at 51 GB/s
-// with the data in cache (bench/ops reorder cases, oneDNN's reorder 0.9-1.1x as fast); a tensor a
-// convolution has just written is in cache too, and a lower figure leaves room for one that is not.
-constexpr double kTransformBytesPerSecond = 30e9;
+// The estimated throughput of a LayoutTransform from block `src` to block `dst` (0: NCHW), in bytes
+// of the tensor per second. Between blocks where one divides the other, layout_transform.x86 at 1
+// thread on this project's AVX-512 machine moved a tensor of 802 KB (ResNet-18's first stage, 32c ->
+// 16c) at 37 GB/s and one of 401 KB (16c -> 32c) at 51 GB/s with the data in cache (bench/ops
+// reorder cases, oneDNN's reorder 0.9-1.1x as fast): 30 GB/s leaves room for a tensor not in cache.
+// From or to NCHW it gathers or scatters one channel per element: 11 GB/s. Between blocks where
+// neither divides the other, the copy along the block is neither contiguous nor vectorized: in
+// MobileNetV2 on the Zen 5 machine 16c -> 24c moved 1.8 MB at 6 GB/s and 16c -> 3c 188 KB at 3.6
+// GB/s, which a tuned layout that estimated them at 30 GB/s paid for (docs/graph.md).
+double transform_bytes_per_second(Block src, Block dst) {
+  if (src == 0 || dst == 0) return 11e9;
+  if (src % dst == 0 || dst % src == 0) return 30e9;
+  return 5e9;
+}
 
 // How a FusedConv's epilogue input reaches its blocked form: in the output's layout, as it is
 // (per-channel), or as a rank-5 view of its NCHW data (a broadcast one with one channel).
@@ -670,7 +678,8 @@ class LayoutPass {
   // it adds in its output block. Configs whose output block is neither whole vectors nor part of
   // one are skipped. A greedy choice in graph order: a conv weighs the transforms into it, not those
   // its output block makes for the layers after it. The blocks `d` it has without the log are kept
-  // where a record with them costs not clearly more than the cheapest (ops::clearly_faster). nullopt
+  // where a record with them (else the record of the task's default config, measured with the
+  // template's own blocks) costs not clearly more than the cheapest (ops::clearly_faster). nullopt
   // when the log has no usable record. `probe` is the node over values of a probe graph with blocks
   // of 1, `n` the old node; `oc_only` (0: any) the one output block allowed.
   std::optional<ConvBlocks> tuned_blocks(const Graph &probe, const Node &pn, const Node &n, Block oc_only,
@@ -682,6 +691,8 @@ class LayoutPass {
     std::optional<ConvBlocks> best;
     double best_cost = 0;
     std::optional<double> d_cost;        // the cheapest record with the blocks d
+    std::optional<double> default_cost;  // the record of the task's default config
+    const int64_t default_index = task.default_config().index();
     std::vector<ExtraKind> extra_kinds;  // the epilogue inputs that come in the output's layout
     if (n.op == "FusedConv")
       blocked_epilogue(Json::parse(n.attr_string("epilogue", "[]")), old(n.outputs[0]).type, 1, nullptr, &extra_kinds);
@@ -691,6 +702,7 @@ class LayoutPass {
         const autotune::Config cfg = task.space().from_record(r.config);
         b.ic_bn = cfg.split(dw ? "tile_c" : "tile_ic").back();
         b.oc_bn = cfg.split(dw ? "tile_c" : "tile_oc").back();
+        if (cfg.index() == default_index && (!default_cost || r.mean_s < *default_cost)) default_cost = r.mean_s;
       } catch (const UserError &) {
         continue;  // a record of another version of the space
       }
@@ -704,18 +716,22 @@ class LayoutPass {
       }
       if (b.ic_bn == d.ic_bn && b.oc_bn == d.oc_bn && (!d_cost || cost < *d_cost)) d_cost = cost;
     }
+    // Blocks d the log has no record of (the producer's input block, say, where the template's
+    // default is another) run the default config with them, which the default's record stands for.
+    if (!d_cost) d_cost = default_cost;
     if (best && d_cost && !ops::clearly_faster(best_cost, *d_cost)) return d;
     return best;
   }
 
-  // The estimated time of having old value `v` in layout `b` (kTransformBytesPerSecond): nothing
+  // The estimated time of having old value `v` in layout `b` (transform_bytes_per_second): nothing
   // when it is in that layout, has a transform to it already, or is a constant.
   double transform_s(ValueId v, Block b) const {
     if (v == kNoValue) return 0;
     const ValueId r = root_[static_cast<size_t>(v)];
-    if (primary_[static_cast<size_t>(r)].block == b || memo_.count({r, b}) || old(r).is_constant()) return 0;
+    const Block from = primary_[static_cast<size_t>(r)].block;
+    if (from == b || memo_.count({r, b}) || old(r).is_constant()) return 0;
     const TensorType &t = old(r).type;
-    return static_cast<double>(t.numel() * static_cast<int64_t>(t.dtype.bytes())) / kTransformBytesPerSecond;
+    return static_cast<double>(t.numel() * static_cast<int64_t>(t.dtype.bytes())) / transform_bytes_per_second(from, b);
   }
 
   bool unary(const Node &n) {

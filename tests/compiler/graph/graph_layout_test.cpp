@@ -684,6 +684,45 @@ TEST(TunedChoice, TheDefaultConfigIsKeptUnlessARecordBeatsItsOwnByTheTieMargin) 
   EXPECT_NE(c.config->index(), d.index());
 }
 
+// The default config of free-block conv2d task `t` with input blocks `ic` and output blocks `oc`.
+autotune::Config default_with_blocks(const ops::Task &t, int64_t ic, int64_t oc) {
+  const autotune::Config d = t.default_config();
+  const int64_t c = t.workload().args["data"]["shape"][1].as_int();
+  const int64_t o = t.workload().args["kernel"]["shape"][0].as_int();
+  std::vector<std::pair<std::string, contracts::Json>> values;
+  for (const autotune::Knob &k : t.space().knobs()) values.emplace_back(k.name, d.value(k.name));
+  for (auto &[name, v] : values) {
+    if (name == "tile_ic") v = contracts::Json::array_of(std::vector<int64_t>{c / ic, ic});
+    if (name == "tile_oc") v = contracts::Json::array_of(std::vector<int64_t>{o / oc, oc});
+  }
+  return t.space().from_values(values);
+}
+
+TEST(GraphLayout, TheDefaultsRecordStandsForBlocksTheLogHasNoRecordOf) {
+  using B = std::vector<std::pair<int64_t, int64_t>>;
+  const Graph g = widening_convs();
+  // The first conv (8 -> 16) has one record, output blocks of 4: it takes them. The second (16 -> 8)
+  // then reads blocks of 4, which none of its records has: its default config (the template's own
+  // input block, 16) and a config 1 % faster with it. Both need the first conv's output moved from
+  // blocks of 4 to 16; the default's record stands for the blocks the conv has, which need none.
+  ConfigTimesLog log;
+  log.configs = [](const ops::Task &t) {
+    using R = std::vector<std::pair<autotune::Config, double>>;
+    if (t.workload().args["data"]["shape"][1].as_int() == 8) return R{{default_with_blocks(t, 8, 4), 1e-6}};
+    const autotune::Config d = t.default_config();
+    EXPECT_EQ(d.split("tile_ic").back(), 16);
+    std::vector<std::pair<std::string, contracts::Json>> values;
+    for (const autotune::Knob &k : t.space().knobs()) values.emplace_back(k.name, d.value(k.name));
+    for (auto &[name, v] : values)
+      if (name == "tile_ow") v = contracts::Json::array_of(std::vector<int64_t>{6, 1});
+    return R{{d, 1.0e-6}, {t.space().from_values(values), 0.99e-6}};
+  };
+  const Graph a = optimize_with(g, log);
+  EXPECT_EQ(conv_blocks(a), (B{{8, 4}, {4, 8}})) << print(a);
+  EXPECT_EQ(count(a, "LayoutTransform"), 2) << print(a);  // in and out only
+  expect_values_with(a, g, log, 1);                       // the first conv's kernel from its record
+}
+
 TEST(GraphLayout, LayoutTransformsBetweenBlocksRoundTripExactly) {
   Graph g;
   ValueId x = g.add_input("x", TensorType{ir::Float(32), {2, 24, 3, 5}});
