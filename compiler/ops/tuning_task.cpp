@@ -93,11 +93,20 @@ TunedChoice choose_tuned_config(const ConfigLookup *configs, const Task &kernel)
     if (cfg) note_default(own, *cfg);
   }
   // The fastest record of the free-block task whose blocks are the fixed ones, where it is faster.
+  // The record of the free-block task's default config (the template's own blocks) is kept aside.
+  std::optional<TunedConfig> free_default_record;
   const Task free = without_fixed_blocks(kernel);
   if (free.key() != kernel.key()) {
     const Task free_task = anchor_task(free);
+    const int64_t free_default = free_task.default_config().index();
     bool first = true;
     for (const TunedConfig &t : configs->top(free_task.workload(), target, kBlockCandidates)) {
+      try {
+        if (free_task.space().from_record(t.config).index() == free_default &&
+            (!free_default_record || t.mean_s < free_default_record->mean_s))
+          free_default_record = t;
+      } catch (const UserError &) {
+      }
       std::optional<autotune::Config> cfg = with_fixed_blocks(kernel, free_task, t.config);
       if (!cfg) continue;
       note_default(t, *cfg);
@@ -110,6 +119,16 @@ TunedChoice choose_tuned_config(const ConfigLookup *configs, const Task &kernel)
       }
       first = false;
     }
+  }
+  // Blocks no record has (the layout pass kept them, the default's record standing for them, as
+  // the log had no record of them): the default config, with the free-block default's record.
+  if (!c.found && free_default_record) {
+    c.found = true;
+    c.exact_target = free_default_record->exact_target;
+    c.record = free_default_record;
+    c.config = kernel.default_config();
+    c.default_kept = true;
+    return c;
   }
   // A tuned config within kTieMargin of the default's own record is a tie: the default is kept,
   // with its record.

@@ -54,7 +54,9 @@ bool clearly_faster(double tuned_s, double default_s);
 // The config `kernel` is built with, from `configs` (may be null): the faster of the record of its
 // own workload without the epilogue (fixed blocks and all) and, for fixed blocks, the fastest record
 // of the free-block task whose blocks are the fixed ones; but the default config (with its record)
-// where the log has a record of it that the faster one does not beat clearly (clearly_faster).
+// where the log has a record of it that the faster one does not beat clearly (clearly_faster), and
+// where no record has the kernel's blocks but the free-block task's default config has one (the
+// layout pass weighed the kernel's blocks by it: graph/passes/alter_layout.cpp).
 struct TunedChoice {
   std::optional<autotune::Config> config;  // the tuned config; nullopt: the template's default
   std::optional<TunedConfig> record;       // the record it came from (or the stale one)

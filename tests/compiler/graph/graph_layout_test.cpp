@@ -675,6 +675,17 @@ TEST(TunedChoice, TheDefaultConfigIsKeptUnlessARecordBeatsItsOwnByTheTieMargin) 
   EXPECT_NE(c.config->index(), d.index());
   EXPECT_EQ(c.config->value("unroll_kw").as_int(), 1 - d.value("unroll_kw").as_int());
   EXPECT_DOUBLE_EQ(c.record->mean_s, 0.9e-6);
+  // A kernel whose blocks no record has (input blocks of 4) but whose free-block task has a record of
+  // its default: its own default config, with that record (the layout pass weighed its blocks by it).
+  contracts::Json args4 = args;
+  args4.set("ic_bn", contracts::Json(int64_t{4}));
+  const ops::Task kernel4("conv2d_nchwc.x86", args4, target);
+  c = ops::choose_tuned_config(&log, kernel4);
+  ASSERT_TRUE(c.config);
+  EXPECT_TRUE(c.found);
+  EXPECT_TRUE(c.default_kept);
+  EXPECT_EQ(c.config->index(), kernel4.default_config().index());
+  EXPECT_DOUBLE_EQ(c.record->mean_s, 1.0e-6);
   // Without a record of the default, the fastest record is taken, however close.
   other_s = 0.99e-6;
   log.configs = [&](const ops::Task &) { return std::vector<std::pair<autotune::Config, double>>{{other, other_s}}; };
@@ -720,7 +731,9 @@ TEST(GraphLayout, TheDefaultsRecordStandsForBlocksTheLogHasNoRecordOf) {
   const Graph a = optimize_with(g, log);
   EXPECT_EQ(conv_blocks(a), (B{{8, 4}, {4, 8}})) << print(a);
   EXPECT_EQ(count(a, "LayoutTransform"), 2) << print(a);  // in and out only
-  expect_values_with(a, g, log, 1);                       // the first conv's kernel from its record
+  // Both kernels from the log: the first with its record, the second with its default config and
+  // the default's record.
+  expect_values_with(a, g, log, 2);
 }
 
 TEST(GraphLayout, LayoutTransformsBetweenBlocksRoundTripExactly) {
