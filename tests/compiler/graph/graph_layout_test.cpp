@@ -524,15 +524,10 @@ TEST(GraphLayout, WithTheLogAnExpansionItsDepthwiseConvAndWhatFeedsThemKeepTheir
   expect_values_with(a, g, log, 1);  // the projection's kernel from the record
 }
 
-// A log with records of given blocks and times per convolution shape (input channels, output
-// channels): its top() lists them fastest first.
-class TimedLog : public ops::ConfigLookup {
+// A log of free-block conv2d tasks whose top() lists the configs listed() gives, fastest first.
+class ListedLog : public ops::ConfigLookup {
  public:
-  struct Entry {
-    int64_t ic, oc;
-    double mean_s;
-  };
-  std::map<std::pair<int64_t, int64_t>, std::vector<Entry>> records;
+  virtual std::vector<std::pair<autotune::Config, double>> listed(const ops::Task &t) const = 0;
 
   std::optional<ops::TunedConfig> best(const contracts::Workload &w, const std::string &target) const override {
     std::vector<ops::TunedConfig> t = top(w, target, 1);
@@ -543,18 +538,36 @@ class TimedLog : public ops::ConfigLookup {
     std::vector<ops::TunedConfig> out;
     const ops::Task t(w.template_name, w.args, driver::resolve_target(target));
     if (w.template_name != "conv2d_nchwc.x86" || fixes_blocks(t)) return out;
-    auto it = records.find({w.args["data"]["shape"][1].as_int(), w.args["kernel"]["shape"][0].as_int()});
-    if (it == records.end()) return out;
-    std::vector<Entry> e = it->second;
-    std::sort(e.begin(), e.end(), [](const Entry &a, const Entry &b) { return a.mean_s < b.mean_s; });
-    for (const Entry &r : e) {
+    std::vector<std::pair<autotune::Config, double>> c = listed(t);
+    std::stable_sort(c.begin(), c.end(), [](const auto &a, const auto &b) { return a.second < b.second; });
+    for (const auto &[config, mean_s] : c) {
       if (static_cast<int64_t>(out.size()) >= k) break;
-      ops::TunedConfig c;
-      c.config = (*free_block_records(r.ic, r.oc)(t)).record();
-      c.target = target;
-      c.mean_s = r.mean_s;
-      out.push_back(c);
+      ops::TunedConfig r;
+      r.config = config.record();
+      r.target = target;
+      r.mean_s = mean_s;
+      out.push_back(r);
     }
+    return out;
+  }
+};
+
+// A log with records of given blocks and times per convolution shape (input channels, output
+// channels).
+class TimedLog : public ListedLog {
+ public:
+  struct Entry {
+    int64_t ic, oc;
+    double mean_s;
+  };
+  std::map<std::pair<int64_t, int64_t>, std::vector<Entry>> records;
+
+  std::vector<std::pair<autotune::Config, double>> listed(const ops::Task &t) const override {
+    std::vector<std::pair<autotune::Config, double>> out;
+    const contracts::Json &args = t.workload().args;
+    auto it = records.find({args["data"]["shape"][1].as_int(), args["kernel"]["shape"][0].as_int()});
+    if (it == records.end()) return out;
+    for (const Entry &r : it->second) out.emplace_back(*free_block_records(r.ic, r.oc)(t), r.mean_s);
     return out;
   }
 };
@@ -606,31 +619,11 @@ TEST(GraphLayout, AConvKeepsItsOwnBlocksWhereTheFasterRecordWinsByLessThanTheTie
   expect_values_with(a, g, log, 1);
 }
 
-// A log of a free-block conv2d task whose top() lists given configs with given times.
-class ConfigTimesLog : public ops::ConfigLookup {
+// A log whose configs and times come from a function of the task.
+class ConfigTimesLog : public ListedLog {
  public:
   std::function<std::vector<std::pair<autotune::Config, double>>(const ops::Task &)> configs;
-  std::optional<ops::TunedConfig> best(const contracts::Workload &w, const std::string &target) const override {
-    std::vector<ops::TunedConfig> t = top(w, target, 1);
-    if (t.empty()) return std::nullopt;
-    return t[0];
-  }
-  std::vector<ops::TunedConfig> top(const contracts::Workload &w, const std::string &target, int64_t k) const override {
-    std::vector<ops::TunedConfig> out;
-    const ops::Task t(w.template_name, w.args, driver::resolve_target(target));
-    if (w.template_name != "conv2d_nchwc.x86" || fixes_blocks(t)) return out;
-    std::vector<std::pair<autotune::Config, double>> c = configs(t);
-    std::sort(c.begin(), c.end(), [](const auto &a, const auto &b) { return a.second < b.second; });
-    for (const auto &[config, mean_s] : c) {
-      if (static_cast<int64_t>(out.size()) >= k) break;
-      ops::TunedConfig r;
-      r.config = config.record();
-      r.target = target;
-      r.mean_s = mean_s;
-      out.push_back(r);
-    }
-    return out;
-  }
+  std::vector<std::pair<autotune::Config, double>> listed(const ops::Task &t) const override { return configs(t); }
 };
 
 TEST(TunedChoice, TheDefaultConfigIsKeptUnlessARecordBeatsItsOwnByTheTieMargin) {
