@@ -18,12 +18,10 @@ Task anchor_task(const Task &kernel) {
   return task;
 }
 
-// A config of the free-block task `free` in the space of `kernel` (the same knobs, the blocks
-// restricted to the fixed ones); nullopt when its blocks are others.
-std::optional<autotune::Config> with_fixed_blocks(const Task &kernel, const Task &free,
-                                                  const contracts::ConfigRecord &record) {
+// Config `f` of a free-block task in the space of `kernel` (the same knobs, the blocks restricted to
+// the fixed ones); nullopt when its blocks are others.
+std::optional<autotune::Config> with_fixed_blocks(const Task &kernel, const autotune::Config &f) {
   try {
-    const autotune::Config f = free.space().from_record(record);
     std::vector<std::pair<std::string, contracts::Json>> values;
     for (const autotune::Knob &k : kernel.space().knobs()) {
       if (!f.has(k.name)) return std::nullopt;
@@ -101,13 +99,15 @@ TunedChoice choose_tuned_config(const ConfigLookup *configs, const Task &kernel)
     const int64_t free_default = free_task.default_config().index();
     bool first = true;
     for (const TunedConfig &t : configs->top(free_task.workload(), target, kBlockCandidates)) {
+      autotune::Config f;
       try {
-        if (free_task.space().from_record(t.config).index() == free_default &&
-            (!free_default_record || t.mean_s < free_default_record->mean_s))
-          free_default_record = t;
+        f = free_task.space().from_record(t.config);
       } catch (const UserError &) {
+        continue;  // a record of another version of the space
       }
-      std::optional<autotune::Config> cfg = with_fixed_blocks(kernel, free_task, t.config);
+      if (f.index() == free_default && (!free_default_record || t.mean_s < free_default_record->mean_s))
+        free_default_record = t;
+      std::optional<autotune::Config> cfg = with_fixed_blocks(kernel, f);
       if (!cfg) continue;
       note_default(t, *cfg);
       if (first && (!c.config || t.mean_s < c.record->mean_s)) {
