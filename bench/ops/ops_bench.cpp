@@ -381,6 +381,11 @@ int main(int argc, char **argv) {
       reorder_case("reorder_32c_16c_1x64x56x56", {1, 64, 56, 56}, 32, 16),
       reorder_case("reorder_16c_32c_1x128x28x28", {1, 128, 28, 28}, 16, 32),
       reorder_case("reorder_nchw_32c_1x64x56x56", {1, 64, 56, 56}, 0, 32),
+      // Out of and into the blocked layout at a channel shuffle (ShuffleNetV2's stage 3: each unit
+      // takes its convolutions' blocked output back to NCHW, and half the shuffled channels in).
+      reorder_case("reorder_32c_nchw_1x128x14x14", {1, 128, 14, 14}, 32, 0),
+      reorder_case("reorder_16c_nchw_1x64x28x28", {1, 64, 28, 28}, 16, 0),
+      reorder_case("reorder_nchw_16c_1x128x14x14", {1, 128, 14, 14}, 0, 16),
   };
   std::printf("ops omp_wait_policy=%s\n", bench::onednn_wait_policy().c_str());
   const ops::Target tg = driver::resolve_target(target);

@@ -5,6 +5,7 @@
 
 #include "compiler/driver/target.h"
 #include "compiler/ir/ir_visitor.h"
+#include "compiler/ops/generic_schedule.h"
 #include "compiler/ops/tuning_task.h"
 #include "compiler/lower/lower.h"
 #include "compiler/te/schedule.h"
@@ -133,7 +134,7 @@ void schedule_generic(te::Schedule &s, const std::vector<te::Tensor> &outputs) {
 
 // A template kernel's task and the config it is built with: the lookup's when it has a usable one.
 void choose_config(NodeKernel &k, const Node &n, const ExecutorOptions &options) {
-  k.task = std::make_unique<ops::Task>(k.kernel.template_name, k.kernel.template_args, resolve_target(options.target));
+  k.task = std::make_unique<ops::Task>(k.kernel.template_name, k.kernel.template_args, *k.target);
   k.tuned_as_task = tuned_as_task(n, k.kernel);
   if (!k.tuned_as_task) return;
   k.report.node = n.name;
@@ -173,6 +174,7 @@ NodeKernel prepare_node_kernel(const graph::Graph &g, const Node &n, const OpDef
   NodeKernel k;
   try {
     k.kernel = def.kernel(ctx);
+    k.target = resolve_target(options.target);
     k.signature = signature(g, n, def, options.target);
     if (k.from_template()) {
       choose_config(k, n, options);
@@ -193,7 +195,11 @@ ir::LoweredFunc lower_node_kernel(const graph::Graph &g, const Node &n, const No
     if (k.from_template()) return k.task->lower(k.config ? *k.config : k.task->default_config(), name);
     if (k.kernel.outputs.empty()) ctx.fail("the op built no kernel outputs");
     auto s = te::create_schedule(k.kernel.outputs);
-    schedule_generic(*s, k.kernel.outputs);
+    if (k.kernel.layout_transform_output && k.target) {
+      ops::schedule_layout_transform(*s, k.kernel.outputs[0], *k.target);
+    } else {
+      schedule_generic(*s, k.kernel.outputs);
+    }
     std::vector<te::Tensor> args = k.kernel.placeholders;
     args.insert(args.end(), k.kernel.outputs.begin(), k.kernel.outputs.end());
     return lower::lower(*s, args, name);

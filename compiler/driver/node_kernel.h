@@ -35,6 +35,8 @@ struct NodeKernel {
   // reports list: every template kernel but a layout transform's (its workload follows from the
   // blocks the tuned convolutions choose; it runs at its template's default config).
   bool tuned_as_task = false;
+  // The target the kernel is built for (its vector width, for the schedules that need it).
+  std::optional<ops::Target> target;
 };
 
 // Whether node `n`, whose kernel is `k`, is tuned as a task of its own (see NodeKernel).

@@ -72,6 +72,10 @@ struct Kernel {
   std::vector<te::Tensor> placeholders;
   std::vector<te::Tensor> outputs;
   std::vector<int> input_map;
+  // The compute's one output is a LayoutTransform to or from NCHW of what the rest of the compute
+  // makes (a FusedInjective group ending in one): scheduled as layout_transform.x86's default, the
+  // rest inlined into it, rather than generically.
+  bool layout_transform_output = false;
 };
 
 // The fusion pattern of an op, a lattice ordered from the easiest to fuse to the hardest (TVM's

@@ -10,7 +10,8 @@
 //   FusedInjective(inputs...) {subgraph}: a group of elementwise, broadcast and injective ops
 //       (Transpose, Slice, Pad, Gather, ...) computed as one kernel, each member's compute built by
 //       its own op's kernel function; a view member (Reshape, ...) reads its input in row-major
-//       order at its shape.
+//       order at its shape; a LayoutTransform to or from NCHW, the last member only, is
+//       layout_transform.x86's compute of the rest, scheduled as that template's default.
 // The epilogue is a JSON list of compiler/ops/epilogue.h descriptors; descriptors that read a tensor
 // take the extra inputs in order.
 //
@@ -32,6 +33,7 @@
 #include "compiler/graph/op_def.h"
 #include "compiler/graph/op_families.h"
 #include "compiler/ir/op.h"
+#include "compiler/ops/generic_schedule.h"
 
 namespace kiln::graph::detail {
 
@@ -449,6 +451,19 @@ void fused_injective() {
               return at(in, static_cast<int>(is.size()), src);
             },
             concat("view_", j));
+        continue;
+      }
+      if (m.op == kLayoutTransformOp) {
+        // The group's root (fuse_injective puts it nowhere else): layout_transform.x86's compute of
+        // the group's data, which the executor schedules as that template does.
+        if (j + 1 != sub.nodes().size())
+          ctx.fail(concat("subgraph node ", j, " (", m.op, ") must be the subgraph's last node"));
+        try {
+          outs[j] = ops::layout_transform(bind(0), m.attr_int("src_block", 0), m.attr_int("dst_block", 0));
+        } catch (const UserError &e) {
+          ctx.fail(concat("subgraph node ", j, " (", m.op, "): ", e.what()));
+        }
+        k.layout_transform_output = true;
         continue;
       }
       mctx.bind_inputs(&bind);

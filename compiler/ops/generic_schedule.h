@@ -15,6 +15,15 @@ void schedule_injective(te::Schedule &s, const te::Tensor &out, int64_t block);
 // As above with a block of four vectors of the target.
 void schedule_injective(te::Schedule &s, const te::Tensor &out, const Target &target);
 
+// layout_transform.x86's compute of `x`, NCHW (src_block 0) or NCHW[src_block]c, into NCHW[dst_block]c
+// or NCHW (dst_block 0), for a kernel that computes the data otherwise (a fused group ending in a
+// LayoutTransform). UserError where x's rank or block does not match, or dst_block does not divide
+// the channels.
+te::Tensor layout_transform(const te::Tensor &x, int64_t src_block, int64_t dst_block);
+// Schedules `out`, a layout_transform() to or from NCHW, as layout_transform.x86's default (the
+// transposed schedule), every other stage at the root inlined into it.
+void schedule_layout_transform(te::Schedule &s, const te::Tensor &out, const Target &target);
+
 // Schedules `t`, a reduction over the innermost data (its reduce axes, fused), at `par` of `at`
 // (or at the root when `par` is undefined) as a vectorized row reduction: `block` (a vector of
 // lanes) partial results in up to four independent accumulators, so that the adds of consecutive

@@ -41,6 +41,10 @@ namespace {
 
 // Allocations of a constant size up to this many bytes live on the stack; others on the heap.
 constexpr int64_t kMaxStackBytes = 64 * 1024;
+// Strided loads and stores rearranged by shuffles (transposes): strides up to this, spans of up to
+// this many elements (beyond, the vectors held at once would not fit in the registers anyway).
+constexpr int64_t kMaxTransposeStride = 64;
+constexpr int64_t kMaxTransposeElements = 1024;
 // Every tensor argument and every allocation starts at a multiple of this many bytes.
 constexpr int64_t kBufferAlign = 64;
 // A heap allocation larger than this is reported as an error rather than attempted.
@@ -275,8 +279,46 @@ class CodeGenLLVM {
     unsigned from;
   };
   std::unordered_map<const ir::LoadNode *, WholeStrides> whole_strides_;
+  // Transposed loads (see find_whole_strides): s loads of stride s >= 5 and `lanes` lanes at
+  // consecutive offsets read every element of [start, start + s * lanes): the span is loaded as
+  // s contiguous vectors and rearranged into the s loads' values by shuffles (a transpose), once,
+  // at the first of them the stores evaluate.
+  struct TransposedLoads {
+    Expr start;
+    int64_t stride = 0;
+    unsigned lanes = 0;
+    std::vector<llvm::Value *> values;  // in offset order, once emitted
+  };
+  std::vector<TransposedLoads> transposed_groups_;
+  std::unordered_map<const ir::LoadNode *, std::pair<size_t, unsigned>> transposed_loads_;
   bool in_store_run_ = false;  // whole_strides_ was found over a run of stores
   void find_whole_strides(const std::vector<const ir::StoreNode *> &stores);
+  void clear_whole_strides() {
+    whole_strides_.clear();
+    transposed_groups_.clear();
+    transposed_loads_.clear();
+  }
+  llvm::Value *transposed_load(const BufferInfo &buf, llvm::Type *mt, llvm::Value *base, size_t group, unsigned k);
+  // Transposed stores: s stores of one run, of stride s and `lanes` lanes at consecutive offsets,
+  // that together write every element of [start, start + s * lanes) (and nothing else of the run
+  // writes or reads that buffer): their values are rearranged by shuffles into s contiguous vectors,
+  // stored where the last of them was. The run's store index -> (group, offset in it).
+  struct TransposedStores {
+    Expr start;
+    int64_t stride = 0;
+    unsigned lanes = 0;
+    size_t last = 0;  // the run's index of the group's last store
+    std::vector<llvm::Value *> values;
+  };
+  std::vector<TransposedStores> find_transposed_stores(const std::vector<const ir::StoreNode *> &run,
+                                                       std::vector<std::pair<int, unsigned>> *member);
+  void emit_transposed_stores(const ir::StoreNode *first, const TransposedStores &g);
+  // Vectors whose elements (named by ids[r][lane]) are rearranged into vectors of the elements
+  // want[k][lane], by two-operand shuffles: a butterfly (swaps of a register bit and a lane bit)
+  // where both arrangements are permutations of the bits of (register, lane), else per vector a
+  // chain over the vectors its elements come from.
+  std::vector<llvm::Value *> rearrange(std::vector<llvm::Value *> regs, std::vector<std::vector<int>> ids,
+                                       const std::vector<std::vector<int>> &want);
   // The status a failing AssertStmt returns: kKilnErrorArgument in the entry point's checks,
   // kKilnErrorAssert in the kernel.
   int32_t assert_status_ = kKilnErrorAssert;
@@ -1176,6 +1218,8 @@ llvm::Value *CodeGenLLVM::load(const ir::LoadNode *op) {
     phi->addIncoming(llvm::Constant::getNullValue(mt), from);
     return from_memory(phi, et);
   }
+  if (auto tr = transposed_loads_.find(op); !mask && tr != transposed_loads_.end())
+    return from_memory(transposed_load(buf, mt, base, tr->second.first, tr->second.second), et);
   auto *vt = llvm::FixedVectorType::get(mt, lanes);
   llvm::Value *result = nullptr;
   const auto *r = op->index.as<ir::RampNode>();
@@ -1343,10 +1387,21 @@ void CodeGenLLVM::stmt(const Stmt &s) {
           continue;
         }
         find_whole_strides(run);
+        std::vector<std::pair<int, unsigned>> member;
+        std::vector<TransposedStores> groups = find_transposed_stores(run, &member);
         in_store_run_ = true;
-        for (const ir::StoreNode *st : run) store(st);
+        for (size_t r = 0; r < run.size(); ++r) {
+          if (member[r].first < 0) {
+            store(run[r]);
+            continue;
+          }
+          // A member of a transposed group: its value now, the group's stores after its last.
+          TransposedStores &g = groups[static_cast<size_t>(member[r].first)];
+          g.values[member[r].second] = to_memory(expr(run[r]->value), run[r]->value.type().element_of());
+          if (g.last == r) emit_transposed_stores(run[r], g);
+        }
         in_store_run_ = false;
-        whole_strides_.clear();
+        clear_whole_strides();
         i += run.size();
       }
       return;
@@ -1407,7 +1462,7 @@ void CodeGenLLVM::let_stmt(const ir::LetStmtNode *op) {
 // the run's loads read anyway. (The pair x[2j], x[2j + 1] of a stride-2 window is the common
 // case, whether its taps are added in one value or accumulated by one store each.)
 void CodeGenLLVM::find_whole_strides(const std::vector<const ir::StoreNode *> &stores) {
-  whole_strides_.clear();
+  clear_whole_strides();
   struct Strided {
     const ir::LoadNode *load;
     Expr base, rest;  // the ramp base, and it less its constant offset
@@ -1443,7 +1498,9 @@ void CodeGenLLVM::find_whole_strides(const std::vector<const ir::StoreNode *> &s
         const auto *ld = e.as<ir::LoadNode>();
         const auto *r = ld->index.as<ir::RampNode>();
         auto stride = r ? ir::as_const_int(r->stride) : std::nullopt;
-        if (ld->predicate.defined() || !stride || *stride < 2 || *stride > 4 || r->lanes != ld->type.lanes()) return;
+        if (ld->predicate.defined() || !stride || *stride < 2 || *stride > kMaxTransposeStride ||
+            r->lanes != ld->type.lanes())
+          return;
         Expr rest = r->base;
         int64_t offset = 0;
         if (auto c = ir::as_const_int(r->base)) {
@@ -1480,6 +1537,7 @@ void CodeGenLLVM::find_whole_strides(const std::vector<const ir::StoreNode *> &s
     return nullptr;
   };
   for (const Strided &l : found) {
+    if (l.stride > 4) continue;
     for (int64_t k = 0; k < l.stride; ++k) {
       const Strided *first = at(l, l.offset - k);
       if (first && at(l, l.offset - k + l.stride - 1)) {
@@ -1488,6 +1546,298 @@ void CodeGenLLVM::find_whole_strides(const std::vector<const ir::StoreNode *> &s
       }
     }
   }
+  // Longer strides: a group is every offset of one whole stride, each read by some load.
+  // A group's loads are all made at its first: no store of the run may write their buffer.
+  std::set<const VariableNode *> stored;
+  for (const ir::StoreNode *st : stores) stored.insert(st->buffer_var.get());
+  std::vector<bool> seen(found.size(), false);
+  for (size_t a = 0; a < found.size(); ++a) {
+    const Strided &l = found[a];
+    const unsigned lanes = static_cast<unsigned>(l.load->type.lanes());
+    if (seen[a] || l.stride <= 4 || lanes < 2 || l.stride * lanes > kMaxTransposeElements ||
+        stored.count(l.load->buffer_var.get()))
+      continue;
+    // The loads like l (buffer, stride, type, base but for the offset), by offset.
+    std::map<int64_t, std::vector<size_t>> like;
+    for (size_t b = a; b < found.size(); ++b) {
+      const Strided &m = found[b];
+      if (!seen[b] && m.stride == l.stride && m.load->buffer_var.same_as(l.load->buffer_var) &&
+          m.load->type == l.load->type && ir::structural_equal(m.rest, l.rest)) {
+        like[m.offset].push_back(b);
+        seen[b] = true;
+      }
+    }
+    // Groups of one whole stride each, from the lowest offset up.
+    for (auto it = like.begin(); it != like.end();) {
+      const int64_t from = it->first;
+      bool whole = true;
+      for (int64_t j = 1; j < l.stride && whole; ++j) whole = like.count(from + j) != 0;
+      if (!whole) {
+        ++it;
+        continue;
+      }
+      const size_t g = transposed_groups_.size();
+      transposed_groups_.push_back({found[it->second[0]].base, l.stride, lanes, {}});
+      for (int64_t j = 0; j < l.stride; ++j, ++it) {
+        for (size_t b : it->second) transposed_loads_[found[b].load] = {g, static_cast<unsigned>(j)};
+      }
+    }
+  }
+}
+
+llvm::Value *CodeGenLLVM::transposed_load(const BufferInfo &buf, llvm::Type *mt, llvm::Value *base, size_t group,
+                                          unsigned k) {
+  TransposedLoads &g = transposed_groups_[group];
+  if (g.values.empty()) {
+    const unsigned s = static_cast<unsigned>(g.stride), lanes = g.lanes;
+    auto *vt = llvm::FixedVectorType::get(mt, lanes);
+    std::vector<llvm::Value *> chunks;
+    std::vector<std::vector<int>> ids(s), want(s);
+    for (unsigned v = 0; v < s; ++v) {
+      const Expr at = g.start + ir::make_const(g.start.type(), static_cast<int64_t>(v * lanes));
+      llvm::Value *ptr = b_.CreateBitCast(address(mt, base, at), vt->getPointerTo());
+      llvm::LoadInst *ld = b_.CreateAlignedLoad(vt, ptr, access_align(buf, at, mt));
+      annotate(ld, buf);
+      chunks.push_back(ld);
+      for (unsigned p = 0; p < lanes; ++p) {
+        ids[v].push_back(static_cast<int>(v * lanes + p));
+        want[v].push_back(static_cast<int>(p * s + v));  // load v reads start + v + p * s
+      }
+    }
+    g.values = rearrange(std::move(chunks), std::move(ids), want);
+  }
+  return g.values[k];
+}
+
+std::vector<CodeGenLLVM::TransposedStores> CodeGenLLVM::find_transposed_stores(
+    const std::vector<const ir::StoreNode *> &run, std::vector<std::pair<int, unsigned>> *member) {
+  member->assign(run.size(), {-1, 0});
+  std::vector<TransposedStores> groups;
+  if (mask_) return groups;
+  // The buffers the run's values read.
+  std::set<const VariableNode *> read;
+  for (const ir::StoreNode *st : run) {
+    for (const Expr &e : {st->value, st->index, st->predicate}) {
+      if (!e.defined()) continue;
+      ir::post_order_visit(e, [&](const ir::IRNode *n) {
+        if (n->node_type == NodeType::Load) read.insert(static_cast<const ir::LoadNode *>(n)->buffer_var.get());
+      });
+    }
+  }
+  struct Strided {
+    size_t at;
+    Expr rest;
+    int64_t offset, stride;
+  };
+  std::map<const VariableNode *, std::vector<Strided>> by_buffer;
+  std::set<const VariableNode *> other;  // buffers the run also writes otherwise
+  for (size_t i = 0; i < run.size(); ++i) {
+    const ir::StoreNode *st = run[i];
+    const VariableNode *buf = st->buffer_var.get();
+    const auto *r = st->index.as<ir::RampNode>();
+    const int64_t stride = r ? ir::as_const_int(r->stride).value_or(0) : 0;
+    const int lanes = st->value.type().lanes();
+    if (st->predicate.defined() || stride < 2 || stride > kMaxTransposeStride || r->lanes != lanes || lanes < 2 ||
+        stride * lanes > kMaxTransposeElements) {
+      other.insert(buf);
+      continue;
+    }
+    Expr rest = r->base;
+    int64_t offset = 0;
+    if (const auto *add = r->base.as<ir::AddNode>()) {
+      if (auto c = ir::as_const_int(add->b)) {
+        rest = add->a;
+        offset = *c;
+      }
+    }
+    by_buffer[buf].push_back({i, rest, offset, stride});
+  }
+  for (auto &[buf, stores] : by_buffer) {
+    if (read.count(buf) || other.count(buf)) continue;
+    std::vector<bool> used(stores.size(), false);
+    for (size_t a = 0; a < stores.size(); ++a) {
+      if (used[a]) continue;
+      const Strided &l = stores[a];
+      const DataType t = run[l.at]->value.type();
+      // The stores of l's stride and base, by offset; a group is one of each offset of a stride.
+      std::map<int64_t, size_t> at;
+      bool clash = false;
+      for (size_t b = 0; b < stores.size(); ++b) {
+        const Strided &m = stores[b];
+        if (used[b] || m.stride != l.stride || run[m.at]->value.type() != t || !ir::structural_equal(m.rest, l.rest))
+          continue;
+        clash = clash || !at.emplace(m.offset, b).second;
+      }
+      const int64_t from = at.begin()->first;
+      if (clash || static_cast<int64_t>(at.size()) != l.stride || at.rbegin()->first != from + l.stride - 1) continue;
+      TransposedStores g;
+      g.stride = l.stride;
+      g.lanes = static_cast<unsigned>(t.lanes());
+      g.values.assign(static_cast<size_t>(l.stride), nullptr);
+      for (const auto &[offset, b] : at) {
+        used[b] = true;
+        const size_t i = stores[b].at;
+        if (offset == from) g.start = run[i]->index.as<ir::RampNode>()->base;
+        g.last = std::max(g.last, i);
+        (*member)[i] = {static_cast<int>(groups.size()), static_cast<unsigned>(offset - from)};
+      }
+      groups.push_back(std::move(g));
+    }
+  }
+  return groups;
+}
+
+void CodeGenLLVM::emit_transposed_stores(const ir::StoreNode *first, const TransposedStores &g) {
+  const BufferInfo &buf = lookup_buf(first->buffer_var);
+  llvm::Type *mt = mem_type(first->value.type().element_of());
+  llvm::Value *base = element_ptr(buf, mt);
+  const unsigned s = static_cast<unsigned>(g.stride), lanes = g.lanes;
+  std::vector<std::vector<int>> ids(s), want(s);
+  for (unsigned j = 0; j < s; ++j) {
+    for (unsigned p = 0; p < lanes; ++p) {
+      ids[j].push_back(static_cast<int>(p * s + j));  // store j writes start + j + p * s
+      want[j].push_back(static_cast<int>(j * lanes + p));
+    }
+  }
+  const std::vector<llvm::Value *> chunks = rearrange(g.values, std::move(ids), want);
+  auto *vt = llvm::FixedVectorType::get(mt, lanes);
+  for (unsigned v = 0; v < s; ++v) {
+    const Expr at = g.start + ir::make_const(g.start.type(), static_cast<int64_t>(v * lanes));
+    llvm::Value *ptr = b_.CreateBitCast(address(mt, base, at), vt->getPointerTo());
+    annotate(b_.CreateAlignedStore(chunks[v], ptr, access_align(buf, at, mt)), buf);
+  }
+}
+
+namespace {
+
+bool power_of_two(size_t n) { return n != 0 && (n & (n - 1)) == 0; }
+
+int log2_exact(size_t n) {
+  int b = 0;
+  while ((size_t{1} << b) < n) ++b;
+  return b;
+}
+
+// Where each bit of the element ids lives (true: the register's index; its bit position), when
+// ids[r][lane] is a permutation of the bits of (r, lane); nullopt otherwise.
+std::optional<std::vector<std::pair<bool, int>>> bit_homes(const std::vector<std::vector<int>> &ids) {
+  const size_t regs = ids.size(), lanes = ids.empty() ? 0 : ids[0].size();
+  if (!power_of_two(regs) || !power_of_two(lanes) || ids[0][0] != 0) return std::nullopt;
+  const int rb = log2_exact(regs), lb = log2_exact(lanes);
+  std::vector<std::pair<bool, int>> home(static_cast<size_t>(rb + lb), {false, -1});
+  auto place = [&](int id, bool reg, int pos) {
+    if (id <= 0 || !power_of_two(static_cast<size_t>(id))) return false;
+    const size_t b = static_cast<size_t>(log2_exact(static_cast<size_t>(id)));
+    if (b >= home.size() || home[b].second >= 0) return false;
+    home[b] = {reg, pos};
+    return true;
+  };
+  for (int k = 0; k < lb; ++k) {
+    if (!place(ids[0][size_t{1} << k], false, k)) return std::nullopt;
+  }
+  for (int k = 0; k < rb; ++k) {
+    if (!place(ids[size_t{1} << k][0], true, k)) return std::nullopt;
+  }
+  for (size_t r = 0; r < regs; ++r) {
+    for (size_t l = 0; l < lanes; ++l) {
+      int id = 0;
+      for (size_t b = 0; b < home.size(); ++b) {
+        const size_t from = home[b].first ? r : l;
+        if ((from >> home[b].second) & 1) id |= 1 << b;
+      }
+      if (ids[r][l] != id) return std::nullopt;
+    }
+  }
+  return home;
+}
+
+}  // namespace
+
+std::vector<llvm::Value *> CodeGenLLVM::rearrange(std::vector<llvm::Value *> regs, std::vector<std::vector<int>> ids,
+                                                  const std::vector<std::vector<int>> &want) {
+  const size_t lanes = ids[0].size();
+  const auto from = bit_homes(ids), to = bit_homes(want);
+  if (from && to && from->size() == to->size()) {
+    // Each id bit in a lane that must end in a register's index swaps places with one in a
+    // register's index that must end in a lane: for every pair of registers that differ in that
+    // register bit, two shuffles.
+    std::vector<int> up, down;  // id bits: lane -> register, register -> lane
+    for (size_t b = 0; b < from->size(); ++b) {
+      if (!(*from)[b].first && (*to)[b].first) up.push_back(static_cast<int>(b));
+      if ((*from)[b].first && !(*to)[b].first) down.push_back(static_cast<int>(b));
+    }
+    for (size_t i = 0; i < up.size() && i < down.size(); ++i) {
+      const size_t a = size_t{1} << (*from)[static_cast<size_t>(down[i])].second;  // the register bit
+      const size_t lb = size_t{1} << (*from)[static_cast<size_t>(up[i])].second;   // the lane bit
+      std::vector<int> m0(lanes), m1(lanes);
+      for (size_t l = 0; l < lanes; ++l) {
+        m0[l] = static_cast<int>((l & lb) ? lanes + (l & ~lb) : l);
+        m1[l] = static_cast<int>((l & lb) ? lanes + l : (l | lb));
+      }
+      for (size_t r = 0; r < regs.size(); ++r) {
+        if (r & a) continue;
+        const size_t r1 = r | a;
+        llvm::Value *n0 = b_.CreateShuffleVector(regs[r], regs[r1], m0);
+        llvm::Value *n1 = b_.CreateShuffleVector(regs[r], regs[r1], m1);
+        std::vector<int> i0(lanes), i1(lanes);
+        for (size_t l = 0; l < lanes; ++l) {
+          i0[l] = m0[l] < static_cast<int>(lanes) ? ids[r][static_cast<size_t>(m0[l])]
+                                                  : ids[r1][static_cast<size_t>(m0[l]) - lanes];
+          i1[l] = m1[l] < static_cast<int>(lanes) ? ids[r][static_cast<size_t>(m1[l])]
+                                                  : ids[r1][static_cast<size_t>(m1[l]) - lanes];
+        }
+        regs[r] = n0;
+        regs[r1] = n1;
+        ids[r] = std::move(i0);
+        ids[r1] = std::move(i1);
+      }
+    }
+  }
+  // Each wanted vector from the vectors that hold its elements: the first two shuffled together,
+  // then each further one shuffled into the result (its lanes already in place kept).
+  std::unordered_map<int, std::pair<size_t, size_t>> where;
+  for (size_t r = 0; r < ids.size(); ++r) {
+    for (size_t l = 0; l < lanes; ++l) where[ids[r][l]] = {r, l};
+  }
+  std::vector<llvm::Value *> out;
+  for (const std::vector<int> &w : want) {
+    std::vector<size_t> sources;
+    for (int id : w) {
+      const size_t r = where.at(id).first;
+      if (std::find(sources.begin(), sources.end(), r) == sources.end()) sources.push_back(r);
+    }
+    auto lane_in = [&](size_t l, size_t r) { return where.at(w[l]).first == r ? static_cast<int>(where.at(w[l]).second) : -1; };
+    std::vector<int> mask(lanes);
+    bool identity = sources.size() == 1;
+    for (size_t l = 0; l < lanes; ++l) {
+      mask[l] = lane_in(l, sources[0]);
+      identity = identity && mask[l] == static_cast<int>(l);
+    }
+    if (identity) {
+      out.push_back(regs[sources[0]]);
+      continue;
+    }
+    if (sources.size() == 1) {
+      out.push_back(b_.CreateShuffleVector(regs[sources[0]], mask));
+      continue;
+    }
+    for (size_t l = 0; l < lanes; ++l) {
+      if (mask[l] < 0 && lane_in(l, sources[1]) >= 0) mask[l] = static_cast<int>(lanes) + lane_in(l, sources[1]);
+    }
+    llvm::Value *acc = b_.CreateShuffleVector(regs[sources[0]], regs[sources[1]], mask);
+    std::vector<bool> placed(lanes);
+    for (size_t l = 0; l < lanes; ++l) placed[l] = mask[l] >= 0;
+    for (size_t k = 2; k < sources.size(); ++k) {
+      for (size_t l = 0; l < lanes; ++l) {
+        const int in = lane_in(l, sources[k]);
+        mask[l] = placed[l] ? static_cast<int>(l) : in >= 0 ? static_cast<int>(lanes) + in : -1;
+        placed[l] = placed[l] || in >= 0;
+      }
+      acc = b_.CreateShuffleVector(acc, regs[sources[k]], mask);
+    }
+    out.push_back(acc);
+  }
+  return out;
 }
 
 void CodeGenLLVM::store(const ir::StoreNode *op) {
@@ -1499,7 +1849,7 @@ void CodeGenLLVM::store(const ir::StoreNode *op) {
   llvm::Value *base = element_ptr(buf, mt);
   if (!in_store_run_) find_whole_strides({op});
   llvm::Value *value = to_memory(expr(op->value), et);
-  if (!in_store_run_) whole_strides_.clear();
+  if (!in_store_run_) clear_whole_strides();
   llvm::Value *mask = op->predicate.defined() ? expr(op->predicate) : nullptr;
   if (lanes == 1) {
     llvm::Value *ptr = address(mt, base, op->index);

@@ -1,7 +1,8 @@
 // Injective groups (TVM's kInjective rule): elementwise, broadcast and injective nodes grouped by
-// the post-dominator rule of fuse_ops.h, and into a reduction after them; a group with an injective
-// member or a reduction becomes one FusedInjective node (op_fused.cpp), whose kernel builds every
-// member through its own op.
+// the post-dominator rule of fuse_ops.h, and into a reduction or a LayoutTransform to or from NCHW
+// after them; a group with an injective member, a reduction or such a transform becomes one
+// FusedInjective node (op_fused.cpp), whose kernel builds every member through its own op (the
+// transform through layout_transform.x86's compute).
 #include <map>
 #include <set>
 
@@ -28,7 +29,7 @@ bool injective_member(const std::string &op) {
 }
 
 // The reductions whose kernel is a tensor-expression compute of one output: a group's root, taking
-// the elementwise and injective nodes before it.
+// the elementwise and injective nodes before it. (`reduction` below holds these and transform_root's.)
 bool reduction_root(const Graph &g, const Node &n) {
   static const std::set<std::string> ops = {"ReduceSum",       "ReduceMean",     "ReduceMax", "ReduceMin",
                                             "ReduceProd",      "ReduceL1",       "ReduceL2",  "ReduceLogSum",
@@ -39,6 +40,16 @@ bool reduction_root(const Graph &g, const Node &n) {
     if (a.kind == Attribute::Kind::Tensor) return false;
   }
   return fusable_dtype(g.value(n.inputs[0]).type.dtype) && fusable_dtype(g.value(n.outputs[0]).type.dtype);
+}
+
+// A LayoutTransform to or from NCHW: a group's root, taking the elementwise and injective nodes
+// before it (its kernel then the transposed schedule of layout_transform.x86 over their compute);
+// it joins no group (inlined into a consumer, its index arithmetic would gather).
+bool transform_root(const Graph &g, const Node &n) {
+  if (n.op != kLayoutTransformOp || n.outputs.size() != 1 || n.inputs.size() != 1 || n.inputs[0] == kNoValue)
+    return false;
+  if (n.attr_int("src_block", 0) != 0 && n.attr_int("dst_block", 0) != 0) return false;
+  return fusable_dtype(g.value(n.inputs[0]).type.dtype);
 }
 
 bool is_const_input(const OpDef &def, size_t i) {
@@ -85,7 +96,7 @@ Graph fuse_injective(const Graph &g) {
   std::vector<bool> injective(count, false), fusable(count, false), view(count, false), reduction(count, false);
   for (size_t k = 0; k < count; ++k) {
     const Node &n = g.nodes()[k];
-    reduction[k] = reduction_root(g, n);
+    reduction[k] = reduction_root(g, n) || transform_root(g, n);
     fusable[k] = injective_fusable(g, n) || elementwise_fusable(g, n);
     view[k] = fusable[k] && find_op(n.op)->view;
     injective[k] = fusable[k] && injective_member(n.op);
@@ -111,15 +122,21 @@ Graph fuse_injective(const Graph &g) {
       kMaxGroupNodes, [&](const std::set<size_t> &ms) { return inputs_of(ms).size() <= kMaxGroupInputs; });
   // Only groups of two or more nodes that are no views, one of them injective or a reduction: elementwise-only
   // groups (with views) are fuse_elementwise's, and a group of one kernel and views would save none.
+  // A group ending in a LayoutTransform only of Slices and elementwise nodes: the transposed
+  // schedule needs the data's positions contiguous, which a view or a Transpose inlined into it
+  // breaks (its index arithmetic left to gathers: a channel shuffle and its 29c transform ran 0.014
+  // ms as one kernel in ShuffleNetV2, 0.008 as two).
   std::vector<bool> composite(fg.groups.size(), false);
   for (size_t id = 0; id < fg.groups.size(); ++id) {
     size_t computes = 0;
-    bool injective_or_reduction = false;
+    bool injective_or_reduction = false, positions_kept = true;
     for (size_t k : fg.groups[id]) {
       computes += view[k] ? 0 : 1;
       injective_or_reduction = injective_or_reduction || injective[k] || reduction[k];
+      positions_kept = positions_kept && (!view[k] && (!injective[k] || g.nodes()[k].op == "Slice"));
     }
-    composite[id] = computes >= 2 && injective_or_reduction;
+    const bool transform = g.nodes()[*fg.groups[id].rbegin()].op == kLayoutTransformOp;
+    composite[id] = computes >= 2 && injective_or_reduction && (!transform || positions_kept);
   }
 
   Rewriter rw(g);

@@ -12,6 +12,7 @@
 #include <regex>
 #include <string>
 
+#include "compiler/codegen/llvm/llvm_module.h"
 #include "compiler/driver/graph_compiler.h"
 #include "compiler/driver/graph_executor.h"
 #include "compiler/driver/graph_pipeline.h"
@@ -150,6 +151,45 @@ TEST(InjectiveFusion, AChannelShuffleAndASliceAreOneKernel) {
   EXPECT_EQ(kernels(f), 1) << print(f);
   EXPECT_EQ(member_ops(only_node(f, "FusedInjective")),
             (std::vector<std::string>{"Reshape", "Transpose", "Reshape", "Slice"}));
+}
+
+// A LayoutTransform from NCHW (what the layout pass puts before a blocked convolution) takes the
+// Slice before it: one kernel, layout_transform.x86's transposed schedule over the slice's rows, no
+// gather or scatter in its code, every element where the two kernels put it.
+TEST(InjectiveFusion, ASliceThenALayoutTransformIsOneTransposedKernel) {
+  Graph g;
+  ValueId x = input(g, {1, 32, 8, 8});
+  ValueId s = add(g, "Slice",
+                  {x, g.add_constant("st", ints({8})), g.add_constant("en", ints({24})), g.add_constant("ax", ints({1}))});
+  g.add_output(add(g, kLayoutTransformOp, {s}, {{"src_block", Attribute::of_int(0)}, {"dst_block", Attribute::of_int(8)}},
+                   "y"));
+  EXPECT_EQ(kernels(g), 2);
+  const Graph f = passes::fuse_injective(g);
+  verify(f);
+  EXPECT_EQ(kernels(f), 1) << print(f);
+  EXPECT_EQ(member_ops(only_node(f, "FusedInjective")), (std::vector<std::string>{"Slice", kLayoutTransformOp}));
+  EXPECT_EQ(max_difference(f, g), 0.0);
+  EXPECT_EQ(artifact_difference(f, g), 0.0);
+  const Node &n = only_node(f, "FusedInjective");
+  const driver::NodeKernel k = driver::prepare_node_kernel(f, n, *find_op(n.op), driver::ExecutorOptions{});
+  EXPECT_TRUE(k.kernel.layout_transform_output);
+  codegen::LLVMBuildOptions o;
+  o.target = driver::ExecutorOptions{}.target;
+  const std::string text = codegen::emit_llvm_ir({driver::lower_node_kernel(f, n, k, "f")}, o);
+  EXPECT_EQ(text.find("masked.gather"), std::string::npos);
+  EXPECT_EQ(text.find("masked.scatter"), std::string::npos);
+}
+
+// A Transpose (or a view) inlined into a transform would leave its index arithmetic to gathers: the
+// transform stays a kernel of its own.
+TEST(InjectiveFusion, ATransposeThenALayoutTransformStaysTwoKernels) {
+  Graph g;
+  ValueId t = add(g, "Transpose", {input(g, {1, 16, 4, 6})}, {{"perm", Attribute::of_ints({0, 1, 3, 2})}});
+  g.add_output(add(g, kLayoutTransformOp, {t}, {{"src_block", Attribute::of_int(0)}, {"dst_block", Attribute::of_int(8)}},
+                   "y"));
+  const Graph f = passes::fuse_injective(g);
+  EXPECT_EQ(kernels(f), 2) << print(f);
+  EXPECT_EQ(max_difference(f, g), 0.0);
 }
 
 TEST(InjectiveFusion, ASliceThenAnAddReadsItsInputContiguously) {
@@ -295,9 +335,10 @@ TEST(InjectiveFusion, AMalformedSubgraphIsAGraphErrorNamingTheNode) {
 // --- ShuffleNetV2 ---
 
 // The whole model through the pipeline: the same output as the unoptimized graph and torch's,
-// through the executor and the artifact. The pass makes no group in it: each channel shuffle's
-// Transpose is read by two Slices (into the next Concat and into a convolution branch), so its
-// post-dominator is the next Concat (docs/graph.md).
+// through the executor and the artifact. Each channel shuffle's Transpose is read by two Slices
+// (into the next Concat and into a convolution branch), so its post-dominator is the next Concat
+// (docs/graph.md) and it groups with neither; the groups are the 13 units' (after the first of each
+// stage) Slice of the branch's half with the transform into the branch's 29c blocks.
 TEST(InjectiveFusion, ShufflenetV2MatchesTheReferenceAndTorch) {
   KILN_REQUIRE_MODEL("shufflenet_v2_x1_0");
   const fs::path dir = fs::path(KILN_MODELS_DIR) / "shufflenet_v2_x1_0";
@@ -325,7 +366,11 @@ TEST(InjectiveFusion, ShufflenetV2MatchesTheReferenceAndTorch) {
   EXPECT_LE(to_base, 1e-4 * scale);
   EXPECT_LE(to_torch, 1e-4 * scale);
   EXPECT_LE(art_base, 1e-4 * scale);
-  EXPECT_EQ(count(f, "FusedInjective"), 0);
+  EXPECT_EQ(count(f, "FusedInjective"), 13);
+  for (const auto &n : f.nodes()) {
+    if (n.op == "FusedInjective")
+      EXPECT_EQ(member_ops(n), (std::vector<std::string>{"Slice", kLayoutTransformOp})) << n.name;
+  }
   std::printf("shufflenet_v2_x1_0 kernels: %d unoptimized, %d optimized, %d FusedInjective\n", kernels(g), kernels(f),
               count(f, "FusedInjective"));
 }
