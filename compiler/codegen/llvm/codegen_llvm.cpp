@@ -312,7 +312,7 @@ class CodeGenLLVM {
   };
   std::vector<TransposedStores> find_transposed_stores(const std::vector<const ir::StoreNode *> &run,
                                                        std::vector<std::pair<int, unsigned>> *member);
-  void emit_transposed_stores(const ir::StoreNode *first, const TransposedStores &g);
+  void emit_transposed_stores(const ir::StoreNode *member, const TransposedStores &g);
   // Vectors whose elements (named by ids[r][lane]) are rearranged into vectors of the elements
   // want[k][lane], by two-operand shuffles: a butterfly (swaps of a register bit and a lane bit)
   // where both arrangements are permutations of the bits of (register, lane), else per vector a
@@ -1687,9 +1687,9 @@ std::vector<CodeGenLLVM::TransposedStores> CodeGenLLVM::find_transposed_stores(
   return groups;
 }
 
-void CodeGenLLVM::emit_transposed_stores(const ir::StoreNode *first, const TransposedStores &g) {
-  const BufferInfo &buf = lookup_buf(first->buffer_var);
-  llvm::Type *mt = mem_type(first->value.type().element_of());
+void CodeGenLLVM::emit_transposed_stores(const ir::StoreNode *member, const TransposedStores &g) {
+  const BufferInfo &buf = lookup_buf(member->buffer_var);
+  llvm::Type *mt = mem_type(member->value.type().element_of());
   llvm::Value *base = element_ptr(buf, mt);
   const unsigned s = static_cast<unsigned>(g.stride), lanes = g.lanes;
   std::vector<std::vector<int>> ids(s), want(s);
