@@ -82,11 +82,7 @@ int kept_inner_axes(const te::ComputeOpNode &c) {
 // with a partial last block, under the fused outer loops: each row is one contiguous copy, where
 // one fused loop would gather every element.
 void schedule_generic(te::Schedule &s, const std::vector<te::Tensor> &outputs) {
-  for (const auto &st : s.stages()) {
-    const auto *c = dynamic_cast<const te::ComputeOpNode *>(st->op.get());
-    if (!c || c->is_reduction() || st->is_output || st->attach_type != te::AttachType::Root) continue;
-    te::Stage(st.get()).compute_inline();
-  }
+  ops::inline_intermediate_stages(s);
   for (const auto &t : outputs) {
     te::Stage st = s[t];
     const auto *c = dynamic_cast<const te::ComputeOpNode *>(t.op().get());

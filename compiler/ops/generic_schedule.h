@@ -9,6 +9,8 @@
 
 namespace kiln::ops {
 
+// Inlines every stage still at the root that is a compute, not a reduction and not an output.
+void inline_intermediate_stages(te::Schedule &s);
 // Inlines every non-output, non-reduction stage still at the root and schedules `out` as above
 // with `block` elements per vector block.
 void schedule_injective(te::Schedule &s, const te::Tensor &out, int64_t block);

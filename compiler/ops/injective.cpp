@@ -24,12 +24,16 @@ using contracts::Json;
 using namespace detail;
 using namespace ir;
 
-void schedule_injective(te::Schedule &s, const te::Tensor &out, int64_t block) {
+void inline_intermediate_stages(te::Schedule &s) {
   for (const auto &st : s.stages()) {
     const auto *c = dynamic_cast<const te::ComputeOpNode *>(st->op.get());
     if (!c || c->is_reduction() || st->is_output || st->attach_type != te::AttachType::Root) continue;
     te::Stage(st.get()).compute_inline();
   }
+}
+
+void schedule_injective(te::Schedule &s, const te::Tensor &out, int64_t block) {
+  inline_intermediate_stages(s);
   schedule_injective_stage(s, out, std::max<int64_t>(block, 1));
 }
 

@@ -191,11 +191,7 @@ te::Tensor layout_transform(const te::Tensor &x, int64_t src_block, int64_t dst_
 }
 
 void schedule_layout_transform(te::Schedule &s, const te::Tensor &out, const Target &target) {
-  for (const auto &st : s.stages()) {
-    const auto *c = dynamic_cast<const te::ComputeOpNode *>(st->op.get());
-    if (!c || c->is_reduction() || st->is_output || st->attach_type != te::AttachType::Root) continue;
-    te::Stage(st.get()).compute_inline();
-  }
+  inline_intermediate_stages(s);
   const auto *op = dynamic_cast<const te::ComputeOpNode *>(out.op().get());
   if (!op) throw InternalError("schedule_layout_transform: the output is not a compute");
   const std::vector<te::Tensor> in = op->input_tensors();

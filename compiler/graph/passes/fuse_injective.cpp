@@ -29,7 +29,7 @@ bool injective_member(const std::string &op) {
 }
 
 // The reductions whose kernel is a tensor-expression compute of one output: a group's root, taking
-// the elementwise and injective nodes before it. (`reduction` below holds these and transform_root's.)
+// the elementwise and injective nodes before it.
 bool reduction_root(const Graph &g, const Node &n) {
   static const std::set<std::string> ops = {"ReduceSum",       "ReduceMean",     "ReduceMax", "ReduceMin",
                                             "ReduceProd",      "ReduceL1",       "ReduceL2",  "ReduceLogSum",
@@ -93,10 +93,11 @@ Graph fuse_injective(const Graph &g) {
   const size_t count = g.nodes().size();
   // A view joins a group inside it, never as its root (alone it runs no kernel).
   // A reduction starts a group and joins none.
-  std::vector<bool> injective(count, false), fusable(count, false), view(count, false), reduction(count, false);
+  std::vector<bool> injective(count, false), fusable(count, false), view(count, false), root_only(count, false);
   for (size_t k = 0; k < count; ++k) {
     const Node &n = g.nodes()[k];
-    reduction[k] = reduction_root(g, n) || transform_root(g, n);
+    // Reductions and transforms start a group and join none.
+    root_only[k] = reduction_root(g, n) || transform_root(g, n);
     fusable[k] = injective_fusable(g, n) || elementwise_fusable(g, n);
     view[k] = fusable[k] && find_op(n.op)->view;
     injective[k] = fusable[k] && injective_member(n.op);
@@ -118,7 +119,7 @@ Graph fuse_injective(const Graph &g) {
     return ins;
   };
   const FusionGroups fg = post_dominator_groups(
-      g, [&](size_t k) { return fusable[k]; }, [&](size_t k) { return (fusable[k] && !view[k]) || reduction[k]; },
+      g, [&](size_t k) { return fusable[k]; }, [&](size_t k) { return (fusable[k] && !view[k]) || root_only[k]; },
       kMaxGroupNodes, [&](const std::set<size_t> &ms) { return inputs_of(ms).size() <= kMaxGroupInputs; });
   // Only groups of two or more nodes that are no views, one of them injective or a reduction: elementwise-only
   // groups (with views) are fuse_elementwise's, and a group of one kernel and views would save none.
@@ -132,7 +133,7 @@ Graph fuse_injective(const Graph &g) {
     bool injective_or_reduction = false, positions_kept = true;
     for (size_t k : fg.groups[id]) {
       computes += view[k] ? 0 : 1;
-      injective_or_reduction = injective_or_reduction || injective[k] || reduction[k];
+      injective_or_reduction = injective_or_reduction || injective[k] || root_only[k];
       positions_kept = positions_kept && (!view[k] && (!injective[k] || g.nodes()[k].op == "Slice"));
     }
     const bool transform = g.nodes()[*fg.groups[id].rbegin()].op == kLayoutTransformOp;
