@@ -23,7 +23,8 @@
 //
 // Schedules: a register tile of output channels x rows x a vectorized run of output columns (or
 // of the oc block in NCHWc) is accumulated over the reduction loops, which run outside it; the
-// outer loops (batch, channel blocks, rows) are fused and parallel; the epilogue is applied on the
+// outer loops (batch, channel blocks, rows; rows before blocks where threads should share out rows,
+// see rows_outermost_1x1) are fused and parallel; the epilogue is applied on the
 // tile; padding, where a template reads a padded copy, is a separate parallel stage.
 #include <algorithm>
 
@@ -526,6 +527,27 @@ void prefetch_next_weights(te::Stage &A, const te::Tensor &kernel, bool unroll_k
   }
 }
 
+int64_t elements(const te::Tensor &t) {
+  int64_t n = 1;
+  for (const auto &x : t.shape()) n *= *as_const_int(x);
+  return n;
+}
+
+// Whether a 1x1 convolution's parallel loop takes its rows outside its output channel blocks.
+// A parallel loop's iterations are cut into one contiguous range per thread
+// (deploy/thread_pool.h), and a model's kernels run one after another on the same threads. Where
+// consecutive kernels cut their tensors alike, each thread reads what it wrote itself, from its own
+// core's caches; a line the other core wrote costs several times more (on a 2-core VM whose cores
+// pass a cache line in about 200 ns, two threads copying a 1.6 MB tensor took 6x as long when each
+// copied the half the other had written). A 1x1 convolution reads every input channel of its rows. Cut by output channel blocks (the
+// 3x3 layers' order, which keeps a block's weights in the cache across its rows), each thread
+// reads the whole input, half of it written by the other; cut by rows, each reads the rows it
+// wrote in the layer before, which the depthwise and expand-depthwise templates cut by rows too.
+// A thread then sweeps all the weights once per row: cheap where they are no larger than the
+// input, which holds for the early, wide layers; later layers of large weights (960 channels at
+// 7x7) keep the blocks outside.
+bool rows_outermost_1x1(const Compute &c) { return elements(c.inputs[1]) <= elements(c.inputs[0]); }
+
 void schedule_nchwc(te::Schedule &s, const Compute &c, const Config &cfg, bool one_by_one) {
   auto [out, acc] = prepare_anchor(s, c);
   te::Stage O = s[out];
@@ -534,12 +556,16 @@ void schedule_nchwc(te::Schedule &s, const Compute &c, const Config &cfg, bool o
   auto ows = autotune::apply_split(O, O.axis(3), tow);
   IterVar oh_outer = O.axis(2), oh_inner;
   if (one_by_one && oh_f > 1) O.split(O.axis(2), static_cast<int>(oh_f), &oh_outer, &oh_inner);
-  std::vector<IterVar> order = {O.axis(0), O.axis(1), oh_outer, ows[0]};
+  const bool rows_outside = one_by_one && rows_outermost_1x1(c);
+  std::vector<IterVar> outer = {O.axis(0), O.axis(1), oh_outer};
+  if (rows_outside) std::swap(outer[1], outer[2]);
+  std::vector<IterVar> order = outer;
+  order.push_back(ows[0]);
   if (oh_inner.defined()) order.push_back(oh_inner);
   order.insert(order.end(), {ows[1], O.axis(4)});
   O.reorder(order);
   IterVar par;
-  O.fuse({O.axis(0), O.axis(1), oh_outer}, &par);
+  O.fuse(outer, &par);
   O.parallel(par);
   if (tow[1] * oh_f <= 32) O.unroll(ows[1]);
   O.vectorize(O.axis(4));
@@ -649,11 +675,14 @@ void schedule_depthwise_nchwc(te::Schedule &s, const Compute &c, const Config &c
   // loop partitioning peels: the rows' padding checks then leave the interior tiles, where in the
   // fused loop they were branches on every tile's taps of the first and last kernel rows (and the
   // kernel vectors they kept out of the registers were reloaded from the stack on every tile).
+  // Joined, the row tiles go outside the channel blocks, so threads share out rows, as the 1x1
+  // layers around do (rows_outermost_1x1): each reads the rows it wrote in the layer before.
   IterVar par;
   if (cfg.split("tile_c")[0] >= 8) {
     O.fuse({O.axis(0), O.axis(1)}, &par);
   } else {
-    O.fuse({O.axis(0), O.axis(1), ohs[0]}, &par);
+    O.reorder({O.axis(0), ohs[0], O.axis(1), ows[0], ohs[1], ows[1], O.axis(4)});
+    O.fuse({O.axis(0), ohs[0], O.axis(1)}, &par);
   }
   O.parallel(par);
   const bool small = toh[1] * tow[1] <= 64;

@@ -244,16 +244,19 @@ Config default_config(const ConfigSpace &s, const Fused &f, const Target &t) {
 }
 
 void schedule(te::Schedule &s, const Compute &c, const Config &cfg) {
-  // The depthwise stage and its epilogue: batch, channel block and band fused and parallel; the
+  // The depthwise stage and its epilogue: batch, band and channel block fused and parallel; the
   // rows of a band one at a time, a register tile of columns x the block accumulated over the taps.
+  // Bands outside the blocks: threads share out rows, as the 1x1 layers around do, so each reads
+  // the rows it wrote in the layer before (conv2d.cpp, rows_outermost_1x1); and a band's input rows,
+  // which the expansion reads for every block, stay in the cache from one block to the next.
   auto [out, acc] = prepare_anchor(s, c);
   te::Stage O = s[out];
   const auto band = cfg.split("tile_band"), tow = cfg.split("tile_ow");
   auto ys = autotune::apply_split(O, O.axis(2), band);
   auto xs = autotune::apply_split(O, O.axis(3), tow);
-  O.reorder({O.axis(0), O.axis(1), ys[0], ys[1], xs[0], xs[1], O.axis(4)});
+  O.reorder({O.axis(0), ys[0], O.axis(1), ys[1], xs[0], xs[1], O.axis(4)});
   IterVar par;
-  O.fuse({O.axis(0), O.axis(1), ys[0]}, &par);
+  O.fuse({O.axis(0), ys[0], O.axis(1)}, &par);
   O.parallel(par);
   O.unroll(xs[1]);
   O.vectorize(O.axis(4));

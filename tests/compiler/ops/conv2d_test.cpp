@@ -296,6 +296,30 @@ TEST(Conv2d, NchwcOneByOneUsesTileOh) {
 
 // The default config of every vector width, on odd shapes: 3 input channels, 7 and prime output
 // widths, 1x1 and 7x7 kernels, channel counts that are not multiples of the vector.
+// Threads share out a 1x1 convolution by rows where its weights are no larger than its input: the
+// first of two threads writes the top half of every output channel block, the rows it wrote in the
+// layer before and reads in the layer after (a row read from another core's cache costs several
+// times one from its own). Where the weights are larger (late, narrow layers), it writes the first
+// half of the channel blocks, every row, so each thread keeps to half the weights.
+TEST(Conv2d, NchwcOneByOneThreadsShareRowsUnlessTheWeightsAreLarger) {
+  ConvParams p;
+  ops::Task wide("conv2d_nchwc.x86", conv_args({1, 64, 28, 28}, {96, 64, 1, 1}, p), kTarget);
+  const autotune::Config cfg = wide.default_config();
+  ASSERT_EQ(28 % (2 * cfg.choice_int("tile_oh")), 0) << cfg.to_json();  // an even number of row tiles
+  deploy::Tensor out = testing::first_thread_share(wide, cfg, 2)[0];
+  const int64_t blocks = out.shape()[1];
+  ASSERT_GT(blocks, 1);
+  EXPECT_EQ(testing::written_rows(out), testing::first_rows_of_every_block(blocks, 28, 14));
+
+  ops::Task narrow("conv2d_nchwc.x86", conv_args({1, 320, 7, 7}, {640, 320, 1, 1}, p), kTarget);
+  out = testing::first_thread_share(narrow, narrow.default_config(), 2)[0];
+  const int64_t nb = out.shape()[1];
+  ASSERT_EQ(nb % 2, 0);
+  std::vector<std::string> want(static_cast<size_t>(nb), ".......");
+  for (int64_t b = 0; b < nb / 2; ++b) want[static_cast<size_t>(b)] = "#######";
+  EXPECT_EQ(testing::written_rows(out), want);
+}
+
 TEST(Conv2d, NchwcDefaultsAcrossVectorWidths) {
   struct Case {
     std::vector<int64_t> data, kernel;
@@ -698,6 +722,20 @@ TEST(Conv2d, DepthwiseNchwcRowTileChecksPeeled) {
   };
   EXPECT_EQ(guards(128), 0);
   EXPECT_GT(guards(64), 0);
+}
+
+// With fewer than eight channel blocks the row tiles join the parallel loop outside the blocks:
+// the first of two threads writes the top half of every block, as the 1x1 layers around it do.
+TEST(Conv2d, DepthwiseNchwcThreadsShareRowsWhereTheRowTilesArePartOfTheParallelLoop) {
+  ConvParams p;
+  p.pt = p.pl = p.pb = p.pr = 1;
+  ops::Task task("depthwise_conv2d_nchwc.x86", conv_args({1, 64, 32, 32}, {64, 1, 3, 3}, p), kTarget);
+  const autotune::Config cfg = task.default_config();
+  ASSERT_LT(cfg.split("tile_c")[0], 8);
+  ASSERT_EQ(cfg.split("tile_oh")[0] % 2, 0) << cfg.to_json();
+  deploy::Tensor out = testing::first_thread_share(task, cfg, 2)[0];
+  ASSERT_GT(out.shape()[1], 1);
+  EXPECT_EQ(testing::written_rows(out), testing::first_rows_of_every_block(out.shape()[1], 32, 16));
 }
 
 TEST(Conv2d, DepthwiseNchwcFixedBlockAndMultiplier) {

@@ -219,6 +219,18 @@ TEST(ConvFused, DefaultBandsAreEven) {
   }
 }
 
+// Threads share out bands of rows, each band across every channel block: the first of two threads
+// writes the top half of every block, the rows the 1x1 layers before and after it write and read
+// on that thread (a row read from another core's cache costs several times one from its own).
+TEST(ConvFused, ThreadsShareBandsAcrossEveryChannelBlock) {
+  ops::Task task(kFused, fused_args({1, 24, 144, 56, 56, 1}, relu6(), relu6()), kTarget);
+  const autotune::Config cfg = task.default_config();
+  ASSERT_EQ(cfg.split("tile_band")[0] % 2, 0) << cfg.to_json();
+  deploy::Tensor out = testing::first_thread_share(task, cfg, 2)[0];
+  ASSERT_GT(out.shape()[1], 1);
+  EXPECT_EQ(testing::written_rows(out), testing::first_rows_of_every_block(out.shape()[1], 56, 28));
+}
+
 TEST(ConvFused, RejectsArgumentsThatAreNotAPair) {
   auto error_of = [](Json args) {
     try {

@@ -15,6 +15,7 @@
 #include "compiler/codegen/llvm/llvm_module.h"
 #include "compiler/interp/interpreter.h"
 #include "compiler/ir/deploy_dtype.h"
+#include "compiler/ir/ir_visitor.h"
 #include "compiler/ir/op.h"
 #include "compiler/lower/lower.h"
 #include "compiler/driver/target.h"
@@ -160,6 +161,79 @@ inline std::vector<deploy::Tensor> run_config_llvm(const ops::Task &task, const 
   const int32_t rc = m.call_status("op", args);
   EXPECT_EQ(rc, 0) << m.last_error();
   return outs;
+}
+
+// The part of `cfg`'s outputs that the first of `threads` threads writes: the pool cuts each
+// parallel loop of n iterations into chunks of ceil(n / threads), the first thread running the first
+// (deploy/thread_pool.h). Every parallel loop of the lowered kernel is cut to that chunk and the
+// kernel run with the LLVM back end on random inputs; the outputs hold NaN where nothing was written.
+inline std::vector<deploy::Tensor> first_thread_share(const ops::Task &task, const autotune::Config &cfg,
+                                                      int threads) {
+  ir::LoweredFunc f = task.lower(cfg, "op");
+  int cut = 0;
+  ir::post_order_visit(f.body, [&](const ir::IRNode *n) {
+    if (n->node_type == ir::NodeType::For) cut += static_cast<const ir::ForNode *>(n)->kind == ir::ForKind::Parallel;
+  });
+  EXPECT_GT(cut, 0) << "the kernel has no parallel loop";
+  struct FirstChunk : ir::IRMutator {
+    int threads;
+    using ir::IRMutator::visit;
+    ir::Stmt visit(const ir::ForNode *op, const ir::Stmt &self) override {
+      ir::Stmt body = mutate(op->body);
+      if (op->kind != ir::ForKind::Parallel) {
+        return body.same_as(op->body) ? self
+                                      : ir::ForNode::make(op->loop_var, op->min, op->extent, op->kind, body, op->thread_tag);
+      }
+      auto n = ir::as_const_int(op->extent);
+      EXPECT_TRUE(n.has_value()) << "a parallel loop of symbolic extent";
+      const int64_t chunk = (n.value_or(1) + threads - 1) / threads;
+      return ir::ForNode::make(op->loop_var, op->min, ir::Expr(static_cast<int>(chunk)), ir::ForKind::Serial, body);
+    }
+  } first;
+  first.threads = threads;
+  f.body = first.mutate(f.body);
+  ops::Instance inst = task.instantiate(cfg);
+  std::vector<deploy::Tensor> args = make_inputs(inst.compute, 7), outs;
+  for (const auto &o : inst.compute.outputs) {
+    deploy::Tensor t = deploy::Tensor::empty(const_shape(o), ir::to_deploy_dtype(o.dtype()));
+    for (int64_t i = 0; i < t.numel(); ++i) set_elem(t, i, NAN);
+    outs.push_back(t);
+    args.push_back(t);
+  }
+  codegen::LLVMBuildOptions options;
+  options.target = "llvm -mcpu=native";
+  codegen::LLVMModule m(f, options);
+  EXPECT_EQ(m.call_status("op", args), 0) << m.last_error();
+  return outs;
+}
+
+// Of a blocked output [1, blocks, rows, columns, block] from first_thread_share: for each channel
+// block, a string with one character per row: '#' where every element of the row was written, '.'
+// where none was, '~' where some were.
+inline std::vector<std::string> written_rows(const deploy::Tensor &out) {
+  const std::vector<int64_t> s = out.shape();
+  EXPECT_EQ(s.size(), 5u);
+  EXPECT_EQ(s[0], 1);
+  std::vector<std::string> r;
+  if (s.size() != 5) return r;
+  const int64_t per_row = s[3] * s[4];
+  for (int64_t b = 0; b < s[1]; ++b) {
+    std::string rows;
+    for (int64_t y = 0; y < s[2]; ++y) {
+      int64_t written = 0;
+      for (int64_t i = 0; i < per_row; ++i) written += !std::isnan(get_elem(out, (b * s[2] + y) * per_row + i));
+      rows += written == per_row ? '#' : written == 0 ? '.' : '~';
+    }
+    r.push_back(rows);
+  }
+  return r;
+}
+
+// The rows every channel block of written_rows would show if the first thread wrote rows [0, k) of
+// every block and nothing else.
+inline std::vector<std::string> first_rows_of_every_block(int64_t blocks, int64_t rows, int64_t k) {
+  return std::vector<std::string>(static_cast<size_t>(blocks),
+                                  std::string(static_cast<size_t>(k), '#') + std::string(static_cast<size_t>(rows - k), '.'));
 }
 
 // Lowers the task's schedule for `cfg`, compiles it with the C back end, runs it on `inputs` and
