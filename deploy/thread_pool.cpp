@@ -68,8 +68,11 @@ struct ThreadPool::Impl {
   void *closure = nullptr;
   int64_t n = 0;
   int64_t chunk = 0;
-  std::atomic<int> remaining{0};
   std::atomic<int32_t> status{0};
+  // Chunk i belongs to thread i, but whoever claims it for the current generation runs it: a worker
+  // claims its own chunk; the caller, done with chunk 0, claims those whose workers have not come.
+  std::unique_ptr<std::atomic<uint64_t>[]> claimed;
+  std::atomic<int> finished{0};  // chunks of the current loop run to the end
 
   // Workers wait for `generation` to change; `sleep_mutex` guards its changes for sleepers.
   std::atomic<uint64_t> generation{0};
@@ -86,6 +89,23 @@ struct ThreadPool::Impl {
       int32_t expected = 0;
       status.compare_exchange_strong(expected, rc, std::memory_order_relaxed);
     }
+  }
+
+  // Whether the caller of this claim gets to run chunk `index` of loop `gen`. A worker that saw
+  // loop `gen` start may only get here after the caller has run the chunk and gone on to later
+  // loops: the chunk's claim is then of a later generation, and stays.
+  bool claim(int index, uint64_t gen) {
+    std::atomic<uint64_t> &c = claimed[static_cast<size_t>(index)];
+    uint64_t seen = c.load(std::memory_order_acquire);
+    while (seen < gen) {
+      if (c.compare_exchange_weak(seen, gen, std::memory_order_acq_rel)) return true;
+    }
+    return false;
+  }
+
+  void run_claimed(int index) {
+    run_chunk(index);
+    finished.fetch_add(1, std::memory_order_acq_rel);
   }
 
   void worker(int index) {
@@ -108,8 +128,7 @@ struct ThreadPool::Impl {
       }
       if (stop.load()) return;
       seen = generation.load(std::memory_order_acquire);
-      run_chunk(index);
-      remaining.fetch_sub(1, std::memory_order_acq_rel);
+      if (claim(index, seen)) run_claimed(index);
     }
   }
 };
@@ -119,6 +138,8 @@ ThreadPool::ThreadPool(int num_threads) : impl_(std::make_unique<Impl>()) {
     throw UserError("thread pool: needs at least 1 thread, got " + std::to_string(num_threads));
   }
   impl_->num_threads = num_threads;
+  impl_->claimed = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(num_threads));
+  for (int i = 0; i < num_threads; ++i) impl_->claimed[static_cast<size_t>(i)].store(0);
   impl_->workers.reserve(static_cast<size_t>(num_threads - 1));
   for (int i = 1; i < num_threads; ++i) impl_->workers.emplace_back([this, i] { impl_->worker(i); });
 }
@@ -148,18 +169,26 @@ int32_t ThreadPool::parallel_for(KilnParallelBody body, int64_t n, void *closure
   p.n = n;
   p.chunk = (n + p.num_threads - 1) / p.num_threads;
   p.status.store(0, std::memory_order_relaxed);
-  p.remaining.store(p.num_threads - 1, std::memory_order_relaxed);
+  p.finished.store(0, std::memory_order_relaxed);
+  uint64_t gen;
   {
     std::lock_guard<std::mutex> lock(p.sleep_mutex);
-    p.generation.fetch_add(1, std::memory_order_release);
+    gen = p.generation.fetch_add(1, std::memory_order_release) + 1;
   }
   p.wake.notify_all();
   {
     ParallelRegion region;
-    p.run_chunk(0);
+    p.claim(0, gen);
+    p.run_claimed(0);
+    // Chunks whose workers have not claimed them yet (asleep, or their core taken by another
+    // program) run here rather than being waited for. A worker that is spinning claims its own
+    // long before the caller finishes chunk 0, so each thread keeps its rows of consecutive loops.
+    for (int i = 1; i < p.num_threads; ++i) {
+      if (p.claim(i, gen)) p.run_claimed(i);
+    }
   }
   int spins = 0;
-  while (p.remaining.load(std::memory_order_acquire) != 0) {
+  while (p.finished.load(std::memory_order_acquire) != p.num_threads) {
     cpu_relax();
     // Yield now and then: a worker still busy may share this core.
     if (++spins % 16 == 0) std::this_thread::yield();

@@ -3,7 +3,8 @@
 //
 // A parallel loop of n iterations is cut into static chunks, one per thread (the calling thread
 // runs the first). Workers stay alive between loops: they spin briefly for the next loop and
-// then sleep. A parallel loop started from inside a chunk, or while another thread of the
+// then sleep. A chunk whose worker has not started it when the caller has finished its own (the
+// worker asleep, or its core taken by another program) is run by the caller instead of waited for. A parallel loop started from inside a chunk, or while another thread of the
 // application is using the pool, runs serially on the thread that started it.
 //
 // Compiled modules reach the process-wide pool through the C entry point KilnParallelFor

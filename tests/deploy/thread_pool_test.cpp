@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -49,12 +50,52 @@ TEST(ThreadPoolTest, EveryIterationRunsExactlyOnceInStaticChunks) {
   }
 }
 
+// The caller's chunk waits (up to 10 s) until `workers` workers have entered chunks of their own,
+// so the caller cannot take the workers' chunks before they come.
+struct WaitForWorkers {
+  Record record;
+  int workers;
+  std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> came{0};
+  WaitForWorkers(int64_t n, int workers) : record(n), workers(workers) {}
+};
+
+int32_t wait_for_workers(int64_t begin, int64_t end, void *closure) {
+  auto *w = static_cast<WaitForWorkers *>(closure);
+  if (std::this_thread::get_id() == w->caller) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (w->came.load() < w->workers && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+  } else {
+    w->came.fetch_add(1);
+  }
+  return record_body(begin, end, &w->record);
+}
+
 TEST(ThreadPoolTest, UsesSeveralThreads) {
   ThreadPool pool(3);
-  Record r(3000);
-  ASSERT_EQ(pool.parallel_for(record_body, 3000, &r), 0);
-  EXPECT_EQ(r.threads.size(), 3u);
-  EXPECT_TRUE(r.threads.count(std::this_thread::get_id())) << "the caller runs the first chunk";
+  WaitForWorkers w(3000, 2);
+  ASSERT_EQ(pool.parallel_for(wait_for_workers, 3000, &w), 0);
+  EXPECT_EQ(w.record.threads.size(), 3u);
+  EXPECT_TRUE(w.record.threads.count(std::this_thread::get_id())) << "the caller runs the first chunk";
+  for (const auto &h : w.record.hits) EXPECT_EQ(h.load(), 1);
+}
+
+// A worker that sleeps (its spin ran out long ago) does not hold a short loop up: the caller, done
+// with its own chunk, runs the chunk the worker has not claimed yet. Waking a sleeping thread takes
+// microseconds, the caller's empty chunk far less, so the caller takes it (five tries, any one
+// enough: without the claim the worker's chunk never runs on the caller).
+TEST(ThreadPoolTest, TheCallerRunsAChunkItsSleepingWorkerHasNotClaimed) {
+  ThreadPool pool(2);
+  bool caller_ran_both = false;
+  for (int attempt = 0; attempt < 5 && !caller_ran_both; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    Record r(2);
+    ASSERT_EQ(pool.parallel_for(record_body, 2, &r), 0);
+    ASSERT_EQ(r.hits[0].load(), 1);
+    ASSERT_EQ(r.hits[1].load(), 1);
+    caller_ran_both = r.threads.size() == 1 && r.threads.count(std::this_thread::get_id()) == 1;
+  }
+  EXPECT_TRUE(caller_ran_both);
 }
 
 TEST(ThreadPoolTest, EmptyRangeRunsNothing) {
@@ -154,6 +195,29 @@ TEST(ThreadPoolTest, ManyShortLoopsInARow) {
   }
 }
 
+int32_t count_body(int64_t begin, int64_t end, void *closure) {
+  auto *hits = static_cast<std::atomic<int64_t> *>(closure);
+  for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
+// Loops so short, on more threads than cores, that the caller often runs a worker's chunk while the
+// worker, which saw the loop start, has not claimed it yet (preempted in between): the worker's late
+// claim must fail (the chunk ran once, and the loops after it are not disturbed), and no loop may
+// wait for a chunk that will never finish.
+TEST(ThreadPoolTest, HundredsOfThousandsOfTinyLoopsEachRunEveryIterationOnce) {
+  ThreadPool pool(8);
+  std::atomic<int64_t> hits[16];
+  int64_t wrong = 0;
+  for (int rep = 0; rep < 300000; ++rep) {
+    const int64_t n = 8 + rep % 9;
+    for (auto &h : hits) h.store(0, std::memory_order_relaxed);
+    ASSERT_EQ(pool.parallel_for(count_body, n, hits), 0);
+    for (int64_t i = 0; i < n; ++i) wrong += hits[i].load() != 1;
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
 TEST(ThreadPoolTest, RejectsZeroThreads) {
   EXPECT_THROW(ThreadPool(0), kiln::UserError);
   EXPECT_THROW(set_num_threads(-1), kiln::UserError);
@@ -163,9 +227,9 @@ TEST(ThreadPoolTest, GlobalPoolSizeFollowsTheSetting) {
   EXPECT_GE(physical_core_count(), 1);
   set_num_threads(3);
   EXPECT_EQ(num_threads(), 3);
-  Record r(30);
-  EXPECT_EQ(KilnParallelFor(record_body, 30, &r), 0);
-  EXPECT_EQ(r.threads.size(), 3u);
+  WaitForWorkers r(30, 2);
+  EXPECT_EQ(KilnParallelFor(wait_for_workers, 30, &r), 0);
+  EXPECT_EQ(r.record.threads.size(), 3u);
   set_num_threads(1);
   Record one(30);
   EXPECT_EQ(KilnParallelFor(record_body, 30, &one), 0);
