@@ -605,7 +605,9 @@ TEST_P(ArtifactModelTest, MatchesTheReferenceExecutorAndItsPlanNeverOverlaps) {
       "file_bytes=%lld\n",
       model.c_str(), r.kernels, r.steps, static_cast<long long>(r.arena_bytes),
       static_cast<long long>(r.unplanned_bytes), r.in_place, r.concats_in_place, static_cast<long long>(r.file_bytes));
-  if (model == "squeezenet1_1") EXPECT_GT(r.concats_in_place, 0);  // its Fire modules' Concats
+  if (model == "squeezenet1_1") {
+    EXPECT_GT(r.concats_in_place, 0);  // its Fire modules' Concats
+  }
 
   const std::vector<std::string> conflicts = plan_conflicts(artifact_graph(path));
   EXPECT_TRUE(conflicts.empty()) << model << ": " << conflicts.size() << " pairs overlap, e.g. " << conflicts.front();

@@ -784,7 +784,9 @@ void check_model(const std::string &model, const ModelCounts &want) {
   Graph a = driver::optimize_graph(g, po);
   EXPECT_EQ(count(a, "ConvNCHWc"), want.blocked_convs) << print(a);
   EXPECT_EQ(count(a, "Conv") + count(a, "FusedConv"), want.nchw_convs) << print(a);
-  if (want.transforms >= 0) EXPECT_EQ(count(a, "LayoutTransform"), want.transforms) << print(a);
+  if (want.transforms >= 0) {
+    EXPECT_EQ(count(a, "LayoutTransform"), want.transforms) << print(a);
+  }
   // Into the blocked layout at the input, back to NCHW before the classifier, and around the convs
   // that stay NCHW; any other transform changes the block between two convolutions that chose
   // different ones.

@@ -341,7 +341,9 @@ TEST(Conv2d, NchwcDefaultsAcrossVectorWidths) {
       // layout pass gives the conv in a graph: 24 channels take 8 (not 24) at every width.
       const int64_t lanes = task.target().lanes(ir::Float(32)), oc = task.default_config().split("tile_oc").back();
       EXPECT_TRUE(ops::vector_block(oc, lanes)) << oc;
-      if (k.kernel[0] == 24) EXPECT_EQ(oc, 8);
+      if (k.kernel[0] == 24) {
+        EXPECT_EQ(oc, 8);
+      }
       check_nchwc_configs(task, k.data, k.kernel, p, Json::array(), {task.default_config()}, 36, 1e-5);
     }
   }
