@@ -71,7 +71,7 @@ struct ThreadPool::Impl {
   std::atomic<int32_t> status{0};
   // Chunk i belongs to thread i, but whoever claims it for the current generation runs it: a worker
   // claims its own chunk; the caller, done with chunk 0, claims those whose workers have not come.
-  std::unique_ptr<std::atomic<uint64_t>[]> claimed;
+  std::vector<std::atomic<uint64_t>> claimed;
   std::atomic<int> finished{0};  // chunks of the current loop run to the end
 
   // Workers wait for `generation` to change; `sleep_mutex` guards its changes for sleepers.
@@ -138,8 +138,7 @@ ThreadPool::ThreadPool(int num_threads) : impl_(std::make_unique<Impl>()) {
     throw UserError("thread pool: needs at least 1 thread, got " + std::to_string(num_threads));
   }
   impl_->num_threads = num_threads;
-  impl_->claimed = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(num_threads));
-  for (int i = 0; i < num_threads; ++i) impl_->claimed[static_cast<size_t>(i)].store(0);
+  impl_->claimed = std::vector<std::atomic<uint64_t>>(static_cast<size_t>(num_threads));
   impl_->workers.reserve(static_cast<size_t>(num_threads - 1));
   for (int i = 1; i < num_threads; ++i) impl_->workers.emplace_back([this, i] { impl_->worker(i); });
 }
@@ -178,8 +177,7 @@ int32_t ThreadPool::parallel_for(KilnParallelBody body, int64_t n, void *closure
   p.wake.notify_all();
   {
     ParallelRegion region;
-    p.claim(0, gen);
-    p.run_claimed(0);
+    p.run_claimed(0);  // chunk 0 is the caller's alone
     // Chunks whose workers have not claimed them yet (asleep, or their core taken by another
     // program) run here rather than being waited for. A worker that is spinning claims its own
     // long before the caller finishes chunk 0, so each thread keeps its rows of consecutive loops.

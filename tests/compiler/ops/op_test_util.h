@@ -143,13 +143,13 @@ inline std::vector<deploy::Tensor> make_inputs(const ops::Compute &c, uint64_t s
 
 // Lowers the task's schedule for `cfg`, compiles it with the LLVM back end for this host, runs it
 // on `inputs` and returns the outputs.
-inline std::vector<deploy::Tensor> run_config_llvm(const ops::Task &task, const autotune::Config &cfg,
-                                                   const std::vector<deploy::Tensor> &inputs) {
-  ops::Instance inst = task.instantiate(cfg);
-  ir::LoweredFunc f = lower::lower(*inst.schedule, inst.compute.args(), "op");
+// Compiles `f` (lowered from `c`, named "op") with the LLVM back end for this host, runs it on
+// `inputs` and returns the outputs, filled with NaN (floats) or 77 before the call.
+inline std::vector<deploy::Tensor> run_lowered_llvm(const ir::LoweredFunc &f, const ops::Compute &c,
+                                                    const std::vector<deploy::Tensor> &inputs) {
   std::vector<deploy::Tensor> args = inputs;
   std::vector<deploy::Tensor> outs;
-  for (const auto &o : inst.compute.outputs) {
+  for (const auto &o : c.outputs) {
     deploy::Tensor t = deploy::Tensor::empty(const_shape(o), ir::to_deploy_dtype(o.dtype()));
     for (int64_t i = 0; i < t.numel(); ++i) set_elem(t, i, t.dtype().code == deploy::DType::Float ? NAN : 77);
     outs.push_back(t);
@@ -163,13 +163,20 @@ inline std::vector<deploy::Tensor> run_config_llvm(const ops::Task &task, const 
   return outs;
 }
 
+inline std::vector<deploy::Tensor> run_config_llvm(const ops::Task &task, const autotune::Config &cfg,
+                                                   const std::vector<deploy::Tensor> &inputs) {
+  ops::Instance inst = task.instantiate(cfg);
+  return run_lowered_llvm(lower::lower(*inst.schedule, inst.compute.args(), "op"), inst.compute, inputs);
+}
+
 // The part of `cfg`'s outputs that the first of `threads` threads writes: the pool cuts each
 // parallel loop of n iterations into chunks of ceil(n / threads), the first thread running the first
 // (deploy/thread_pool.h). Every parallel loop of the lowered kernel is cut to that chunk and the
 // kernel run with the LLVM back end on random inputs; the outputs hold NaN where nothing was written.
 inline std::vector<deploy::Tensor> first_thread_share(const ops::Task &task, const autotune::Config &cfg,
                                                       int threads) {
-  ir::LoweredFunc f = task.lower(cfg, "op");
+  ops::Instance inst = task.instantiate(cfg);
+  ir::LoweredFunc f = lower::lower(*inst.schedule, inst.compute.args(), "op");
   int cut = 0;
   ir::post_order_visit(f.body, [&](const ir::IRNode *n) {
     if (n->node_type == ir::NodeType::For) cut += static_cast<const ir::ForNode *>(n)->kind == ir::ForKind::Parallel;
@@ -192,19 +199,7 @@ inline std::vector<deploy::Tensor> first_thread_share(const ops::Task &task, con
   } first;
   first.threads = threads;
   f.body = first.mutate(f.body);
-  ops::Instance inst = task.instantiate(cfg);
-  std::vector<deploy::Tensor> args = make_inputs(inst.compute, 7), outs;
-  for (const auto &o : inst.compute.outputs) {
-    deploy::Tensor t = deploy::Tensor::empty(const_shape(o), ir::to_deploy_dtype(o.dtype()));
-    for (int64_t i = 0; i < t.numel(); ++i) set_elem(t, i, NAN);
-    outs.push_back(t);
-    args.push_back(t);
-  }
-  codegen::LLVMBuildOptions options;
-  options.target = "llvm -mcpu=native";
-  codegen::LLVMModule m(f, options);
-  EXPECT_EQ(m.call_status("op", args), 0) << m.last_error();
-  return outs;
+  return run_lowered_llvm(f, inst.compute, make_inputs(inst.compute, 7));
 }
 
 // Of a blocked output [1, blocks, rows, columns, block] from first_thread_share: for each channel
