@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <utility>
@@ -155,9 +156,17 @@ class CudaDriver {
   void *handle_ = nullptr;
 };
 
+namespace {
+std::atomic<bool> driver_initialized{false};
+}  // namespace
+
 std::shared_ptr<CudaDriver> load_cuda_driver(const std::string &library) {
-  return std::make_shared<CudaDriver>(library);
+  auto driver = std::make_shared<CudaDriver>(library);  // cuInit has succeeded
+  driver_initialized = true;
+  return driver;
 }
+
+bool cuda_driver_initialized() { return driver_initialized; }
 
 CudaDeviceInfo cuda_device_info(CudaDriver &driver, int ordinal) {
   int count = 0;

@@ -41,6 +41,10 @@ struct CudaDeviceInfo {
 class CudaDriver;
 std::shared_ptr<CudaDriver> load_cuda_driver(const std::string &library = "libcuda.so.1");
 
+// Whether this process has initialised the CUDA driver (a load_cuda_driver call succeeded): a
+// child forked from it from then on cannot use the driver.
+bool cuda_driver_initialized();
+
 // Device `ordinal` of the driver: name, compute capability, SMs, memory, clocks.
 CudaDeviceInfo cuda_device_info(CudaDriver &driver, int ordinal = 0);
 

@@ -128,7 +128,18 @@ std::unique_ptr<DeviceBackend> make_device_backend(const std::string &target) {
                   "\" (this runner measures \"llvm\" CPU targets, \"cuda\" GPU targets and \"vta\" simulators)");
 }
 
+bool worker_address_space_limited(const std::string &target) { return target_kind(target) != "cuda"; }
+
 void check_target_runs(const std::string &target) {
+  const std::string what = "target \"" + target + "\" cannot run on this host: ";
+  if (target_kind(target) == "cuda" && cuda_driver_initialized()) {
+    try {
+      run_test_kernel(target);
+    } catch (const std::exception &e) {
+      throw UserError(what + e.what());
+    }
+    return;
+  }
   int channel[2];
   if (::pipe(channel) != 0) throw UserError(std::string("cannot check the target: pipe: ") + std::strerror(errno));
   const pid_t child = ::fork();
@@ -170,7 +181,6 @@ void check_target_runs(const std::string &target) {
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  const std::string what = "target \"" + target + "\" cannot run on this host: ";
   if (WIFSIGNALED(status)) {
     throw UserError(what + "a test kernel compiled for it died with " + strsignal(WTERMSIG(status)) +
                     (WTERMSIG(status) == SIGILL ? " (the host lacks an instruction set the target enables)" : ""));

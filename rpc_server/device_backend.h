@@ -74,9 +74,15 @@ std::unique_ptr<DeviceBackend> make_device_backend(const std::string &target);
 // Checks that this host can run code for `target`: compiles a small vectorized kernel with the
 // target's back end and runs it on the device, comparing its output. The kernel runs in a child
 // process, so that code the host cannot execute (an illegal instruction) ends the child, not the
-// caller; call it before starting threads. Throws kiln::UserError saying why the target cannot run
-// here.
+// caller; call it before starting threads. A CUDA target in a process that has already initialised
+// the CUDA driver is checked in the process itself: a forked child cannot use the parent's driver
+// (its cuInit fails). Throws kiln::UserError saying why the target cannot run here.
 void check_target_runs(const std::string &target);
+
+// Whether a measurement worker for `target` runs under the pool's address-space limit (RLIMIT_AS):
+// not one for a CUDA target, whose driver reserves virtual address space for the GPU's memory and
+// cannot initialise under a limit of a few GB (cuInit fails with CUDA_ERROR_OUT_OF_MEMORY).
+bool worker_address_space_limited(const std::string &target);
 
 // The target the reference outputs are computed with: the host CPU (the reference is an
 // unscheduled lowering, run wherever the worker runs), `target` itself when it is a CPU target.

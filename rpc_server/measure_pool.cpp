@@ -1,6 +1,7 @@
 #include "rpc_server/measure_pool.h"
 
 #include <poll.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +20,7 @@
 #include "deploy/thread_pool.h"
 #include "deploy/version.h"
 #include "kiln/v1/worker.pb.h"
+#include "rpc_server/device_backend.h"
 #include "rpc_server/worker_process.h"
 
 namespace kiln::rpc {
@@ -214,7 +216,8 @@ class MeasureCall {
     if (w.process.running()) return "";
     WorkerSpawnOptions spawn;
     spawn.argv = pool_.options.worker_command;
-    spawn.memory_limit_bytes = pool_.options.memory_limit_bytes;
+    spawn.memory_limit_bytes =
+        worker_address_space_limited(pool_.options.target) ? pool_.options.memory_limit_bytes : 0;
     w.ready = false;
     std::string error = w.process.spawn(spawn);
     if (error.empty()) {
@@ -290,6 +293,8 @@ class MeasureCall {
     item.worker = -1;
   }
 
+  static bool ended_on_its_own(int status) { return status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+
   // The worker's process ended (status from waitpid); `why` is set when the runner killed it.
   // The candidate it was working on is blamed, those it had built are built again elsewhere.
   void lost(WorkerSlot &w, int status, const std::string &why) {
@@ -300,6 +305,11 @@ class MeasureCall {
       const std::string how = describe_wait_status(status);
       if (!why.empty()) {
         finish_error(i, building ? v1::BUILD_TIMEOUT : v1::RUN_TIMEOUT, why);
+      } else if (w.ready && ended_on_its_own(status)) {
+        // A worker exits with status 0 only on its own, after its last reply, when its device was
+        // left unusable (a GPU context after an illegal address); the request sent meanwhile never
+        // ran, so the candidate goes to a fresh worker rather than being blamed.
+        requeue(i);
       } else if (!w.ready) {
         finish_error(i, v1::INFRA, "the measurement worker " + how + " before it started");
       } else if (building) {

@@ -104,7 +104,7 @@ struct MeasurePoolOptions {
   std::vector<std::string> worker_command = {"/proc/self/exe", "--measure-worker"};
   // Parallel builds; 0: one per core (at least 1).
   int build_workers = 0;
-  // RLIMIT_AS of each worker.
+  // RLIMIT_AS of each worker (none for a CUDA target: worker_address_space_limited).
   uint64_t memory_limit_bytes = 8ull << 30;
   // Templates and hooks beyond the builtin library; the workers started by worker_command must
   // have the same (see measure_extension.h).

@@ -112,7 +112,7 @@ int runner_daemon_main(int argc, char **argv, const MeasureExtension &extension)
   app.add_option("--tls-ca", tls.ca_file, "PEM CA certificates: verify the tracker, and require client certificates");
   app.add_option("--tls-server-name", tls.server_name_override, "the name to expect in the tracker's certificate");
   app.add_option("--build-workers", build_workers, "parallel builds (0: one per core)")->check(CLI::Range(0, 256));
-  app.add_option("--memory-limit-mb", memory_limit_mb, "address-space limit of each worker process")
+  app.add_option("--memory-limit-mb", memory_limit_mb, "address-space limit of each worker process (none for a cuda target, whose driver reserves address space for the GPU)")
       ->capture_default_str()
       ->check(CLI::Range(64, 1 << 24));
   app.add_option("--address-file", address_file, "write the bound address to this file once serving");

@@ -21,6 +21,8 @@ namespace {
 // The limits of a block that every CUDA template's space keeps to: sm_70 and newer allow 1024
 // threads and, without opting in to more, 48 KiB of static shared memory.
 constexpr int64_t kMaxThreadsPerBlock = 1024;
+// A CUDA block has at most 64 threads in z (1024 in x and in y, which kMaxThreadsPerBlock bounds).
+constexpr int64_t kMaxThreadsInZ = 64;
 constexpr int64_t kMaxSharedBytes = 48 * 1024;
 // Virtual threads a block runs one after the other in each thread (their registers add up).
 constexpr int64_t kMaxVirtualThreads = 16;
@@ -454,6 +456,7 @@ void register_conv2d_nchw(Registry &r, const std::string &op, bool depthwise, co
     s.define_split("tile_ry", d.KH, 2);
     s.define_split("tile_rx", d.KW, 2);
     s.add_product_limit("threads_per_block", {{"tile_f", 2}, {"tile_y", 2}, {"tile_x", 2}}, 1, kMaxThreadsPerBlock);
+    s.add_product_limit("threads_in_z", {{"tile_f", 2}}, 1, kMaxThreadsInZ);  // tile_f's threads: threadIdx.z
     s.add_product_limit("virtual_threads", {{"tile_f", 1}, {"tile_y", 1}, {"tile_x", 1}}, 1, kMaxVirtualThreads);
     s.add_constraint(
         "shared_memory",
@@ -607,6 +610,7 @@ void register_conv2d_implicit_gemm(Registry &r) {
     s.define_bool("double_buffer");
     s.define_choice("auto_unroll_max_step", std::vector<int64_t>{0, 16, 64, 512});
     s.add_product_limit("threads_per_block", {{"tile_f", 2}, {"tile_y", 2}, {"tile_x", 2}}, 1, kMaxThreadsPerBlock);
+    s.add_product_limit("threads_in_z", {{"tile_f", 2}}, 1, kMaxThreadsInZ);  // tile_f's threads: threadIdx.z
     s.add_product_limit("virtual_threads", {{"tile_f", 1}, {"tile_y", 1}, {"tile_x", 1}}, 1, kMaxVirtualThreads);
     s.add_constraint("shared_memory", {"tile_f", "tile_y", "tile_x", "tile_k", "double_buffer"}, [d](const Config &c) {
       const auto f = c.split("tile_f"), y = c.split("tile_y"), x = c.split("tile_x"), k = c.split("tile_k");

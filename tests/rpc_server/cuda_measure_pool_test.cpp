@@ -218,8 +218,12 @@ TEST(CudaMeasurePoolDevice, AnIllegalAddressIsRuntimeDeviceAndTheWorkerIsReplace
   // The one worker (build_workers 1) takes its reference from this good candidate.
   expect_ok(measure(pool, {fault_candidate(*target, "off")}, o).at(0), o, "before the fault");
   const int started = pool.workers_started();
-  expect_error(measure(pool, {fault_candidate(*target, "illegal_address")}, o).at(0), v1::RUNTIME_DEVICE,
-               "CUDA_ERROR_ILLEGAL_ADDRESS", "illegal_address");
+  // The driver names the read CUDA_ERROR_ILLEGAL_ADDRESS, or CUDA_ERROR_INVALID_ADDRESS_SPACE where
+  // 16 GB past the input lies outside the global address space (an H200's 141 GB).
+  const v1::MeasureResult fault = measure(pool, {fault_candidate(*target, "illegal_address")}, o).at(0);
+  const bool address_space = fault.message().find("CUDA_ERROR_INVALID_ADDRESS_SPACE") != std::string::npos;
+  expect_error(fault, v1::RUNTIME_DEVICE, address_space ? "CUDA_ERROR_INVALID_ADDRESS_SPACE" : "CUDA_ERROR_ILLEGAL_ADDRESS",
+               "illegal_address");
   expect_ok(measure(pool, {fault_candidate(*target, "off")}, o).at(0), o, "after the illegal address");
   EXPECT_GT(pool.workers_started(), started) << "the worker whose context was lost was not replaced";
   EXPECT_GT(pool.worker_restarts(), 0);

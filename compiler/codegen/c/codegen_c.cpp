@@ -828,6 +828,8 @@ void CodeGenC::store(const ir::StoreNode *op) {
   line("}");
 }
 
+int64_t CodeGenC::max_array_bytes(const std::string &) { return kMaxStackBytes; }
+
 void CodeGenC::allocate(const ir::AllocateNode *op) {
   const DataType elem = op->dtype.element_of();
   const std::string st = storage_type_name(elem);
@@ -842,13 +844,22 @@ void CodeGenC::allocate(const ir::AllocateNode *op) {
   }
   const std::string name = fresh(op->buffer_var.name());
   const std::string qualifier = scope_qualifier(op->scope);
-  if (constant && count * elem.bytes() <= kMaxStackBytes) {
+  const int64_t limit = max_array_bytes(op->scope);
+  const bool fits = constant && count <= limit / std::max<int64_t>(1, elem.bytes());
+  if (fits) {
     line(detail::concat(qualifier.empty() ? "" : qualifier + " ", st, " ", name, "[", std::max<int64_t>(count, 1),
                         "];  // ", op->scope));
     push(op->buffer_var, name);
     stmt(op->body);
     pop(op->buffer_var);
     return;
+  }
+  if (!heap_allocations()) {
+    throw UserError(constant ? detail::concat("function ", f_.name, ": the ", op->scope, " allocation ",
+                                              op->buffer_var.name(), " takes ", count * elem.bytes(),
+                                              " bytes, more than the ", limit, " this target allows")
+                             : detail::concat("function ", f_.name, ": the ", op->scope, " allocation ",
+                                              op->buffer_var.name(), " has no constant size"));
   }
   std::string size;
   if (constant) {

@@ -77,6 +77,11 @@ class CodeGenC {
   // The qualifier that places an allocation of `scope` ("global", "shared", "local") in its memory,
   // "" for none. C: none (small allocations live on the stack, others on the heap).
   virtual std::string scope_qualifier(const std::string &scope);
+  // The largest allocation, in bytes, written as an array; a larger one, or one whose size is not
+  // constant, is allocated on the heap where heap_allocations() holds, and is a UserError where it
+  // does not. C: 64 KiB of stack, and the heap beyond.
+  virtual int64_t max_array_bytes(const std::string &scope);
+  virtual bool heap_allocations() { return true; }
 
   // ------------------------------------------------------------------ float16
   // How float16 is computed. C computes it in float (these hooks' defaults): type_name(float16) is

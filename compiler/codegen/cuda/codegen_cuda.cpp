@@ -1,9 +1,11 @@
 #include "compiler/codegen/cuda/codegen_cuda.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -537,6 +539,9 @@ class VectorAccesses : public ir::IRMutator {
 
 // The preamble's own definitions of what the C back end's code takes from the C headers, which
 // NVRTC does not have.
+// The local memory of one CUDA thread (sm_20 and later).
+constexpr int64_t kMaxLocalBytesPerThread = 512 * 1024;
+
 constexpr const char *kPreamble = R"(typedef signed char int8_t;
 typedef short int16_t;
 typedef int int32_t;
@@ -770,6 +775,14 @@ class CodeGenCuda : public CodeGenC {
     return scope == "local" ? "__align__(16)" : "";
   }
 
+  // Every allocation of a kernel is an array: a thread has no heap to fall back on. A thread's
+  // local memory holds up to 512 KiB (registers spill there); shared memory is checked against the
+  // target's limit at launch (shared_memory_bytes).
+  int64_t max_array_bytes(const std::string &scope) override {
+    return scope == "shared" ? std::numeric_limits<int64_t>::max() : kMaxLocalBytesPerThread;
+  }
+  bool heap_allocations() override { return false; }
+
  private:
   LaunchDims launch_;
   bool half_;
@@ -894,6 +907,20 @@ CudaModule::CudaModule(const ir::LoweredFunc &f, const CudaTarget &target)
     throw UserError(detail::concat("function ", f.name, ": ", launch_.threads_per_block(),
                                    " threads per block, more than the ", target.max_threads_per_block, " of ",
                                    target.target.str()));
+  }
+  // CUDA's limits on each dimension (every architecture from sm_30 on): a block of at most
+  // 1024 x 1024 x 64 threads, a grid of at most 2^31 - 1 x 65535 x 65535 blocks.
+  static constexpr std::array<int64_t, 3> kMaxBlock{1024, 1024, 64}, kMaxGrid{2147483647, 65535, 65535};
+  static constexpr std::array<char, 3> kAxis{'x', 'y', 'z'};
+  for (size_t d = 0; d < 3; ++d) {
+    if (launch_.block[d] > kMaxBlock[d]) {
+      throw UserError(detail::concat("function ", f.name, ": ", launch_.block[d], " threads in threadIdx.", kAxis[d],
+                                     ", more than the ", kMaxBlock[d], " a CUDA block has in ", kAxis[d]));
+    }
+    if (launch_.grid[d] > kMaxGrid[d]) {
+      throw UserError(detail::concat("function ", f.name, ": ", launch_.grid[d], " blocks in blockIdx.", kAxis[d],
+                                     ", more than the ", kMaxGrid[d], " a CUDA grid has in ", kAxis[d]));
+    }
   }
   if (shared_bytes_ > target.max_shared_bytes_per_block) {
     throw UserError(detail::concat("function ", f.name, ": ", shared_bytes_,

@@ -274,6 +274,27 @@ TEST(CudaModuleTest, TooManyThreadsPerBlockIsAUserError) {
   }
 }
 
+// 128 threads in z are few in all but more than the 64 a CUDA block has in z: the driver refused
+// such a launch of a random conv2d config on an H200 (CUDA_ERROR_INVALID_VALUE). Refused here
+// first, naming the axis.
+TEST(CudaModuleTest, MoreThreadsInZThanABlockHasIsAUserError) {
+  auto A = te::placeholder({4, 128}, ir::Float(32), "A");
+  auto C = te::compute(
+      {4, 128}, [&](Var i, Var j) { return A(i, j) * 2.0f; }, "C");
+  auto s = te::create_schedule({C});
+  (*s)[C].bind((*s)[C].axis(0), "blockIdx.x");
+  (*s)[C].bind((*s)[C].axis(1), "threadIdx.z");
+  ir::LoweredFunc f = lower::lower(*s, {A, C}, "scale");
+  try {
+    CudaModule m(f, parse_cuda_target("cuda -arch=sm_90"));
+    FAIL() << "expected UserError";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("128 threads in threadIdx.z, more than the 64 a CUDA block has in z"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(CudaModuleTest, UnknownThreadTagIsAUserError) {
   ir::LoweredFunc f;
   f.name = "warp";

@@ -195,6 +195,70 @@ TEST(CudaTemplates, MatmulRandomConfigsMatchTheUnscheduledCompute) {
   expect_compiles(task, 3);
 }
 
+// A register tile too large for the C back end's stack (its 64 KiB) is still a local array in a
+// kernel, which has no heap: a random config of a 4096 x 4096 float16 dense on the GPU machine
+// once failed to compile because the source called the C back end's allocation-failure path. A
+// tile beyond a thread's 512 KiB of local memory is a UserError naming the allocation.
+TEST(CudaTemplates, ALargeRegisterTileIsALocalArrayUpToTheThreadsLocalMemory) {
+  const auto split = [](std::vector<int64_t> v) { return Json::array_of(v); };
+  Task large("dense.cuda", Json::parse(R"({"data": {"shape": [256, 16]}, "weight": {"shape": [256, 16]}})"),
+             cuda_target());
+  const autotune::Config big_tile = large.space().from_values({{"tile_y", split({1, 1, 1, 256})},
+                                                               {"tile_x", split({2, 1, 1, 128})},
+                                                               {"tile_k", split({16, 1})},
+                                                               {"unroll_k", Json(int64_t{0})}});
+  const ir::LoweredFunc f = large.lower(big_tile, "k");
+  const std::string src = codegen::codegen_cuda(f);
+  EXPECT_NE(src.find("__align__(16) float dense_local[32768];"), std::string::npos) << src;
+  EXPECT_EQ(src.find("malloc"), std::string::npos) << src;
+  EXPECT_EQ(src.find("kiln_error"), std::string::npos) << src;
+
+  Task huge("dense.cuda", Json::parse(R"({"data": {"shape": [1024, 4]}, "weight": {"shape": [1024, 4]}})"),
+            cuda_target());
+  const autotune::Config huge_tile = huge.space().from_values({{"tile_y", split({1, 1, 1, 1024})},
+                                                               {"tile_x", split({1, 1, 1, 1024})},
+                                                               {"tile_k", split({4, 1})},
+                                                               {"unroll_k", Json(int64_t{0})}});
+  try {
+    codegen::codegen_cuda(huge.lower(huge_tile, "k"));
+    ADD_FAILURE() << "a 4 MiB local tile was written";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("the local allocation dense.local takes 4194304 bytes, more than the 524288"),
+              std::string::npos)
+        << e.what();
+  }
+  if (!codegen::nvrtc_available()) GTEST_SKIP() << "Kiln was built without the CUDA toolkit (NVRTC)";
+  const codegen::CudaModule m(f, codegen::parse_cuda_target("cuda -arch=sm_90"));
+  EXPECT_NE(m.ptx().find(".entry k"), std::string::npos);
+}
+
+// The convolutions bind tile_f's threads to threadIdx.z, of which a CUDA block has 64: the config
+// that failed to launch on an H200 (128 threads in z) is outside both spaces, and no config of
+// them puts more than 64 there.
+TEST(CudaTemplates, ConvolutionSpacesKeepThreadIdxZWithinCudasLimit) {
+  const auto split = [](std::vector<int64_t> v) { return Json::array_of(v); };
+  const Json args = Json::parse(R"({"data": {"shape": [1, 512, 7, 7]}, "kernel": {"shape": [512, 512, 3, 3]},
+                                    "padding": 1})");
+  for (const char *name : {"conv2d_nchw.cuda", "conv2d_nchw_implicit_gemm.cuda"}) {
+    SCOPED_TRACE(name);
+    Task task(name, args, cuda_target());
+    std::mt19937_64 rng(3);
+    for (int i = 0; i < 2000; ++i) ASSERT_LE(task.space().sample(rng).split("tile_f")[2], 64);
+    for (int i = 0; i < 50; ++i) {  // and the lowered kernels' launches (fewer: lowering is slower)
+      const autotune::Config c = task.space().sample(rng);
+      ASSERT_LE(codegen::launch_dims(task.lower(c, "k")).block[2], 64) << c.to_string();
+    }
+  }
+  Task conv("conv2d_nchw.cuda", args, cuda_target());
+  EXPECT_THROW(conv.space().from_values({{"tile_f", split({4, 1, 128, 1})},
+                                         {"tile_y", split({1, 1, 7, 1})},
+                                         {"tile_x", split({1, 7, 1, 1})},
+                                         {"tile_rc", split({512, 1})},
+                                         {"tile_ry", split({1, 3})},
+                                         {"tile_rx", split({3, 1})}}),
+               autotune::ConfigError);
+}
+
 // double_buffer: the shared-memory stages get two copies; each step loads the next step's tiles
 // into one while computing from the other (after a first load before the loop).
 TEST(CudaTemplates, MatmulDoubleBufferedStagesMatchTheUnscheduledCompute) {
