@@ -124,62 +124,70 @@ void malformed(const std::string &line) {
   std::exit(1);
 }
 
-// manifest.txt: <name> <ptx> <entry> <grid x3> <block x3> <flop> <n> <dtype:bytes> x n
-std::vector<Kernel> read_manifest(const std::string &dir) {
-  std::ifstream in = open_or_exit(dir + "/manifest.txt");
+// The kernels of a file, one per non-empty line, each read by `parse` (false: malformed).
+template <typename Parse>
+std::vector<Kernel> read_kernels(const std::string &path, Parse parse) {
+  std::ifstream in = open_or_exit(path);
   std::vector<Kernel> out;
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     std::istringstream s(line);
     Kernel k;
-    size_t params = 0;
-    s >> k.name >> k.ptx_file >> k.entry >> k.grid[0] >> k.grid[1] >> k.grid[2] >> k.block[0] >> k.block[1] >>
-        k.block[2] >> k.flop >> params;
-    if (!s || params > 64) malformed(line);
-    k.params.resize(params);
-    for (Param &p : k.params) {
-      std::string field;
-      s >> field;
-      const size_t colon = field.find(':');
-      if (colon == std::string::npos) malformed(line);
-      p.dtype = field.substr(0, colon);
-      p.bytes = std::strtoull(field.c_str() + colon + 1, nullptr, 10);
-      if (p.dtype != "f32" && p.dtype != "f16") malformed(line);
-    }
-    if (!s) malformed(line);
+    if (!parse(s, k) || !s) malformed(line);
     out.push_back(k);
   }
   return out;
 }
 
+// <ptx> <entry> <grid x3> <block x3>
+void read_launch(std::istringstream &s, Kernel &k) {
+  s >> k.ptx_file >> k.entry >> k.grid[0] >> k.grid[1] >> k.grid[2] >> k.block[0] >> k.block[1] >> k.block[2];
+}
+
+bool known_dtype(const std::string &d) { return d == "f32" || d == "f16"; }
+
+// manifest.txt: <name> <ptx> <entry> <grid x3> <block x3> <flop> <n> <dtype:bytes> x n
+std::vector<Kernel> read_manifest(const std::string &dir) {
+  return read_kernels(dir + "/manifest.txt", [](std::istringstream &s, Kernel &k) {
+    size_t params = 0;
+    s >> k.name;
+    read_launch(s, k);
+    s >> k.flop >> params;
+    if (!s || params > 64) return false;
+    k.params.resize(params);
+    for (Param &p : k.params) {
+      std::string field;
+      s >> field;
+      const size_t colon = field.find(':');
+      if (colon == std::string::npos) return false;
+      p.dtype = field.substr(0, colon);
+      p.bytes = std::strtoull(field.c_str() + colon + 1, nullptr, 10);
+      if (!known_dtype(p.dtype)) return false;
+    }
+    return true;
+  });
+}
+
 // check.txt: <case> <k> <ptx> <entry> <grid x3> <block x3> <tolerance> <n> (<in|out> <dtype> <bytes> <file>) x n
 std::vector<Kernel> read_checks(const std::string &dir) {
-  std::ifstream in = open_or_exit(dir + "/check.txt");
-  std::vector<Kernel> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    std::istringstream s(line);
-    Kernel k;
+  return read_kernels(dir + "/check.txt", [](std::istringstream &s, Kernel &k) {
     std::string index;
     size_t params = 0;
-    s >> k.name >> index >> k.ptx_file >> k.entry >> k.grid[0] >> k.grid[1] >> k.grid[2] >> k.block[0] >> k.block[1] >>
-        k.block[2] >> k.tolerance >> params;
-    if (!s || params > 64) malformed(line);
+    s >> k.name >> index;
+    read_launch(s, k);
+    s >> k.tolerance >> params;
+    if (!s || params > 64) return false;
     k.name += "@" + index;
     k.params.resize(params);
     for (Param &p : k.params) {
       std::string role;
       s >> role >> p.dtype >> p.bytes >> p.file;
       p.output = role == "out";
-      if (role != "in" && role != "out") malformed(line);
-      if (p.dtype != "f32" && p.dtype != "f16") malformed(line);
+      if ((role != "in" && role != "out") || !known_dtype(p.dtype)) return false;
     }
-    if (!s) malformed(line);
-    out.push_back(k);
-  }
-  return out;
+    return true;
+  });
 }
 
 float half_to_float(uint16_t h) {
