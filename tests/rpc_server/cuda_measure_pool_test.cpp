@@ -33,7 +33,8 @@ const int64_t kLength = 4096;
 
 // out[i] = a[i] + b[i] over blocks of threads, with a choice knob "fault":
 //   off               a correct kernel, 128 threads a block;
-//   illegal_address   reads 16 GB past the input (CUDA_ERROR_ILLEGAL_ADDRESS). A worker computes a
+//   illegal_address   reads 16 GB past the input (CUDA_ERROR_ILLEGAL_ADDRESS, or
+//                     CUDA_ERROR_INVALID_ADDRESS_SPACE on an H200). A worker computes a
 //                     workload's reference from the first candidate of it that it builds, on the
 //                     host, where this compute would read out of bounds too: a good candidate of
 //                     the same workload goes first in its worker;
