@@ -544,14 +544,33 @@ class XgbStrategy : public SearchStrategy {
     return std::vector<double>(s.begin(), s.end());
   }
 
-  // Refits the proxy, the model of the knob values alone, on every trial; false while there is
-  // nothing to fit it on (the first plan, ranked by the prior).
+  // Refits the proxy, the model of the knob values alone, on every trial. Before the first trial,
+  // with a prior, it learns the prior's ranking of a random sample of shortlist * plan_size
+  // configs (lowered once for the prior's features), so that the first plan anneals on knob values
+  // as the later ones do, rather than lowering every step of every chain for the prior. False
+  // while there is nothing to fit it on.
   bool fit_proxy() {
     if (options_.shortlist == 0) return false;
     if (proxy_ && proxy_rows_ == trials().size()) return true;
     cost_model::Samples s;
     s.spec = proxy_spec();
-    for (const Trial &t : trials()) s.add(knob_row(t.config), t.valid ? t.gflops * 1e9 : 0.0, task_.key());
+    if (trials().empty()) {
+      if (!options_.prior) return false;
+      const std::vector<Config> sample = random_unvisited(options_.shortlist * options_.plan_size, pending_);
+      const std::vector<double> by_prior = score(sample);
+      // The prior's order as positive labels (its scores are margins of any sign); a config that
+      // cannot be lowered is a failure.
+      std::vector<size_t> order(sample.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return by_prior[a] < by_prior[b]; });
+      std::vector<double> label(sample.size(), 0.0);
+      for (size_t r = 0; r < order.size(); ++r) {
+        if (std::isfinite(by_prior[order[r]])) label[order[r]] = static_cast<double>(r + 1);
+      }
+      for (size_t i = 0; i < sample.size(); ++i) s.add(knob_row(sample[i]), label[i], task_.key());
+    } else {
+      for (const Trial &t : trials()) s.add(knob_row(t.config), t.valid ? t.gflops * 1e9 : 0.0, task_.key());
+    }
     if (s.rows() == 0) return false;
     const double t0 = now_s();
     if (!proxy_) proxy_ = std::make_unique<cost_model::XgbCostModel>(options_.xgb);
