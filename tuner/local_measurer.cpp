@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "contracts/target.h"
+#include "rpc_server/device_backend.h"
 #include "rpc_server/measure_pool.h"
 #include "rpc_server/wire.h"
 #include "tuner/measurer.h"
@@ -13,6 +14,8 @@ struct LocalMeasurer::Impl {
   std::string target;  // canonical
   LocalMeasurerOptions options;
   std::atomic<bool> cancel{false};
+  std::once_flag device_checked;
+  std::string device_error;  // why this host cannot run the target's device ("" where it can)
   std::mutex mutex;  // one measure() at a time
   // Who the batch in flight is measured for (a Share, or the measurer itself), so that a shared
   // measurer's cancel() stops only its own batch.
@@ -55,6 +58,20 @@ LocalMeasurer::~LocalMeasurer() = default;
 void LocalMeasurer::check(const std::string &target, const std::string &) {
   if (!contracts::same_target(target, impl_->target)) {
     throw MeasureError("the local measurer compiles for '" + impl_->target + "', not for '" + target + "'");
+  }
+  // A device target (a GPU, the VTA simulator) is checked once on this host: a CUDA target without
+  // a driver or a GPU, or for another architecture than the GPU's, is refused before the job
+  // measures anything, rather than answering every candidate COMPILE_DEVICE.
+  std::call_once(impl_->device_checked, [impl = impl_.get()] {
+    if (contracts::Target::parse(impl->target).kind() == "llvm") return;
+    try {
+      rpc::make_device_backend(impl->target);
+    } catch (const std::exception &e) {
+      impl->device_error = e.what();
+    }
+  });
+  if (!impl_->device_error.empty()) {
+    throw MeasureError("the local measurer cannot run '" + impl_->target + "' on this host: " + impl_->device_error);
   }
 }
 

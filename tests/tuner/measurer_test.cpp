@@ -4,6 +4,7 @@
 // in this process on loopback.
 #include "tuner/measurer.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -243,6 +244,28 @@ TEST(LocalMeasurer, ATaskForAnotherTargetIsRefusedNamingBoth) {
     EXPECT_NE(message.find("llvm -mcpu=haswell"), std::string::npos) << message;
     EXPECT_NE(message.find(kTarget), std::string::npos) << message;
   }
+}
+
+// A CUDA target on a host without a CUDA driver is refused when the job checks its measurer,
+// saying why, rather than answering every candidate COMPILE_DEVICE; checking again says the same.
+// A host with a GPU skips (the device tests of the runner cover it).
+TEST(LocalMeasurer, ACudaTargetWithoutADriverIsRefusedByTheCheck) {
+  if (void *driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    ::dlclose(driver);
+    GTEST_SKIP() << "this host has a CUDA driver (libcuda.so.1); the refusal is not exercised";
+  }
+  LocalMeasurer gpu("cuda -arch=sm_90", local_options());
+  for (int i = 0; i < 2; ++i) {
+    try {
+      gpu.check("cuda -arch=sm_90", "h100");
+      FAIL() << "a CUDA target was accepted without a driver";
+    } catch (const MeasureError &e) {
+      EXPECT_EQ(std::string(e.what()),
+                "the local measurer cannot run 'cuda -arch=sm_90' on this host: no CUDA driver on this host: "
+                "libcuda.so.1 not found");
+    }
+  }
+  EXPECT_NO_THROW(local().check(kTarget, kDeviceKey)) << "a CPU target is not checked on a device";
 }
 
 TEST(LocalMeasurer, AMalformedTargetIsAMeasureError) {
