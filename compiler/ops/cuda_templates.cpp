@@ -26,6 +26,10 @@ constexpr int64_t kMaxThreadsInZ = 64;
 constexpr int64_t kMaxSharedBytes = 48 * 1024;
 // Virtual threads a block runs one after the other in each thread (their registers add up).
 constexpr int64_t kMaxVirtualThreads = 16;
+// The accumulators one thread holds, its register tiles of every virtual thread together: a CUDA
+// thread has 255 registers. Larger tiles spill to local memory and compile for long (on an H200,
+// NVRTC took over 10 s on such dense configs, and a tile of 1 MiB could not be written at all).
+constexpr int64_t kMaxRegisterTile = 256;
 
 // A CUDA template with the arguments, compute and FLOP count of the template `base` (registered
 // before it) and its own summary; the space, default config and schedule are left to the caller.
@@ -246,6 +250,8 @@ void register_gemm(Registry &r, const std::string &base_name, const std::string 
                      [](const Config &c) { return c.split("tile_k")[1] % c.choice_int("vectorize") == 0; });
     s.add_product_limit("threads_per_block", {{"tile_y", 2}, {"tile_x", 2}}, 1, kMaxThreadsPerBlock);
     s.add_product_limit("virtual_threads", {{"tile_y", 1}, {"tile_x", 1}}, 1, kMaxVirtualThreads);
+    s.add_product_limit("register_tile", {{"tile_y", 1}, {"tile_y", 3}, {"tile_x", 1}, {"tile_x", 3}}, 1,
+                        kMaxRegisterTile);
     s.add_constraint("shared_memory", {"tile_y", "tile_x", "tile_k", "double_buffer"}, [d](const Config &c) {
       const auto y = c.split("tile_y"), x = c.split("tile_x"), k = c.split("tile_k");
       const int64_t copies = c.choice_bool("double_buffer") ? 2 : 1;
@@ -458,6 +464,9 @@ void register_conv2d_nchw(Registry &r, const std::string &op, bool depthwise, co
     s.add_product_limit("threads_per_block", {{"tile_f", 2}, {"tile_y", 2}, {"tile_x", 2}}, 1, kMaxThreadsPerBlock);
     s.add_product_limit("threads_in_z", {{"tile_f", 2}}, 1, kMaxThreadsInZ);  // tile_f's threads: threadIdx.z
     s.add_product_limit("virtual_threads", {{"tile_f", 1}, {"tile_y", 1}, {"tile_x", 1}}, 1, kMaxVirtualThreads);
+    s.add_product_limit("register_tile",
+                        {{"tile_f", 1}, {"tile_f", 3}, {"tile_y", 1}, {"tile_y", 3}, {"tile_x", 1}, {"tile_x", 3}}, 1,
+                        kMaxRegisterTile);
     s.add_constraint(
         "shared_memory",
         depthwise ? std::vector<std::string>{"tile_f", "tile_y", "tile_x", "tile_ry", "tile_rx"}
@@ -612,6 +621,9 @@ void register_conv2d_implicit_gemm(Registry &r) {
     s.add_product_limit("threads_per_block", {{"tile_f", 2}, {"tile_y", 2}, {"tile_x", 2}}, 1, kMaxThreadsPerBlock);
     s.add_product_limit("threads_in_z", {{"tile_f", 2}}, 1, kMaxThreadsInZ);  // tile_f's threads: threadIdx.z
     s.add_product_limit("virtual_threads", {{"tile_f", 1}, {"tile_y", 1}, {"tile_x", 1}}, 1, kMaxVirtualThreads);
+    s.add_product_limit("register_tile",
+                        {{"tile_f", 1}, {"tile_f", 3}, {"tile_y", 1}, {"tile_y", 3}, {"tile_x", 1}, {"tile_x", 3}}, 1,
+                        kMaxRegisterTile);
     s.add_constraint("shared_memory", {"tile_f", "tile_y", "tile_x", "tile_k", "double_buffer"}, [d](const Config &c) {
       const auto f = c.split("tile_f"), y = c.split("tile_y"), x = c.split("tile_x"), k = c.split("tile_k");
       const int64_t copies = c.choice_bool("double_buffer") ? 2 : 1;

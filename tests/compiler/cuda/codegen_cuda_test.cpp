@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/codegen/c/codegen_c.h"
 #include "compiler/codegen/cuda/nvrtc_compiler.h"
 #include "tests/compiler/schedule/harness.h"
 
@@ -272,6 +273,44 @@ TEST(CudaModuleTest, TooManyThreadsPerBlockIsAUserError) {
   } catch (const UserError &e) {
     EXPECT_NE(std::string(e.what()).find("2048 threads per block"), std::string::npos) << e.what();
   }
+}
+
+// A kernel has no heap: a local tile larger than the C back end's 64 KiB of stack is still an
+// array of the thread (a random config of a float16 dense on an H200 once failed to compile
+// because the source called the C back end's allocation-failure path), and one beyond a thread's
+// 512 KiB of local memory is a UserError naming the allocation.
+ir::LoweredFunc one_thread_local_tile(int64_t rows, int64_t cols) {
+  auto A = te::placeholder({rows, cols}, ir::Float(32), "A");
+  auto C = te::compute(
+      {rows, cols}, [&](Var i, Var j) { return A(i, j) * 2.0f; }, "C");
+  auto s = te::create_schedule({C});
+  te::Tensor local = s->cache_write(C, "local");
+  IterVar bo, bi;
+  (*s)[C].split((*s)[C].axis(0), rows, &bo, &bi);
+  (*s)[C].bind(bo, "blockIdx.x");
+  (*s)[local].compute_at((*s)[C], bo);
+  return lower::lower(*s, {A, C}, "tile");
+}
+
+TEST(CudaCodegen, ALocalTileIsAnArrayOfTheThreadUpToItsLocalMemory) {
+  const ir::LoweredFunc big = one_thread_local_tile(256, 128);  // 128 KiB
+  const std::string src = codegen_cuda(big);
+  EXPECT_NE(src.find("__align__(16) float C_local[32768];"), std::string::npos) << src;
+  EXPECT_EQ(src.find("malloc"), std::string::npos) << src;
+  EXPECT_EQ(src.find("kiln_error"), std::string::npos) << src;
+  try {
+    codegen_cuda(one_thread_local_tile(1024, 256));  // 1 MiB
+    ADD_FAILURE() << "a 1 MiB local tile was written";
+  } catch (const UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("the local allocation C.local takes 1048576 bytes, more than the 524288"),
+              std::string::npos)
+        << e.what();
+  }
+  // The C back end keeps its heap for the same tile.
+  EXPECT_NE(codegen_c(big).find("malloc"), std::string::npos);
+  if (!nvrtc_available()) GTEST_SKIP() << "Kiln was built without the CUDA toolkit (NVRTC)";
+  const CudaModule m(big, parse_cuda_target("cuda -arch=sm_90"));
+  EXPECT_NE(m.ptx().find(".entry tile"), std::string::npos);
 }
 
 // 128 threads in z are few in all but more than the 64 a CUDA block has in z: the driver refused
