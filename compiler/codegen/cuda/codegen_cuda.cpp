@@ -537,11 +537,11 @@ class VectorAccesses : public ir::IRMutator {
   std::unordered_map<const ir::VariableNode *, ir::Expr> lets_;
 };
 
-// The preamble's own definitions of what the C back end's code takes from the C headers, which
-// NVRTC does not have.
 // The local memory of one CUDA thread (sm_20 and later).
 constexpr int64_t kMaxLocalBytesPerThread = 512 * 1024;
 
+// The preamble's own definitions of what the C back end's code takes from the C headers, which
+// NVRTC does not have.
 constexpr const char *kPreamble = R"(typedef signed char int8_t;
 typedef short int16_t;
 typedef int int32_t;
