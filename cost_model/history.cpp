@@ -1,10 +1,15 @@
 #include "cost_model/history.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <string>
+#include <unordered_map>
 
+#include "contracts/error.h"
 #include "contracts/json.h"
 
 namespace kiln::cost_model {
@@ -36,6 +41,83 @@ std::vector<HistoryRow> thin_history(const std::vector<HistoryRow> &rows, size_t
     if (keep[i]) out.push_back(rows[i]);
   return out;
 }
+
+namespace {
+
+// Features of history rows, kept for the life of the process (the tuning service runs job after
+// job; each job's prior is fit on the history of the other workloads of its template, which the
+// jobs before it have featurized already). Keyed by extractor, target, workload and config; at
+// most kMaxRows rows (about 3.5 KB each), the oldest dropped first.
+class HistoryFeatureCache {
+ public:
+  static constexpr size_t kMaxRows = 16384;
+
+  // `configs`' features: cached rows, and the missing ones extracted (and kept) in one batch.
+  FeatureBatch get(const FeatureExtractor &extractor, const ops::Task &task,
+                   const std::vector<autotune::Config> &configs, int threads, size_t *extracted) {
+    const FeatureSpec spec = extractor.spec(task);
+    const std::string prefix = detail::concat(spec.extractor, "/", spec.version, "\n", task.target().str(), "\n",
+                                              task.key(), "\n");
+    FeatureBatch out;
+    out.spec = spec;
+    out.features.assign(configs.size() * spec.length, 0.0f);
+    out.errors.assign(configs.size(), "");
+    std::vector<autotune::Config> missing;
+    std::vector<size_t> missing_at;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (size_t i = 0; i < configs.size(); ++i) {
+        auto it = rows_.find(prefix + std::to_string(configs[i].index()));
+        if (it == rows_.end() || it->second.row.size() != spec.length) {
+          missing.push_back(configs[i]);
+          missing_at.push_back(i);
+          continue;
+        }
+        std::copy(it->second.row.begin(), it->second.row.end(),
+                  out.features.begin() + static_cast<std::ptrdiff_t>(i * spec.length));
+        out.errors[i] = it->second.error;
+      }
+    }
+    if (missing.empty()) return out;
+    const FeatureBatch fresh = extract_features(extractor, task, missing, threads);
+    *extracted += missing.size();
+    out.lower_seconds = fresh.lower_seconds;
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t m = 0; m < missing.size(); ++m) {
+      const size_t i = missing_at[m];
+      const auto begin = fresh.features.begin() + static_cast<std::ptrdiff_t>(m * spec.length);
+      std::copy(begin, begin + static_cast<std::ptrdiff_t>(spec.length),
+                out.features.begin() + static_cast<std::ptrdiff_t>(i * spec.length));
+      out.errors[i] = fresh.errors[m];
+      const std::string key = prefix + std::to_string(missing[m].index());
+      if (rows_.count(key)) continue;
+      if (order_.size() >= kMaxRows) {
+        rows_.erase(order_.front());
+        order_.pop_front();
+      }
+      rows_[key] = {std::vector<float>(begin, begin + static_cast<std::ptrdiff_t>(spec.length)), fresh.errors[m]};
+      order_.push_back(key);
+    }
+    return out;
+  }
+
+ private:
+  struct Row {
+    std::vector<float> row;
+    std::string error;
+  };
+  std::mutex mutex_;
+  std::unordered_map<std::string, Row> rows_;
+  std::deque<std::string> order_;  // oldest first
+};
+
+FeatureBatch cached_features(const FeatureExtractor &extractor, const ops::Task &task,
+                             const std::vector<autotune::Config> &configs, int threads, size_t *extracted) {
+  static HistoryFeatureCache cache;
+  return cache.get(extractor, task, configs, threads, extracted);
+}
+
+}  // namespace
 
 HistorySamples samples_from_history(const std::vector<HistoryRow> &rows, const FeatureExtractor &extractor,
                                     const ops::Target &target, int threads, const ops::Registry &registry) {
@@ -76,7 +158,7 @@ HistorySamples samples_from_history(const std::vector<HistoryRow> &rows, const F
       }
     }
     if (configs.empty()) continue;
-    const FeatureBatch batch = extract_features(extractor, *task, configs, threads);
+    const FeatureBatch batch = cached_features(extractor, *task, configs, threads, &out.extracted);
     if (!have_spec) {
       out.samples.spec = batch.spec;
       have_spec = true;

@@ -27,6 +27,11 @@ struct HistorySamples {
   // arguments it refuses), a config of another space version, a config that no longer builds.
   size_t skipped = 0;
   std::vector<std::string> skip_reasons;  // at most one per workload or error kind
+  // Rows whose features were extracted by this call; the others came from the process's cache of
+  // history features (by extractor, target, workload and config), which the jobs of one process
+  // (the tuning service, a benchmark) share: each job's prior reads the history of the other
+  // workloads of its template, which the jobs before it have featurized.
+  size_t extracted = 0;
 };
 
 // At most `max_per_workload` rows of each workload of `rows` (0: all), in their order: the fastest

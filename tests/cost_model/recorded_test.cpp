@@ -181,6 +181,12 @@ TEST_F(Recorded_, TransferFromOtherShapesBeatsNoTransferOnTheFirstPlan) {
   const HistorySamples hs = samples_from_history(history, IrFeatureExtractor(), driver::resolve_target(kTarget), 2);
   EXPECT_EQ(hs.skipped, 0u);
   ASSERT_EQ(hs.samples.rows(), history.size());
+  // The same history again (the next job of a tuning service): every row from the process's
+  // cache, none lowered again, the same samples.
+  const HistorySamples again = samples_from_history(history, IrFeatureExtractor(), driver::resolve_target(kTarget), 2);
+  EXPECT_EQ(again.extracted, 0u);
+  EXPECT_EQ(again.samples.features, hs.samples.features);
+  EXPECT_EQ(again.samples.throughput, hs.samples.throughput);
   XgbOptions o;
   o.threads = 2;
   auto prior = std::make_shared<XgbCostModel>(o);
