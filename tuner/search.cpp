@@ -405,40 +405,19 @@ class XgbStrategy : public SearchStrategy {
         for (size_t i = 0; i < order.size(); ++i) order[i] = i;
         std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(shortlist), order.end(),
                           [&](size_t a, size_t b) { return p[a] > p[b]; });
-        std::vector<Config> candidates = carried;
-        std::unordered_set<int64_t> listed;
-        for (const Config &c : candidates) listed.insert(c.index());
-        for (size_t k = 0; k < shortlist; ++k) {
-          if (listed.insert(unvisited[order[k]].index()).second) candidates.push_back(unvisited[order[k]]);
-        }
-        for (Config &c : prior_sample_) {
-          if (listed.insert(c.index()).second) candidates.push_back(std::move(c));
-        }
-        prior_sample_.clear();
-        const std::vector<double> s = score(candidates);
-        for (size_t i = 0; i < candidates.size(); ++i) offer(candidates[i], s[i]);
+        std::vector<Config> best;
+        for (size_t k = 0; k < shortlist; ++k) best.push_back(unvisited[order[k]]);
+        offer_shortlist(carried, std::move(best), offer);
       } else {
         const std::vector<double> s = score(unvisited);
         for (size_t i = 0; i < unvisited.size(); ++i) offer(unvisited[i], s[i]);
       }
     } else if (fit_proxy()) {
-      // The candidates: the proxy's best from its annealing and the last plan's runners-up, each
-      // scored by the model.
-      std::vector<Config> shortlist = carried;
-      std::unordered_set<int64_t> listed;
-      for (const Config &c : shortlist) listed.insert(c.index());
+      // The candidates: the proxy's best from its annealing (see offer_shortlist).
       const double t0 = now_s();
       std::vector<Config> best = anneal_proxy(std::max(plan, options_.shortlist * plan));
       stats_.anneal_s += now_s() - t0;
-      for (Config &c : best) {
-        if (listed.insert(c.index()).second) shortlist.push_back(std::move(c));
-      }
-      for (Config &c : prior_sample_) {
-        if (listed.insert(c.index()).second) shortlist.push_back(std::move(c));
-      }
-      prior_sample_.clear();
-      const std::vector<double> s = score(shortlist);
-      for (size_t i = 0; i < shortlist.size(); ++i) offer(shortlist[i], s[i]);
+      offer_shortlist(carried, std::move(best), offer);
     } else {
       if (!carried.empty()) {
         const std::vector<double> s = score(carried);
@@ -485,6 +464,23 @@ class XgbStrategy : public SearchStrategy {
     }
     std::reverse(chosen.begin(), chosen.end());
     plan_ = std::move(chosen);
+  }
+
+  // Offers the model's scores of the last plan's runners-up (`carried`), the proxy's `best` and the
+  // prior's sample of the first plan, each config once, in that order.
+  template <typename Offer>
+  void offer_shortlist(const std::vector<Config> &carried, std::vector<Config> best, Offer &offer) {
+    std::vector<Config> shortlist = carried;
+    std::unordered_set<int64_t> listed;
+    for (const Config &c : shortlist) listed.insert(c.index());
+    for (std::vector<Config> *more : {&best, &prior_sample_}) {
+      for (Config &c : *more) {
+        if (listed.insert(c.index()).second) shortlist.push_back(std::move(c));
+      }
+    }
+    prior_sample_.clear();
+    const std::vector<double> s = score(shortlist);
+    for (size_t i = 0; i < shortlist.size(); ++i) offer(shortlist[i], s[i]);
   }
 
   // A valid config that differs from c in one knob, uniform among those (rejection sampling over

@@ -25,6 +25,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -176,13 +177,12 @@ std::vector<int64_t> shape_of(const kiln::ir::Buffer &b) {
 std::vector<kiln::autotune::Config> configs_of(const kiln::ops::Task &task, int n, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<kiln::autotune::Config> out = {task.default_config()};
+  std::set<int64_t> seen = {out[0].index()};
   const int64_t valid = task.space().count_valid();
   for (int tries = 0; static_cast<int>(out.size()) < n && static_cast<int64_t>(out.size()) < valid && tries < 50 * n;
        ++tries) {
     kiln::autotune::Config c = task.space().sample(rng);
-    bool seen = false;
-    for (const auto &o : out) seen = seen || o.to_string() == c.to_string();
-    if (!seen) out.push_back(std::move(c));
+    if (seen.insert(c.index()).second) out.push_back(std::move(c));
   }
   return out;
 }
