@@ -383,6 +383,7 @@ constexpr const char *kStorageScope = "storage_scope";    // buffer var: scope
 constexpr const char *kPragmaPrefix = "pragma_";          // pragma_<name>
 constexpr const char *kAutoUnrollMaxStep = "pragma_auto_unroll_max_step";
 constexpr const char *kPragmaFuseWithNext = "pragma_fuse_with_next";  // Stage::fuse_with_next
+constexpr const char *kPragmaPipeline = "pragma_pipeline";            // Stage::pipeline
 constexpr const char *kDoubleBuffer = "double_buffer_scope";
 constexpr const char *kStorageAlign = "buffer_dim_align";
 // node: ProducerLoad of a tensor at a region's first element; value: buffer_bind(data, offset,

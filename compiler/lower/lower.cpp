@@ -143,6 +143,8 @@ LoweredFunc lower(const te::Schedule &sch, const std::vector<te::Tensor> &args, 
   const ir::Stmt simplified = f.body;
   f.body = pass::fuse_with_next_loops(f.body);
   timer.after("fuse_with_next_loops");
+  f.body = pass::pipeline_loops(f.body);
+  timer.after("pipeline_loops");
   if (options.partition_loops) {
     f.body = pass::loop_partition(f.body);
     timer.after("loop_partition");

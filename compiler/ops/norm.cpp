@@ -52,6 +52,15 @@ void vectorize_run(te::Stage st, const std::vector<IterVar> &axes, int64_t exten
   }
 }
 
+// The largest divisor of n no larger than `want` (1 when want < 1).
+int64_t largest_divisor_up_to(int64_t n, int64_t want) {
+  int64_t best = 1;
+  for (int64_t b = 1; b <= std::min(want, n); ++b) {
+    if (n % b == 0) best = b;
+  }
+  return best;
+}
+
 // Moves the loops over the rows `row_axes` of a stage (the rows of one parallel iteration) just
 // outside its innermost (vectorized) loop, and unrolls them: the rows' statements are then side by
 // side in each iteration over the row's vectors.
@@ -460,6 +469,23 @@ Compute layer_norm_compute(const LayerNorm &l, bool one_pass) {
   return r;
 }
 
+// The blocks of rows a parallel iteration of layer norm pipelines (the knob pipeline: up to that
+// many; 0 or 1 is version 5's loop nest, one block an iteration): the largest divisor of the number
+// of blocks no larger than the knob, so that every parallel iteration has the same serial loop.
+int64_t pipeline_blocks(const Config &cfg, const Compute &c, int first, int64_t rows_block) {
+  if (!cfg.has("pipeline")) return 1;
+  const int64_t want = cfg.choice_int("pipeline");
+  const te::Tensor &out = c.outputs[0];
+  // The parallel iterations of version 5: the dimensions before the normalized ones fused, the
+  // last of them in blocks of rows_block.
+  int64_t blocks = 1;
+  for (int d = 0; d < first; ++d) {
+    const int64_t e = as_const_int(out.shape()[static_cast<size_t>(d)]).value_or(1);
+    blocks *= d + 1 == first ? ceil_div(e, rows_block) : e;
+  }
+  return largest_divisor_up_to(blocks, want);
+}
+
 void schedule_layer_norm(te::Schedule &s, const Compute &c, const Config &cfg) {
   inline_epilogue(s, c);
   const te::Tensor &anchor = c.part("anchor");
@@ -492,7 +518,21 @@ void schedule_layer_norm(te::Schedule &s, const Compute &c, const Config &cfg) {
       rows_inner = ri;
     }
     O.fuse(pre, &par);
-    O.parallel(par);
+    // Pipelined blocks (the knob pipeline): a parallel iteration runs a serial loop over several
+    // blocks, and the next block's statistics are computed in the loop that normalizes this one
+    // (Stage::pipeline), so the next rows' reads from L2 overlap this block's arithmetic and writes.
+    // Only rows whose statistics take more than one step of their loop have the loop to pipeline.
+    const bool steps = ceil_div(n, row_reduction_width(n, block)) > 1;
+    const int64_t blocks = steps ? pipeline_blocks(cfg, c, first, rows_block) : 1;
+    if (blocks > 1) {
+      IterVar po, pi;
+      O.split(par, static_cast<int>(blocks), &po, &pi);
+      O.parallel(po);
+      O.pipeline(pi);
+      par = pi;
+    } else {
+      O.parallel(par);
+    }
   }
   vectorize_run(O, norm, n, block, true);
   // The block's rows innermost but for the vector: gamma's and beta's vectors are loaded once for
@@ -555,7 +595,10 @@ Template layer_norm_template() {
   // normalization).
   // Version 5: the block's statistics interleaved (each reduction loop and level of the tree over
   // all of the block's rows); two rows a block by default where they divide the rows.
-  t.version = 5;
+  // Version 6: the knob pipeline, blocks of rows a parallel iteration pipelined (the next block's
+  // statistics in the loop that normalizes this one, Stage::pipeline); the default pipelines up to
+  // 32 rows of one row a block in tensors up to 1 MiB.
+  t.version = 6;
   t.summary = "layer normalization over the trailing axes";
   t.arguments = {tensor_spec("data", -1, "float data"),
                  {"axes", "int or [int, ...]", "[-1]", "the trailing axes normalized over"},
@@ -575,21 +618,25 @@ Template layer_norm_template() {
     s.define_split("tile_n", norm_size(parse_layer_norm(name, a)), 2, SplitPolicy::verbose(64));
     s.define_bool("one_pass");
     s.define_split("tile_rows", norm_rows(parse_layer_norm(name, a)), 2, SplitPolicy::factors(8));
+    // Blocks of rows a parallel iteration pipelines (schedule_layer_norm); 0 is version 5's nest.
+    s.define_choice("pipeline", {0, 4, 8, 16, 32, 64});
   };
   t.default_config = [name](const ConfigSpace &s, const Json &a, const Target &tg) {
     LayerNorm l = parse_layer_norm(name, a);
     const int64_t n = norm_size(l), b = std::min<int64_t>(n, tg.lanes(l.data.dtype));
-    // Two rows a block where they divide the rows, fit in L1 together with their output and the
-    // tensor is small enough for the cache (up to 1 MiB) to serve it: their statistics interleaved
-    // measured 8.8-9.0 us against 10.2-10.3 for one row a block on layer norm 1x128x768 at one
-    // thread; blocks of 4 and 8 rows were slower than 2; on 1x384x1024 (1.5 MiB, memory bound)
-    // every block took the same time, so it keeps one row (docs/compiler.md).
+    // A tensor the cache can serve (up to 1 MiB): one row a block, up to 32 blocks a parallel
+    // iteration pipelined (the next row's statistics in the loop that normalizes this one). On
+    // layer norm 1x128x768 at one thread that took 5.5-6.3 us against 7.2-7.7 for version 5's
+    // default (two rows a block, their statistics interleaved), and 6.6-7.1 for 8 or 16 blocks a
+    // parallel iteration. Past 1 MiB memory bounds it (1x384x1024 took the same time with and
+    // without), so it keeps one row a block and version 5's loop nest (docs/compiler.md).
     const int64_t rows = norm_rows(l);
     const int64_t bytes = l.data.numel() * static_cast<int64_t>(l.data.dtype.bytes());
-    const int64_t r = rows % 2 == 0 && n <= 2048 && bytes <= (int64_t{1} << 20) ? 2 : 1;
+    const bool pipelined = bytes <= (int64_t{1} << 20);
     return s.from_values({{"tile_n", Json::array_of(std::vector<int64_t>{ceil_div(n, b), b})},
                           {"one_pass", Json(1)},
-                          {"tile_rows", Json::array_of(std::vector<int64_t>{rows / r, r})}});
+                          {"tile_rows", Json::array_of(std::vector<int64_t>{rows, 1})},
+                          {"pipeline", Json(pipelined ? 32 : 0)}});
   };
   t.compute = [name](const Json &a, const Config &cfg) {
     LayerNorm l = parse_layer_norm(name, a);

@@ -15,6 +15,7 @@
 // and the next loop writes nothing the marked loop reads or writes. Otherwise the pass throws a
 // ScheduleError that says which condition fails.
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <set>
@@ -477,7 +478,189 @@ class Fuser : public IRMutator {
   }
 };
 
+// --- pipeline: the first loop of an iteration's body run one iteration early ---
+
+const std::string &pipeline_key() {
+  static const std::string k = attr::kPragmaPipeline;
+  return k;
+}
+
+[[noreturn]] void refuse_pipeline(const ForNode *loop, const std::string &why) {
+  throw ScheduleError("cannot pipeline loop " + loop->loop_var->name + ": " + why);
+}
+
+// A statement that only scopes what it wraps (an allocation, a storage scope): the wrapper with a
+// new body.
+using Rewrap = std::function<Stmt(const Stmt &)>;
+
+std::optional<Rewrap> scope_wrapper(const Stmt &s, Stmt *inner) {
+  if (const auto *al = s.as<AllocateNode>()) {
+    *inner = al->body;
+    return Rewrap(
+        [n = al](const Stmt &b) { return AllocateNode::make(n->buffer_var, n->dtype, n->extents, n->scope, b); });
+  }
+  if (const auto *at = s.as<AttrStmtNode>(); at && at->key == attr::kStorageScope) {
+    *inner = at->body;
+    return Rewrap([n = at](const Stmt &b) { return AttrStmtNode::make(n->node, n->key, n->value, b); });
+  }
+  return std::nullopt;
+}
+
+bool uses_var(const Expr &e, const VariableNode *v) {
+  bool found = false;
+  post_order_visit(e, [&](const IRNode *n) { found = found || n == v; });
+  return found;
+}
+
+// One loop running `a`'s and `b`'s iterations side by side (iteration k of each, a's body first),
+// then the iterations of the longer one that the other has not.
+Stmt interleave_loops(const ForNode *loop, const ForNode *a, const ForNode *b) {
+  for (const ForNode *f : {a, b}) {
+    if (f->kind != ForKind::Serial && f->kind != ForKind::Unrolled) {
+      refuse_pipeline(loop,
+                      "loop " + f->loop_var->name + " is " + for_kind_name(f->kind) + " (serial or unrolled needed)");
+    }
+  }
+  auto body_at = [](const ForNode *f, const Expr &k) {
+    return copy_with_fresh_vars(f->body, {{f->loop_var.get(), f->min + k}});
+  };
+  Var k(a->loop_var->name + ".pipelined", a->loop_var.type());
+  if (same_expr(a->extent, b->extent)) {
+    return ForNode::make(k, make_zero(k.type()), a->extent, ForKind::Serial,
+                         BlockNode::make(body_at(a, k), body_at(b, k)));
+  }
+  const auto ea = as_const_int(a->extent), eb = as_const_int(b->extent);
+  if (!ea || !eb) {
+    std::ostringstream os;
+    os << "its first loop " << a->loop_var->name << " runs " << a->extent << " times and its last loop "
+       << b->loop_var->name << " " << b->extent << " times (the same, or constant, needed)";
+    refuse_pipeline(loop, os.str());
+  }
+  const int64_t common = std::min(*ea, *eb);
+  std::vector<Stmt> out;
+  if (common > 0) {
+    out.push_back(ForNode::make(k, make_zero(k.type()), make_const(k.type(), common), ForKind::Serial,
+                                BlockNode::make(body_at(a, k), body_at(b, k))));
+  }
+  const ForNode *longer = *ea > *eb ? a : b;
+  Var r(longer->loop_var->name + ".rest", longer->loop_var.type());
+  out.push_back(ForNode::make(r, make_const(r.type(), common), make_const(r.type(), std::max(*ea, *eb) - common),
+                              ForKind::Serial, body_at(longer, r)));
+  return BlockNode::make(out);
+}
+
+// The pipelined form of a marked loop `for r: scopes { head...; S; tail... F }` (S the first serial
+// loop of the body, F the last statement of the tail, through the scopes that wrap it):
+//   scopes { head(min); S(min); for r: tail(r) with F(r) replaced by
+//     if (r + 1 < end) { head(r + 1); S(r + 1) and F(r) in one loop } else F(r) }
+Stmt pipeline(const ForNode *loop) {
+  if (loop->kind != ForKind::Serial) {
+    refuse_pipeline(loop, std::string("it is ") + for_kind_name(loop->kind) + " (a serial loop is needed)");
+  }
+  const VariableNode *r = loop->loop_var.get();
+  // The scopes around the body move outside the loop: the next iteration's head writes into them.
+  std::vector<Rewrap> outer;
+  Stmt body = loop->body;
+  for (Stmt inner; auto w = scope_wrapper(body, &inner); body = inner) {
+    if (const auto *al = body.as<AllocateNode>()) {
+      for (const Expr &e : al->extents) {
+        if (uses_var(e, r)) refuse_pipeline(loop, "the size of " + al->buffer_var->name + " depends on it");
+      }
+    }
+    outer.push_back(*w);
+  }
+  std::vector<Stmt> stmts = flatten(body);
+  size_t s_at = 0;
+  // The first serial loop: a loop over the row (the vectorized or unrolled loops that may come
+  // first initialize the statistics' accumulators).
+  auto serial_loop = [](const Stmt &st) {
+    const auto *f = st.as<ForNode>();
+    return f && f->kind == ForKind::Serial;
+  };
+  while (s_at < stmts.size() && !serial_loop(stmts[s_at])) ++s_at;
+  if (s_at + 1 >= stmts.size()) refuse_pipeline(loop, "its body has no serial loop followed by other statements");
+  const std::vector<Stmt> head(stmts.begin(), stmts.begin() + static_cast<long>(s_at) + 1);
+  const std::vector<Stmt> tail(stmts.begin() + static_cast<long>(s_at) + 1, stmts.end());
+  // F: the last statement of the tail, through the scopes that wrap it.
+  std::vector<std::pair<Rewrap, std::vector<Stmt>>> path;  // each scope and the statements before F in it
+  std::vector<Stmt> level = tail;  // the body's statements before F (or the scope that holds it)
+  Stmt last = level.back();
+  level.pop_back();
+  for (Stmt inner; auto w = scope_wrapper(last, &inner);) {
+    std::vector<Stmt> in = flatten(inner);
+    last = in.back();
+    in.pop_back();
+    path.emplace_back(*w, in);
+  }
+  const auto *f = last.as<ForNode>();
+  if (!f) refuse_pipeline(loop, "the last statement of its body is not a loop");
+  // The next iteration's head runs before this iteration's F, and its loop beside F's: legal when
+  // they touch different buffers (but for reading the same ones).
+  const Accesses h = accesses(BlockNode::make(head)), a = accesses(last);
+  if (h.opaque || a.opaque)
+    refuse_pipeline(loop, "a statement calls a function with effects or passes a buffer's handle");
+  BufferSet h_uses = h.reads;
+  h_uses.insert(h.writes.begin(), h.writes.end());
+  if (intersects(a.writes, h_uses)) {
+    refuse_pipeline(loop,
+                    "its last loop writes " + names(a.writes, h_uses) + ", which the first loop's statements use");
+  }
+  if (intersects(h.writes, a.reads)) {
+    refuse_pipeline(loop,
+                    "the first loop's statements write " + names(h.writes, a.reads) + ", which its last loop reads");
+  }
+  const Expr end = loop->min + loop->extent;
+  const Expr next = Expr(loop->loop_var) + make_const(loop->loop_var.type(), int64_t{1});
+  // The next iteration's head and the interleaved loops.
+  std::vector<Stmt> ahead;
+  for (size_t i = 0; i + 1 < head.size(); ++i) ahead.push_back(copy_with_fresh_vars(head[i], {{r, next}}));
+  const Stmt s_next = copy_with_fresh_vars(head.back(), {{r, next}});
+  ahead.push_back(interleave_loops(loop, s_next.as<ForNode>(), f));
+  Stmt replaced = IfThenElseNode::make(next < end, BlockNode::make(ahead), last);
+  for (auto it = path.rbegin(); it != path.rend(); ++it) {
+    std::vector<Stmt> v = it->second;
+    v.push_back(replaced);
+    replaced = it->first(BlockNode::make(v));
+  }
+  std::vector<Stmt> new_body = level;
+  new_body.push_back(replaced);
+  Stmt new_loop =
+      ForNode::make(loop->loop_var, loop->min, loop->extent, loop->kind, BlockNode::make(new_body), loop->thread_tag);
+  // The first iteration's head before the loop.
+  std::vector<Stmt> first;
+  for (const Stmt &s : head) first.push_back(copy_with_fresh_vars(s, {{r, loop->min}}));
+  Stmt prologue = BlockNode::make(first);
+  if (as_const_int(loop->extent).value_or(0) <= 0) prologue = IfThenElseNode::make(loop->min < end, prologue);
+  Stmt out = BlockNode::make(prologue, new_loop);
+  for (auto it = outer.rbegin(); it != outer.rend(); ++it) out = (*it)(out);
+  return out;
+}
+
+class Pipeliner : public IRMutator {
+ protected:
+  using IRMutator::visit;
+  Stmt visit(const AttrStmtNode *op, const Stmt &self) override {
+    Stmt rebuilt = IRMutator::visit(op, self);
+    const auto *at = rebuilt.as<AttrStmtNode>();
+    if (!at || at->key != pipeline_key()) return rebuilt;
+    const auto *loop = at->body.as<ForNode>();
+    // A loop of one iteration is no loop by now (its variable a constant): nothing to pipeline.
+    if (!loop) return at->body;
+    return pipeline(loop);
+  }
+};
+
 }  // namespace
+
+Stmt pipeline_loops(const Stmt &s) {
+  bool marked = false;
+  post_order_visit(s, [&marked](const IRNode *n) {
+    marked =
+        marked || (n->node_type == NodeType::AttrStmt && static_cast<const AttrStmtNode *>(n)->key == pipeline_key());
+  });
+  if (!marked) return s;
+  return Pipeliner().mutate(s);
+}
 
 Stmt fuse_with_next_loops(const Stmt &s) {
   // Every kernel is lowered through this pass (the tuner lowers each candidate): without a marker

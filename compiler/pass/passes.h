@@ -13,6 +13,14 @@ using ir::Stmt;
 // Throws ScheduleError when that could change what the code computes (fuse_loops.cpp says when).
 Stmt fuse_with_next_loops(const Stmt &s);
 
+// Software-pipelines each loop marked by Stage::pipeline (a pragma_pipeline attribute): the
+// statements of an iteration's body up to and including its first serial loop (a producer computed at the
+// loop, e.g. a row's statistics) run one iteration early, that loop interleaved with the body's last
+// loop (the consumer of the previous row), so one loop body mixes the next row's reads with this
+// row's writes; the first iteration's run before the loop. Throws ScheduleError when the two touch
+// the same buffer (but for reading) or the body does not have that shape (fuse_loops.cpp).
+Stmt pipeline_loops(const Stmt &s);
+
 // Splits loops whose body is guarded by a condition on the loop variable (the tail predicates of
 // non-divisible splits) into a main loop without the guard and a tail loop that keeps it.
 Stmt loop_partition(const Stmt &s);

@@ -416,6 +416,21 @@ Stage &Stage::fuse_with_next(const IterVar &iv) {
   return *this;
 }
 
+Stage &Stage::pipeline(const IterVar &iv) {
+  leaf_position(iv, "pipeline");
+  const IterVarAttr *a = node_->attr(iv);
+  if (a && a->for_kind != ForKind::Serial) {
+    fail("cannot pipeline axis " + iv_name(iv) + ": it is not a serial loop");
+  }
+  // The pragma's attribute (attr::kPragmaPipeline) marks the loop for the lowering pass.
+  const std::string key = "pipeline";
+  for (const auto &p : attr_of(iv).pragmas) {
+    if (p.first == key) return *this;
+  }
+  attr_of(iv).pragmas.emplace_back(key, Expr(1));
+  return *this;
+}
+
 Stage &Stage::storage_align(const IterVar &axis, int factor, int offset) {
   if (!axis.defined()) fail("storage_align of an undefined axis");
   const auto *c = dynamic_cast<const ComputeOpNode *>(node_->op.get());

@@ -161,6 +161,14 @@ class Stage {
   // lowering throws a ScheduleError saying why.
   Stage &fuse_with_next(const IterVar &iv);
 
+  // Software-pipelines serial loop iv (of the rows of a row-wise operation): what its body computes
+  // up to and including its first serial loop (a stage computed at iv, e.g. a row's statistics) runs one
+  // iteration early, that loop interleaved with the body's last loop (this stage's loop over the
+  // previous row), so one loop body mixes the next row's reads with this row's arithmetic and
+  // writes. Lowering checks that the two touch different buffers (but for reading the same ones)
+  // and throws a ScheduleError saying why otherwise.
+  Stage &pipeline(const IterVar &iv);
+
   // Leaf loop `i` of this stage, outermost first.
   IterVar leaf(size_t i) const;
   // Root axis i (data-parallel) and reduce axis i of the stage's operation.
