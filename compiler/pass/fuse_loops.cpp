@@ -478,6 +478,17 @@ class Fuser : public IRMutator {
   }
 };
 
+// Whether `s` has an attribute `key` (a loop marked for one of this file's passes). Every kernel is
+// lowered through them (the tuner lowers each candidate): without a marker there is nothing to do,
+// and one read-only walk replaces the rewrite and the check.
+bool has_marker(const Stmt &s, const std::string &key) {
+  bool marked = false;
+  post_order_visit(s, [&](const IRNode *n) {
+    marked = marked || (n->node_type == NodeType::AttrStmt && static_cast<const AttrStmtNode *>(n)->key == key);
+  });
+  return marked;
+}
+
 // --- pipeline: the first loop of an iteration's body run one iteration early ---
 
 const std::string &pipeline_key() {
@@ -653,24 +664,12 @@ class Pipeliner : public IRMutator {
 }  // namespace
 
 Stmt pipeline_loops(const Stmt &s) {
-  bool marked = false;
-  post_order_visit(s, [&marked](const IRNode *n) {
-    marked =
-        marked || (n->node_type == NodeType::AttrStmt && static_cast<const AttrStmtNode *>(n)->key == pipeline_key());
-  });
-  if (!marked) return s;
+  if (!has_marker(s, pipeline_key())) return s;
   return Pipeliner().mutate(s);
 }
 
 Stmt fuse_with_next_loops(const Stmt &s) {
-  // Every kernel is lowered through this pass (the tuner lowers each candidate): without a marker
-  // there is nothing to fuse, and one read-only walk replaces the rewrite and the check.
-  bool marked = false;
-  post_order_visit(s, [&marked](const IRNode *n) {
-    marked =
-        marked || (n->node_type == NodeType::AttrStmt && static_cast<const AttrStmtNode *>(n)->key == marker_key());
-  });
-  if (!marked) return s;
+  if (!has_marker(s, marker_key())) return s;
   Stmt out = Fuser().mutate(s);
   post_order_visit(out, [](const IRNode *n) {
     if (n->node_type == NodeType::AttrStmt && static_cast<const AttrStmtNode *>(n)->key == marker_key()) {

@@ -408,7 +408,10 @@ Stage &Stage::fuse_with_next(const IterVar &iv) {
     fail("cannot fuse axis " + iv_name(iv) + " with the next loop: it is vectorized or bound to a thread");
   }
   // The pragma's attribute (attr::kPragmaFuseWithNext) marks the loop for the lowering pass.
-  const std::string key = "fuse_with_next";
+  return mark(iv, "fuse_with_next");
+}
+
+Stage &Stage::mark(const IterVar &iv, const std::string &key) {
   for (const auto &p : attr_of(iv).pragmas) {
     if (p.first == key) return *this;
   }
@@ -423,12 +426,7 @@ Stage &Stage::pipeline(const IterVar &iv) {
     fail("cannot pipeline axis " + iv_name(iv) + ": it is not a serial loop");
   }
   // The pragma's attribute (attr::kPragmaPipeline) marks the loop for the lowering pass.
-  const std::string key = "pipeline";
-  for (const auto &p : attr_of(iv).pragmas) {
-    if (p.first == key) return *this;
-  }
-  attr_of(iv).pragmas.emplace_back(key, Expr(1));
-  return *this;
+  return mark(iv, "pipeline");
 }
 
 Stage &Stage::storage_align(const IterVar &axis, int factor, int offset) {

@@ -179,6 +179,8 @@ class Stage {
   [[noreturn]] void fail(const std::string &what) const;
   size_t leaf_position(const IterVar &iv, const char *primitive) const;
   IterVarAttr &attr_of(const IterVar &iv);
+  // Marks loop iv for a lowering pass: the pragma `key` (attribute pragma_<key>) set to 1, once.
+  Stage &mark(const IterVar &iv, const std::string &key);
   StageNode *node_ = nullptr;
 };
 
