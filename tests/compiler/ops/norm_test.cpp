@@ -388,6 +388,26 @@ TEST(Norm, LayerNormRowBlocksMatchTheReference) {
   }
 }
 
+// The loops of a lowered layer norm that store both the output and the statistics' accumulators
+// and allocate nothing: the loop over a row's vectors of a pipelined block (the next row's
+// statistics beside this row's normalization), not the loop over the rows.
+int pipelined_row_loops(const ir::LoweredFunc &f) {
+  int n = 0;
+  ir::post_order_visit(f.body, [&](const ir::IRNode *node) {
+    if (node->node_type != ir::NodeType::For) return;
+    bool out = false, stats = false, allocates = false;
+    ir::post_order_visit(static_cast<const ir::ForNode *>(node)->body, [&](const ir::IRNode *m) {
+      allocates = allocates || m->node_type == ir::NodeType::Allocate;
+      if (m->node_type != ir::NodeType::Store) return;
+      const std::string &name = static_cast<const ir::StoreNode *>(m)->buffer_var->name;
+      out = out || name == "layer_norm";
+      stats = stats || name.rfind("layer_norm.stats", 0) == 0;
+    });
+    n += out && stats && !allocates;
+  });
+  return n;
+}
+
 // Pipelined blocks (the knob pipeline): the next block's statistics computed in the loop that
 // normalizes this block, for several blocks a parallel iteration, with one and two rows a block,
 // both forms of the statistics, rows the knob does not divide, and a large mean.
@@ -425,6 +445,31 @@ TEST(Norm, LayerNormPipelinedBlocksMatchTheReference) {
   }
 }
 
+// Every config of layer norm's space lowers (the tuner samples any of them): where a config's
+// rows cannot be pipelined (statistics of one step, a single block) the knob leaves version 5's
+// nest, never a ScheduleError. Shapes with a BERT row, rows no vector divides, one short row.
+TEST(Norm, LayerNormEveryConfigLowers) {
+  for (const auto &shape : std::vector<std::vector<int64_t>>{{1, 12, 768}, {2, 7, 33}, {4, 24}, {1, 1, 5}}) {
+    ops::Task ln("layer_norm.x86", Json::object({{"data", tensor(shape)}}), kTarget);
+    SCOPED_TRACE(testing::tensor(shape).dump());
+    int64_t lowered = 0, pipelined = 0;
+    ln.space().for_each_valid([&](const autotune::Config &cfg) {
+      try {
+        pipelined += pipelined_row_loops(ln.lower(cfg, "op")) > 0;
+        ++lowered;
+      } catch (const std::exception &e) {
+        ADD_FAILURE() << cfg.to_string() << ": " << e.what();
+        return false;
+      }
+      return true;
+    });
+    EXPECT_EQ(lowered, ln.space().count_valid());
+    // The BERT row and the rows of 33 have configs that pipeline; a tensor of one row has none.
+    if (shape[shape.size() - 2] > 1 && shape.back() > 24) EXPECT_GT(pipelined, 0);
+    if (shape[1] == 1) EXPECT_EQ(pipelined, 0);
+  }
+}
+
 // Epsilon is added to the variance: rows of +1 and -1 (variance 1) with epsilon 0.5 scale by
 // 1 / sqrt(1.5), not by 1; constant rows (variance 0) give beta, not NaN or infinity. Both forms of
 // the statistics, blocks of 1 and 4 rows.
@@ -452,26 +497,6 @@ TEST(Norm, LayerNormEpsilonIsAddedToTheVariance) {
       EXPECT_LE(testing::rel_error(want, testing::run_config_llvm(ln, cfg, inputs)[0]), 1e-5);
     }
   }
-}
-
-// The loops of a lowered layer norm that store both the output and the statistics' accumulators
-// and allocate nothing: the loop over a row's vectors of a pipelined block (the next row's
-// statistics beside this row's normalization), not the loop over the rows.
-int pipelined_row_loops(const ir::LoweredFunc &f) {
-  int n = 0;
-  ir::post_order_visit(f.body, [&](const ir::IRNode *node) {
-    if (node->node_type != ir::NodeType::For) return;
-    bool out = false, stats = false, allocates = false;
-    ir::post_order_visit(static_cast<const ir::ForNode *>(node)->body, [&](const ir::IRNode *m) {
-      allocates = allocates || m->node_type == ir::NodeType::Allocate;
-      if (m->node_type != ir::NodeType::Store) return;
-      const std::string &name = static_cast<const ir::StoreNode *>(m)->buffer_var->name;
-      out = out || name == "layer_norm";
-      stats = stats || name.rfind("layer_norm.stats", 0) == 0;
-    });
-    n += out && stats && !allocates;
-  });
-  return n;
 }
 
 // The default schedule of layer norm 1x128x768 pipelines one row a block, 32 blocks a parallel
