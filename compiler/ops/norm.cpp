@@ -52,15 +52,6 @@ void vectorize_run(te::Stage st, const std::vector<IterVar> &axes, int64_t exten
   }
 }
 
-// The largest divisor of n no larger than `want` (1 when want < 1).
-int64_t largest_divisor_up_to(int64_t n, int64_t want) {
-  int64_t best = 1;
-  for (int64_t b = 1; b <= std::min(want, n); ++b) {
-    if (n % b == 0) best = b;
-  }
-  return best;
-}
-
 // Moves the loops over the rows `row_axes` of a stage (the rows of one parallel iteration) just
 // outside its innermost (vectorized) loop, and unrolls them: the rows' statements are then side by
 // side in each iteration over the row's vectors.
@@ -483,7 +474,7 @@ int64_t pipeline_blocks(const Config &cfg, const Compute &c, int first, int64_t 
     const int64_t e = as_const_int(out.shape()[static_cast<size_t>(d)]).value_or(1);
     blocks *= d + 1 == first ? ceil_div(e, rows_block) : e;
   }
-  return largest_divisor_up_to(blocks, want);
+  return largest_divisor_at_most(blocks, want);
 }
 
 void schedule_layer_norm(te::Schedule &s, const Compute &c, const Config &cfg) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "compiler/arith/analyzer.h"
+#include "compiler/arith/analyzer_state.h"
 #include "compiler/arith/linear_form.h"
 #include "compiler/ir/error.h"
 #include "compiler/ir/ir_printer.h"
@@ -517,12 +518,6 @@ std::optional<Rewrap> scope_wrapper(const Stmt &s, Stmt *inner) {
   return std::nullopt;
 }
 
-bool uses_var(const Expr &e, const VariableNode *v) {
-  bool found = false;
-  post_order_visit(e, [&](const IRNode *n) { found = found || n == v; });
-  return found;
-}
-
 // One loop running `a`'s and `b`'s iterations side by side (iteration k of each, a's body first),
 // then the iterations of the longer one that the other has not.
 Stmt interleave_loops(const ForNode *loop, const ForNode *a, const ForNode *b) {
@@ -575,7 +570,8 @@ Stmt pipeline(const ForNode *loop) {
   for (Stmt inner; auto w = scope_wrapper(body, &inner); body = inner) {
     if (const auto *al = body.as<AllocateNode>()) {
       for (const Expr &e : al->extents) {
-        if (uses_var(e, r)) refuse_pipeline(loop, "the size of " + al->buffer_var->name + " depends on it");
+        if (arith::detail::uses_var(e, r))
+          refuse_pipeline(loop, "the size of " + al->buffer_var->name + " depends on it");
       }
     }
     outer.push_back(*w);
