@@ -589,7 +589,8 @@ Template layer_norm_template() {
   // Version 6: the knob pipeline, blocks of rows a parallel iteration pipelined (the next block's
   // statistics in the loop that normalizes this one, Stage::pipeline); the default pipelines up to
   // 32 rows of one row a block in tensors up to 1 MiB.
-  t.version = 6;
+  // Version 7: the pipelined default takes blocks of two rows where two divide the rows.
+  t.version = 7;
   t.summary = "layer normalization over the trailing axes";
   t.arguments = {tensor_spec("data", -1, "float data"),
                  {"axes", "int or [int, ...]", "[-1]", "the trailing axes normalized over"},
@@ -615,18 +616,21 @@ Template layer_norm_template() {
   t.default_config = [name](const ConfigSpace &s, const Json &a, const Target &tg) {
     LayerNorm l = parse_layer_norm(name, a);
     const int64_t n = norm_size(l), b = std::min<int64_t>(n, tg.lanes(l.data.dtype));
-    // A tensor the cache can serve (up to 1 MiB): one row a block, up to 32 blocks a parallel
-    // iteration pipelined (the next row's statistics in the loop that normalizes this one). On
-    // layer norm 1x128x768 at one thread that took 5.5-6.3 us against 7.2-7.7 for version 5's
-    // default (two rows a block, their statistics interleaved), and 6.6-7.1 for 8 or 16 blocks a
-    // parallel iteration. Past 1 MiB memory bounds it (1x384x1024 took the same time with and
-    // without), so it keeps one row a block and version 5's loop nest (docs/compiler.md).
+    // A tensor the cache can serve (up to 1 MiB): up to 32 blocks a parallel iteration pipelined
+    // (the next block's statistics in the loop that normalizes this one), two rows a block where
+    // two divide the rows and a row is at most 2048 values (one load of gamma and beta for both
+    // rows' normalization), else one. On layer norm 1x128x768 at one thread on a Zen 4 machine two
+    // rows a block took 8.1-8.7 us against 9.5-10.0 for one (4.3-4.4 against 4.9-5.3 at two
+    // threads); one row a block had taken 5.5-6.3 us against 7.2-7.7 for version 5's default on a
+    // Zen 5 machine. Past 1 MiB memory bounds it (1x384x1024 took the same time with and without),
+    // so it keeps one row a block and version 5's loop nest (docs/compiler.md).
     const int64_t rows = norm_rows(l);
     const int64_t bytes = l.data.numel() * static_cast<int64_t>(l.data.dtype.bytes());
     const bool pipelined = bytes <= (int64_t{1} << 20);
+    const int64_t block = pipelined && rows % 2 == 0 && n <= 2048 ? 2 : 1;
     return s.from_values({{"tile_n", Json::array_of(std::vector<int64_t>{ceil_div(n, b), b})},
                           {"one_pass", Json(1)},
-                          {"tile_rows", Json::array_of(std::vector<int64_t>{rows, 1})},
+                          {"tile_rows", Json::array_of(std::vector<int64_t>{rows / block, block})},
                           {"pipeline", Json(pipelined ? 32 : 0)}});
   };
   t.compute = [name](const Json &a, const Config &cfg) {

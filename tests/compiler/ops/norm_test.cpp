@@ -499,20 +499,23 @@ TEST(Norm, LayerNormEpsilonIsAddedToTheVariance) {
   }
 }
 
-// The default schedule of layer norm 1x128x768 pipelines one row a block, 32 blocks a parallel
-// iteration: a loop over the row stores the next row's statistics and this row's output (none with
-// pipeline=0, version 5's nest); rows that 32 does not divide pipeline the largest divisor; a
-// tensor past 1 MiB keeps version 5's nest.
+// The default schedule of layer norm 1x128x768 pipelines two rows a block, 32 blocks a parallel
+// iteration: a loop over the row stores the next block's statistics and this block's output (none
+// with pipeline=0, version 5's nest); an odd number of rows pipelines one row a block, the largest
+// divisor of the rows that 32 does not divide; a tensor past 1 MiB keeps version 5's nest.
 TEST(Norm, LayerNormDefaultPipelinesRows) {
   ops::Task ln("layer_norm.x86", Json::object({{"data", tensor({1, 128, 768})}}), kTarget);
   const autotune::Config def = ln.default_config();
-  EXPECT_EQ(def.split("tile_rows")[1], 1);
+  EXPECT_EQ(def.split("tile_rows")[1], 2);
   EXPECT_EQ(def.choice_int("pipeline"), 32);
   const ir::LoweredFunc f = ln.lower(def, "op");
   EXPECT_EQ(pipelined_row_loops(f), 1) << f;
   EXPECT_EQ(pipelined_row_loops(ln.lower(ln.space().parse_config_text("pipeline=0", def), "op")), 0);
   ops::Task odd("layer_norm.x86", Json::object({{"data", tensor({1, 7, 768})}}), kTarget);
+  EXPECT_EQ(odd.default_config().split("tile_rows")[1], 1);
   EXPECT_EQ(pipelined_row_loops(odd.lower(odd.default_config(), "op")), 1);
+  ops::Task long_rows("layer_norm.x86", Json::object({{"data", tensor({1, 8, 4096})}}), kTarget);
+  EXPECT_EQ(long_rows.default_config().split("tile_rows")[1], 1) << "a row past 2048 values takes a block alone";
   ops::Task large("layer_norm.x86", Json::object({{"data", tensor({1, 384, 1024})}}), kTarget);
   EXPECT_EQ(large.default_config().choice_int("pipeline"), 0) << "past 1 MiB memory, not latency, bounds it";
   EXPECT_EQ(pipelined_row_loops(large.lower(large.default_config(), "op")), 0);
