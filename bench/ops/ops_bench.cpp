@@ -29,6 +29,8 @@
 // The reorder cases are layout_transform.x86 (what the layout pass inserts where two convolutions'
 // channel blocks disagree; docs/graph.md estimates their cost from these) against oneDNN's reorder.
 // --asm DIR writes each case's lowered function and assembly (and the exp kernel's, DIR/exp.*).
+// --svg FILE draws each case's roofline at each thread count as a bar (the exp bound of softmax
+// cases as a mark on it, the ratio to oneDNN right of it) with the goal of 0.8 as a dashed line.
 #include <dlfcn.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,6 +53,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/common/bar_chart.h"
 #include "bench/common/layer.h"
 #include "bench/common/split_list.h"
 #include "compiler/codegen/llvm/llvm_module.h"
@@ -335,7 +338,7 @@ ExpCost exp_cost(const ops::Target &tg, const codegen::LLVMBuildOptions &options
 int main(int argc, char **argv) {
   if (bench::set_onednn_passive_wait_env()) execv("/proc/self/exe", argv);
   std::string filter, threads_list = "1,2", target = "llvm -mcpu=native";
-  std::string config_text, asm_dir;
+  std::string config_text, asm_dir, svg_path;
   int rounds = 9;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -349,13 +352,16 @@ int main(int argc, char **argv) {
       config_text = argv[++i];
     } else if (a == "--asm" && i + 1 < argc) {
       asm_dir = argv[++i];
+    } else if (a == "--svg" && i + 1 < argc) {
+      svg_path = argv[++i];
     } else if (a == "--rounds" && i + 1 < argc) {
       rounds = std::max(1, std::atoi(argv[++i]));
     } else {
       std::fprintf(stderr,
                    "usage: %s [--cases SUBSTR[,SUBSTR...]] [--threads N[,N...]] [--target T] [--rounds R]\n"
                    "  [--config KNOBS]  knobs over the default config of each case run (tile_ow=[4,14];...)\n"
-                   "  [--asm DIR]  write each case's lowered IR and assembly to DIR/<case>.ir and DIR/<case>.s\n",
+                   "  [--asm DIR]  write each case's lowered IR and assembly to DIR/<case>.ir and DIR/<case>.s\n"
+                   "  [--svg FILE]  draw each case's roofline (and exp bound) at each thread count\n",
                    argv[0]);
       return 1;
     }
@@ -396,6 +402,7 @@ int main(int argc, char **argv) {
   std::optional<ExpCost> exp;
   std::vector<int> thread_counts;
   for (const std::string &t : bench::split_list(threads_list)) thread_counts.push_back(std::atoi(t.c_str()));
+  std::vector<bench::BarRow> chart;
   for (const Case &c : cases) {
     bool wanted = filter.empty();
     for (const std::string &f : bench::split_list(filter)) wanted = wanted || c.name.find(f) != std::string::npos;
@@ -439,6 +446,8 @@ int main(int argc, char **argv) {
     const float *ko = args.back().data_as<float>(), *oo = static_cast<const float *>(dst.get_data_handle());
     double max_diff = 0;
     for (int64_t i = 0; i < numel(c.out_shape); ++i) max_diff = std::max(max_diff, std::fabs(double(ko[i]) - oo[i]));
+    bench::BarRow &bars = chart.emplace_back();
+    bars.label = c.name;
     for (int n : thread_counts) {
       deploy::set_num_threads(n);
       set_onednn_threads(n);
@@ -480,6 +489,11 @@ int main(int argc, char **argv) {
           c.name.c_str(), n, kiln_s * 1e6, onednn_s * 1e6, bytes / kiln_s * 1e-9, bytes / onednn_s * 1e-9,
           onednn_s / kiln_s, onednn_b.cpu / kiln_b.cpu, copy_gbs, bytes / kiln_s * 1e-9 / copy_gbs, max_diff,
           cfg.to_string().c_str());
+      bars.values.push_back(bytes / kiln_s * 1e-9 / copy_gbs);
+      bars.markers.push_back(-1);
+      char note[64];
+      std::snprintf(note, sizeof note, "%d thr: %.2fx oneDNN", n, onednn_s / kiln_s);
+      bars.notes.emplace_back(note);
       if (c.tmpl == "softmax.x86") {
         if (!exp) {
           exp = exp_cost(tg, options, rounds, asm_dir);
@@ -493,8 +507,29 @@ int main(int argc, char **argv) {
             "ops exp_bound case=%s threads=%d exp_ns=%.3f exp_tsc=%.2f exp_tsc16=%.1f bound_us=%.2f "
             "bound_roofline=%.2f\n",
             c.name.c_str(), n, exp->ns, exp->tsc, 16 * exp->tsc, bound_s * 1e6, bytes / bound_s * 1e-9 / copy_gbs);
+        bars.markers.back() = bytes / bound_s * 1e-9 / copy_gbs;
       }
       std::fflush(stdout);
+    }
+  }
+  if (!svg_path.empty()) {
+    bench::BarOptions o;
+    o.title = "Memory-bound operators: Kiln's GB/s over a copy's (roofline), default configs";
+    o.x_label = "fraction of the copy's bandwidth (bytes in and out counted once)";
+    o.x_hi = 1.4;
+    o.x_ticks = {0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4};
+    o.goal = 0.8;
+    o.goal_label = "goal 0.8";
+    o.marker_label = "softmax: the bound its exps alone set";
+    const char *colors[] = {"#4477aa", "#66ccee", "#228833", "#ccbb44"};
+    for (size_t i = 0; i < thread_counts.size(); ++i)
+      o.series.emplace_back(std::to_string(thread_counts[i]) + (thread_counts[i] == 1 ? " thread" : " threads"),
+                            colors[i % 4]);
+    try {
+      bench::write_bar_chart(svg_path, chart, o);
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "%s: %s\n", argv[0], e.what());
+      return 1;
     }
   }
   return 0;
