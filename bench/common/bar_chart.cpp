@@ -31,7 +31,6 @@ void write_bar_chart(const std::string &path, const std::vector<BarRow> &rows, c
   if (any_marker && !o.marker_label.empty()) {
     std::fprintf(f, "<rect x='%d' y='29' width='3' height='10' fill='black'/><text x='%d' y='38' font-size='11'>%s</text>\n",
                  legend_x + 5, legend_x + 14, o.marker_label.c_str());
-    legend_x += 24 + 7 * static_cast<int>(o.marker_label.size());
   }
   const int plot_h = static_cast<int>(rows.size()) * per_row;
   for (double t : o.x_ticks) {
