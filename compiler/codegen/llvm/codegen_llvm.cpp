@@ -279,6 +279,12 @@ class CodeGenLLVM {
     unsigned from;
   };
   std::unordered_map<const ir::LoadNode *, WholeStrides> whole_strides_;
+  // The independent parts of a rearrangement (see rearrange_parts): the indices of its vectors in
+  // and out, and their ids renumbered to those of a rearrangement of its own.
+  struct RearrangePart {
+    std::vector<unsigned> in, out;
+    std::vector<std::vector<int>> ids, want;
+  };
   // Transposed loads (see find_whole_strides): s loads of stride s >= 5 and `lanes` lanes at
   // consecutive offsets read every element of [start, start + s * lanes): the span is loaded as
   // s contiguous vectors and rearranged into the s loads' values by shuffles (a transpose), once,
@@ -287,7 +293,9 @@ class CodeGenLLVM {
     Expr start;
     int64_t stride = 0;
     unsigned lanes = 0;
-    std::vector<llvm::Value *> values;  // in offset order, once emitted
+    std::vector<llvm::Value *> values;  // in offset order, each once its part is emitted
+    std::vector<int> part_of;           // offset -> its independent part (see rearrange_parts)
+    std::vector<bool> emitted;          // per part
   };
   std::vector<TransposedLoads> transposed_groups_;
   std::unordered_map<const ir::LoadNode *, std::pair<size_t, unsigned>> transposed_loads_;
@@ -307,16 +315,20 @@ class CodeGenLLVM {
     Expr start;
     int64_t stride = 0;
     unsigned lanes = 0;
-    size_t last = 0;  // the run's index of the group's last store
     std::vector<llvm::Value *> values;
+    std::vector<RearrangePart> parts;  // stored each once its values are all there
+    std::vector<int> part_of;          // offset -> its part
+    std::vector<size_t> missing;       // per part: values still to come
   };
   std::vector<TransposedStores> find_transposed_stores(const std::vector<const ir::StoreNode *> &run,
                                                        std::vector<std::pair<int, unsigned>> *member);
-  void emit_transposed_stores(const ir::StoreNode *member, const TransposedStores &g);
+  void emit_transposed_stores(const ir::StoreNode *member, const TransposedStores &g, const RearrangePart &part);
   // Vectors whose elements (named by ids[r][lane]) are rearranged into vectors of the elements
   // want[k][lane], by two-operand shuffles: a butterfly (swaps of a register bit and a lane bit)
   // where both arrangements are permutations of the bits of (register, lane), else per vector a
   // chain over the vectors its elements come from.
+  static std::vector<RearrangePart> rearrange_parts(const std::vector<std::vector<int>> &ids,
+                                                    const std::vector<std::vector<int>> &want);
   std::vector<llvm::Value *> rearrange(std::vector<llvm::Value *> regs, std::vector<std::vector<int>> ids,
                                        const std::vector<std::vector<int>> &want);
   // The status a failing AssertStmt returns: kKilnErrorArgument in the entry point's checks,
@@ -1395,10 +1407,11 @@ void CodeGenLLVM::stmt(const Stmt &s) {
             store(run[r]);
             continue;
           }
-          // A member of a transposed group: its value now, the group's stores after its last.
+          // A member of a transposed group: its value now, its part's stores after the part's last.
           TransposedStores &g = groups[static_cast<size_t>(member[r].first)];
           g.values[member[r].second] = to_memory(expr(run[r]->value), run[r]->value.type().element_of());
-          if (g.last == r) emit_transposed_stores(run[r], g);
+          const size_t q = static_cast<size_t>(g.part_of[member[r].second]);
+          if (--g.missing[q] == 0) emit_transposed_stores(run[r], g, g.parts[q]);
         }
         in_store_run_ = false;
         clear_whole_strides();
@@ -1577,7 +1590,7 @@ void CodeGenLLVM::find_whole_strides(const std::vector<const ir::StoreNode *> &s
         continue;
       }
       const size_t g = transposed_groups_.size();
-      transposed_groups_.push_back({found[it->second[0]].base, l.stride, lanes, {}});
+      transposed_groups_.push_back({found[it->second[0]].base, l.stride, lanes, {}, {}, {}});
       for (int64_t j = 0; j < l.stride; ++j, ++it) {
         for (size_t b : it->second) transposed_loads_[found[b].load] = {g, static_cast<unsigned>(j)};
       }
@@ -1585,26 +1598,45 @@ void CodeGenLLVM::find_whole_strides(const std::vector<const ir::StoreNode *> &s
   }
 }
 
+// The span is loaded and transposed one independent part at a time, when the first of the part's
+// loads is evaluated: a stride of 32 with 16 lanes is two 16 x 16 transposes, the second's loads
+// and shuffles after the stores of the first's values, so that 16 vectors are live, not 32 (which
+// spilled: 32 vectors and the butterfly's temporaries do not fit in AVX-512's 32 registers).
 llvm::Value *CodeGenLLVM::transposed_load(const BufferInfo &buf, llvm::Type *mt, llvm::Value *base, size_t group,
                                           unsigned k) {
   TransposedLoads &g = transposed_groups_[group];
+  const unsigned s = static_cast<unsigned>(g.stride), lanes = g.lanes;
+  std::vector<std::vector<int>> ids(s), want(s);
+  for (unsigned v = 0; v < s; ++v) {
+    for (unsigned p = 0; p < lanes; ++p) {
+      ids[v].push_back(static_cast<int>(v * lanes + p));
+      want[v].push_back(static_cast<int>(p * s + v));  // load v reads start + v + p * s
+    }
+  }
+  const std::vector<RearrangePart> parts = rearrange_parts(ids, want);
   if (g.values.empty()) {
-    const unsigned s = static_cast<unsigned>(g.stride), lanes = g.lanes;
+    g.values.assign(s, nullptr);
+    g.part_of.assign(s, 0);
+    g.emitted.assign(parts.size(), false);
+    for (size_t q = 0; q < parts.size(); ++q) {
+      for (unsigned o : parts[q].out) g.part_of[o] = static_cast<int>(q);
+    }
+  }
+  const size_t q = static_cast<size_t>(g.part_of[k]);
+  if (!g.emitted[q]) {
+    const RearrangePart &part = parts[q];
     auto *vt = llvm::FixedVectorType::get(mt, lanes);
     std::vector<llvm::Value *> chunks;
-    std::vector<std::vector<int>> ids(s), want(s);
-    for (unsigned v = 0; v < s; ++v) {
+    for (unsigned v : part.in) {
       const Expr at = g.start + ir::make_const(g.start.type(), static_cast<int64_t>(v * lanes));
       llvm::Value *ptr = b_.CreateBitCast(address(mt, base, at), vt->getPointerTo());
       llvm::LoadInst *ld = b_.CreateAlignedLoad(vt, ptr, access_align(buf, at, mt));
       annotate(ld, buf);
       chunks.push_back(ld);
-      for (unsigned p = 0; p < lanes; ++p) {
-        ids[v].push_back(static_cast<int>(v * lanes + p));
-        want[v].push_back(static_cast<int>(p * s + v));  // load v reads start + v + p * s
-      }
     }
-    g.values = rearrange(std::move(chunks), std::move(ids), want);
+    const std::vector<llvm::Value *> values = rearrange(std::move(chunks), part.ids, part.want);
+    for (size_t i = 0; i < part.out.size(); ++i) g.values[part.out[i]] = values[i];
+    g.emitted[q] = true;
   }
   return g.values[k];
 }
@@ -1678,8 +1710,24 @@ std::vector<CodeGenLLVM::TransposedStores> CodeGenLLVM::find_transposed_stores(
         used[b] = true;
         const size_t i = stores[b].at;
         if (offset == from) g.start = run[i]->index.as<ir::RampNode>()->base;
-        g.last = std::max(g.last, i);
         (*member)[i] = {static_cast<int>(groups.size()), static_cast<unsigned>(offset - from)};
+      }
+      // The values (store j writes start + j + p * s) rearranged into the contiguous vectors of the
+      // span, one independent part at a time: a stride of 32 with 16 lanes is two 16 x 16
+      // transposes, the first's shuffles and stores as soon as its 16 values are there.
+      const unsigned s = static_cast<unsigned>(g.stride), lanes = g.lanes;
+      std::vector<std::vector<int>> ids(s), want(s);
+      for (unsigned j = 0; j < s; ++j) {
+        for (unsigned p = 0; p < lanes; ++p) {
+          ids[j].push_back(static_cast<int>(p * s + j));
+          want[j].push_back(static_cast<int>(j * lanes + p));
+        }
+      }
+      g.parts = rearrange_parts(ids, want);
+      g.part_of.assign(s, 0);
+      for (size_t q = 0; q < g.parts.size(); ++q) {
+        for (unsigned j : g.parts[q].in) g.part_of[j] = static_cast<int>(q);
+        g.missing.push_back(g.parts[q].in.size());
       }
       groups.push_back(std::move(g));
     }
@@ -1687,24 +1735,19 @@ std::vector<CodeGenLLVM::TransposedStores> CodeGenLLVM::find_transposed_stores(
   return groups;
 }
 
-void CodeGenLLVM::emit_transposed_stores(const ir::StoreNode *member, const TransposedStores &g) {
+void CodeGenLLVM::emit_transposed_stores(const ir::StoreNode *member, const TransposedStores &g,
+                                         const RearrangePart &part) {
   const BufferInfo &buf = lookup_buf(member->buffer_var);
   llvm::Type *mt = mem_type(member->value.type().element_of());
   llvm::Value *base = element_ptr(buf, mt);
-  const unsigned s = static_cast<unsigned>(g.stride), lanes = g.lanes;
-  std::vector<std::vector<int>> ids(s), want(s);
-  for (unsigned j = 0; j < s; ++j) {
-    for (unsigned p = 0; p < lanes; ++p) {
-      ids[j].push_back(static_cast<int>(p * s + j));  // store j writes start + j + p * s
-      want[j].push_back(static_cast<int>(j * lanes + p));
-    }
-  }
-  const std::vector<llvm::Value *> chunks = rearrange(g.values, std::move(ids), want);
-  auto *vt = llvm::FixedVectorType::get(mt, lanes);
-  for (unsigned v = 0; v < s; ++v) {
-    const Expr at = g.start + ir::make_const(g.start.type(), static_cast<int64_t>(v * lanes));
+  std::vector<llvm::Value *> values;
+  for (unsigned j : part.in) values.push_back(g.values[j]);
+  const std::vector<llvm::Value *> chunks = rearrange(std::move(values), part.ids, part.want);
+  auto *vt = llvm::FixedVectorType::get(mt, g.lanes);
+  for (size_t i = 0; i < part.out.size(); ++i) {
+    const Expr at = g.start + ir::make_const(g.start.type(), static_cast<int64_t>(part.out[i] * g.lanes));
     llvm::Value *ptr = b_.CreateBitCast(address(mt, base, at), vt->getPointerTo());
-    annotate(b_.CreateAlignedStore(chunks[v], ptr, access_align(buf, at, mt)), buf);
+    annotate(b_.CreateAlignedStore(chunks[i], ptr, access_align(buf, at, mt)), buf);
   }
 }
 
@@ -1752,6 +1795,61 @@ std::optional<std::vector<std::pair<bool, int>>> bit_homes(const std::vector<std
 }
 
 }  // namespace
+
+// The independent parts of a rearrangement: where a bit of the element ids is a register bit both
+// of the vectors in and of the vectors out, the butterfly never shuffles two vectors that differ
+// in it, so the vectors in and out with one value of every such bit are a rearrangement of their
+// own (those id bits taken out, so that its ids are 0 to its size - 1). One part (everything) where there is no
+// such bit or the arrangements are not permutations of the bits of (register, lane).
+std::vector<CodeGenLLVM::RearrangePart> CodeGenLLVM::rearrange_parts(const std::vector<std::vector<int>> &ids,
+                                                                     const std::vector<std::vector<int>> &want) {
+  std::vector<unsigned> all_in(ids.size()), all_out(want.size());
+  for (unsigned i = 0; i < all_in.size(); ++i) all_in[i] = i;
+  for (unsigned i = 0; i < all_out.size(); ++i) all_out[i] = i;
+  const std::vector<RearrangePart> whole = {{all_in, all_out, ids, want}};
+  const auto from = bit_homes(ids), to = bit_homes(want);
+  if (!from || !to || from->size() != to->size() || ids.size() != want.size()) return whole;
+  std::vector<std::pair<int, int>> kept;  // (register bit in, register bit out) of each such id bit
+  int cleared = 0;
+  for (size_t b = 0; b < from->size(); ++b) {
+    if ((*from)[b].first && (*to)[b].first) {
+      kept.emplace_back((*from)[b].second, (*to)[b].second);
+      cleared |= 1 << b;
+    }
+  }
+  if (kept.empty()) return whole;
+  // An id with the kept bits taken out (the bits above them move down).
+  auto squeeze = [cleared](int id) {
+    int out = 0, at = 0;
+    for (int b = 0; (id >> b) != 0; ++b) {
+      if ((cleared >> b) & 1) continue;
+      out |= ((id >> b) & 1) << at++;
+    }
+    return out;
+  };
+  auto key = [&](unsigned r, bool in) {
+    unsigned k = 0;
+    for (size_t i = 0; i < kept.size(); ++i) k |= ((r >> (in ? kept[i].first : kept[i].second)) & 1u) << i;
+    return k;
+  };
+  std::vector<RearrangePart> parts(size_t{1} << kept.size());
+  for (unsigned r = 0; r < ids.size(); ++r) {
+    RearrangePart &p = parts[key(r, true)];
+    p.in.push_back(r);
+    p.ids.push_back(ids[r]);
+    for (int &id : p.ids.back()) id = squeeze(id);
+  }
+  for (unsigned r = 0; r < want.size(); ++r) {
+    RearrangePart &p = parts[key(r, false)];
+    p.out.push_back(r);
+    p.want.push_back(want[r]);
+    for (int &id : p.want.back()) id = squeeze(id);
+  }
+  for (const RearrangePart &p : parts) {
+    if (p.in.size() != p.out.size() || !bit_homes(p.ids) || !bit_homes(p.want)) return whole;
+  }
+  return parts;
+}
 
 std::vector<llvm::Value *> CodeGenLLVM::rearrange(std::vector<llvm::Value *> regs, std::vector<std::vector<int>> ids,
                                                   const std::vector<std::vector<int>> &want) {
