@@ -58,4 +58,8 @@ ir::Expr sum_from_negative_zero(ir::Expr source, std::vector<te::IterVar> axis);
 // finite value).
 ir::Expr max_from_negative_infinity(ir::Expr source, std::vector<te::IterVar> axis);
 
+// te::min with +infinity as the identity of float types (the highest value of the others), as
+// max_from_negative_infinity: the minimum of values that are all +infinity is +infinity.
+ir::Expr min_from_positive_infinity(ir::Expr source, std::vector<te::IterVar> axis);
+
 }  // namespace kiln::ops

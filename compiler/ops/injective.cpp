@@ -115,6 +115,13 @@ Expr max_from_negative_infinity(Expr source, std::vector<te::IterVar> axis) {
   return reducer(std::move(source), std::move(axis));
 }
 
+Expr min_from_positive_infinity(Expr source, std::vector<te::IterVar> axis) {
+  static const te::Reducer reducer(
+      [](Expr a, Expr b) { return ir::min(a, b); },
+      [](DataType t) { return t.is_float() ? make_const(t, std::numeric_limits<double>::infinity()) : max_value(t); });
+  return reducer(std::move(source), std::move(axis));
+}
+
 namespace {
 
 // Vector blocks for a run of `n` elements: 1, 2, 4, 8 and 16 vectors, no longer than n (or n
@@ -315,8 +322,9 @@ Compute reduce_compute(const Reduce &r) {
       }
     }
     Expr v = x(idx);
-    if (q.op == "max") return te::max(v, rax);
-    if (q.op == "min") return te::min(v, rax);
+    // From -inf and +inf (float): the max of values that are all -inf is -inf, as numpy's.
+    if (q.op == "max") return max_from_negative_infinity(v, rax);
+    if (q.op == "min") return min_from_positive_infinity(v, rax);
     if (q.op == "prod") return te::prod(v, rax);
     return sum_from_negative_zero(v, rax);
   };
@@ -508,8 +516,9 @@ void register_injective_templates(Registry &r) {
   {
     Template t;
     t.name = "reduce.x86";
-    // Version 2: sums start from -0.0 (sum_from_negative_zero).
-    t.version = 2;
+    // Version 2: sums start from -0.0 (sum_from_negative_zero); version 3: max and min start from
+    // -inf and +inf.
+    t.version = 3;
     t.summary = "sum/mean/max/min/prod over axes, then an epilogue";
     t.arguments = {tensor_spec("data", -1, "the input"),
                    {"axes", "int or [int, ...]", "every axis", "the axes reduced; negative counts from the end"},

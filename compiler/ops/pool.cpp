@@ -10,6 +10,7 @@
 // output tile together with the division and the epilogue. NCHW windows taller than a row may be
 // separable: the kernel rows reduced into a row buffer next to the output row, then its columns.
 #include <algorithm>
+#include <limits>
 
 #include "compiler/ir/op.h"
 #include "compiler/ops/conv_common.h"
@@ -159,7 +160,10 @@ Compute pool_compute(const Pool &p, bool separable, bool interior) {
     before.push_back(0);
     after.push_back(0);
   }
-  const Expr pad_value = p.is_max ? min_value(dt) : make_zero(dt);
+  // Max pooling's padding is -inf for floats (ONNX: padding is ignored), the lowest value else.
+  const Expr pad_value =
+      p.is_max ? (dt.is_float() ? make_const(dt, -std::numeric_limits<double>::infinity()) : min_value(dt))
+               : make_zero(dt);
   interior = interior && separable;
   te::Tensor src = interior ? data : pad(data, before, after, "data.pad", pad_value);
   if (src != data) r.parts["pad"] = src;
@@ -170,8 +174,13 @@ Compute pool_compute(const Pool &p, bool separable, bool interior) {
   const int64_t sh = p.sh, sw = p.sw, dh = p.dh, dw = p.dw;
   te::Tensor red;
   if (separable) {
-    // rows[n, c, oh, x]: the window's rows reduced, for every column of the padded input.
-    std::vector<Expr> rshape = {i32(p.N), i32(p.C), i32(p.OH), i32(p.W + p.pl + er)};
+    // rows[n, c, oh, x]: the window's rows reduced, for every column of the padded input. Read
+    // in place (interior), the row is as wide as a whole number of 16 columns (the columns past
+    // the padded input are padding), so that the row stage's last vector block is whole, its
+    // stores unguarded: guarded, the block's kernel rows went through memory one masked store
+    // and load at a time (LLVM keeps no masked value in registers).
+    const int64_t padded = p.W + p.pl + er, width = interior ? ceil_div(padded, 16) * 16 : padded;
+    std::vector<Expr> rshape = {i32(p.N), i32(p.C), i32(p.OH), i32(width)};
     const int64_t pt = p.pt, pl = p.pl, H = p.H, W = p.W;
     te::Tensor rows = te::compute(rshape, te::FCompute([=](const std::vector<Var> &i) {
                                     std::vector<Expr> idx = {i[0], i[1], i[2] * i32(sh) + rh->var * i32(dh), i[3]};
@@ -182,13 +191,13 @@ Compute pool_compute(const Pool &p, bool separable, bool interior) {
                                       v = if_then_else(likely(y >= i32(0) && y < i32(H) && x >= i32(0) && x < i32(W)),
                                                        data({i[0], i[1], y, x}), pad_value);
                                     }
-                                    return is_max ? te::max(v, {rh}) : sum_from_negative_zero(v, {rh});
+                                    return is_max ? max_from_negative_infinity(v, {rh}) : sum_from_negative_zero(v, {rh});
                                   }),
                                   is_max ? "pool_max_rows" : "pool_sum_rows", "pool");
     r.parts["rows"] = rows;
     red = te::compute(shape, te::FCompute([=](const std::vector<Var> &i) {
                         std::vector<Expr> idx = {i[0], i[1], i[2], i[3] * i32(sw) + rw->var * i32(dw)};
-                        return is_max ? te::max(rows(idx), {rw}) : sum_from_negative_zero(rows(idx), {rw});
+                        return is_max ? max_from_negative_infinity(rows(idx), {rw}) : sum_from_negative_zero(rows(idx), {rw});
                       }),
                       is_max ? "pool_max" : "pool_sum", "pool");
   } else {
@@ -196,7 +205,7 @@ Compute pool_compute(const Pool &p, bool separable, bool interior) {
         shape, te::FCompute([=](const std::vector<Var> &i) {
           std::vector<Expr> idx = {i[0], i[1], i[2] * i32(sh) + rh->var * i32(dh), i[3] * i32(sw) + rw->var * i32(dw)};
           if (blocked) idx.push_back(i[4]);
-          return is_max ? te::max(src(idx), {rh, rw}) : sum_from_negative_zero(src(idx), {rh, rw});
+          return is_max ? max_from_negative_infinity(src(idx), {rh, rw}) : sum_from_negative_zero(src(idx), {rh, rw});
         }),
         is_max ? "pool_max" : "pool_sum", "pool");
   }
@@ -481,12 +490,14 @@ Template pool_template(const std::string &name, bool global, const std::string &
   // global_pool2d version 2: NCHW planes are one vectorized row reduction (no tile_w knob);
   // version 3: the knob block (that reduction's vector block); version 4: the knob transpose;
   // version 5: average pooling's sums start from -0.0 (sum_from_negative_zero); version 6: the
-  // knob wide (transposed planes read in full vectors before the fold to 4 partial sums).
+  // knob wide (transposed planes read in full vectors before the fold to 4 partial sums); version 7:
+  // max pooling starts from -inf (max_from_negative_infinity).
   // pool2d version 2: the separable knob (NCHW rows reduced into a row buffer, then columns);
   // version 3: the interior knob (the separable row stage's border vector blocks split off);
   // version 4: the unroll_kh knob (the direct form's window rows unrolled); average pooling's sums
-  // start from -0.0.
-  t.version = global ? 6 : 4;
+  // start from -0.0; version 5: the interior form's row buffer a whole number of 16 columns wide,
+  // max pooling from -inf and padded with it.
+  t.version = global ? 7 : 5;
   t.summary = summary;
   t.arguments = pool_arguments(global);
   const Json data =

@@ -423,6 +423,16 @@ class LoopPartitioner : public IRMutator {
     guarded(hi, tail_extent, only_upper);
     // The conditions stay in use for the loops of the copies above, not for loops elsewhere.
     for (const auto *c : added) done_.erase(c);
+    // A vectorized loop is cut only into vectors of power-of-two lanes: a vector of 16 cut at its
+    // first lane (a padded column) is one lane and 15, whose odd vector of 15 costs more (its
+    // masks built lane by lane, its stores in pieces) than the condition as one vector's mask. (A
+    // piece left alone is kept: the other's body did nothing.)
+    if (op->kind == ForKind::Vectorized && parts.size() > 1) {
+      for (const Stmt &part : parts) {
+        const int64_t n = *as_const_int(part.as<ForNode>()->extent);
+        if ((n & (n - 1)) != 0) return std::nullopt;
+      }
+    }
     return parts.empty() ? make_nop() : BlockNode::make(std::move(parts));
   }
 

@@ -1288,9 +1288,21 @@ llvm::Value *CodeGenLLVM::load(const ir::LoadNode *op) {
         ptr = b_.CreateBitCast(ptr, wt->getPointerTo());
         llvm::LoadInst *all = b_.CreateAlignedLoad(wt, ptr, access_align(buf, start, mt));
         annotate(all, buf);
+        const bool shifted = from >= s;  // a span shifted by one stride (from == s)
         std::vector<int> pick;
-        for (unsigned j = 0; j < lanes; ++j) pick.push_back(static_cast<int>(from + j * s));
-        return from_memory(b_.CreateShuffleVector(all, pick), et);
+        for (unsigned j = 0; j < lanes; ++j) pick.push_back(static_cast<int>((shifted ? 0 : from) + j * s));
+        llvm::Value *picked = b_.CreateShuffleVector(all, pick);
+        if (shifted) {
+          // The span's elements 0, s, 2s, ... (the first load's value) moved down a lane, the
+          // element just past the span in the last: one two-operand shuffle of whole vectors.
+          const Expr past = start + ir::make_const(start.type(), static_cast<int64_t>(wide));
+          llvm::LoadInst *last = b_.CreateAlignedLoad(mt, address(mt, base, past), access_align(buf, past, mt));
+          annotate(last, buf);
+          std::vector<int> down;
+          for (unsigned j = 1; j <= lanes; ++j) down.push_back(static_cast<int>(j));
+          picked = b_.CreateShuffleVector(picked, b_.CreateVectorSplat(lanes, last), down);
+        }
+        return from_memory(picked, et);
       }
       llvm::Value *wide_mask;
       if (mask) {
@@ -1473,7 +1485,9 @@ void CodeGenLLVM::let_stmt(const ir::LetStmtNode *op) {
 // read between them every element of [b + o, b + o + lanes * s). Any such load at b + o + k
 // (0 <= k < s) may then read that span as one unmasked contiguous load: no element outside what
 // the run's loads read anyway. (The pair x[2j], x[2j + 1] of a stride-2 window is the common
-// case, whether its taps are added in one value or accumulated by one store each.)
+// case, whether its taps are added in one value or accumulated by one store each.) A load at
+// b + o + s, whose own stride is not read whole, takes the span's elements s, 2s, ... and the one
+// element past it (k = s).
 void CodeGenLLVM::find_whole_strides(const std::vector<const ir::StoreNode *> &stores) {
   clear_whole_strides();
   struct Strided {
@@ -1540,17 +1554,40 @@ void CodeGenLLVM::find_whole_strides(const std::vector<const ir::StoreNode *> &s
   for (const ir::StoreNode *st : stores) {
     if (st->value.type().lanes() > 1) walk(st->value);
   }
+  auto alike = [](const Strided &g, const Strided &of) {
+    return g.stride == of.stride && g.load->buffer_var.same_as(of.load->buffer_var) && g.load->type == of.load->type &&
+           ir::structural_equal(g.rest, of.rest);
+  };
   auto at = [&](const Strided &of, int64_t offset) -> const Strided * {
     for (const Strided &g : found) {
-      if (g.offset == offset && g.stride == of.stride && g.load->buffer_var.same_as(of.load->buffer_var) &&
-          g.load->type == of.load->type && ir::structural_equal(g.rest, of.rest)) {
-        return &g;
-      }
+      if (g.offset == offset && alike(g, of)) return &g;
     }
     return nullptr;
   };
   for (const Strided &l : found) {
     if (l.stride > 4) continue;
+    // First the groups of whole strides tiled from the lowest offset of the loads like l, so that
+    // loads share spans: the taps x[2j], x[2j + 1], x[2j + 2] of a window of three at stride 2
+    // read one span, the third its elements 2, 4, ... and the one element past it, rather than a
+    // second span one element later (unaligned where the first is aligned, its loads straddling
+    // the stores that wrote a row buffer). Else any group of whole strides that holds l.
+    int64_t lowest = l.offset;
+    for (const Strided &m : found) {
+      if (alike(m, l)) lowest = std::min(lowest, m.offset);
+    }
+    const int64_t group = lowest + (l.offset - lowest) / l.stride * l.stride;
+    const Strided *own = at(l, group);
+    if (own && at(l, group + l.stride - 1)) {
+      whole_strides_[l.load] = {own->base, static_cast<unsigned>(l.offset - group)};
+      continue;
+    }
+    if (group == l.offset && group - l.stride >= lowest) {
+      const Strided *first = at(l, group - l.stride);
+      if (first && at(l, group - 1)) {
+        whole_strides_[l.load] = {first->base, static_cast<unsigned>(l.stride)};
+        continue;
+      }
+    }
     for (int64_t k = 0; k < l.stride; ++k) {
       const Strided *first = at(l, l.offset - k);
       if (first && at(l, l.offset - k + l.stride - 1)) {

@@ -186,6 +186,33 @@ TEST(Injective, SumsOfNegativeZerosAreNegativeZero) {
   }
 }
 
+// The max of values that are all -inf is -inf and the min of values that are all +inf is +inf, as
+// numpy's (the reductions start from -inf and +inf, not from the lowest and highest finite
+// values); a row with one finite value among infinities gives that value. Through the LLVM back
+// end, over the last axis, the first and both.
+TEST(Injective, MaxAndMinOfInfinitiesAreInfinite) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const char *op : {"max", "min"}) {
+    const float fill = std::string(op) == "max" ? -inf : inf;
+    for (const std::vector<int64_t> &axes : {std::vector<int64_t>{1}, std::vector<int64_t>{0}, std::vector<int64_t>{0, 1}}) {
+      ops::Task task("reduce.x86", Json::object({{"data", tensor({6, 200})}, {"axes", Json::array_of(axes)}, {"op", op}}),
+                     kTarget);
+      const autotune::Config cfg = task.default_config();
+      std::vector<deploy::Tensor> inputs = testing::make_inputs(task.compute(cfg), 5);
+      float *x = inputs[0].data_as<float>();
+      for (int64_t i = 0; i < inputs[0].numel(); ++i) x[i] = fill;
+      x[3 * 200 + 17] = 2.5f;  // row 3, column 17
+      const deploy::Tensor out = testing::run_config_llvm(task, cfg, inputs)[0];
+      SCOPED_TRACE(std::string(op) + " over " + Json::array_of(axes).dump());
+      const float *y = out.data_as<float>();
+      for (int64_t i = 0; i < out.numel(); ++i) {
+        const bool finite = axes.size() == 2 || (axes[0] == 1 ? i == 3 : i == 17);
+        ASSERT_EQ(y[i], finite ? 2.5f : fill) << "element " << i;
+      }
+    }
+  }
+}
+
 TEST(Injective, GenericScheduleOnAHandWrittenChain) {
   auto A = te::placeholder({7, 45}, ir::Float(32), "A");
   auto B = te::compute(

@@ -6,6 +6,7 @@
 #include <limits>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 #include "compiler/codegen/llvm/llvm_module.h"
 #include "compiler/ops/epilogue.h"
@@ -321,6 +322,91 @@ TEST(Pool, StridedWindowPairsLoadUnmasked) {
                                      testing::run_config_llvm(small, cfg, inputs)[0]),
                   1e-5);
       }
+    }
+  }
+}
+
+// A window of three columns at stride 2 (max pool 3x3 s2, ResNet's) reads one span of whole
+// strides per output vector from its row buffer: x[2j] and x[2j + 1] are its even and odd
+// elements and x[2j + 2] the even ones a lane further on with the element past the span, rather
+// than a second span one element later (unaligned, straddling the stores that wrote the buffer).
+// The row buffer is whole vectors, so no block of it is stored under a mask. Windows of 3 at
+// stride 2, 4 at 3 and 5 at 4 (each a span and the element past it), separable and direct, agree
+// with naive C++ at widths whose last window ends at, before and past the last vector.
+TEST(Pool, WindowsOneColumnWiderThanTheStrideShareOneSpan) {
+  PoolParams p;
+  p.kh = p.kw = 3;
+  p.pt = p.pl = p.pb = p.pr = 1;
+  ops::Task task("pool2d.x86", pool_args({1, 64, 112, 112}, p), kTarget);
+  ASSERT_TRUE(task.default_config().choice_bool("separable"));
+  ir::LoweredFunc f = task.lower(task.default_config(), "op");
+  codegen::LLVMBuildOptions o;
+  o.target = "llvm -mcpu=znver4";
+  const std::string text = codegen::emit_llvm_ir({f}, o);
+  int spans = 0, unaligned = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("load <32 x float>") == std::string::npos) continue;
+    ++spans;
+    if (line.find("align 64") == std::string::npos) ++unaligned;
+  }
+  EXPECT_GE(spans, 1) << text;
+  EXPECT_EQ(unaligned, 0) << text;  // before: a second span one element later, at align 4
+  EXPECT_EQ(text.find("masked.store"), std::string::npos) << text;
+  for (int64_t k : {3, 4, 5}) {
+    PoolParams q;
+    q.kh = q.kw = k;
+    q.sh = q.sw = k - 1;
+    q.pt = q.pl = q.pb = q.pr = 1;
+    q.is_max = k != 4;
+    for (int64_t width : {48, 47, 53, 112}) {
+      ops::Task small("pool2d.x86", pool_args({1, 2, 7, width}, q), kTarget);
+      for (const char *form : {"separable=1", "separable=0"}) {
+        const autotune::Config cfg = small.space().parse_config_text(form, small.default_config());
+        std::vector<deploy::Tensor> inputs = testing::make_inputs(small.compute(cfg), 11);
+        SCOPED_TRACE(cfg.to_string() + " window " + std::to_string(k) + " width " + std::to_string(width));
+        EXPECT_LE(testing::rel_error(naive_pool(testing::to_host(inputs[0]), q),
+                                     testing::run_config_llvm(small, cfg, inputs)[0]),
+                  1e-5);
+      }
+    }
+  }
+}
+
+// Max pooling of -inf gives -inf, as ONNX Runtime and torch do (the windows start from -inf and
+// the padding is -inf, not the lowest finite value), and a window with one finite value among
+// -infs gives it: windowed (separable and direct) and global, through the LLVM back end, element
+// for element against naive C++.
+TEST(Pool, MaxOfMinusInfinitiesIsMinusInfinity) {
+  const float inf = std::numeric_limits<float>::infinity();
+  PoolParams p;
+  p.kh = p.kw = 3;
+  p.pt = p.pl = p.pb = p.pr = 1;
+  const std::vector<std::tuple<std::string, Json, PoolParams>> tasks = {
+      {"pool2d.x86", pool_args({1, 2, 9, 40}, p), p},
+      {"global_pool2d.x86", Json::object({{"data", tensor({1, 40, 7, 7})}, {"pool_type", "max"}}),
+       global_params({1, 40, 7, 7}, true)},
+      {"global_pool2d.x86", Json::object({{"data", tensor({1, 4, 14, 14})}, {"pool_type", "max"}}),
+       global_params({1, 4, 14, 14}, true)}};
+  for (const auto &[name, args, params] : tasks) {
+    ops::Task task(name, args, kTarget);
+    std::vector<autotune::Config> cfgs = {task.default_config()};
+    if (task.space().has_knob("separable")) cfgs.push_back(task.space().parse_config_text("separable=0", cfgs[0]));
+    for (const autotune::Config &cfg : cfgs) {
+      std::vector<deploy::Tensor> inputs = testing::make_inputs(task.compute(cfg), 3);
+      float *x = inputs[0].data_as<float>();
+      for (int64_t i = 0; i < inputs[0].numel(); ++i) x[i] = -inf;
+      x[0] = 1.5f;
+      const Host want = naive_pool(testing::to_host(inputs[0]), params);
+      const deploy::Tensor out = testing::run_config_llvm(task, cfg, inputs)[0];
+      SCOPED_TRACE(name + " " + cfg.to_string());
+      ASSERT_EQ(static_cast<size_t>(out.numel()), want.data.size());
+      int64_t minus_inf = 0;
+      for (int64_t i = 0; i < out.numel(); ++i) {
+        ASSERT_EQ(out.data_as<float>()[i], static_cast<float>(want.data[static_cast<size_t>(i)])) << "element " << i;
+        minus_inf += want.data[static_cast<size_t>(i)] == -inf;
+      }
+      EXPECT_EQ(minus_inf, out.numel() - 1);  // one window holds the 1.5
     }
   }
 }

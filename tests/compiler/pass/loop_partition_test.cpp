@@ -275,6 +275,30 @@ TEST(LoopPartition, ConstantSplitOfAVectorizedLoopKeepsConstantExtents) {
   expect_same_results(s, out, a, b, n, 0, 8);
 }
 
+// A vector of 16 lanes whose first lane is a padded column is kept whole, the condition its mask:
+// cut, it would be a vector of 1 lane and one of 15 (whose mask and stores cost more). Cut where
+// both pieces are powers of two (8 and 8), it is; a serial loop is cut at the lane either way.
+TEST(LoopPartition, AVectorizedLoopIsCutOnlyIntoPowerOfTwoVectors) {
+  Var a = buffer_var("A"), b = buffer_var("B"), i("i"), n("n");
+  auto nest = [&](int from, ForKind kind) {
+    return loop(i, 0, 16, store(b, select(likely(i >= from), load(a, i), 0.0f), i), kind);
+  };
+  const Stmt odd = nest(1, ForKind::Vectorized);
+  EXPECT_TRUE(loop_partition(odd).same_as(odd)) << loop_partition(odd);
+  const Stmt halves = nest(8, ForKind::Vectorized);
+  const Stmt cut = loop_partition(halves);
+  auto loops = top_loops(cut);
+  ASSERT_EQ(loops.size(), 2u) << cut;
+  for (const auto &l : loops) {
+    EXPECT_EQ(l.as<ForNode>()->kind, ForKind::Vectorized);
+    EXPECT_TRUE(is_const_int(l.as<ForNode>()->extent, 8)) << cut;
+  }
+  EXPECT_EQ(count(loops[1], NodeType::Select), 0) << cut;
+  expect_same_results(halves, cut, a, b, n, 0, 16);
+  const Stmt serial = nest(1, ForKind::Serial);
+  EXPECT_EQ(top_loops(loop_partition(serial)).size(), 2u) << loop_partition(serial);
+}
+
 TEST(LoopPartition, OuterLoopIsSplitAroundAVectorizedInnerLoop) {
   SplitTail t;
   Stmt s = t.nest(floordiv(t.n + 7, 8), ForKind::Vectorized);
