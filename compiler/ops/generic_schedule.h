@@ -57,6 +57,8 @@ ir::Expr sum_from_negative_zero(ir::Expr source, std::vector<te::IterVar> axis);
 // differs from te::max's only where every value is -infinity (then -infinity, not the lowest
 // finite value).
 ir::Expr max_from_negative_infinity(ir::Expr source, std::vector<te::IterVar> axis);
+// Its identity: -infinity for float types, the lowest value of the others (max pooling's padding).
+ir::Expr negative_infinity_or_lowest(ir::DataType t);
 
 // te::min with +infinity as the identity of float types (the highest value of the others), as
 // max_from_negative_infinity: the minimum of values that are all +infinity is +infinity.

@@ -108,10 +108,12 @@ Expr sum_from_negative_zero(Expr source, std::vector<te::IterVar> axis) {
   return reducer(std::move(source), std::move(axis));
 }
 
+Expr negative_infinity_or_lowest(DataType t) {
+  return t.is_float() ? make_const(t, -std::numeric_limits<double>::infinity()) : min_value(t);
+}
+
 Expr max_from_negative_infinity(Expr source, std::vector<te::IterVar> axis) {
-  static const te::Reducer reducer(
-      [](Expr a, Expr b) { return ir::max(a, b); },
-      [](DataType t) { return t.is_float() ? make_const(t, -std::numeric_limits<double>::infinity()) : min_value(t); });
+  static const te::Reducer reducer([](Expr a, Expr b) { return ir::max(a, b); }, negative_infinity_or_lowest);
   return reducer(std::move(source), std::move(axis));
 }
 

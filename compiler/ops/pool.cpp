@@ -10,7 +10,6 @@
 // output tile together with the division and the epilogue. NCHW windows taller than a row may be
 // separable: the kernel rows reduced into a row buffer next to the output row, then its columns.
 #include <algorithm>
-#include <limits>
 
 #include "compiler/ir/op.h"
 #include "compiler/ops/conv_common.h"
@@ -161,9 +160,7 @@ Compute pool_compute(const Pool &p, bool separable, bool interior) {
     after.push_back(0);
   }
   // Max pooling's padding is -inf for floats (ONNX: padding is ignored), the lowest value else.
-  const Expr pad_value =
-      p.is_max ? (dt.is_float() ? make_const(dt, -std::numeric_limits<double>::infinity()) : min_value(dt))
-               : make_zero(dt);
+  const Expr pad_value = p.is_max ? negative_infinity_or_lowest(dt) : make_zero(dt);
   interior = interior && separable;
   te::Tensor src = interior ? data : pad(data, before, after, "data.pad", pad_value);
   if (src != data) r.parts["pad"] = src;

@@ -294,7 +294,8 @@ class CodeGenLLVM {
     int64_t stride = 0;
     unsigned lanes = 0;
     std::vector<llvm::Value *> values;  // in offset order, each once its part is emitted
-    std::vector<int> part_of;           // offset -> its independent part (see rearrange_parts)
+    std::vector<RearrangePart> parts;   // the transpose's independent parts (see rearrange_parts)
+    std::vector<int> part_of;           // offset -> its part
     std::vector<bool> emitted;          // per part
   };
   std::vector<TransposedLoads> transposed_groups_;
@@ -1627,7 +1628,7 @@ void CodeGenLLVM::find_whole_strides(const std::vector<const ir::StoreNode *> &s
         continue;
       }
       const size_t g = transposed_groups_.size();
-      transposed_groups_.push_back({found[it->second[0]].base, l.stride, lanes, {}, {}, {}});
+      transposed_groups_.push_back({found[it->second[0]].base, l.stride, lanes, {}, {}, {}, {}});
       for (int64_t j = 0; j < l.stride; ++j, ++it) {
         for (size_t b : it->second) transposed_loads_[found[b].load] = {g, static_cast<unsigned>(j)};
       }
@@ -1643,25 +1644,25 @@ llvm::Value *CodeGenLLVM::transposed_load(const BufferInfo &buf, llvm::Type *mt,
                                           unsigned k) {
   TransposedLoads &g = transposed_groups_[group];
   const unsigned s = static_cast<unsigned>(g.stride), lanes = g.lanes;
-  std::vector<std::vector<int>> ids(s), want(s);
-  for (unsigned v = 0; v < s; ++v) {
-    for (unsigned p = 0; p < lanes; ++p) {
-      ids[v].push_back(static_cast<int>(v * lanes + p));
-      want[v].push_back(static_cast<int>(p * s + v));  // load v reads start + v + p * s
-    }
-  }
-  const std::vector<RearrangePart> parts = rearrange_parts(ids, want);
   if (g.values.empty()) {
+    std::vector<std::vector<int>> ids(s), want(s);
+    for (unsigned v = 0; v < s; ++v) {
+      for (unsigned p = 0; p < lanes; ++p) {
+        ids[v].push_back(static_cast<int>(v * lanes + p));
+        want[v].push_back(static_cast<int>(p * s + v));  // load v reads start + v + p * s
+      }
+    }
+    g.parts = rearrange_parts(ids, want);
     g.values.assign(s, nullptr);
     g.part_of.assign(s, 0);
-    g.emitted.assign(parts.size(), false);
-    for (size_t q = 0; q < parts.size(); ++q) {
-      for (unsigned o : parts[q].out) g.part_of[o] = static_cast<int>(q);
+    g.emitted.assign(g.parts.size(), false);
+    for (size_t q = 0; q < g.parts.size(); ++q) {
+      for (unsigned o : g.parts[q].out) g.part_of[o] = static_cast<int>(q);
     }
   }
   const size_t q = static_cast<size_t>(g.part_of[k]);
   if (!g.emitted[q]) {
-    const RearrangePart &part = parts[q];
+    const RearrangePart &part = g.parts[q];
     auto *vt = llvm::FixedVectorType::get(mt, lanes);
     std::vector<llvm::Value *> chunks;
     for (unsigned v : part.in) {
@@ -1836,8 +1837,8 @@ std::optional<std::vector<std::pair<bool, int>>> bit_homes(const std::vector<std
 // The independent parts of a rearrangement: where a bit of the element ids is a register bit both
 // of the vectors in and of the vectors out, the butterfly never shuffles two vectors that differ
 // in it, so the vectors in and out with one value of every such bit are a rearrangement of their
-// own (those id bits taken out, so that its ids are 0 to its size - 1). One part (everything) where there is no
-// such bit or the arrangements are not permutations of the bits of (register, lane).
+// own (those id bits taken out, so that its ids run from 0). One part (everything) where there is
+// no such bit or the arrangements are not permutations of the bits of (register, lane).
 std::vector<CodeGenLLVM::RearrangePart> CodeGenLLVM::rearrange_parts(const std::vector<std::vector<int>> &ids,
                                                                      const std::vector<std::vector<int>> &want) {
   std::vector<unsigned> all_in(ids.size()), all_out(want.size());
