@@ -93,8 +93,6 @@ deploy::Tensor make_tensor(const te::Tensor &t) {
   return deploy::Tensor::empty(const_shape(t), ir::to_deploy_dtype(t.dtype()));
 }
 
-int64_t scalar_count(const deploy::Tensor &t) { return t.numel() * t.dtype().lanes; }
-
 // --- configs ---
 
 // The config a wire config denotes in `task`'s space. An index of 0 is the wire's unset value and

@@ -88,7 +88,7 @@ enum class AcquireStatus {
 struct AcquireOutcome {
   AcquireStatus status = AcquireStatus::kShutdown;
   Lease lease;          // set when status is kGranted
-  std::string message;  // for kNoRunner: the device key, and the keys that have runners
+  std::string message{};  // for kNoRunner: the device key, and the keys that have runners
 };
 
 struct DeviceSummary {

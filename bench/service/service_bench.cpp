@@ -138,7 +138,7 @@ Run through_job_manager(const fs::path &dir, const std::string &strategy, int64_
   manager.unsubscribe(subscription);
   const tuner::JobReport report = manager.get(job);
   manager.shutdown();
-  return {wall, report.status.trials_done};
+  return {wall, report.status.trials_done, {}};
 }
 
 }  // namespace

@@ -947,16 +947,6 @@ TEST(FarmServiceTest, KilnFarmStatusAndKilnMeasure) {
   EXPECT_NE(out.find("kiln farm status: error: tracker summary: UNAVAILABLE"), std::string::npos) << out;
 }
 
-// The output of a kiln measure that has started, once `text` appears in it (or after `limit`).
-bool wait_for_output(ChildProcess &process, const std::string &text, std::chrono::milliseconds limit) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (process.log().find(text) != std::string::npos) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return false;
-}
-
 TEST(FarmServiceTest, TheLeaseOfAClientKilledWithSigkillIsFreeWithinTwoSeconds) {
   // The idle timeout is the default minute: only the tracker noticing that the client is gone
   // frees the runner in time.

@@ -443,7 +443,9 @@ TEST_F(KilndTest, ServesMetricsThatAgreeWithTheLogAndLogsJson) {
     EXPECT_EQ(event["component"].as_string(), "kilnd") << line;
     const std::string name = event["event"].as_string();
     events.insert(name);
-    if (name == "job_started") EXPECT_EQ(event["job"].as_int(), job) << line;
+    if (name == "job_started") {
+      EXPECT_EQ(event["job"].as_int(), job) << line;
+    }
   }
   for (const char *name :
        {"serving", "metrics_serving", "job_submitted", "job_started", "job_done", "shutting_down", "stopped"}) {

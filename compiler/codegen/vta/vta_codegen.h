@@ -110,12 +110,12 @@ class VtaProgram {
     uint64_t elem_offset = 0;
     uint32_t x_size = 0, y_size = 0, x_stride = 0, sram = 0;
     kiln::vta::MemType mem = kiln::vta::MemType::Inp;
-    kiln::vta::Pad pad;
+    kiln::vta::Pad pad{};
     // Gemm / Alu.
     int kernel = -1;
     bool reset = false;
     kiln::vta::AluOp alu = kiln::vta::AluOp::Add;
-    std::optional<int32_t> imm;
+    std::optional<int32_t> imm{};
     // Push / Pop: stage -> to.
     int to = 0;
   };

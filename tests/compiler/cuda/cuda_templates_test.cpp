@@ -776,7 +776,9 @@ TEST(CudaTemplates, SpacesKeepToTheBlockLimits) {
     EXPECT_LE(y[1] * x[1], 16) << cfg.to_string();
     // A staged tile of A and of B per virtual thread.
     EXPECT_LE(y[1] * x[1] * (y[2] * y[3] + x[2] * x[3]) * k[1] * 4, 48 * 1024) << cfg.to_string();
-    if (i < 20) EXPECT_LE(codegen::shared_memory_bytes(task.lower(cfg, "k")), 48 * 1024) << cfg.to_string();
+    if (i < 20) {
+      EXPECT_LE(codegen::shared_memory_bytes(task.lower(cfg, "k")), 48 * 1024) << cfg.to_string();
+    }
   }
   // ResNet-18's 3 x 3 convolutions of 128 channels at 28 x 28 as an implicit GEMM (K = 1152): the
   // default config and random ones launch within the limits.

@@ -202,8 +202,9 @@ TEST(EpilogueExpr, AnAttentionMaskAfterABatchedMatMulIsOneKernel) {
   ASSERT_EQ(count(f, "FusedMatMul"), 1) << print(f);
   EXPECT_EQ(count(f, "Add"), 0) << print(f);
   for (const Node &n : f.nodes()) {
-    if (n.op == "FusedMatMul")
+    if (n.op == "FusedMatMul") {
       EXPECT_NE(n.attr_string("epilogue", "").find(R"({"broadcast":[1,1,16]})"), std::string::npos) << n.describe();
+    }
   }
   EXPECT_LT(max_difference(g, f), 1e-5);
 }

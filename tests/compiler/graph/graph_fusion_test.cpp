@@ -410,7 +410,9 @@ TEST(GraphFusion, AttentionProductsAreFusedMatMulsOnRankThreeViews) {
   EXPECT_EQ(count(f, "Transpose"), 0);
   EXPECT_EQ(count(f, "Div"), 0);
   for (const auto &n : f.nodes()) {
-    if (n.op == "FusedMatMul" || n.op == "Softmax") EXPECT_NE(template_of(f, n), "") << n.describe();
+    if (n.op == "FusedMatMul" || n.op == "Softmax") {
+      EXPECT_NE(template_of(f, n), "") << n.describe();
+    }
   }
   EXPECT_EQ(template_of(f, only_node(f, "Softmax")), "softmax.x86");
   EXPECT_LT(max_difference(g, f), 1e-5);

@@ -316,7 +316,7 @@ TEST(InjectiveFusion, AMalformedSubgraphIsAGraphErrorNamingTheNode) {
   n.name = "bad";
   n.inputs = {x};
   n.outputs = {kNoValue};
-  for (const std::string sub :
+  for (const std::string &sub :
        {std::string("[1]"), std::string(R"({"nodes":[{"op":"Conv","in":[{"i":0}]}]})"),
         std::string(R"({"nodes":[{"op":"Relu","in":[{"i":3}]}]})"),
         std::string(R"({"nodes":[{"op":"Transpose","attrs":{"perm":{"ints":[0,5]}},"in":[{"i":0}]}]})"),
@@ -368,8 +368,9 @@ TEST(InjectiveFusion, ShufflenetV2MatchesTheReferenceAndTorch) {
   EXPECT_LE(art_base, 1e-4 * scale);
   EXPECT_EQ(count(f, "FusedInjective"), 13);
   for (const auto &n : f.nodes()) {
-    if (n.op == "FusedInjective")
+    if (n.op == "FusedInjective") {
       EXPECT_EQ(member_ops(n), (std::vector<std::string>{"Slice", kLayoutTransformOp})) << n.name;
+    }
   }
   std::printf("shufflenet_v2_x1_0 kernels: %d unoptimized, %d optimized, %d FusedInjective\n", kernels(g), kernels(f),
               count(f, "FusedInjective"));

@@ -465,8 +465,12 @@ TEST(Norm, LayerNormEveryConfigLowers) {
     });
     EXPECT_EQ(lowered, ln.space().count_valid());
     // The BERT row and the rows of 33 have configs that pipeline; a tensor of one row has none.
-    if (shape[shape.size() - 2] > 1 && shape.back() > 24) EXPECT_GT(pipelined, 0);
-    if (shape[1] == 1) EXPECT_EQ(pipelined, 0);
+    if (shape[shape.size() - 2] > 1 && shape.back() > 24) {
+      EXPECT_GT(pipelined, 0);
+    }
+    if (shape[1] == 1) {
+      EXPECT_EQ(pipelined, 0);
+    }
   }
 }
 
