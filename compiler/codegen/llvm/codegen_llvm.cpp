@@ -212,6 +212,14 @@ class CodeGenLLVM {
   // memory
   llvm::Value *element_ptr(const BufferInfo &buf, llvm::Type *mt);
   llvm::Align access_align(const BufferInfo &buf, const Expr &offset, llvm::Type *mt);
+  // llvm.masked.load / llvm.masked.store of a vector of any width, as power-of-two pieces where the
+  // width is not one (LLVM 14's x86 back end drops the mask of the last lane of a <9 x float>
+  // masked load on AVX2: it loads the lane, and a masked-off padding lane reads memory).
+  // Each piece is annotated with buf's alias scopes.
+  llvm::Value *masked_load(llvm::FixedVectorType *vt, llvm::Value *ptr, llvm::Align align, llvm::Value *mask,
+                           const BufferInfo &buf);
+  llvm::Instruction *masked_store(llvm::Value *value, llvm::Value *ptr, llvm::Align align, llvm::Value *mask,
+                                  const BufferInfo &buf);
   void annotate(llvm::Value *access, const BufferInfo &buf);
 
   // ------------------------------------------------------------------ statements
@@ -541,7 +549,7 @@ llvm::Align CodeGenLLVM::access_align(const BufferInfo &buf, const Expr &offset,
 
 void CodeGenLLVM::annotate(llvm::Value *access, const BufferInfo &buf) {
   auto *inst = llvm::dyn_cast<llvm::Instruction>(access);
-  if (!inst || buf.scope < 0) return;
+  if (!inst || !inst->mayReadOrWriteMemory() || buf.scope < 0) return;
   inst->setMetadata(llvm::LLVMContext::MD_alias_scope, scope_md_[static_cast<size_t>(buf.scope)]);
   inst->setMetadata(llvm::LLVMContext::MD_noalias, noalias_md_[static_cast<size_t>(buf.scope)]);
 }
@@ -911,12 +919,13 @@ llvm::Value *CodeGenLLVM::horner(llvm::Value *x, const std::vector<double> &coef
 
 // exp(x) = 2^n * e^r with n = round(x / ln 2) and |r| <= ln(2) / 2. 2^n is applied by AVX-512's
 // vscalefps where the vector has a width it takes (one instruction that rounds near the overflow
-// and subnormal limits, gives inf and 0 beyond them and passes NaN through), else as two powers of
-// two with the limits and NaN selected afterwards. A wider vector (a block of several) is split into
-// vscalefps's width.
+// and subnormal limits, gives inf and 0 beyond them and passes NaN through), else as two
+// multiplications by powers of two, 2^(n/2) and 2^(n - n/2), built in the exponent bits: the second
+// rounds the result once, to inf past the overflow limit and to a subnormal or 0 below the normal
+// range, so no limit needs a select. A wider vector (a block of several) is split into vscalefps's
+// width.
 llvm::Value *CodeGenLLVM::approx_exp(llvm::Value *x) {
   llvm::Type *it = like(i32_, x->getType());
-  const double hi = 88.72283935546875, lo = -103.97208404541016;
   llvm::Value *scalef = scalef_intrinsic(x->getType());
   auto *xv = llvm::dyn_cast<llvm::FixedVectorType>(x->getType());
   const unsigned width = xv ? xv->getNumElements() : 1;
@@ -941,13 +950,12 @@ llvm::Value *CodeGenLLVM::approx_exp(llvm::Value *x) {
     }
     return parts[0];
   }
-  // With vscalefps the clamp only keeps n finite: past 89 the result is inf, below -104 it is 0,
-  // and NaN passes the selects (an unordered compare is false) and every step after them.
-  const double chi = scalef ? 89.0 : hi, clo = scalef ? -104.0 : lo;
+  // The clamp only keeps n in range (|n| <= 150, so each half of it is a normal power of two): past
+  // 89 the result is inf, below -104 it is 0, either way, and NaN passes the selects (an unordered
+  // compare is false) and every step after them (NaN times any power of two is NaN).
+  const double chi = 89.0, clo = -104.0;
   llvm::Value *xc = b_.CreateSelect(b_.CreateFCmpOGT(x, fconst(x, chi)), fconst(x, chi), x);
   xc = b_.CreateSelect(b_.CreateFCmpOLT(xc, fconst(x, clo)), fconst(x, clo), xc);
-  // NaN is replaced at the end; 0 in its place keeps every lane of the conversion below in range.
-  if (!scalef) xc = b_.CreateSelect(b_.CreateFCmpUNO(x, x), fconst(x, 0.0), xc);
   // n = x * log2(e) rounded to the nearest integer by adding and subtracting 1.5 * 2^23 (a float
   // that large has no fraction bits, so the add rounds; the integer is then in the low bits of
   // the sum), without a round instruction (SSE2 has none) or a float-int-float round trip.
@@ -969,16 +977,85 @@ llvm::Value *CodeGenLLVM::approx_exp(llvm::Value *x) {
     if (vt->getNumElements() == 16) args.push_back(b_.getInt32(4));  // the current rounding mode
     return b_.CreateCall(llvm::cast<llvm::Function>(scalef), args);
   }
-  llvm::Value *ni = b_.CreateSub(b_.CreateBitCast(v, it), b_.CreateBitCast(fconst(x, magic), it));
-  llvm::Value *n1 = b_.CreateAShr(ni, int_const(it, 1));
-  llvm::Value *n2 = b_.CreateSub(ni, n1);
-  auto pow2 = [&](llvm::Value *e) {
-    return b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(e, int_const(it, 127)), int_const(it, 23)), x->getType());
-  };
-  llvm::Value *res = b_.CreateFMul(b_.CreateFMul(y, pow2(n1)), pow2(n2));
-  res = b_.CreateSelect(b_.CreateFCmpOGT(x, fconst(x, hi)), fconst(x, INFINITY), res);
-  res = b_.CreateSelect(b_.CreateFCmpOLT(x, fconst(x, lo)), fconst(x, 0.0), res);
-  return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, res);
+  // v's bits are magic's plus n (|n| <= 150 keeps v in magic's binade, where the step is 1), and
+  // magic's bits end in 22 zeros: shifted to the exponent field they vanish. So n << 23 is v's
+  // bits << 23 and (n >> 1) << 23 is (v's bits >> 1) << 23, with no subtraction of magic.
+  llvm::Value *vb = b_.CreateBitCast(v, it);
+  llvm::Value *e1 = b_.CreateShl(b_.CreateLShr(vb, int_const(it, 1)), int_const(it, 23));  // floor(n / 2)
+  llvm::Value *e2 = b_.CreateSub(b_.CreateShl(vb, int_const(it, 23)), e1);                 // n - floor(n / 2)
+  auto pow2 = [&](llvm::Value *e) { return b_.CreateBitCast(b_.CreateAdd(e, int_const(it, 127 << 23)), x->getType()); };
+  // y * 2^(n/2) is exact (a normal float); the second product is the one rounding.
+  return b_.CreateFMul(b_.CreateFMul(y, pow2(e1)), pow2(e2));
+}
+
+// The power-of-two pieces of a vector of n lanes, largest first: (first lane, lanes).
+static std::vector<std::pair<unsigned, unsigned>> power_of_two_pieces(unsigned n) {
+  std::vector<std::pair<unsigned, unsigned>> pieces;
+  unsigned at = 0;
+  while (at < n) {
+    unsigned w = 1;
+    while (w * 2 <= n - at) w *= 2;
+    pieces.emplace_back(at, w);
+    at += w;
+  }
+  return pieces;
+}
+
+static std::vector<int> lane_range(unsigned from, unsigned count) {
+  std::vector<int> lanes(count);
+  for (unsigned j = 0; j < count; ++j) lanes[j] = static_cast<int>(from + j);
+  return lanes;
+}
+
+llvm::Value *CodeGenLLVM::masked_load(llvm::FixedVectorType *vt, llvm::Value *ptr, llvm::Align align, llvm::Value *mask,
+                                      const BufferInfo &buf) {
+  const unsigned n = vt->getNumElements();
+  if ((n & (n - 1)) == 0) {
+    llvm::Value *ld = b_.CreateMaskedLoad(vt, ptr, align, mask, llvm::Constant::getNullValue(vt));
+    annotate(ld, buf);
+    return ld;
+  }
+  llvm::Type *et = vt->getElementType();
+  const uint64_t esize = mod_.getDataLayout().getTypeAllocSize(et);
+  llvm::Value *elems = b_.CreateBitCast(ptr, et->getPointerTo());
+  llvm::Value *result = llvm::Constant::getNullValue(vt);
+  for (const auto &[at, w] : power_of_two_pieces(n)) {
+    auto *pt = llvm::FixedVectorType::get(et, w);
+    llvm::Value *p = b_.CreateBitCast(b_.CreateConstInBoundsGEP1_64(et, elems, at), pt->getPointerTo());
+    llvm::Value *piece = b_.CreateMaskedLoad(pt, p, llvm::commonAlignment(align, at * esize),
+                                             b_.CreateShuffleVector(mask, lane_range(at, w)),
+                                             llvm::Constant::getNullValue(pt));
+    annotate(piece, buf);
+    // The piece widened to n lanes, then its lanes taken into the result.
+    std::vector<int> widen(n, -1), take(n);
+    for (unsigned j = 0; j < w; ++j) widen[j] = static_cast<int>(j);
+    for (unsigned j = 0; j < n; ++j) take[j] = static_cast<int>(j >= at && j < at + w ? n + j - at : j);
+    result = b_.CreateShuffleVector(result, b_.CreateShuffleVector(piece, widen), take);
+  }
+  return result;
+}
+
+llvm::Instruction *CodeGenLLVM::masked_store(llvm::Value *value, llvm::Value *ptr, llvm::Align align, llvm::Value *mask,
+                                             const BufferInfo &buf) {
+  auto *vt = llvm::cast<llvm::FixedVectorType>(value->getType());
+  const unsigned n = vt->getNumElements();
+  if ((n & (n - 1)) == 0) {
+    llvm::Instruction *st = b_.CreateMaskedStore(value, ptr, align, mask);
+    annotate(st, buf);
+    return st;
+  }
+  llvm::Type *et = vt->getElementType();
+  const uint64_t esize = mod_.getDataLayout().getTypeAllocSize(et);
+  llvm::Value *elems = b_.CreateBitCast(ptr, et->getPointerTo());
+  llvm::Instruction *last = nullptr;
+  for (const auto &[at, w] : power_of_two_pieces(n)) {
+    auto *pt = llvm::FixedVectorType::get(et, w);
+    llvm::Value *p = b_.CreateBitCast(b_.CreateConstInBoundsGEP1_64(et, elems, at), pt->getPointerTo());
+    last = b_.CreateMaskedStore(b_.CreateShuffleVector(value, lane_range(at, w)), p,
+                                llvm::commonAlignment(align, at * esize), b_.CreateShuffleVector(mask, lane_range(at, w)));
+    annotate(last, buf);
+  }
+  return last;
 }
 
 // AVX-512's scalef (x * 2^floor(n)) for float vectors of `t`'s width, or null where the target or
@@ -1242,7 +1319,7 @@ llvm::Value *CodeGenLLVM::load(const ir::LoadNode *op) {
     ptr = b_.CreateBitCast(ptr, vt->getPointerTo());
     const llvm::Align align = access_align(buf, r->base, mt);
     if (mask) {
-      result = b_.CreateMaskedLoad(vt, ptr, align, mask, llvm::Constant::getNullValue(vt));
+      result = masked_load(vt, ptr, align, mask, buf);
     } else {
       result = b_.CreateAlignedLoad(vt, ptr, align);
     }
@@ -1321,8 +1398,7 @@ llvm::Value *CodeGenLLVM::load(const ir::LoadNode *op) {
       }
       llvm::Value *ptr = address(mt, base, r->base);
       ptr = b_.CreateBitCast(ptr, wt->getPointerTo());
-      llvm::Value *all =
-          b_.CreateMaskedLoad(wt, ptr, access_align(buf, r->base, mt), wide_mask, llvm::Constant::getNullValue(wt));
+      llvm::Value *all = masked_load(wt, ptr, access_align(buf, r->base, mt), wide_mask, buf);
       annotate(all, buf);
       std::vector<int> pick;
       for (unsigned j = 0; j < lanes; ++j) pick.push_back(static_cast<int>(j * s));
@@ -2012,7 +2088,7 @@ void CodeGenLLVM::store(const ir::StoreNode *op) {
     llvm::Value *ptr = address(mt, base, r->base);
     ptr = b_.CreateBitCast(ptr, vt->getPointerTo());
     const llvm::Align align = access_align(buf, r->base, mt);
-    llvm::Instruction *st = mask ? static_cast<llvm::Instruction *>(b_.CreateMaskedStore(value, ptr, align, mask))
+    llvm::Instruction *st = mask ? masked_store(value, ptr, align, mask, buf)
                                  : static_cast<llvm::Instruction *>(b_.CreateAlignedStore(value, ptr, align));
     annotate(st, buf);
     return;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <regex>
@@ -479,6 +480,54 @@ TEST(LLVMCodegenTest, StridedPairsLoadTheirWholeSpanUnmasked) {
   EXPECT_EQ(count(far_ir, "call <16 x float> @llvm.masked.load"), 2u) << far_ir;
 }
 
+// Masked loads and stores of vectors whose width is no power of two (a padded row of 9 floats, a
+// plane of 49) keep every lane's mask: a masked-off lane of a load gives the pad value, not the
+// memory under it, and a masked-off lane of a store leaves memory as it was. (On AVX2, LLVM 14
+// lowered a <9 x float> masked load as an unmasked load of its last lane, so a 3x3 convolution's
+// padded rows read the next row's first element in place of the right padding.)
+TEST(LLVMCodegenTest, MaskedAccessesOfEveryWidthKeepTheirMasks) {
+  for (const int w : {3, 5, 6, 7, 9, 12, 15, 17, 25, 49}) {
+    SCOPED_TRACE(std::to_string(w) + " lanes");
+    Buffer A = ir::make_buffer("A", Float(32), {64});
+    Buffer L = ir::make_buffer("L", Float(32), {4, 3, w});
+    Buffer S = ir::make_buffer("S", Float(32), {4, 3, w});
+    Var k("k");
+    // Rows k = 0, 1, 2, row 0 masked off whole (a padding row), as a padded copy's loop makes them:
+    // the row's condition (a scalar, broadcast) and the lanes' (all but the first and the last, the
+    // first only, the last only, every other one).
+    const Expr lane = ramp(0, 1, w), row = bcast(Expr(1) <= k, w);
+    const std::vector<Expr> masks = {row && (bcast(Expr(1), w) <= lane) && (lane < bcast(Expr(w - 1), w)),
+                                     row && (lane < bcast(Expr(1), w)), row && (lane >= bcast(Expr(w - 1), w)),
+                                     row && (ir::floormod(lane, bcast(Expr(2), w)) == bcast(Expr(0), w))};
+    std::vector<Stmt> stores;
+    for (size_t m = 0; m < masks.size(); ++m) {
+      const Expr at = ramp((static_cast<int>(m) * 3 + k) * w, 1, w), from = ramp(k * 7 + 1, 1, w);
+      stores.push_back(store(L, ir::if_then_else(masks[m], load(A, from, masks[m]), bcast(Expr(0.0f), w)), at));
+      stores.push_back(store(S, load(A, from), at, masks[m]));
+    }
+    auto f = make_func("masked", {A, L, S}, {}, loop(k, 3, ir::BlockNode::make(stores)));
+    std::vector<float> a(64);
+    for (int x = 0; x < 64; ++x) a[x] = 1.0f + static_cast<float>(x);
+    auto r = run_interp_and_llvm(f, {make_tensor<float>({64}, a), filled<float>({4, 3, w}, -7.0f),
+                                     filled<float>({4, 3, w}, -7.0f)});
+    expect_same(r);
+    const auto loaded = values<float>(r.llvm[1]), stored = values<float>(r.llvm[2]);
+    const std::vector<std::function<bool(int)>> on = {[&](int j) { return j >= 1 && j < w - 1; },
+                                                      [](int j) { return j == 0; },
+                                                      [&](int j) { return j == w - 1; },
+                                                      [](int j) { return j % 2 == 0; }};
+    for (size_t m = 0; m < on.size(); ++m)
+      for (int row_k = 0; row_k < 3; ++row_k)
+        for (int j = 0; j < w; ++j) {
+          const size_t at = (m * 3 + static_cast<size_t>(row_k)) * static_cast<size_t>(w) + static_cast<size_t>(j);
+          const bool active = row_k >= 1 && on[m](j);
+          const float want = a[static_cast<size_t>(row_k * 7 + 1 + j)];
+          EXPECT_EQ(loaded[at], active ? want : 0.0f) << "mask " << m << ", row " << row_k << ", lane " << j;
+          EXPECT_EQ(stored[at], active ? want : -7.0f) << "mask " << m << ", row " << row_k << ", lane " << j;
+        }
+  }
+}
+
 // if_then_else evaluates only the branch taken: per lane through masked loads for a vector
 // condition. The reads it guards would be out of bounds.
 TEST(LLVMCodegenTest, IfThenElseGuardsItsReads) {
@@ -716,8 +765,8 @@ TEST(LLVMCodegenTest, ApproximateMathIsVectorCodeWithinTwoUlps) {
 }
 
 // exp with approx_math is within 1 ULP of the correctly rounded value on a sweep of the whole
-// float range (every 1021st bit pattern: each binade of both signs at many mantissas, the
-// overflow and underflow limits, subnormal results, infinities and NaN), on the native target
+// float range (every 1021st bit pattern: each binade of both signs at many mantissas, every float
+// around the overflow and underflow limits, subnormal results, infinities and NaN), on the native target
 // (vscalefps where AVX-512 has it) and the generic one.
 TEST(LLVMCodegenTest, ApproximateExpIsWithinOneUlpOverTheWholeRange) {
   std::vector<float> xs;
@@ -727,6 +776,9 @@ TEST(LLVMCodegenTest, ApproximateExpIsWithinOneUlpOverTheWholeRange) {
     std::memcpy(&v, &u, sizeof v);
     xs.push_back(v);
   }
+  // Every float near the limits, where the last multiplication rounds to inf, to subnormals and to 0.
+  for (float v = 88.0f; v <= 89.5f; v = std::nextafter(v, 100.0f)) xs.push_back(v);
+  for (float v = -86.5f; v >= -105.0f; v = std::nextafter(v, -200.0f)) xs.push_back(v);
   for (float v : {88.72283935546875f, 88.7228394f, -87.3365479f, -103.972084f, -103.972076f, 0.0f, -0.0f,
                   std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
                   std::numeric_limits<float>::quiet_NaN()})
