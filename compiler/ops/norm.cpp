@@ -168,8 +168,11 @@ int64_t softmax_default_rows(const Softmax &sm, const Target &t) {
   const int64_t len = sm.data.shape[static_cast<size_t>(sm.axis)];
   const int64_t dim = sm.data.shape[static_cast<size_t>(sm.axis - 1)];
   const int64_t vectors = ceil_div(len, t.lanes(sm.data.dtype));
-  if (vectors > 16) return 1;
-  int64_t rows = vectors <= 8 ? 8 : 4;
+  // Interleaved rows share the register file with the exp's constants: half as many rows' vectors
+  // on a target with 16 vector registers (AVX2) as on one with 32 (AVX-512).
+  const int64_t longest = t.vector_registers() / 2;
+  if (vectors > longest) return 1;
+  int64_t rows = vectors <= longest / 2 ? 8 : 4;
   while (rows > dim) rows /= 2;
   return rows;
 }

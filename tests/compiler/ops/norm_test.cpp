@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "compiler/ir/ir_visitor.h"
 #include "compiler/ops/epilogue.h"
@@ -200,6 +201,22 @@ TEST(Norm, SoftmaxDefaultInterleavesShortRows) {
   // One row: nothing to interleave.
   ops::Task one("softmax.x86", Json::object({{"data", tensor({1, 1000})}}), kTarget);
   EXPECT_EQ(one.default_config().choice_int("rows"), 1);
+}
+
+// With 16 vector registers (AVX2, 8 lanes) the default interleaves half as many vectors of rows as
+// with 32 (AVX-512, 16 lanes): rows of 128 floats (16 AVX2 vectors) one at a time, rows of 64 four
+// at a time, rows of 32 eight; on AVX-512 the same rows are 8, 4 and 2 vectors, eight rows each.
+TEST(Norm, SoftmaxInterleavesFewerRowsWithSixteenVectorRegisters) {
+  const ops::Target avx2 = driver::resolve_target("llvm -mcpu=znver3");
+  ASSERT_EQ(avx2.vector_registers(), 16);
+  ASSERT_EQ(kTarget.vector_registers(), 32);
+  for (const auto &[len, on_avx2, on_avx512] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t>>{{128, 1, 8}, {64, 4, 8}, {32, 8, 8}, {512, 1, 1}}) {
+    SCOPED_TRACE("rows of " + std::to_string(len));
+    const Json args = Json::object({{"data", tensor({1, 12, 128, len})}});
+    EXPECT_EQ(ops::Task("softmax.x86", args, avx2).default_config().choice_int("rows"), on_avx2);
+    EXPECT_EQ(ops::Task("softmax.x86", args, kTarget).default_config().choice_int("rows"), on_avx512);
+  }
 }
 
 // The loops (but the parallel one over the rows) that both store into and load the exp buffer.
