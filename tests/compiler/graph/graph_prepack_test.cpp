@@ -5,6 +5,9 @@
 // block is the fixed one or another.
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <random>
+
 #include "compiler/driver/graph_executor.h"
 #include "compiler/driver/graph_pipeline.h"
 #include "compiler/driver/target.h"
@@ -103,12 +106,35 @@ TEST(PrepackDense, ARecordOfTheFreeBlockServesOnlyWithTheFixedBlock) {
   ASSERT_NE(free.key(), ops::tuning_task(kernel).key());
   std::vector<std::pair<std::string, Json>> values;
   for (const autotune::Knob &k : free.space().knobs()) values.emplace_back(k.name, free.default_config().value(k.name));
-  for (int64_t block : {bn, bn == 16 ? int64_t{8} : int64_t{16}}) {
-    SCOPED_TRACE(testing::Message() << "block " << block);
-    for (auto &[name, v] : values) {
-      if (name == "tile_x") v = Json::array_of(std::vector<int64_t>{(1000 + block - 1) / block, 1, block});
+  // A valid config of the free space with the fixed block bn (which blocks the space has and takes
+  // depends on the host's vector width): tile_x [x, y, bn].
+  auto with_block = [&](int64_t block) -> std::optional<std::vector<std::pair<std::string, Json>>> {
+    for (const Json &e : free.space().knob("tile_x").entities) {
+      if (e[2].as_int() != block) continue;
+      auto v = values;
+      for (auto &[name, value] : v)
+        if (name == "tile_x") value = e;
+      try {
+        free.space().from_values(v);
+        return v;
+      } catch (const std::exception &) {
+      }
     }
-    const OneRecord log(ops::tuning_task(free).key(), free.space().from_values(values).record());
+    return std::nullopt;
+  };
+  // Another block: the first of the space's sampled (valid) configs whose block is not bn.
+  std::optional<autotune::Config> other;
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 1000 && !other; ++i) {
+    autotune::Config c = free.space().sample(rng);
+    if (c.split("tile_x")[2] != bn) other = c;
+  }
+  ASSERT_TRUE(other.has_value()) << "no config of the free space with a block other than " << bn;
+  ASSERT_TRUE(with_block(bn).has_value());
+  for (const autotune::Config &cfg : {free.space().from_values(*with_block(bn)), *other}) {
+    const int64_t block = cfg.split("tile_x")[2];
+    SCOPED_TRACE(testing::Message() << "block " << block);
+    const OneRecord log(ops::tuning_task(free).key(), cfg.record());
     const ops::TunedChoice c = ops::choose_tuned_config(&log, kernel);
     EXPECT_EQ(c.config.has_value(), block == bn);
     driver::ExecutorOptions eo;
