@@ -917,6 +917,32 @@ llvm::Value *CodeGenLLVM::horner(llvm::Value *x, const std::vector<double> &coef
   return y;
 }
 
+namespace {
+
+bool power_of_two(size_t n) { return n != 0 && (n & (n - 1)) == 0; }
+
+// The power-of-two pieces of a vector of n lanes, largest first: (first lane, lanes).
+std::vector<std::pair<unsigned, unsigned>> power_of_two_pieces(unsigned n) {
+  std::vector<std::pair<unsigned, unsigned>> pieces;
+  unsigned at = 0;
+  while (at < n) {
+    unsigned w = 1;
+    while (w * 2 <= n - at) w *= 2;
+    pieces.emplace_back(at, w);
+    at += w;
+  }
+  return pieces;
+}
+
+// Shuffle lanes from, from + 1, ..., from + count - 1.
+std::vector<int> lane_range(unsigned from, unsigned count) {
+  std::vector<int> lanes(count);
+  for (unsigned j = 0; j < count; ++j) lanes[j] = static_cast<int>(from + j);
+  return lanes;
+}
+
+}  // namespace
+
 // exp(x) = 2^n * e^r with n = round(x / ln 2) and |r| <= ln(2) / 2. 2^n is applied by AVX-512's
 // vscalefps where the vector has a width it takes (one instruction that rounds near the overflow
 // and subnormal limits, gives inf and 0 beyond them and passes NaN through), else as two
@@ -929,23 +955,17 @@ llvm::Value *CodeGenLLVM::approx_exp(llvm::Value *x) {
   llvm::Value *scalef = scalef_intrinsic(x->getType());
   auto *xv = llvm::dyn_cast<llvm::FixedVectorType>(x->getType());
   const unsigned width = xv ? xv->getNumElements() : 1;
-  if (!scalef && width > 16 && (width & (width - 1)) == 0 &&
+  if (!scalef && width > 16 && power_of_two(width) &&
       scalef_intrinsic(llvm::FixedVectorType::get(xv->getElementType(), 16))) {
     // A vector wider than vscalefps's (a block of several vectors): the exp of each 16-lane part,
     // each with vscalefps, then the parts joined again (lowering keeps the parts in registers).
     std::vector<llvm::Value *> parts;
-    for (unsigned i = 0; i < width; i += 16) {
-      std::vector<int> lanes(16);
-      for (unsigned j = 0; j < 16; ++j) lanes[j] = static_cast<int>(i + j);
-      parts.push_back(approx_exp(b_.CreateShuffleVector(x, lanes)));
-    }
+    for (unsigned i = 0; i < width; i += 16) parts.push_back(approx_exp(b_.CreateShuffleVector(x, lane_range(i, 16))));
     while (parts.size() > 1) {
       const unsigned w = llvm::cast<llvm::FixedVectorType>(parts[0]->getType())->getNumElements();
-      std::vector<int> both(2 * w);
-      for (unsigned j = 0; j < 2 * w; ++j) both[j] = static_cast<int>(j);
       std::vector<llvm::Value *> joined;
       for (size_t k = 0; k < parts.size(); k += 2)
-        joined.push_back(b_.CreateShuffleVector(parts[k], parts[k + 1], both));
+        joined.push_back(b_.CreateShuffleVector(parts[k], parts[k + 1], lane_range(0, 2 * w)));
       parts = std::move(joined);
     }
     return parts[0];
@@ -988,29 +1008,10 @@ llvm::Value *CodeGenLLVM::approx_exp(llvm::Value *x) {
   return b_.CreateFMul(b_.CreateFMul(y, pow2(e1)), pow2(e2));
 }
 
-// The power-of-two pieces of a vector of n lanes, largest first: (first lane, lanes).
-static std::vector<std::pair<unsigned, unsigned>> power_of_two_pieces(unsigned n) {
-  std::vector<std::pair<unsigned, unsigned>> pieces;
-  unsigned at = 0;
-  while (at < n) {
-    unsigned w = 1;
-    while (w * 2 <= n - at) w *= 2;
-    pieces.emplace_back(at, w);
-    at += w;
-  }
-  return pieces;
-}
-
-static std::vector<int> lane_range(unsigned from, unsigned count) {
-  std::vector<int> lanes(count);
-  for (unsigned j = 0; j < count; ++j) lanes[j] = static_cast<int>(from + j);
-  return lanes;
-}
-
 llvm::Value *CodeGenLLVM::masked_load(llvm::FixedVectorType *vt, llvm::Value *ptr, llvm::Align align, llvm::Value *mask,
                                       const BufferInfo &buf) {
   const unsigned n = vt->getNumElements();
-  if ((n & (n - 1)) == 0) {
+  if (power_of_two(n)) {
     llvm::Value *ld = b_.CreateMaskedLoad(vt, ptr, align, mask, llvm::Constant::getNullValue(vt));
     annotate(ld, buf);
     return ld;
@@ -1039,7 +1040,7 @@ llvm::Instruction *CodeGenLLVM::masked_store(llvm::Value *value, llvm::Value *pt
                                              const BufferInfo &buf) {
   auto *vt = llvm::cast<llvm::FixedVectorType>(value->getType());
   const unsigned n = vt->getNumElements();
-  if ((n & (n - 1)) == 0) {
+  if (power_of_two(n)) {
     llvm::Instruction *st = b_.CreateMaskedStore(value, ptr, align, mask);
     annotate(st, buf);
     return st;
@@ -1399,7 +1400,6 @@ llvm::Value *CodeGenLLVM::load(const ir::LoadNode *op) {
       llvm::Value *ptr = address(mt, base, r->base);
       ptr = b_.CreateBitCast(ptr, wt->getPointerTo());
       llvm::Value *all = masked_load(wt, ptr, access_align(buf, r->base, mt), wide_mask, buf);
-      annotate(all, buf);
       std::vector<int> pick;
       for (unsigned j = 0; j < lanes; ++j) pick.push_back(static_cast<int>(j * s));
       return from_memory(b_.CreateShuffleVector(all, pick), et);
@@ -1866,8 +1866,6 @@ void CodeGenLLVM::emit_transposed_stores(const ir::StoreNode *member, const Tran
 }
 
 namespace {
-
-bool power_of_two(size_t n) { return n != 0 && (n & (n - 1)) == 0; }
 
 int log2_exact(size_t n) {
   int b = 0;
