@@ -1,7 +1,7 @@
 #pragma once
 // Helpers for operator template tests: random inputs for a task's compute, running a config
-// through the C back end, host-side tensors in double precision for the naive references, and
-// element-wise comparison.
+// through the C back end or the LLVM back end, host-side tensors in double precision for the naive
+// references, and element-wise comparison.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -141,12 +141,12 @@ inline std::vector<deploy::Tensor> make_inputs(const ops::Compute &c, uint64_t s
   return r;
 }
 
-// Lowers the task's schedule for `cfg`, compiles it with the LLVM back end for this host, runs it
-// on `inputs` and returns the outputs.
-// Compiles `f` (lowered from `c`, named "op") with the LLVM back end for this host, runs it on
-// `inputs` and returns the outputs, filled with NaN (floats) or 77 before the call.
+// Compiles `f` (lowered from `c`, named "op") with the LLVM back end for `target` (this host by
+// default; any target this host can run), runs it on `inputs` and returns the outputs, filled with
+// NaN (floats) or 77 before the call.
 inline std::vector<deploy::Tensor> run_lowered_llvm(const ir::LoweredFunc &f, const ops::Compute &c,
-                                                    const std::vector<deploy::Tensor> &inputs) {
+                                                    const std::vector<deploy::Tensor> &inputs,
+                                                    const std::string &target = "llvm -mcpu=native") {
   std::vector<deploy::Tensor> args = inputs;
   std::vector<deploy::Tensor> outs;
   for (const auto &o : c.outputs) {
@@ -156,17 +156,20 @@ inline std::vector<deploy::Tensor> run_lowered_llvm(const ir::LoweredFunc &f, co
     args.push_back(t);
   }
   codegen::LLVMBuildOptions options;
-  options.target = "llvm -mcpu=native";
+  options.target = target;
   codegen::LLVMModule m(f, options);
   const int32_t rc = m.call_status("op", args);
   EXPECT_EQ(rc, 0) << m.last_error();
   return outs;
 }
 
+// Lowers the task's schedule for `cfg`, compiles it with the LLVM back end for `target` (this host
+// by default, whatever the task's target), runs it on `inputs` and returns the outputs.
 inline std::vector<deploy::Tensor> run_config_llvm(const ops::Task &task, const autotune::Config &cfg,
-                                                   const std::vector<deploy::Tensor> &inputs) {
+                                                   const std::vector<deploy::Tensor> &inputs,
+                                                   const std::string &target = "llvm -mcpu=native") {
   ops::Instance inst = task.instantiate(cfg);
-  return run_lowered_llvm(lower::lower(*inst.schedule, inst.compute.args(), "op"), inst.compute, inputs);
+  return run_lowered_llvm(lower::lower(*inst.schedule, inst.compute.args(), "op"), inst.compute, inputs, target);
 }
 
 // The part of `cfg`'s outputs that the first of `threads` threads writes: the pool cuts each
@@ -358,11 +361,35 @@ inline std::vector<autotune::Config> test_configs(const ops::Task &task, int n, 
   return r;
 }
 
+// Whether two computes take inputs of the same shapes and give outputs of the same shapes.
+inline bool same_signature(const ops::Compute &a, const ops::Compute &b) {
+  auto shapes = [](const std::vector<te::Tensor> &ts) {
+    std::vector<std::vector<int64_t>> r;
+    for (const auto &t : ts) r.push_back(const_shape(t));
+    return r;
+  };
+  return shapes(a.inputs) == shapes(b.inputs) && shapes(a.outputs) == shapes(b.outputs);
+}
+
+// The targets a template test also schedules and compiles for with the LLVM back end: this host,
+// and AVX2 (Haswell) where the host has wider vectors, so that on every machine the tests run the
+// code of both vector widths (16 lanes and 32 registers, 8 lanes and 16 registers) through LLVM's
+// x86 lowering, which differs between them.
+inline std::vector<ops::Target> llvm_test_targets() {
+  std::vector<ops::Target> r{driver::resolve_target("llvm -mcpu=native")};
+  if (r[0].vector_bits > 256) r.push_back(driver::resolve_target("llvm -mcpu=haswell"));
+  return r;
+}
+
 // Runs every config of `configs` through the C back end on the same random inputs and compares the
-// output with `reference(inputs)`, a naive implementation.
+// output with `reference(inputs)`, a naive implementation. Then the same workload is scheduled for
+// each of llvm_test_targets() and its default config and `llvm_samples` sampled configs are compiled
+// with the LLVM back end for that target, run here and checked too: the code a user's build runs. A
+// config whose tensors have other shapes than the test's (a layout that follows the vector width)
+// is left out of that second part; the test's own configs never are.
 inline void check_against_reference(const ops::Task &task, const std::vector<autotune::Config> &configs,
                                     const std::function<Host(const std::vector<Host> &)> &reference, double tol,
-                                    uint64_t seed = 7) {
+                                    uint64_t seed = 7, int llvm_samples = 2) {
   ops::Compute c = task.compute(configs.at(0));
   std::vector<deploy::Tensor> inputs = make_inputs(c, seed);
   std::vector<Host> host;
@@ -373,6 +400,17 @@ inline void check_against_reference(const ops::Task &task, const std::vector<aut
     std::vector<deploy::Tensor> outs = run_config(task, cfg, inputs);
     ASSERT_EQ(outs.size(), 1u);
     EXPECT_LE(rel_error(want, outs[0]), tol);
+  }
+  for (const ops::Target &target : llvm_test_targets()) {
+    const ops::Task for_target(task.workload().template_name, task.workload().args, target);
+    for (const auto &cfg : test_configs(for_target, llvm_samples, seed + 1)) {
+      SCOPED_TRACE(task.workload().template_name + " scheduled for and compiled by LLVM for " + target.str() +
+                   ", config " + cfg.to_string());
+      if (!same_signature(for_target.compute(cfg), c)) continue;
+      std::vector<deploy::Tensor> outs = run_config_llvm(for_target, cfg, inputs, target.str());
+      ASSERT_EQ(outs.size(), 1u);
+      EXPECT_LE(rel_error(want, outs[0]), tol);
+    }
   }
 }
 
