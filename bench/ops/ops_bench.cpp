@@ -426,6 +426,9 @@ int main(int argc, char **argv) {
       // Shorter rows: the default interleaves more of them (8 or 4 vectors a row at AVX2's 8 lanes).
       softmax_case("softmax_1x12x128x64", {1, 12, 128, 64}),
       softmax_case("softmax_1x12x128x32", {1, 12, 128, 32}),
+      // Longer and odd rows at AVX-512's 16 lanes: 16 and 6 vectors a row.
+      softmax_case("softmax_1x12x128x256", {1, 12, 128, 256}),
+      softmax_case("softmax_1x12x128x96", {1, 12, 128, 96}),
       pool_case("maxpool3s2p1_1x64x112x112", {1, 64, 112, 112}, true, 3, 2, 1, false),
       pool_case("avgpool2s2_1x64x56x56", {1, 64, 56, 56}, false, 2, 2, 0, false),
       pool_case("global_avgpool_1x1280x7x7", {1, 1280, 7, 7}, false, 0, 0, 0, true),

@@ -168,9 +168,11 @@ int64_t softmax_default_rows(const Softmax &sm, const Target &t) {
   const int64_t len = sm.data.shape[static_cast<size_t>(sm.axis)];
   const int64_t dim = sm.data.shape[static_cast<size_t>(sm.axis - 1)];
   const int64_t vectors = ceil_div(len, t.lanes(sm.data.dtype));
-  // Interleaved rows share the register file with the exp's constants: half as many rows' vectors
-  // on a target with 16 vector registers (AVX2) as on one with 32 (AVX-512).
-  const int64_t longest = t.vector_registers() / 2;
+  // By the row's vectors, the same at 8 and 16 lanes: 8 rows of up to 4 vectors, 4 of 5 to 8, one
+  // row of more. Measured on Zen 3 (AVX2; more rows' vectors spill its 16 registers) and on Zen 4
+  // and Zen 5 (AVX-512, where rows of 8 vectors ran 4-10 % faster 4 at a time than 8, and rows of 16
+  // vectors 10-18 % faster one at a time than 4).
+  const int64_t longest = 8;
   if (vectors > longest) return 1;
   int64_t rows = vectors <= longest / 2 ? 8 : 4;
   while (rows > dim) rows /= 2;
