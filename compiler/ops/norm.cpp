@@ -172,9 +172,8 @@ int64_t softmax_default_rows(const Softmax &sm, const Target &t) {
   // row of more. Measured on Zen 3 (AVX2; more rows' vectors spill its 16 registers) and on Zen 4
   // and Zen 5 (AVX-512, where rows of 8 vectors ran 4-10 % faster 4 at a time than 8, and rows of 16
   // vectors 10-18 % faster one at a time than 4).
-  const int64_t longest = 8;
-  if (vectors > longest) return 1;
-  int64_t rows = vectors <= longest / 2 ? 8 : 4;
+  if (vectors > 8) return 1;
+  int64_t rows = vectors <= 4 ? 8 : 4;
   while (rows > dim) rows /= 2;
   return rows;
 }

@@ -141,6 +141,17 @@ inline std::vector<deploy::Tensor> make_inputs(const ops::Compute &c, uint64_t s
   return r;
 }
 
+// The compute's outputs, filled with NaN (floats) or 77, so that what a kernel does not write shows.
+inline std::vector<deploy::Tensor> marked_outputs(const ops::Compute &c) {
+  std::vector<deploy::Tensor> outs;
+  for (const auto &o : c.outputs) {
+    deploy::Tensor t = deploy::Tensor::empty(const_shape(o), ir::to_deploy_dtype(o.dtype()));
+    for (int64_t i = 0; i < t.numel(); ++i) set_elem(t, i, t.dtype().code == deploy::DType::Float ? NAN : 77);
+    outs.push_back(t);
+  }
+  return outs;
+}
+
 // Compiles `f` (lowered from `c`, named "op") with the LLVM back end for `target` (this host by
 // default; any target this host can run), runs it on `inputs` and returns the outputs, filled with
 // NaN (floats) or 77 before the call.
@@ -148,13 +159,8 @@ inline std::vector<deploy::Tensor> run_lowered_llvm(const ir::LoweredFunc &f, co
                                                     const std::vector<deploy::Tensor> &inputs,
                                                     const std::string &target = "llvm -mcpu=native") {
   std::vector<deploy::Tensor> args = inputs;
-  std::vector<deploy::Tensor> outs;
-  for (const auto &o : c.outputs) {
-    deploy::Tensor t = deploy::Tensor::empty(const_shape(o), ir::to_deploy_dtype(o.dtype()));
-    for (int64_t i = 0; i < t.numel(); ++i) set_elem(t, i, t.dtype().code == deploy::DType::Float ? NAN : 77);
-    outs.push_back(t);
-    args.push_back(t);
-  }
+  const std::vector<deploy::Tensor> outs = marked_outputs(c);
+  args.insert(args.end(), outs.begin(), outs.end());
   codegen::LLVMBuildOptions options;
   options.target = target;
   codegen::LLVMModule m(f, options);
@@ -241,13 +247,8 @@ inline std::vector<deploy::Tensor> run_config(const ops::Task &task, const autot
   ops::Instance inst = task.instantiate(cfg);
   ir::LoweredFunc f = lower::lower(*inst.schedule, inst.compute.args(), "op");
   std::vector<deploy::Tensor> args = inputs;
-  std::vector<deploy::Tensor> outs;
-  for (const auto &o : inst.compute.outputs) {
-    deploy::Tensor t = deploy::Tensor::empty(const_shape(o), ir::to_deploy_dtype(o.dtype()));
-    for (int64_t i = 0; i < t.numel(); ++i) set_elem(t, i, t.dtype().code == deploy::DType::Float ? NAN : 77);
-    outs.push_back(t);
-    args.push_back(t);
-  }
+  const std::vector<deploy::Tensor> outs = marked_outputs(inst.compute);
+  args.insert(args.end(), outs.begin(), outs.end());
   codegen::CModule m(f, KILN_C_COMPILER);
   int32_t rc = m.call(args);
   EXPECT_EQ(rc, 0) << m.last_error();
@@ -375,10 +376,13 @@ inline bool same_signature(const ops::Compute &a, const ops::Compute &b) {
 // and AVX2 (Haswell) where the host has wider vectors, so that on every machine the tests run the
 // code of both vector widths (16 lanes and 32 registers, 8 lanes and 16 registers) through LLVM's
 // x86 lowering, which differs between them.
-inline std::vector<ops::Target> llvm_test_targets() {
-  std::vector<ops::Target> r{driver::resolve_target("llvm -mcpu=native")};
-  if (r[0].vector_bits > 256) r.push_back(driver::resolve_target("llvm -mcpu=haswell"));
-  return r;
+inline const std::vector<ops::Target> &llvm_test_targets() {
+  static const std::vector<ops::Target> targets = [] {
+    std::vector<ops::Target> r{driver::resolve_target("llvm -mcpu=native")};
+    if (r[0].vector_bits > 256) r.push_back(driver::resolve_target("llvm -mcpu=haswell"));
+    return r;
+  }();
+  return targets;
 }
 
 // Runs every config of `configs` through the C back end on the same random inputs and compares the
